@@ -1,0 +1,97 @@
+import type { Clock } from '../util/clock.js';
+import { systemClock } from '../util/clock.js';
+import type { Logger } from '../util/logger.js';
+import { silentLogger } from '../util/logger.js';
+import type { BusEvent, BusEventMap, BusEventScope, BusEventType } from './events.js';
+
+export interface BusFilter extends BusEventScope {
+  /** Only these event types; all types when omitted. Entries ending in `:*` match a whole subsystem. */
+  types?: ReadonlyArray<string>;
+}
+
+export type BusHandler<K extends BusEventType = BusEventType> = (event: BusEvent<K>) => void;
+
+export interface Bus {
+  /** Delivers synchronously to every matching subscriber. Never throws because of a subscriber. */
+  publish<K extends BusEventType>(type: K, data: BusEventMap[K], scope?: BusEventScope): BusEvent<K>;
+  /** Returns the unsubscribe function. */
+  subscribe(filter: BusFilter, handler: BusHandler): () => void;
+  /** Typed single-type subscription. */
+  on<K extends BusEventType>(type: K, handler: BusHandler<K>, scope?: BusEventScope): () => void;
+  readonly subscriberCount: number;
+}
+
+export interface CreateBusOptions {
+  clock?: Clock;
+  logger?: Logger;
+}
+
+interface Subscription {
+  filter: BusFilter;
+  handler: BusHandler;
+  exactTypes: Set<string> | undefined;
+  prefixes: string[] | undefined;
+}
+
+function matches(subscription: Subscription, event: BusEvent): boolean {
+  const { filter } = subscription;
+  if (subscription.exactTypes || subscription.prefixes) {
+    const typeMatches =
+      subscription.exactTypes?.has(event.type) || subscription.prefixes?.some((prefix) => event.type.startsWith(prefix));
+    if (!typeMatches) return false;
+  }
+  if (filter.sessionKey !== undefined && filter.sessionKey !== event.sessionKey) return false;
+  if (filter.agentId !== undefined && filter.agentId !== event.agentId) return false;
+  if (filter.workItemId !== undefined && filter.workItemId !== event.workItemId) return false;
+  if (filter.runId !== undefined && filter.runId !== event.runId) return false;
+  return true;
+}
+
+/**
+ * In-process typed event bus. Delivery is synchronous so ordering is exactly publish order; a subscriber
+ * that throws is logged and skipped and never breaks the publisher or other subscribers.
+ */
+export function createBus(options: CreateBusOptions = {}): Bus {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  let subscriptions: Subscription[] = [];
+  let seq = 0;
+
+  const subscribe = (filter: BusFilter, handler: BusHandler) => {
+    const exact = filter.types?.filter((type) => !type.endsWith(':*'));
+    const prefixes = filter.types?.filter((type) => type.endsWith(':*')).map((type) => type.slice(0, -1));
+    const subscription: Subscription = {
+      filter,
+      handler,
+      exactTypes: filter.types ? new Set(exact) : undefined,
+      prefixes: filter.types ? prefixes : undefined,
+    };
+    // Copy-on-write so a subscriber that unsubscribes during delivery does not disturb the loop.
+    subscriptions = [...subscriptions, subscription];
+    return () => {
+      subscriptions = subscriptions.filter((existing) => existing !== subscription);
+    };
+  };
+
+  return {
+    publish(type, data, scope = {}) {
+      const event = { ...scope, type, data, seq: ++seq, at: clock.now() } as BusEvent<typeof type>;
+      for (const subscription of subscriptions) {
+        if (!matches(subscription, event as BusEvent)) continue;
+        try {
+          subscription.handler(event as BusEvent);
+        } catch (error) {
+          logger.error({ err: error, eventType: type }, 'bus subscriber threw; event delivery continues');
+        }
+      }
+      return event;
+    },
+    subscribe,
+    on(type, handler, scope = {}) {
+      return subscribe({ ...scope, types: [type] }, handler as BusHandler);
+    },
+    get subscriberCount() {
+      return subscriptions.length;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The model specification, version 1. Every provider implements `LanguageModel`; everything above L1
+ * talks to models only through `streamModel` / `completeModel` (see `call.ts`), never to a provider SDK.
+ *
+ * Contract: once `doStream` has been called, failures are encoded in the stream as a final `error` event
+ * followed by nothing else; `doStream` never throws and the iterator never rejects.
+ */
+
+export interface ModelToolCall {
+  /** Provider-assigned call id; results are matched back by this id. */
+  id: string;
+  name: string;
+  /** Parsed JSON arguments. When the model sent unparseable JSON this is `{ __raw: string }`. */
+  arguments: Record<string, unknown>;
+}
+
+export type ModelMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ModelToolCall[] }
+  | { role: 'tool'; toolCallId: string; toolName: string; content: string; isError?: boolean };
+
+export interface ModelToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema (draft 2020-12 subset) of the arguments object. */
+  inputSchema: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  messages: ModelMessage[];
+  tools?: ModelToolDefinition[];
+  /** `auto` by default; `none` forbids tool calls; `{ name }` forces one tool. */
+  toolChoice?: 'auto' | 'none' | 'required' | { name: string };
+  maxTokens?: number;
+  temperature?: number;
+  /** Ask for a JSON object reply, optionally matching a JSON Schema. */
+  responseFormat?: { type: 'json'; schema?: Record<string, unknown>; name?: string };
+  /** Free-form hints for the `local` model and telemetry (e.g. `{ purpose: 'plan' }`). Not sent to providers. */
+  metadata?: Record<string, unknown>;
+}
+
+export type ModelStopReason =
+  | 'end_turn'
+  | 'tool_calls'
+  | 'max_tokens'
+  | 'stop_sequence'
+  | 'content_filter'
+  | 'aborted'
+  | 'error';
+
+export interface ModelUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface ModelStreamError {
+  /** Stable code from ErrorCodes (PROVIDER_RATE_LIMITED, PROVIDER_TIMEOUT, ABORTED, …). */
+  code: string;
+  message: string;
+  retryable: boolean;
+  statusCode?: number;
+}
+
+export type ModelStreamEvent =
+  | { type: 'text-delta'; text: string }
+  | { type: 'tool-call'; toolCall: ModelToolCall }
+  | { type: 'usage'; usage: ModelUsage }
+  | { type: 'finish'; stopReason: ModelStopReason }
+  | { type: 'error'; error: ModelStreamError };
+
+export interface ModelCallOptions {
+  signal?: AbortSignal;
+}
+
+export interface LanguageModel {
+  readonly specificationVersion: 'v1';
+  /** `openai`, `anthropic`, `command`, `local`, `scripted`, … */
+  readonly provider: string;
+  readonly modelId: string;
+  /** Context window in tokens, used for compaction thresholds. */
+  readonly contextWindowTokens: number;
+  /** Streams normalized events. See the contract at the top of this file. */
+  doStream(request: ModelRequest, options: ModelCallOptions): AsyncIterable<ModelStreamEvent>;
+}
+
+/** The folded result of one model call. */
+export interface ModelResponse {
+  text: string;
+  toolCalls: ModelToolCall[];
+  usage: ModelUsage;
+  stopReason: ModelStopReason;
+  /** Set when stopReason is `error` or `aborted`. */
+  error?: ModelStreamError;
+}

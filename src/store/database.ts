@@ -1,0 +1,41 @@
+/**
+ * The SQL access layer every persistent aggregate is written against. Two dialects:
+ * `sqlite` (better-sqlite3, the embedded default, also used in RAM-only mode with `:memory:`) and
+ * `postgres` (node-postgres pool, or PGlite in tests where no server is reachable).
+ *
+ * Portable SQL rules (so one query serves both dialects where possible):
+ * - placeholders are always `?`; the postgres backend rewrites them to `$1, $2, …`.
+ * - timestamps are epoch milliseconds in BIGINT/INTEGER columns; booleans are INTEGER 0/1; JSON is TEXT.
+ * - BIGINT columns come back as JS numbers on both backends.
+ * - `INSERT … ON CONFLICT … DO UPDATE` and `RETURNING` work on both.
+ * Where the dialects differ (full-text search, SKIP LOCKED, LISTEN/NOTIFY), branch on `db.dialect`.
+ */
+export type SqlDialect = 'sqlite' | 'postgres';
+
+export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
+
+export interface SqlRunResult {
+  /** Rows inserted, updated or deleted. */
+  changes: number;
+}
+
+export interface SqlExecutor {
+  readonly dialect: SqlDialect;
+  all<Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<SqlValue>): Promise<Row[]>;
+  get<Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<SqlValue>): Promise<Row | undefined>;
+  run(sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult>;
+}
+
+export interface SqlDatabase extends SqlExecutor {
+  /**
+   * Runs `work` in one transaction on one connection; commits when it resolves, rolls back when it throws.
+   * On SQLite, other statements wait until the transaction ends, so an `await` inside cannot interleave
+   * foreign writes into it.
+   */
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** Where the data lives, safe to print: a file path, `:memory:`, or a URL with the password removed. */
+  readonly location: string;
+  /** False for RAM-only databases: data is gone when the process exits. */
+  readonly persistent: boolean;
+  close(): Promise<void>;
+}

@@ -1,0 +1,1 @@
+export type { SqlDatabase, SqlDialect, SqlExecutor, SqlRunResult, SqlValue } from './database.js';

@@ -1,0 +1,113 @@
+/**
+ * Typed errors with stable codes, grouped by who is at fault.
+ *
+ * - `user`: the caller sent something wrong (bad input, unknown id, not allowed). Fix the request.
+ * - `provider`: a model provider or other upstream failed. Often retryable.
+ * - `system`: agentd itself or its environment failed (database, disk, a bug).
+ *
+ * `isInstance` uses a global symbol so checks survive duplicated package copies where `instanceof` breaks.
+ */
+const marker = Symbol.for('agentd.error');
+
+export type ErrorFault = 'user' | 'provider' | 'system';
+
+export interface AgentdErrorOptions {
+  code: string;
+  message: string;
+  fault: ErrorFault;
+  retryable?: boolean;
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class AgentdError extends Error {
+  readonly [marker] = true;
+  readonly code: string;
+  readonly fault: ErrorFault;
+  readonly retryable: boolean;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(options: AgentdErrorOptions) {
+    super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = options.code;
+    this.fault = options.fault;
+    this.retryable = options.retryable ?? false;
+    this.details = options.details;
+  }
+
+  static isInstance(error: unknown): error is AgentdError {
+    return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[marker] === true;
+  }
+
+  /** The wire shape used by both gateway protocols and the CLI's `--json` output. */
+  toJSON(): { code: string; message: string; retryable: boolean; details?: Record<string, unknown> } {
+    return {
+      code: this.code,
+      message: this.message,
+      retryable: this.retryable,
+      ...(this.details ? { details: this.details } : {}),
+    };
+  }
+}
+
+type SubclassOptions = Omit<AgentdErrorOptions, 'fault'>;
+
+/** The caller's fault: invalid input, unknown id, forbidden, conflict. */
+export class UserInputError extends AgentdError {
+  constructor(options: SubclassOptions) {
+    super({ ...options, fault: 'user' });
+  }
+}
+
+/** An upstream (model provider, embedding server, command backend) failed. */
+export class ProviderError extends AgentdError {
+  readonly statusCode: number | undefined;
+  constructor(options: SubclassOptions & { statusCode?: number }) {
+    super({ ...options, fault: 'provider' });
+    this.statusCode = options.statusCode;
+  }
+}
+
+/** agentd or its environment failed. */
+export class SystemError extends AgentdError {
+  constructor(options: SubclassOptions) {
+    super({ ...options, fault: 'system' });
+  }
+}
+
+/**
+ * Stable error codes. Codes are part of the public contract: clients branch on them.
+ * Subsystems may use codes not listed here, but every code is SCREAMING_SNAKE_CASE and documented in docs/.
+ */
+export const ErrorCodes = {
+  invalidRequest: 'INVALID_REQUEST',
+  invalidConfig: 'INVALID_CONFIG',
+  notFound: 'NOT_FOUND',
+  unauthorized: 'UNAUTHORIZED',
+  forbidden: 'FORBIDDEN',
+  conflict: 'CONFLICT',
+  payloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  unknownMethod: 'UNKNOWN_METHOD',
+  queueFull: 'QUEUE_FULL',
+  aborted: 'ABORTED',
+  timeout: 'TIMEOUT',
+  providerError: 'PROVIDER_ERROR',
+  providerRateLimited: 'PROVIDER_RATE_LIMITED',
+  providerUnavailable: 'PROVIDER_UNAVAILABLE',
+  providerTimeout: 'PROVIDER_TIMEOUT',
+  providerAuth: 'PROVIDER_AUTH',
+  storeUnavailable: 'STORE_UNAVAILABLE',
+  schemaTooNew: 'SCHEMA_TOO_NEW',
+  internal: 'INTERNAL',
+} as const;
+
+/** Turns any thrown value into an AgentdError, keeping the original as `cause`. */
+export function coerceError(error: unknown): AgentdError {
+  if (AgentdError.isInstance(error)) return error;
+  if (error instanceof Error && error.name === 'AbortError') {
+    return new UserInputError({ code: ErrorCodes.aborted, message: 'The operation was aborted.', cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new SystemError({ code: ErrorCodes.internal, message, cause: error });
+}

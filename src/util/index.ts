@@ -1,0 +1,15 @@
+export { type Clock, createManualClock, sleep, systemClock } from './clock.js';
+export {
+  AgentdError,
+  type AgentdErrorOptions,
+  coerceError,
+  type ErrorFault,
+  ErrorCodes,
+  ProviderError,
+  SystemError,
+  UserInputError,
+} from './errors.js';
+export { createIdGenerator, createSequentialIdGenerator, type IdGenerator } from './ids.js';
+export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
+export { formatZodIssues, parseUntrustedJson, safeStringify } from './safe-json.js';
+export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
