@@ -18,7 +18,28 @@ export interface BusEventMap {
   'system:error': { code: string; message: string; component: string };
   /** The store could not be opened and agentd runs with RAM only. */
   'store:degraded': { reason: string; path?: string };
+
+  // Agent runs (one engage-loop execution). Shared by the engage loop (publisher), the gateway (streams them
+  // to clients as OpenClaw `agent`/`chat` events and Spiderweb deltas) and telemetry.
+  'run:started': { runId: string; sessionKey?: string; agentId: string; workItemId?: string; model: string };
+  /** `delta` is the new text; `text` is the cumulative assistant text of the current model turn. */
+  'run:text-delta': { runId: string; delta: string; text: string };
+  'run:tool-started': { runId: string; toolCallId: string; toolName: string; arguments: Record<string, unknown> };
+  /** `result` is truncated for the bus (full results stay in the transcript). */
+  'run:tool-finished': { runId: string; toolCallId: string; toolName: string; isError: boolean; result: string; durationMs: number };
+  'run:finished': {
+    runId: string;
+    status: RunStatus;
+    /** Final assistant text of the run. */
+    text: string;
+    error?: { code: string; message: string; retryable: boolean };
+    usage: { inputTokens: number; outputTokens: number; costUsd?: number };
+    turns: number;
+  };
 }
+
+/** How a run ended. `max_turns`, `budget_exceeded` and `blocked` are clean stops, not crashes. */
+export type RunStatus = 'completed' | 'aborted' | 'error' | 'max_turns' | 'budget_exceeded' | 'blocked';
 
 export type BusEventType = keyof BusEventMap & string;
 
