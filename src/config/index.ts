@@ -1,0 +1,10 @@
+export { type AgentdConfig, type LoadConfigOptions, loadConfig, type ResolvedCredential, redactUrl } from './load.js';
+export {
+  type AgentDefinition,
+  agentDefinitionSchema,
+  type ConfigFile,
+  configFileSchema,
+  type FeatureFlags,
+  type ProviderCredentialConfig,
+  providerCredentialSchema,
+} from './schema.js';

@@ -1,0 +1,51 @@
+import { pino } from 'pino';
+import type { Logger } from '../util/logger.js';
+import type { Redactor } from './redact.js';
+
+export interface CreateLoggerOptions {
+  level?: string;
+  redactor: Redactor;
+  /** Defaults to stderr so stdout stays clean for `--json` output. */
+  destination?: NodeJS.WritableStream;
+  bindings?: Record<string, unknown>;
+}
+
+/** pino JSON logs; every argument is passed through the redactor before it is serialized. */
+export function createLogger(options: CreateLoggerOptions): Logger {
+  const { redactor } = options;
+  const base = pino(
+    {
+      level: options.level ?? 'info',
+      base: { service: 'agentd', ...options.bindings },
+      serializers: { err: (error: unknown) => redactor.redactValue(serializeError(error)) },
+      hooks: {
+        logMethod(args, method) {
+          const redacted = args.map((arg) => redactor.redactValue(arg)) as Parameters<typeof method>;
+          method.apply(this, redacted);
+        },
+      },
+    },
+    (options.destination ?? process.stderr) as pino.DestinationStream,
+  );
+  return wrap(base);
+}
+
+function serializeError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  return {
+    type: error.name,
+    message: error.message,
+    code: (error as { code?: unknown }).code,
+    stack: error.stack,
+  };
+}
+
+function wrap(instance: pino.Logger): Logger {
+  return {
+    debug: (object, message) => instance.debug(object, message),
+    info: (object, message) => instance.info(object, message),
+    warn: (object, message) => instance.warn(object, message),
+    error: (object, message) => instance.error(object, message),
+    child: (bindings) => wrap(instance.child(bindings)),
+  };
+}

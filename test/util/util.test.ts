@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  AgentdError,
+  coerceError,
+  createIdGenerator,
+  createKeyedMutex,
+  createSemaphore,
+  parseUntrustedJson,
+  UserInputError,
+} from '../../src/util/index.js';
+
+describe('errors', () => {
+  it('carries code, fault and retryable and is recognized across copies', () => {
+    const error = new UserInputError({ code: 'INVALID_REQUEST', message: 'bad' });
+    expect(error.fault).toBe('user');
+    expect(AgentdError.isInstance(error)).toBe(true);
+    expect(AgentdError.isInstance({ code: 'x' })).toBe(false);
+    expect(error.toJSON()).toEqual({ code: 'INVALID_REQUEST', message: 'bad', retryable: false });
+  });
+  it('coerces unknown throws into system errors keeping the cause', () => {
+    const cause = new TypeError('oops');
+    const error = coerceError(cause);
+    expect(error.code).toBe('INTERNAL');
+    expect(error.fault).toBe('system');
+    expect(error.cause).toBe(cause);
+  });
+});
+
+describe('parseUntrustedJson', () => {
+  const schema = z.object({ a: z.number() });
+  it('rejects oversized input before parsing', () => {
+    expect(() => parseUntrustedJson('x'.repeat(100), schema, { maxBytes: 10 })).toThrow(/limit is 10 bytes/);
+  });
+  it('rejects malformed JSON and schema mismatches with INVALID_REQUEST', () => {
+    for (const text of ['{', '{"a":"no"}']) {
+      try {
+        parseUntrustedJson(text, schema, { maxBytes: 100 });
+        expect.unreachable();
+      } catch (error) {
+        expect((error as AgentdError).code).toBe('INVALID_REQUEST');
+      }
+    }
+    expect(parseUntrustedJson('{"a":1}', schema, { maxBytes: 100 })).toEqual({ a: 1 });
+  });
+});
+
+describe('ids', () => {
+  it('are unique and sort in creation order, even within one millisecond', () => {
+    const next = createIdGenerator({ now: () => 1_700_000_000_000 });
+    const ids = Array.from({ length: 500 }, () => next('run'));
+    expect(new Set(ids).size).toBe(500);
+    expect([...ids].sort()).toEqual(ids);
+    expect(ids[0]).toMatch(/^run_[0-9a-z]{22}$/);
+  });
+});
+
+describe('semaphore and keyed mutex', () => {
+  it('never runs more than the limit at once', async () => {
+    const semaphore = createSemaphore(2);
+    let running = 0;
+    let peak = 0;
+    const releases: Array<() => void> = [];
+    const tasks = Array.from({ length: 6 }, () =>
+      semaphore.run(async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise<void>((resolve) => releases.push(resolve));
+        running--;
+      }),
+    );
+    let finished = 0;
+    for (const task of tasks) task.then(() => finished++);
+    while (finished < 6) {
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(running).toBeLessThanOrEqual(2);
+      releases.shift()?.();
+    }
+    await Promise.all(tasks);
+    expect(peak).toBe(2);
+  });
+
+  it('an aborted waiter leaves the queue', async () => {
+    const semaphore = createSemaphore(1);
+    const release = await semaphore.acquire();
+    const controller = new AbortController();
+    const waiting = semaphore.acquire(controller.signal);
+    expect(semaphore.waiting).toBe(1);
+    controller.abort(new Error('stop'));
+    await expect(waiting).rejects.toThrow('stop');
+    expect(semaphore.waiting).toBe(0);
+    release();
+    expect(semaphore.active).toBe(0);
+  });
+
+  it('runs work per key in FIFO order and keeps going after a failure', async () => {
+    const mutex = createKeyedMutex();
+    const order: string[] = [];
+    const slow = mutex.run('k', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      order.push('a');
+      throw new Error('a failed');
+    });
+    const fast = mutex.run('k', async () => {
+      order.push('b');
+    });
+    await expect(slow).rejects.toThrow('a failed');
+    await fast;
+    expect(order).toEqual(['a', 'b']);
+  });
+});
