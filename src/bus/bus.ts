@@ -37,7 +37,8 @@ function matches(subscription: Subscription, event: BusEvent): boolean {
   const { filter } = subscription;
   if (subscription.exactTypes || subscription.prefixes) {
     const typeMatches =
-      subscription.exactTypes?.has(event.type) || subscription.prefixes?.some((prefix) => event.type.startsWith(prefix));
+      subscription.exactTypes?.has(event.type) ||
+      subscription.prefixes?.some((prefix) => event.type.startsWith(prefix));
     if (!typeMatches) return false;
   }
   if (filter.sessionKey !== undefined && filter.sessionKey !== event.sessionKey) return false;

@@ -2,7 +2,7 @@
  * The typed event map. Each subsystem adds its own events by declaration merging in its own folder:
  *
  * ```ts
- * declare module '../bus/index.js' {
+ * declare module '../bus/events.js' {
  *   interface BusEventMap {
  *     'work:claimed': { workItemId: string; workerId: string };
  *   }
@@ -12,7 +12,6 @@
  * Keys are `<subsystem>:<what-happened>` in kebab-case. Payloads are plain JSON data (they are persisted
  * and sent over the wire) and never carry secrets.
  */
-// biome-ignore lint/suspicious/noEmptyInterface: extended by declaration merging
 export interface BusEventMap {
   /** A subsystem hit an error worth telling operators and clients about. */
   'system:error': { code: string; message: string; component: string };
@@ -24,9 +23,21 @@ export interface BusEventMap {
   'run:started': { runId: string; sessionKey?: string; agentId: string; workItemId?: string; model: string };
   /** `delta` is the new text; `text` is the cumulative assistant text of the current model turn. */
   'run:text-delta': { runId: string; delta: string; text: string };
-  'run:tool-started': { runId: string; toolCallId: string; toolName: string; arguments: Record<string, unknown> };
+  'run:tool-started': {
+    runId: string;
+    toolCallId: string;
+    toolName: string;
+    arguments: Record<string, unknown>;
+  };
   /** `result` is truncated for the bus (full results stay in the transcript). */
-  'run:tool-finished': { runId: string; toolCallId: string; toolName: string; isError: boolean; result: string; durationMs: number };
+  'run:tool-finished': {
+    runId: string;
+    toolCallId: string;
+    toolName: string;
+    isError: boolean;
+    result: string;
+    durationMs: number;
+  };
   'run:finished': {
     runId: string;
     status: RunStatus;

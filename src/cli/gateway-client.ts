@@ -5,7 +5,11 @@ import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/er
 /** An OpenClaw-protocol (v4) client, used by `agentd send|chat|status --url` and by tests and benchmarks. */
 export interface GatewayClient {
   readonly hello: HelloOk;
-  call<T = unknown>(method: string, params?: Record<string, unknown>, options?: { expectFinal?: boolean; timeoutMs?: number }): Promise<T>;
+  call<T = unknown>(
+    method: string,
+    params?: Record<string, unknown>,
+    options?: { expectFinal?: boolean; timeoutMs?: number },
+  ): Promise<T>;
   onEvent(handler: (event: string, payload: any, seq: number | undefined) => void): () => void;
   close(): Promise<void>;
 }
@@ -35,7 +39,12 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-function toError(error: { code?: string; message?: string; retryable?: boolean; details?: Record<string, unknown> }) {
+function toError(error: {
+  code?: string;
+  message?: string;
+  retryable?: boolean;
+  details?: Record<string, unknown>;
+}) {
   return new UserInputError({
     code: error.code ?? ErrorCodes.internal,
     message: error.message ?? 'gateway error',
@@ -60,10 +69,22 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
   };
 
   const challenge = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new SystemError({ code: ErrorCodes.timeout, message: `no connect.challenge from ${options.url}` })), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        reject(
+          new SystemError({ code: ErrorCodes.timeout, message: `no connect.challenge from ${options.url}` }),
+        ),
+      timeoutMs,
+    );
     socket.once('error', (error) => {
       clearTimeout(timer);
-      reject(new SystemError({ code: 'GATEWAY_UNREACHABLE', message: `cannot reach ${options.url}: ${error.message}`, cause: error }));
+      reject(
+        new SystemError({
+          code: 'GATEWAY_UNREACHABLE',
+          message: `cannot reach ${options.url}: ${error.message}`,
+          cause: error,
+        }),
+      );
     });
     socket.on('message', function first(data) {
       const frame = JSON.parse(String(data));
@@ -101,10 +122,19 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
     }
   });
   socket.on('close', (code, reason) => {
-    failAll(new SystemError({ code: 'GATEWAY_CLOSED', message: `gateway closed the connection (${code} ${String(reason)})` }));
+    failAll(
+      new SystemError({
+        code: 'GATEWAY_CLOSED',
+        message: `gateway closed the connection (${code} ${String(reason)})`,
+      }),
+    );
   });
 
-  const call = <T>(method: string, params: Record<string, unknown> = {}, callOptions: { expectFinal?: boolean; timeoutMs?: number } = {}) =>
+  const call = <T>(
+    method: string,
+    params: Record<string, unknown> = {},
+    callOptions: { expectFinal?: boolean; timeoutMs?: number } = {},
+  ) =>
     new Promise<T>((resolve, reject) => {
       if (socket.readyState !== WebSocket.OPEN) {
         reject(new SystemError({ code: 'GATEWAY_CLOSED', message: 'the gateway connection is closed' }));
@@ -113,9 +143,19 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
       const id = `agentd-${nextId++}`;
       const timer = setTimeout(() => {
         pending.delete(id);
-        reject(new SystemError({ code: ErrorCodes.timeout, message: `${method} got no answer within ${callOptions.timeoutMs ?? timeoutMs} ms` }));
+        reject(
+          new SystemError({
+            code: ErrorCodes.timeout,
+            message: `${method} got no answer within ${callOptions.timeoutMs ?? timeoutMs} ms`,
+          }),
+        );
       }, callOptions.timeoutMs ?? timeoutMs);
-      pending.set(id, { resolve: resolve as (value: unknown) => void, reject, expectFinal: callOptions.expectFinal ?? false, timer });
+      pending.set(id, {
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        expectFinal: callOptions.expectFinal ?? false,
+        timer,
+      });
       socket.send(JSON.stringify({ type: 'req', id, method, params }));
     });
 
@@ -126,7 +166,13 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
     hello = await call<HelloOk>('connect', {
       minProtocol: protocol,
       maxProtocol: protocol,
-      client: { id: options.clientId ?? 'cli', version: 'agentd', platform: process.platform, mode: 'cli', instanceId: randomUUID() },
+      client: {
+        id: options.clientId ?? 'cli',
+        version: 'agentd',
+        platform: process.platform,
+        mode: 'cli',
+        instanceId: randomUUID(),
+      },
       role: 'operator',
       scopes: options.scopes ?? ['operator.read', 'operator.write', 'operator.admin'],
       caps: ['tool-events'],
@@ -134,7 +180,9 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
     });
   } catch (error) {
     socket.close();
-    throw AgentdError.isInstance(error) ? error : new SystemError({ code: 'GATEWAY_CONNECT_FAILED', message: String(error) });
+    throw AgentdError.isInstance(error)
+      ? error
+      : new SystemError({ code: 'GATEWAY_CONNECT_FAILED', message: String(error) });
   }
 
   return {

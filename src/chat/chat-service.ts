@@ -1,0 +1,567 @@
+import type { Bus, RunStatus } from '../bus/index.js';
+import type { EngageResult } from '../engage/index.js';
+import type { IdentityLoader } from '../identity/index.js';
+import type { MemoryEntry, MemoryService, SessionRef } from '../memory/index.js';
+import { toModelMessages } from '../memory/index.js';
+import type { ModelMessage } from '../model/index.js';
+import type { SessionStore } from '../store/index.js';
+import { type Clock, systemClock } from '../util/clock.js';
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+import type { IdGenerator } from '../util/ids.js';
+import { type Logger, silentLogger } from '../util/logger.js';
+import { createKeyedMutex } from '../util/semaphore.js';
+
+/** What `runTurn` gets: everything the engage loop needs for one chat run, prepared by the chat service. */
+export interface ChatTurnInput {
+  runId: string;
+  agentId: string;
+  sessionKey: string;
+  sessionId: string;
+  /** The implicit work item that owns the session's ledger. */
+  workItemId: string;
+  /** System prompt (identity + recalled memory), then the active context ending with the new user message. */
+  messages: ModelMessage[];
+  signal: AbortSignal;
+  /** Persists the run's transcript before `run:finished` is published, so an acknowledged reply is durable. */
+  beforeFinish: (result: EngageResult) => Promise<void>;
+}
+
+/** A slash command handler (`/goal …`). Returns the reply text posted to the chat. */
+export type SlashCommand = (input: {
+  argument: string;
+  sessionKey: string;
+  agentId: string;
+  runId: string;
+  signal: AbortSignal;
+}) => Promise<string>;
+
+export interface ChatRunRecord {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  status: RunStatus | 'running';
+  text: string;
+  userMemoryId?: string;
+  assistantMemoryId?: string;
+  error?: { code: string; message: string; retryable: boolean };
+  startedAt: number;
+  endedAt?: number;
+  model?: string;
+  usage?: { inputTokens: number; outputTokens: number };
+}
+
+export interface CreateChatServiceOptions {
+  sessions: SessionStore;
+  memory: MemoryService;
+  identity: IdentityLoader;
+  bus: Bus;
+  runTurn: (input: ChatTurnInput) => Promise<EngageResult>;
+  /** `name` without the slash → handler. `/stop`, `/new`, `/reset` and `/compact` are built in. */
+  slashCommands?: Record<string, SlashCommand>;
+  /** Adds relevant long-term memories to the system prompt. Default true. */
+  autoRecall?: boolean;
+  recallMaxTokens?: number;
+  /** Longest accepted user message, in characters. */
+  maxMessageChars?: number;
+  /** How many finished runs are remembered for `wait` and idempotency. */
+  maxRememberedRuns?: number;
+  /** Tells the memory manager and heartbeat that a user-led turn is running for the agent. */
+  onTurnActivity?: (agentId: string, active: boolean) => void;
+  clock?: Clock;
+  idGenerator: IdGenerator;
+  logger?: Logger;
+}
+
+export interface ChatService {
+  send(input: {
+    sessionKey: string;
+    agentId: string;
+    text: string;
+    idempotencyKey: string;
+  }): Promise<{ runId: string; status: 'started' | 'in_flight' }>;
+  wait(runId: string, options?: { timeoutMs?: number }): Promise<ChatRunRecord>;
+  abort(input: { sessionKey: string; runId?: string }): Promise<{ aborted: boolean; runIds: string[] }>;
+  inject(input: {
+    sessionKey: string;
+    agentId: string;
+    role: 'assistant' | 'system';
+    text: string;
+    label?: string;
+  }): Promise<{ memoryId: string }>;
+  /** Archives the active session of the key (kept and recallable) and starts a fresh one. */
+  reset(input: {
+    sessionKey: string;
+    agentId: string;
+    reason: string;
+    archive: boolean;
+  }): Promise<{ sessionId: string; previousSessionId?: string; archived: boolean }>;
+  /** Summarizes the session's oldest active entries now. */
+  compact(input: { sessionKey: string; agentId: string }): Promise<{
+    compacted: boolean;
+    tokensBefore: number;
+    tokensAfter: number;
+    entriesBefore: number;
+    entriesAfter: number;
+  }>;
+  get(runId: string): ChatRunRecord | undefined;
+  /** Runs that have not finished yet. */
+  activeRuns(): ChatRunRecord[];
+  /** Aborts every running turn and waits for them to persist what they have. */
+  drain(): Promise<void>;
+}
+
+interface LiveRun {
+  record: ChatRunRecord;
+  controller: AbortController;
+  done: Promise<ChatRunRecord>;
+}
+
+// C0 control characters other than tab, newline and carriage return.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly the characters stripped
+const controlCharacters = /[\u0001-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
+
+function normalizeMessage(text: string, maxChars: number): string {
+  if (text.includes('\u0000')) {
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'message contains a null byte.' });
+  }
+  const normalized = text.normalize('NFC').replace(controlCharacters, '');
+  if (normalized.length > maxChars) {
+    throw new UserInputError({
+      code: ErrorCodes.payloadTooLarge,
+      message: `message is ${normalized.length} characters; the limit is ${maxChars}.`,
+      details: { maxChars },
+    });
+  }
+  if (normalized.trim().length === 0) {
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'message is empty.' });
+  }
+  return normalized;
+}
+
+function lastActiveIds(entries: ReadonlyArray<MemoryEntry>): number[] {
+  return entries.filter((entry) => entry.state === 'active').map((entry) => entry.memoryId);
+}
+
+/**
+ * Chat turns: one user message in, one engage-loop run, the transcript persisted through memory before the
+ * run is reported finished. Runs of one session key are serialized ("session lane"); different sessions run
+ * concurrently.
+ */
+export function createChatService(options: CreateChatServiceOptions): ChatService {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const maxMessageChars = options.maxMessageChars ?? 100_000;
+  const maxRememberedRuns = options.maxRememberedRuns ?? 1_000;
+  const autoRecall = options.autoRecall ?? true;
+  const lanes = createKeyedMutex();
+  const live = new Map<string, LiveRun>();
+  const finished = new Map<string, ChatRunRecord>();
+  const waiters = new Map<string, Array<(record: ChatRunRecord) => void>>();
+
+  const remember = (record: ChatRunRecord) => {
+    finished.set(record.runId, record);
+    if (finished.size > maxRememberedRuns) finished.delete(finished.keys().next().value as string);
+  };
+
+  const settle = (record: ChatRunRecord) => {
+    live.delete(record.runId);
+    remember(record);
+    for (const resolve of waiters.get(record.runId) ?? []) resolve(record);
+    waiters.delete(record.runId);
+  };
+
+  const refFor = async (sessionKey: string, agentId: string): Promise<SessionRef> => {
+    const session = await options.sessions.ensureActive(sessionKey, agentId);
+    return { sessionId: session.id, sessionKey, agentId };
+  };
+
+  /** Runs a turn that does not call the model (slash commands): same events, same persistence. */
+  const runLocalReply = async (record: ChatRunRecord, ref: SessionRef, reply: () => Promise<string>) => {
+    const scope = { runId: record.runId, sessionKey: record.sessionKey, agentId: record.agentId };
+    options.bus.publish(
+      'run:started',
+      {
+        runId: record.runId,
+        sessionKey: record.sessionKey,
+        agentId: record.agentId,
+        model: 'agentd/command',
+      },
+      scope,
+    );
+    let text: string;
+    try {
+      text = await reply();
+    } catch (error) {
+      const failure = UserInputError.isInstance(error)
+        ? { code: error.code, message: error.message, retryable: error.retryable }
+        : { code: ErrorCodes.internal, message: (error as Error).message, retryable: false };
+      record.status = 'error';
+      record.error = failure;
+      options.bus.publish(
+        'run:finished',
+        {
+          runId: record.runId,
+          status: 'error',
+          text: '',
+          error: failure,
+          usage: { inputTokens: 0, outputTokens: 0 },
+          turns: 0,
+        },
+        scope,
+      );
+      return;
+    }
+    const entry = await options.memory.append(ref, {
+      role: 'assistant',
+      content: text,
+      metadata: { runId: record.runId, command: true },
+    });
+    await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
+    record.assistantMemoryId = entry.address;
+    record.text = text;
+    record.status = 'completed';
+    options.bus.publish('run:text-delta', { runId: record.runId, delta: text, text }, scope);
+    options.bus.publish(
+      'run:finished',
+      {
+        runId: record.runId,
+        status: 'completed',
+        text,
+        usage: { inputTokens: 0, outputTokens: 0 },
+        turns: 0,
+      },
+      scope,
+    );
+  };
+
+  const runModelTurn = async (record: ChatRunRecord, ref: SessionRef, text: string, signal: AbortSignal) => {
+    const userEntry = await options.memory.append(ref, {
+      role: 'user',
+      content: text,
+      metadata: { runId: record.runId },
+    });
+    record.userMemoryId = userEntry.address;
+    await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
+
+    const lease = await options.memory.pin(ref);
+    try {
+      const identity = await options.identity.load(ref.agentId);
+      const system: string[] = [identity.systemPrompt];
+      if (autoRecall) {
+        const recalled = await options.memory
+          .recallForPrompt({
+            agentId: ref.agentId,
+            sessionKey: ref.sessionKey,
+            query: text,
+            maxTokens: options.recallMaxTokens ?? 400,
+          })
+          .catch((error: unknown) => {
+            logger.warn(
+              { err: error, sessionKey: ref.sessionKey },
+              'automatic recall failed; the turn continues without it',
+            );
+            return '';
+          });
+        if (recalled) system.push(recalled);
+      }
+      const messages: ModelMessage[] = [
+        { role: 'system', content: system.join('\n\n') },
+        ...toModelMessages(lease.entries),
+      ];
+
+      const result = await options.runTurn({
+        runId: record.runId,
+        agentId: ref.agentId,
+        sessionKey: ref.sessionKey,
+        sessionId: ref.sessionId,
+        workItemId: `session:${ref.sessionId}`,
+        messages,
+        signal,
+        beforeFinish: async (outcome) => {
+          // A failed turn keeps the user message and writes no half assistant entry; an aborted one keeps
+          // what was said so far, marked as aborted.
+          const transcript = outcome.status === 'error' ? [] : outcome.newMessages;
+          const inputs = transcript.map((message) => {
+            const metadata = {
+              runId: record.runId,
+              ...(outcome.status === 'aborted' ? { aborted: true } : {}),
+            };
+            if (message.role === 'assistant')
+              return {
+                role: 'assistant' as const,
+                content: message.content,
+                toolCalls: message.toolCalls,
+                metadata,
+              };
+            if (message.role === 'tool') {
+              return {
+                role: 'tool' as const,
+                content: message.content,
+                toolCallId: message.toolCallId,
+                toolName: message.toolName,
+                isError: message.isError,
+                metadata,
+              };
+            }
+            return { role: message.role, content: message.content, metadata };
+          });
+          const kept = inputs.filter(
+            (input) =>
+              !(
+                input.role === 'assistant' &&
+                input.content === '' &&
+                !('toolCalls' in input && input.toolCalls?.length)
+              ),
+          );
+          if (kept.length === 0) return;
+          const entries = await options.memory.appendBatch(ref, kept);
+          await options.sessions.touch(ref.sessionId, { messageDelta: entries.length, at: clock.now() });
+          const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');
+          if (lastAssistant) record.assistantMemoryId = lastAssistant.address;
+        },
+      });
+      record.status = result.status;
+      record.text = result.text;
+      record.usage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+      if (result.error) record.error = result.error;
+    } finally {
+      lease.release();
+    }
+    return lastActiveIds(lease.entries);
+  };
+
+  const builtInCommand = (
+    name: string,
+    argument: string,
+    record: ChatRunRecord,
+    ref: SessionRef,
+    signal: AbortSignal,
+  ): (() => Promise<string>) | undefined => {
+    switch (name) {
+      case 'new':
+      case 'reset':
+        return async () => {
+          const result = await resetSession({
+            sessionKey: ref.sessionKey,
+            agentId: ref.agentId,
+            reason: argument || name,
+            archive: true,
+          });
+          return result.archived
+            ? `Started a new session. The previous conversation (${result.previousSessionId}) is archived and can still be recalled.`
+            : 'Started a new session.';
+        };
+      case 'compact':
+        return async () => {
+          const result = await compactSession({ sessionKey: ref.sessionKey, agentId: ref.agentId });
+          return result.compacted
+            ? `Compacted the session: ${result.entriesBefore} → ${result.entriesAfter} active entries, ${result.tokensBefore} → ${result.tokensAfter} tokens.`
+            : 'Nothing to compact yet.';
+        };
+      default: {
+        const handler = options.slashCommands?.[name];
+        if (!handler) return undefined;
+        return () =>
+          handler({
+            argument,
+            sessionKey: ref.sessionKey,
+            agentId: ref.agentId,
+            runId: record.runId,
+            signal,
+          });
+      }
+    }
+  };
+
+  const resetSession: ChatService['reset'] = async ({ sessionKey, agentId, reason, archive }) => {
+    const previous = await options.sessions.getActive(sessionKey);
+    let archived = false;
+    if (previous) {
+      if (archive) {
+        await options.memory.archive(previous.id, reason);
+        archived = true;
+      }
+      await options.sessions.archive(sessionKey, reason);
+    }
+    const next = await options.sessions.ensureActive(sessionKey, agentId);
+    return { sessionId: next.id, ...(previous ? { previousSessionId: previous.id } : {}), archived };
+  };
+
+  const compactSession: ChatService['compact'] = async ({ sessionKey, agentId }) => {
+    const ref = await refFor(sessionKey, agentId);
+    const before = await options.memory.stats(ref);
+    const result = await options.memory.summarize(ref, { reason: 'compact requested' });
+    const after = await options.memory.stats(ref);
+    return {
+      compacted: result.summarizedIds.length > 0,
+      tokensBefore: before.activeTokens,
+      tokensAfter: after.activeTokens,
+      entriesBefore: before.activeEntries,
+      entriesAfter: after.activeEntries,
+    };
+  };
+
+  const abort: ChatService['abort'] = async ({ sessionKey, runId }) => {
+    const runIds: string[] = [];
+    for (const run of live.values()) {
+      if (run.record.sessionKey !== sessionKey) continue;
+      if (runId !== undefined && run.record.runId !== runId) continue;
+      run.controller.abort(new UserInputError({ code: ErrorCodes.aborted, message: 'aborted by the user' }));
+      runIds.push(run.record.runId);
+    }
+    return { aborted: runIds.length > 0, runIds };
+  };
+
+  return {
+    async send({ sessionKey, agentId, text, idempotencyKey }) {
+      if (live.has(idempotencyKey) || finished.has(idempotencyKey))
+        return { runId: idempotencyKey, status: 'in_flight' };
+      const message = normalizeMessage(text, maxMessageChars);
+      const trimmed = message.trim();
+
+      // `/stop` must not queue behind the run it stops.
+      if (trimmed === '/stop') {
+        const result = await abort({ sessionKey });
+        const record: ChatRunRecord = {
+          runId: idempotencyKey,
+          sessionKey,
+          agentId,
+          status: 'running',
+          text: '',
+          startedAt: clock.now(),
+        };
+        const controller = new AbortController();
+        const done = (async () => {
+          const ref = await refFor(sessionKey, agentId);
+          await runLocalReply(record, ref, async () =>
+            result.aborted ? `Stopped ${result.runIds.length} run(s).` : 'Nothing is running.',
+          );
+          record.endedAt = clock.now();
+          settle(record);
+          return record;
+        })();
+        live.set(idempotencyKey, { record, controller, done });
+        return { runId: idempotencyKey, status: 'started' };
+      }
+
+      const record: ChatRunRecord = {
+        runId: idempotencyKey,
+        sessionKey,
+        agentId,
+        status: 'running',
+        text: '',
+        startedAt: clock.now(),
+      };
+      const controller = new AbortController();
+      const done = lanes.run(sessionKey, async () => {
+        options.onTurnActivity?.(agentId, true);
+        try {
+          if (controller.signal.aborted) {
+            record.status = 'aborted';
+            return record;
+          }
+          const ref = await refFor(sessionKey, agentId);
+          const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
+          const handler = command
+            ? builtInCommand(
+                command[1]!.toLowerCase(),
+                command[2]?.trim() ?? '',
+                record,
+                ref,
+                controller.signal,
+              )
+            : undefined;
+          if (handler) await runLocalReply(record, ref, handler);
+          else await runModelTurn(record, ref, message, controller.signal);
+        } catch (error) {
+          logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
+          record.status = 'error';
+          record.error = UserInputError.isInstance(error)
+            ? error.toJSON()
+            : {
+                code: ErrorCodes.internal,
+                message: 'the turn failed inside agentd; see the server log',
+                retryable: false,
+              };
+          options.bus.publish(
+            'run:finished',
+            {
+              runId: record.runId,
+              status: 'error',
+              text: '',
+              error: record.error,
+              usage: { inputTokens: 0, outputTokens: 0 },
+              turns: 0,
+            },
+            { runId: record.runId, sessionKey, agentId },
+          );
+        } finally {
+          options.onTurnActivity?.(agentId, false);
+          record.endedAt = clock.now();
+          settle(record);
+        }
+        return record;
+      });
+      live.set(idempotencyKey, { record, controller, done });
+      return { runId: idempotencyKey, status: 'started' };
+    },
+
+    wait(runId, waitOptions = {}) {
+      const known = finished.get(runId);
+      if (known) return Promise.resolve(known);
+      if (!live.has(runId)) {
+        return Promise.reject(new UserInputError({ code: ErrorCodes.notFound, message: `no run ${runId}` }));
+      }
+      return new Promise((resolve, reject) => {
+        const list = waiters.get(runId) ?? [];
+        let timer: NodeJS.Timeout | undefined;
+        const onDone = (record: ChatRunRecord) => {
+          if (timer) clearTimeout(timer);
+          resolve(record);
+        };
+        list.push(onDone);
+        waiters.set(runId, list);
+        if (waitOptions.timeoutMs !== undefined) {
+          timer = setTimeout(() => {
+            const remaining = (waiters.get(runId) ?? []).filter((waiter) => waiter !== onDone);
+            waiters.set(runId, remaining);
+            reject(
+              new UserInputError({
+                code: ErrorCodes.timeout,
+                message: `run ${runId} did not finish within ${waitOptions.timeoutMs} ms`,
+                retryable: true,
+              }),
+            );
+          }, waitOptions.timeoutMs);
+        }
+      });
+    },
+
+    abort,
+
+    async inject({ sessionKey, agentId, role, text, label }) {
+      const ref = await refFor(sessionKey, agentId);
+      const entry = await options.memory.append(ref, {
+        role,
+        content: normalizeMessage(text, maxMessageChars),
+        metadata: { injected: true, ...(label ? { label } : {}) },
+      });
+      await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
+      return { memoryId: entry.address };
+    },
+
+    reset: resetSession,
+    compact: compactSession,
+    get: (runId) => live.get(runId)?.record ?? finished.get(runId),
+    activeRuns: () => [...live.values()].map((run) => run.record),
+
+    async drain() {
+      const running = [...live.values()];
+      for (const run of running)
+        run.controller.abort(
+          new UserInputError({ code: ErrorCodes.aborted, message: 'agentd is shutting down' }),
+        );
+      await Promise.allSettled(running.map((run) => run.done));
+    },
+  };
+}

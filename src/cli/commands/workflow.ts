@@ -1,0 +1,279 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import type { LanguageModel } from '../../model/index.js';
+import { createSqliteDatabase, type SqlDatabase } from '../../store/index.js';
+import { AgentdError, coerceError, ErrorCodes, UserInputError } from '../../util/errors.js';
+import {
+  createSqlRecordStore,
+  createWorkflowEngine,
+  type InspectionReport,
+  inspectPersistedRun,
+  loadWorkflow,
+  type RunAgentWithTools,
+  runWorkflowRepl,
+  type TelemetryEvent,
+  type WorkflowBusEventData,
+  type WorkflowBusEventType,
+  type WorkflowEngine,
+  WorkflowValidationError,
+} from '../../workflow/index.js';
+
+export interface WorkflowCommandDeps {
+  /** `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow. */
+  resolveModel(name?: string, options?: { apiKey?: string; baseUrl?: string }): LanguageModel;
+  /** agentd's state directory; each workflow keeps its state under `<stateDir>/workflows/<workflow id>`. */
+  stateDir: string;
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** Input of `agentd repl`; default `process.stdin`. */
+  stdin?: NodeJS.ReadableStream;
+  /** The global `--model` flag, when given: used for every agent instead of agents.yaml's `llm`. */
+  modelOverride?: () => string | undefined;
+  /** The engage loop for agent nodes that list tools (the runtime supplies one built on runEngage). */
+  runAgentWithTools?: RunAgentWithTools;
+  /** Forwarded engine events, e.g. onto the agentd bus. */
+  publish?: (type: WorkflowBusEventType, data: WorkflowBusEventData) => void;
+  /** Sets the process exit code (the caller decides when to exit). */
+  setExitCode(code: number): void;
+  env?: Record<string, string | undefined>;
+  /** Base of relative paths and of tool roots; default `process.cwd()`. */
+  cwd?: string;
+}
+
+const exitFailure = 1;
+const exitUsage = 2;
+
+function workflowStateDir(deps: WorkflowCommandDeps, workflowId: string): string {
+  return join(deps.stateDir, 'workflows', workflowId);
+}
+
+function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): void {
+  const failure = coerceError(error);
+  if (json) deps.stdout(`${JSON.stringify({ error: failure.toJSON() }, null, 2)}\n`);
+  else deps.stderr(`agentd: ${failure.message}${failure instanceof WorkflowValidationError ? '' : ` (${failure.code})`}\n`);
+  deps.setExitCode(AgentdError.isInstance(failure) && failure.fault === 'user' ? exitUsage : exitFailure);
+}
+
+async function openEngine(deps: WorkflowCommandDeps, dir: string): Promise<WorkflowEngine> {
+  const cwd = deps.cwd ?? process.cwd();
+  const workflow = await loadWorkflow(resolve(cwd, dir));
+  const override = deps.modelOverride?.();
+  return createWorkflowEngine({
+    workflow,
+    resolveModel: (name, { credential }) =>
+      deps.resolveModel(name, credential ? { apiKey: credential.apiKey, ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}) } : undefined),
+    stateDir: workflowStateDir(deps, workflow.id),
+    workDir: cwd,
+    ...(override ? { modelOverride: override } : {}),
+    ...(deps.runAgentWithTools ? { runAgentWithTools: deps.runAgentWithTools } : {}),
+    ...(deps.publish ? { publish: deps.publish } : {}),
+    ...(deps.env ? { env: deps.env } : {}),
+  });
+}
+
+/** One line per node event, for humans watching a run. */
+export function formatProgress(event: TelemetryEvent): string | undefined {
+  const where = event.taskId === event.rootTaskId ? '' : ` [${event.taskId.slice(event.rootTaskId.length + 1)}]`;
+  switch (event.type) {
+    case 'node_started':
+      return `▸ ${event.stageId} (${String(event.payload.role)})${where}`;
+    case 'node_completed':
+      return `✓ ${event.stageId} ${String(event.payload.durationMs)} ms${event.payload.status === 'partial' ? ' (partial)' : ''}${where}`;
+    case 'node_failed': {
+      const error = event.payload.error as { code: string; message: string };
+      return `✗ ${event.stageId} ${error.code}: ${error.message}${where}`;
+    }
+    case 'routing_decision':
+      return `  → ${String(event.payload.label)}${where}`;
+    case 'clone_created':
+    case 'subtask_created':
+      return `  + ${event.type === 'clone_created' ? 'clone' : 'subtask'} ${event.taskId}`;
+    default:
+      return undefined;
+  }
+}
+
+function parseInput(options: { input?: string; inputFile?: string }, cwd: string): unknown {
+  if (options.input !== undefined && options.inputFile !== undefined) {
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'give either --input or --input-file, not both' });
+  }
+  const text = options.inputFile !== undefined ? readFileSync(resolve(cwd, options.inputFile), 'utf8') : options.input;
+  if (text === undefined) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Plain text is a valid request too: `--input "Create a note about …"`.
+    return text;
+  }
+}
+
+/** All persisted workflow databases under the state dir (one per workflow). */
+function workflowDatabases(deps: WorkflowCommandDeps): string[] {
+  const root = join(deps.stateDir, 'workflows');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .map((name) => join(root, name, 'workflow.db'))
+    .filter((path) => existsSync(path));
+}
+
+function printReport(deps: WorkflowCommandDeps, report: InspectionReport): void {
+  const { summary } = report;
+  deps.stdout(`task ${report.task.taskId} (${summary.workflowId}): ${summary.status ?? report.task.state}\n`);
+  deps.stdout(`path: ${summary.path.join(' → ')}\n`);
+  for (const stage of report.history) {
+    deps.stdout(`  ${String(stage.index).padStart(2)}. ${stage.nodeId.padEnd(24)} ${stage.nodeStatus.padEnd(8)} ${stage.completedAt - stage.startedAt} ms${stage.error ? `  ${stage.error.code}: ${stage.error.message}` : ''}\n`);
+  }
+  if (report.lineage.length > 1) {
+    deps.stdout('lineage:\n');
+    for (const task of report.lineage) deps.stdout(`  ${task.taskId} ${task.lineageType ?? 'root'} ${task.status ?? task.state}\n`);
+  }
+  deps.stdout(`events: ${Object.entries(summary.eventCounts).map(([type, count]) => `${type}=${count}`).join(' ')}\n`);
+  deps.stdout(`artifacts: ${report.artifacts.length}\n`);
+  deps.stdout(`output: ${JSON.stringify(report.output, null, 2)}\n`);
+}
+
+/**
+ * Adds `agentd workflow validate <dir>`, `agentd run <dir>`, `agentd eval <dir>`, `agentd inspect <taskId>`
+ * and `agentd repl <dir>` to the program.
+ */
+export function registerWorkflowCommands(program: Command, deps: WorkflowCommandDeps): void {
+  const cwd = () => deps.cwd ?? process.cwd();
+
+  program
+    .command('workflow')
+    .description('workflow manifests')
+    .command('validate <dir>')
+    .description('load a workflow directory through all seven load steps and report every problem')
+    .option('--json', 'print the result as JSON')
+    .action(async (dir: string, options: { json?: boolean }) => {
+      try {
+        const workflow = await loadWorkflow(resolve(cwd(), dir), { loadPlugins: false });
+        const summary = {
+          valid: true,
+          workflowId: workflow.id,
+          nodes: workflow.dag.order.length,
+          edges: workflow.manifests.workflow.edges.length,
+          defaultStart: workflow.dag.defaultStartId,
+          metadata: workflow.metadata,
+        };
+        if (options.json) deps.stdout(`${JSON.stringify(summary, null, 2)}\n`);
+        else deps.stdout(`${workflow.id}: valid (${summary.nodes} nodes, ${summary.edges} edges, start "${summary.defaultStart}")\n`);
+      } catch (error) {
+        if (options.json && error instanceof WorkflowValidationError) {
+          deps.stdout(`${JSON.stringify({ valid: false, issues: error.issues }, null, 2)}\n`);
+          deps.setExitCode(exitUsage);
+        } else fail(deps, error, options.json === true);
+      }
+    });
+
+  program
+    .command('run <dir>')
+    .description('run a workflow once and print its result, showing node progress as it goes')
+    .option('--input <json>', 'the input: JSON, or plain text as the request')
+    .option('--input-file <file>', 'read the input from a file (JSON or text)')
+    .option('--json', 'print the result as JSON on stdout (progress still goes to stderr)')
+    .option('--quiet', 'no progress display')
+    .action(async (dir: string, options: { input?: string; inputFile?: string; json?: boolean; quiet?: boolean }) => {
+      let engine: WorkflowEngine | undefined;
+      try {
+        const input = parseInput(options, cwd());
+        engine = await openEngine(deps, dir);
+        if (!options.quiet) {
+          engine.subscribe((event) => {
+            const line = formatProgress(event);
+            if (line) deps.stderr(`${line}\n`);
+          });
+        }
+        const result = await engine.run(input);
+        if (options.json) deps.stdout(`${JSON.stringify(result, null, 2)}\n`);
+        else {
+          deps.stdout(`[${result.status}] task ${result.taskId}${result.error ? ` — ${result.error.code}: ${result.error.message}` : ''}\n`);
+          deps.stdout(`${typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2)}\n`);
+        }
+        if (result.status === 'failure') deps.setExitCode(exitFailure);
+      } catch (error) {
+        fail(deps, error, options.json === true);
+      } finally {
+        await engine?.close();
+      }
+    });
+
+  program
+    .command('eval <dir>')
+    .description('run the evaluation suites of evaluations.yaml and report regressions against the last run')
+    .option('--suite <name...>', 'only these suites')
+    .option('--json', 'print the report as JSON')
+    .action(async (dir: string, options: { suite?: string[]; json?: boolean }) => {
+      let engine: WorkflowEngine | undefined;
+      try {
+        engine = await openEngine(deps, dir);
+        const report = await engine.runEvaluations(options.suite ? { suites: options.suite } : {});
+        if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
+        else {
+          for (const suite of report.suites) {
+            deps.stdout(`suite ${suite.name}: ${suite.passed} passed, ${suite.failed} failed\n`);
+            for (const result of suite.cases) {
+              deps.stdout(`  ${result.pass ? 'PASS' : 'FAIL'} ${result.caseId} (${result.status}, ${result.durationMs} ms)\n`);
+              for (const assertion of result.assertions.filter((entry) => !entry.pass)) deps.stdout(`       ${assertion.type}: ${assertion.message}\n`);
+            }
+          }
+          deps.stdout(`total: ${report.totals.passed}/${report.totals.cases} passed\n`);
+          if (report.regressions.length > 0) deps.stdout(`regressions: ${report.regressions.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`);
+          if (report.fixed.length > 0) deps.stdout(`fixed: ${report.fixed.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`);
+        }
+        if (report.totals.failed > 0) deps.setExitCode(exitFailure);
+      } catch (error) {
+        fail(deps, error, options.json === true);
+      } finally {
+        await engine?.close();
+      }
+    });
+
+  program
+    .command('inspect <taskId>')
+    .description('show a workflow task: stage history, routing, lineage, events, artifacts')
+    .option('--json', 'print the full inspection report as JSON')
+    .action(async (taskId: string, options: { json?: boolean }) => {
+      try {
+        let report: InspectionReport | undefined;
+        for (const path of workflowDatabases(deps)) {
+          const db: SqlDatabase = createSqliteDatabase({ path });
+          try {
+            report = await inspectPersistedRun(createSqlRecordStore(db), taskId);
+          } finally {
+            await db.close();
+          }
+          if (report) break;
+        }
+        if (!report) throw new UserInputError({ code: ErrorCodes.notFound, message: `no workflow task ${taskId} under ${join(deps.stateDir, 'workflows')}` });
+        if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
+        else printReport(deps, report);
+      } catch (error) {
+        fail(deps, error, options.json === true);
+      }
+    });
+
+  program
+    .command('repl <dir>')
+    .description('interactive session over a workflow: requests, /attach, /history, /retry, /edit-last, /queue …')
+    .option('--profile <id>', 'CLI profile from cli_profiles.yaml')
+    .action(async (dir: string, options: { profile?: string }) => {
+      let engine: WorkflowEngine | undefined;
+      try {
+        engine = await openEngine(deps, dir);
+        await runWorkflowRepl({
+          engine,
+          io: { input: deps.stdin ?? process.stdin, write: deps.stdout },
+          stateDir: workflowStateDir(deps, engine.workflow.id),
+          workDir: cwd(),
+          prompt: '> ',
+          ...(options.profile ? { profileId: options.profile } : {}),
+        });
+      } catch (error) {
+        fail(deps, error, false);
+      } finally {
+        await engine?.close();
+      }
+    });
+}

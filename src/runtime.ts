@@ -1,0 +1,390 @@
+/**
+ * The composition root: the one place that wires the subsystems into a running agentd. Everything else
+ * receives its collaborators through factory options.
+ */
+import type { z } from 'zod';
+import { type Bus, createBus } from './bus/index.js';
+import { type ChatService, createChatService } from './chat/index.js';
+import type { AgentdConfig } from './config/index.js';
+import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
+import {
+  createGatewayServer,
+  createMethodTable,
+  type GatewayServer,
+  type GatewayServices,
+  gatewayConfigSchema,
+  type MethodTable,
+  registerCoreMethods,
+} from './gateway/index.js';
+import { createIdentityLoader, type IdentityLoader } from './identity/index.js';
+import { createLedger, type Ledger } from './ledger/index.js';
+import {
+  createMemoryAccess,
+  createMemoryManager,
+  createMemoryService,
+  type MemoryManager,
+  type MemoryService,
+  memoryConfigSchema,
+} from './memory/index.js';
+import { defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
+import { createGatewayServices } from './runtime/gateway-services.js';
+import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
+import { createSkillLibrary, createSkillTools, type SkillLibrary } from './skills/index.js';
+import { createEventRecorder, createStore, type EventRecorder, type Store } from './store/index.js';
+import {
+  createLogger,
+  createMetricsRegistry,
+  createRedactor,
+  type MetricsRegistry,
+  type Redactor,
+  startTelemetry,
+  type TelemetryHandle,
+} from './telemetry/index.js';
+import {
+  createBuiltinTools,
+  createHookPipeline,
+  createPolicy,
+  createToolRegistry,
+  type HookPipeline,
+  type Policy,
+  policyConfigSchema,
+  type ToolRegistry,
+  toolsConfigSchema,
+} from './tools/index.js';
+import { type Clock, systemClock } from './util/clock.js';
+import { ErrorCodes, UserInputError } from './util/errors.js';
+import { createIdGenerator, type IdGenerator } from './util/ids.js';
+import type { Logger } from './util/logger.js';
+import { formatZodIssues } from './util/safe-json.js';
+
+export interface CreateRuntimeOptions {
+  config: AgentdConfig;
+  /** Overrides the configured model (tests pass a scripted model). */
+  model?: LanguageModel;
+  logger?: Logger;
+  /** Where log lines go when no logger is given (default stderr). */
+  logDestination?: NodeJS.WritableStream;
+  env?: NodeJS.ProcessEnv;
+  clock?: Clock;
+  idGenerator?: IdGenerator;
+  fetch?: typeof globalThis.fetch;
+}
+
+export interface Runtime {
+  readonly version: string;
+  readonly config: AgentdConfig;
+  readonly state: StateDir;
+  readonly logger: Logger;
+  readonly redactor: Redactor;
+  readonly bus: Bus;
+  readonly store: Store;
+  readonly model: LanguageModel;
+  readonly modelName: string;
+  readonly memory: MemoryService;
+  readonly memoryManager: MemoryManager;
+  readonly identity: IdentityLoader;
+  readonly ledger: Ledger;
+  readonly skills: SkillLibrary;
+  readonly tools: ToolRegistry;
+  readonly chat: ChatService;
+  readonly methods: MethodTable;
+  readonly services: GatewayServices;
+  readonly metrics: MetricsRegistry;
+  /** Starts background work (memory manager) and the gateway. */
+  startGateway(options?: {
+    host?: string;
+    port?: number;
+    noAuth?: boolean;
+  }): Promise<{ url: string; server: GatewayServer }>;
+  /** One chat turn in-process: what `agentd send` does without `--url`. */
+  sendMessage(input: { text: string; agentId?: string; sessionKey?: string; timeoutMs?: number }): Promise<{
+    runId: string;
+    status: string;
+    text: string;
+    sessionKey: string;
+    error?: { code: string; message: string };
+  }>;
+  health(): Record<string, unknown>;
+  /** Graceful stop: no new connections, running turns aborted and persisted, database closed. */
+  close(): Promise<void>;
+}
+
+function parseSection<Schema extends z.ZodType>(
+  schema: Schema,
+  raw: unknown,
+  name: string,
+): z.output<Schema> {
+  const parsed = schema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidConfig,
+      message: `agentd.yaml ${name}: ${formatZodIssues(parsed.error.issues)}`,
+    });
+  }
+  return parsed.data;
+}
+
+export async function createRuntime(options: CreateRuntimeOptions): Promise<Runtime> {
+  const { config } = options;
+  const env = options.env ?? process.env;
+  const clock = options.clock ?? systemClock;
+  const idGenerator = options.idGenerator ?? createIdGenerator();
+  const version = packageVersion();
+  const startedAt = clock.now();
+
+  const memoryConfig = parseSection(memoryConfigSchema, config.sections.memory, 'memory');
+  const engageConfig = parseSection(engageConfigSchema, config.sections.engage, 'engage');
+  const gatewayConfig = parseSection(gatewayConfigSchema, config.sections.gateway, 'gateway');
+  const toolsConfig = parseSection(toolsConfigSchema, config.sections.tools, 'tools');
+  const policyConfig = parseSection(policyConfigSchema, config.sections.policy, 'policy');
+
+  const state = prepareStateDir(config.home, config.token);
+  const redactor = createRedactor([...config.secrets, state.token]);
+  const logger =
+    options.logger ??
+    createLogger({
+      level: config.logLevel,
+      redactor,
+      ...(options.logDestination ? { destination: options.logDestination } : {}),
+    });
+  for (const warning of config.warnings) logger.warn({ component: 'config' }, warning);
+  const telemetry: TelemetryHandle = await startTelemetry({ env, logger, serviceVersion: version });
+
+  const bus = createBus({ clock, logger });
+  const store = await createStore({
+    stateDir: state.home,
+    ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
+    logger,
+    bus,
+    clock,
+    idGenerator,
+  });
+  const recorder: EventRecorder = createEventRecorder({ bus, events: store.events, logger });
+
+  const credentials = Object.fromEntries(
+    config.credentials.map((credential) => [credential.provider, { apiKey: credential.apiKey }]),
+  );
+  const modelName = options.model
+    ? `${options.model.provider}/${options.model.modelId}`
+    : (config.model ?? defaultModelName(env, credentials));
+  const model =
+    options.model ??
+    resolveModel(modelName, { env, credentials, logger, ...(options.fetch ? { fetch: options.fetch } : {}) });
+
+  const memory = createMemoryService({
+    db: store.db,
+    bus,
+    model,
+    clock,
+    idGenerator,
+    logger,
+    config: memoryConfig,
+    env,
+  });
+  const memoryManager = createMemoryManager({ memory, clock, logger });
+  const identity = createIdentityLoader({ workspaceDir: state.workspaceDir, logger });
+  const ledger = createLedger({ db: store.db, bus, clock });
+  const skills = createSkillLibrary({
+    dirs: [`${state.workspaceDir}/skills`],
+    db: store.db,
+    ledger,
+    bus,
+    clock,
+    logger,
+  });
+  const tools = createToolRegistry([
+    ...createBuiltinTools({
+      ledger,
+      memory: createMemoryAccess(memory),
+      files: {},
+      bash: {
+        enabled: toolsConfig.bash.enabled,
+        timeoutMs: toolsConfig.bash.timeout_ms,
+        maxOutputBytes: toolsConfig.bash.max_output_bytes,
+      },
+      httpFetch: {
+        enabled: toolsConfig.http_fetch.enabled,
+        allowedHosts: toolsConfig.http_fetch.allowed_hosts,
+        timeoutMs: toolsConfig.http_fetch.timeout_ms,
+        maxResponseBytes: toolsConfig.http_fetch.max_response_bytes,
+      },
+    }),
+    ...createSkillTools({ library: skills, ledger }),
+  ]);
+  const policy: Policy = createPolicy(policyConfig);
+  const hooks: HookPipeline = createHookPipeline({
+    hooksDir: `${state.workspaceDir}/hooks`,
+    failMode: toolsConfig.hooks.fail_mode,
+    timeoutMs: toolsConfig.hooks.timeout_ms,
+    logger,
+  });
+  const engageDefaults = engageOptionsFromConfig(engageConfig);
+
+  const metrics = createMetricsRegistry();
+  const turnLatency = metrics.histogram(
+    'agentd_response_seconds',
+    'Time from a chat message to the end of its run',
+  );
+  const turnsTotal = metrics.counter('agentd_turns_total', 'Chat runs by final status');
+  const errorsTotal = metrics.counter('agentd_errors_total', 'Errors by component');
+  bus.on('run:finished', (event) => turnsTotal.inc({ status: event.data.status }));
+  bus.on('system:error', (event) => errorsTotal.inc({ component: event.data.component }));
+
+  const runTurn = (
+    input: Parameters<Parameters<typeof createChatService>[0]['runTurn']>[0],
+  ): Promise<EngageResult> =>
+    runEngage({
+      model,
+      messages: input.messages,
+      tools: { registry: tools },
+      workspaceDir: state.workspaceDir,
+      policy,
+      hooks,
+      ledger,
+      skills: { library: skills, ...engageDefaults.skills },
+      workItemId: input.workItemId,
+      scope: { runId: input.runId, agentId: input.agentId, sessionKey: input.sessionKey },
+      bus,
+      signal: input.signal,
+      limits: engageDefaults.limits,
+      context: engageDefaults.context,
+      modelCallOptions: engageDefaults.modelCallOptions,
+      beforeFinish: input.beforeFinish,
+      logger,
+      clock,
+    });
+
+  const chat = createChatService({
+    sessions: store.sessions,
+    memory,
+    identity,
+    bus,
+    runTurn: async (input) => {
+      const started = clock.now();
+      try {
+        return await runTurn(input);
+      } finally {
+        turnLatency.observe((clock.now() - started) / 1000);
+      }
+    },
+    clock,
+    idGenerator,
+    logger,
+  });
+
+  const health = (): Record<string, unknown> => ({
+    status: store.mode === 'memory' && (config.databaseUrl || store.degradedReason) ? 'degraded' : 'ok',
+    version,
+    uptimeMs: clock.now() - startedAt,
+    store: {
+      mode: store.mode,
+      location: redactor.redactText(store.db.location),
+      persistent: store.db.persistent,
+      ...(store.degradedReason ? { degradedReason: redactor.redactText(store.degradedReason) } : {}),
+    },
+    model: { name: modelName, provider: model.provider },
+    features: config.features,
+    runs: { active: chat.activeRuns().length },
+  });
+
+  const methods = createMethodTable();
+  const services = createGatewayServices({
+    chat,
+    sessions: store.sessions,
+    memory,
+    health: {
+      health,
+      status: () => ({ ...health(), memory: memory.status(), sessions: memory.loadedSessions().length }),
+    },
+  });
+  registerCoreMethods(methods, services, { clock });
+
+  let gateway: GatewayServer | undefined;
+  let closed = false;
+
+  return {
+    version,
+    config,
+    state,
+    logger,
+    redactor,
+    bus,
+    store,
+    model,
+    modelName,
+    memory,
+    memoryManager,
+    identity,
+    ledger,
+    skills,
+    tools,
+    chat,
+    methods,
+    services,
+    metrics,
+    health,
+
+    async startGateway(gatewayOptions = {}) {
+      if (config.features.memory_v1) memoryManager.start();
+      gateway = createGatewayServer({
+        host: gatewayOptions.host ?? config.host,
+        port: gatewayOptions.port ?? config.port,
+        token: state.token,
+        noAuth: gatewayOptions.noAuth ?? false,
+        allowedOrigins: gatewayConfig.allowedOrigins,
+        limits: gatewayConfig.limits,
+        methodTable: methods,
+        bus,
+        services,
+        httpRoutes: [
+          {
+            method: 'GET',
+            path: '/metrics',
+            handler: (_request, response) => {
+              const body = metrics.render();
+              response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+              response.end(body);
+            },
+          },
+        ],
+        logger,
+        clock,
+        idGenerator,
+        serverVersion: version,
+      });
+      const { url } = await gateway.listen();
+      return { url, server: gateway };
+    },
+
+    async sendMessage({ text, agentId = 'main', sessionKey, timeoutMs }) {
+      const key = sessionKey ?? `agent:${agentId}:main`;
+      const { runId } = await chat.send({
+        sessionKey: key,
+        agentId,
+        text,
+        idempotencyKey: idGenerator('run'),
+      });
+      const record = await chat.wait(runId, timeoutMs === undefined ? {} : { timeoutMs });
+      return {
+        runId,
+        status: record.status,
+        text: record.text,
+        sessionKey: key,
+        ...(record.error ? { error: { code: record.error.code, message: record.error.message } } : {}),
+      };
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (gateway) await gateway.close();
+      await chat.drain();
+      await memoryManager.stop();
+      await memory.flushEmbeddings().catch(() => {});
+      identity.close();
+      await recorder.stop();
+      await store.close();
+      await telemetry.shutdown();
+    },
+  };
+}

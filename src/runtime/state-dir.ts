@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The package root (where `defaults/` and `migrations/` live), from `src/runtime` or `dist/runtime`. */
+export function packageRoot(): string {
+  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+}
+
+export interface StateDir {
+  home: string;
+  workspaceDir: string;
+  token: string;
+  /** True when the token was generated (and saved) by this start. */
+  tokenGenerated: boolean;
+}
+
+/**
+ * Prepares `$AGENTD_HOME`: the directory, the access token (AGENTD_TOKEN, else `token` file, else a new
+ * one saved with mode 600) and the default workspace, copied from the package's `defaults/workspace` on
+ * first start and never overwritten afterwards.
+ */
+export function prepareStateDir(home: string, envToken: string | undefined): StateDir {
+  mkdirSync(home, { recursive: true });
+  const workspaceDir = join(home, 'workspace');
+  if (!existsSync(workspaceDir)) {
+    const defaults = join(packageRoot(), 'defaults', 'workspace');
+    if (existsSync(defaults)) cpSync(defaults, workspaceDir, { recursive: true });
+    else mkdirSync(workspaceDir, { recursive: true });
+  }
+  if (envToken) return { home, workspaceDir, token: envToken, tokenGenerated: false };
+  const tokenPath = join(home, 'token');
+  if (existsSync(tokenPath)) {
+    const saved = readFileSync(tokenPath, 'utf8').trim();
+    if (saved.length >= 16) return { home, workspaceDir, token: saved, tokenGenerated: false };
+  }
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(tokenPath, `${token}\n`, { mode: 0o600 });
+  chmodSync(tokenPath, 0o600);
+  return { home, workspaceDir, token, tokenGenerated: true };
+}
+
+export function packageVersion(): string {
+  const text = readFileSync(join(packageRoot(), 'package.json'), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
