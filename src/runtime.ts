@@ -150,7 +150,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   for (const warning of config.warnings) logger.warn({ component: 'config' }, warning);
   const telemetry: TelemetryHandle = await startTelemetry({ env, logger, serviceVersion: version });
 
-  const bus = createBus({ clock, logger });
+  const bus = createBus({ clock, logger, sanitize: (data) => redactor.redactValue(data) });
   const store = await createStore({
     stateDir: state.home,
     ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
@@ -262,7 +262,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     runTurn: async (input) => {
       const started = clock.now();
       try {
-        return await runTurn(input);
+        const result = await runTurn(input);
+        // Provider error texts can echo request data; they reach clients through `wait`, so scrub them here.
+        if (result.error)
+          result.error = { ...result.error, message: redactor.redactText(result.error.message) };
+        return result;
       } finally {
         turnLatency.observe((clock.now() - started) / 1000);
       }

@@ -24,6 +24,11 @@ export interface Bus {
 export interface CreateBusOptions {
   clock?: Clock;
   logger?: Logger;
+  /**
+   * Applied to every payload before delivery. The runtime passes the secret redactor here, so nothing that
+   * leaves through a subscriber (gateway, audit log, telemetry) can carry a known secret.
+   */
+  sanitize?: <T>(data: T) => T;
 }
 
 interface Subscription {
@@ -55,6 +60,7 @@ function matches(subscription: Subscription, event: BusEvent): boolean {
 export function createBus(options: CreateBusOptions = {}): Bus {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? silentLogger;
+  const sanitize = options.sanitize;
   let subscriptions: Subscription[] = [];
   let seq = 0;
 
@@ -76,7 +82,13 @@ export function createBus(options: CreateBusOptions = {}): Bus {
 
   return {
     publish(type, data, scope = {}) {
-      const event = { ...scope, type, data, seq: ++seq, at: clock.now() } as BusEvent<typeof type>;
+      const event = {
+        ...scope,
+        type,
+        data: sanitize ? sanitize(data) : data,
+        seq: ++seq,
+        at: clock.now(),
+      } as BusEvent<typeof type>;
       for (const subscription of subscriptions) {
         if (!matches(subscription, event as BusEvent)) continue;
         try {

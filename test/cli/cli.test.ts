@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import type { CliIo } from '../../src/cli/output.js';
+import { tempHome } from '../runtime/helpers.js';
+
+function capture(): CliIo & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: (text) => {
+      out += text;
+    },
+    stderr: (text) => {
+      err += text;
+    },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+async function run(args: string[]) {
+  const io = capture();
+  const code = await main(['node', 'agentd', ...args], io);
+  return { code, out: io.out(), err: io.err() };
+}
+
+describe('agentd CLI', () => {
+  it('send gets a reply from the offline model and remembers the session', async () => {
+    const home = tempHome('agentd-cli-');
+    const first = await run([
+      '--home',
+      home,
+      'send',
+      'Remember: the launch code word is tangerine.',
+      '--json',
+    ]);
+    expect(first.code).toBe(0);
+    const reply = JSON.parse(first.out) as { status: string; text: string; sessionKey: string };
+    expect(reply.status).toBe('completed');
+    expect(reply.text).toContain('[local model]');
+    expect(reply.sessionKey).toBe('agent:main:main');
+
+    const second = await run(['--home', home, 'send', 'What is the launch code word?']);
+    expect(second.code).toBe(0);
+    expect(second.out).toContain('tangerine');
+
+    // Long-term recall crosses sessions of one agent, never agents.
+    const sameAgent = await run([
+      '--home',
+      home,
+      'send',
+      'What is the launch code word?',
+      '--session',
+      'elsewhere',
+      '--json',
+    ]);
+    expect(JSON.parse(sameAgent.out).text).toContain('tangerine');
+    const otherAgent = await run([
+      '--home',
+      home,
+      'send',
+      'What is the launch code word?',
+      '--agent',
+      'other',
+      '--json',
+    ]);
+    expect(JSON.parse(otherAgent.out).sessionKey).toBe('agent:other:main');
+    expect(JSON.parse(otherAgent.out).text).not.toContain('tangerine');
+  });
+
+  it('status and doctor report as JSON', async () => {
+    const home = tempHome('agentd-cli-');
+    const status = await run(['--home', home, 'status', '--json']);
+    expect(status.code).toBe(0);
+    const parsed = JSON.parse(status.out) as { store: { mode: string }; model: { name: string } };
+    expect(parsed.store.mode).toBe('sqlite');
+    expect(parsed.model.name).toBe('local/agentd-local');
+
+    const doctor = await run(['--home', home, 'doctor', '--json']);
+    const report = JSON.parse(doctor.out) as { checks: Array<{ check: string; ok: boolean }> };
+    expect(report.checks.map((check) => check.check)).toEqual(
+      expect.arrayContaining(['node', 'store', 'model', 'port']),
+    );
+    expect(report.checks.find((check) => check.check === 'store')!.ok).toBe(true);
+  });
+
+  it('fails with clear errors and exit codes', async () => {
+    const badPort = await run(['serve', '--port', 'seventy']);
+    expect(badPort.code).toBe(2);
+    expect(badPort.err).toMatch(/--port must be 0–65535/);
+
+    const unknownModel = await run([
+      '--home',
+      tempHome('agentd-cli-'),
+      '--model',
+      'nosuch/model',
+      'send',
+      'hi',
+      '--json',
+    ]);
+    expect(unknownModel.code).toBe(2);
+    expect(JSON.parse(unknownModel.out).error.code).toBe('INVALID_CONFIG');
+
+    const unreachable = await run(['send', 'hi', '--url', 'ws://127.0.0.1:1', '--json']);
+    expect(unreachable.code).toBe(3);
+    expect(JSON.parse(unreachable.out).error.code).toBe('GATEWAY_UNREACHABLE');
+
+    const unknownCommand = await run(['frobnicate']);
+    expect(unknownCommand.code).toBe(2);
+  });
+});

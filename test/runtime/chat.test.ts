@@ -1,0 +1,251 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GatewayClient } from '../../src/cli/gateway-client.js';
+import type { Runtime } from '../../src/runtime.js';
+import { createScriptedModel, type ScriptedModel } from '../../src/testing.js';
+import { captureLog, collectRun, startRuntime, tempHome } from './helpers.js';
+
+/** OpenClaw history rows carry user text as a string and assistant text as content blocks. */
+function textOf(content: string | Array<{ text: string }>): string {
+  return typeof content === 'string' ? content : content.map((block) => block.text).join('');
+}
+
+describe('chat turns through the gateway (runtime wiring)', () => {
+  let runtime: Runtime | undefined;
+  let client: GatewayClient | undefined;
+  let model: ScriptedModel | undefined;
+
+  afterEach(async () => {
+    await client?.close();
+    await runtime?.close();
+    model?.assertAllConsumed();
+    client = undefined;
+    runtime = undefined;
+    model = undefined;
+  });
+
+  it('streams a reply, persists both sides with MemoryIDs and serves them from chat.history', async () => {
+    model = createScriptedModel({
+      steps: [{ text: ['Hel', 'lo ', 'Ada'], usage: { inputTokens: 12, outputTokens: 3 } }],
+    });
+    const started = await startRuntime({ model });
+    runtime = started.runtime;
+    client = await started.connect();
+    const done = collectRun(client, 'idem-1');
+    const ack = await client.call<{ runId: string; status: string }>('chat.send', {
+      sessionKey: 'agent:main:main',
+      message: 'My name is Ada',
+      idempotencyKey: 'idem-1',
+    });
+    expect(ack).toEqual({ runId: 'idem-1', status: 'started' });
+    const events = await done;
+    const chat = events.filter((event) => event.event === 'chat');
+    expect(chat.at(-1)!.payload.state).toBe('final');
+    expect(chat.at(-1)!.payload.message.content[0].text).toBe('Hello Ada');
+    const deltas = chat
+      .filter((event) => event.payload.state === 'delta')
+      .map((event) => event.payload.deltaText)
+      .join('');
+    expect(deltas).toBe('Hello Ada');
+
+    // The model saw the identity system prompt and the user message.
+    const request = model.requests[0]!;
+    expect(request.messages[0]!.role).toBe('system');
+    expect(request.messages.at(-1)).toEqual({ role: 'user', content: 'My name is Ada' });
+
+    const history = await client.call<{
+      messages: Array<{ role: string; content: string | Array<{ text: string }>; memoryId: string }>;
+    }>('chat.history', {
+      sessionKey: 'agent:main:main',
+    });
+    expect(history.messages.map((message) => [message.role, textOf(message.content)])).toEqual([
+      ['user', 'My name is Ada'],
+      ['assistant', 'Hello Ada'],
+    ]);
+    expect(history.messages.map((message) => message.memoryId)).toEqual([
+      'agent:main:main#1',
+      'agent:main:main#2',
+    ]);
+
+    // A duplicate send is not run twice.
+    const duplicate = await client.call<{ status: string }>('chat.send', {
+      sessionKey: 'agent:main:main',
+      message: 'My name is Ada',
+      idempotencyKey: 'idem-1',
+    });
+    expect(['in_flight', 'ok', 'started']).toContain(duplicate.status);
+    expect(model.requests).toHaveLength(1);
+  });
+
+  it('keeps the user message and writes no assistant entry when the provider fails', async () => {
+    model = createScriptedModel({
+      steps: [
+        {
+          text: 'half a sen',
+          error: { code: 'PROVIDER_UNAVAILABLE', message: 'upstream 503', retryable: false },
+        },
+      ],
+    });
+    const started = await startRuntime({ model });
+    runtime = started.runtime;
+    client = await started.connect();
+    const done = collectRun(client, 'idem-err');
+    await client.call('chat.send', {
+      sessionKey: 'agent:main:main',
+      message: 'are you there?',
+      idempotencyKey: 'idem-err',
+    });
+    const events = await done;
+    const last = events.at(-1)!.payload;
+    expect(last.state).toBe('error');
+    expect(last.errorMessage).toContain('upstream 503');
+    const history = await client.call<{
+      messages: Array<{ role: string; content: string | Array<{ text: string }> }>;
+    }>('chat.history', { sessionKey: 'agent:main:main' });
+    expect(history.messages.map((message) => [message.role, textOf(message.content)])).toEqual([
+      ['user', 'are you there?'],
+    ]);
+  });
+
+  it('runs the tools of one turn, streams tool events and records the ledger', async () => {
+    model = createScriptedModel({
+      steps: [
+        {
+          toolCalls: [
+            {
+              name: 'ledger_append',
+              arguments: { entry_type: 'finding', content: 'the workspace has identity files' },
+            },
+            { name: 'list_files', arguments: { path: '.' } },
+          ],
+        },
+        { text: 'Done.' },
+      ],
+    });
+    const started = await startRuntime({ model });
+    runtime = started.runtime;
+    client = await started.connect();
+    const done = collectRun(client, 'idem-tools');
+    await client.call('chat.send', {
+      sessionKey: 'agent:main:main',
+      message: 'look around',
+      idempotencyKey: 'idem-tools',
+    });
+    const events = await done;
+    const toolEvents = events.filter((event) => event.event === 'agent' && event.payload.stream === 'tool');
+    expect(toolEvents.map((event) => event.payload.data?.name ?? event.payload.data?.toolName)).toEqual(
+      expect.arrayContaining(['ledger_append', 'list_files']),
+    );
+    // The second model call got both tool results, matched by call id.
+    const second = model.requests[1]!;
+    const toolMessages = second.messages.filter((message) => message.role === 'tool');
+    expect(toolMessages.map((message) => (message as { toolName: string }).toolName)).toEqual([
+      'ledger_append',
+      'list_files',
+    ]);
+    expect((toolMessages[1] as { content: string }).content).toContain('SOUL.md');
+    const sessionId = (await runtime.store.sessions.getActive('agent:main:main'))!.id;
+    const ledger = await runtime.ledger.read(`session:${sessionId}`, {});
+    expect(ledger.map((entry) => [entry.entryType, entry.content])).toEqual([
+      ['finding', 'the workspace has identity files'],
+    ]);
+  });
+
+  it('aborts a running turn with chat.abort', async () => {
+    let modelCalled!: () => void;
+    const seenStart = new Promise<void>((resolve) => {
+      modelCalled = resolve;
+    });
+    model = createScriptedModel({
+      steps: [
+        () => {
+          modelCalled();
+          return { hang: true };
+        },
+      ],
+    });
+    const started = await startRuntime({ model });
+    runtime = started.runtime;
+    client = await started.connect();
+    const done = collectRun(client, 'idem-hang');
+    await client.call('chat.send', {
+      sessionKey: 'agent:main:main',
+      message: 'think forever',
+      idempotencyKey: 'idem-hang',
+    });
+    await seenStart;
+    const result = await client.call<{ aborted: boolean; runIds: string[] }>('chat.abort', {
+      sessionKey: 'agent:main:main',
+    });
+    expect(result.aborted).toBe(true);
+    expect(result.runIds).toEqual(['idem-hang']);
+    const events = await done;
+    expect(events.at(-1)!.payload.state).toBe('aborted');
+  });
+
+  it('runs RAM-only with a loud warning when the database file is corrupt', async () => {
+    const home = tempHome();
+    writeFileSync(join(home, 'agentd.db'), 'this is not a sqlite database, just garbage bytes '.repeat(200));
+    const log = captureLog();
+    model = createScriptedModel({ steps: [{ text: 'still here' }] });
+    const started = await startRuntime({ home, model, log });
+    runtime = started.runtime;
+    expect(runtime.store.mode).toBe('memory');
+    const health = (await (await fetch(started.url.replace(/^ws/, 'http') + '/health')).json()) as Record<
+      string,
+      any
+    >;
+    expect(health.status).toBe('degraded');
+    expect(health.store.mode).toBe('memory');
+    expect(health.store.degradedReason).toBeTruthy();
+    expect(log.text()).toContain('STORE DEGRADED');
+    const reply = await runtime.sendMessage({ text: 'hello' });
+    expect(reply.text).toBe('still here');
+    // The bad file is left for the operator to inspect.
+    expect(readFileSync(join(home, 'agentd.db'), 'utf8')).toContain('garbage bytes');
+  });
+
+  it('never leaks a planted secret into logs, events, health or errors', async () => {
+    const secret = 'sk-planted-0123456789abcdef';
+    const home = tempHome();
+    mkdirSync(home, { recursive: true });
+    const log = captureLog();
+    model = createScriptedModel({
+      steps: [{ error: { code: 'PROVIDER_AUTH', message: `invalid key ${secret}` } }],
+    });
+    const started = await startRuntime({
+      home,
+      model,
+      log,
+      env: { OPENAI_API_KEY: secret, AGENTD_LOG_LEVEL: 'debug' },
+    });
+    runtime = started.runtime;
+    client = await started.connect();
+    const done = collectRun(client, 'idem-secret');
+    await client.call('chat.send', {
+      sessionKey: 'agent:main:main',
+      message: `my key is ${secret}? no.`,
+      idempotencyKey: 'idem-secret',
+    });
+    const events = await done;
+    const health = await (await fetch(started.url.replace(/^ws/, 'http') + '/health')).text();
+    const status = JSON.stringify(await client.call('status'));
+    await client.close();
+    client = undefined;
+    const wireText = JSON.stringify(events.filter((event) => event.payload.state === 'error'));
+    await runtime.close();
+    const stored = JSON.stringify(
+      await (await import('../../src/store/index.js')).createStore({ stateDir: home }).then(async (store) => {
+        const rows = await store.events.list({ limit: 1000 });
+        await store.close();
+        return rows.filter((row) => row.type !== 'run:started');
+      }),
+    );
+    runtime = undefined;
+    for (const text of [log.text(), health, status, wireText, stored]) expect(text).not.toContain(secret);
+    // The failure was recorded, scrubbed, not dropped.
+    expect(stored).toContain('[REDACTED]');
+    expect(wireText).toContain('[REDACTED]');
+  });
+});
