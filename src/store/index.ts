@@ -1,1 +1,53 @@
 export type { SqlDatabase, SqlDialect, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+export {
+  createEventRecorder,
+  defaultUnrecordedEventTypes,
+  type EventRecorder,
+  type EventRecorderOptions,
+} from './event-recorder.js';
+export {
+  createEventStore,
+  type EventInput,
+  type EventStore,
+  type ListEventsOptions,
+  type StoredEvent,
+} from './event-store.js';
+export { createKvStore, type KvEntry, type KvStore } from './kv-store.js';
+export {
+  CURRENT_SCHEMA_VERSION,
+  currentSchemaVersion,
+  defaultMigrationsDir,
+  loadMigrations,
+  type MigrateOptions,
+  type MigrateResult,
+  type Migration,
+  migrate,
+  schemaVersionOf,
+} from './migrations.js';
+export {
+  createPostgresDatabase,
+  type PostgresDatabase,
+  type PostgresDatabaseOptions,
+  redactConnectionString,
+} from './postgres-database.js';
+export {
+  type CreateSessionStoreOptions,
+  createSessionStore,
+  formatSessionKey,
+  type ListSessionsOptions,
+  parseSessionKey,
+  type SessionPatch,
+  type SessionRecord,
+  type SessionStatus,
+  type SessionStore,
+} from './session-store.js';
+export { isUniqueViolation } from './sql-errors.js';
+export { createSqliteDatabase, type SqliteDatabase, type SqliteDatabaseOptions } from './sqlite-database.js';
+export {
+  type CreateStoreOptions,
+  createMemoryStore,
+  createStore,
+  type Store,
+  type StoreMode,
+  sqliteFileName,
+} from './store.js';

@@ -1,0 +1,463 @@
+// Gateway: 1,000 concurrent OpenClaw-protocol WebSocket clients over loopback, each sending chat turns
+// (chat.send → ack, agent lifecycle/assistant events, chat delta, chat final) to agentd's gateway backed by
+// a chat service that replies at once (the role the `local` model plays), against a bare `ws` server that
+// answers every turn with the same number of frames of the same sizes (the floor). Each server runs in its
+// own child process so its event loop and RSS are its own; the clients run in this process.
+import { fork } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import WebSocket, { WebSocketServer } from 'ws';
+import { createBus } from '../src/bus/index.js';
+import {
+  type ChatRunResult,
+  type ChatService,
+  createGatewayServer,
+  createMethodTable,
+  type GatewayServices,
+  registerCoreMethods,
+} from '../src/gateway/index.js';
+
+const clientCount = 1000;
+const connectBatch = 100;
+/** Paced phase: every client sends one turn per `paceMs`, i.e. `clientCount * 1000 / paceMs` turns/s offered. */
+const paceMs = 1000;
+const pacedPhaseMs = 5000;
+/** Saturated phase: every client sends its next turn as soon as the previous one ends. */
+const saturatedPhaseMs = 5000;
+const token = 'bench-token';
+const role = process.env.AGENTD_GATEWAY_BENCH_ROLE;
+
+// --- servers (child processes) --------------------------------------------------------------------------
+
+function instantChat(bus: ReturnType<typeof createBus>): ChatService {
+  const results = new Map<string, ChatRunResult>();
+  const waiters = new Map<string, (result: ChatRunResult) => void>();
+  return {
+    async send(input) {
+      const runId = input.idempotencyKey;
+      setImmediate(() => {
+        const scope = { runId, sessionKey: input.sessionKey, agentId: input.agentId };
+        const text = `ok: ${input.text}`;
+        bus.publish(
+          'run:started',
+          { runId, sessionKey: input.sessionKey, agentId: input.agentId, model: 'local/echo' },
+          scope,
+        );
+        bus.publish('run:text-delta', { runId, delta: text, text }, scope);
+        bus.publish(
+          'run:finished',
+          { runId, status: 'completed', text, usage: { inputTokens: 4, outputTokens: 4 }, turns: 1 },
+          scope,
+        );
+        const result: ChatRunResult = { runId, status: 'completed', text };
+        const waiter = waiters.get(runId);
+        if (waiter) {
+          waiters.delete(runId);
+          waiter(result);
+        } else results.set(runId, result);
+      });
+      return { runId, status: 'started' };
+    },
+    wait(runId) {
+      const done = results.get(runId);
+      if (done) {
+        results.delete(runId);
+        return Promise.resolve(done);
+      }
+      return new Promise((resolve) => waiters.set(runId, resolve));
+    },
+    abort: async () => ({ aborted: false, runIds: [] }),
+    inject: async () => ({ memoryId: '0' }),
+    history: async ({ sessionKey }) => ({ sessionKey, sessionId: 's', messages: [] }),
+  };
+}
+
+async function serveAgentd(): Promise<number> {
+  const bus = createBus();
+  const table = createMethodTable();
+  const services: GatewayServices = {
+    chat: instantChat(bus),
+    sessions: {
+      list: async () => [],
+      preview: async () => [],
+      reset: async ({ sessionKey }) => ({ sessionKey, sessionId: 's', archived: false }),
+      delete: async () => ({ deleted: false }),
+      compact: async () => ({ compacted: false }),
+      patch: async ({ sessionKey }) => ({
+        key: sessionKey,
+        sessionId: 's',
+        agentId: 'main',
+        createdAt: 0,
+        updatedAt: 0,
+        messageCount: 0,
+      }),
+    },
+    memory: { query: async () => ({ items: [] }), recall: async () => ({ items: [] }) },
+    health: { health: () => ({ ok: true }), status: () => ({ ok: true }) },
+  };
+  registerCoreMethods(table, services);
+  const server = createGatewayServer({
+    host: '127.0.0.1',
+    port: 0,
+    token,
+    limits: { maxConnections: clientCount + 100 },
+    methodTable: table,
+    bus,
+    services,
+    serverVersion: 'bench',
+  });
+  await server.listen();
+  return server.address()!.port;
+}
+
+/** The floor: the same frames, no protocol logic. Frame sizes come from the agentd run. */
+async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
+  const pad = (text: string, bytes: number) =>
+    text.length >= bytes
+      ? text
+      : `${text.slice(0, -1)},"p":"${'x'.repeat(Math.max(0, bytes - text.length - 7))}"}`;
+  const challenge = JSON.stringify({
+    type: 'event',
+    event: 'connect.challenge',
+    payload: { nonce: 'n', ts: 0 },
+  });
+  const wss = new WebSocketServer({
+    host: '127.0.0.1',
+    port: 0,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  wss.on('connection', (ws) => {
+    let connected = false;
+    ws.send(challenge);
+    ws.on('message', (data) => {
+      const text = data.toString();
+      const id = /"id":"([^"]+)"/.exec(text)?.[1] ?? '';
+      if (!connected) {
+        connected = true;
+        ws.send(
+          pad(JSON.stringify({ type: 'res', id, ok: true, payload: { type: 'hello-ok' } }), helloBytes),
+        );
+        return;
+      }
+      const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
+      turnFrameBytes.forEach((bytes, index) => {
+        const last = index === turnFrameBytes.length - 1;
+        const frame =
+          index === 0
+            ? { type: 'res', id, ok: true, payload: { runId, status: 'started' } }
+            : {
+                type: 'event',
+                event: last ? 'chat' : 'agent',
+                payload: { runId, state: last ? 'final' : 'x' },
+                seq: index,
+              };
+        ws.send(pad(JSON.stringify(frame), bytes));
+      });
+    });
+  });
+  await new Promise((resolve) => wss.once('listening', resolve));
+  return (wss.address() as { port: number }).port;
+}
+
+if (role) {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const rss = () => {
+    gc?.();
+    gc?.();
+    return process.memoryUsage().rss;
+  };
+  const heap = () => {
+    gc?.();
+    return process.memoryUsage().heapUsed;
+  };
+  const port =
+    role === 'agentd'
+      ? await serveAgentd()
+      : await serveEcho(
+          Number(process.env.AGENTD_BENCH_HELLO_BYTES),
+          JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
+        );
+  process.on('message', (message: { type: string }) => {
+    if (message.type === 'rss') process.send!({ type: 'rss', rss: rss() });
+    if (message.type === 'heap') process.send!({ type: 'heap', heap: heap() });
+    if (message.type === 'cpu') {
+      const usage = process.cpuUsage();
+      process.send!({ type: 'cpu', cpuUs: usage.user + usage.system });
+    }
+    if (message.type === 'stop') process.exit(0);
+  });
+  process.send!({ type: 'ready', port, rss: rss(), heap: heap() });
+}
+
+// --- clients (this process) -----------------------------------------------------------------------------
+
+interface Target {
+  port: number;
+  rss(): Promise<number>;
+  /** Server process CPU time so far, in microseconds. */
+  cpu(): Promise<number>;
+  heap(): Promise<number>;
+  baselineHeap: number;
+  stop(): void;
+  baselineRss: number;
+}
+
+async function startTarget(name: 'agentd' | 'echo', env: Record<string, string> = {}): Promise<Target> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: ['--import', 'tsx', '--expose-gc'],
+    env: { ...process.env, AGENTD_GATEWAY_BENCH_ROLE: name, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const ready = await new Promise<{ port: number; rss: number; heap: number }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
+    child.on('message', (message: { type: string; port: number; rss: number; heap: number }) => {
+      if (message.type === 'ready') resolve(message);
+    });
+  });
+  const ask = (type: 'rss' | 'cpu' | 'heap') =>
+    new Promise<number>((resolve) => {
+      const onMessage = (message: { type: string; rss?: number; cpuUs?: number; heap?: number }) => {
+        if (message.type !== type) return;
+        child.off('message', onMessage);
+        resolve((type === 'rss' ? message.rss : type === 'heap' ? message.heap : message.cpuUs) as number);
+      };
+      child.on('message', onMessage);
+      child.send({ type });
+    });
+  return {
+    port: ready.port,
+    baselineRss: ready.rss,
+    baselineHeap: ready.heap,
+    rss: () => ask('rss'),
+    heap: () => ask('heap'),
+    cpu: () => ask('cpu'),
+    stop: () => {
+      child.removeAllListeners('exit');
+      child.send({ type: 'stop' });
+    },
+  };
+}
+
+interface Client {
+  ws: WebSocket;
+  index: number;
+  turn: number;
+  sentAt: number;
+  onTurnEnd: (() => void) | undefined;
+  /** Bytes of each frame of the last turn (used to size the floor's frames). */
+  frames: number[];
+  helloBytes: number;
+}
+
+function openClient(port: number, index: number): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false });
+    const client: Client = { ws, index, turn: 0, sentAt: 0, onTurnEnd: undefined, frames: [], helloBytes: 0 };
+    let connected = false;
+    ws.once('error', reject);
+    ws.on('message', (data: Buffer) => {
+      const frame = JSON.parse(data.toString()) as {
+        type: string;
+        event?: string;
+        id?: string;
+        payload?: { state?: string; runId?: string; type?: string };
+      };
+      if (!connected) {
+        if (frame.event === 'connect.challenge') {
+          ws.send(
+            JSON.stringify({
+              type: 'req',
+              id: `c${index}`,
+              method: 'connect',
+              params: {
+                minProtocol: 4,
+                maxProtocol: 4,
+                client: { id: 'bench', version: '1', platform: 'linux', mode: 'cli' },
+                role: 'operator',
+                scopes: ['operator.write'],
+                auth: { token },
+              },
+            }),
+          );
+        } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
+          connected = true;
+          client.helloBytes = data.length;
+          resolve(client);
+        }
+        return;
+      }
+      client.frames.push(data.length);
+      if (
+        frame.event === 'chat' &&
+        frame.payload?.state === 'final' &&
+        frame.payload.runId === `${index}-${client.turn}`
+      ) {
+        const done = client.onTurnEnd;
+        client.onTurnEnd = undefined;
+        done?.();
+      }
+    });
+  });
+}
+
+function sendTurn(client: Client, onEnd: (latencyMs: number) => void): void {
+  client.turn++;
+  client.frames = [];
+  client.sentAt = performance.now();
+  client.onTurnEnd = () => onEnd(performance.now() - client.sentAt);
+  client.ws.send(
+    JSON.stringify({
+      type: 'req',
+      id: `t${client.index}-${client.turn}`,
+      method: 'chat.send',
+      params: {
+        sessionKey: `agent:main:bench-${client.index}`,
+        message: `turn ${client.turn}`,
+        idempotencyKey: `${client.index}-${client.turn}`,
+      },
+    }),
+  );
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+
+/** Paced phase: returns latencies; each client sends one turn per paceMs, starts staggered. */
+async function paced(clients: Client[]): Promise<{ latencies: number[]; turns: number; elapsedMs: number }> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + pacedPhaseMs;
+  await Promise.all(
+    clients.map(
+      (client, index) =>
+        new Promise<void>((resolve) => {
+          const next = () => {
+            if (performance.now() >= deadline) return resolve();
+            const sentAt = performance.now();
+            sendTurn(client, (latency) => {
+              latencies.push(latency);
+              setTimeout(next, Math.max(0, paceMs - (performance.now() - sentAt)));
+            });
+          };
+          setTimeout(next, (index / clients.length) * paceMs);
+        }),
+    ),
+  );
+  return { latencies, turns: latencies.length, elapsedMs: performance.now() - started };
+}
+
+/** Saturated phase: closed loop, every client keeps exactly one turn in flight. */
+async function saturated(
+  clients: Client[],
+): Promise<{ latencies: number[]; turns: number; elapsedMs: number }> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + saturatedPhaseMs;
+  await Promise.all(
+    clients.map(
+      (client) =>
+        new Promise<void>((resolve) => {
+          const next = () => {
+            if (performance.now() >= deadline) return resolve();
+            sendTurn(client, (latency) => {
+              latencies.push(latency);
+              next();
+            });
+          };
+          next();
+        }),
+    ),
+  );
+  return { latencies, turns: latencies.length, elapsedMs: performance.now() - started };
+}
+
+async function measure(name: 'agentd' | 'echo', target: Target) {
+  const clients: Client[] = [];
+  for (let start = 0; start < clientCount; start += connectBatch) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(connectBatch, clientCount - start) }, (_, offset) =>
+        openClient(target.port, start + offset),
+      ),
+    );
+    clients.push(...batch);
+  }
+  const connectedRss = await target.rss();
+  const connectedHeap = await target.heap();
+  // Warm-up: one turn per client.
+  await Promise.all(
+    clients.map((client) => new Promise<void>((resolve) => sendTurn(client, () => resolve()))),
+  );
+  const frameBytes = clients[0]!.frames.slice();
+  const withCpu = async (phase: (clients: Client[]) => ReturnType<typeof paced>) => {
+    const before = await target.cpu();
+    const result = await phase(clients);
+    return { ...result, cpuUs: (await target.cpu()) - before };
+  };
+  const pacedResult = await withCpu(paced);
+  const saturatedResult = await withCpu(saturated);
+  for (const client of clients) client.ws.terminate();
+  const rows = [
+    { phase: `paced (${(clientCount * 1000) / paceMs} turns/s offered)`, result: pacedResult },
+    { phase: 'saturated (closed loop)', result: saturatedResult },
+  ].map(({ phase, result }) => {
+    const sorted = result.latencies.slice().sort((a, b) => a - b);
+    return {
+      server: name,
+      phase,
+      clients: clientCount,
+      turns: result.turns,
+      'turns/s': Math.round((result.turns * 1000) / result.elapsedMs),
+      'p50 ms': round(percentile(sorted, 50)),
+      'p99 ms': round(percentile(sorted, 99)),
+      'server CPU µs/turn': Math.round(result.cpuUs / result.turns),
+      'RSS/conn KiB': round((connectedRss - target.baselineRss) / clientCount / 1024, 1),
+      'heap/conn KiB': round((connectedHeap - target.baselineHeap) / clientCount / 1024, 1),
+    };
+  });
+  return { rows, frameBytes, helloBytes: clients[0]!.helloBytes };
+}
+
+export default {
+  name: 'gateway',
+  description: `${clientCount} concurrent OpenClaw-protocol clients sending chat turns: agentd gateway vs a bare ws server sending the same frames`,
+  async run() {
+    const agentd = await startTarget('agentd');
+    let agentdResult: Awaited<ReturnType<typeof measure>>;
+    try {
+      agentdResult = await measure('agentd', agentd);
+    } finally {
+      agentd.stop();
+    }
+    const echo = await startTarget('echo', {
+      AGENTD_BENCH_HELLO_BYTES: String(agentdResult.helloBytes),
+      AGENTD_BENCH_FRAME_BYTES: JSON.stringify(agentdResult.frameBytes),
+    });
+    let echoResult: Awaited<ReturnType<typeof measure>>;
+    try {
+      echoResult = await measure('echo', echo);
+    } finally {
+      echo.stop();
+    }
+    const [agentdPaced, agentdSaturated] = agentdResult.rows;
+    const [echoPaced, echoSaturated] = echoResult.rows;
+    const ratio = (a: number, b: number) => round(a / b, 2);
+    return {
+      rows: [...agentdResult.rows, ...echoResult.rows],
+      notes: [
+        `frames per turn: ${agentdResult.frameBytes.length} (${agentdResult.frameBytes.join(', ')} bytes); the bare ws server sends the same sizes`,
+        `gateway cost vs floor: server CPU per turn ×${ratio(agentdSaturated!['server CPU µs/turn'], echoSaturated!['server CPU µs/turn'])} (saturated), ×${ratio(agentdPaced!['server CPU µs/turn'], echoPaced!['server CPU µs/turn'])} (paced); paced p50 ×${ratio(agentdPaced!['p50 ms'], echoPaced!['p50 ms'])}, paced p99 ×${ratio(agentdPaced!['p99 ms'], echoPaced!['p99 ms'])}, saturated throughput ×${ratio(echoSaturated!['turns/s'], agentdSaturated!['turns/s'])} (floor turns/s ÷ agentd turns/s)`,
+        'servers run in child processes (RSS/conn = server RSS after connecting all clients minus before, after gc, ÷ clients); clients share this process',
+        'chat service replies instantly (one delta, then finished), standing in for the local model',
+        `machine: ${cpus().length} cores shared with other work; load average at the end ${loadavg()
+          .map((value) => value.toFixed(1))
+          .join(' / ')}`,
+      ],
+    };
+  },
+};

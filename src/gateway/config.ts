@@ -1,0 +1,23 @@
+import { z } from 'zod';
+import { defaultGatewayLimits } from './connection.js';
+
+/** `gateway:` in agentd.yaml. The token itself comes from the environment (AGENTD_GATEWAY_TOKEN), never the file. */
+export const gatewayConfigSchema = z.object({
+  host: z.string().default('127.0.0.1'),
+  port: z.number().int().min(0).max(65_535).default(18_789),
+  allowedOrigins: z.array(z.string()).default([]),
+  limits: z
+    .object({
+      maxFrameBytes: z.number().int().positive().default(defaultGatewayLimits.maxFrameBytes),
+      maxMessageBytes: z.number().int().positive().default(defaultGatewayLimits.maxMessageBytes),
+      maxBufferedBytes: z.number().int().positive().default(defaultGatewayLimits.maxBufferedBytes),
+      maxConnections: z.number().int().positive().default(defaultGatewayLimits.maxConnections),
+      preConnectMaxBytes: z.number().int().positive().default(defaultGatewayLimits.preConnectMaxBytes),
+      handshakeTimeoutMs: z.number().int().positive().default(defaultGatewayLimits.handshakeTimeoutMs),
+      tickIntervalMs: z.number().int().positive().default(defaultGatewayLimits.tickIntervalMs),
+      maxPendingRequests: z.number().int().positive().default(defaultGatewayLimits.maxPendingRequests),
+    })
+    .prefault({}),
+});
+
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

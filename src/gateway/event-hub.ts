@@ -1,0 +1,358 @@
+import type { Bus, BusEvent, BusEventMap, RunStatus } from '../bus/index.js';
+import type { Clock, Logger } from '../util/index.js';
+import type { ForwardedEvent, MethodTable } from './method-table.js';
+import { scopeSatisfied } from './scopes.js';
+
+/** Where a run event belongs; `seq` counts the run's own events (OpenClaw's `payload.seq`). */
+export interface RunRef {
+  runId: string;
+  sessionKey: string | undefined;
+  agentId: string | undefined;
+  seq: number;
+  ts: number;
+}
+
+/** Run events in a protocol-neutral form; each adapter turns them into its own frames. */
+export type RunWireEvent =
+  | { kind: 'lifecycle'; run: RunRef; phase: 'start'; startedAt: number; model: string }
+  | {
+      kind: 'lifecycle';
+      run: RunRef;
+      phase: 'end' | 'error';
+      startedAt: number;
+      endedAt: number;
+      status: RunStatus;
+      stopReason: string;
+      error?: { code: string; message: string; retryable: boolean };
+    }
+  | { kind: 'assistant'; run: RunRef; text: string; delta: string }
+  /** A throttled chat delta: `text` is cumulative, `deltaText` the increment (or the replacement when `replace`). */
+  | { kind: 'chat-delta'; run: RunRef; text: string; deltaText: string; replace: boolean }
+  | {
+      kind: 'chat-end';
+      run: RunRef;
+      state: 'final' | 'aborted' | 'error';
+      text: string;
+      stopReason: string;
+      errorMessage?: string;
+      errorKind?: string;
+    }
+  | {
+      kind: 'tool';
+      run: RunRef;
+      phase: 'start' | 'end';
+      toolCallId: string;
+      toolName: string;
+      args?: Record<string, unknown>;
+      isError?: boolean;
+      durationMs?: number;
+    };
+
+/** A connection as the hub sees it. */
+export interface EventSink {
+  readonly connId: string;
+  readonly scopes: ReadonlyArray<string>;
+  onRunEvent(event: RunWireEvent): void;
+  onForwardedEvent(entry: ForwardedEvent, event: BusEvent): void;
+}
+
+export interface EventHub {
+  attach(sink: EventSink): void;
+  /** Subscribes a sink to one session's run and session-scoped events. */
+  watch(sink: EventSink, sessionKey: string): void;
+  detach(sink: EventSink): void;
+  close(): void;
+  /** Runs currently tracked (started, not finished). */
+  readonly activeRuns: number;
+  readonly sinkCount: number;
+}
+
+interface RunState {
+  runId: string;
+  sessionKey: string | undefined;
+  agentId: string | undefined;
+  startedAt: number;
+  seq: number;
+  text: string;
+  lastChatText: string;
+  lastChatAt: number;
+  chatTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The gateway relays chat deltas at most this often per run, like OpenClaw does. */
+export const chatDeltaIntervalMs = 150;
+
+const runEventTypes = new Set([
+  'run:started',
+  'run:text-delta',
+  'run:tool-started',
+  'run:tool-finished',
+  'run:finished',
+]);
+
+const readScope = 'operator.read';
+
+function errorKindOf(code: string | undefined): string {
+  switch (code) {
+    case 'PROVIDER_TIMEOUT':
+    case 'TIMEOUT':
+      return 'timeout';
+    case 'PROVIDER_RATE_LIMITED':
+      return 'rate_limit';
+    default:
+      return 'unknown';
+  }
+}
+
+/**
+ * Subscribes to the bus once and fans events out to the connections that care: run events go to sinks
+ * watching the run's session, forwarded events with a session go to that session's watchers, and forwarded
+ * events without one go to every sink with the right scope. Connections are indexed by session so one event
+ * costs work proportional to its audience, not to the number of connections.
+ */
+export function createEventHub(options: {
+  bus: Bus;
+  table: MethodTable;
+  clock: Clock;
+  logger: Logger;
+}): EventHub {
+  const { bus, table, clock, logger } = options;
+  const sinks = new Set<EventSink>();
+  const bySession = new Map<string, Set<EventSink>>();
+  const watchedBy = new Map<EventSink, Set<string>>();
+  const runs = new Map<string, RunState>();
+  let forwardIndex = new Map<string, ForwardedEvent[]>();
+  let forwardIndexSize = -1;
+
+  const forwardsFor = (type: string): ForwardedEvent[] | undefined => {
+    const entries = table.forwardedEvents();
+    if (entries.length !== forwardIndexSize) {
+      forwardIndex = new Map();
+      for (const entry of entries) {
+        const list = forwardIndex.get(entry.busType) ?? [];
+        list.push(entry);
+        forwardIndex.set(entry.busType, list);
+      }
+      forwardIndexSize = entries.length;
+    }
+    return forwardIndex.get(type);
+  };
+
+  const deliver = (
+    sessionKey: string | undefined,
+    scopes: ReadonlyArray<string>,
+    send: (sink: EventSink) => void,
+  ) => {
+    const audience = sessionKey === undefined ? sinks : bySession.get(sessionKey);
+    if (!audience) return;
+    for (const sink of audience) {
+      if (!scopes.every((scope) => scopeSatisfied(scope, sink.scopes))) continue;
+      try {
+        send(sink);
+      } catch (error) {
+        logger.error({ err: error, connId: sink.connId }, 'gateway: delivering an event failed');
+      }
+    }
+  };
+
+  const emitRun = (run: RunState, build: (ref: RunRef) => RunWireEvent, bumpSeq = true) => {
+    if (bumpSeq) run.seq++;
+    const event = build({
+      runId: run.runId,
+      sessionKey: run.sessionKey,
+      agentId: run.agentId,
+      seq: run.seq,
+      ts: clock.now(),
+    });
+    deliver(run.sessionKey, [readScope], (sink) => sink.onRunEvent(event));
+  };
+
+  const flushChatDelta = (run: RunState) => {
+    if (run.chatTimer) {
+      clearTimeout(run.chatTimer);
+      run.chatTimer = undefined;
+    }
+    if (run.text === run.lastChatText) return;
+    const extends_ = run.text.startsWith(run.lastChatText);
+    const deltaText = extends_ ? run.text.slice(run.lastChatText.length) : run.text;
+    run.lastChatText = run.text;
+    run.lastChatAt = clock.now();
+    emitRun(
+      run,
+      (ref) => ({ kind: 'chat-delta', run: ref, text: run.text, deltaText, replace: !extends_ }),
+      false,
+    );
+  };
+
+  const runFor = (event: BusEvent): RunState => {
+    const runId = (event.data as { runId: string }).runId;
+    let run = runs.get(runId);
+    if (!run) {
+      run = {
+        runId,
+        sessionKey: event.sessionKey,
+        agentId: event.agentId,
+        startedAt: event.at,
+        seq: 0,
+        text: '',
+        lastChatText: '',
+        lastChatAt: 0,
+        chatTimer: undefined,
+      };
+      runs.set(runId, run);
+    }
+    return run;
+  };
+
+  const onRunEvent = (event: BusEvent) => {
+    switch (event.type) {
+      case 'run:started': {
+        const data = event.data as BusEventMap['run:started'];
+        const run = runFor(event);
+        run.sessionKey = data.sessionKey ?? run.sessionKey;
+        run.agentId = data.agentId;
+        run.startedAt = event.at;
+        emitRun(run, (ref) => ({
+          kind: 'lifecycle',
+          run: ref,
+          phase: 'start',
+          startedAt: event.at,
+          model: data.model,
+        }));
+        return;
+      }
+      case 'run:text-delta': {
+        const data = event.data as BusEventMap['run:text-delta'];
+        const run = runFor(event);
+        run.text = data.text;
+        emitRun(run, (ref) => ({ kind: 'assistant', run: ref, text: data.text, delta: data.delta }));
+        const sinceLast = clock.now() - run.lastChatAt;
+        if (sinceLast >= chatDeltaIntervalMs) flushChatDelta(run);
+        else if (!run.chatTimer) {
+          run.chatTimer = setTimeout(() => {
+            run.chatTimer = undefined;
+            flushChatDelta(run);
+          }, chatDeltaIntervalMs - sinceLast);
+          run.chatTimer.unref?.();
+        }
+        return;
+      }
+      case 'run:tool-started': {
+        const data = event.data as BusEventMap['run:tool-started'];
+        emitRun(runFor(event), (ref) => ({
+          kind: 'tool',
+          run: ref,
+          phase: 'start',
+          toolCallId: data.toolCallId,
+          toolName: data.toolName,
+          args: data.arguments,
+        }));
+        return;
+      }
+      case 'run:tool-finished': {
+        const data = event.data as BusEventMap['run:tool-finished'];
+        emitRun(runFor(event), (ref) => ({
+          kind: 'tool',
+          run: ref,
+          phase: 'end',
+          toolCallId: data.toolCallId,
+          toolName: data.toolName,
+          isError: data.isError,
+          durationMs: data.durationMs,
+        }));
+        return;
+      }
+      case 'run:finished': {
+        const data = event.data as BusEventMap['run:finished'];
+        const run = runFor(event);
+        runs.delete(run.runId);
+        const stopReason = data.status === 'completed' ? 'stop' : data.status;
+        emitRun(run, (ref) => ({
+          kind: 'lifecycle',
+          run: ref,
+          phase: data.status === 'error' ? 'error' : 'end',
+          startedAt: run.startedAt,
+          endedAt: event.at,
+          status: data.status,
+          stopReason,
+          ...(data.error ? { error: data.error } : {}),
+        }));
+        // The final text is authoritative: after tool turns it may not extend what was streamed.
+        if (data.status !== 'error' && data.text) run.text = data.text;
+        flushChatDelta(run);
+        const state = data.status === 'aborted' ? 'aborted' : data.status === 'error' ? 'error' : 'final';
+        emitRun(
+          run,
+          (ref) => ({
+            kind: 'chat-end',
+            run: ref,
+            state,
+            text: run.text,
+            stopReason,
+            ...(state === 'error'
+              ? {
+                  errorMessage: data.error?.message ?? 'run failed',
+                  errorKind: errorKindOf(data.error?.code),
+                }
+              : {}),
+          }),
+          false,
+        );
+        return;
+      }
+    }
+  };
+
+  const unsubscribe = bus.subscribe({}, (event) => {
+    if (runEventTypes.has(event.type)) onRunEvent(event);
+    const forwards = forwardsFor(event.type);
+    if (!forwards) return;
+    for (const entry of forwards)
+      deliver(event.sessionKey, entry.scopes, (sink) => sink.onForwardedEvent(entry, event));
+  });
+
+  return {
+    attach(sink) {
+      sinks.add(sink);
+    },
+    watch(sink, sessionKey) {
+      if (!sinks.has(sink)) return;
+      let keys = watchedBy.get(sink);
+      if (!keys) {
+        keys = new Set();
+        watchedBy.set(sink, keys);
+      }
+      if (keys.has(sessionKey)) return;
+      keys.add(sessionKey);
+      let watchers = bySession.get(sessionKey);
+      if (!watchers) {
+        watchers = new Set();
+        bySession.set(sessionKey, watchers);
+      }
+      watchers.add(sink);
+    },
+    detach(sink) {
+      sinks.delete(sink);
+      for (const key of watchedBy.get(sink) ?? []) {
+        const watchers = bySession.get(key);
+        watchers?.delete(sink);
+        if (watchers?.size === 0) bySession.delete(key);
+      }
+      watchedBy.delete(sink);
+    },
+    close() {
+      unsubscribe();
+      for (const run of runs.values()) if (run.chatTimer) clearTimeout(run.chatTimer);
+      runs.clear();
+      sinks.clear();
+      bySession.clear();
+      watchedBy.clear();
+    },
+    get activeRuns() {
+      return runs.size;
+    },
+    get sinkCount() {
+      return sinks.size;
+    },
+  };
+}

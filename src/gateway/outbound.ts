@@ -1,0 +1,81 @@
+import type WebSocket from 'ws';
+import type { Logger } from '../util/index.js';
+
+/** Close codes the gateway uses (RFC 6455 plus OpenClaw's habits). */
+export const CloseCodes = {
+  goingAway: 1001,
+  protocolError: 1002,
+  policyViolation: 1008,
+  messageTooBig: 1009,
+  internalError: 1011,
+  tryAgainLater: 1013,
+} as const;
+
+/** WebSocket close reasons are limited to 123 bytes of UTF-8. */
+export function closeReason(text: string): string {
+  if (Buffer.byteLength(text, 'utf8') <= 123) return text;
+  let out = text.slice(0, 123);
+  while (Buffer.byteLength(out, 'utf8') > 120) out = out.slice(0, -1);
+  return `${out}...`;
+}
+
+export interface Outbound {
+  /**
+   * Serialises and sends one message. `droppable` messages (intermediate chat deltas) are skipped while the
+   * peer is behind; anything else that pushes the queue past the limit disconnects the peer.
+   */
+  send(value: unknown, options?: { droppable?: boolean }): boolean;
+  close(code: number, reason: string): void;
+  readonly open: boolean;
+  /** True while the peer is behind enough that droppable messages are being skipped. */
+  readonly behind: boolean;
+}
+
+/**
+ * The only writer of a socket. A client that stops reading is disconnected as soon as its queued outbound
+ * bytes pass `maxBufferedBytes`, and the socket is destroyed after `closeGraceMs` even if the close
+ * handshake cannot get through, so a slow consumer never makes the server's memory grow.
+ */
+export function createOutbound(
+  ws: WebSocket,
+  options: { maxBufferedBytes: number; closeGraceMs: number; logger: Logger },
+): Outbound {
+  let closing = false;
+
+  const close = (code: number, reason: string) => {
+    if (closing) return;
+    closing = true;
+    if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, closeReason(reason));
+    const timer = setTimeout(() => ws.terminate(), options.closeGraceMs);
+    timer.unref();
+    ws.once('close', () => clearTimeout(timer));
+  };
+
+  return {
+    send(value, sendOptions = {}) {
+      if (closing || ws.readyState !== ws.OPEN) return false;
+      if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
+      ws.send(JSON.stringify(value));
+      if (ws.bufferedAmount > options.maxBufferedBytes) {
+        options.logger.warn(
+          { bufferedBytes: ws.bufferedAmount, maxBufferedBytes: options.maxBufferedBytes },
+          'gateway: slow consumer disconnected',
+        );
+        close(
+          CloseCodes.policyViolation,
+          `slow consumer: more than ${options.maxBufferedBytes} bytes queued`,
+        );
+        ws.terminate();
+        return false;
+      }
+      return true;
+    },
+    close,
+    get open() {
+      return !closing && ws.readyState === ws.OPEN;
+    },
+    get behind() {
+      return ws.bufferedAmount > options.maxBufferedBytes / 2;
+    },
+  };
+}

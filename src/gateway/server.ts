@@ -1,0 +1,333 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import type { Bus } from '../bus/index.js';
+import type { Clock, IdGenerator, Logger } from '../util/index.js';
+import { createIdGenerator, ErrorCodes, silentLogger, systemClock, UserInputError } from '../util/index.js';
+import {
+  type ConnectionDeps,
+  defaultGatewayLimits,
+  type GatewayConnection,
+  type GatewayLimits,
+  isLoopbackAddress,
+} from './connection.js';
+import { deviceTokenSecret, secretsEqual } from './device-auth.js';
+import { createEventHub, type EventHub } from './event-hub.js';
+import type { MethodTable } from './method-table.js';
+import { acceptOpenClawConnection } from './openclaw-connection.js';
+import { CloseCodes } from './outbound.js';
+import type { GatewayServices } from './services.js';
+import { isValidAgentId, resolveSessionKey } from './session-key.js';
+import { acceptSpiderwebConnection } from './spiderweb-connection.js';
+
+export interface HttpRoute {
+  method: string;
+  /** Exact path, e.g. `/metrics`. */
+  path: string;
+  handler(request: IncomingMessage, response: ServerResponse): void | Promise<void>;
+}
+
+export interface GatewayServerOptions {
+  host: string;
+  port: number;
+  /** Shared secret clients must present; required unless `noAuth`. */
+  token?: string | undefined;
+  /** Development only: no auth at all. Refused unless `host` is a loopback address. */
+  noAuth?: boolean;
+  /** Browser origins allowed besides the gateway's own host (`*` allows any). */
+  allowedOrigins?: ReadonlyArray<string>;
+  limits?: Partial<GatewayLimits>;
+  methodTable: MethodTable;
+  bus: Bus;
+  services: GatewayServices;
+  httpRoutes?: ReadonlyArray<HttpRoute>;
+  logger?: Logger;
+  clock?: Clock;
+  idGenerator?: IdGenerator;
+  serverVersion: string;
+}
+
+export interface GatewayServer {
+  listen(): Promise<{ url: string }>;
+  /** Stops accepting, tells clients (`shutdown` event, close 1001) and waits for every socket to close. */
+  close(): Promise<void>;
+  address(): AddressInfo | null;
+  readonly connectionCount: number;
+  /** The event fan-out, exposed for diagnostics and tests. */
+  readonly hub: EventHub;
+}
+
+const loopbackHosts = new Set(['127.0.0.1', '::1', 'localhost']);
+const spiderwebPath = /^\/v1\/agents\/([^/]+)\/stream\/?$/;
+const sessionParams = ['session', 'sessionKey', 'sessionId', 'session_id', 'session-key'];
+
+function writeJson(response: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
+  response.end(text);
+}
+
+/** Refuses an upgrade with a plain HTTP response; browsers and ws clients both surface the status. */
+function rejectUpgrade(
+  socket: Duplex,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  const body = JSON.stringify({ error: { code: STATUS_CODES[status], message } });
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
+    'Content-Type: application/json; charset=utf-8',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    'Connection: close',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ];
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+}
+
+function bearerToken(request: IncomingMessage, url: URL): string | undefined {
+  const header = request.headers.authorization;
+  if (header?.startsWith('Bearer ')) return header.slice('Bearer '.length).trim();
+  return url.searchParams.get('token') ?? undefined;
+}
+
+/**
+ * The gateway: one HTTP server, two WebSocket protocols on it (OpenClaw on `/` and `/ws`, Spiderweb on
+ * `/v1/agents/{agentId}/stream`), `GET /health`, and whatever extra routes the runtime adds.
+ */
+export function createGatewayServer(options: GatewayServerOptions): GatewayServer {
+  const limits: GatewayLimits = { ...defaultGatewayLimits, ...options.limits };
+  const logger = (options.logger ?? silentLogger).child({ component: 'gateway' });
+  const clock = options.clock ?? systemClock;
+  const idGenerator = options.idGenerator ?? createIdGenerator();
+  const noAuth = options.noAuth ?? false;
+  const token = options.token || undefined;
+  if (noAuth && !isLoopbackHost(options.host)) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidConfig,
+      message: `--no-auth is only allowed on a loopback address, not ${options.host}; set a gateway token instead.`,
+    });
+  }
+  if (!noAuth && !token) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidConfig,
+      message:
+        'the gateway needs a token (AGENTD_GATEWAY_TOKEN); use --no-auth only for loopback development.',
+    });
+  }
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
+  const { methodTable: table, bus, services } = options;
+  table.declareEvents(['connect.challenge', 'tick', 'shutdown']);
+
+  const hub = createEventHub({ bus, table, clock, logger });
+  const connections = new Set<GatewayConnection>();
+  let upgrading = 0;
+  let closing = false;
+  const startedAt = clock.now();
+  const routes = options.httpRoutes ?? [];
+  const openClawAuth = {
+    token,
+    noAuth,
+    deviceSecret: token ? deviceTokenSecret(token) : undefined,
+  };
+
+  const deps: ConnectionDeps = {
+    table,
+    hub,
+    services,
+    limits,
+    serverVersion: options.serverVersion,
+    clock,
+    idGenerator,
+    logger,
+    startedAt,
+    onClose: (connection) => {
+      connections.delete(connection);
+    },
+  };
+
+  const httpServer = createServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://gateway');
+    if (request.method === 'GET' && url.pathname === '/health') {
+      Promise.resolve(services.health.health()).then(
+        (health) => writeJson(response, 200, health),
+        (error: unknown) => {
+          logger.error({ err: error }, 'gateway: health check failed');
+          writeJson(response, 503, { ok: false });
+        },
+      );
+      return;
+    }
+    const route = routes.find(
+      (candidate) => candidate.method === request.method && candidate.path === url.pathname,
+    );
+    if (route) {
+      Promise.resolve(route.handler(request, response)).catch((error: unknown) => {
+        logger.error({ err: error, path: url.pathname }, 'gateway: HTTP route failed');
+        if (!response.headersSent)
+          writeJson(response, 500, { error: { code: ErrorCodes.internal, message: 'internal error' } });
+        else response.end();
+      });
+      return;
+    }
+    writeJson(response, 404, {
+      error: { code: ErrorCodes.notFound, message: `no route for ${request.method} ${url.pathname}` },
+    });
+  });
+
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.maxFrameBytes,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+
+  /** Browsers always send Origin; other clients usually do not, and are judged by their credentials alone. */
+  const originAllowed = (request: IncomingMessage): boolean => {
+    const origin = request.headers.origin;
+    if (origin === undefined || allowedOrigins.has('*') || allowedOrigins.has(origin)) return true;
+    try {
+      return new URL(origin).host === request.headers.host;
+    } catch {
+      return false;
+    }
+  };
+
+  httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', (error) => logger.debug({ err: error }, 'gateway: upgrade socket error'));
+    const url = new URL(request.url ?? '/', 'http://gateway');
+    const spiderweb = spiderwebPath.exec(url.pathname);
+    const isOpenClaw = url.pathname === '/' || url.pathname === '/ws';
+    if (!spiderweb && !isOpenClaw)
+      return rejectUpgrade(socket, 404, `no WebSocket endpoint at ${url.pathname}`);
+    if (closing) return rejectUpgrade(socket, 503, 'the gateway is shutting down');
+    if (connections.size + upgrading >= limits.maxConnections) {
+      logger.warn({ maxConnections: limits.maxConnections }, 'gateway: connection refused, at the limit');
+      return rejectUpgrade(socket, 503, `connection limit reached (${limits.maxConnections})`, {
+        'Retry-After': '5',
+      });
+    }
+    if (!originAllowed(request)) {
+      logger.warn({ origin: request.headers.origin }, 'gateway: connection refused, origin not allowed');
+      return rejectUpgrade(socket, 403, 'origin not allowed');
+    }
+
+    let spiderwebSession: { agentId: string; sessionKey: string; capabilities: string[] } | undefined;
+    if (spiderweb) {
+      if (!noAuth) {
+        const presented = bearerToken(request, url);
+        if (presented === undefined || !secretsEqual(presented, token as string)) {
+          return rejectUpgrade(
+            socket,
+            401,
+            'unauthorized: pass the gateway token as Authorization: Bearer or ?token=',
+            {
+              'WWW-Authenticate': 'Bearer',
+            },
+          );
+        }
+      }
+      let agentId: string;
+      try {
+        agentId = decodeURIComponent(spiderweb[1] as string);
+      } catch {
+        return rejectUpgrade(socket, 400, 'invalid agent id');
+      }
+      if (!isValidAgentId(agentId)) return rejectUpgrade(socket, 400, 'invalid agent id');
+      const rawSession =
+        sessionParams.map((name) => url.searchParams.get(name)).find((value) => value) ?? 'main';
+      try {
+        const resolved = resolveSessionKey(rawSession, agentId);
+        if (resolved.agentId !== agentId)
+          return rejectUpgrade(socket, 400, 'the session belongs to another agent');
+        const capabilities = (url.searchParams.get('capabilities') ?? '')
+          .split(',')
+          .map((value) => value.trim())
+          .filter((value) => value.length > 0 && value.length <= 64)
+          .slice(0, 64);
+        spiderwebSession = { agentId, sessionKey: resolved.sessionKey, capabilities };
+      } catch (error) {
+        return rejectUpgrade(socket, 400, (error as Error).message);
+      }
+    }
+
+    upgrading++;
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      upgrading--;
+      if (closing) {
+        ws.close(CloseCodes.goingAway, 'the gateway is shutting down');
+        return;
+      }
+      const connection = spiderwebSession
+        ? acceptSpiderwebConnection(ws, spiderwebSession, deps)
+        : acceptOpenClawConnection(ws, request, { ...deps, auth: openClawAuth });
+      connections.add(connection);
+    });
+  });
+
+  let tickTimer: ReturnType<typeof setInterval> | undefined;
+
+  return {
+    async listen() {
+      await new Promise<void>((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(options.port, options.host, () => {
+          httpServer.off('error', reject);
+          resolve();
+        });
+      });
+      tickTimer = setInterval(() => {
+        for (const connection of connections) connection.tick();
+      }, limits.tickIntervalMs);
+      tickTimer.unref();
+      const address = httpServer.address() as AddressInfo;
+      const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      logger.info(
+        { host: address.address, port: address.port, auth: noAuth ? 'none' : 'token' },
+        'gateway: listening',
+      );
+      return { url: `ws://${host}:${address.port}` };
+    },
+    async close() {
+      if (closing) return;
+      closing = true;
+      if (tickTimer) clearInterval(tickTimer);
+      const stopped = new Promise<void>((resolve) => {
+        if (!httpServer.listening) resolve();
+        else httpServer.close(() => resolve());
+      });
+      const closed = [...connections].map(
+        (connection) =>
+          new Promise<void>((resolve) => {
+            connection.socket.once('close', () => resolve());
+            connection.shutdown('the gateway is shutting down');
+          }),
+      );
+      await Promise.all(closed);
+      httpServer.closeAllConnections();
+      await stopped;
+      hub.close();
+      wss.close();
+    },
+    address: () => httpServer.address() as AddressInfo | null,
+    get connectionCount() {
+      return connections.size;
+    },
+    hub,
+  };
+}
+
+/** Exposed for the CLI: whether a bind address is loopback (where `--no-auth` is allowed). */
+export function isLoopbackHost(host: string): boolean {
+  return loopbackHosts.has(host) || isLoopbackAddress(host);
+}
+
+/** A random token for development setups that did not configure one. */
+export function generateGatewayToken(): string {
+  return randomBytes(24).toString('base64url');
+}

@@ -1,0 +1,160 @@
+import type { RunStatus } from '../bus/index.js';
+import type { GatewayProtocol } from './method-table.js';
+
+/**
+ * The narrow interfaces the gateway calls. runtime.ts implements them on top of sessions, memory and the
+ * engage loop; tests use fakes. Everything here is plain data so it can go straight onto the wire.
+ */
+
+export interface ChatSource {
+  protocol: GatewayProtocol;
+  connId: string;
+  clientId: string;
+}
+
+export interface ChatRunResult {
+  runId: string;
+  status: RunStatus;
+  /** Final assistant text ('' when the run produced none). */
+  text: string;
+  assistantMemoryId?: string;
+  userMemoryId?: string;
+  error?: { code: string; message: string; retryable: boolean };
+  startedAt?: number;
+  endedAt?: number;
+  model?: string;
+  usage?: { inputTokens: number; outputTokens: number };
+}
+
+export type ChatRole = 'user' | 'assistant' | 'system' | 'tool';
+
+export interface ChatHistoryMessage {
+  role: ChatRole;
+  content: string;
+  memoryId: string;
+  timestamp: number;
+  runId?: string;
+}
+
+export interface ChatService {
+  /**
+   * Starts a run for one user message (the engage loop publishes its `run:*` events on the bus). Runs of one
+   * session are serialized by the service. `status: 'in_flight'` when a run with this idempotency key exists.
+   */
+  send(input: {
+    sessionKey: string;
+    agentId: string;
+    text: string;
+    idempotencyKey: string;
+    source: ChatSource;
+  }): Promise<{ runId: string; status: 'started' | 'in_flight' }>;
+  /**
+   * Resolves when the run ends (after `run:finished` was published). Rejects with a UserInputError `TIMEOUT`
+   * when `timeoutMs` passes first (the run continues) and `NOT_FOUND` for an unknown run.
+   */
+  wait(runId: string, options?: { timeoutMs?: number }): Promise<ChatRunResult>;
+  abort(input: { sessionKey: string; runId?: string }): Promise<{ aborted: boolean; runIds: string[] }>;
+  /** Appends a message to the transcript without starting a run. */
+  inject(input: { sessionKey: string; role: 'assistant' | 'system'; text: string; label?: string }): Promise<{
+    memoryId: string;
+  }>;
+  /** Oldest first; `beforeMemoryId` pages backwards. */
+  history(input: { sessionKey: string; limit: number; beforeMemoryId?: string }): Promise<{
+    sessionKey: string;
+    sessionId: string;
+    messages: ChatHistoryMessage[];
+    hasMore?: boolean;
+  }>;
+}
+
+export interface SessionSummary {
+  key: string;
+  sessionId: string;
+  agentId: string;
+  createdAt: number;
+  updatedAt: number;
+  messageCount: number;
+  label?: string;
+  summary?: string;
+  model?: string;
+  thinkingLevel?: string;
+  archived?: boolean;
+}
+
+export interface SessionPreview {
+  key: string;
+  status: 'ok' | 'missing';
+  items: Array<{ role: ChatRole; text: string }>;
+}
+
+export interface SessionService {
+  list(input: {
+    agentId?: string;
+    limit: number;
+    includeArchived: boolean;
+    search?: string;
+  }): Promise<SessionSummary[]>;
+  preview(input: { keys: string[]; limit: number; maxChars: number }): Promise<SessionPreview[]>;
+  /** Starts a fresh transcript under the same key; the old one is archived (kept and recallable) when `archive`. */
+  reset(input: { sessionKey: string; reason: 'new' | 'reset'; archive: boolean }): Promise<{
+    sessionKey: string;
+    sessionId: string;
+    archived: boolean;
+    previousSessionId?: string;
+  }>;
+  delete(input: { sessionKey: string; deleteTranscript: boolean }): Promise<{ deleted: boolean }>;
+  compact(input: { sessionKey: string; maxLines?: number }): Promise<{
+    compacted: boolean;
+    entriesBefore?: number;
+    entriesAfter?: number;
+    tokensBefore?: number;
+    tokensAfter?: number;
+  }>;
+  /** `null` clears a field. */
+  patch(input: {
+    sessionKey: string;
+    label?: string | null;
+    model?: string | null;
+    thinkingLevel?: string | null;
+  }): Promise<SessionSummary>;
+}
+
+/**
+ * Memory items keep the Spiderweb wire shapes:
+ * `{kind:"summary", source, id, source_id, created_at_ms, text}` and
+ * `{kind:"entry", source, id, role, state, related_to, content}`.
+ */
+export type MemoryItem = { kind: 'summary' | 'entry' } & Record<string, unknown>;
+
+export interface MemoryQueryService {
+  query(input: {
+    sessionKey: string;
+    agentId: string;
+    topic?: string;
+    memoryIds?: string[];
+    kind: 'summary' | 'entry' | 'all';
+    limit: number;
+    includeArchived: boolean;
+  }): Promise<{ items: MemoryItem[] }>;
+  recall(input: {
+    sessionKey: string;
+    agentId: string;
+    limit: number;
+    includeArchived: boolean;
+    includeFull: boolean;
+  }): Promise<{ items: MemoryItem[] }>;
+}
+
+export interface HealthService {
+  /** Liveness and component health; served on `GET /health` and the `health` method. No secrets. */
+  health(): Promise<Record<string, unknown>> | Record<string, unknown>;
+  /** Richer runtime status for operators (`status` method). */
+  status(): Promise<Record<string, unknown>> | Record<string, unknown>;
+}
+
+export interface GatewayServices {
+  chat: ChatService;
+  sessions: SessionService;
+  memory: MemoryQueryService;
+  health: HealthService;
+}

@@ -1,0 +1,150 @@
+import type { SqlDatabase, SqlValue } from './database.js';
+
+/** An event as written to the audit log. */
+export interface EventInput {
+  type: string;
+  /** Epoch milliseconds. */
+  at: number;
+  sessionKey?: string;
+  agentId?: string;
+  workItemId?: string;
+  runId?: string;
+  /** Plain JSON data. */
+  data: unknown;
+}
+
+export interface StoredEvent extends EventInput {
+  /** Increases with every append; use it as a cursor (`afterId`). */
+  id: number;
+}
+
+export interface ListEventsOptions {
+  types?: ReadonlyArray<string>;
+  sessionKey?: string;
+  agentId?: string;
+  workItemId?: string;
+  runId?: string;
+  /** Only events with a larger id (exclusive cursor). */
+  afterId?: number;
+  /** Only events with a smaller id (exclusive cursor), for paging backwards with `order: 'desc'`. */
+  beforeId?: number;
+  /** By id; default ascending. */
+  order?: 'asc' | 'desc';
+  /** Default 100, at most 10,000. */
+  limit?: number;
+}
+
+/** The append-only audit log of bus events. */
+export interface EventStore {
+  append(event: EventInput): Promise<number>;
+  /** Appends in one transaction, keeping the given order; returns the ids. */
+  appendMany(events: ReadonlyArray<EventInput>): Promise<number[]>;
+  list(options?: ListEventsOptions): Promise<StoredEvent[]>;
+}
+
+interface EventRow {
+  id: number;
+  type: string;
+  at: number;
+  session_key: string | null;
+  agent_id: string | null;
+  work_item_id: string | null;
+  run_id: string | null;
+  data: string;
+}
+
+const columnsPerRow = 7;
+// Well under SQLite's 32,766 and Postgres's 65,535 bind parameters per statement.
+const rowsPerInsert = 500;
+const maxListLimit = 10_000;
+
+function toParams(event: EventInput): SqlValue[] {
+  return [
+    event.type,
+    event.at,
+    event.sessionKey ?? null,
+    event.agentId ?? null,
+    event.workItemId ?? null,
+    event.runId ?? null,
+    JSON.stringify(event.data ?? null),
+  ];
+}
+
+function toStored(row: EventRow): StoredEvent {
+  const event: StoredEvent = {
+    id: Number(row.id),
+    type: row.type,
+    at: Number(row.at),
+    data: JSON.parse(row.data),
+  };
+  if (row.session_key !== null) event.sessionKey = row.session_key;
+  if (row.agent_id !== null) event.agentId = row.agent_id;
+  if (row.work_item_id !== null) event.workItemId = row.work_item_id;
+  if (row.run_id !== null) event.runId = row.run_id;
+  return event;
+}
+
+const insertPrefix =
+  'INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ';
+const rowPlaceholders = `(${Array.from({ length: columnsPerRow }, () => '?').join(', ')})`;
+
+export function createEventStore(db: SqlDatabase): EventStore {
+  return {
+    async append(event) {
+      const row = await db.get<{ id: number }>(
+        `${insertPrefix}${rowPlaceholders} RETURNING id`,
+        toParams(event),
+      );
+      return Number(row!.id);
+    },
+
+    async appendMany(events) {
+      if (events.length === 0) return [];
+      return db.transaction(async (tx) => {
+        const ids: number[] = [];
+        for (let start = 0; start < events.length; start += rowsPerInsert) {
+          const chunk = events.slice(start, start + rowsPerInsert);
+          const sql = `${insertPrefix}${chunk.map(() => rowPlaceholders).join(', ')} RETURNING id`;
+          const rows = await tx.all<{ id: number }>(sql, chunk.flatMap(toParams));
+          // RETURNING order is not guaranteed by SQL; ids are assigned in VALUES order, so sort them.
+          ids.push(...rows.map((row) => Number(row.id)).sort((left, right) => left - right));
+        }
+        return ids;
+      });
+    },
+
+    async list(options = {}) {
+      const conditions: string[] = [];
+      const params: SqlValue[] = [];
+      if (options.types && options.types.length > 0) {
+        conditions.push(`type IN (${options.types.map(() => '?').join(', ')})`);
+        params.push(...options.types);
+      }
+      const equal = (column: string, value: string | undefined) => {
+        if (value === undefined) return;
+        conditions.push(`${column} = ?`);
+        params.push(value);
+      };
+      equal('session_key', options.sessionKey);
+      equal('agent_id', options.agentId);
+      equal('work_item_id', options.workItemId);
+      equal('run_id', options.runId);
+      if (options.afterId !== undefined) {
+        conditions.push('id > ?');
+        params.push(options.afterId);
+      }
+      if (options.beforeId !== undefined) {
+        conditions.push('id < ?');
+        params.push(options.beforeId);
+      }
+      const limit = Math.min(Math.max(1, Math.floor(options.limit ?? 100)), maxListLimit);
+      const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
+      const order = options.order === 'desc' ? 'DESC' : 'ASC';
+      const rows = await db.all<EventRow>(
+        `SELECT id, type, at, session_key, agent_id, work_item_id, run_id, data FROM events ${where} ORDER BY id ${order} LIMIT ?`,
+        [...params, limit],
+      );
+      return rows.map(toStored);
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import type { Clock } from '../util/clock.js';
+import { systemClock } from '../util/clock.js';
+import type { SqlDatabase } from './database.js';
+
+export interface KvEntry {
+  key: string;
+  value: string;
+  updatedAt: number;
+}
+
+/** Small named values (tokens' metadata, cursors, flags), grouped by namespace. Values are strings; JSON is the caller's. */
+export interface KvStore {
+  get(namespace: string, key: string): Promise<string | undefined>;
+  set(namespace: string, key: string, value: string): Promise<void>;
+  /** True when the key existed. */
+  delete(namespace: string, key: string): Promise<boolean>;
+  /** Every entry of the namespace, by key. */
+  list(namespace: string): Promise<KvEntry[]>;
+}
+
+export function createKvStore(db: SqlDatabase, options: { clock?: Clock } = {}): KvStore {
+  const clock = options.clock ?? systemClock;
+  // Byte order on both dialects; Postgres would otherwise sort by the database's locale.
+  const byKey = db.dialect === 'postgres' ? 'key COLLATE "C"' : 'key';
+  return {
+    async get(namespace, key) {
+      const row = await db.get<{ value: string }>('SELECT value FROM kv WHERE namespace = ? AND key = ?', [
+        namespace,
+        key,
+      ]);
+      return row?.value;
+    },
+    async set(namespace, key, value) {
+      await db.run(
+        `INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+        [namespace, key, value, clock.now()],
+      );
+    },
+    async delete(namespace, key) {
+      const result = await db.run('DELETE FROM kv WHERE namespace = ? AND key = ?', [namespace, key]);
+      return result.changes > 0;
+    },
+    async list(namespace) {
+      const rows = await db.all<{ key: string; value: string; updated_at: number }>(
+        `SELECT key, value, updated_at FROM kv WHERE namespace = ? ORDER BY ${byKey}`,
+        [namespace],
+      );
+      return rows.map((row) => ({ key: row.key, value: row.value, updatedAt: Number(row.updated_at) }));
+    },
+  };
+}

@@ -1,0 +1,72 @@
+/**
+ * Rewrites portable `?` placeholders to Postgres `$1, $2, …`. Question marks inside string literals,
+ * quoted identifiers, dollar-quoted bodies and comments are left alone. (Postgres's jsonb `?` operators
+ * therefore cannot be written directly; use `jsonb_exists(…)` instead.)
+ */
+export function rewritePlaceholders(sql: string): string {
+  let out = '';
+  let index = 0;
+  let next = 1;
+  let copiedUpTo = 0;
+  const length = sql.length;
+  while (index < length) {
+    const char = sql[index]!;
+    if (char === '?') {
+      out += `${sql.slice(copiedUpTo, index)}$${next++}`;
+      index++;
+      copiedUpTo = index;
+    } else if (char === "'" || char === '"') {
+      index = skipQuoted(sql, index, char);
+    } else if (char === '-' && sql[index + 1] === '-') {
+      const end = sql.indexOf('\n', index);
+      index = end < 0 ? length : end + 1;
+    } else if (char === '/' && sql[index + 1] === '*') {
+      const end = sql.indexOf('*/', index + 2);
+      index = end < 0 ? length : end + 2;
+    } else if (char === '$') {
+      index = skipDollarQuoted(sql, index);
+    } else {
+      index++;
+    }
+  }
+  return next === 1 ? sql : out + sql.slice(copiedUpTo);
+}
+
+/** Returns the index after the closing quote; a doubled quote is an escaped quote. */
+function skipQuoted(sql: string, start: number, quote: string): number {
+  let index = start + 1;
+  while (index < sql.length) {
+    if (sql[index] === quote) {
+      if (sql[index + 1] === quote) index += 2;
+      else return index + 1;
+    } else index++;
+  }
+  return sql.length;
+}
+
+const dollarTag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/;
+
+function skipDollarQuoted(sql: string, start: number): number {
+  // `$1` style parameters and identifiers containing `$` are not quote openers.
+  const previous = start > 0 ? sql[start - 1]! : ' ';
+  if (/[A-Za-z0-9_]/.test(previous)) return start + 1;
+  const match = dollarTag.exec(sql.slice(start, start + 64));
+  if (!match) return start + 1;
+  const tag = match[0];
+  const end = sql.indexOf(tag, start + tag.length);
+  return end < 0 ? sql.length : end + tag.length;
+}
+
+/** Caches rewrites by SQL text; queries are a small fixed set, so the cache stays small. */
+export function createPlaceholderCache(maxEntries = 1_000): (sql: string) => string {
+  const cache = new Map<string, string>();
+  return (sql) => {
+    let rewritten = cache.get(sql);
+    if (rewritten === undefined) {
+      rewritten = rewritePlaceholders(sql);
+      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+      cache.set(sql, rewritten);
+    }
+    return rewritten;
+  };
+}

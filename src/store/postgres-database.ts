@@ -1,0 +1,268 @@
+import pg from 'pg';
+import { ErrorCodes, SystemError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import { silentLogger } from '../util/logger.js';
+import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+import { createPlaceholderCache } from './placeholders.js';
+import {
+  createTransactionScope,
+  currentTransactionScope,
+  runInTransactionScope,
+  runSavepoint,
+  type TransactionScope,
+} from './transaction-scope.js';
+
+export interface PostgresDatabaseOptions {
+  connectionString: string;
+  /** Sets `search_path` on every connection; tests use it to isolate themselves in a schema. */
+  schema?: string;
+  /**
+   * Server settings for every connection (sent as `-c name=value` at connect), e.g.
+   * `{ statement_timeout: 30000 }`. Tests use `synchronous_commit: 'off'` to skip the fsync per commit.
+   */
+  settings?: Record<string, string | number>;
+  poolSize?: number;
+  connectTimeoutMs?: number;
+  /** How long an idle pooled connection stays open. */
+  idleTimeoutMs?: number;
+  logger?: Logger;
+}
+
+/** A SqlDatabase on a node-postgres pool, with the pool exposed for Postgres-only needs (LISTEN/NOTIFY). */
+export interface PostgresDatabase extends SqlDatabase {
+  readonly dialect: 'postgres';
+  readonly pool: pg.Pool;
+}
+
+const int8Oid = 20;
+const numericOid = 1700;
+const schemaPattern = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const settingNamePattern = /^[A-Za-z_][A-Za-z0-9_.]*$/;
+const settingValuePattern = /^[A-Za-z0-9_.:-]+$/;
+
+function startupOptions(
+  schema: string | undefined,
+  settings: Record<string, string | number>,
+): string | undefined {
+  const entries = Object.entries(settings);
+  if (schema !== undefined) entries.push(['search_path', schema]);
+  for (const [name, value] of entries) {
+    if (!settingNamePattern.test(name) || !settingValuePattern.test(String(value))) {
+      throw new SystemError({
+        code: ErrorCodes.invalidConfig,
+        message: `invalid Postgres setting ${name}=${value}`,
+      });
+    }
+  }
+  return entries.length > 0 ? entries.map(([name, value]) => `-c ${name}=${value}`).join(' ') : undefined;
+}
+
+/** BIGINT and NUMERIC (what COUNT and SUM return) come back as JS numbers, as on SQLite. */
+const typeParsers = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if ((oid === int8Oid || oid === numericOid) && format !== 'binary')
+      return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+} as pg.CustomTypesConfig;
+
+const networkErrorCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
+// admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/** The URL with its password removed, safe for logs and `/health`. */
+export function redactConnectionString(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password) url.password = '';
+    url.searchParams.delete('password');
+    return url.toString().replace(/:@/, '@');
+  } catch {
+    return 'postgres (unparseable connection string)';
+  }
+}
+
+function isConnectionFailure(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (networkErrorCodes.has(code) || unavailableSqlStates.has(code)))
+    return true;
+  const message = (error as { message?: unknown }).message;
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|timeout exceeded when trying to connect|connection error|Connection refused/i.test(
+      message,
+    )
+  );
+}
+
+function toDriverParams(params: ReadonlyArray<SqlValue> | undefined): unknown[] | undefined {
+  if (!params || params.length === 0) return undefined;
+  return params.map((value) => {
+    if (typeof value === 'boolean') return value ? 1 : 0;
+    if (typeof value === 'bigint') return value.toString();
+    if (value === undefined) return null;
+    if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+      return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    }
+    return value;
+  });
+}
+
+const writeCommands = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
+
+/** Rows written, as SQLite counts them: node-postgres's rowCount also counts rows a SELECT returned. */
+function changesOf(result: pg.QueryResult | pg.QueryResult[]): number {
+  // A parameterless multi-statement script (simple protocol) returns one result per statement.
+  const parts = Array.isArray(result) ? result : [result];
+  let changes = 0;
+  for (const part of parts) if (writeCommands.has(part.command)) changes += part.rowCount ?? 0;
+  return changes;
+}
+
+/**
+ * Opens a Postgres pool. The pool connects lazily: an unreachable server surfaces on the first query as a
+ * retryable SystemError `STORE_UNAVAILABLE` (SQL errors keep the driver's error and its SQLSTATE `code`).
+ */
+export function createPostgresDatabase(options: PostgresDatabaseOptions): PostgresDatabase {
+  const location = redactConnectionString(options.connectionString);
+  const logger = (options.logger ?? silentLogger).child({ component: 'store', backend: 'postgres' });
+  if (options.schema !== undefined && !schemaPattern.test(options.schema)) {
+    throw new SystemError({
+      code: ErrorCodes.invalidConfig,
+      message: `invalid Postgres schema name "${options.schema}"`,
+    });
+  }
+  const connectionOptions = startupOptions(options.schema, options.settings ?? {});
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
+    types: typeParsers,
+    ...(connectionOptions ? { options: connectionOptions } : {}),
+  });
+  // An idle client losing its connection emits on the pool; unhandled, it would crash the process.
+  pool.on('error', (error) => logger.warn({ err: error, location }, 'idle postgres connection failed'));
+
+  const owner = {};
+  const rewrite = createPlaceholderCache();
+
+  const translateError = (error: unknown): unknown => {
+    if (!isConnectionFailure(error)) return error;
+    return new SystemError({
+      code: ErrorCodes.storeUnavailable,
+      message: `Postgres at ${location} is unavailable: ${(error as Error).message}`,
+      retryable: true,
+      cause: error,
+    });
+  };
+
+  const query = async (
+    client: pg.Pool | pg.PoolClient,
+    sql: string,
+    params: ReadonlyArray<SqlValue> | undefined,
+  ): Promise<pg.QueryResult | pg.QueryResult[]> => {
+    const values = toDriverParams(params);
+    try {
+      // Without values node-postgres uses the simple protocol, which accepts multi-statement scripts.
+      return values ? await client.query(rewrite(sql), values) : await client.query(sql);
+    } catch (error) {
+      throw translateError(error);
+    }
+  };
+
+  const rowsOf = (result: pg.QueryResult | pg.QueryResult[]): Record<string, unknown>[] =>
+    Array.isArray(result) ? (result.at(-1)?.rows ?? []) : result.rows;
+
+  /** Statements issued on the database from inside a transaction's async chain join that transaction. */
+  const target = (): pg.Pool | pg.PoolClient =>
+    currentTransactionScope<pg.PoolClient>(owner)?.connection ?? pool;
+
+  const executorFor = (scope: TransactionScope<pg.PoolClient>): SqlExecutor => {
+    const connection = () => {
+      if (scope.finished) throw new Error('transaction executor used after its transaction ended');
+      return scope.connection;
+    };
+    return {
+      dialect: 'postgres',
+      all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
+        rowsOf(await query(connection(), sql, params)) as Row[],
+      get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
+        rowsOf(await query(connection(), sql, params))[0] as Row | undefined,
+      run: async (sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult> => ({
+        changes: changesOf(await query(connection(), sql, params)),
+      }),
+    };
+  };
+
+  let closed = false;
+  return {
+    dialect: 'postgres',
+    pool,
+    location: options.schema ? `${location}#${options.schema}` : location,
+    persistent: true,
+    all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
+      rowsOf(await query(target(), sql, params)) as Row[],
+    get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
+      rowsOf(await query(target(), sql, params))[0] as Row | undefined,
+    run: async (sql, params) => ({ changes: changesOf(await query(target(), sql, params)) }),
+    async transaction(work) {
+      const outer = currentTransactionScope<pg.PoolClient>(owner);
+      if (outer) {
+        return runSavepoint(
+          outer,
+          (sql) => query(outer.connection, sql, undefined),
+          () => work(executorFor(outer)),
+        );
+      }
+      let client: pg.PoolClient;
+      try {
+        client = await pool.connect();
+      } catch (error) {
+        throw translateError(error);
+      }
+      const scope = createTransactionScope(owner, client);
+      let broken: Error | undefined;
+      try {
+        await query(client, 'BEGIN', undefined);
+        try {
+          const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+          await query(client, 'COMMIT', undefined);
+          return result;
+        } catch (error) {
+          try {
+            await query(client, 'ROLLBACK', undefined);
+          } catch (rollbackError) {
+            // The connection is unusable; destroy it rather than return it to the pool mid-transaction.
+            broken = rollbackError as Error;
+          }
+          throw error;
+        }
+      } catch (error) {
+        broken ??= isConnectionFailure(error) || isStoreUnavailable(error) ? (error as Error) : undefined;
+        throw error;
+      } finally {
+        scope.finished = true;
+        client.release(broken);
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await pool.end();
+    },
+  };
+}
+
+function isStoreUnavailable(error: unknown): boolean {
+  return SystemError.isInstance(error) && error.code === ErrorCodes.storeUnavailable;
+}

@@ -1,0 +1,256 @@
+import type { Clock } from '../util/clock.js';
+import { systemClock } from '../util/clock.js';
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+import type { IdGenerator } from '../util/ids.js';
+import { createIdGenerator } from '../util/ids.js';
+import type { SqlDatabase, SqlValue } from './database.js';
+
+export type SessionStatus = 'active' | 'archived';
+
+/**
+ * One instance of a conversation. A session key (`agent:<agentId>:<key>`) names the conversation; archiving
+ * (e.g. `/new`) ends the current instance, and the next message under the same key starts a new one.
+ */
+export interface SessionRecord {
+  /** The instance id. */
+  id: string;
+  sessionKey: string;
+  agentId: string;
+  status: SessionStatus;
+  title: string | null;
+  summary: string | null;
+  metadata: Record<string, unknown>;
+  messageCount: number;
+  createdAt: number;
+  lastActiveAt: number;
+  archivedAt: number | null;
+  archiveReason: string | null;
+}
+
+export interface ListSessionsOptions {
+  agentId?: string;
+  includeArchived?: boolean;
+  /** Default 100, at most 1000. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface SessionPatch {
+  title?: string | null;
+  summary?: string | null;
+  /** Replaces the whole metadata object. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface SessionStore {
+  /** The active instance for the key, created when there is none. Safe under concurrent callers. */
+  ensureActive(sessionKey: string, agentId: string): Promise<SessionRecord>;
+  getActive(sessionKey: string): Promise<SessionRecord | undefined>;
+  getById(id: string): Promise<SessionRecord | undefined>;
+  /** Most recently active first. */
+  list(options?: ListSessionsOptions): Promise<SessionRecord[]>;
+  /** Records activity: adds `messageDelta` messages and moves `lastActiveAt` forward (never back). */
+  touch(id: string, options?: { messageDelta?: number; at?: number }): Promise<SessionRecord | undefined>;
+  patch(id: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
+  /** Archives the active instance of the key; undefined when none is active. */
+  archive(sessionKey: string, reason: string): Promise<SessionRecord | undefined>;
+  /** Removes every instance of the key, archived ones included; returns how many. */
+  delete(sessionKey: string): Promise<number>;
+}
+
+export interface CreateSessionStoreOptions {
+  clock?: Clock;
+  idGenerator?: IdGenerator;
+}
+
+const maxSessionKeyLength = 512;
+const maxListLimit = 1_000;
+
+/** `agent:<agentId>:<key>`, the session key form shared with OpenClaw clients. */
+export function formatSessionKey(agentId: string, key: string): string {
+  return `agent:${agentId}:${key}`;
+}
+
+/** Splits `agent:<agentId>:<key>`; undefined for keys not in that form. */
+export function parseSessionKey(sessionKey: string): { agentId: string; key: string } | undefined {
+  if (!sessionKey.startsWith('agent:')) return undefined;
+  const separator = sessionKey.indexOf(':', 6);
+  if (separator <= 6 || separator === sessionKey.length - 1) return undefined;
+  return { agentId: sessionKey.slice(6, separator), key: sessionKey.slice(separator + 1) };
+}
+
+interface SessionRow {
+  id: string;
+  session_key: string;
+  agent_id: string;
+  status: SessionStatus;
+  title: string | null;
+  summary: string | null;
+  metadata: string;
+  message_count: number;
+  created_at: number;
+  last_active_at: number;
+  archived_at: number | null;
+  archive_reason: string | null;
+}
+
+function parseMetadata(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+function toRecord(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    sessionKey: row.session_key,
+    agentId: row.agent_id,
+    status: row.status,
+    title: row.title,
+    summary: row.summary,
+    metadata: parseMetadata(row.metadata),
+    messageCount: Number(row.message_count),
+    createdAt: Number(row.created_at),
+    lastActiveAt: Number(row.last_active_at),
+    archivedAt: row.archived_at === null ? null : Number(row.archived_at),
+    archiveReason: row.archive_reason,
+  };
+}
+
+function validateKey(sessionKey: string, agentId?: string): void {
+  if (sessionKey.length === 0 || sessionKey.length > maxSessionKeyLength) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `a session key must have 1 to ${maxSessionKeyLength} characters`,
+    });
+  }
+  if (agentId === undefined) return;
+  if (agentId.length === 0)
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'agentId is empty' });
+  const parsed = parseSessionKey(sessionKey);
+  if (parsed && parsed.agentId !== agentId) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `session key ${sessionKey} belongs to agent ${parsed.agentId}, not ${agentId}`,
+    });
+  }
+}
+
+const columns =
+  'id, session_key, agent_id, status, title, summary, metadata, message_count, created_at, last_active_at, archived_at, archive_reason';
+
+export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreOptions = {}): SessionStore {
+  const clock = options.clock ?? systemClock;
+  const newId = options.idGenerator ?? createIdGenerator({ now: () => clock.now() });
+  // SQLite's two-argument MAX is scalar; Postgres spells it GREATEST.
+  const greatest = db.dialect === 'postgres' ? 'GREATEST' : 'MAX';
+
+  const getActive = async (sessionKey: string) => {
+    const row = await db.get<SessionRow>(
+      `SELECT ${columns} FROM sessions WHERE session_key = ? AND status = 'active'`,
+      [sessionKey],
+    );
+    return row ? toRecord(row) : undefined;
+  };
+
+  const store: SessionStore = {
+    async ensureActive(sessionKey, agentId) {
+      validateKey(sessionKey, agentId);
+      const existing = await getActive(sessionKey);
+      if (existing) return existing;
+      const now = clock.now();
+      // The partial unique index decides races: the loser inserts nothing and reads the winner's row.
+      const inserted = await db.get<SessionRow>(
+        `INSERT INTO sessions (id, session_key, agent_id, status, metadata, message_count, created_at, last_active_at)
+         VALUES (?, ?, ?, 'active', '{}', 0, ?, ?)
+         ON CONFLICT (session_key) WHERE status = 'active' DO NOTHING
+         RETURNING ${columns}`,
+        [newId('ses'), sessionKey, agentId, now, now],
+      );
+      if (inserted) return toRecord(inserted);
+      const winner = await getActive(sessionKey);
+      if (winner) return winner;
+      // The winner was archived between our insert and read; start over.
+      return store.ensureActive(sessionKey, agentId);
+    },
+
+    getActive: async (sessionKey) => getActive(sessionKey),
+
+    async getById(id) {
+      const row = await db.get<SessionRow>(`SELECT ${columns} FROM sessions WHERE id = ?`, [id]);
+      return row ? toRecord(row) : undefined;
+    },
+
+    async list(listOptions = {}) {
+      const conditions: string[] = [];
+      const params: SqlValue[] = [];
+      if (listOptions.agentId !== undefined) {
+        conditions.push('agent_id = ?');
+        params.push(listOptions.agentId);
+      }
+      if (!listOptions.includeArchived) conditions.push("status = 'active'");
+      const limit = Math.min(Math.max(1, Math.floor(listOptions.limit ?? 100)), maxListLimit);
+      const offset = Math.max(0, Math.floor(listOptions.offset ?? 0));
+      const where = conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '';
+      const rows = await db.all<SessionRow>(
+        `SELECT ${columns} FROM sessions ${where} ORDER BY last_active_at DESC, id DESC LIMIT ? OFFSET ?`,
+        [...params, limit, offset],
+      );
+      return rows.map(toRecord);
+    },
+
+    async touch(id, touchOptions = {}) {
+      const delta = Math.trunc(touchOptions.messageDelta ?? 0);
+      const at = touchOptions.at ?? clock.now();
+      const row = await db.get<SessionRow>(
+        `UPDATE sessions SET message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?)
+         WHERE id = ? RETURNING ${columns}`,
+        [delta, at, id],
+      );
+      return row ? toRecord(row) : undefined;
+    },
+
+    async patch(id, patch) {
+      const assignments: string[] = [];
+      const params: SqlValue[] = [];
+      if (patch.title !== undefined) {
+        assignments.push('title = ?');
+        params.push(patch.title);
+      }
+      if (patch.summary !== undefined) {
+        assignments.push('summary = ?');
+        params.push(patch.summary);
+      }
+      if (patch.metadata !== undefined) {
+        assignments.push('metadata = ?');
+        params.push(JSON.stringify(patch.metadata));
+      }
+      if (assignments.length === 0) return store.getById(id);
+      const row = await db.get<SessionRow>(
+        `UPDATE sessions SET ${assignments.join(', ')} WHERE id = ? RETURNING ${columns}`,
+        [...params, id],
+      );
+      return row ? toRecord(row) : undefined;
+    },
+
+    async archive(sessionKey, reason) {
+      const row = await db.get<SessionRow>(
+        `UPDATE sessions SET status = 'archived', archived_at = ?, archive_reason = ?
+         WHERE session_key = ? AND status = 'active' RETURNING ${columns}`,
+        [clock.now(), reason, sessionKey],
+      );
+      return row ? toRecord(row) : undefined;
+    },
+
+    async delete(sessionKey) {
+      const result = await db.run('DELETE FROM sessions WHERE session_key = ?', [sessionKey]);
+      return result.changes;
+    },
+  };
+  return store;
+}

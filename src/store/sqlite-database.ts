@@ -1,0 +1,220 @@
+import Database from 'better-sqlite3';
+import type { Logger } from '../util/logger.js';
+import { silentLogger } from '../util/logger.js';
+import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+import {
+  createFifoLock,
+  createTransactionScope,
+  currentTransactionScope,
+  runInTransactionScope,
+  runSavepoint,
+  type TransactionScope,
+} from './transaction-scope.js';
+
+export interface SqliteDatabaseOptions {
+  /** A file path, or `:memory:` for a RAM-only database. */
+  path: string;
+  logger?: Logger;
+  /** How long a write waits for another process's write lock before failing with SQLITE_BUSY. */
+  busyTimeoutMs?: number;
+  /** Prepared statements kept per connection, keyed by SQL text. */
+  statementCacheSize?: number;
+}
+
+/** A SqlDatabase on better-sqlite3, with the driver exposed for SQLite-only needs (extensions, backup). */
+export interface SqliteDatabase extends SqlDatabase {
+  readonly dialect: 'sqlite';
+  readonly driver: Database.Database;
+}
+
+const multipleStatementsMessage = 'more than one statement';
+const noParams: unknown[] = [];
+
+function toDriverParams(params: ReadonlyArray<SqlValue> | undefined): unknown[] {
+  if (!params || params.length === 0) return noParams;
+  let converted: unknown[] | undefined;
+  for (let index = 0; index < params.length; index++) {
+    const value = params[index];
+    let replacement: unknown;
+    // better-sqlite3 binds neither booleans nor undefined; the portable convention is INTEGER 0/1.
+    if (typeof value === 'boolean') replacement = value ? 1 : 0;
+    else if (value === undefined) replacement = null;
+    else if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+      replacement = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    } else continue;
+    converted ??= [...params];
+    converted[index] = replacement;
+  }
+  return converted ?? (params as unknown[]);
+}
+
+/**
+ * Opens a SQLite database: WAL journal, `synchronous=NORMAL` (a committed transaction survives a process
+ * crash; only an OS crash or power loss can lose the last commits), foreign keys on, a busy timeout for
+ * other processes. Methods are async over the synchronous driver. A transaction holds a FIFO lock for its
+ * whole duration, so statements from outside it wait instead of interleaving into it.
+ *
+ * Throws the driver's error when the file cannot be opened or is not a database (`SQLITE_NOTADB`,
+ * `SQLITE_CANTOPEN`, …); `createStore` turns that into RAM-only mode.
+ */
+export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteDatabase {
+  const logger = (options.logger ?? silentLogger).child({ component: 'store', backend: 'sqlite' });
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  const statementCacheSize = options.statementCacheSize ?? 500;
+  const persistent = options.path !== ':memory:' && options.path !== '';
+  const driver = new Database(options.path, { timeout: busyTimeoutMs });
+  try {
+    if (persistent) {
+      const mode = driver.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal')
+        logger.warn({ journalMode: mode, path: options.path }, 'sqlite did not switch to WAL');
+    }
+    driver.pragma('synchronous = NORMAL');
+    driver.pragma('foreign_keys = ON');
+    driver.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+    // Reading the schema makes a corrupt or foreign file fail here, at open, not at the first query.
+    driver.prepare('SELECT count(*) FROM sqlite_master').get();
+  } catch (error) {
+    driver.close();
+    throw error;
+  }
+
+  const owner = {};
+  const lock = createFifoLock();
+  const statements = new Map<string, Database.Statement>();
+  let closed = false;
+
+  const statement = (sql: string): Database.Statement => {
+    let prepared = statements.get(sql);
+    if (prepared === undefined) {
+      prepared = driver.prepare(sql);
+      if (statements.size >= statementCacheSize) statements.delete(statements.keys().next().value!);
+      statements.set(sql, prepared);
+    }
+    return prepared;
+  };
+
+  // A statement that returns no rows yields none, as on Postgres, instead of better-sqlite3's TypeError.
+  const allNow = <Row>(sql: string, params?: ReadonlyArray<SqlValue>): Row[] => {
+    const prepared = statement(sql);
+    if (!prepared.reader) {
+      prepared.run(...toDriverParams(params));
+      return [];
+    }
+    return prepared.all(...toDriverParams(params)) as Row[];
+  };
+  const getNow = <Row>(sql: string, params?: ReadonlyArray<SqlValue>): Row | undefined => {
+    const prepared = statement(sql);
+    if (!prepared.reader) {
+      prepared.run(...toDriverParams(params));
+      return undefined;
+    }
+    return prepared.get(...toDriverParams(params)) as Row | undefined;
+  };
+  const runNow = (sql: string, params?: ReadonlyArray<SqlValue>): SqlRunResult => {
+    let prepared: Database.Statement;
+    try {
+      prepared = statement(sql);
+    } catch (error) {
+      // A parameterless script of several statements (migrations, setup) runs through exec, as on Postgres
+      // where a parameterless query uses the simple protocol.
+      if (
+        (!params || params.length === 0) &&
+        error instanceof RangeError &&
+        error.message.includes(multipleStatementsMessage)
+      ) {
+        const before = driver.prepare('SELECT total_changes() AS n').pluck().get() as number;
+        driver.exec(sql);
+        const after = driver.prepare('SELECT total_changes() AS n').pluck().get() as number;
+        return { changes: after - before };
+      }
+      throw error;
+    }
+    return { changes: prepared.run(...toDriverParams(params)).changes };
+  };
+
+  /** Runs now when nobody holds the lock or the caller is inside the holder's transaction; else queues. */
+  const schedule = <T>(task: () => T): Promise<T> => {
+    if (lock.held && currentTransactionScope(owner) === undefined) {
+      return lock.acquire().then(() => {
+        try {
+          return task();
+        } finally {
+          lock.release();
+        }
+      });
+    }
+    try {
+      return Promise.resolve(task());
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
+  const executorFor = (scope: TransactionScope): SqlExecutor => {
+    const guard = <T>(task: () => T): Promise<T> => {
+      if (scope.finished)
+        return Promise.reject(new Error('transaction executor used after its transaction ended'));
+      try {
+        return Promise.resolve(task());
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    return {
+      dialect: 'sqlite',
+      all: (sql, params) => guard(() => allNow(sql, params)),
+      get: (sql, params) => guard(() => getNow(sql, params)),
+      run: (sql, params) => guard(() => runNow(sql, params)),
+    };
+  };
+
+  return {
+    dialect: 'sqlite',
+    driver,
+    location: persistent ? options.path : ':memory:',
+    persistent,
+    all: (sql, params) => schedule(() => allNow(sql, params)),
+    get: (sql, params) => schedule(() => getNow(sql, params)),
+    run: (sql, params) => schedule(() => runNow(sql, params)),
+    async transaction(work) {
+      const outer = currentTransactionScope(owner);
+      if (outer) {
+        return runSavepoint(
+          outer,
+          async (sql) => driver.exec(sql),
+          () => work(executorFor(outer)),
+        );
+      }
+      await lock.acquire();
+      const scope = createTransactionScope(owner, driver);
+      try {
+        driver.exec('BEGIN IMMEDIATE');
+        try {
+          const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+          driver.exec('COMMIT');
+          return result;
+        } catch (error) {
+          // A failed COMMIT (or SQLite's own rollback on some errors) may have ended the transaction already.
+          if (driver.inTransaction) driver.exec('ROLLBACK');
+          throw error;
+        }
+      } finally {
+        scope.finished = true;
+        lock.release();
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      // Let a running transaction finish before the connection goes away.
+      await lock.acquire();
+      try {
+        statements.clear();
+        driver.close();
+      } finally {
+        lock.release();
+      }
+    },
+  };
+}

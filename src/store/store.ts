@@ -1,0 +1,171 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Bus } from '../bus/index.js';
+import type { Clock } from '../util/clock.js';
+import { systemClock } from '../util/clock.js';
+import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/errors.js';
+import type { IdGenerator } from '../util/ids.js';
+import type { Logger } from '../util/logger.js';
+import { silentLogger } from '../util/logger.js';
+import type { SqlDatabase } from './database.js';
+import { createEventStore, type EventStore } from './event-store.js';
+import { createKvStore, type KvStore } from './kv-store.js';
+import { migrate } from './migrations.js';
+import { createPostgresDatabase, redactConnectionString } from './postgres-database.js';
+import { createSessionStore, type SessionStore } from './session-store.js';
+import { createSqliteDatabase } from './sqlite-database.js';
+
+/** `memory` is RAM-only: either asked for (tests) or the fallback when the database file is unusable. */
+export type StoreMode = 'sqlite' | 'postgres' | 'memory';
+
+export interface Store {
+  readonly db: SqlDatabase;
+  readonly sessions: SessionStore;
+  readonly events: EventStore;
+  readonly kv: KvStore;
+  readonly mode: StoreMode;
+  /** Why the store runs RAM-only although a file was asked for; undefined when it is not degraded. */
+  readonly degradedReason?: string;
+  close(): Promise<void>;
+}
+
+export interface CreateStoreOptions {
+  /** A `postgres://` URL (usually DATABASE_URL) selects Postgres; without it the store is a SQLite file. */
+  databaseUrl?: string;
+  /** The state directory; the SQLite file is `<stateDir>/agentd.db`. */
+  stateDir: string;
+  /** Postgres only: the schema to use instead of the server's default search_path. */
+  schema?: string;
+  /** Postgres only: pool size. */
+  poolSize?: number;
+  logger?: Logger;
+  /** Receives `store:degraded` and `system:error` when the store falls back to RAM. */
+  bus?: Bus;
+  clock?: Clock;
+  idGenerator?: IdGenerator;
+  /** Migrations folder (default: the package's `migrations/`). */
+  migrationsDir?: string;
+}
+
+export const sqliteFileName = 'agentd.db';
+
+function assemble(
+  db: SqlDatabase,
+  mode: StoreMode,
+  options: { clock?: Clock; idGenerator?: IdGenerator },
+  degradedReason?: string,
+): Store {
+  const clock = options.clock ?? systemClock;
+  return {
+    db,
+    sessions: createSessionStore(db, {
+      clock,
+      ...(options.idGenerator ? { idGenerator: options.idGenerator } : {}),
+    }),
+    events: createEventStore(db),
+    kv: createKvStore(db, { clock }),
+    mode,
+    ...(degradedReason === undefined ? {} : { degradedReason }),
+    close: () => db.close(),
+  };
+}
+
+async function openPostgres(
+  options: CreateStoreOptions,
+  databaseUrl: string,
+  logger: Logger,
+): Promise<Store> {
+  const db = createPostgresDatabase({
+    connectionString: databaseUrl,
+    logger,
+    ...(options.schema ? { schema: options.schema } : {}),
+    ...(options.poolSize ? { poolSize: options.poolSize } : {}),
+  });
+  try {
+    await db.get('SELECT 1');
+  } catch (error) {
+    await db.close().catch(() => {});
+    if (AgentdError.isInstance(error)) throw error;
+    throw new SystemError({
+      code: ErrorCodes.storeUnavailable,
+      message: `cannot use Postgres at ${redactConnectionString(databaseUrl)}: ${(error as Error).message}`,
+      retryable: true,
+      cause: error,
+    });
+  }
+  try {
+    await migrate(db, { logger, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) });
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
+  logger.info({ location: db.location }, 'store opened on postgres');
+  return assemble(db, 'postgres', options);
+}
+
+/**
+ * Opens the store: Postgres when `databaseUrl` is given (an unreachable server is a `STORE_UNAVAILABLE`
+ * error, never a silent fallback), else the SQLite file `<stateDir>/agentd.db`. Migrations are applied.
+ *
+ * When the SQLite file cannot be created, opened or written, or is not a database, agentd keeps running
+ * with a migrated in-memory database (mode `memory`), logs an error, and publishes `store:degraded` and
+ * `system:error`: a broken disk should not take the whole agent down, but nobody may miss that nothing is
+ * being kept. The unusable file is left untouched for the operator. A database newer than the code
+ * (`SCHEMA_TOO_NEW`) is not a disk problem and is thrown.
+ */
+export async function createStore(options: CreateStoreOptions): Promise<Store> {
+  const logger = (options.logger ?? silentLogger).child({ component: 'store' });
+  const migrateOptions = { logger, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) };
+  const databaseUrl = options.databaseUrl?.trim();
+  if (databaseUrl) {
+    if (!/^postgres(ql)?:\/\//i.test(databaseUrl)) {
+      throw new UserInputError({
+        code: ErrorCodes.invalidConfig,
+        message: 'DATABASE_URL must be a postgres:// or postgresql:// URL; leave it unset to use SQLite',
+      });
+    }
+    return openPostgres(options, databaseUrl, logger);
+  }
+
+  const path = join(options.stateDir, sqliteFileName);
+  let db: SqlDatabase | undefined;
+  try {
+    mkdirSync(options.stateDir, { recursive: true });
+    db = createSqliteDatabase({ path, logger });
+    await migrate(db, migrateOptions);
+    logger.info({ location: path }, 'store opened on sqlite');
+    return assemble(db, 'sqlite', options);
+  } catch (error) {
+    await db?.close().catch(() => {});
+    if (AgentdError.isInstance(error)) throw error;
+    const reason = `cannot use the database file ${path}: ${(error as Error).message}`;
+    const memory = createSqliteDatabase({ path: ':memory:', logger });
+    await migrate(memory, migrateOptions);
+    logger.error(
+      { err: error, path, mode: 'memory' },
+      `STORE DEGRADED: ${reason}. Running RAM-only: sessions, memory and work are lost when agentd stops.`,
+    );
+    options.bus?.publish('store:degraded', { reason, path });
+    options.bus?.publish('system:error', {
+      code: ErrorCodes.storeUnavailable,
+      message: reason,
+      component: 'store',
+    });
+    return assemble(memory, 'memory', options, reason);
+  }
+}
+
+/** A migrated in-memory store, for tests and throwaway runs. */
+export async function createMemoryStore(
+  options: { logger?: Logger; clock?: Clock; idGenerator?: IdGenerator; migrationsDir?: string } = {},
+): Promise<Store> {
+  const db = createSqliteDatabase({
+    path: ':memory:',
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  await migrate(db, {
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.migrationsDir ? { dir: options.migrationsDir } : {}),
+  });
+  return assemble(db, 'memory', options);
+}

@@ -1,0 +1,97 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * Tracks which transactions the current async call chain is inside, per database. A statement issued on
+ * the database object (not the `tx` executor) from inside `transaction(work)` must join that transaction:
+ * on SQLite waiting for the lock would deadlock, on Postgres running on another pooled connection could
+ * block on row locks the transaction holds. One AsyncLocalStorage serves all databases; each database is a
+ * key (its `owner` token) in an immutable map.
+ */
+export interface TransactionScope<Connection = unknown> {
+  readonly owner: object;
+  readonly connection: Connection;
+  /** Serialises sibling nested transactions so their SAVEPOINTs cannot interleave. */
+  readonly nestLock: FifoLock;
+  /** Shared by all scopes of one connection: makes SAVEPOINT names unique. */
+  readonly savepoints: { next: number };
+  /** Set when the transaction ended; detached promises that outlive it must not use its connection. */
+  finished: boolean;
+}
+
+export function createTransactionScope<Connection>(
+  owner: object,
+  connection: Connection,
+): TransactionScope<Connection> {
+  return { owner, connection, nestLock: createFifoLock(), savepoints: { next: 1 }, finished: false };
+}
+
+const scopes = new AsyncLocalStorage<ReadonlyMap<object, TransactionScope>>();
+
+export function currentTransactionScope<Connection>(owner: object): TransactionScope<Connection> | undefined {
+  const scope = scopes.getStore()?.get(owner);
+  return scope && !scope.finished ? (scope as TransactionScope<Connection>) : undefined;
+}
+
+export function runInTransactionScope<T>(scope: TransactionScope, work: () => Promise<T>): Promise<T> {
+  const next = new Map(scopes.getStore());
+  next.set(scope.owner, scope);
+  return scopes.run(next, work);
+}
+
+/** A FIFO mutex with a synchronous `held` check, so the uncontended path can skip promises. */
+export interface FifoLock {
+  readonly held: boolean;
+  acquire(): Promise<void>;
+  release(): void;
+}
+
+export function createFifoLock(): FifoLock {
+  let held = false;
+  const waiters: Array<() => void> = [];
+  return {
+    get held() {
+      return held;
+    },
+    acquire() {
+      if (!held) {
+        held = true;
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => waiters.push(resolve));
+    },
+    release() {
+      const next = waiters.shift();
+      if (next) next();
+      else held = false;
+    },
+  };
+}
+
+/**
+ * Runs nested work under a SAVEPOINT so an inner failure rolls back only the inner part. The nested work
+ * gets its own child scope, so a transaction nested inside it gets its own SAVEPOINT in turn.
+ */
+export async function runSavepoint<Connection, T>(
+  scope: TransactionScope<Connection>,
+  execute: (sql: string) => Promise<unknown>,
+  work: () => Promise<T>,
+): Promise<T> {
+  await scope.nestLock.acquire();
+  const child: TransactionScope<Connection> = { ...scope, nestLock: createFifoLock(), finished: false };
+  const name = `agentd_sp_${scope.savepoints.next++}`;
+  try {
+    await execute(`SAVEPOINT ${name}`);
+    try {
+      const result = await runInTransactionScope(child, work);
+      await execute(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (error) {
+      await execute(`ROLLBACK TO SAVEPOINT ${name}`);
+      await execute(`RELEASE SAVEPOINT ${name}`);
+      throw error;
+    }
+  } finally {
+    child.finished = true;
+    scope.nestLock.release();
+  }
+}

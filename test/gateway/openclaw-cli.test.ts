@@ -1,0 +1,142 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway, testToken } from './helpers.js';
+
+/**
+ * Runs the real `openclaw` CLI (npm `openclaw` 2026.9.x on Node 24) against agentd. Install it with
+ * `scripts/install-openclaw.sh`, or point OPENCLAW_BIN at an existing binary.
+ */
+const run = promisify(execFile);
+
+function findOpenClaw(): { bin: string | undefined; reason: string } {
+  const candidates = [
+    process.env.OPENCLAW_BIN,
+    join(process.env.AGENTD_OPENCLAW_DIR ?? join(homedir(), '.cache', 'agentd-openclaw'), 'bin', 'openclaw'),
+  ].filter((candidate): candidate is string => Boolean(candidate));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return { bin: candidate, reason: '' };
+    } catch {
+      // try the next candidate
+    }
+  }
+  return {
+    bin: undefined,
+    reason: `openclaw CLI not found (looked at ${candidates.join(', ')}); run scripts/install-openclaw.sh or set OPENCLAW_BIN`,
+  };
+}
+
+const { bin, reason } = findOpenClaw();
+if (!bin) console.log(`skipping the openclaw CLI test: ${reason}`);
+
+const commandTimeoutMs = 90_000;
+
+describe.skipIf(!bin)('the real openclaw CLI against agentd', () => {
+  let gateway: TestGateway;
+  let home: string;
+
+  beforeAll(async () => {
+    gateway = await startTestGateway({ chat: { reply: (text) => `agentd heard: ${text}`, deltas: 3 } });
+    // The CLI keeps device identity and config under $HOME; give it a throwaway one.
+    home = mkdtempSync(join(tmpdir(), 'agentd-openclaw-home-'));
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  const openclaw = async (args: string[], env: Record<string, string> = {}) => {
+    // The CLI goes quiet when it thinks it runs inside vitest (VITEST=true), so it must not inherit that.
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST')),
+    );
+    const { stdout } = await run(bin as string, args, {
+      timeout: commandTimeoutMs,
+      env: { ...inherited, HOME: home, NO_COLOR: '1', ...env },
+      maxBuffer: 8 * 1024 * 1024,
+    });
+    return stdout;
+  };
+  const json = (stdout: string) => JSON.parse(stdout.slice(stdout.indexOf('{')));
+  const callArgs = (method: string, params?: unknown) => [
+    'gateway',
+    'call',
+    method,
+    '--url',
+    gateway.url,
+    '--token',
+    testToken,
+    '--json',
+    ...(params === undefined ? [] : ['--params', JSON.stringify(params)]),
+  ];
+
+  it(
+    'gateway call health',
+    async () => {
+      expect(json(await openclaw(callArgs('health')))).toEqual({ ok: true, ts: 1, component: 'fake' });
+    },
+    commandTimeoutMs,
+  );
+
+  it(
+    'gateway call chat.send --expect-final, then chat.history shows the reply',
+    async () => {
+      const ack = json(
+        await openclaw([
+          ...callArgs('chat.send', {
+            sessionKey: 'agent:main:cli',
+            message: 'hello from the CLI',
+            idempotencyKey: 'cli-1',
+          }),
+          '--expect-final',
+        ]),
+      );
+      expect(ack).toEqual({ runId: 'cli-1', status: 'started' });
+      const result = await gateway.chat.service.wait('cli-1');
+      expect(result.text).toBe('agentd heard: hello from the CLI');
+
+      const history = json(
+        await openclaw(callArgs('chat.history', { sessionKey: 'agent:main:cli', limit: 10 })),
+      );
+      expect(history.sessionKey).toBe('agent:main:cli');
+      expect(history.messages.map((message: { role: string }) => message.role)).toEqual([
+        'user',
+        'assistant',
+      ]);
+      expect(history.messages[1].content).toEqual([
+        { type: 'text', text: 'agentd heard: hello from the CLI' },
+      ]);
+    },
+    commandTimeoutMs * 2,
+  );
+
+  it(
+    'openclaw agent --session-key --message prints the reply (and its --json result)',
+    async () => {
+      const env = { OPENCLAW_GATEWAY_URL: gateway.url, OPENCLAW_GATEWAY_TOKEN: testToken };
+      const text = await openclaw(
+        ['agent', '--session-key', 'agent:main:cli-agent', '--message', 'what is up'],
+        env,
+      );
+      expect(text).toContain('agentd heard: what is up');
+      const result = json(
+        await openclaw(
+          ['agent', '--session-key', 'agent:main:cli-agent', '--message', 'again', '--json'],
+          env,
+        ),
+      );
+      expect(result).toMatchObject({
+        status: 'ok',
+        summary: 'completed',
+        result: { payloads: [{ text: 'agentd heard: again', mediaUrl: null }] },
+      });
+    },
+    commandTimeoutMs * 2,
+  );
+});

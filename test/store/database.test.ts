@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { rewritePlaceholders } from '../../src/store/placeholders.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+
+describeEachDatabase('SqlDatabase', (getDb) => {
+  it('runs statements with ? placeholders and returns numbers for BIGINT columns and counts', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE items (id TEXT PRIMARY KEY, size BIGINT NOT NULL, flag INTEGER NOT NULL)');
+    const inserted = await db.run('INSERT INTO items (id, size, flag) VALUES (?, ?, ?), (?, ?, ?)', [
+      'a',
+      1_700_000_000_000,
+      true,
+      'b',
+      2,
+      false,
+    ]);
+    expect(inserted.changes).toBe(2);
+    const rows = await db.all<{ id: string; size: number; flag: number }>(
+      'SELECT id, size, flag FROM items ORDER BY id',
+    );
+    expect(rows).toEqual([
+      { id: 'a', size: 1_700_000_000_000, flag: 1 },
+      { id: 'b', size: 2, flag: 0 },
+    ]);
+    const count = await db.get<{ n: number; total: number }>(
+      'SELECT COUNT(*) AS n, SUM(size) AS total FROM items',
+    );
+    expect(count).toEqual({ n: 2, total: 1_700_000_000_002 });
+    expect(await db.get('SELECT id FROM items WHERE id = ?', ['missing'])).toBeUndefined();
+    const returned = await db.get<{ id: string }>(
+      'UPDATE items SET size = size + 1 WHERE id = ? RETURNING id',
+      ['b'],
+    );
+    expect(returned).toEqual({ id: 'b' });
+  });
+
+  it('returns no rows from all/get on statements that produce none', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    expect(await db.all('INSERT INTO t (v) VALUES (?)', ['a'])).toEqual([]);
+    expect(await db.get('INSERT INTO t (v) VALUES (?)', ['b'])).toBeUndefined();
+    expect(await db.run('SELECT v FROM t')).toEqual({ changes: 0 });
+    expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'a' }, { v: 'b' }]);
+  });
+
+  it('accepts a parameterless multi-statement script through run', async () => {
+    const db = getDb();
+    await db.run(
+      "CREATE TABLE a (x INTEGER); CREATE TABLE b (y TEXT); INSERT INTO a (x) VALUES (1); INSERT INTO b (y) VALUES ('?')",
+    );
+    expect(await db.get('SELECT x FROM a')).toEqual({ x: 1 });
+    expect(await db.get('SELECT y FROM b WHERE y = ?', ['?'])).toEqual({ y: '?' });
+  });
+
+  it('commits a transaction and rolls it back when the work throws', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    await db.transaction(async (tx) => {
+      await tx.run('INSERT INTO t (v) VALUES (?)', ['kept']);
+    });
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.run('INSERT INTO t (v) VALUES (?)', ['lost']);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await db.all('SELECT v FROM t')).toEqual([{ v: 'kept' }]);
+  });
+
+  it('rolls back a failing nested transaction only', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    await db.transaction(async (tx) => {
+      await tx.run('INSERT INTO t (v) VALUES (?)', ['outer']);
+      await expect(
+        db.transaction(async (inner) => {
+          await inner.run('INSERT INTO t (v) VALUES (?)', ['inner']);
+          throw new Error('inner failure');
+        }),
+      ).rejects.toThrow('inner failure');
+      await db.transaction(async (inner) => {
+        await inner.run('INSERT INTO t (v) VALUES (?)', ['inner-kept']);
+      });
+      // A statement on the database object inside the transaction joins it rather than deadlocking.
+      expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'inner-kept' }, { v: 'outer' }]);
+    });
+    expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'inner-kept' }, { v: 'outer' }]);
+  });
+
+  it('rejects use of a transaction executor after the transaction ended', async () => {
+    const db = getDb();
+    let leaked: Parameters<Parameters<typeof db.transaction>[0]>[0] | undefined;
+    await db.transaction(async (tx) => {
+      leaked = tx;
+    });
+    await expect(leaked!.get('SELECT 1 AS one')).rejects.toThrow(/after its transaction ended/);
+  });
+
+  it('keeps statements from outside a transaction out of it until it ends', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    let releaseWork!: () => void;
+    const workMayFinish = new Promise<void>((resolve) => {
+      releaseWork = resolve;
+    });
+    let insideStarted!: () => void;
+    const started = new Promise<void>((resolve) => {
+      insideStarted = resolve;
+    });
+    const transaction = db.transaction(async (tx) => {
+      await tx.run('INSERT INTO t (v) VALUES (?)', ['in-tx']);
+      insideStarted();
+      await workMayFinish;
+      throw new Error('roll back');
+    });
+    await started;
+    const outsideWrite = db.run('INSERT INTO t (v) VALUES (?)', ['outside']);
+    releaseWork();
+    await expect(transaction).rejects.toThrow('roll back');
+    await outsideWrite;
+    // The outside write survived the rollback, so it was not part of the transaction.
+    expect(await db.all('SELECT v FROM t')).toEqual([{ v: 'outside' }]);
+  });
+});
+
+describe('rewritePlaceholders', () => {
+  it('numbers placeholders and leaves quoted text and comments alone', () => {
+    expect(rewritePlaceholders('SELECT ? , ?')).toBe('SELECT $1 , $2');
+    expect(
+      rewritePlaceholders('SELECT \'?\', "a?", ? -- what?\n, ? /* ? */ , $$ ? $$, $tag$ ? $tag$, ?'),
+    ).toBe('SELECT \'?\', "a?", $1 -- what?\n, $2 /* ? */ , $$ ? $$, $tag$ ? $tag$, $3');
+    expect(rewritePlaceholders("SELECT 'it''s ?', ?")).toBe("SELECT 'it''s ?', $1");
+    expect(rewritePlaceholders('SELECT 1')).toBe('SELECT 1');
+  });
+});

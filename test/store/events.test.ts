@@ -1,0 +1,113 @@
+import { beforeEach, expect, it } from 'vitest';
+import { createBus } from '../../src/bus/index.js';
+import { createEventRecorder, createEventStore, type EventStore } from '../../src/store/index.js';
+import { createManualClock } from '../../src/util/index.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+
+describeEachDatabase('EventStore', (getDb) => {
+  let events: EventStore;
+  beforeEach(() => {
+    events = createEventStore(getDb());
+  });
+
+  it('appends with increasing ids and lists in order with filters', async () => {
+    const first = await events.append({
+      type: 'run:started',
+      at: 10,
+      sessionKey: 'agent:main:main',
+      agentId: 'main',
+      runId: 'run_1',
+      data: { runId: 'run_1', model: 'local/default', nested: { list: [1, 'two', null] } },
+    });
+    const second = await events.append({
+      type: 'system:error',
+      at: 11,
+      data: { code: 'X', message: 'm', component: 'c' },
+    });
+    const third = await events.append({
+      type: 'run:finished',
+      at: 12,
+      runId: 'run_1',
+      workItemId: 'wi_1',
+      data: {},
+    });
+    expect(second).toBeGreaterThan(first);
+    expect(third).toBeGreaterThan(second);
+
+    const all = await events.list();
+    expect(all.map((event) => event.id)).toEqual([first, second, third]);
+    expect(all[0]).toEqual({
+      id: first,
+      type: 'run:started',
+      at: 10,
+      sessionKey: 'agent:main:main',
+      agentId: 'main',
+      runId: 'run_1',
+      data: { runId: 'run_1', model: 'local/default', nested: { list: [1, 'two', null] } },
+    });
+    expect(all[1]).toEqual({
+      id: second,
+      type: 'system:error',
+      at: 11,
+      data: { code: 'X', message: 'm', component: 'c' },
+    });
+
+    expect((await events.list({ runId: 'run_1' })).map((event) => event.id)).toEqual([first, third]);
+    expect((await events.list({ types: ['system:error', 'run:finished'] })).map((event) => event.id)).toEqual(
+      [second, third],
+    );
+    expect((await events.list({ sessionKey: 'agent:main:main' })).map((event) => event.id)).toEqual([first]);
+    expect((await events.list({ agentId: 'main' })).map((event) => event.id)).toEqual([first]);
+    expect((await events.list({ workItemId: 'wi_1' })).map((event) => event.id)).toEqual([third]);
+    expect((await events.list({ afterId: first, limit: 1 })).map((event) => event.id)).toEqual([second]);
+    expect((await events.list({ order: 'desc', limit: 2 })).map((event) => event.id)).toEqual([
+      third,
+      second,
+    ]);
+    expect((await events.list({ order: 'desc', beforeId: second })).map((event) => event.id)).toEqual([
+      first,
+    ]);
+  });
+
+  it('appends a large batch in one go and keeps its order', async () => {
+    const batch = Array.from({ length: 1_203 }, (_, index) => ({
+      type: 'test:item',
+      at: index,
+      data: { index },
+    }));
+    const ids = await events.appendMany(batch);
+    expect(ids).toHaveLength(1_203);
+    expect([...ids].sort((left, right) => left - right)).toEqual(ids);
+    const listed = await events.list({ types: ['test:item'], limit: 10_000 });
+    expect(listed.map((event) => (event.data as { index: number }).index)).toEqual(
+      batch.map((_, index) => index),
+    );
+    expect(listed.map((event) => event.id)).toEqual(ids);
+    expect(await events.appendMany([])).toEqual([]);
+  });
+
+  it('records bus events in publish order, skipping streaming deltas', async () => {
+    const bus = createBus({ clock: createManualClock(500) });
+    const recorder = createEventRecorder({ bus, events });
+    bus.publish(
+      'run:started',
+      { runId: 'r', agentId: 'main', model: 'local' },
+      { runId: 'r', agentId: 'main' },
+    );
+    bus.publish('run:text-delta', { runId: 'r', delta: 'hi', text: 'hi' }, { runId: 'r' });
+    bus.publish('store:degraded', { reason: 'disk' });
+    await recorder.flush();
+    bus.publish(
+      'system:error',
+      { code: 'E', message: 'm', component: 'x' },
+      { sessionKey: 'agent:main:main' },
+    );
+    await recorder.stop();
+    bus.publish('system:error', { code: 'AFTER', message: 'm', component: 'x' });
+    await recorder.flush();
+    const listed = await events.list();
+    expect(listed.map((event) => event.type)).toEqual(['run:started', 'store:degraded', 'system:error']);
+    expect(listed[0]).toMatchObject({ at: 500, runId: 'r', agentId: 'main', data: { model: 'local' } });
+    expect(listed[2]).toMatchObject({ sessionKey: 'agent:main:main', data: { code: 'E' } });
+  });
+});
