@@ -1,4 +1,10 @@
-export { type AgentdConfig, type LoadConfigOptions, loadConfig, type ResolvedCredential, redactUrl } from './load.js';
+export {
+  type AgentdConfig,
+  type LoadConfigOptions,
+  loadConfig,
+  type ResolvedCredential,
+  redactUrl,
+} from './load.js';
 export {
   type AgentDefinition,
   agentDefinitionSchema,

@@ -59,7 +59,8 @@ function configError(message: string, details?: Record<string, unknown>): UserIn
 
 function readConfigFile(path: string): ConfigFile {
   const size = statSync(path).size;
-  if (size > maxConfigBytes) throw configError(`${path} is ${size} bytes; config files are limited to 1 MiB.`);
+  if (size > maxConfigBytes)
+    throw configError(`${path} is ${size} bytes; config files are limited to 1 MiB.`);
   let raw: unknown;
   try {
     raw = parseYaml(readFileSync(path, 'utf8')) ?? {};
@@ -81,7 +82,9 @@ function readSecretFile(path: string, key: string | undefined, warnings: string[
   if (!existsSync(path)) throw configError(`credential file ${path} does not exist.`);
   const mode = statSync(path).mode & 0o777;
   if (mode & 0o077) {
-    warnings.push(`credential file ${path} is readable by group or others (mode ${mode.toString(8)}); chmod 600 it.`);
+    warnings.push(
+      `credential file ${path} is readable by group or others (mode ${mode.toString(8)}); chmod 600 it.`,
+    );
   }
   const text = readFileSync(path, 'utf8');
   if (!key) return text.trim();
@@ -98,21 +101,34 @@ function readSecretFile(path: string, key: string | undefined, warnings: string[
   return value.trim();
 }
 
-function resolveCredential(entry: ProviderCredentialConfig, env: NodeJS.ProcessEnv, baseDir: string, warnings: string[]) {
+function resolveCredential(
+  entry: ProviderCredentialConfig,
+  env: NodeJS.ProcessEnv,
+  baseDir: string,
+  warnings: string[],
+) {
   let apiKey: string | undefined;
   let source: string;
   if (entry.auth.source === 'env') {
     const name = entry.auth.env_var ?? envKeyByProvider[entry.provider];
-    if (!name) throw configError(`credential "${entry.id}": auth.env_var is required for provider "${entry.provider}".`);
+    if (!name)
+      throw configError(
+        `credential "${entry.id}": auth.env_var is required for provider "${entry.provider}".`,
+      );
     apiKey = env[name];
     source = `env:${name}`;
     if (!apiKey) {
-      warnings.push(`credential "${entry.id}": environment variable ${name} is not set; the credential is skipped.`);
+      warnings.push(
+        `credential "${entry.id}": environment variable ${name} is not set; the credential is skipped.`,
+      );
       return undefined;
     }
   } else {
-    if (!entry.auth.file_path) throw configError(`credential "${entry.id}": auth.file_path is required with source: file.`);
-    const path = isAbsolute(entry.auth.file_path) ? entry.auth.file_path : resolve(baseDir, entry.auth.file_path);
+    if (!entry.auth.file_path)
+      throw configError(`credential "${entry.id}": auth.file_path is required with source: file.`);
+    const path = isAbsolute(entry.auth.file_path)
+      ? entry.auth.file_path
+      : resolve(baseDir, entry.auth.file_path);
     apiKey = readSecretFile(path, entry.auth.file_key, warnings);
     source = `file:${path}`;
   }
@@ -129,7 +145,8 @@ function resolveCredential(entry: ProviderCredentialConfig, env: NodeJS.ProcessE
 function parsePort(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw configError(`AGENTD_PORT must be 0–65535, got "${value}".`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw configError(`AGENTD_PORT must be 0–65535, got "${value}".`);
   return port;
 }
 

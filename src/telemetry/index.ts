@@ -1,4 +1,11 @@
 export { type CreateLoggerOptions, createLogger } from './logger.js';
-export { type Counter, createMetricsRegistry, type Gauge, type Histogram, type Labels, type MetricsRegistry } from './metrics.js';
+export {
+  type Counter,
+  createMetricsRegistry,
+  type Gauge,
+  type Histogram,
+  type Labels,
+  type MetricsRegistry,
+} from './metrics.js';
 export { startTelemetry, type TelemetryHandle } from './otel.js';
 export { createRedactor, type Redactor } from './redact.js';

@@ -63,7 +63,11 @@ export function createMetricsRegistry(): MetricsRegistry {
       claim(name);
       const series = new Map<string, Series>();
       renderers.push(() =>
-        [`# HELP ${name} ${help}`, `# TYPE ${name} counter`, ...[...series.values()].map((s) => `${name}${renderLabels(s.labels)} ${s.value}`)].join('\n'),
+        [
+          `# HELP ${name} ${help}`,
+          `# TYPE ${name} counter`,
+          ...[...series.values()].map((s) => `${name}${renderLabels(s.labels)} ${s.value}`),
+        ].join('\n'),
       );
       return {
         inc(labels = {}, by = 1) {
@@ -79,7 +83,11 @@ export function createMetricsRegistry(): MetricsRegistry {
       const series = new Map<string, Series>();
       renderers.push(() => {
         if (collect) series.set('', { labels: {}, value: collect() });
-        return [`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, ...[...series.values()].map((s) => `${name}${renderLabels(s.labels)} ${s.value}`)].join('\n');
+        return [
+          `# HELP ${name} ${help}`,
+          `# TYPE ${name} gauge`,
+          ...[...series.values()].map((s) => `${name}${renderLabels(s.labels)} ${s.value}`),
+        ].join('\n');
       });
       return {
         set(value, labels = {}) {
@@ -111,7 +119,8 @@ export function createMetricsRegistry(): MetricsRegistry {
             s = { labels, buckets: sorted.map(() => 0), sum: 0, count: 0 };
             series.set(key, s);
           }
-          for (let index = 0; index < sorted.length; index++) if (value <= sorted[index]!) s.buckets[index]!++;
+          for (let index = 0; index < sorted.length; index++)
+            if (value <= sorted[index]!) s.buckets[index]!++;
           s.sum += value;
           s.count++;
         },

@@ -11,7 +11,11 @@ export interface TelemetryHandle {
  * `OTEL_TRACES_EXPORTER`, `OTEL_METRICS_EXPORTER`); otherwise the global API stays a no-op and costs nothing.
  * The SDK is imported lazily so a run without OTEL_* never loads it.
  */
-export async function startTelemetry(options: { env?: NodeJS.ProcessEnv; logger: Logger; serviceVersion: string }): Promise<TelemetryHandle> {
+export async function startTelemetry(options: {
+  env?: NodeJS.ProcessEnv;
+  logger: Logger;
+  serviceVersion: string;
+}): Promise<TelemetryHandle> {
   const env = options.env ?? process.env;
   const wanted =
     Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ||
@@ -21,11 +25,16 @@ export async function startTelemetry(options: { env?: NodeJS.ProcessEnv; logger:
   const { NodeSDK } = await import('@opentelemetry/sdk-node');
   const sdk = new NodeSDK({ serviceName: env.OTEL_SERVICE_NAME ?? 'agentd', autoDetectResources: false });
   sdk.start();
-  options.logger.info({ serviceVersion: options.serviceVersion }, 'OpenTelemetry SDK started from OTEL_* variables');
+  options.logger.info(
+    { serviceVersion: options.serviceVersion },
+    'OpenTelemetry SDK started from OTEL_* variables',
+  );
   return {
     enabled: true,
     shutdown: async () => {
-      await sdk.shutdown().catch((error: unknown) => options.logger.warn({ err: error }, 'OpenTelemetry shutdown failed'));
+      await sdk
+        .shutdown()
+        .catch((error: unknown) => options.logger.warn({ err: error }, 'OpenTelemetry shutdown failed'));
     },
   };
 }

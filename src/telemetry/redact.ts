@@ -9,7 +9,8 @@ export interface Redactor {
   addSecret(secret: string): void;
 }
 
-const sensitiveKeys = /^(api[_-]?key|apikey|authorization|password|secret|token|access[_-]?token|device[_-]?token)$/i;
+const sensitiveKeys =
+  /^(api[_-]?key|apikey|authorization|password|secret|token|access[_-]?token|device[_-]?token)$/i;
 
 export function createRedactor(initialSecrets: ReadonlyArray<string> = []): Redactor {
   const secrets = new Set(initialSecrets.filter((secret) => secret.length >= 4));
@@ -24,12 +25,19 @@ export function createRedactor(initialSecrets: ReadonlyArray<string> = []): Reda
     if (typeof value === 'string') return redactText(value);
     if (depth > 8 || value === null || typeof value !== 'object') return value;
     if (value instanceof Error) {
-      return { name: value.name, message: redactText(value.message), code: (value as { code?: unknown }).code };
+      return {
+        name: value.name,
+        message: redactText(value.message),
+        code: (value as { code?: unknown }).code,
+      };
     }
     if (Array.isArray(value)) return value.map((item) => redactValue(item, depth + 1));
     const out: Record<string, unknown> = {};
     for (const [key, inner] of Object.entries(value)) {
-      out[key] = sensitiveKeys.test(key) && typeof inner === 'string' && inner.length > 0 ? '[REDACTED]' : redactValue(inner, depth + 1);
+      out[key] =
+        sensitiveKeys.test(key) && typeof inner === 'string' && inner.length > 0
+          ? '[REDACTED]'
+          : redactValue(inner, depth + 1);
     }
     return out;
   };

@@ -7,7 +7,9 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /** A manually advanced clock for tests. */
-export function createManualClock(startMs = 1_700_000_000_000): Clock & { advance(ms: number): void; set(ms: number): void } {
+export function createManualClock(
+  startMs = 1_700_000_000_000,
+): Clock & { advance(ms: number): void; set(ms: number): void } {
   let current = startMs;
   return {
     now: () => current,

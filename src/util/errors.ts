@@ -106,7 +106,11 @@ export const ErrorCodes = {
 export function coerceError(error: unknown): AgentdError {
   if (AgentdError.isInstance(error)) return error;
   if (error instanceof Error && error.name === 'AbortError') {
-    return new UserInputError({ code: ErrorCodes.aborted, message: 'The operation was aborted.', cause: error });
+    return new UserInputError({
+      code: ErrorCodes.aborted,
+      message: 'The operation was aborted.',
+      cause: error,
+    });
   }
   const message = error instanceof Error ? error.message : String(error);
   return new SystemError({ code: ErrorCodes.internal, message, cause: error });

@@ -25,14 +25,15 @@ export interface RecordedLog {
 }
 
 /** A logger that keeps every line in memory, for assertions in tests. */
-export function createRecordingLogger(bindings: Record<string, unknown> = {}, sink: RecordedLog[] = []): Logger & {
+export function createRecordingLogger(
+  bindings: Record<string, unknown> = {},
+  sink: RecordedLog[] = [],
+): Logger & {
   records: RecordedLog[];
 } {
-  const record =
-    (level: RecordedLog['level']) =>
-    (object: Record<string, unknown>, message?: string) => {
-      sink.push({ level, object: { ...bindings, ...object }, message });
-    };
+  const record = (level: RecordedLog['level']) => (object: Record<string, unknown>, message?: string) => {
+    sink.push({ level, object: { ...bindings, ...object }, message });
+  };
   return {
     records: sink,
     debug: record('debug'),

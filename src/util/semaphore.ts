@@ -7,7 +7,8 @@ export interface Semaphore {
 }
 
 export function createSemaphore(limit: number): Semaphore {
-  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`semaphore limit must be a positive integer, got ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new RangeError(`semaphore limit must be a positive integer, got ${limit}`);
   let active = 0;
   const waiters: Array<{ grant: () => void; reject: (reason: unknown) => void }> = [];
 
@@ -70,7 +71,10 @@ export function createSemaphore(limit: number): Semaphore {
 }
 
 /** A mutex keyed by string: work for one key runs strictly in FIFO order, other keys run freely. */
-export function createKeyedMutex(): { run<T>(key: string, task: () => Promise<T>): Promise<T>; isLocked(key: string): boolean } {
+export function createKeyedMutex(): {
+  run<T>(key: string, task: () => Promise<T>): Promise<T>;
+  isLocked(key: string): boolean;
+} {
   const tails = new Map<string, Promise<unknown>>();
   return {
     run(key, task) {

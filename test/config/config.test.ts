@@ -21,8 +21,15 @@ describe('loadConfig', () => {
 
   it('layers file < env < overrides', () => {
     const cwd = tempDir();
-    writeFileSync(join(cwd, 'agentd.yaml'), 'port: 8000\nmodel: openai/gpt-4o\nfeatures:\n  workers_v1: false\n');
-    const config = loadConfig({ cwd, env: { AGENTD_PORT: '9000', AGENTD_MODEL: 'local/x' }, overrides: { port: 9100 } });
+    writeFileSync(
+      join(cwd, 'agentd.yaml'),
+      'port: 8000\nmodel: openai/gpt-4o\nfeatures:\n  workers_v1: false\n',
+    );
+    const config = loadConfig({
+      cwd,
+      env: { AGENTD_PORT: '9000', AGENTD_MODEL: 'local/x' },
+      overrides: { port: 9100 },
+    });
     expect(config.port).toBe(9100);
     expect(config.model).toBe('local/x');
     expect(config.features.workers_v1).toBe(false);
@@ -56,18 +63,24 @@ describe('loadConfig', () => {
       ].join('\n'),
     );
     const config = loadConfig({ cwd, env: { MY_OPENAI: 'sk-env-secret', AGENTD_TOKEN: 'tok-secret' } });
-    expect(config.credentials.map((credential) => [credential.id, credential.apiKey, credential.source])).toEqual([
+    expect(
+      config.credentials.map((credential) => [credential.id, credential.apiKey, credential.source]),
+    ).toEqual([
       ['main_openai', 'sk-env-secret', 'env:MY_OPENAI'],
       ['claude', 'sk-ant-file-secret', `file:${keyFile}`],
     ]);
     expect(config.credentials[0]!.baseUrl).toBe('http://127.0.0.1:1/v1');
-    expect(config.secrets).toEqual(expect.arrayContaining(['sk-env-secret', 'sk-ant-file-secret', 'tok-secret']));
+    expect(config.secrets).toEqual(
+      expect.arrayContaining(['sk-env-secret', 'sk-ant-file-secret', 'tok-secret']),
+    );
     expect(config.warnings.join('\n')).toMatch(/readable by group or others/);
   });
 
   it('picks up plain OPENAI_API_KEY and ANTHROPIC_API_KEY', () => {
     const config = loadConfig({ cwd: tempDir(), env: { ANTHROPIC_API_KEY: 'sk-ant-plain' } });
-    expect(config.credentials).toEqual([{ id: 'anthropic', provider: 'anthropic', apiKey: 'sk-ant-plain', source: 'env:ANTHROPIC_API_KEY' }]);
+    expect(config.credentials).toEqual([
+      { id: 'anthropic', provider: 'anthropic', apiKey: 'sk-ant-plain', source: 'env:ANTHROPIC_API_KEY' },
+    ]);
   });
 
   it('fails clearly on a missing explicit config file', () => {

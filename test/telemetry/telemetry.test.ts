@@ -19,7 +19,10 @@ describe('redaction', () => {
     const redactor = createRedactor([secret]);
     const { stream, text } = captureStream();
     const logger = createLogger({ redactor, destination: stream, level: 'debug' });
-    logger.info({ url: `https://x/?key=${secret}`, nested: { list: [secret] }, apiKey: 'other' }, `message ${secret}`);
+    logger.info(
+      { url: `https://x/?key=${secret}`, nested: { list: [secret] }, apiKey: 'other' },
+      `message ${secret}`,
+    );
     logger.error({ err: new Error(`failed with ${secret}`) }, 'boom');
     const output = text();
     expect(output).not.toContain(secret);
