@@ -1,3 +1,32 @@
+export { type AnthropicModelOptions, createAnthropicModel } from './anthropic.js';
+export {
+  completeModel,
+  estimateTokens,
+  type ModelRetryOptions,
+  type StreamModelOptions,
+  streamModel,
+} from './call.js';
+export { type CommandModelOptions, commandPresets, createCommandModel } from './command.js';
+export { contextWindowFor, defaultContextWindowTokens } from './context-windows.js';
+export {
+  createLocalModel,
+  type LocalModelOptions,
+  localModelMarker,
+  type PlannedTask,
+  pickLabel,
+  planTasks,
+} from './local.js';
+export { createOpenAIModel, type OpenAIModelOptions } from './openai.js';
+export {
+  defaultLocalModelName,
+  defaultModelName,
+  knownProviders,
+  ollamaDefaultBaseUrl,
+  type ProviderCredentials,
+  type ResolveModelOptions,
+  resolveModel,
+} from './registry.js';
+export { renderConversation } from './render.js';
 export type {
   LanguageModel,
   ModelCallOptions,

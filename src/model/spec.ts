@@ -60,6 +60,8 @@ export interface ModelStreamError {
   message: string;
   retryable: boolean;
   statusCode?: number;
+  /** How long the provider asked us to wait before retrying (from `retry-after`), when it said. */
+  retryAfterMs?: number;
 }
 
 export type ModelStreamEvent =

@@ -1,0 +1,530 @@
+import { estimateTokens } from './call.js';
+import { contextWindowFor } from './context-windows.js';
+import { instanceForSchema, normalizeKey } from './json-schema-instance.js';
+import {
+  chunkText,
+  escapeRegExp,
+  firstWords,
+  keywords,
+  splitSentences,
+  stripBullet,
+  words,
+} from './local-text.js';
+import { abortedError } from './provider-errors.js';
+import type {
+  LanguageModel,
+  ModelMessage,
+  ModelRequest,
+  ModelStopReason,
+  ModelStreamEvent,
+  ModelToolCall,
+  ModelToolDefinition,
+} from './spec.js';
+
+/** Every reply of the local model carries this, so nobody mistakes it for a real LLM. */
+export const localModelMarker = '[local model]';
+
+export interface LocalModelOptions {
+  /** Default `agentd-local`. */
+  modelId?: string;
+  /** Most tasks a plan gets, unless the request's `metadata.maxTasks` says otherwise. Default 5. */
+  maxPlanTasks?: number;
+}
+
+export interface PlannedTask {
+  title: string;
+  description: string;
+}
+
+interface LocalReply {
+  text: string;
+  toolCalls: ModelToolCall[];
+  stopReason: ModelStopReason;
+}
+
+/**
+ * agentd's built-in offline model: deterministic (same request, same reply), honest (every reply
+ * says `[local model]`), and useful enough to drive every feature with no key. The behaviours, in the
+ * order they are tried, are documented in docs/models.md.
+ */
+export function createLocalModel(options: LocalModelOptions = {}): LanguageModel {
+  const modelId = options.modelId ?? 'agentd-local';
+  return {
+    specificationVersion: 'v1',
+    provider: 'local',
+    modelId,
+    contextWindowTokens: contextWindowFor('agentd-local'),
+    doStream: (request, callOptions) => streamReply(request, callOptions.signal, options.maxPlanTasks ?? 5),
+  };
+}
+
+async function* streamReply(
+  request: ModelRequest,
+  signal: AbortSignal | undefined,
+  maxPlanTasks: number,
+): AsyncGenerator<ModelStreamEvent, void, undefined> {
+  const reply = localReply(request, maxPlanTasks);
+  for (const text of chunkText(reply.text)) {
+    if (signal?.aborted) {
+      yield { type: 'error', error: abortedError() };
+      return;
+    }
+    yield { type: 'text-delta', text };
+  }
+  for (const toolCall of reply.toolCalls) yield { type: 'tool-call', toolCall };
+  yield {
+    type: 'usage',
+    usage: {
+      inputTokens: estimateTokens(request.messages),
+      outputTokens: estimateTokens(reply.text) + reply.toolCalls.length * 8,
+    },
+  };
+  yield { type: 'finish', stopReason: reply.stopReason };
+}
+
+/** The whole decision, synchronous and pure: exported for tests and for callers that want no stream. */
+export function localReply(request: ModelRequest, maxPlanTasks = 5): LocalReply {
+  const metadata = request.metadata ?? {};
+  const purpose = typeof metadata.purpose === 'string' ? metadata.purpose : undefined;
+  const conversation = readConversation(request.messages);
+  const labels = Array.isArray(metadata.labels)
+    ? metadata.labels.filter((label): label is string => typeof label === 'string' && label.length > 0)
+    : [];
+
+  if (purpose === 'route' && labels.length > 0) {
+    const input = typeof metadata.input === 'string' ? metadata.input : conversation.lastUser;
+    return textReply(routeReply(request, pickLabel(input, labels)));
+  }
+  if (purpose === 'plan' || schemaAsksForTasks(request.responseFormat?.schema)) {
+    const limit =
+      typeof metadata.maxTasks === 'number' && metadata.maxTasks > 0
+        ? Math.floor(metadata.maxTasks)
+        : maxPlanTasks;
+    const goal =
+      typeof metadata.goal === 'string' ? metadata.goal : conversation.lastUser.replace(/^\s*\/goal\b/i, '');
+    return textReply(planReply(request, goal.trim(), limit));
+  }
+  if (purpose === 'summarize') {
+    const maxSentences = typeof metadata.maxSentences === 'number' ? Math.max(1, metadata.maxSentences) : 3;
+    return textReply(
+      formatReply(request, `${localModelMarker} Summary: ${summarize(request, maxSentences)}`),
+    );
+  }
+  const tools = request.tools ?? [];
+  if (tools.length > 0 && request.toolChoice !== 'none') {
+    if (conversation.toolResults.length > 0) {
+      return textReply(formatReply(request, describeToolResults(conversation.toolResults)));
+    }
+    const calls = chooseToolCalls(request, tools, conversation);
+    if (calls.length > 0) {
+      const names = calls.map((call) => call.name).join(', ');
+      return { text: `${localModelMarker} Calling ${names}.`, toolCalls: calls, stopReason: 'tool_calls' };
+    }
+  }
+  return textReply(formatReply(request, chat(conversation)));
+}
+
+function textReply(text: string): LocalReply {
+  return { text, toolCalls: [], stopReason: 'end_turn' };
+}
+
+// --- reading the conversation -------------------------------------------------------------------------
+
+interface Conversation {
+  lastUser: string;
+  /** Messages before the last user message, which the reply can draw on. */
+  earlier: ModelMessage[];
+  system: string[];
+  /** Tool results that came back after the last user message. */
+  toolResults: Array<Extract<ModelMessage, { role: 'tool' }>>;
+  /** Assistant turns so far; makes tool call ids unique across a conversation. */
+  assistantTurns: number;
+}
+
+function readConversation(messages: ModelMessage[]): Conversation {
+  let lastUserIndex = -1;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    if (messages[index]!.role === 'user') {
+      lastUserIndex = index;
+      break;
+    }
+  }
+  return {
+    lastUser: lastUserIndex >= 0 ? messages[lastUserIndex]!.content : '',
+    earlier: lastUserIndex >= 0 ? messages.slice(0, lastUserIndex) : messages.slice(),
+    system: messages.filter((message) => message.role === 'system').map((message) => message.content),
+    toolResults: messages
+      .slice(lastUserIndex + 1)
+      .filter((message): message is Extract<ModelMessage, { role: 'tool' }> => message.role === 'tool'),
+    assistantTurns: messages.filter((message) => message.role === 'assistant').length,
+  };
+}
+
+// --- chat ---------------------------------------------------------------------------------------------
+
+const questionStarters = new Set(
+  'what who whom whose when where which why how is are was were do does did can could should would will have has tell remind recall'.split(
+    ' ',
+  ),
+);
+const greetings = new Set(['hello', 'hi', 'hey', 'greetings', 'hallo', 'howdy', 'yo']);
+
+function chat(conversation: Conversation): string {
+  const message = conversation.lastUser.trim();
+  if (message === '') {
+    return `${localModelMarker} I am agentd's offline model. Send a message and I will answer from this conversation and recalled memory.`;
+  }
+  const messageWords = words(message);
+  if (messageWords.length <= 4 && greetings.has(messageWords[0] ?? '')) {
+    return (
+      `${localModelMarker} Hello! I am agentd's built-in offline model. I can recall what was said in this ` +
+      'conversation, turn goals into plans and call tools you name. Configure a provider (OPENAI_API_KEY, ' +
+      'ANTHROPIC_API_KEY, OPENAI_BASE_URL or AGENTD_MODEL) for real answers.'
+    );
+  }
+  if (message.endsWith('?') || questionStarters.has(messageWords[0] ?? '')) {
+    const evidence = findEvidence(message, conversation);
+    if (evidence.length === 0) {
+      const topic = [...new Set(keywords(message))].slice(0, 6).join(', ');
+      return `${localModelMarker} I don't know: nothing in this conversation or recalled memory mentions ${topic || 'that'}.`;
+    }
+    return `${localModelMarker} From this conversation and recalled memory: ${evidence.map((sentence) => `"${sentence}"`).join(' ')}`;
+  }
+  const first = splitSentences(message)[0] ?? message;
+  return `${localModelMarker} Noted: "${firstWords(first, 200)}".`;
+}
+
+/** The earlier sentences (user turns and system messages, which carry recalled memory) that share the most keywords with the question. */
+function findEvidence(question: string, conversation: Conversation): string[] {
+  const wanted = new Set(keywords(question));
+  if (wanted.size === 0) return [];
+  const normalizedQuestion = question.trim().toLowerCase();
+  const candidates: Array<{ sentence: string; score: number; order: number }> = [];
+  let order = 0;
+  for (const message of conversation.earlier) {
+    if (message.role !== 'user' && message.role !== 'system') continue;
+    for (const sentence of splitSentences(message.content)) {
+      order++;
+      if (sentence.includes(localModelMarker) || sentence.toLowerCase() === normalizedQuestion) continue;
+      const score = new Set(keywords(sentence).filter((word) => wanted.has(word))).size;
+      if (score > 0) candidates.push({ sentence: firstWords(sentence, 300), score, order });
+    }
+  }
+  // Best overlap first; among equals the most recent, since later statements supersede earlier ones.
+  candidates.sort((left, right) => right.score - left.score || right.order - left.order);
+  const best = candidates[0]?.score ?? 0;
+  return [
+    ...new Set(
+      candidates.filter((candidate) => candidate.score === best).map((candidate) => candidate.sentence),
+    ),
+  ].slice(0, 2);
+}
+
+// --- tools --------------------------------------------------------------------------------------------
+
+function chooseToolCalls(
+  request: ModelRequest,
+  tools: ModelToolDefinition[],
+  conversation: Conversation,
+): ModelToolCall[] {
+  const message = conversation.lastUser;
+  const named = tools
+    .map((tool) => ({ tool, position: findToolName(message, tool.name) }))
+    .filter((entry) => entry.position >= 0)
+    .sort((left, right) => left.position - right.position)
+    .map((entry) => entry.tool);
+  let chosen = named;
+  const choice = request.toolChoice;
+  if (typeof choice === 'object') {
+    chosen = tools.filter((tool) => tool.name === choice.name);
+  } else if (chosen.length === 0 && choice === 'required') {
+    chosen = [bestMatchingTool(message, tools)];
+  }
+  const provided = extractArguments(message);
+  const remainder = leftoverText(message, chosen);
+  return chosen.map((tool, index) => ({
+    id: `local_${conversation.assistantTurns + 1}_${index + 1}`,
+    name: tool.name,
+    arguments: toolArguments(tool, provided, remainder),
+  }));
+}
+
+/** Index of the tool name as a whole word in the message, or -1. */
+function findToolName(message: string, name: string): number {
+  const match = new RegExp(`(^|[^\\w.-])${escapeRegExp(name)}(?![\\w-])`, 'i').exec(message);
+  return match ? match.index + match[1]!.length : -1;
+}
+
+function bestMatchingTool(message: string, tools: ModelToolDefinition[]): ModelToolDefinition {
+  const wanted = new Set(keywords(message));
+  let best = tools[0]!;
+  let bestScore = 0;
+  for (const tool of tools) {
+    const score = keywords(`${tool.name.replace(/[_-]/g, ' ')} ${tool.description}`).filter((word) =>
+      wanted.has(word),
+    ).length;
+    if (score > bestScore) {
+      best = tool;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+const keyValuePattern = /([A-Za-z_][\w.-]*)=(?:"([^"]*)"|'([^']*)'|(\S+))/g;
+
+/** A JSON object written in the message, merged with `key=value` pairs (quoted values may contain spaces). */
+function extractArguments(message: string): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...findJsonObject(message) };
+  for (const match of message.matchAll(keyValuePattern)) {
+    values[match[1]!] = match[2] ?? match[3] ?? match[4] ?? '';
+  }
+  return values;
+}
+
+function findJsonObject(text: string): Record<string, unknown> | undefined {
+  const start = text.indexOf('{');
+  if (start < 0) return undefined;
+  // Longest candidate first, so nested objects stay whole.
+  for (let end = text.lastIndexOf('}'); end > start; end = text.lastIndexOf('}', end - 1)) {
+    try {
+      const value: unknown = JSON.parse(text.slice(start, end + 1));
+      if (typeof value === 'object' && value !== null && !Array.isArray(value))
+        return value as Record<string, unknown>;
+    } catch {
+      // Try a shorter candidate.
+    }
+  }
+  return undefined;
+}
+
+/** The message without tool names, JSON, `key=value` pairs and request phrasing: the free text a tool may want. */
+function leftoverText(message: string, tools: ModelToolDefinition[]): string {
+  let text = message;
+  const json = findJsonObject(message);
+  if (json) text = text.replace(/\{[\s\S]*\}/, ' ');
+  text = text.replace(keyValuePattern, ' ');
+  for (const tool of tools)
+    text = text.replace(new RegExp(`(^|[^\\w.-])${escapeRegExp(tool.name)}(?![\\w-])`, 'gi'), '$1 ');
+  text = text
+    .replace(/\b(?:please|use|call|run|invoke|the|tools?|with|to|and|for|on)\b/gi, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^[,:;.\s]+|[,:;\s]+$/g, '');
+  return text;
+}
+
+function toolArguments(
+  tool: ModelToolDefinition,
+  provided: Record<string, unknown>,
+  remainder: string,
+): Record<string, unknown> {
+  const schema = tool.inputSchema;
+  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const known = new Map(Object.keys(properties).map((key) => [normalizeKey(key), key]));
+  const values: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(provided)) {
+    const property = known.get(normalizeKey(key));
+    if (property) values[property] = value;
+    else if (schema.properties === undefined) values[key] = value;
+  }
+  // The first required text field nobody filled gets the rest of the message, e.g. a search query.
+  const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+  const openText = required.find((key) => values[key] === undefined && properties[key]?.type === 'string');
+  if (openText && remainder) values[openText] = remainder;
+  const instance = instanceForSchema({ type: 'object', ...schema }, values, { fillOptional: false });
+  return instance as Record<string, unknown>;
+}
+
+function describeToolResults(results: Array<Extract<ModelMessage, { role: 'tool' }>>): string {
+  const lines = results.map(
+    (result) =>
+      `- ${result.toolName}${result.isError ? ' failed' : ''}: ${firstWords(result.content.replace(/\s+/g, ' '), 300) || '(empty)'}`,
+  );
+  return `${localModelMarker} Tool results:\n${lines.join('\n')}`;
+}
+
+// --- planning -----------------------------------------------------------------------------------------
+
+function schemaAsksForTasks(schema: Record<string, unknown> | undefined): boolean {
+  const properties = schema?.properties;
+  return typeof properties === 'object' && properties !== null && 'tasks' in properties;
+}
+
+/**
+ * Splits a goal the way seed 000's planner did, a little smarter: bullet or numbered lines, else `;`,
+ * else sentences, each further split on "then" clauses, else on " and ". A goal that does not split gets
+ * three generic steps. Duplicates are dropped and at most `limit` tasks are kept.
+ */
+export function planTasks(goal: string, limit: number): PlannedTask[] {
+  const clean = goal.trim();
+  if (clean === '') return [];
+  const lines = clean.split(/\n+/).map(stripBullet).filter(Boolean);
+  let pieces: string[];
+  if (lines.length > 1) pieces = lines;
+  else if (clean.includes(';')) pieces = clean.split(';');
+  else {
+    pieces = splitSentences(clean).flatMap((sentence) =>
+      sentence.split(/,?\s+(?:and\s+)?then\s+|,\s*after that\s+|,\s*finally\s+/i),
+    );
+    if (pieces.length === 1) pieces = clean.split(/,?\s+and\s+/i);
+  }
+  const seen = new Set<string>();
+  const clauses = pieces
+    .map((piece) =>
+      stripBullet(piece)
+        .replace(/^(?:first|next|finally|also)[,:]?\s+/i, '')
+        .replace(/[.!;,\s]+$/, ''),
+    )
+    .filter((piece) => piece.length > 0 && words(piece).length > 0)
+    .filter((piece) => {
+      const key = piece.toLowerCase();
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  if (clauses.length < 2) {
+    const subject = clauses[0] ?? clean;
+    return [
+      {
+        title: 'Clarify what is needed',
+        description: `Work out what "${firstWords(subject, 120)}" requires and what done looks like.`,
+      },
+      { title: 'Carry out the goal', description: subject },
+      {
+        title: 'Check and report the outcome',
+        description: `Verify the result of "${firstWords(subject, 120)}" and report it.`,
+      },
+    ].slice(0, limit);
+  }
+  return clauses.slice(0, limit).map((clause) => ({ title: titleFor(clause), description: clause }));
+}
+
+function titleFor(clause: string): string {
+  const title = firstWords(clause, 60);
+  return title.charAt(0).toUpperCase() + title.slice(1);
+}
+
+function planReply(request: ModelRequest, goal: string, limit: number): string {
+  const tasks = planTasks(goal, limit);
+  const reply =
+    tasks.length === 0
+      ? `${localModelMarker} There is no goal to plan for.`
+      : `${localModelMarker} I have a deterministic plan with ${tasks.length} task(s) for: ${firstWords(goal, 160)}`;
+  const plan = { reply, tasks };
+  const schema = request.responseFormat?.schema;
+  return JSON.stringify(
+    schema ? instanceForSchema(schema, plan, { fillOptional: true, prose: reply }) : plan,
+  );
+}
+
+// --- routing ------------------------------------------------------------------------------------------
+
+/**
+ * The label that best matches the text: a label written as a whole word or phrase (the earliest one in
+ * the text wins), else the most shared keywords, else the first label.
+ */
+export function pickLabel(text: string, labels: string[]): { label: string; how: string } {
+  const lower = text.toLowerCase();
+  let earliest: { label: string; index: number } | undefined;
+  for (const label of labels) {
+    const phrase = label.toLowerCase().replace(/[_-]+/g, ' ').trim();
+    const pattern = new RegExp(
+      `(?<![\\p{L}\\p{N}])${escapeRegExp(phrase).replace(/ /g, '[\\s_-]+')}(?![\\p{L}\\p{N}])`,
+      'u',
+    );
+    const match = pattern.exec(lower);
+    if (match && (earliest === undefined || match.index < earliest.index))
+      earliest = { label, index: match.index };
+  }
+  if (earliest) return { label: earliest.label, how: 'it is named in the input' };
+  const textWords = new Set(keywords(text));
+  let best: { label: string; score: number } | undefined;
+  for (const label of labels) {
+    const labelWords = keywords(label.replace(/[_-]+/g, ' '));
+    let score = 0;
+    for (const word of labelWords) {
+      if (textWords.has(word)) score += 1;
+      else if (
+        word.length >= 4 &&
+        [...textWords].some(
+          (other) => other.length >= 4 && (other.startsWith(word) || word.startsWith(other)),
+        )
+      )
+        score += 0.5;
+    }
+    if (score > 0 && (best === undefined || score > best.score)) best = { label, score };
+  }
+  if (best) return { label: best.label, how: 'it shares the most words with the input' };
+  return { label: labels[0]!, how: 'nothing matched, so the first label is the default' };
+}
+
+const edgeNames = new Set([
+  'edge',
+  'label',
+  'route',
+  'next',
+  'selectededge',
+  'selectededgelabel',
+  'choice',
+  'decision',
+  'condition',
+]);
+
+function routeReply(request: ModelRequest, picked: { label: string; how: string }): string {
+  const reason = `${localModelMarker} Picked "${picked.label}" because ${picked.how}.`;
+  if (request.responseFormat?.type !== 'json') return `${picked.label}\n\n${reason}`;
+  const schema = request.responseFormat.schema;
+  if (!schema) return JSON.stringify({ edge: picked.label, reason });
+  const properties = (schema.properties ?? {}) as Record<string, unknown>;
+  const provided: Record<string, unknown> = {};
+  for (const key of Object.keys(properties))
+    if (edgeNames.has(normalizeKey(key))) provided[key] = picked.label;
+  return JSON.stringify(instanceForSchema(schema, provided, { fillOptional: true, prose: reason }));
+}
+
+// --- summaries ----------------------------------------------------------------------------------------
+
+/**
+ * Extractive: scores each sentence of the non-system messages by how frequent its keywords are in the
+ * whole text (normalised by length) and keeps the best `maxSentences`, in their original order.
+ */
+export function summarize(request: ModelRequest, maxSentences: number): string {
+  const source =
+    typeof request.metadata?.text === 'string'
+      ? [request.metadata.text]
+      : request.messages.filter((message) => message.role !== 'system').map((message) => message.content);
+  const sentences = source
+    .flatMap((text) => splitSentences(text))
+    .filter((sentence) => !sentence.includes(localModelMarker) && !/^summari[sz]e\b/i.test(sentence));
+  if (sentences.length === 0) return '(nothing to summarise)';
+  const frequency = new Map<string, number>();
+  for (const sentence of sentences)
+    for (const word of keywords(sentence)) frequency.set(word, (frequency.get(word) ?? 0) + 1);
+  const scored = sentences.map((sentence, index) => {
+    const sentenceWords = keywords(sentence);
+    const total = sentenceWords.reduce((sum, word) => sum + (frequency.get(word) ?? 0), 0);
+    return { sentence, index, score: total / Math.sqrt(sentenceWords.length + 1) };
+  });
+  const chosen = [...scored]
+    .sort((left, right) => right.score - left.score || left.index - right.index)
+    .slice(0, maxSentences)
+    .sort((left, right) => left.index - right.index)
+    .map((entry) => entry.sentence);
+  let summary = chosen.join(' ');
+  if (request.maxTokens !== undefined) summary = firstWords(summary, Math.max(20, request.maxTokens * 4));
+  return summary;
+}
+
+// --- JSON replies -------------------------------------------------------------------------------------
+
+/** Text as it is, or as a JSON object when the request asks for one: prose fields get the text, others are filled from the input. */
+function formatReply(request: ModelRequest, text: string): string {
+  if (request.responseFormat?.type !== 'json') return text;
+  const schema = request.responseFormat.schema;
+  if (!schema) return JSON.stringify({ reply: text });
+  const lastUser = readConversation(request.messages).lastUser;
+  return JSON.stringify(
+    instanceForSchema(schema, extractArguments(lastUser), { fillOptional: true, prose: text }),
+  );
+}

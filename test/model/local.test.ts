@@ -1,0 +1,340 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { completeModel, streamModel } from '../../src/model/call.js';
+import { createLocalModel, localModelMarker, pickLabel, planTasks } from '../../src/model/local.js';
+import type { ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
+
+const model = createLocalModel();
+const ask = (request: ModelRequest) => completeModel(model, request);
+
+describe('local model: chat', () => {
+  it('answers a question by quoting the earlier sentence with the best keyword overlap, marked as offline', async () => {
+    const response = await ask({
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'system', content: 'Recalled memory: The deploy key lives in the vault under ops/deploy.' },
+        { role: 'user', content: 'My favourite colour is teal. I live in Lisbon.' },
+        { role: 'assistant', content: `${localModelMarker} Noted.` },
+        { role: 'user', content: 'Where do I live?' },
+      ],
+    });
+    expect(response.text.startsWith(localModelMarker)).toBe(true);
+    expect(response.text).toContain('"I live in Lisbon."');
+    expect(response.text).not.toContain('teal');
+    expect(response.stopReason).toBe('end_turn');
+
+    const recalled = await ask({
+      messages: [
+        { role: 'system', content: 'Recalled memory: The deploy key lives in the vault under ops/deploy.' },
+        { role: 'user', content: 'where is the deploy key?' },
+      ],
+    });
+    expect(recalled.text).toContain('The deploy key lives in the vault under ops/deploy.');
+  });
+
+  it('says it does not know when nothing matches, and acknowledges statements', async () => {
+    const unknown = await ask({ messages: [{ role: 'user', content: 'What is the capital of Peru?' }] });
+    expect(unknown.text).toMatch(/^\[local model\] I don't know/);
+    expect(unknown.text).toContain('peru');
+    const noted = await ask({
+      messages: [{ role: 'user', content: 'Remember that the meeting moved to Friday. Thanks.' }],
+    });
+    expect(noted.text).toBe(`${localModelMarker} Noted: "Remember that the meeting moved to Friday.".`);
+    const hello = await ask({ messages: [{ role: 'user', content: 'hello' }] });
+    expect(hello.text).toContain('offline model');
+  });
+
+  it('is deterministic, streams several chunks and reports estimated usage', async () => {
+    const request: ModelRequest = {
+      messages: [{ role: 'user', content: 'Remember that the build uses node twenty.' }],
+    };
+    const events: ModelStreamEvent[] = [];
+    for await (const event of streamModel(model, request)) events.push(event);
+    const deltas = events.filter((event) => event.type === 'text-delta');
+    expect(deltas.length).toBeGreaterThan(1);
+    const text = deltas.map((event) => (event as { text: string }).text).join('');
+    expect(text).toBe((await ask(request)).text);
+    const usage = events.find((event) => event.type === 'usage');
+    expect(usage).toEqual({
+      type: 'usage',
+      usage: { inputTokens: 15, outputTokens: Math.ceil(text.length / 4) },
+    });
+  });
+});
+
+describe('local model: tools', () => {
+  const tools = [
+    {
+      name: 'get_weather',
+      description: 'Weather for a city',
+      inputSchema: {
+        type: 'object',
+        properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1 } },
+        required: ['city', 'days'],
+      },
+    },
+    {
+      name: 'search',
+      description: 'Search the web',
+      inputSchema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+    },
+    { name: 'clock', description: 'Current time', inputSchema: { type: 'object', properties: {} } },
+  ];
+
+  it('calls a tool named in the last user message with key=value arguments coerced to the schema', async () => {
+    const response = await ask({
+      messages: [{ role: 'user', content: 'use get_weather city="New York" days=3' }],
+      tools,
+    });
+    expect(response.stopReason).toBe('tool_calls');
+    expect(response.toolCalls).toEqual([
+      { id: 'local_1_1', name: 'get_weather', arguments: { city: 'New York', days: 3 } },
+    ]);
+    expect(response.text).toContain(localModelMarker);
+  });
+
+  it('takes arguments from a JSON object, fills missing required fields minimally, and calls several tools in parallel', async () => {
+    const response = await ask({
+      messages: [{ role: 'user', content: 'Run clock and then get_weather with {"city": "Oslo"}' }],
+      tools,
+    });
+    expect(response.toolCalls).toEqual([
+      { id: 'local_1_1', name: 'clock', arguments: {} },
+      { id: 'local_1_2', name: 'get_weather', arguments: { city: 'Oslo', days: 1 } },
+    ]);
+  });
+
+  it('gives the rest of the message to the first required text field', async () => {
+    const response = await ask({
+      messages: [{ role: 'user', content: 'search for typescript agent runtimes' }],
+      tools,
+    });
+    expect(response.toolCalls).toEqual([
+      { id: 'local_1_1', name: 'search', arguments: { query: 'typescript agent runtimes' } },
+    ]);
+  });
+
+  it('summarises tool results once they came back instead of calling again', async () => {
+    const response = await ask({
+      tools,
+      messages: [
+        { role: 'user', content: 'use clock' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'local_1_1', name: 'clock', arguments: {} }] },
+        { role: 'tool', toolCallId: 'local_1_1', toolName: 'clock', content: '12:00' },
+      ],
+    });
+    expect(response.toolCalls).toEqual([]);
+    expect(response.text).toBe(`${localModelMarker} Tool results:\n- clock: 12:00`);
+  });
+
+  it('does not call tools that are not named, or when toolChoice is none; honours a forced tool', async () => {
+    const chatty = await ask({ messages: [{ role: 'user', content: 'what is the weather like' }], tools });
+    expect(chatty.toolCalls).toEqual([]);
+    const none = await ask({ messages: [{ role: 'user', content: 'use clock' }], tools, toolChoice: 'none' });
+    expect(none.toolCalls).toEqual([]);
+    const forced = await ask({
+      messages: [{ role: 'user', content: 'anything' }],
+      tools,
+      toolChoice: { name: 'clock' },
+    });
+    expect(forced.toolCalls.map((call) => call.name)).toEqual(['clock']);
+    const required = await ask({
+      messages: [{ role: 'user', content: 'find pages on the web' }],
+      tools,
+      toolChoice: 'required',
+    });
+    expect(required.toolCalls.map((call) => call.name)).toEqual(['search']);
+  });
+});
+
+describe('local model: planning', () => {
+  const planSchema = z.object({
+    reply: z.string(),
+    tasks: z.array(z.object({ title: z.string(), description: z.string() })),
+  });
+
+  it('splits a goal into tasks by "then" clauses and returns JSON { reply, tasks }', async () => {
+    const response = await ask({
+      messages: [
+        {
+          role: 'user',
+          content: '/goal Research vector databases, then compare their costs and then write a summary.',
+        },
+      ],
+      metadata: { purpose: 'plan' },
+    });
+    const plan = planSchema.parse(JSON.parse(response.text));
+    expect(plan.reply).toMatch(/^\[local model\] I have a deterministic plan with 3 task\(s\)/);
+    expect(plan.tasks.map((task) => task.description)).toEqual([
+      'Research vector databases',
+      'compare their costs',
+      'write a summary',
+    ]);
+    expect(plan.tasks[1]!.title).toBe('Compare their costs');
+  });
+
+  it('splits bullets, semicolons, sentences and "and"; falls back to three generic steps; caps the count', () => {
+    expect(planTasks('- buy milk\n- 2) call mum\n* fix bike', 5).map((task) => task.description)).toEqual([
+      'buy milk',
+      'call mum',
+      'fix bike',
+    ]);
+    expect(planTasks('a thing; another thing', 5)).toHaveLength(2);
+    expect(planTasks('Write the intro. Write the body.', 5).map((task) => task.description)).toEqual([
+      'Write the intro',
+      'Write the body',
+    ]);
+    expect(planTasks('wash the car and walk the dog', 5).map((task) => task.description)).toEqual([
+      'wash the car',
+      'walk the dog',
+    ]);
+    expect(planTasks('write a poem', 5).map((task) => task.title)).toEqual([
+      'Clarify what is needed',
+      'Carry out the goal',
+      'Check and report the outcome',
+    ]);
+    expect(planTasks('1. a\n2. b\n3. c\n4. d\n5. e\n6. f', 5)).toHaveLength(5);
+  });
+
+  it('plans when the response schema asks for tasks, filling extra required fields', async () => {
+    const schema = z.object({
+      reply: z.string(),
+      tasks: z
+        .array(z.object({ title: z.string(), description: z.string(), priority: z.enum(['low', 'high']) }))
+        .min(1),
+      confidence: z.number().min(0).max(1),
+    });
+    const response = await ask({
+      messages: [{ role: 'user', content: 'Draft the spec; review it' }],
+      responseFormat: { type: 'json', schema: z.toJSONSchema(schema) as Record<string, unknown> },
+    });
+    const plan = schema.parse(JSON.parse(response.text));
+    expect(plan.tasks).toEqual([
+      { title: 'Draft the spec', description: 'Draft the spec', priority: 'low' },
+      { title: 'Review it', description: 'review it', priority: 'low' },
+    ]);
+  });
+});
+
+describe('local model: routing, summaries and JSON', () => {
+  it('picks labels: exact word first, then overlap, then the first label', () => {
+    expect(pickLabel('Please edit the existing document', ['create', 'edit']).label).toBe('edit');
+    expect(pickLabel('I want to create or edit', ['edit', 'create']).label).toBe('create');
+    expect(pickLabel('we need a needs_review pass', ['approve', 'needs_review']).label).toBe('needs_review');
+    expect(pickLabel('editing the draft please', ['create', 'edit']).label).toBe('edit');
+    expect(pickLabel('nothing relevant', ['alpha', 'beta']).label).toBe('alpha');
+  });
+
+  it('replies with the label on the first line, or as JSON { edge } when asked', async () => {
+    const request: ModelRequest = {
+      messages: [{ role: 'user', content: 'Fix the typo in chapter two' }],
+      metadata: { purpose: 'route', labels: ['create', 'edit'], input: 'edit chapter two' },
+    };
+    const text = await ask(request);
+    expect(text.text.split('\n')[0]).toBe('edit');
+    expect(text.text).toContain(localModelMarker);
+    const json = await ask({ ...request, responseFormat: { type: 'json' } });
+    expect(JSON.parse(json.text)).toMatchObject({ edge: 'edit' });
+    const shaped = await ask({
+      ...request,
+      responseFormat: {
+        type: 'json',
+        schema: {
+          type: 'object',
+          properties: { selected_edge: { type: 'string' } },
+          required: ['selected_edge'],
+        },
+      },
+    });
+    expect(JSON.parse(shaped.text)).toEqual({ selected_edge: 'edit' });
+  });
+
+  it('summarises extractively, keeping the sentences with the most frequent keywords in order', async () => {
+    const response = await ask({
+      metadata: { purpose: 'summarize', maxSentences: 2 },
+      messages: [
+        { role: 'system', content: 'Summarize the conversation.' },
+        {
+          role: 'user',
+          content:
+            'The database migration failed on Tuesday. Lunch was pizza. The migration failed because the database disk was full. We grew the database disk and the migration passed.',
+        },
+      ],
+    });
+    expect(response.text).toBe(
+      `${localModelMarker} Summary: The migration failed because the database disk was full. We grew the database disk and the migration passed.`,
+    );
+  });
+
+  it('produces JSON that validates against the requested schema, filling fields from the input', async () => {
+    const schema = z.object({
+      name: z.string(),
+      age: z.number().int().min(0),
+      email: z.email(),
+      tags: z.array(z.string()).min(1),
+      status: z.enum(['active', 'inactive']),
+      answer: z.string(),
+      nested: z.object({ ok: z.boolean() }),
+    });
+    const response = await ask({
+      messages: [{ role: 'user', content: 'Record name="Ada Lovelace" age=36 status=inactive' }],
+      responseFormat: { type: 'json', schema: z.toJSONSchema(schema) as Record<string, unknown> },
+    });
+    const value = schema.parse(JSON.parse(response.text));
+    expect(value).toMatchObject({ name: 'Ada Lovelace', age: 36, status: 'inactive', nested: { ok: false } });
+    expect(value.answer).toContain(localModelMarker);
+    const plain = await ask({
+      messages: [{ role: 'user', content: 'hi' }],
+      responseFormat: { type: 'json' },
+    });
+    expect(JSON.parse(plain.text).reply).toContain(localModelMarker);
+  });
+});
+
+describe('local model: the planner and workflow request shapes', () => {
+  it('leaves optional task fields out and routes a selected_edge enum schema', async () => {
+    const plan = await ask({
+      messages: [{ role: 'user', content: 'Collect the logs, then find the error' }],
+      responseFormat: {
+        type: 'json',
+        schema: {
+          type: 'object',
+          properties: {
+            reply: { type: 'string' },
+            tasks: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  title: { type: 'string' },
+                  description: { type: 'string' },
+                  agent: { type: 'string' },
+                },
+                required: ['title'],
+              },
+            },
+          },
+          required: ['reply', 'tasks'],
+        },
+      },
+      metadata: { purpose: 'plan', maxTasks: 5 },
+    });
+    expect(JSON.parse(plan.text).tasks).toEqual([
+      { title: 'Collect the logs', description: 'Collect the logs' },
+      { title: 'Find the error', description: 'find the error' },
+    ]);
+    const route = await ask({
+      messages: [{ role: 'user', content: 'Choose a route' }],
+      responseFormat: {
+        type: 'json',
+        schema: {
+          type: 'object',
+          properties: { selected_edge: { type: 'string', enum: ['create', 'edit'] } },
+          required: ['selected_edge'],
+        },
+      },
+      metadata: { purpose: 'route', labels: ['create', 'edit'], input: 'please edit my essay' },
+    });
+    expect(JSON.parse(route.text)).toEqual({ selected_edge: 'edit' });
+  });
+});
