@@ -1,0 +1,217 @@
+// Recall latency over 100,000 memories: `memory.query` by topic and full-text `search` (BM25), p50/p99,
+// on SQLite (a WAL file) and on the Postgres server at 127.0.0.1:5432 when one answers.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { createBus } from '../src/bus/index.js';
+import { createMemoryService, type MemoryService } from '../src/memory/index.js';
+import {
+  createPostgresDatabase,
+  createSqliteDatabase,
+  migrate,
+  type SqlDatabase,
+} from '../src/store/index.js';
+
+const memoryCount = 100_000;
+const sessions = 100;
+const batchSize = 500;
+const queriesPerKind = 500;
+const postgresQueriesPerKind = 200;
+const topics = Array.from({ length: 200 }, (_, index) => `topic${index.toString(36)}`);
+const postgresUrl = process.env.AGENTD_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Deterministic pseudo-random numbers (mulberry32), so every run indexes the same text. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Zipf's law (s = 1) over 5,000 words whose most frequent ranks are English function words, as in real
+// conversation; the rest are synthetic content words.
+const functionWords = (
+  'the of and to a in is it you that he was for on are with as i his they be at one have this from or had by ' +
+  'but what some we can out other were all there when up use your how said an each she which do their time if ' +
+  'will way about many then them would write like so these her long make thing see him two has look more day ' +
+  'could go come did my no most who over know than call first people may down been now find any new work part ' +
+  'take get place made live where after back little only round man year came show every good me give our under'
+).split(' ');
+const vocabulary = [
+  ...functionWords,
+  ...Array.from({ length: 5_000 - functionWords.length }, (_, index) => `w${index.toString(36)}x`),
+];
+const zipfCumulative = (() => {
+  const weights = vocabulary.map((_, rank) => 1 / (rank + 1));
+  const total = weights.reduce((sum, weight) => sum + weight, 0);
+  let running = 0;
+  return weights.map((weight) => (running += weight / total));
+})();
+function word(next: () => number): string {
+  const target = next();
+  let low = 0;
+  let high = zipfCumulative.length - 1;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (zipfCumulative[middle]! < target) low = middle + 1;
+    else high = middle;
+  }
+  return vocabulary[low]!;
+}
+
+function sentence(next: () => number): { text: string; topic: string } {
+  const topic = topics[Math.floor(next() * topics.length)]!;
+  const words = Array.from({ length: 8 + Math.floor(next() * 16) }, () => word(next));
+  words.splice(Math.floor(next() * words.length), 0, topic);
+  return { text: words.join(' '), topic };
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]!;
+}
+
+async function ingest(memory: MemoryService): Promise<number> {
+  const next = random(42);
+  const start = performance.now();
+  for (let session = 0; session < sessions; session++) {
+    const ref = { sessionId: `bench-${session}`, sessionKey: `agent:bench:s${session}`, agentId: 'bench' };
+    for (let offset = 0; offset < memoryCount / sessions; offset += batchSize) {
+      await memory.appendBatch(
+        ref,
+        Array.from({ length: batchSize }, (_, index) => ({
+          role: (offset + index) % 2 ? ('assistant' as const) : ('user' as const),
+          content: sentence(next).text,
+        })),
+      );
+    }
+  }
+  return performance.now() - start;
+}
+
+async function measure(
+  label: string,
+  db: SqlDatabase,
+  queries: number,
+): Promise<Array<Record<string, string | number>>> {
+  // Limits large enough that ingestion does not evict: the figure is about reading 100k rows.
+  const memory = createMemoryService({
+    db,
+    bus: createBus(),
+    config: { maxActiveEntries: 2_000, maxActiveTokens: 1_000_000 },
+  });
+  const ingestMs = await ingest(memory);
+  // Fresh statistics, as autovacuum would have them on a live Postgres (and ANALYZE helps SQLite's planner too).
+  await db.run('ANALYZE');
+  const next = random(7);
+  const timings = { topic: [] as number[], search: [] as number[] };
+  let topicItems = 0;
+  let searchHits = 0;
+  // Warm-up, then interleave the two kinds so load on the machine hits both alike.
+  for (let index = 0; index < 50; index++)
+    await memory.search({ agentId: 'bench', query: sentence(next).text.split(' ').slice(0, 4).join(' ') });
+  for (let index = 0; index < queries; index++) {
+    const topic = topics[Math.floor(next() * topics.length)]!;
+    let start = performance.now();
+    topicItems += (await memory.query({ agentId: 'bench', topic, limit: 25 })).length;
+    timings.topic.push(performance.now() - start);
+    const query = `what did we say about ${topic} and ${word(next)} ${word(next)}?`;
+    start = performance.now();
+    searchHits += (await memory.search({ agentId: 'bench', query, limit: 10 })).length;
+    timings.search.push(performance.now() - start);
+  }
+  const row = (kind: string, values: number[], found: number) => {
+    const sorted = [...values].sort((left, right) => left - right);
+    return {
+      backend: label,
+      operation: kind,
+      'p50 ms': Number(percentile(sorted, 0.5).toFixed(3)),
+      'p90 ms': Number(percentile(sorted, 0.9).toFixed(3)),
+      'p99 ms': Number(percentile(sorted, 0.99).toFixed(3)),
+      'results per query': Number((found / values.length).toFixed(1)),
+      'ingest s (100k)': Number((ingestMs / 1000).toFixed(1)),
+    };
+  };
+  return [
+    row('query by topic (limit 25)', timings.topic, topicItems),
+    row('FTS search (limit 10)', timings.search, searchHits),
+  ];
+}
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 1_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function run() {
+  const rows: Array<Record<string, string | number>> = [];
+  const notes = [
+    `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${batchSize} per transaction), then ANALYZE; ` +
+      'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
+    `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first); ` +
+      'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank).',
+  ];
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-bench-recall-'));
+  try {
+    const sqlite = createSqliteDatabase({ path: join(dir, 'recall.db') });
+    try {
+      await migrate(sqlite);
+      rows.push(...(await measure('sqlite', sqlite, queriesPerKind)));
+    } finally {
+      await sqlite.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  if (await postgresReachable()) {
+    const schema = `agentd_bench_recall_${Date.now().toString(36)}`;
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      const postgres = createPostgresDatabase({
+        connectionString: postgresUrl,
+        schema,
+        poolSize: 4,
+        settings: { synchronous_commit: 'off' },
+      });
+      try {
+        await migrate(postgres);
+        rows.push(...(await measure('postgres', postgres, postgresQueriesPerKind)));
+      } finally {
+        await postgres.close();
+      }
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+      await admin.end();
+    }
+    notes.push(
+      `Postgres: ${postgresUrl.replace(/\/\/[^@]*@/, '//')} in a fresh schema, synchronous_commit=off (ingest only; reads are unaffected).`,
+    );
+  } else {
+    notes.push(
+      `Postgres at ${postgresUrl.replace(/\/\/[^@]*@/, '//')} did not answer; only SQLite was measured.`,
+    );
+  }
+  notes.push('Target: p99 under 10 ms on SQLite.');
+  return { rows, notes };
+}
+
+export default {
+  name: 'recall',
+  description:
+    'memory.query by topic and BM25 full-text search over 100,000 memories, p50/p99, SQLite and Postgres',
+  run,
+};

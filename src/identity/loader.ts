@@ -1,0 +1,269 @@
+import { existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ErrorCodes, type Logger, silentLogger, UserInputError } from '../util/index.js';
+import { type MarkdownSection, splitSections } from './markdown-sections.js';
+
+/** Precedence order, highest first. AGENT.md wins over AGENTS.md when both exist. */
+const layerFiles: ReadonlyArray<{ layer: 'SOUL' | 'AGENT' | 'IDENTITY' | 'USER'; names: readonly string[] }> =
+  [
+    { layer: 'SOUL', names: ['SOUL.md'] },
+    { layer: 'AGENT', names: ['AGENT.md', 'AGENTS.md'] },
+    { layer: 'IDENTITY', names: ['IDENTITY.md'] },
+    { layer: 'USER', names: ['USER.md'] },
+  ];
+
+/** The seed's fallback when not even the packaged defaults can be found. */
+const lastResortPrompt = 'You are a helpful AI assistant.';
+
+export interface IdentityLayer {
+  /** The file that was used (`SOUL.md`, `AGENT.md` or `AGENTS.md`, …). */
+  file: string;
+  /** False when the agent has no such file and the default text was used. */
+  present: boolean;
+  /** Absolute path of the file used (the agent's own, the workspace root's, or the packaged default). */
+  path: string | null;
+}
+
+export interface ShadowedHeading {
+  heading: string;
+  /** The file whose section was kept. */
+  keptFrom: string;
+  /** The lower-precedence file whose section was dropped. */
+  shadowedIn: string;
+}
+
+export interface IdentityPacket {
+  agentId: string;
+  /** Same files → same bytes. */
+  systemPrompt: string;
+  layers: IdentityLayer[];
+  shadowed: ShadowedHeading[];
+  warnings: string[];
+}
+
+export interface IdentityLoaderOptions {
+  workspaceDir: string;
+  logger?: Logger;
+  /** Also watch the directories with fs.watch, so a change is noticed (and announced) without a load. */
+  watch?: boolean;
+  /** The agent whose files may live in the workspace root. Default `main`. */
+  defaultAgentId?: string;
+  /** Larger files are cut at a line boundary, with a warning. Default 1 MiB. */
+  maxFileBytes?: number;
+  /** Where the default texts live; defaults to the package's `defaults/workspace`. */
+  defaultsDir?: string;
+}
+
+export interface IdentityLoader {
+  load(agentId: string): Promise<IdentityPacket>;
+  /** Called with the agent id when a watched identity file changed (needs `watch: true`). */
+  onChange(listener: (agentId: string) => void): () => void;
+  close(): void;
+}
+
+const agentIdPattern = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+let packagedDefaults: string | null | undefined;
+function findPackagedDefaults(): string | null {
+  if (packagedDefaults !== undefined) return packagedDefaults;
+  let directory = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(directory, 'defaults', 'workspace');
+    if (existsSync(join(candidate, 'SOUL.md')) && existsSync(join(directory, 'package.json'))) {
+      packagedDefaults = candidate;
+      return candidate;
+    }
+    const parent = dirname(directory);
+    if (parent === directory) {
+      packagedDefaults = null;
+      return null;
+    }
+    directory = parent;
+  }
+}
+
+async function readLimited(path: string, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(maxBytes + 1);
+    const { bytesRead } = await handle.read(buffer, 0, maxBytes + 1, 0);
+    if (bytesRead <= maxBytes)
+      return { text: buffer.subarray(0, bytesRead).toString('utf8'), truncated: false };
+    const text = buffer.subarray(0, maxBytes).toString('utf8');
+    return { text: text.slice(0, Math.max(0, text.lastIndexOf('\n'))), truncated: true };
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Loads an agent's identity: SOUL.md > AGENT.md (or AGENTS.md) > IDENTITY.md > USER.md, merged by
+ * heading so a section of a higher layer wins over a section with the same heading (case-insensitive)
+ * below it. Files are looked up in `<workspace>/agents/<agentId>/`, and for the default agent also in the
+ * workspace root. A missing layer falls back to the packaged default text, with a warning.
+ *
+ * Reload: every `load` compares the files' mtime/size with the cached build and rebuilds on change; with
+ * `watch`, fs.watch also invalidates the cache and notifies `onChange` listeners.
+ */
+export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLoader {
+  const logger = (options.logger ?? silentLogger).child({ component: 'identity' });
+  const defaultAgentId = options.defaultAgentId ?? 'main';
+  const maxFileBytes = options.maxFileBytes ?? 1024 * 1024;
+  const cache = new Map<string, { signature: string; packet: IdentityPacket }>();
+  const listeners = new Set<(agentId: string) => void>();
+  const watchers = new Map<string, FSWatcher>();
+  const watchedAgents = new Map<string, Set<string>>();
+
+  const directoriesOf = (agentId: string): string[] => {
+    const own = join(options.workspaceDir, 'agents', agentId);
+    return agentId === defaultAgentId ? [own, options.workspaceDir] : [own];
+  };
+
+  const candidatesOf = (agentId: string): string[] =>
+    directoriesOf(agentId).flatMap((directory) =>
+      layerFiles.flatMap((layer) => layer.names.map((name) => join(directory, name))),
+    );
+
+  const signatureOf = async (agentId: string): Promise<string> => {
+    const parts = await Promise.all(
+      candidatesOf(agentId).map(async (path) => {
+        try {
+          const info = await stat(path);
+          return info.isFile() ? `${path}:${info.mtimeMs}:${info.ctimeMs}:${info.size}` : `${path}:-`;
+        } catch {
+          return `${path}:-`;
+        }
+      }),
+    );
+    return parts.join('|');
+  };
+
+  const ensureWatching = (agentId: string) => {
+    if (!options.watch) return;
+    for (const directory of directoriesOf(agentId)) {
+      const agents = watchedAgents.get(directory) ?? new Set<string>();
+      agents.add(agentId);
+      watchedAgents.set(directory, agents);
+      if (watchers.has(directory) || !existsSync(directory)) continue;
+      try {
+        const watcher = watchDirectory(directory, { persistent: false }, (_event, fileName) => {
+          const name = fileName?.toString();
+          if (name && !layerFiles.some((layer) => layer.names.includes(name))) return;
+          for (const affected of watchedAgents.get(directory) ?? []) {
+            cache.delete(affected);
+            for (const listener of listeners) {
+              try {
+                listener(affected);
+              } catch (error) {
+                logger.warn({ err: error }, 'identity change listener threw');
+              }
+            }
+          }
+        });
+        watcher.on('error', (error) =>
+          logger.warn({ err: error, directory }, 'identity watcher failed; changes are still seen on load'),
+        );
+        watchers.set(directory, watcher);
+      } catch (error) {
+        logger.warn(
+          { err: error, directory },
+          'cannot watch identity directory; changes are still seen on load',
+        );
+      }
+    }
+  };
+
+  const build = async (agentId: string): Promise<IdentityPacket> => {
+    const warnings: string[] = [];
+    const layers: IdentityLayer[] = [];
+    const shadowed: ShadowedHeading[] = [];
+    const kept = new Map<string, string>();
+    const blocks: string[] = [];
+    const defaultsDir = options.defaultsDir ?? findPackagedDefaults();
+    for (const layer of layerFiles) {
+      let found: { path: string; file: string } | undefined;
+      for (const directory of directoriesOf(agentId)) {
+        for (const name of layer.names) {
+          const path = join(directory, name);
+          try {
+            if ((await stat(path)).isFile()) found = { path, file: name };
+          } catch {
+            // Not there: try the next candidate.
+          }
+          if (found) break;
+        }
+        if (found) break;
+      }
+      let text: string;
+      let file: string;
+      if (found) {
+        const read = await readLimited(found.path, maxFileBytes);
+        if (read.truncated)
+          warnings.push(`${found.path} is larger than ${maxFileBytes} bytes; only the first part is used.`);
+        text = read.text;
+        file = found.file;
+        layers.push({ file, present: true, path: found.path });
+      } else {
+        file = layer.names[layer.names.length - 1]!;
+        const defaultPath = defaultsDir ? join(defaultsDir, file) : null;
+        const fallback =
+          defaultPath && existsSync(defaultPath) ? (await readLimited(defaultPath, maxFileBytes)).text : '';
+        text = fallback;
+        warnings.push(
+          `${layer.names.join(' or ')} not found for agent "${agentId}" (looked in ${directoriesOf(agentId).join(', ')}); using the default.`,
+        );
+        layers.push({ file, present: false, path: fallback ? defaultPath : null });
+      }
+      const sections: MarkdownSection[] = [];
+      for (const section of splitSections(text)) {
+        const owner = kept.get(section.key);
+        if (owner !== undefined) {
+          shadowed.push({ heading: section.heading || '(preamble)', keptFrom: owner, shadowedIn: file });
+          continue;
+        }
+        kept.set(section.key, file);
+        sections.push(section);
+      }
+      if (sections.length > 0) blocks.push(sections.map((section) => section.text).join('\n\n'));
+    }
+    const systemPrompt = blocks.length > 0 ? `${blocks.join('\n\n')}\n` : `${lastResortPrompt}\n`;
+    for (const warning of warnings) logger.warn({ agentId }, warning);
+    for (const entry of shadowed) {
+      logger.warn(
+        { agentId, ...entry },
+        `identity heading "${entry.heading}" in ${entry.shadowedIn} is shadowed by ${entry.keptFrom}`,
+      );
+    }
+    return { agentId, systemPrompt, layers, shadowed, warnings };
+  };
+
+  return {
+    async load(agentId) {
+      if (!agentIdPattern.test(agentId)) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: `"${agentId}" is not a valid agent id.`,
+        });
+      }
+      ensureWatching(agentId);
+      const signature = await signatureOf(agentId);
+      const cached = cache.get(agentId);
+      if (cached && cached.signature === signature) return structuredClone(cached.packet);
+      const packet = await build(agentId);
+      cache.set(agentId, { signature, packet });
+      return structuredClone(packet);
+    },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    close() {
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
+      watchedAgents.clear();
+      listeners.clear();
+    },
+  };
+}

@@ -1,0 +1,126 @@
+import { z } from 'zod';
+
+const dayMs = 24 * 60 * 60 * 1000;
+
+/** OpenAI-compatible `/embeddings`, or the deterministic offline hashing embedder (tests, benchmarks). */
+export const memoryEmbeddingsConfigSchema = z
+  .object({
+    /** `none` keeps search keyword-only (BM25). */
+    provider: z.enum(['none', 'openai', 'hash']).default('none'),
+    /** Base URL of an OpenAI-compatible server; `/embeddings` is appended. */
+    baseUrl: z.string().url().default('https://api.openai.com/v1'),
+    model: z.string().min(1).default('text-embedding-3-small'),
+    /** Name of the environment variable holding the API key (never the key itself). */
+    apiKeyEnv: z.string().min(1).default('OPENAI_API_KEY'),
+    /** Requested vector size: the hashing embedder uses it (default 256); sent to OpenAI-compatible servers when set. */
+    dimensions: z.number().int().min(8).max(4096).optional(),
+    timeoutMs: z.number().int().positive().default(15_000),
+    batchSize: z.number().int().min(1).max(2048).default(64),
+    /** Weight of the vector ranking in reciprocal-rank fusion (the text ranking has weight 1). */
+    vectorWeight: z.number().min(0).max(10).default(1),
+    /** How many candidates each ranking contributes before fusion. */
+    candidateCount: z.number().int().min(1).max(1000).default(50),
+  })
+  .default({
+    provider: 'none',
+    baseUrl: 'https://api.openai.com/v1',
+    model: 'text-embedding-3-small',
+    apiKeyEnv: 'OPENAI_API_KEY',
+    timeoutMs: 15_000,
+    batchSize: 64,
+    vectorWeight: 1,
+    candidateCount: 50,
+  });
+
+export const memoryConfigSchema = z
+  .object({
+    /** Active (non-tombstone) entries kept in a session's RAM context before the oldest are evicted. */
+    maxActiveEntries: z.number().int().min(2).default(64),
+    /** Estimated tokens of active entries before the oldest are evicted. */
+    maxActiveTokens: z.number().int().min(64).default(8_000),
+    /** Entries folded into one summary. */
+    summarizeBatch: z.number().int().min(1).default(8),
+    /** Tombstones kept in RAM per session (all of them stay in the database). */
+    maxRamTombstones: z.number().int().min(0).default(256),
+    /** Upper bound of a model-written summary. */
+    summaryMaxTokens: z.number().int().min(16).default(300),
+    /** Budget of the model call that writes a summary; on timeout the extractive fallback is used. */
+    summaryTimeoutMs: z.number().int().positive().default(30_000),
+    managerIntervalMs: z.number().int().min(100).default(30_000),
+    thresholds: z
+      .object({
+        /** The manager summarizes when active entries or tokens pass this fraction of their limit. */
+        summarizeRatio: z.number().gt(0).max(1).default(0.75),
+        /** The manager summarizes a session idle for this long down to `keepRecentEntries`. */
+        staleAfterMs: z
+          .number()
+          .int()
+          .positive()
+          .default(30 * 60 * 1000),
+        keepRecentEntries: z.number().int().min(0).default(8),
+        maxSummariesPerTick: z.number().int().min(1).default(2),
+        /** RAM contexts idle this long are dropped from the process (they reload from the database). */
+        unloadIdleAfterMs: z
+          .number()
+          .int()
+          .positive()
+          .default(6 * 60 * 60 * 1000),
+      })
+      .default({
+        summarizeRatio: 0.75,
+        staleAfterMs: 30 * 60 * 1000,
+        keepRecentEntries: 8,
+        maxSummariesPerTick: 2,
+        unloadIdleAfterMs: 6 * 60 * 60 * 1000,
+      }),
+    retention: z
+      .object({
+        /** Snapshots kept per session key (newest first). */
+        snapshotsPerSession: z.number().int().min(1).default(24),
+        snapshotMaxAgeMs: z
+          .number()
+          .int()
+          .positive()
+          .default(30 * dayMs),
+        /** Memory events older than this are deleted. */
+        eventMaxAgeMs: z
+          .number()
+          .int()
+          .positive()
+          .default(30 * dayMs),
+        /** Archived session instances kept per session key; null keeps all. */
+        archivedSessionsPerKey: z.number().int().min(0).nullable().default(null),
+        /** Archived session instances older than this (by archive time) are deleted; null keeps them. */
+        archivedMaxAgeMs: z.number().int().positive().nullable().default(null),
+      })
+      .default({
+        snapshotsPerSession: 24,
+        snapshotMaxAgeMs: 30 * dayMs,
+        eventMaxAgeMs: 30 * dayMs,
+        archivedSessionsPerKey: null,
+        archivedMaxAgeMs: null,
+      }),
+    recall: z
+      .object({
+        defaultLimit: z.number().int().min(1).default(25),
+        maxLimit: z.number().int().min(1).default(128),
+        /** Without `includeFull`, entry content is cut to this many characters. */
+        previewChars: z.number().int().min(16).default(280),
+        searchDefaultLimit: z.number().int().min(1).default(8),
+        /** Default budget of `recallForPrompt`. */
+        promptMaxTokens: z.number().int().min(16).default(600),
+      })
+      .default({
+        defaultLimit: 25,
+        maxLimit: 128,
+        previewChars: 280,
+        searchDefaultLimit: 8,
+        promptMaxTokens: 600,
+      }),
+    embeddings: memoryEmbeddingsConfigSchema,
+  })
+  .strict();
+
+export type MemoryConfig = z.infer<typeof memoryConfigSchema>;
+export type MemoryConfigInput = z.input<typeof memoryConfigSchema>;
+export type MemoryEmbeddingsConfig = z.infer<typeof memoryEmbeddingsConfigSchema>;

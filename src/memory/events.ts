@@ -1,0 +1,33 @@
+import type { MemoryEventPayload } from './types.js';
+
+// Merged into the module that declares BusEventMap: augmenting the re-export in bus/index.ts does not merge.
+declare module '../bus/events.js' {
+  interface BusEventMap {
+    /** RAM/LTM maintenance happened: summarize, evict, snapshot, archive, restore. */
+    'memory:event': MemoryEventPayload;
+    /** Writes to the database failed; memory continues in RAM only until restart. */
+    'memory:degraded': { reason: string; code: string };
+  }
+}
+
+/** The Spiderweb wire message for a memory event (seed 000 shape, plus additive detail fields). */
+export function toSpiderwebMemoryEvent(payload: MemoryEventPayload, request: string | null) {
+  const wire: Record<MemoryEventPayload['kind'], { event: string; status: string }> = {
+    summarized: { event: 'summarize', status: 'summarized' },
+    snapshot: { event: 'summarize', status: 'snapshot' },
+    evicted: { event: 'evict', status: 'evicted' },
+    archived: { event: 'archive', status: 'archived' },
+    restored: { event: 'restore', status: 'restored' },
+  };
+  return {
+    type: 'memory.event' as const,
+    request,
+    sessionKey: payload.sessionKey,
+    ...wire[payload.kind],
+    count: payload.count,
+    message: payload.message,
+    tokensBefore: payload.tokensBefore,
+    tokensAfter: payload.tokensAfter,
+    memoryIds: payload.memoryIds,
+  };
+}

@@ -1,0 +1,671 @@
+import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
+import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
+import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
+
+/** An entry as kept in RAM and in the database: the public entry plus its position and row id. */
+export interface StoredEntry extends MemoryEntry {
+  /** Context position: a summary and the tombstones of what it replaced sit where the originals were. */
+  orderKey: number;
+  /** Row id in `memory_entries` (undefined for entries not persisted in RAM-only mode). */
+  rowId: number | undefined;
+}
+
+export interface EntryRow {
+  id: number;
+  session_key: string;
+  memory_id: number;
+  session_id: string;
+  agent_id: string;
+  kind: string;
+  role: string;
+  state: string;
+  related_to: number | null;
+  order_key: number;
+  content: string;
+  tool_data: string | null;
+  metadata: string | null;
+  tokens: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+  archived_at_ms: number | null;
+}
+
+const entryColumns =
+  'e.id, e.session_key, e.memory_id, e.session_id, e.agent_id, e.kind, e.role, e.state, e.related_to, e.order_key, ' +
+  'e.content, e.tool_data, e.metadata, e.tokens, e.created_at_ms, e.updated_at_ms, e.archived_at_ms';
+
+function parseJsonObject(text: string | null): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function rowToEntry(row: EntryRow): StoredEntry {
+  const toolData = parseJsonObject(row.tool_data);
+  const metadata = parseJsonObject(row.metadata);
+  const memoryId = Number(row.memory_id);
+  const entry: StoredEntry = {
+    memoryId,
+    address: `${row.session_key}#${memoryId}`,
+    sessionId: row.session_id,
+    sessionKey: row.session_key,
+    agentId: row.agent_id,
+    kind: row.kind as MemoryKind,
+    role: row.role as MemoryRole,
+    state: row.state as MemoryState,
+    content: row.content,
+    relatedTo: row.related_to === null ? null : Number(row.related_to),
+    tokens: Number(row.tokens),
+    createdAtMs: Number(row.created_at_ms),
+    archivedAtMs: row.archived_at_ms === null ? null : Number(row.archived_at_ms),
+    orderKey: Number(row.order_key),
+    rowId: Number(row.id),
+  };
+  if (metadata) entry.metadata = metadata;
+  if (entry.kind === 'summary' && Array.isArray(metadata?.sourceIds))
+    entry.sourceIds = metadata.sourceIds.map(Number);
+  if (toolData) {
+    if (Array.isArray(toolData.toolCalls)) entry.toolCalls = toolData.toolCalls as MemoryEntry['toolCalls'];
+    if (typeof toolData.toolCallId === 'string') entry.toolCallId = toolData.toolCallId;
+    if (typeof toolData.toolName === 'string') entry.toolName = toolData.toolName;
+    if (typeof toolData.isError === 'boolean') entry.isError = toolData.isError;
+  }
+  return entry;
+}
+
+function toolDataOf(entry: MemoryEntry): string | null {
+  if (entry.toolCalls?.length) return JSON.stringify({ toolCalls: entry.toolCalls });
+  if (entry.toolCallId !== undefined) {
+    return JSON.stringify({
+      toolCallId: entry.toolCallId,
+      toolName: entry.toolName,
+      isError: entry.isError ?? false,
+    });
+  }
+  return null;
+}
+
+function placeholders(count: number): string {
+  return new Array(count).fill('?').join(', ');
+}
+
+export interface EntryFilter {
+  agentId: string;
+  sessionKey?: string;
+  includeArchived: boolean;
+  kind?: MemoryKind;
+  states?: ReadonlyArray<MemoryState>;
+  /** Only archived rows. */
+  archivedOnly?: boolean;
+}
+
+function filterSql(filter: EntryFilter, params: SqlValue[]): string {
+  const clauses = ['e.agent_id = ?'];
+  params.push(filter.agentId);
+  if (filter.sessionKey !== undefined) {
+    clauses.push('e.session_key = ?');
+    params.push(filter.sessionKey);
+  }
+  if (filter.archivedOnly) clauses.push('e.archived_at_ms IS NOT NULL');
+  else if (!filter.includeArchived) clauses.push('e.archived_at_ms IS NULL');
+  if (filter.kind) {
+    clauses.push('e.kind = ?');
+    params.push(filter.kind);
+  }
+  if (filter.states?.length) {
+    clauses.push(`e.state IN (${placeholders(filter.states.length)})`);
+    params.push(...filter.states);
+  }
+  return clauses.join(' AND ');
+}
+
+export interface RankedRow extends EntryRow {
+  rank: number;
+}
+
+export interface SnapshotRow {
+  id: string;
+  sessionId: string;
+  sessionKey: string;
+  agentId: string;
+  reason: string;
+  nextId: number;
+  entryCount: number;
+  summaryCount: number;
+  tombstoneCount: number;
+  activeTokens: number;
+  activeIds: number[];
+  createdAtMs: number;
+}
+
+export interface MemoryEventRow {
+  id: string;
+  sessionId: string;
+  sessionKey: string;
+  agentId: string;
+  kind: string;
+  count: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  memoryIds: number[];
+  message: string;
+  details?: Record<string, unknown>;
+  createdAtMs: number;
+}
+
+/** Float32 vectors travel as little-endian bytes on SQLite and as `real[]` literals on Postgres. */
+function vectorParam(dialect: 'sqlite' | 'postgres', vector: Float32Array): SqlValue {
+  if (dialect === 'sqlite') return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+  return `{${Array.from(vector, (value) => (Number.isFinite(value) ? value : 0)).join(',')}}`;
+}
+
+function vectorFromBlob(value: unknown): Float32Array | undefined {
+  if (!(value instanceof Uint8Array) || value.byteLength % 4 !== 0) return undefined;
+  const copy = new Uint8Array(value.byteLength);
+  copy.set(value);
+  return new Float32Array(copy.buffer);
+}
+
+/**
+ * All SQL of the memory subsystem. Portable SQL where the dialects agree; full-text search and vectors
+ * branch on the dialect (FTS5 + bm25 on SQLite, tsvector + ts_rank on Postgres; sqlite-vec's
+ * `vec_distance_cosine` or JS on SQLite, `unnest` over `real[]` on Postgres).
+ */
+export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean }) {
+  const dialect = db.dialect;
+
+  const insertEntry = async (tx: SqlExecutor, entry: StoredEntry): Promise<number> => {
+    const row = await tx.get<{ id: number }>(
+      'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, related_to, order_key, ' +
+        'content, tool_data, metadata, tokens, created_at_ms, updated_at_ms, archived_at_ms) ' +
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
+      [
+        entry.sessionKey,
+        entry.memoryId,
+        entry.sessionId,
+        entry.agentId,
+        entry.kind,
+        entry.role,
+        entry.state,
+        entry.relatedTo,
+        entry.orderKey,
+        entry.content,
+        toolDataOf(entry),
+        entry.metadata ? JSON.stringify(entry.metadata) : null,
+        entry.tokens,
+        entry.createdAtMs,
+        entry.createdAtMs,
+        entry.archivedAtMs,
+      ],
+    );
+    return Number(row!.id);
+  };
+
+  return {
+    dialect,
+
+    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>) => db.transaction(work),
+
+    async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number): Promise<void> {
+      await tx.run(
+        'INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms) VALUES (?, ?, ?, ?, ?) ' +
+          'ON CONFLICT (session_id) DO UPDATE SET last_active_ms = excluded.last_active_ms',
+        [ref.sessionId, ref.sessionKey, ref.agentId, nowMs, nowMs],
+      );
+    },
+
+    async getSession(sessionId: string) {
+      const row = await db.get<{
+        session_id: string;
+        session_key: string;
+        agent_id: string;
+        last_active_ms: number;
+        archived_at_ms: number | null;
+      }>(
+        'SELECT session_id, session_key, agent_id, last_active_ms, archived_at_ms FROM memory_sessions WHERE session_id = ?',
+        [sessionId],
+      );
+      if (!row) return undefined;
+      return {
+        ref: { sessionId: row.session_id, sessionKey: row.session_key, agentId: row.agent_id },
+        lastActiveMs: Number(row.last_active_ms),
+        archivedAtMs: row.archived_at_ms === null ? null : Number(row.archived_at_ms),
+      };
+    },
+
+    async nextIdOf(sessionKey: string): Promise<number> {
+      const row = await db.get<{ next_id: number }>(
+        'SELECT next_id FROM memory_counters WHERE session_key = ?',
+        [sessionKey],
+      );
+      return row ? Number(row.next_id) : 1;
+    },
+
+    /** Reserves `count` consecutive MemoryIDs for a key; returns the first. */
+    async reserveIds(tx: SqlExecutor, sessionKey: string, count: number, atLeast: number): Promise<number> {
+      // `atLeast` keeps the counter ahead of ids handed out while the database was unavailable.
+      const row = await tx.get<{ next_id: number }>(
+        'INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET next_id = ' +
+          'CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? RETURNING next_id',
+        [sessionKey, atLeast + count, atLeast, atLeast, count],
+      );
+      return Number(row!.next_id) - count;
+    },
+
+    insertEntry,
+
+    async setStates(
+      tx: SqlExecutor,
+      sessionKey: string,
+      memoryIds: ReadonlyArray<number>,
+      state: MemoryState,
+      nowMs: number,
+    ) {
+      if (memoryIds.length === 0) return;
+      await tx.run(
+        `UPDATE memory_entries SET state = ?, updated_at_ms = ? WHERE session_key = ? AND memory_id IN (${placeholders(memoryIds.length)})`,
+        [state, nowMs, sessionKey, ...memoryIds],
+      );
+    },
+
+    /** Active entries and the newest `maxTombstones` tombstones of a live session instance, in context order. */
+    async loadRam(sessionId: string, maxTombstones: number): Promise<StoredEntry[]> {
+      const active = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE e.session_id = ? AND e.state = 'active' AND e.archived_at_ms IS NULL`,
+        [sessionId],
+      );
+      const tombstones =
+        maxTombstones > 0
+          ? await db.all<EntryRow>(
+              `SELECT ${entryColumns} FROM memory_entries e WHERE e.session_id = ? AND e.state = 'tombstone' ` +
+                'AND e.archived_at_ms IS NULL ORDER BY e.memory_id DESC LIMIT ?',
+              [sessionId, maxTombstones],
+            )
+          : [];
+      return [...active, ...tombstones].map(rowToEntry).sort(byContextOrder);
+    },
+
+    async archiveSession(tx: SqlExecutor, sessionId: string, reason: string, nowMs: number): Promise<number> {
+      await tx.run('UPDATE memory_sessions SET archived_at_ms = ?, archive_reason = ? WHERE session_id = ?', [
+        nowMs,
+        reason,
+        sessionId,
+      ]);
+      const result = await tx.run(
+        'UPDATE memory_entries SET archived_at_ms = ?, updated_at_ms = ? WHERE session_id = ? AND archived_at_ms IS NULL',
+        [nowMs, nowMs, sessionId],
+      );
+      return result.changes;
+    },
+
+    async insertSnapshot(tx: SqlExecutor, snapshot: SnapshotRow): Promise<void> {
+      await tx.run(
+        'INSERT INTO memory_snapshots (id, session_id, session_key, agent_id, reason, next_id, entry_count, summary_count, ' +
+          'tombstone_count, active_tokens, active_ids, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [
+          snapshot.id,
+          snapshot.sessionId,
+          snapshot.sessionKey,
+          snapshot.agentId,
+          snapshot.reason,
+          snapshot.nextId,
+          snapshot.entryCount,
+          snapshot.summaryCount,
+          snapshot.tombstoneCount,
+          snapshot.activeTokens,
+          JSON.stringify(snapshot.activeIds),
+          snapshot.createdAtMs,
+        ],
+      );
+    },
+
+    async listSnapshots(sessionKey: string, limit: number): Promise<SnapshotRow[]> {
+      const rows = await db.all<Record<string, unknown>>(
+        'SELECT * FROM memory_snapshots WHERE session_key = ? ORDER BY created_at_ms DESC, id DESC LIMIT ?',
+        [sessionKey, limit],
+      );
+      return rows.map((row) => ({
+        id: String(row.id),
+        sessionId: String(row.session_id),
+        sessionKey: String(row.session_key),
+        agentId: String(row.agent_id),
+        reason: String(row.reason),
+        nextId: Number(row.next_id),
+        entryCount: Number(row.entry_count),
+        summaryCount: Number(row.summary_count),
+        tombstoneCount: Number(row.tombstone_count),
+        activeTokens: Number(row.active_tokens),
+        activeIds: (JSON.parse(String(row.active_ids)) as unknown[]).map(Number),
+        createdAtMs: Number(row.created_at_ms),
+      }));
+    },
+
+    async insertEvent(tx: SqlExecutor, event: MemoryEventRow): Promise<void> {
+      await tx.run(
+        'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
+          'message, details, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [
+          event.id,
+          event.sessionId,
+          event.sessionKey,
+          event.agentId,
+          event.kind,
+          event.count,
+          event.tokensBefore,
+          event.tokensAfter,
+          JSON.stringify(event.memoryIds),
+          event.message,
+          event.details ? JSON.stringify(event.details) : null,
+          event.createdAtMs,
+        ],
+      );
+    },
+
+    async listEvents(sessionKey: string, limit: number): Promise<MemoryEventRow[]> {
+      const rows = await db.all<Record<string, unknown>>(
+        'SELECT * FROM memory_events WHERE session_key = ? ORDER BY created_at_ms DESC, id DESC LIMIT ?',
+        [sessionKey, limit],
+      );
+      return rows.map((row) => ({
+        id: String(row.id),
+        sessionId: String(row.session_id),
+        sessionKey: String(row.session_key),
+        agentId: String(row.agent_id),
+        kind: String(row.kind),
+        count: Number(row.count),
+        tokensBefore: Number(row.tokens_before),
+        tokensAfter: Number(row.tokens_after),
+        memoryIds: (JSON.parse(String(row.memory_ids)) as unknown[]).map(Number),
+        message: String(row.message),
+        ...(row.details ? { details: parseJsonObject(String(row.details)) } : {}),
+        createdAtMs: Number(row.created_at_ms),
+      }));
+    },
+
+    /** Newest first. */
+    async listEntries(filter: EntryFilter, limit: number): Promise<StoredEntry[]> {
+      const params: SqlValue[] = [];
+      const where = filterSql(filter, params);
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?`,
+        [...params, limit],
+      );
+      return rows.map(rowToEntry);
+    },
+
+    async entriesByIds(
+      filter: EntryFilter,
+      ids: ReadonlyArray<{ sessionKey: string; memoryId: number }>,
+      limit: number,
+    ) {
+      if (ids.length === 0) return [];
+      const params: SqlValue[] = [];
+      const where = filterSql(filter, params);
+      const byKey = new Map<string, number[]>();
+      for (const id of ids) byKey.set(id.sessionKey, [...(byKey.get(id.sessionKey) ?? []), id.memoryId]);
+      const groups: string[] = [];
+      for (const [key, memoryIds] of byKey) {
+        groups.push(`(e.session_key = ? AND e.memory_id IN (${placeholders(memoryIds.length)}))`);
+        params.push(key, ...memoryIds);
+      }
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} AND (${groups.join(' OR ')}) ` +
+          'ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?',
+        [...params, limit],
+      );
+      return rows.map(rowToEntry);
+    },
+
+    async entryByAddress(sessionKey: string, memoryId: number): Promise<StoredEntry | undefined> {
+      const row = await db.get<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE e.session_key = ? AND e.memory_id = ?`,
+        [sessionKey, memoryId],
+      );
+      return row ? rowToEntry(row) : undefined;
+    },
+
+    async entriesByRowIds(rowIds: ReadonlyArray<number>): Promise<Map<number, StoredEntry>> {
+      const found = new Map<number, StoredEntry>();
+      if (rowIds.length === 0) return found;
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE e.id IN (${placeholders(rowIds.length)})`,
+        [...rowIds],
+      );
+      for (const row of rows) found.set(Number(row.id), rowToEntry(row));
+      return found;
+    },
+
+    /** Full-text ranking; `rank` is higher-is-better on both dialects. */
+    async fullText(filter: EntryFilter, terms: ReadonlyArray<string>, limit: number): Promise<RankedRow[]> {
+      if (terms.length === 0) return [];
+      const params: SqlValue[] = [];
+      if (dialect === 'sqlite') {
+        const match = ftsAnyOf(terms);
+        const where = filterSql(filter, params);
+        // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
+        // before ranking costs far more. When filters drop too many candidates, rank over the full join.
+        const candidates = Math.max(limit * 5, 50);
+        let rows = await db.all<RankedRow>(
+          `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts ` +
+            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+          [match, candidates, ...params, limit],
+        );
+        if (rows.length < limit) {
+          const total = await db.get<{ n: number }>(
+            'SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
+            [match, candidates],
+          );
+          if (Number(total?.n ?? 0) >= candidates) {
+            rows = await db.all<RankedRow>(
+              `SELECT ${entryColumns}, bm25(memory_fts) AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+                `WHERE memory_fts MATCH ? AND ${where} ORDER BY rank LIMIT ?`,
+              [match, ...params, limit],
+            );
+          }
+        }
+        // bm25() is lower-is-better.
+        return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
+      }
+      params.push(tsqueryAnyOf(terms));
+      const where = filterSql(filter, params);
+      const rows = await db.all<RankedRow>(
+        `SELECT ${entryColumns}, ts_rank(e.search_vector, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+          `WHERE e.search_vector @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+        [...params, limit],
+      );
+      return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
+    },
+
+    /** Entries whose words contain `topic` as a phrase, newest first. */
+    async topic(filter: EntryFilter, topic: string, limit: number): Promise<StoredEntry[]> {
+      const params: SqlValue[] = [];
+      if (dialect === 'sqlite') {
+        const phrase = ftsPhrase(topic);
+        if (!phrase) return [];
+        params.push(phrase);
+        const where = filterSql(filter, params);
+        const rows = await db.all<EntryRow>(
+          `SELECT ${entryColumns} FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+            `WHERE memory_fts MATCH ? AND ${where} ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?`,
+          [...params, limit],
+        );
+        return rows.map(rowToEntry);
+      }
+      const phrase = tsqueryPhrase(topic);
+      if (!phrase) return [];
+      params.push(phrase);
+      const where = filterSql(filter, params);
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE e.search_vector @@ to_tsquery('english', ?) AND ${where} ` +
+          'ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?',
+        [...params, limit],
+      );
+      return rows.map(rowToEntry);
+    },
+
+    async insertVectors(
+      rows: ReadonlyArray<{ rowId: number; agentId: string; vector: Float32Array }>,
+      model: string,
+    ): Promise<void> {
+      if (rows.length === 0) return;
+      await db.transaction(async (tx) => {
+        for (const row of rows) {
+          await tx.run(
+            `INSERT INTO memory_vectors (entry_id, agent_id, model, dimensions, vector) VALUES (?, ?, ?, ?, ${dialect === 'postgres' ? '?::real[]' : '?'}) ` +
+              'ON CONFLICT (entry_id, model) DO NOTHING',
+            [row.rowId, row.agentId, model, row.vector.length, vectorParam(dialect, row.vector)],
+          );
+        }
+      });
+    },
+
+    /** Row ids of entries (not tombstones) without a vector of `model`, oldest first. */
+    async entriesWithoutVectors(model: string, limit: number): Promise<StoredEntry[]> {
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e LEFT JOIN memory_vectors v ON v.entry_id = e.id AND v.model = ? ` +
+          "WHERE v.entry_id IS NULL AND e.state <> 'tombstone' ORDER BY e.id LIMIT ?",
+        [model, limit],
+      );
+      return rows.map(rowToEntry);
+    },
+
+    /** Nearest entries by cosine similarity (vectors are normalized, so the dot product). */
+    async nearest(filter: EntryFilter, model: string, vector: Float32Array, limit: number) {
+      const params: SqlValue[] = [model];
+      const where = filterSql(filter, params);
+      const notTombstone = "e.state <> 'tombstone'";
+      if (dialect === 'postgres') {
+        const rows = await db.all<{ entry_id: number; similarity: number }>(
+          'SELECT v.entry_id, (SELECT sum(a * b) FROM unnest(v.vector, ?::real[]) AS t(a, b)) AS similarity ' +
+            'FROM memory_vectors v JOIN memory_entries e ON e.id = v.entry_id ' +
+            `WHERE v.model = ? AND ${where} AND ${notTombstone} ORDER BY similarity DESC LIMIT ?`,
+          [vectorParam(dialect, vector), ...params, limit],
+        );
+        return rows.map((row) => ({ rowId: Number(row.entry_id), similarity: Number(row.similarity) }));
+      }
+      if (options.sqliteVec) {
+        const rows = await db.all<{ entry_id: number; distance: number }>(
+          'SELECT v.entry_id, vec_distance_cosine(v.vector, ?) AS distance FROM memory_vectors v JOIN memory_entries e ON e.id = v.entry_id ' +
+            `WHERE v.model = ? AND ${where} AND ${notTombstone} ORDER BY distance LIMIT ?`,
+          [vectorParam(dialect, vector), ...params, limit],
+        );
+        return rows.map((row) => ({ rowId: Number(row.entry_id), similarity: 1 - Number(row.distance) }));
+      }
+      const rows = await db.all<{ entry_id: number; vector: unknown }>(
+        `SELECT v.entry_id, v.vector FROM memory_vectors v JOIN memory_entries e ON e.id = v.entry_id WHERE v.model = ? AND ${where} AND ${notTombstone}`,
+        params,
+      );
+      const scored: Array<{ rowId: number; similarity: number }> = [];
+      for (const row of rows) {
+        const other = vectorFromBlob(row.vector);
+        if (!other || other.length !== vector.length) continue;
+        let dot = 0;
+        for (let index = 0; index < vector.length; index++) dot += vector[index]! * other[index]!;
+        scored.push({ rowId: Number(row.entry_id), similarity: dot });
+      }
+      scored.sort((left, right) => right.similarity - left.similarity || left.rowId - right.rowId);
+      return scored.slice(0, limit);
+    },
+
+    async history(
+      sessionKey: string,
+      options: { limit: number; beforeMemoryId?: number; includeArchived: boolean },
+    ): Promise<StoredEntry[]> {
+      const params: SqlValue[] = [sessionKey];
+      let where =
+        "e.session_key = ? AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'";
+      if (!options.includeArchived) where += ' AND e.archived_at_ms IS NULL';
+      if (options.beforeMemoryId !== undefined) {
+        where += ' AND e.memory_id < ?';
+        params.push(options.beforeMemoryId);
+      }
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY e.memory_id DESC LIMIT ?`,
+        [...params, options.limit],
+      );
+      return rows.map(rowToEntry).reverse();
+    },
+
+    /** Deletes everything stored for a key except its MemoryID counter (so ids are never reused). */
+    async deleteSessionKey(sessionKey: string): Promise<number> {
+      return db.transaction(async (tx) => {
+        await tx.run(
+          'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_key = ?)',
+          [sessionKey],
+        );
+        const deleted = await tx.run('DELETE FROM memory_entries WHERE session_key = ?', [sessionKey]);
+        await tx.run('DELETE FROM memory_snapshots WHERE session_key = ?', [sessionKey]);
+        await tx.run('DELETE FROM memory_events WHERE session_key = ?', [sessionKey]);
+        await tx.run('DELETE FROM memory_sessions WHERE session_key = ?', [sessionKey]);
+        return deleted.changes;
+      });
+    },
+
+    async applyRetention(policy: {
+      nowMs: number;
+      snapshotsPerSession: number;
+      snapshotMaxAgeMs: number;
+      eventMaxAgeMs: number;
+      archivedSessionsPerKey: number | null;
+      archivedMaxAgeMs: number | null;
+    }) {
+      return db.transaction(async (tx) => {
+        const byCount = await tx.run(
+          'DELETE FROM memory_snapshots WHERE id IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER ' +
+            '(PARTITION BY session_key ORDER BY created_at_ms DESC, id DESC) AS position FROM memory_snapshots) ranked WHERE position > ?)',
+          [policy.snapshotsPerSession],
+        );
+        const byAge = await tx.run('DELETE FROM memory_snapshots WHERE created_at_ms < ?', [
+          policy.nowMs - policy.snapshotMaxAgeMs,
+        ]);
+        const events = await tx.run('DELETE FROM memory_events WHERE created_at_ms < ?', [
+          policy.nowMs - policy.eventMaxAgeMs,
+        ]);
+        const expired = new Set<string>();
+        if (policy.archivedSessionsPerKey !== null) {
+          const rows = await tx.all<{ session_id: string }>(
+            'SELECT session_id FROM (SELECT session_id, ROW_NUMBER() OVER (PARTITION BY session_key ORDER BY archived_at_ms DESC, session_id DESC) ' +
+              'AS position FROM memory_sessions WHERE archived_at_ms IS NOT NULL) ranked WHERE position > ?',
+            [policy.archivedSessionsPerKey],
+          );
+          for (const row of rows) expired.add(row.session_id);
+        }
+        if (policy.archivedMaxAgeMs !== null) {
+          const rows = await tx.all<{ session_id: string }>(
+            'SELECT session_id FROM memory_sessions WHERE archived_at_ms IS NOT NULL AND archived_at_ms < ?',
+            [policy.nowMs - policy.archivedMaxAgeMs],
+          );
+          for (const row of rows) expired.add(row.session_id);
+        }
+        let entries = 0;
+        for (const sessionId of expired) {
+          await tx.run(
+            'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_id = ?)',
+            [sessionId],
+          );
+          entries += (await tx.run('DELETE FROM memory_entries WHERE session_id = ?', [sessionId])).changes;
+          await tx.run('DELETE FROM memory_snapshots WHERE session_id = ?', [sessionId]);
+          await tx.run('DELETE FROM memory_sessions WHERE session_id = ?', [sessionId]);
+        }
+        return {
+          snapshotsDeleted: byCount.changes + byAge.changes,
+          eventsDeleted: events.changes,
+          archivedSessionsDeleted: expired.size,
+          entriesDeleted: entries,
+        };
+      });
+    },
+  };
+}
+
+export type LtmStore = ReturnType<typeof createLtmStore>;
+
+export function byContextOrder(left: StoredEntry, right: StoredEntry): number {
+  return left.orderKey - right.orderKey || left.memoryId - right.memoryId;
+}

@@ -1,0 +1,74 @@
+/**
+ * Text helpers shared by the RAM model, full-text queries and embeddings: token estimates, query
+ * tokenization and a small English stopword list. Keyword search drops stopwords because an OR query over
+ * "the" or "what" matches nearly every row: that costs latency and adds nothing to the BM25 ranking.
+ */
+
+/** Rough tokens of a text for a model: ~4 characters per token, plus a small per-message overhead. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4) + 4;
+}
+
+const stopwords = new Set(
+  (
+    'a about above after again against all am an and any are as at be because been before being below between both ' +
+    'but by can could did do does doing down during each few for from further had has have having he her here hers ' +
+    'herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on ' +
+    'once only or other our ours ourselves out over own same she should so some such than that the their theirs them ' +
+    'themselves then there these they this those through to too under until up very was we were what when where which ' +
+    'while who whom why will with would you your yours yourself yourselves'
+  ).split(' '),
+);
+
+/** Lower-cased word tokens (letters and digits, any script). */
+export function wordTokens(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** Distinct non-stopword tokens of a query, in first-seen order, capped so a pasted essay stays cheap. */
+export function queryTerms(text: string, maxTerms = 32): string[] {
+  const seen = new Set<string>();
+  for (const token of wordTokens(text)) {
+    if (stopwords.has(token) || seen.has(token)) continue;
+    seen.add(token);
+    if (seen.size >= maxTerms) break;
+  }
+  if (seen.size === 0) {
+    // A query made only of stopwords still deserves an answer.
+    for (const token of wordTokens(text)) {
+      seen.add(token);
+      if (seen.size >= maxTerms) break;
+    }
+  }
+  return [...seen];
+}
+
+/** FTS5 MATCH expression: any of the terms (bm25 ranks documents matching more and rarer terms higher). */
+export function ftsAnyOf(terms: ReadonlyArray<string>): string {
+  return terms.map((term) => `"${term}"`).join(' OR ');
+}
+
+/** FTS5 MATCH expression: the words as one phrase. */
+export function ftsPhrase(text: string): string {
+  const tokens = wordTokens(text);
+  return tokens.length === 0 ? '' : `"${tokens.join(' ')}"`;
+}
+
+/** Postgres tsquery text for `to_tsquery('english', …)`: any of the terms. */
+export function tsqueryAnyOf(terms: ReadonlyArray<string>): string {
+  return terms.join(' | ');
+}
+
+/** Postgres tsquery text: the words as one phrase (`<->` adjacency). */
+export function tsqueryPhrase(text: string): string {
+  return wordTokens(text).join(' <-> ');
+}
+
+/** Cuts text to `maxChars`, on a word boundary where one is near, with an ellipsis. */
+export function truncateText(text: string, maxChars: number): { text: string; truncated: boolean } {
+  if (text.length <= maxChars) return { text, truncated: false };
+  const cut = text.slice(0, maxChars);
+  const space = cut.lastIndexOf(' ');
+  const body = space > maxChars * 0.6 ? cut.slice(0, space) : cut;
+  return { text: `${body.trimEnd()}…`, truncated: true };
+}

@@ -1,0 +1,143 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createIdentityLoader, type IdentityLoader, splitSections } from '../../src/identity/index.js';
+import { createRecordingLogger } from '../../src/util/index.js';
+
+describe('identity loader', () => {
+  let workspace: string;
+  let loader: IdentityLoader | undefined;
+  const write = (relative: string, text: string) => {
+    const path = join(workspace, relative);
+    mkdirSync(join(path, '..'), { recursive: true });
+    writeFileSync(path, text);
+    return path;
+  };
+
+  beforeEach(() => {
+    workspace = mkdtempSync(join(tmpdir(), 'agentd-identity-'));
+  });
+  afterEach(() => {
+    loader?.close();
+    loader = undefined;
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it('merges SOUL > AGENT > IDENTITY > USER by heading and reports what was shadowed', async () => {
+    write('agents/ada/SOUL.md', 'Soul preamble.\n\n## Tone\n\nCalm and exact.\n');
+    write(
+      'agents/ada/AGENT.md',
+      'Agent preamble (dropped).\n\n## tone\n\nLoud.\n\n## Rules\n\nAlways cite sources.\n',
+    );
+    write('agents/ada/AGENTS.md', '## Ignored\n\nAGENT.md wins over AGENTS.md.\n');
+    write('agents/ada/IDENTITY.md', '# Rules\n\nNever cite.\n\n## Name\n\nAda\n');
+    write('agents/ada/USER.md', '## User\n\nPrefers metric units.\n');
+    const logger = createRecordingLogger();
+    loader = createIdentityLoader({ workspaceDir: workspace, logger });
+    const packet = await loader.load('ada');
+    expect(packet.systemPrompt).toBe(
+      'Soul preamble.\n\n## Tone\n\nCalm and exact.\n\n## Rules\n\nAlways cite sources.\n\n## Name\n\nAda\n\n## User\n\nPrefers metric units.\n',
+    );
+    expect(packet.layers.map((layer) => [layer.file, layer.present])).toEqual([
+      ['SOUL.md', true],
+      ['AGENT.md', true],
+      ['IDENTITY.md', true],
+      ['USER.md', true],
+    ]);
+    expect(packet.shadowed).toEqual([
+      { heading: '(preamble)', keptFrom: 'SOUL.md', shadowedIn: 'AGENT.md' },
+      { heading: 'tone', keptFrom: 'SOUL.md', shadowedIn: 'AGENT.md' },
+      { heading: 'Rules', keptFrom: 'AGENT.md', shadowedIn: 'IDENTITY.md' },
+    ]);
+    expect(packet.warnings).toEqual([]);
+    expect(logger.records.filter((record) => record.message?.includes('shadowed'))).toHaveLength(3);
+  });
+
+  it('falls back to the packaged defaults with a warning for each missing file', async () => {
+    write('agents/bob/SOUL.md', '# Soul\n\nYou are Bob.\n');
+    const logger = createRecordingLogger();
+    loader = createIdentityLoader({ workspaceDir: workspace, logger });
+    const packet = await loader.load('bob');
+    expect(packet.layers.map((layer) => [layer.file, layer.present])).toEqual([
+      ['SOUL.md', true],
+      ['AGENTS.md', false],
+      ['IDENTITY.md', false],
+      ['USER.md', false],
+    ]);
+    expect(packet.warnings).toHaveLength(3);
+    expect(packet.warnings[0]).toContain('AGENT.md or AGENTS.md not found for agent "bob"');
+    expect(packet.systemPrompt.startsWith('# Soul\n\nYou are Bob.\n\n# Operating instructions')).toBe(true);
+    expect(packet.systemPrompt).toContain(
+      readFileSync(new URL('../../defaults/workspace/USER.md', import.meta.url), 'utf8').trim(),
+    );
+    expect(logger.records.filter((record) => record.level === 'warn')).toHaveLength(3);
+    const bare = await loader.load('nobody');
+    expect(bare.layers.every((layer) => !layer.present)).toBe(true);
+    expect(bare.systemPrompt).toContain('You are a capable, honest assistant');
+  });
+
+  it('uses the workspace root for the default agent only', async () => {
+    write('SOUL.md', '# Soul\n\nRoot soul.\n');
+    write('agents/main/USER.md', '# User\n\nMain user.\n');
+    loader = createIdentityLoader({ workspaceDir: workspace });
+    const main = await loader.load('main');
+    expect(main.layers[0]).toMatchObject({ present: true, path: join(workspace, 'SOUL.md') });
+    expect(main.systemPrompt).toContain('Root soul.');
+    expect(main.systemPrompt).toContain('Main user.');
+    const other = await loader.load('other');
+    expect(other.systemPrompt).not.toContain('Root soul.');
+    await expect(loader.load('../etc')).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+  });
+
+  it('is deterministic: same files, same bytes, also with CRLF line endings', async () => {
+    write('agents/det/SOUL.md', '# A\r\n\r\nx  \r\n\r\n\r\n# B\r\ny\r\n');
+    loader = createIdentityLoader({ workspaceDir: workspace });
+    const first = await loader.load('det');
+    const fresh = createIdentityLoader({ workspaceDir: workspace });
+    const second = await fresh.load('det');
+    fresh.close();
+    expect(second.systemPrompt).toBe(first.systemPrompt);
+    expect(first.systemPrompt.startsWith('# A\n\nx\n\n# B\ny\n\n')).toBe(true);
+  });
+
+  it('reloads when a file changes (mtime check on load)', async () => {
+    const path = write('agents/ren/SOUL.md', '# Soul\n\nVersion one.\n');
+    loader = createIdentityLoader({ workspaceDir: workspace });
+    expect((await loader.load('ren')).systemPrompt).toContain('Version one.');
+    expect((await loader.load('ren')).systemPrompt).toContain('Version one.');
+    writeFileSync(path, '# Soul\n\nVersion two.\n');
+    const later = new Date(Date.now() + 5_000);
+    utimesSync(path, later, later);
+    expect((await loader.load('ren')).systemPrompt).toContain('Version two.');
+    write('agents/ren/USER.md', '# User\n\nNew user file.\n');
+    const packet = await loader.load('ren');
+    expect(packet.systemPrompt).toContain('New user file.');
+    expect(packet.layers[3]).toMatchObject({ present: true });
+  });
+
+  it('announces changes to watchers with watch: true', async () => {
+    write('agents/wat/SOUL.md', '# Soul\n\nBefore.\n');
+    loader = createIdentityLoader({ workspaceDir: workspace, watch: true });
+    await loader.load('wat');
+    const changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+    write('agents/wat/IDENTITY.md', '# Name\n\nWatty\n');
+    expect(await changed).toBe('wat');
+    expect((await loader.load('wat')).systemPrompt).toContain('Watty');
+  });
+
+  it('does not split on headings inside fenced code blocks', () => {
+    expect(
+      splitSections('# Real\n\n```md\n# not a heading\n```\n\n## Next ##\ntext').map(
+        (section) => section.key,
+      ),
+    ).toEqual(['real', 'next']);
+  });
+
+  it('ships default workspace files for every layer', () => {
+    for (const file of ['SOUL.md', 'AGENTS.md', 'IDENTITY.md', 'USER.md']) {
+      const text = readFileSync(new URL(`../../defaults/workspace/${file}`, import.meta.url), 'utf8');
+      expect(splitSections(text).length).toBeGreaterThan(0);
+    }
+  });
+});

@@ -1,0 +1,86 @@
+import { type Bus, type BusEvent, createBus } from '../../src/bus/index.js';
+import {
+  createMemoryService,
+  type EmbeddingProvider,
+  type MemoryConfigInput,
+  type MemoryEventPayload,
+  type MemoryService,
+  type SessionRef,
+} from '../../src/memory/index.js';
+import type { LanguageModel } from '../../src/model/index.js';
+import type { SqlDatabase } from '../../src/store/index.js';
+import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
+
+export function sessionRef(key = 'main', agentId = 'alpha', sessionId = `s-${agentId}-${key}`): SessionRef {
+  return { sessionId, sessionKey: `agent:${agentId}:${key}`, agentId };
+}
+
+export interface MemoryHarness {
+  memory: MemoryService;
+  bus: Bus;
+  clock: ReturnType<typeof createManualClock>;
+  events: MemoryEventPayload[];
+}
+
+export function createHarness(
+  db: SqlDatabase,
+  options: {
+    config?: MemoryConfigInput;
+    model?: LanguageModel;
+    embedder?: EmbeddingProvider;
+    clock?: ReturnType<typeof createManualClock>;
+  } = {},
+): MemoryHarness {
+  const bus = createBus();
+  const clock = options.clock ?? createManualClock();
+  const events: MemoryEventPayload[] = [];
+  bus.on('memory:event', (event: BusEvent<'memory:event'>) => events.push(event.data));
+  const memory = createMemoryService({
+    db,
+    bus,
+    clock,
+    idGenerator: createSequentialIdGenerator(),
+    ...(options.config ? { config: options.config } : {}),
+    ...(options.model ? { model: options.model } : {}),
+    ...(options.embedder ? { embedder: options.embedder } : {}),
+  });
+  return { memory, bus, clock, events };
+}
+
+/** A model whose every call fails, to exercise the extractive fallback. */
+export function failingModel(): LanguageModel & { calls: number } {
+  const model = {
+    specificationVersion: 'v1' as const,
+    provider: 'test',
+    modelId: 'failing',
+    contextWindowTokens: 8_000,
+    calls: 0,
+    async *doStream() {
+      model.calls++;
+      yield { type: 'error' as const, error: { code: 'PROVIDER_ERROR', message: 'boom', retryable: false } };
+    },
+  };
+  return model;
+}
+
+/** A model that summarizes by counting lines; optionally waits for `gate` before answering. */
+export function countingModel(
+  gate?: Promise<void>,
+): LanguageModel & { requests: Array<{ purpose: unknown; text: string }> } {
+  const model = {
+    specificationVersion: 'v1' as const,
+    provider: 'test',
+    modelId: 'counting',
+    contextWindowTokens: 8_000,
+    requests: [] as Array<{ purpose: unknown; text: string }>,
+    async *doStream(request: { messages: Array<{ content: string }>; metadata?: Record<string, unknown> }) {
+      const text = request.messages[request.messages.length - 1]!.content;
+      model.requests.push({ purpose: request.metadata?.purpose, text });
+      if (gate) await gate;
+      yield { type: 'text-delta' as const, text: `summary of ${text.split('\n').length} lines` };
+      yield { type: 'usage' as const, usage: { inputTokens: 1, outputTokens: 1 } };
+      yield { type: 'finish' as const, stopReason: 'end_turn' as const };
+    },
+  };
+  return model as never;
+}
