@@ -4,10 +4,13 @@
 // answers every turn with the same number of frames of the same sizes (the floor). Each server runs in its
 // own child process so its event loop and RSS are its own; the clients run in this process.
 import { fork } from 'node:child_process';
-import { cpus, loadavg } from 'node:os';
+import { mkdtempSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createBus } from '../src/bus/index.js';
+import { loadConfig } from '../src/config/index.js';
 import {
   type ChatRunResult,
   type ChatService,
@@ -16,6 +19,7 @@ import {
   type GatewayServices,
   registerCoreMethods,
 } from '../src/gateway/index.js';
+import { createRuntime } from '../src/runtime.js';
 
 const clientCount = 1000;
 const connectBatch = 100;
@@ -110,6 +114,18 @@ async function serveAgentd(): Promise<number> {
   return server.address()!.port;
 }
 
+/** The whole stack: runtime, SQLite in a temporary home, memory, identity, engage loop and the local model. */
+async function serveRuntime(): Promise<number> {
+  const home = mkdtempSync(join(tmpdir(), 'agentd-gateway-bench-'));
+  const env = { AGENTD_HOME: home, AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
+  const runtime = await createRuntime({
+    config: loadConfig({ cwd: home, env, overrides: { port: 0 } }),
+    env,
+  });
+  const { server } = await runtime.startGateway({ port: 0 });
+  return server.address()!.port;
+}
+
 /** The floor: the same frames, no protocol logic. Frame sizes come from the agentd run. */
 async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
   const pad = (text: string, bytes: number) =>
@@ -174,10 +190,12 @@ if (role) {
   const port =
     role === 'agentd'
       ? await serveAgentd()
-      : await serveEcho(
-          Number(process.env.AGENTD_BENCH_HELLO_BYTES),
-          JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
-        );
+      : role === 'runtime'
+        ? await serveRuntime()
+        : await serveEcho(
+            Number(process.env.AGENTD_BENCH_HELLO_BYTES),
+            JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
+          );
   process.on('message', (message: { type: string }) => {
     if (message.type === 'rss') process.send!({ type: 'rss', rss: rss() });
     if (message.type === 'heap') process.send!({ type: 'heap', heap: heap() });
@@ -203,7 +221,10 @@ interface Target {
   baselineRss: number;
 }
 
-async function startTarget(name: 'agentd' | 'echo', env: Record<string, string> = {}): Promise<Target> {
+async function startTarget(
+  name: 'agentd' | 'runtime' | 'echo',
+  env: Record<string, string> = {},
+): Promise<Target> {
   const child = fork(fileURLToPath(import.meta.url), [], {
     execArgv: ['--import', 'tsx', '--expose-gc'],
     env: { ...process.env, AGENTD_GATEWAY_BENCH_ROLE: name, ...env },
@@ -377,7 +398,7 @@ async function saturated(
   return { latencies, turns: latencies.length, elapsedMs: performance.now() - started };
 }
 
-async function measure(name: 'agentd' | 'echo', target: Target) {
+async function measure(name: 'agentd' | 'runtime' | 'echo', target: Target) {
   const clients: Client[] = [];
   for (let start = 0; start < clientCount; start += connectBatch) {
     const batch = await Promise.all(
@@ -434,6 +455,13 @@ export default {
     } finally {
       agentd.stop();
     }
+    const fullStack = await startTarget('runtime');
+    let runtimeResult: Awaited<ReturnType<typeof measure>>;
+    try {
+      runtimeResult = await measure('runtime', fullStack);
+    } finally {
+      fullStack.stop();
+    }
     const echo = await startTarget('echo', {
       AGENTD_BENCH_HELLO_BYTES: String(agentdResult.helloBytes),
       AGENTD_BENCH_FRAME_BYTES: JSON.stringify(agentdResult.frameBytes),
@@ -446,14 +474,16 @@ export default {
     }
     const [agentdPaced, agentdSaturated] = agentdResult.rows;
     const [echoPaced, echoSaturated] = echoResult.rows;
+    const [runtimePaced, runtimeSaturated] = runtimeResult.rows;
     const ratio = (a: number, b: number) => round(a / b, 2);
     return {
-      rows: [...agentdResult.rows, ...echoResult.rows],
+      rows: [...agentdResult.rows, ...runtimeResult.rows, ...echoResult.rows],
       notes: [
         `frames per turn: ${agentdResult.frameBytes.length} (${agentdResult.frameBytes.join(', ')} bytes); the bare ws server sends the same sizes`,
         `gateway cost vs floor: server CPU per turn ×${ratio(agentdSaturated!['server CPU µs/turn'], echoSaturated!['server CPU µs/turn'])} (saturated), ×${ratio(agentdPaced!['server CPU µs/turn'], echoPaced!['server CPU µs/turn'])} (paced); paced p50 ×${ratio(agentdPaced!['p50 ms'], echoPaced!['p50 ms'])}, paced p99 ×${ratio(agentdPaced!['p99 ms'], echoPaced!['p99 ms'])}, saturated throughput ×${ratio(echoSaturated!['turns/s'], agentdSaturated!['turns/s'])} (floor turns/s ÷ agentd turns/s)`,
         'servers run in child processes (RSS/conn = server RSS after connecting all clients minus before, after gc, ÷ clients); clients share this process',
-        'chat service replies instantly (one delta, then finished), standing in for the local model',
+        'server "agentd": the gateway with a chat service that replies instantly (one delta, then finished) — the protocol cost alone',
+        `server "runtime": the whole stack (createRuntime: SQLite file, memory write-through of both messages, identity, engage loop, local model; ${runtimeResult.frameBytes.length} frames per turn); vs floor: server CPU per turn ×${ratio(runtimeSaturated!['server CPU µs/turn'], echoSaturated!['server CPU µs/turn'])} (saturated), paced p50 ×${ratio(runtimePaced!['p50 ms'], echoPaced!['p50 ms'])}, paced p99 ×${ratio(runtimePaced!['p99 ms'], echoPaced!['p99 ms'])}`,
         `machine: ${cpus().length} cores shared with other work; load average at the end ${loadavg()
           .map((value) => value.toFixed(1))
           .join(' / ')}`,

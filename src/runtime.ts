@@ -4,7 +4,7 @@
  */
 import type { z } from 'zod';
 import { type Bus, createBus } from './bus/index.js';
-import { type ChatService, createChatService } from './chat/index.js';
+import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
 import type { AgentdConfig } from './config/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
 import {
@@ -254,8 +254,17 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       clock,
     });
 
+  const inboxNamespace = 'chat-inbox';
   const chat = createChatService({
     sessions: store.sessions,
+    inbox: {
+      put: (message) => store.kv.set(inboxNamespace, message.runId, JSON.stringify(message)),
+      delete: async (runId) => {
+        await store.kv.delete(inboxNamespace, runId);
+      },
+      list: async () =>
+        (await store.kv.list(inboxNamespace)).map((entry) => JSON.parse(entry.value) as PendingMessage),
+    },
     memory,
     identity,
     bus,
@@ -357,6 +366,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         serverVersion: version,
       });
       const { url } = await gateway.listen();
+      const resumed = await chat.resumePending();
+      if (resumed.length > 0)
+        logger.warn(
+          { runIds: resumed },
+          `resumed ${resumed.length} chat message(s) accepted before a restart`,
+        );
       return { url, server: gateway };
     },
 

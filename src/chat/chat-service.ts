@@ -50,8 +50,30 @@ export interface ChatRunRecord {
   usage?: { inputTokens: number; outputTokens: number };
 }
 
+/** A pending chat message, written before `send` acknowledges it. */
+export interface PendingMessage {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  text: string;
+  receivedAt: number;
+}
+
+/**
+ * Durable storage for accepted messages whose turn has not started yet. `send` writes here before it
+ * acknowledges, so a crash between the acknowledgement and the turn loses nothing: `resumePending` replays
+ * what is left at the next start.
+ */
+export interface ChatInbox {
+  put(message: PendingMessage): Promise<void>;
+  delete(runId: string): Promise<void>;
+  list(): Promise<PendingMessage[]>;
+}
+
 export interface CreateChatServiceOptions {
   sessions: SessionStore;
+  /** Without an inbox, acknowledged messages live only in memory until their turn starts. */
+  inbox?: ChatInbox;
   memory: MemoryService;
   identity: IdentityLoader;
   bus: Bus;
@@ -104,6 +126,8 @@ export interface ChatService {
     entriesAfter: number;
   }>;
   get(runId: string): ChatRunRecord | undefined;
+  /** Starts the turns of messages that were acknowledged but not started before a crash; returns their run ids. */
+  resumePending(): Promise<string[]>;
   /** Runs that have not finished yet. */
   activeRuns(): ChatRunRecord[];
   /** Aborts every running turn and waits for them to persist what they have. */
@@ -240,6 +264,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       content: text,
       metadata: { runId: record.runId },
     });
+    // Now the message is in the transcript; a crash from here on must not replay it.
+    await options.inbox?.delete(record.runId);
     record.userMemoryId = userEntry.address;
     await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
 
@@ -412,6 +438,80 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     return { aborted: runIds.length > 0, runIds };
   };
 
+  /** Queues one turn in the session's lane. `message` is already normalized. */
+  const startTurn = ({
+    runId,
+    sessionKey,
+    agentId,
+    text: message,
+  }: {
+    runId: string;
+    sessionKey: string;
+    agentId: string;
+    text: string;
+  }) => {
+    const trimmed = message.trim();
+    const record: ChatRunRecord = {
+      runId: runId,
+      sessionKey,
+      agentId,
+      status: 'running',
+      text: '',
+      startedAt: clock.now(),
+    };
+    const controller = new AbortController();
+    const done = lanes.run(sessionKey, async () => {
+      options.onTurnActivity?.(agentId, true);
+      try {
+        if (controller.signal.aborted) {
+          record.status = 'aborted';
+          return record;
+        }
+        const ref = await refFor(sessionKey, agentId);
+        const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
+        const handler = command
+          ? builtInCommand(
+              command[1]!.toLowerCase(),
+              command[2]?.trim() ?? '',
+              record,
+              ref,
+              controller.signal,
+            )
+          : undefined;
+        if (handler) await runLocalReply(record, ref, handler);
+        else await runModelTurn(record, ref, message, controller.signal);
+      } catch (error) {
+        logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
+        record.status = 'error';
+        record.error = UserInputError.isInstance(error)
+          ? error.toJSON()
+          : {
+              code: ErrorCodes.internal,
+              message: 'the turn failed inside agentd; see the server log',
+              retryable: false,
+            };
+        options.bus.publish(
+          'run:finished',
+          {
+            runId: record.runId,
+            status: 'error',
+            text: '',
+            error: record.error,
+            usage: { inputTokens: 0, outputTokens: 0 },
+            turns: 0,
+          },
+          { runId: record.runId, sessionKey, agentId },
+        );
+      } finally {
+        options.onTurnActivity?.(agentId, false);
+        record.endedAt = clock.now();
+        settle(record);
+      }
+      return record;
+    });
+    live.set(runId, { record, controller, done });
+  };
+
   return {
     async send({ sessionKey, agentId, text, idempotencyKey }) {
       if (live.has(idempotencyKey) || finished.has(idempotencyKey))
@@ -444,66 +544,31 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         return { runId: idempotencyKey, status: 'started' };
       }
 
-      const record: ChatRunRecord = {
+      await options.inbox?.put({
         runId: idempotencyKey,
         sessionKey,
         agentId,
-        status: 'running',
-        text: '',
-        startedAt: clock.now(),
-      };
-      const controller = new AbortController();
-      const done = lanes.run(sessionKey, async () => {
-        options.onTurnActivity?.(agentId, true);
-        try {
-          if (controller.signal.aborted) {
-            record.status = 'aborted';
-            return record;
-          }
-          const ref = await refFor(sessionKey, agentId);
-          const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
-          const handler = command
-            ? builtInCommand(
-                command[1]!.toLowerCase(),
-                command[2]?.trim() ?? '',
-                record,
-                ref,
-                controller.signal,
-              )
-            : undefined;
-          if (handler) await runLocalReply(record, ref, handler);
-          else await runModelTurn(record, ref, message, controller.signal);
-        } catch (error) {
-          logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
-          record.status = 'error';
-          record.error = UserInputError.isInstance(error)
-            ? error.toJSON()
-            : {
-                code: ErrorCodes.internal,
-                message: 'the turn failed inside agentd; see the server log',
-                retryable: false,
-              };
-          options.bus.publish(
-            'run:finished',
-            {
-              runId: record.runId,
-              status: 'error',
-              text: '',
-              error: record.error,
-              usage: { inputTokens: 0, outputTokens: 0 },
-              turns: 0,
-            },
-            { runId: record.runId, sessionKey, agentId },
-          );
-        } finally {
-          options.onTurnActivity?.(agentId, false);
-          record.endedAt = clock.now();
-          settle(record);
-        }
-        return record;
+        text: message,
+        receivedAt: clock.now(),
       });
-      live.set(idempotencyKey, { record, controller, done });
+      startTurn({ runId: idempotencyKey, sessionKey, agentId, text: message });
       return { runId: idempotencyKey, status: 'started' };
+    },
+
+    async resumePending() {
+      if (!options.inbox) return [];
+      const pending = (await options.inbox.list()).sort((a, b) => a.receivedAt - b.receivedAt);
+      const resumed: string[] = [];
+      for (const item of pending) {
+        if (live.has(item.runId) || finished.has(item.runId)) continue;
+        logger.warn(
+          { runId: item.runId, sessionKey: item.sessionKey },
+          'resuming a chat message accepted before a restart',
+        );
+        startTurn(item);
+        resumed.push(item.runId);
+      }
+      return resumed;
     },
 
     wait(runId, waitOptions = {}) {

@@ -1,8 +1,10 @@
 export {
+  type ChatInbox,
   type ChatRunRecord,
   type ChatService,
   type ChatTurnInput,
   type CreateChatServiceOptions,
   createChatService,
+  type PendingMessage,
   type SlashCommand,
 } from './chat-service.js';

@@ -249,3 +249,46 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     expect(wireText).toContain('[REDACTED]');
   });
 });
+
+describe('acknowledged messages survive a crash before their turn starts', () => {
+  it('resumes a message left in the inbox at the next start', async () => {
+    const home = tempHome();
+    const { createStore } = await import('../../src/store/index.js');
+    const store = await createStore({ stateDir: home });
+    await store.kv.set(
+      'chat-inbox',
+      'idem-orphan',
+      JSON.stringify({
+        runId: 'idem-orphan',
+        sessionKey: 'agent:main:main',
+        agentId: 'main',
+        text: 'left behind',
+        receivedAt: 1,
+      }),
+    );
+    await store.close();
+
+    const model = createScriptedModel({ steps: [{ text: 'picked up' }] });
+    const finished = new Promise<string>((resolve) => {
+      void startRuntime({ home, model }).then(async (started) => {
+        const record = await started.runtime.chat.wait('idem-orphan');
+        const history = await started.runtime.memory.history('agent:main:main');
+        const left = await started.runtime.store.kv.list('chat-inbox');
+        await started.runtime.close();
+        resolve(
+          JSON.stringify({
+            status: record.status,
+            history: history.map((entry) => entry.content),
+            left: left.length,
+          }),
+        );
+      });
+    });
+    expect(JSON.parse(await finished)).toEqual({
+      status: 'completed',
+      history: ['left behind', 'picked up'],
+      left: 0,
+    });
+    model.assertAllConsumed();
+  });
+});
