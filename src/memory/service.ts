@@ -361,6 +361,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         memoryIds: active.map((entry) => entry.memoryId),
         message: `restored ${active.length} active entries from the database`,
       });
+      // A crash between an append and its eviction can leave one entry too many; restore the invariant.
+      await enforceLimits(ram);
     }
     return ram;
   };
