@@ -1,0 +1,507 @@
+// Loop overhead of agentd's engage loop against LangGraph.js, the OpenAI Agents SDK and Mastra on the same
+// scripted scenario: every run is N tool turns (each turn: K parallel calls of no-op tools) and one final
+// answer, with an instant in-process model. Also allocation per run and heap growth over 10,000 runs.
+import { readFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { createRequire } from 'node:module';
+import { cpus, loadavg } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import type { ChatResult } from '@langchain/core/outputs';
+import { tool as langchainTool } from '@langchain/core/tools';
+import { createReactAgent } from '@langchain/langgraph/prebuilt';
+import { Agent as MastraAgent } from '@mastra/core/agent';
+import { createTool as createMastraTool } from '@mastra/core/tools';
+import {
+  type AgentOutputItem,
+  Agent as OpenAiAgent,
+  type Model as OpenAiModel,
+  type ModelRequest as OpenAiModelRequest,
+  type ModelResponse as OpenAiModelResponse,
+  Runner as OpenAiRunner,
+  Usage as OpenAiUsage,
+  tool as openAiTool,
+} from '@openai/agents';
+import { z } from 'zod';
+import { createBus } from '../src/bus/index.js';
+import { runEngage } from '../src/engage/index.js';
+import type { LanguageModel, ModelRequest, ModelStreamEvent } from '../src/model/index.js';
+import { createToolRegistry, defineTool } from '../src/tools/index.js';
+
+/** One scenario, run identically by every contender. */
+export interface Scenario {
+  /** Model turns that call tools; one more turn gives the final answer. */
+  toolTurns: number;
+  /** Tool calls per tool turn, all requested in the same model response. */
+  callsPerTurn: number;
+  /** What each tool does. */
+  work: () => Promise<void>;
+}
+
+export interface Contender {
+  name: string;
+  version: string;
+  /** Runs the scenario once and returns how many tool executions happened (for a correctness check). */
+  run(): Promise<number>;
+}
+
+const toolName = (index: number) => `noop_${index}`;
+const callId = (turn: number, index: number) => `call_${turn}_${index}`;
+const finalText = 'done';
+
+function versionOf(pkg: string): string {
+  const require = createRequire(import.meta.url);
+  try {
+    return (JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), 'utf8')) as { version: string })
+      .version;
+  } catch {
+    // Packages whose exports map hides package.json.
+    const entry = require.resolve(pkg);
+    const root = entry.slice(0, entry.lastIndexOf(`/node_modules/${pkg}/`) + `/node_modules/${pkg}/`.length);
+    return (JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { version: string }).version;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- agentd
+export function agentdContender(
+  scenario: Scenario,
+  options: { maxParallelTools?: number; name?: string } = {},
+): Contender {
+  let executions = 0;
+  const tools = Array.from({ length: scenario.callsPerTurn }, (_, index) =>
+    defineTool({
+      name: toolName(index),
+      description: 'does nothing',
+      input: z.object({}),
+      execute: async () => {
+        executions++;
+        await scenario.work();
+        return 'ok';
+      },
+    }),
+  );
+  const registry = createToolRegistry(tools);
+  const bus = createBus();
+  const toolCalls = (turn: number): ModelStreamEvent[] =>
+    tools.map((_tool, index) => ({
+      type: 'tool-call',
+      toolCall: { id: callId(turn, index), name: toolName(index), arguments: {} },
+    }));
+  const model: LanguageModel = {
+    specificationVersion: 'v1',
+    provider: 'bench',
+    modelId: 'instant',
+    contextWindowTokens: 128_000,
+    async *doStream(request: ModelRequest) {
+      let results = 0;
+      for (const message of request.messages) if (message.role === 'tool') results++;
+      const turn = results / scenario.callsPerTurn;
+      if (turn < scenario.toolTurns) yield* toolCalls(turn);
+      else yield { type: 'text-delta', text: finalText };
+      yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } };
+      yield { type: 'finish', stopReason: turn < scenario.toolTurns ? 'tool_calls' : 'end_turn' };
+    },
+  };
+  let runs = 0;
+  return {
+    name: options.name ?? 'agentd',
+    version: (
+      JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    ).version,
+    async run() {
+      executions = 0;
+      const result = await runEngage({
+        model,
+        messages: [{ role: 'user', content: 'go' }],
+        tools: { registry },
+        workspaceDir: '/tmp',
+        workItemId: 'bench',
+        scope: { runId: `run_${++runs}`, agentId: 'bench' },
+        bus,
+        limits: { maxTurns: scenario.toolTurns + 1, maxParallelTools: options.maxParallelTools ?? 8 },
+        context: { ledgerNudgeInterval: 0 },
+      });
+      if (result.text !== finalText)
+        throw new Error(`agentd ended with ${result.status}: ${result.error?.message}`);
+      return executions;
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------- LangGraph
+/** A chat model that answers from the conversation alone: tool calls until enough results are in. */
+class ScriptedChatModel extends BaseChatModel {
+  constructor(private readonly scenario: Scenario) {
+    super({});
+  }
+  _llmType(): string {
+    return 'bench-scripted';
+  }
+  override bindTools(): this {
+    return this;
+  }
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    let results = 0;
+    for (const message of messages) if (message.getType() === 'tool') results++;
+    const turn = results / this.scenario.callsPerTurn;
+    const message =
+      turn < this.scenario.toolTurns
+        ? new AIMessage({
+            content: '',
+            tool_calls: Array.from({ length: this.scenario.callsPerTurn }, (_, index) => ({
+              id: callId(turn, index),
+              name: toolName(index),
+              args: {},
+              type: 'tool_call' as const,
+            })),
+          })
+        : new AIMessage(finalText);
+    return { generations: [{ message, text: typeof message.content === 'string' ? message.content : '' }] };
+  }
+}
+
+export function langGraphContender(scenario: Scenario): Contender {
+  let executions = 0;
+  const tools = Array.from({ length: scenario.callsPerTurn }, (_, index) =>
+    langchainTool(
+      async () => {
+        executions++;
+        await scenario.work();
+        return 'ok';
+      },
+      { name: toolName(index), description: 'does nothing', schema: z.object({}) },
+    ),
+  );
+  const agent = createReactAgent({ llm: new ScriptedChatModel(scenario), tools });
+  return {
+    name: 'LangGraph.js createReactAgent',
+    version: versionOf('@langchain/langgraph'),
+    async run() {
+      executions = 0;
+      const state = await agent.invoke(
+        { messages: [{ role: 'user', content: 'go' }] },
+        { recursionLimit: 4 * scenario.toolTurns + 10 },
+      );
+      const last = state.messages.at(-1);
+      if (last?.content !== finalText) throw new Error('LangGraph run did not finish');
+      return executions;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------- OpenAI Agents SDK
+class ScriptedOpenAiModel implements OpenAiModel {
+  constructor(private readonly scenario: Scenario) {}
+  async getResponse(request: OpenAiModelRequest): Promise<OpenAiModelResponse> {
+    let results = 0;
+    if (Array.isArray(request.input))
+      for (const item of request.input) if (item.type === 'function_call_result') results++;
+    const turn = results / this.scenario.callsPerTurn;
+    const output: AgentOutputItem[] =
+      turn < this.scenario.toolTurns
+        ? Array.from({ length: this.scenario.callsPerTurn }, (_, index) => ({
+            type: 'function_call' as const,
+            callId: callId(turn, index),
+            name: toolName(index),
+            arguments: '{}',
+            status: 'completed' as const,
+          }))
+        : [
+            {
+              type: 'message',
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: finalText }],
+            },
+          ];
+    return { usage: new OpenAiUsage(), output };
+  }
+  // biome-ignore lint/correctness/useYield: the benchmark only uses non-streamed runs
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error('streaming is not used in this benchmark');
+  }
+}
+
+export function openAiAgentsContender(scenario: Scenario): Contender {
+  let executions = 0;
+  const tools = Array.from({ length: scenario.callsPerTurn }, (_, index) =>
+    openAiTool({
+      name: toolName(index),
+      description: 'does nothing',
+      parameters: z.object({}),
+      execute: async () => {
+        executions++;
+        await scenario.work();
+        return 'ok';
+      },
+    }),
+  );
+  const agent = new OpenAiAgent({
+    name: 'bench',
+    instructions: 'bench',
+    model: new ScriptedOpenAiModel(scenario),
+    tools,
+  });
+  const runner = new OpenAiRunner({ tracingDisabled: true });
+  return {
+    name: 'OpenAI Agents SDK Runner',
+    version: versionOf('@openai/agents'),
+    async run() {
+      executions = 0;
+      const result = await runner.run(agent, 'go', { maxTurns: scenario.toolTurns + 2 });
+      if (result.finalOutput !== finalText) throw new Error('OpenAI Agents run did not finish');
+      return executions;
+    },
+  };
+}
+
+// --------------------------------------------------------------------------------------------- Mastra
+/** A hand-written AI SDK v5 (LanguageModelV2) model; Mastra 0.24's `generate` drives v2 models. */
+function scriptedMastraModel(scenario: Scenario) {
+  const turnOf = (prompt: Array<{ role: string; content: unknown }>) => {
+    let results = 0;
+    for (const message of prompt)
+      if (message.role === 'tool') results += (message.content as unknown[]).length;
+    return results / scenario.callsPerTurn;
+  };
+  const reply = (turn: number) => ({
+    content:
+      turn < scenario.toolTurns
+        ? Array.from({ length: scenario.callsPerTurn }, (_, index) => ({
+            type: 'tool-call' as const,
+            toolCallId: callId(turn, index),
+            toolName: toolName(index),
+            input: '{}',
+          }))
+        : [{ type: 'text' as const, text: finalText }],
+    finishReason: turn < scenario.toolTurns ? ('tool-calls' as const) : ('stop' as const),
+    usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+  });
+  return {
+    specificationVersion: 'v2' as const,
+    provider: 'bench',
+    modelId: 'instant',
+    supportedUrls: {},
+    async doGenerate(options: { prompt: Array<{ role: string; content: unknown }> }) {
+      return { ...reply(turnOf(options.prompt)), warnings: [] };
+    },
+    async doStream(options: { prompt: Array<{ role: string; content: unknown }> }) {
+      const { content, finishReason, usage } = reply(turnOf(options.prompt));
+      const parts: unknown[] = [{ type: 'stream-start', warnings: [] }];
+      for (const part of content) {
+        if (part.type === 'text')
+          parts.push(
+            { type: 'text-start', id: 't' },
+            { type: 'text-delta', id: 't', delta: part.text },
+            { type: 'text-end', id: 't' },
+          );
+        else parts.push(part);
+      }
+      parts.push({ type: 'finish', finishReason, usage });
+      return {
+        stream: new ReadableStream({
+          start(controller) {
+            for (const part of parts) controller.enqueue(part);
+            controller.close();
+          },
+        }),
+      };
+    },
+  };
+}
+
+export function mastraContender(scenario: Scenario): Contender {
+  let executions = 0;
+  const tools = Object.fromEntries(
+    Array.from({ length: scenario.callsPerTurn }, (_, index) => [
+      toolName(index),
+      createMastraTool({
+        id: toolName(index),
+        description: 'does nothing',
+        inputSchema: z.object({}),
+        execute: async () => {
+          executions++;
+          await scenario.work();
+          return 'ok';
+        },
+      }),
+    ]),
+  );
+  const agent = new MastraAgent({
+    name: 'bench',
+    instructions: 'bench',
+    // The hand-written model satisfies LanguageModelV2 structurally; the v2 types are not exported by Mastra.
+    model: scriptedMastraModel(scenario) as any,
+    tools,
+  });
+  return {
+    name: 'Mastra Agent.generate',
+    version: versionOf('@mastra/core'),
+    async run() {
+      executions = 0;
+      const result = await agent.generate('go', { maxSteps: scenario.toolTurns + 1 });
+      if (result.text !== finalText)
+        throw new Error(`Mastra run did not finish (text ${JSON.stringify(result.text)})`);
+      return executions;
+    },
+  };
+}
+
+// ------------------------------------------------------------------------------------------ measuring
+export function exposeGc(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+export function percentile(sorted: number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
+}
+
+/** Bytes allocated per run (collected objects included), from V8's sampling heap profiler. */
+async function allocatedBytesPerRun(contender: Contender, runs: number): Promise<number> {
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 512,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    for (let index = 0; index < runs; index++) await contender.run();
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    let total = 0;
+    const walk = (node: { selfSize: number; children: Array<{ selfSize: number; children: unknown[] }> }) => {
+      total += node.selfSize;
+      for (const child of node.children) walk(child as typeof node);
+    };
+    walk(profile.head as Parameters<typeof walk>[0]);
+    return total / runs;
+  } finally {
+    await session.post('HeapProfiler.disable').catch(() => {});
+    session.disconnect();
+  }
+}
+
+/**
+ * Retained heap over `runs` sequential runs, measured after forced GC at `checkpoints` evenly spaced
+ * points: total growth, and the least-squares slope in bytes per run (robust to one noisy reading).
+ */
+async function heapGrowth(contender: Contender, runs: number, checkpoints: number, gc: () => void) {
+  const settle = () => {
+    gc();
+    gc();
+    return process.memoryUsage().heapUsed;
+  };
+  // Warm-up first, so lazily compiled code and V8 feedback are not counted as growth.
+  for (let index = 0; index < 1000; index++) await contender.run();
+  const points: Array<[number, number]> = [[0, settle()]];
+  for (let checkpoint = 1; checkpoint <= checkpoints; checkpoint++) {
+    const target = Math.round((runs * checkpoint) / checkpoints);
+    for (let done = points.at(-1)![0]; done < target; done++) await contender.run();
+    points.push([target, settle()]);
+  }
+  const meanX = points.reduce((sum, [x]) => sum + x, 0) / points.length;
+  const meanY = points.reduce((sum, [, y]) => sum + y, 0) / points.length;
+  let numerator = 0;
+  let denominator = 0;
+  for (const [x, y] of points) {
+    numerator += (x - meanX) * (y - meanY);
+    denominator += (x - meanX) ** 2;
+  }
+  return { growthBytes: points.at(-1)![1] - points[0]![1], slopeBytesPerRun: numerator / denominator };
+}
+
+const scenario: Scenario = { toolTurns: 10, callsPerTurn: 3, work: async () => {} };
+const rounds = 5;
+const runsPerRound = 10;
+
+export default {
+  name: 'engage-loop',
+  description:
+    'agent-loop overhead: 10 tool turns × 3 parallel no-op tools + a final answer, instant model; agentd vs LangGraph.js, OpenAI Agents SDK, Mastra',
+  async run() {
+    const gc = exposeGc();
+    const notes: string[] = [
+      `Machine load average when the benchmark started: ${loadavg()
+        .map((load) => load.toFixed(1))
+        .join(
+          ' / ',
+        )} (1 / 5 / 15 min) on ${cpus().length} cores shared with other work; compare ratios, not absolute times.`,
+    ];
+    const candidates: Array<[string, () => Contender]> = [
+      ['agentd', () => agentdContender(scenario)],
+      ['LangGraph.js', () => langGraphContender(scenario)],
+      ['OpenAI Agents SDK', () => openAiAgentsContender(scenario)],
+      ['Mastra', () => mastraContender(scenario)],
+    ];
+    const contenders: Contender[] = [];
+    for (const [label, make] of candidates) {
+      try {
+        const contender = make();
+        const executed = await contender.run();
+        const expected = scenario.toolTurns * scenario.callsPerTurn;
+        if (executed !== expected) throw new Error(`executed ${executed} tool calls, expected ${expected}`);
+        contenders.push(contender);
+      } catch (error) {
+        notes.push(`${label} could not run the scenario and is left out: ${(error as Error).message}`);
+      }
+    }
+    // Warm-up, then interleaved rounds so machine load hits every contender alike.
+    for (const contender of contenders) for (let index = 0; index < 10; index++) await contender.run();
+    const samples = new Map<Contender, number[]>(contenders.map((contender) => [contender, []]));
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? contenders : [...contenders].reverse();
+      for (const contender of order) {
+        for (let index = 0; index < runsPerRound; index++) {
+          const started = performance.now();
+          await contender.run();
+          samples.get(contender)!.push((performance.now() - started) * 1000);
+        }
+      }
+    }
+    const allocation = new Map<Contender, number>();
+    for (const contender of contenders) allocation.set(contender, await allocatedBytesPerRun(contender, 20));
+
+    const agentd = contenders.find((contender) => contender.name === 'agentd');
+    const agentdMedian = agentd
+      ? percentile(
+          [...samples.get(agentd)!].sort((a, b) => a - b),
+          0.5,
+        )
+      : undefined;
+    const rows = contenders.map((contender) => {
+      const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
+      const median = percentile(sorted, 0.5);
+      return {
+        contender: contender.name,
+        version: contender.version,
+        'median µs / run': Math.round(median),
+        'p90 µs / run': Math.round(percentile(sorted, 0.9)),
+        'median µs / turn': Math.round(median / (scenario.toolTurns + 1)),
+        'KiB allocated / run': Math.round(allocation.get(contender)! / 1024),
+        'time vs agentd': agentdMedian ? `${(median / agentdMedian).toFixed(1)}×` : '',
+      };
+    });
+
+    if (agentd) {
+      const heapRuns = 10_000;
+      const growth = await heapGrowth(agentd, heapRuns, 5, gc);
+      notes.push(
+        `agentd heap over ${heapRuns.toLocaleString('en')} sequential runs (after 1,000 warm-up runs; forced GC at 0, 2,000, …, 10,000 runs): ` +
+          `${(growth.growthBytes / 1024).toFixed(1)} KiB from first to last reading; least-squares slope ` +
+          `${growth.slopeBytesPerRun.toFixed(2)} bytes per run.`,
+      );
+    }
+    notes.push(
+      `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
+      `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after 10 warm-up runs; each sample is one whole run (performance.now).`,
+      'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through streamModel), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
+      'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
+      'Allocation: V8 sampling heap profiler (512-byte interval, objects later collected included) over 20 runs, divided by 20.',
+    );
+    return { rows, notes };
+  },
+};

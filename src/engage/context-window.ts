@@ -1,0 +1,137 @@
+import type { ModelMessage } from '../model/index.js';
+
+/** A ledger `step` entry that closed a block. */
+export interface StepMarker {
+  seq: number;
+  content: string;
+}
+
+type Item = { kind: 'message'; message: ModelMessage } | { kind: 'note'; message: ModelMessage };
+
+interface Block {
+  items: Item[];
+  /** Set once the block is closed and truncated: the one-line summaries that replace it. */
+  stub?: string;
+}
+
+const maxStubContentChars = 300;
+
+/** `[completed step N: …]`, on one line. */
+export function formatStepStub(step: StepMarker): string {
+  const flat = step.content.replace(/\s+/g, ' ').trim();
+  const shown = flat.length > maxStubContentChars ? `${flat.slice(0, maxStubContentChars)}…` : flat;
+  return `[completed step ${step.seq}: ${shown}]`;
+}
+
+export interface ContextWindow {
+  /** The system prompt with extras and active skills, as sent. */
+  systemPrompt(): string;
+  /** Adds or replaces an active skill; its body stays in the system prompt for the rest of the run. */
+  setSkill(name: string, body: string): void;
+  activeSkills(): string[];
+  /**
+   * Adds one turn (the assistant message and its tool results) to the open block. When the turn wrote
+   * `step` entries the block closes after it — the pair is never split — and, with truncation on, is
+   * replaced by its stubs. Returns whether a block closed.
+   */
+  appendTurn(messages: ModelMessage[], steps: StepMarker[]): boolean;
+  /** A runtime message (the ledger nudge) that is part of the context but not of the transcript. */
+  appendNote(content: string): void;
+  /** system + head + blocks (closed ones as stubs). */
+  render(): ModelMessage[];
+  /** The head messages (input history, or the rebuilt head after compaction). */
+  head(): ModelMessage[];
+  /** The latest user message of the run's input: the request every rebuilt context keeps. */
+  taskMessage(): ModelMessage | undefined;
+  /** Transcript messages still held in blocks (stubs and notes excluded), oldest first. */
+  blockMessages(): ModelMessage[];
+  /** Messages of the open block (notes excluded). */
+  openBlockMessages(): ModelMessage[];
+  /** Replaces everything after the system prompt: `head` then `tail` as a new open block. */
+  rebuild(head: ModelMessage[], tail: ModelMessage[]): void;
+}
+
+export function createContextWindow(options: {
+  system: string;
+  /** Appended to the system prompt in order (orient context, skill catalog, caller extras). */
+  systemExtras: string[];
+  /** The input messages after the system prompt: history and the new user message. */
+  history: ModelMessage[];
+  truncateClosedBlocks: boolean;
+}): ContextWindow {
+  let head = [...options.history];
+  let blocks: Block[] = [{ items: [] }];
+  const skills = new Map<string, string>();
+  const task = [...options.history].reverse().find((message) => message.role === 'user');
+  let cachedSystem: string | undefined;
+
+  const openBlock = () => blocks[blocks.length - 1]!;
+  const systemPrompt = () => {
+    if (cachedSystem === undefined) {
+      const parts = [options.system, ...options.systemExtras];
+      for (const [name, body] of skills)
+        parts.push(`<active_skill name="${name}">\n${body}\n</active_skill>`);
+      cachedSystem = parts.filter((part) => part.trim() !== '').join('\n\n');
+    }
+    return cachedSystem;
+  };
+
+  return {
+    systemPrompt,
+    setSkill(name, body) {
+      skills.set(name, body);
+      cachedSystem = undefined;
+    },
+    activeSkills: () => [...skills.keys()],
+    appendTurn(messages, steps) {
+      const block = openBlock();
+      for (const message of messages) block.items.push({ kind: 'message', message });
+      if (steps.length === 0) return false;
+      if (options.truncateClosedBlocks) block.stub = steps.map(formatStepStub).join('\n');
+      blocks.push({ items: [] });
+      return true;
+    },
+    appendNote(content) {
+      openBlock().items.push({ kind: 'note', message: { role: 'user', content } });
+    },
+    render() {
+      const out: ModelMessage[] = [];
+      const system = systemPrompt();
+      if (system !== '') out.push({ role: 'system', content: system });
+      out.push(...head);
+      for (const block of blocks) {
+        if (block.stub !== undefined) out.push({ role: 'user', content: block.stub });
+        else for (const item of block.items) out.push(item.message);
+      }
+      return out;
+    },
+    head: () => [...head],
+    taskMessage: () => task,
+    blockMessages() {
+      const out: ModelMessage[] = [];
+      for (const block of blocks) {
+        if (block.stub !== undefined) continue;
+        for (const item of block.items) if (item.kind === 'message') out.push(item.message);
+      }
+      return out;
+    },
+    openBlockMessages: () =>
+      openBlock()
+        .items.filter((item) => item.kind === 'message')
+        .map((item) => item.message),
+    rebuild(newHead, tail) {
+      head = [...newHead];
+      blocks = [{ items: tail.map((message) => ({ kind: 'message' as const, message })) }];
+    },
+  };
+}
+
+/**
+ * The last `count` messages, moved back so the slice never starts with a tool result whose call was cut off.
+ */
+export function pairSafeTail(messages: ReadonlyArray<ModelMessage>, count: number): ModelMessage[] {
+  if (count >= messages.length) return [...messages];
+  let start = Math.max(0, messages.length - Math.max(0, count));
+  while (start > 0 && start < messages.length && messages[start]!.role === 'tool') start--;
+  return messages.slice(start);
+}

@@ -1,0 +1,522 @@
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { stringify as stringifyYaml } from 'yaml';
+import type { Bus } from '../bus/index.js';
+import type { Ledger } from '../ledger/index.js';
+import type { SqlDatabase } from '../store/index.js';
+import {
+  type Clock,
+  ErrorCodes,
+  type Logger,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
+import { parseSkillFile, type SkillFrontmatter, skillNameProblem } from './frontmatter.js';
+
+declare module '../bus/events.js' {
+  interface BusEventMap {
+    'skill:activated': {
+      name: string;
+      version: number;
+      activationType: 'manual' | 'auto';
+      runId?: string;
+      workItemId?: string;
+    };
+    'skill:created': { name: string; version: number; workItemId?: string };
+    /** A SKILL.md could not be loaded; discovery skipped it. */
+    'skill:invalid': { path: string; reason: string };
+  }
+}
+
+export interface SkillSummary {
+  name: string;
+  description: string;
+  version: number;
+  /** The skill's folder. */
+  dir: string;
+  file: string;
+  keywords: string[];
+  /** True when trigger keywords may activate it without the model asking. */
+  autoActivate: boolean;
+  allowedTools?: string[];
+  createdBy?: string;
+  createdFrom?: string;
+  frontmatter: SkillFrontmatter;
+}
+
+export interface SkillProblem {
+  path: string;
+  reason: string;
+}
+
+export interface ActivatedSkill {
+  name: string;
+  version: number;
+  /** The SKILL.md body with `{baseDir}` replaced by the skill's folder. */
+  body: string;
+  estimatedTokens: number;
+}
+
+export interface ActivationContext {
+  runId?: string;
+  workItemId?: string;
+  agentId?: string;
+}
+
+export interface SkillProvenanceRecord {
+  skillName: string;
+  skillVersion: number;
+  sourceType: 'work_item' | 'ledger_entry';
+  workItemId?: string;
+  ledgerSeq?: number;
+  contentSnippet?: string;
+  createdAt: number;
+}
+
+export interface StaleSkill {
+  name: string;
+  /** Last activation, if it was ever activated. */
+  lastActivatedAt?: number;
+  /** Last activation or (re)creation, else the SKILL.md modification time. */
+  lastUsedAt: number;
+}
+
+export interface SkillLibrary {
+  /** Re-reads every skill folder. Malformed skills are reported in `problems` and skipped. */
+  refresh(): Promise<{ skills: SkillSummary[]; problems: SkillProblem[] }>;
+  list(): Promise<SkillSummary[]>;
+  problems(): Promise<SkillProblem[]>;
+  get(name: string): Promise<SkillSummary | undefined>;
+  /** Tier 1 of progressive disclosure: names and descriptions, for the system prompt. Empty when no skills. */
+  catalog(options?: { maxChars?: number }): Promise<string>;
+  /** Skills whose name, description or keywords match the words of `query`, best first. */
+  search(query: string, options?: { limit?: number }): Promise<SkillSummary[]>;
+  /** Tier 2: loads the body from disk and records the activation. */
+  activate(
+    name: string,
+    context?: ActivationContext & { activationType?: 'manual' | 'auto' },
+  ): Promise<ActivatedSkill>;
+  /** Activates skills whose trigger keywords occur in `text`, most hits first, within the count and token caps. */
+  autoActivate(
+    text: string,
+    context?: ActivationContext & { maxSkills?: number; maxTokens?: number; exclude?: Iterable<string> },
+  ): Promise<ActivatedSkill[]>;
+  /** Writes (or updates, bumping the version) a skill in the writable folder and records its provenance. */
+  create(
+    input: { name: string; description: string; content: string; triggers?: string[] },
+    provenance: { workItemId?: string; ledgerEntrySeqs?: number[] },
+  ): Promise<SkillSummary>;
+  provenance(name: string): Promise<SkillProvenanceRecord[]>;
+  /** Skills not used for `olderThanDays`: flagged for a human, never deleted. */
+  staleSkills(options?: { olderThanDays?: number }): Promise<StaleSkill[]>;
+}
+
+export interface CreateSkillLibraryOptions {
+  /** Skill folders in precedence order (the first with a name wins), e.g. `[<workspace>/skills, <state>/skills]`. */
+  dirs: string[];
+  db: SqlDatabase;
+  /** Where `create` writes; `dirs[0]` by default. */
+  writableDir?: string;
+  /** Used to copy ledger entry text into provenance records. */
+  ledger?: Ledger;
+  bus?: Bus;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+function keywordMatches(text: string, keyword: string): boolean {
+  const escaped = keyword.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`, 'u').test(text);
+}
+
+export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLibrary {
+  const { db, bus, ledger } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? silentLogger;
+  const writableDir = options.writableDir ?? options.dirs[0];
+  let state: Promise<{ skills: Map<string, SkillSummary>; problems: SkillProblem[] }> | undefined;
+
+  const discover = async () => {
+    const skills = new Map<string, SkillSummary>();
+    const problems: SkillProblem[] = [];
+    const report = (file: string, reason: string) => {
+      problems.push({ path: file, reason });
+      logger.warn({ path: file, reason }, 'skipping malformed skill');
+      bus?.publish('skill:invalid', { path: file, reason });
+    };
+    for (const dir of options.dirs) {
+      let entries: import('node:fs').Dirent[];
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+          report(dir, `cannot read folder: ${(error as Error).message}`);
+        continue;
+      }
+      entries.sort((left, right) => left.name.localeCompare(right.name));
+      for (const entry of entries) {
+        if (!entry.isDirectory()) continue;
+        const folder = path.join(dir, entry.name);
+        const file = path.join(folder, 'SKILL.md');
+        let text: string;
+        try {
+          text = await readFile(file, 'utf8');
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+            report(file, `cannot read: ${(error as Error).message}`);
+          continue;
+        }
+        const parsed = parseSkillFile(text);
+        if (!parsed.ok) {
+          report(file, parsed.reason);
+          continue;
+        }
+        const { frontmatter } = parsed;
+        if (frontmatter.name !== entry.name) {
+          report(file, `name "${frontmatter.name}" does not match its folder "${entry.name}"`);
+          continue;
+        }
+        if (skills.has(frontmatter.name)) {
+          logger.info(
+            { name: frontmatter.name, shadowed: file },
+            'skill shadowed by one in a higher-precedence folder',
+          );
+          continue;
+        }
+        const keywords = frontmatter.triggers?.keywords ?? [];
+        skills.set(frontmatter.name, {
+          name: frontmatter.name,
+          description: frontmatter.description,
+          version: frontmatter.version,
+          dir: folder,
+          file,
+          keywords,
+          autoActivate: frontmatter.auto_activate ?? keywords.length > 0,
+          ...(frontmatter['allowed-tools'] ? { allowedTools: frontmatter['allowed-tools'] } : {}),
+          ...(frontmatter.created_by ? { createdBy: frontmatter.created_by } : {}),
+          ...(frontmatter.created_from ? { createdFrom: frontmatter.created_from } : {}),
+          frontmatter,
+        });
+      }
+    }
+    return { skills, problems };
+  };
+
+  const current = () => {
+    state ??= discover();
+    return state;
+  };
+
+  const requireSkill = async (name: string) => {
+    const skill = (await current()).skills.get(name);
+    if (!skill) {
+      const known = [...(await current()).skills.keys()];
+      throw new UserInputError({
+        code: ErrorCodes.notFound,
+        message: `No skill named "${name}". Known skills: ${known.join(', ') || '(none)'}.`,
+      });
+    }
+    return skill;
+  };
+
+  const loadBody = async (skill: SkillSummary) => {
+    const parsed = parseSkillFile(await readFile(skill.file, 'utf8'));
+    if (!parsed.ok) {
+      throw new UserInputError({
+        code: ErrorCodes.invalidRequest,
+        message: `Skill ${skill.name} became malformed: ${parsed.reason}`,
+      });
+    }
+    return { body: parsed.body.replaceAll('{baseDir}', skill.dir), version: parsed.frontmatter.version };
+  };
+
+  const activate: SkillLibrary['activate'] = async (name, context = {}) => {
+    const skill = await requireSkill(name);
+    const { body, version } = await loadBody(skill);
+    const activationType = context.activationType ?? 'manual';
+    await db.run(
+      `INSERT INTO skill_activations (skill_name, skill_version, activation_type, work_item_id, run_id, agent_id, activated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      [
+        name,
+        version,
+        activationType,
+        context.workItemId ?? null,
+        context.runId ?? null,
+        context.agentId ?? null,
+        clock.now(),
+      ],
+    );
+    bus?.publish(
+      'skill:activated',
+      {
+        name,
+        version,
+        activationType,
+        ...(context.runId ? { runId: context.runId } : {}),
+        ...(context.workItemId ? { workItemId: context.workItemId } : {}),
+      },
+      { runId: context.runId, workItemId: context.workItemId, agentId: context.agentId },
+    );
+    return { name, version, body, estimatedTokens: estimateTokens(body) };
+  };
+
+  return {
+    async refresh() {
+      state = discover();
+      const { skills, problems } = await state;
+      return { skills: [...skills.values()], problems };
+    },
+    list: async () => [...(await current()).skills.values()],
+    problems: async () => (await current()).problems,
+    get: async (name) => (await current()).skills.get(name),
+
+    async catalog(catalogOptions = {}) {
+      const skills = [...(await current()).skills.values()];
+      if (skills.length === 0) return '';
+      const maxChars = catalogOptions.maxChars ?? 8000;
+      const header =
+        'Skills you can load with activate_skill {name} when a task matches their description:\n<available_skills>';
+      const footer = '</available_skills>';
+      const lines: string[] = [];
+      let used = header.length + footer.length;
+      for (const skill of skills) {
+        let line = `<skill name="${skill.name}">${escapeXml(skill.description)}</skill>`;
+        // Degrade gracefully under the budget: shortened description first, then the name alone.
+        if (used + line.length > maxChars)
+          line = `<skill name="${skill.name}">${escapeXml(skill.description.slice(0, 80))}…</skill>`;
+        if (used + line.length > maxChars) line = `<skill name="${skill.name}"/>`;
+        if (used + line.length > maxChars) break;
+        lines.push(line);
+        used += line.length + 1;
+      }
+      return [header, ...lines, footer].join('\n');
+    },
+
+    async search(query, searchOptions = {}) {
+      const words = query
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}-]+/u)
+        .filter((word) => word.length > 1);
+      const skills = [...(await current()).skills.values()];
+      if (words.length === 0) return skills.slice(0, searchOptions.limit ?? 20);
+      const scored = skills
+        .map((skill) => {
+          let score = 0;
+          for (const word of words) {
+            if (skill.name.includes(word)) score += 3;
+            if (skill.keywords.some((keyword) => keyword.toLowerCase().includes(word))) score += 2;
+            if (skill.description.toLowerCase().includes(word)) score += 1;
+          }
+          return { skill, score };
+        })
+        .filter((entry) => entry.score > 0)
+        .sort((left, right) => right.score - left.score || left.skill.name.localeCompare(right.skill.name));
+      return scored.slice(0, searchOptions.limit ?? 20).map((entry) => entry.skill);
+    },
+
+    activate,
+
+    async autoActivate(text, context = {}) {
+      const lower = text.toLowerCase();
+      const excluded = new Set(context.exclude ?? []);
+      const maxSkills = context.maxSkills ?? 5;
+      let remainingTokens = context.maxTokens ?? 4000;
+      const candidates = [...(await current()).skills.values()]
+        .filter((skill) => skill.autoActivate && !excluded.has(skill.name))
+        .map((skill) => ({
+          skill,
+          hits: skill.keywords.filter((keyword) => keywordMatches(lower, keyword)).length,
+        }))
+        .filter((entry) => entry.hits > 0)
+        .sort((left, right) => right.hits - left.hits || left.skill.name.localeCompare(right.skill.name));
+      const activated: ActivatedSkill[] = [];
+      for (const { skill } of candidates) {
+        if (activated.length === maxSkills) break;
+        // Check the size before recording an activation, so a skipped skill leaves no trace.
+        const { body } = await loadBody(skill);
+        if (estimateTokens(body) > remainingTokens) {
+          logger.info(
+            { name: skill.name, remainingTokens },
+            'auto-activation skipped: skill exceeds the token cap',
+          );
+          continue;
+        }
+        const result = await activate(skill.name, { ...context, activationType: 'auto' });
+        remainingTokens -= result.estimatedTokens;
+        activated.push(result);
+      }
+      return activated;
+    },
+
+    async create(input, provenance) {
+      if (!writableDir)
+        throw new UserInputError({
+          code: ErrorCodes.invalidConfig,
+          message: 'No writable skills folder is configured.',
+        });
+      const nameProblem = skillNameProblem(input.name);
+      if (nameProblem)
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: `Invalid skill name "${input.name}": ${nameProblem}.`,
+        });
+      if (input.description.trim() === '' || input.description.length > 1024) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: 'A skill description must be 1–1024 characters.',
+        });
+      }
+      if (input.content.trim() === '')
+        throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'A skill needs content.' });
+      const existing = (await current()).skills.get(input.name);
+      const folder = path.join(writableDir, input.name);
+      if (existing && path.resolve(existing.dir) !== path.resolve(folder)) {
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `Skill "${input.name}" is provided by ${existing.dir}, which agents cannot change; choose another name.`,
+        });
+      }
+      // An existing folder with a malformed SKILL.md still counts: its version must not be reused.
+      const onDisk = await readFile(path.join(folder, 'SKILL.md'), 'utf8').then(
+        parseSkillFile,
+        () => undefined,
+      );
+      const version = Math.max(existing?.version ?? 0, onDisk?.ok ? onDisk.frontmatter.version : 0) + 1;
+      const now = clock.now();
+      const frontmatter: Record<string, unknown> = {
+        name: input.name,
+        description: input.description.trim(),
+        version,
+        ...(input.triggers?.length ? { triggers: { keywords: input.triggers }, auto_activate: true } : {}),
+        created_by: 'agent',
+        ...(provenance.workItemId ? { created_from: `work_item:${provenance.workItemId}` } : {}),
+        updated_at: new Date(now).toISOString(),
+      };
+      const text = `---\n${stringifyYaml(frontmatter).trimEnd()}\n---\n\n${input.content.trim()}\n`;
+      const check = parseSkillFile(text);
+      if (!check.ok)
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: `The skill would be malformed: ${check.reason}`,
+        });
+      await mkdir(folder, { recursive: true });
+      const temporary = path.join(folder, `.SKILL.md.${process.pid}.${now}.tmp`);
+      await writeFile(temporary, text, 'utf8');
+      await rename(temporary, path.join(folder, 'SKILL.md'));
+
+      const seqs = [...new Set(provenance.ledgerEntrySeqs ?? [])];
+      const snippets = new Map<number, string>();
+      if (ledger && provenance.workItemId && seqs.length > 0) {
+        for (const entry of await ledger.read(provenance.workItemId))
+          if (seqs.includes(entry.seq)) snippets.set(entry.seq, entry.content.slice(0, 500));
+      }
+      await db.transaction(async (tx) => {
+        const insert = `INSERT INTO skill_provenance (skill_name, skill_version, source_type, work_item_id, ledger_seq, content_snippet, created_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?)`;
+        await tx.run(insert, [
+          input.name,
+          version,
+          'work_item',
+          provenance.workItemId ?? null,
+          null,
+          null,
+          now,
+        ]);
+        for (const seq of seqs) {
+          await tx.run(insert, [
+            input.name,
+            version,
+            'ledger_entry',
+            provenance.workItemId ?? null,
+            seq,
+            snippets.get(seq) ?? null,
+            now,
+          ]);
+        }
+      });
+      state = discover();
+      bus?.publish(
+        'skill:created',
+        {
+          name: input.name,
+          version,
+          ...(provenance.workItemId ? { workItemId: provenance.workItemId } : {}),
+        },
+        {
+          workItemId: provenance.workItemId,
+        },
+      );
+      const created = (await state).skills.get(input.name);
+      if (!created)
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `Skill "${input.name}" was written but is shadowed by another folder.`,
+        });
+      return created;
+    },
+
+    async provenance(name) {
+      const rows = await db.all<{
+        skill_name: string;
+        skill_version: number;
+        source_type: 'work_item' | 'ledger_entry';
+        work_item_id: string | null;
+        ledger_seq: number | null;
+        content_snippet: string | null;
+        created_at: number;
+      }>(
+        `SELECT skill_name, skill_version, source_type, work_item_id, ledger_seq, content_snippet, created_at
+         FROM skill_provenance WHERE skill_name = ? ORDER BY skill_version, id`,
+        [name],
+      );
+      return rows.map((row) => ({
+        skillName: row.skill_name,
+        skillVersion: Number(row.skill_version),
+        sourceType: row.source_type,
+        ...(row.work_item_id !== null ? { workItemId: row.work_item_id } : {}),
+        ...(row.ledger_seq !== null ? { ledgerSeq: Number(row.ledger_seq) } : {}),
+        ...(row.content_snippet !== null ? { contentSnippet: row.content_snippet } : {}),
+        createdAt: Number(row.created_at),
+      }));
+    },
+
+    async staleSkills(staleOptions = {}) {
+      const cutoff = clock.now() - (staleOptions.olderThanDays ?? 30) * 86_400_000;
+      const activations = new Map(
+        (
+          await db.all<{ skill_name: string; last_at: number }>(
+            'SELECT skill_name, MAX(activated_at) AS last_at FROM skill_activations GROUP BY skill_name',
+          )
+        ).map((row) => [row.skill_name, Number(row.last_at)]),
+      );
+      const creations = new Map(
+        (
+          await db.all<{ skill_name: string; last_at: number }>(
+            'SELECT skill_name, MAX(created_at) AS last_at FROM skill_provenance GROUP BY skill_name',
+          )
+        ).map((row) => [row.skill_name, Number(row.last_at)]),
+      );
+      const stale: StaleSkill[] = [];
+      for (const skill of (await current()).skills.values()) {
+        const lastActivatedAt = activations.get(skill.name);
+        const known = [lastActivatedAt, creations.get(skill.name)].filter(
+          (value): value is number => value !== undefined,
+        );
+        const lastUsedAt = known.length ? Math.max(...known) : (await stat(skill.file)).mtimeMs;
+        if (lastUsedAt < cutoff)
+          stale.push({
+            name: skill.name,
+            ...(lastActivatedAt !== undefined ? { lastActivatedAt } : {}),
+            lastUsedAt,
+          });
+      }
+      return stale;
+    },
+  };
+}

@@ -1,0 +1,221 @@
+import { lstat, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { defineTool, type ToolDefinition } from '../tool.js';
+import { policyPathOf, resolveWorkspacePath } from '../workspace-path.js';
+
+export interface FileToolsOptions {
+  /** Largest file read_file / edit_file / grep will load. */
+  maxFileBytes?: number;
+  /** Cap on list_files entries and grep matches when the model asks for more. */
+  maxEntries?: number;
+}
+
+const skippedDirectories = new Set(['.git', 'node_modules']);
+
+function looksBinary(buffer: Buffer): boolean {
+  return buffer.subarray(0, 8000).includes(0);
+}
+
+async function readTextFile(absolutePath: string, shown: string, maxFileBytes: number): Promise<string> {
+  const info = await stat(absolutePath);
+  if (!info.isFile())
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `${shown} is not a regular file.` });
+  if (info.size > maxFileBytes) {
+    throw new UserInputError({
+      code: ErrorCodes.payloadTooLarge,
+      message: `${shown} is ${info.size} bytes; the limit is ${maxFileBytes}. Use grep or read a smaller file.`,
+    });
+  }
+  const buffer = await readFile(absolutePath);
+  if (looksBinary(buffer))
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `${shown} is a binary file.` });
+  return buffer.toString('utf8');
+}
+
+/** Walks a directory without following symlinks (a link is listed, never entered). */
+async function* walk(
+  root: string,
+  directory: string,
+  recursive: boolean,
+): AsyncGenerator<{ relative: string; kind: 'file' | 'dir' | 'link' }> {
+  const entries = await readdir(directory, { withFileTypes: true });
+  entries.sort((left, right) => left.name.localeCompare(right.name));
+  for (const entry of entries) {
+    const absolute = path.join(directory, entry.name);
+    const relative = path.relative(root, absolute).split(path.sep).join('/');
+    if (entry.isSymbolicLink()) yield { relative, kind: 'link' };
+    else if (entry.isDirectory()) {
+      yield { relative, kind: 'dir' };
+      if (recursive && !skippedDirectories.has(entry.name)) yield* walk(root, absolute, recursive);
+    } else if (entry.isFile()) yield { relative, kind: 'file' };
+  }
+}
+
+/** read_file, write_file, edit_file, list_files and grep, all confined to the run's workspace. */
+export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[] {
+  const maxFileBytes = options.maxFileBytes ?? 1024 * 1024;
+  const maxEntries = options.maxEntries ?? 1000;
+
+  const readFileTool = defineTool({
+    name: 'read_file',
+    description: 'Read a UTF-8 text file from the workspace. Optionally a range of lines (1-based).',
+    input: z.object({
+      path: z.string().min(1).describe('Path relative to the workspace root'),
+      start_line: z.number().int().min(1).optional().describe('First line to return (1-based)'),
+      line_count: z.number().int().min(1).optional().describe('How many lines to return'),
+    }),
+    policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
+    async execute(args, context) {
+      const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      const text = await readTextFile(target.absolutePath, args.path, maxFileBytes);
+      if (args.start_line === undefined && args.line_count === undefined) return text;
+      const lines = text.split('\n');
+      const start = (args.start_line ?? 1) - 1;
+      return lines
+        .slice(start, args.line_count === undefined ? undefined : start + args.line_count)
+        .join('\n');
+    },
+  });
+
+  const writeFileTool = defineTool({
+    name: 'write_file',
+    description: 'Create or overwrite a text file in the workspace. Missing parent directories are created.',
+    input: z.object({
+      path: z.string().min(1).describe('Path relative to the workspace root'),
+      content: z.string(),
+    }),
+    policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
+    async execute(args, context) {
+      const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      if (target.relativePath === '.')
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: 'Cannot write to the workspace root.',
+        });
+      await mkdir(path.dirname(target.absolutePath), { recursive: true });
+      await writeFile(target.absolutePath, args.content, 'utf8');
+      return `Wrote ${Buffer.byteLength(args.content, 'utf8')} bytes to ${target.relativePath}.`;
+    },
+  });
+
+  const editFileTool = defineTool({
+    name: 'edit_file',
+    description:
+      'Replace exact text in a workspace file. old_text must occur exactly once unless replace_all is true.',
+    input: z.object({
+      path: z.string().min(1),
+      old_text: z.string().min(1).describe('Exact text to find, including whitespace'),
+      new_text: z.string(),
+      replace_all: z.boolean().optional(),
+    }),
+    policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
+    async execute(args, context) {
+      const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      const text = await readTextFile(target.absolutePath, args.path, maxFileBytes);
+      const occurrences = text.split(args.old_text).length - 1;
+      if (occurrences === 0)
+        return {
+          content: `old_text was not found in ${target.relativePath}; nothing changed.`,
+          isError: true,
+        };
+      if (occurrences > 1 && !args.replace_all) {
+        return {
+          content: `old_text occurs ${occurrences} times in ${target.relativePath}; add context to make it unique or set replace_all.`,
+          isError: true,
+        };
+      }
+      // A replacer function keeps `$&`-style sequences in new_text literal.
+      const updated = args.replace_all
+        ? text.split(args.old_text).join(args.new_text)
+        : text.replace(args.old_text, () => args.new_text);
+      await writeFile(target.absolutePath, updated, 'utf8');
+      return `Replaced ${args.replace_all ? occurrences : 1} occurrence(s) in ${target.relativePath}.`;
+    },
+  });
+
+  const listFilesTool = defineTool({
+    name: 'list_files',
+    description:
+      'List a workspace directory. Directories end with "/", symbolic links with "@". Recursive skips .git and node_modules.',
+    input: z.object({
+      path: z.string().min(1).default('.'),
+      recursive: z.boolean().default(false),
+      max_entries: z.number().int().min(1).optional(),
+    }),
+    policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
+    async execute(args, context) {
+      const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      const info = await stat(target.absolutePath);
+      if (!info.isDirectory()) return { content: `${args.path} is not a directory.`, isError: true };
+      const limit = Math.min(args.max_entries ?? maxEntries, maxEntries);
+      const lines: string[] = [];
+      for await (const entry of walk(target.root, target.absolutePath, args.recursive)) {
+        if (lines.length === limit) {
+          lines.push(`[… stopped at ${limit} entries]`);
+          break;
+        }
+        lines.push(
+          entry.kind === 'dir'
+            ? `${entry.relative}/`
+            : entry.kind === 'link'
+              ? `${entry.relative}@`
+              : entry.relative,
+        );
+      }
+      return lines.length ? lines.join('\n') : '(empty directory)';
+    },
+  });
+
+  const grepTool = defineTool({
+    name: 'grep',
+    description:
+      'Search workspace text files for a JavaScript regular expression (or a fixed string). Returns "path:line: text" lines.',
+    input: z.object({
+      pattern: z.string().min(1),
+      path: z.string().min(1).default('.').describe('File or directory to search'),
+      fixed_string: z.boolean().default(false),
+      ignore_case: z.boolean().default(false),
+      max_matches: z.number().int().min(1).optional(),
+    }),
+    policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
+    async execute(args, context) {
+      const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      let matcher: RegExp;
+      try {
+        const source = args.fixed_string ? args.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : args.pattern;
+        matcher = new RegExp(source, args.ignore_case ? 'i' : '');
+      } catch (error) {
+        return { content: `Invalid regular expression: ${(error as Error).message}`, isError: true };
+      }
+      const limit = Math.min(args.max_matches ?? 200, maxEntries);
+      const info = await lstat(target.absolutePath);
+      const files: string[] = [];
+      if (info.isFile()) files.push(target.relativePath);
+      else if (info.isDirectory()) {
+        const prefix = target.relativePath === '.' ? '' : `${target.relativePath}/`;
+        for await (const entry of walk(target.absolutePath, target.absolutePath, true)) {
+          if (entry.kind === 'file') files.push(`${prefix}${entry.relative}`);
+        }
+      }
+      const matches: string[] = [];
+      for (const relative of files) {
+        const absolute = path.join(target.root, relative);
+        const size = (await stat(absolute)).size;
+        if (size > maxFileBytes) continue;
+        const buffer = await readFile(absolute);
+        if (looksBinary(buffer)) continue;
+        const lines = buffer.toString('utf8').split('\n');
+        for (let index = 0; index < lines.length; index++) {
+          if (!matcher.test(lines[index]!)) continue;
+          matches.push(`${relative}:${index + 1}: ${lines[index]!.slice(0, 500)}`);
+          if (matches.length === limit) return `${matches.join('\n')}\n[… stopped at ${limit} matches]`;
+        }
+      }
+      return matches.length ? matches.join('\n') : 'No matches.';
+    },
+  });
+
+  return [readFileTool, writeFileTool, editFileTool, listFilesTool, grepTool];
+}

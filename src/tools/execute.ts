@@ -1,0 +1,257 @@
+import './events.js';
+import type { ModelToolCall } from '../model/index.js';
+import { AgentdError, formatZodIssues } from '../util/index.js';
+import type { HookPipeline } from './hooks.js';
+import type { Policy } from './policy.js';
+import type { ToolRegistry } from './registry.js';
+import type { ToolContext, ToolResultMetadata } from './tool.js';
+
+/** How a call ended; `ok` and `error` ran the tool, the others did not (or were cut off). */
+export type ToolCallStatus =
+  | 'ok'
+  | 'error'
+  | 'unknown_tool'
+  | 'invalid_arguments'
+  | 'denied'
+  | 'blocked'
+  | 'aborted';
+
+export interface ToolCallOutcome {
+  toolCallId: string;
+  toolName: string;
+  /** Arguments as finally executed (after validation and any hook patch). */
+  arguments: Record<string, unknown>;
+  content: string;
+  isError: boolean;
+  status: ToolCallStatus;
+  metadata?: ToolResultMetadata;
+}
+
+export interface ExecuteToolCallOptions {
+  registry: ToolRegistry;
+  /** Tools this run may use; every registered tool when omitted. */
+  allowedNames?: ReadonlySet<string>;
+  policy?: Policy;
+  hooks?: HookPipeline;
+  context: ToolContext;
+  /** Results longer than this are cut (with a note) before they reach the model. */
+  maxResultChars?: number;
+}
+
+const defaultMaxResultChars = 50_000;
+
+function truncate(content: string, maxChars: number): string {
+  if (content.length <= maxChars) return content;
+  return `${content.slice(0, maxChars)}\n[… truncated ${content.length - maxChars} of ${content.length} characters]`;
+}
+
+/**
+ * Runs one model tool call through the whole pipeline: lookup → zod validation → `before_tool_call` hooks
+ * (a patch is validated again) → policy on the final arguments → execute (raced against abort) →
+ * `after_tool_call` hooks. Never throws: every failure becomes an `is_error` outcome the model can read.
+ * The engage loop, child work and the sandbox all call tools through here, so hooks and policy cover all.
+ */
+export async function executeToolCall(
+  call: ModelToolCall,
+  options: ExecuteToolCallOptions,
+): Promise<ToolCallOutcome> {
+  const { context, hooks, policy, registry } = options;
+  const maxResultChars = options.maxResultChars ?? defaultMaxResultChars;
+  const base = { toolCallId: call.id, toolName: call.name };
+  const scope = {
+    runId: context.runId,
+    agentId: context.agentId,
+    ...(context.sessionKey !== undefined ? { sessionKey: context.sessionKey } : {}),
+    ...(context.workItemId !== undefined ? { workItemId: context.workItemId } : {}),
+  };
+  const fail = (
+    status: ToolCallStatus,
+    content: string,
+    args: Record<string, unknown> = call.arguments,
+  ): ToolCallOutcome => ({
+    ...base,
+    arguments: args,
+    content: truncate(content, maxResultChars),
+    isError: true,
+    status,
+  });
+
+  const tool =
+    options.allowedNames && !options.allowedNames.has(call.name) ? undefined : registry.get(call.name);
+  if (!tool) {
+    const available = options.allowedNames
+      ? [...options.allowedNames]
+      : registry.list().map((entry) => entry.name);
+    return fail(
+      'unknown_tool',
+      `Unknown tool "${call.name}". Available tools: ${available.join(', ') || '(none)'}.`,
+    );
+  }
+  if (context.signal.aborted) return fail('aborted', 'The run was aborted before this tool call started.');
+  if (typeof call.arguments.__raw === 'string' && Object.keys(call.arguments).length === 1) {
+    return fail(
+      'invalid_arguments',
+      `The arguments for ${call.name} were not valid JSON. Send a JSON object matching the tool's schema.`,
+    );
+  }
+
+  const validate = (args: Record<string, unknown>) => {
+    const parsed = tool.input.safeParse(args);
+    return parsed.success
+      ? { ok: true as const, value: parsed.data }
+      : {
+          ok: false as const,
+          message: `Invalid arguments for ${call.name}: ${formatZodIssues(parsed.error.issues)}`,
+        };
+  };
+  let validated = validate(call.arguments);
+  if (!validated.ok) return fail('invalid_arguments', validated.message);
+  let args = call.arguments;
+
+  if (hooks) {
+    const outcome = await hooks.run(
+      'before_tool_call',
+      { ...scope, ...base, arguments: args },
+      { signal: context.signal },
+    );
+    if (outcome.action === 'block') {
+      context.bus.publish(
+        'tool:hook-blocked',
+        { runId: context.runId, ...base, hook: outcome.hook, reason: outcome.reason, phase: 'before' },
+        scope,
+      );
+      return fail('blocked', `Blocked by hook ${outcome.hook}: ${outcome.reason}`);
+    }
+    if (outcome.modifiedBy.length > 0) {
+      args = outcome.payload.arguments;
+      validated = validate(args);
+      if (!validated.ok)
+        return fail(
+          'invalid_arguments',
+          `${validated.message} (after patch by ${outcome.modifiedBy.join(', ')})`,
+          args,
+        );
+    }
+  }
+
+  if (policy) {
+    const decision = policy.check({
+      target: 'tool',
+      targetId: call.name,
+      agentId: context.agentId,
+      resource: tool.policyResource?.(validated.value, context),
+    });
+    if (!decision.allowed) {
+      const reason = decision.reason ?? 'denied by policy';
+      context.bus.publish(
+        'tool:policy-denied',
+        {
+          runId: context.runId,
+          agentId: context.agentId,
+          ...base,
+          reason,
+          ...(decision.rule ? { rule: decision.rule } : {}),
+        },
+        scope,
+      );
+      return fail('denied', `Policy denied ${call.name}: ${reason}. The call was not run.`, args);
+    }
+  }
+
+  let content: string;
+  let isError: boolean;
+  let status: ToolCallStatus;
+  let metadata: ToolResultMetadata | undefined;
+  try {
+    const result = await raceAbort(tool.execute(validated.value, context), context.signal);
+    if (typeof result === 'string') {
+      content = result;
+      isError = false;
+    } else {
+      content = result.content;
+      isError = result.isError ?? false;
+      metadata = result.metadata;
+    }
+    status = isError ? 'error' : 'ok';
+  } catch (error) {
+    if (context.signal.aborted)
+      return fail('aborted', 'The run was aborted while this tool was running.', args);
+    const message = (error as Error)?.message ?? String(error);
+    const code = AgentdError.isInstance(error) ? error.code : 'TOOL_FAILED';
+    content = `${call.name} failed: ${AgentdError.isInstance(error) ? `${code}: ` : ''}${message}`;
+    isError = true;
+    status = 'error';
+    if (hooks) {
+      await hooks.run(
+        'on_error',
+        {
+          ...scope,
+          where: 'tool',
+          toolName: call.name,
+          error: { code, message },
+        },
+        { signal: context.signal },
+      );
+    }
+  }
+
+  if (hooks) {
+    const outcome = await hooks.run(
+      'after_tool_call',
+      { ...scope, ...base, arguments: args, result: { content, isError } },
+      { signal: context.signal },
+    );
+    if (outcome.action === 'block') {
+      context.bus.publish(
+        'tool:hook-blocked',
+        { runId: context.runId, ...base, hook: outcome.hook, reason: outcome.reason, phase: 'after' },
+        scope,
+      );
+      // The tool did run; only its result is withheld, so runtime metadata (a ledger write) stays.
+      return {
+        ...base,
+        arguments: args,
+        content: `Result withheld by hook ${outcome.hook}: ${outcome.reason}`,
+        isError: true,
+        status: 'blocked',
+        ...(metadata ? { metadata } : {}),
+      };
+    }
+    content = outcome.payload.result.content;
+    isError = outcome.payload.result.isError;
+  }
+
+  return {
+    ...base,
+    arguments: args,
+    content: truncate(content, maxResultChars),
+    isError,
+    status: isError && status === 'ok' ? 'error' : status,
+    ...(metadata ? { metadata } : {}),
+  };
+}
+
+/** Resolves with the tool's result or rejects at abort, so a tool that ignores its signal cannot hang a run. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => {});
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

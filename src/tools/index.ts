@@ -1,0 +1,46 @@
+export { type BashToolOptions, createBashTool } from './builtin/bash.js';
+export { createFileTools, type FileToolsOptions } from './builtin/files.js';
+export { createHttpFetchTool, type HttpFetchToolOptions } from './builtin/http-fetch.js';
+export { type BuiltinToolsOptions, createBuiltinTools } from './builtin/index.js';
+export { createLedgerTools } from './builtin/ledger.js';
+export { createMemoryTools, type MemoryAccess } from './builtin/memory.js';
+export { type ToolsConfig, toolsConfigSchema } from './config.js';
+export {
+  type ExecuteToolCallOptions,
+  executeToolCall,
+  type ToolCallOutcome,
+  type ToolCallStatus,
+} from './execute.js';
+export {
+  type CreateHookPipelineOptions,
+  createHookPipeline,
+  type Hook,
+  type HookDecision,
+  type HookEvent,
+  type HookOutcome,
+  type HookPayloads,
+  type HookPipeline,
+  hookEvents,
+} from './hooks.js';
+export {
+  createPolicy,
+  type Policy,
+  type PolicyConfig,
+  type PolicyDecision,
+  type PolicyRequest,
+  policyConfigSchema,
+} from './policy.js';
+export { createToolRegistry, type ToolRegistry } from './registry.js';
+export {
+  defineTool,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResult,
+  type ToolResultMetadata,
+} from './tool.js';
+export {
+  pathOutsideWorkspaceCode,
+  policyPathOf,
+  resolveWorkspacePath,
+  type WorkspacePath,
+} from './workspace-path.js';

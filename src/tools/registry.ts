@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import type { ModelToolDefinition } from '../model/index.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
+import type { ToolDefinition } from './tool.js';
+
+export interface ToolRegistry {
+  /** Throws CONFLICT when a tool of that name is already registered. */
+  register(tool: ToolDefinition): void;
+  get(name: string): ToolDefinition | undefined;
+  has(name: string): boolean;
+  list(): ToolDefinition[];
+  /** Definitions for the model, in registration order; only `names` when given (unknown names are skipped). */
+  toModelTools(names?: Iterable<string>): ModelToolDefinition[];
+}
+
+export function createToolRegistry(tools: Iterable<ToolDefinition> = []): ToolRegistry {
+  const byName = new Map<string, ToolDefinition>();
+  // JSON Schema conversion walks the whole zod tree; tools are immutable so it is done once per tool.
+  const modelDefinitions = new Map<string, ModelToolDefinition>();
+
+  const toModelTool = (tool: ToolDefinition): ModelToolDefinition => {
+    let definition = modelDefinitions.get(tool.name);
+    if (!definition) {
+      const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.input, {
+        io: 'input',
+        unrepresentable: 'any',
+      });
+      definition = { name: tool.name, description: tool.description, inputSchema };
+      modelDefinitions.set(tool.name, definition);
+    }
+    return definition;
+  };
+
+  const registry: ToolRegistry = {
+    register(tool) {
+      if (byName.has(tool.name)) {
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `A tool named "${tool.name}" is already registered; tool names must be unique.`,
+        });
+      }
+      byName.set(tool.name, tool);
+    },
+    get: (name) => byName.get(name),
+    has: (name) => byName.has(name),
+    list: () => [...byName.values()],
+    toModelTools(names) {
+      if (names === undefined) return [...byName.values()].map(toModelTool);
+      const wanted = new Set(names);
+      return [...byName.values()].filter((tool) => wanted.has(tool.name)).map(toModelTool);
+    },
+  };
+  for (const tool of tools) registry.register(tool);
+  return registry;
+}

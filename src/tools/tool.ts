@@ -1,0 +1,69 @@
+import type { z } from 'zod';
+import type { Bus } from '../bus/index.js';
+import type { Logger } from '../util/index.js';
+
+/** What a tool sees of the run that called it. */
+export interface ToolContext {
+  runId: string;
+  agentId: string;
+  sessionKey?: string;
+  workItemId?: string;
+  /** The id the model gave this call; results are matched back by it. */
+  toolCallId: string;
+  /** Root every file tool is confined to. */
+  workspaceDir: string;
+  /** Aborted when the run is aborted; long-running tools must stop promptly. */
+  signal: AbortSignal;
+  bus: Bus;
+  logger: Logger;
+}
+
+/**
+ * A tool's answer. `content` goes to the model; `metadata` stays in the runtime (the engage loop reads
+ * `ledgerEntry` and `activatedSkill` from it) and is never sent to the model.
+ */
+export interface ToolResult {
+  content: string;
+  isError?: boolean;
+  metadata?: ToolResultMetadata;
+}
+
+export interface ToolResultMetadata {
+  /** Set by tools that wrote a ledger entry: resets the nudge counter, and a `step` closes a context block. */
+  ledgerEntry?: { workItemId: string; seq: number; entryType: string; content: string };
+  /** Set by skill activation: the loop injects the body into the system prompt so it survives compaction. */
+  activatedSkill?: { name: string; version: number; body: string };
+  [key: string]: unknown;
+}
+
+export interface ToolDefinition<Input = any> {
+  /** `[A-Za-z0-9_-]{1,64}`: the intersection of what OpenAI and Anthropic accept. */
+  readonly name: string;
+  readonly description: string;
+  /** zod schema of the arguments object; exported to the model as JSON Schema. */
+  readonly input: z.ZodType<Input>;
+  /**
+   * What the call acts on, for policy rules with a `resource` pattern: a workspace path, a URL host, a
+   * command line. Undefined when the tool has no meaningful target.
+   */
+  readonly policyResource?: (args: Input, context: ToolContext) => string | undefined;
+  /** A returned string is shorthand for `{ content }`. A throw becomes an `is_error` result. */
+  execute(args: Input, context: ToolContext): Promise<ToolResult | string>;
+}
+
+const toolNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Declares a tool. The name is checked here so a bad name fails at start-up, not at the first model call. */
+export function defineTool<Schema extends z.ZodType>(definition: {
+  name: string;
+  description: string;
+  input: Schema;
+  policyResource?: (args: z.output<Schema>, context: ToolContext) => string | undefined;
+  execute(args: z.output<Schema>, context: ToolContext): Promise<ToolResult | string>;
+}): ToolDefinition<z.output<Schema>> {
+  if (!toolNamePattern.test(definition.name)) {
+    throw new RangeError(`tool name "${definition.name}" must match ${toolNamePattern.source}`);
+  }
+  // zod's generic `Schema` does not narrow to ZodType<output<Schema>> by itself; it is that type.
+  return { ...definition, input: definition.input as z.ZodType<z.output<Schema>> };
+}

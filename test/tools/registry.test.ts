@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createToolRegistry, defineTool } from '../../src/tools/index.js';
+import { AgentdError } from '../../src/util/index.js';
+
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echo text back',
+  input: z.object({ text: z.string().describe('what to say'), times: z.number().int().min(1).default(1) }),
+  execute: async (args) => args.text.repeat(args.times),
+});
+
+describe('tool registry', () => {
+  it('rejects tool names providers would refuse', () => {
+    expect(() =>
+      defineTool({ name: 'bad name', description: '', input: z.object({}), execute: async () => '' }),
+    ).toThrow(/must match/);
+    expect(() =>
+      defineTool({ name: 'x'.repeat(65), description: '', input: z.object({}), execute: async () => '' }),
+    ).toThrow();
+  });
+
+  it('exports zod schemas as JSON Schema, input view (defaults optional), without $schema', () => {
+    const registry = createToolRegistry([echo]);
+    const [definition] = registry.toModelTools();
+    expect(definition).toEqual({
+      name: 'echo',
+      description: 'Echo text back',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          text: { type: 'string', description: 'what to say' },
+          times: expect.objectContaining({ type: 'integer', minimum: 1, default: 1 }),
+        },
+        required: ['text'],
+      },
+    });
+  });
+
+  it('filters by allowed names, keeps registration order, refuses duplicates', () => {
+    const other = defineTool({
+      name: 'other',
+      description: 'o',
+      input: z.object({}),
+      execute: async () => 'o',
+    });
+    const registry = createToolRegistry([echo, other]);
+    expect(registry.toModelTools(['other', 'missing']).map((tool) => tool.name)).toEqual(['other']);
+    expect(registry.list().map((tool) => tool.name)).toEqual(['echo', 'other']);
+    try {
+      registry.register(echo);
+      expect.unreachable();
+    } catch (error) {
+      expect(AgentdError.isInstance(error) && error.code).toBe('CONFLICT');
+    }
+  });
+});
