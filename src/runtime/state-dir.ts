@@ -19,15 +19,23 @@ export interface StateDir {
 /**
  * Prepares `$AGENTD_HOME`: the directory, the access token (AGENTD_TOKEN, else `token` file, else a new
  * one saved with mode 600) and the default workspace, copied from the package's `defaults/workspace` on
- * first start and never overwritten afterwards.
+ * first start, never overwriting a file that is already there.
  */
 export function prepareStateDir(home: string, envToken: string | undefined): StateDir {
   mkdirSync(home, { recursive: true });
   const workspaceDir = join(home, 'workspace');
-  if (!existsSync(workspaceDir)) {
+  // Seed the default workspace once. Files the user already put there (say, hooks/ before the first start)
+  // are kept; files the user deletes later are not brought back.
+  const seededMarker = join(workspaceDir, '.agentd-seeded');
+  if (!existsSync(seededMarker)) {
+    mkdirSync(workspaceDir, { recursive: true });
     const defaults = join(packageRoot(), 'defaults', 'workspace');
-    if (existsSync(defaults)) cpSync(defaults, workspaceDir, { recursive: true });
-    else mkdirSync(workspaceDir, { recursive: true });
+    if (existsSync(defaults))
+      cpSync(defaults, workspaceDir, { recursive: true, force: false, errorOnExist: false });
+    writeFileSync(
+      seededMarker,
+      'The default workspace was copied here; delete this file to copy missing defaults again.\n',
+    );
   }
   if (envToken) return { home, workspaceDir, token: envToken, tokenGenerated: false };
   const tokenPath = join(home, 'token');

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
@@ -289,6 +289,65 @@ describe('acknowledged messages survive a crash before their turn starts', () =>
       history: ['left behind', 'picked up'],
       left: 0,
     });
+    model.assertAllConsumed();
+  });
+});
+
+describe('workspace hook scripts in a gateway chat turn', () => {
+  it('blocks one tool call and patches another before they run', async () => {
+    const home = tempHome();
+    const hooksDir = join(home, 'workspace', 'hooks');
+    mkdirSync(hooksDir, { recursive: true });
+    // Blocks writes to .env files; rewrites list_files to look at the skills folder.
+    writeFileSync(
+      join(hooksDir, 'before_tool_call'),
+      [
+        '#!/bin/sh',
+        'input=$(cat)',
+        'case "$input" in',
+        '  *\'"path":".env"\'*) echo \'{"action":"block","reason":"env files are protected"}\' ;;',
+        '  *\'"toolName":"list_files"\'*) echo \'{"action":"modify","patch":{"arguments":{"path":"skills"}}}\' ;;',
+        '  *) echo \'{"action":"allow"}\' ;;',
+        'esac',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const model = createScriptedModel({
+      steps: [
+        {
+          toolCalls: [
+            { name: 'write_file', arguments: { path: '.env', content: 'SECRET=1' } },
+            { name: 'list_files', arguments: { path: '.' } },
+          ],
+        },
+        { text: 'ok' },
+      ],
+    });
+    const started = await startRuntime({ home, model });
+    const client = await started.connect();
+    try {
+      const done = collectRun(client, 'idem-hooks');
+      await client.call('chat.send', {
+        sessionKey: 'agent:main:main',
+        message: 'write the env file',
+        idempotencyKey: 'idem-hooks',
+      });
+      expect((await done).at(-1)!.payload.state).toBe('final');
+      const results = model.requests[1]!.messages.filter((message) => message.role === 'tool') as Array<{
+        toolName: string;
+        content: string;
+        isError?: boolean;
+      }>;
+      expect(results[0]).toMatchObject({ toolName: 'write_file', isError: true });
+      expect(results[0]!.content).toContain('env files are protected');
+      expect(results[1]!.content).not.toContain('failed');
+      expect(results[1]!.isError).toBeFalsy();
+      expect(results[1]!.content).toContain('code-review');
+      expect(existsSync(join(home, 'workspace', '.env'))).toBe(false);
+    } finally {
+      await client.close();
+      await started.runtime.close();
+    }
     model.assertAllConsumed();
   });
 });
