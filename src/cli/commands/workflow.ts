@@ -51,7 +51,10 @@ function workflowStateDir(deps: WorkflowCommandDeps, workflowId: string): string
 function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): void {
   const failure = coerceError(error);
   if (json) deps.stdout(`${JSON.stringify({ error: failure.toJSON() }, null, 2)}\n`);
-  else deps.stderr(`agentd: ${failure.message}${failure instanceof WorkflowValidationError ? '' : ` (${failure.code})`}\n`);
+  else
+    deps.stderr(
+      `agentd: ${failure.message}${failure instanceof WorkflowValidationError ? '' : ` (${failure.code})`}\n`,
+    );
   deps.setExitCode(AgentdError.isInstance(failure) && failure.fault === 'user' ? exitUsage : exitFailure);
 }
 
@@ -62,7 +65,12 @@ async function openEngine(deps: WorkflowCommandDeps, dir: string): Promise<Workf
   return createWorkflowEngine({
     workflow,
     resolveModel: (name, { credential }) =>
-      deps.resolveModel(name, credential ? { apiKey: credential.apiKey, ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}) } : undefined),
+      deps.resolveModel(
+        name,
+        credential
+          ? { apiKey: credential.apiKey, ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}) }
+          : undefined,
+      ),
     stateDir: workflowStateDir(deps, workflow.id),
     workDir: cwd,
     ...(override ? { modelOverride: override } : {}),
@@ -74,7 +82,8 @@ async function openEngine(deps: WorkflowCommandDeps, dir: string): Promise<Workf
 
 /** One line per node event, for humans watching a run. */
 export function formatProgress(event: TelemetryEvent): string | undefined {
-  const where = event.taskId === event.rootTaskId ? '' : ` [${event.taskId.slice(event.rootTaskId.length + 1)}]`;
+  const where =
+    event.taskId === event.rootTaskId ? '' : ` [${event.taskId.slice(event.rootTaskId.length + 1)}]`;
   switch (event.type) {
     case 'node_started':
       return `▸ ${event.stageId} (${String(event.payload.role)})${where}`;
@@ -96,9 +105,13 @@ export function formatProgress(event: TelemetryEvent): string | undefined {
 
 function parseInput(options: { input?: string; inputFile?: string }, cwd: string): unknown {
   if (options.input !== undefined && options.inputFile !== undefined) {
-    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'give either --input or --input-file, not both' });
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: 'give either --input or --input-file, not both',
+    });
   }
-  const text = options.inputFile !== undefined ? readFileSync(resolve(cwd, options.inputFile), 'utf8') : options.input;
+  const text =
+    options.inputFile !== undefined ? readFileSync(resolve(cwd, options.inputFile), 'utf8') : options.input;
   if (text === undefined) return null;
   try {
     return JSON.parse(text);
@@ -122,13 +135,20 @@ function printReport(deps: WorkflowCommandDeps, report: InspectionReport): void 
   deps.stdout(`task ${report.task.taskId} (${summary.workflowId}): ${summary.status ?? report.task.state}\n`);
   deps.stdout(`path: ${summary.path.join(' → ')}\n`);
   for (const stage of report.history) {
-    deps.stdout(`  ${String(stage.index).padStart(2)}. ${stage.nodeId.padEnd(24)} ${stage.nodeStatus.padEnd(8)} ${stage.completedAt - stage.startedAt} ms${stage.error ? `  ${stage.error.code}: ${stage.error.message}` : ''}\n`);
+    deps.stdout(
+      `  ${String(stage.index).padStart(2)}. ${stage.nodeId.padEnd(24)} ${stage.nodeStatus.padEnd(8)} ${stage.completedAt - stage.startedAt} ms${stage.error ? `  ${stage.error.code}: ${stage.error.message}` : ''}\n`,
+    );
   }
   if (report.lineage.length > 1) {
     deps.stdout('lineage:\n');
-    for (const task of report.lineage) deps.stdout(`  ${task.taskId} ${task.lineageType ?? 'root'} ${task.status ?? task.state}\n`);
+    for (const task of report.lineage)
+      deps.stdout(`  ${task.taskId} ${task.lineageType ?? 'root'} ${task.status ?? task.state}\n`);
   }
-  deps.stdout(`events: ${Object.entries(summary.eventCounts).map(([type, count]) => `${type}=${count}`).join(' ')}\n`);
+  deps.stdout(
+    `events: ${Object.entries(summary.eventCounts)
+      .map(([type, count]) => `${type}=${count}`)
+      .join(' ')}\n`,
+  );
   deps.stdout(`artifacts: ${report.artifacts.length}\n`);
   deps.stdout(`output: ${JSON.stringify(report.output, null, 2)}\n`);
 }
@@ -158,7 +178,10 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           metadata: workflow.metadata,
         };
         if (options.json) deps.stdout(`${JSON.stringify(summary, null, 2)}\n`);
-        else deps.stdout(`${workflow.id}: valid (${summary.nodes} nodes, ${summary.edges} edges, start "${summary.defaultStart}")\n`);
+        else
+          deps.stdout(
+            `${workflow.id}: valid (${summary.nodes} nodes, ${summary.edges} edges, start "${summary.defaultStart}")\n`,
+          );
       } catch (error) {
         if (options.json && error instanceof WorkflowValidationError) {
           deps.stdout(`${JSON.stringify({ valid: false, issues: error.issues }, null, 2)}\n`);
@@ -174,30 +197,39 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .option('--input-file <file>', 'read the input from a file (JSON or text)')
     .option('--json', 'print the result as JSON on stdout (progress still goes to stderr)')
     .option('--quiet', 'no progress display')
-    .action(async (dir: string, options: { input?: string; inputFile?: string; json?: boolean; quiet?: boolean }) => {
-      let engine: WorkflowEngine | undefined;
-      try {
-        const input = parseInput(options, cwd());
-        engine = await openEngine(deps, dir);
-        if (!options.quiet) {
-          engine.subscribe((event) => {
-            const line = formatProgress(event);
-            if (line) deps.stderr(`${line}\n`);
-          });
+    .action(
+      async (
+        dir: string,
+        options: { input?: string; inputFile?: string; json?: boolean; quiet?: boolean },
+      ) => {
+        let engine: WorkflowEngine | undefined;
+        try {
+          const input = parseInput(options, cwd());
+          engine = await openEngine(deps, dir);
+          if (!options.quiet) {
+            engine.subscribe((event) => {
+              const line = formatProgress(event);
+              if (line) deps.stderr(`${line}\n`);
+            });
+          }
+          const result = await engine.run(input);
+          if (options.json) deps.stdout(`${JSON.stringify(result, null, 2)}\n`);
+          else {
+            deps.stdout(
+              `[${result.status}] task ${result.taskId}${result.error ? ` — ${result.error.code}: ${result.error.message}` : ''}\n`,
+            );
+            deps.stdout(
+              `${typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2)}\n`,
+            );
+          }
+          if (result.status === 'failure') deps.setExitCode(exitFailure);
+        } catch (error) {
+          fail(deps, error, options.json === true);
+        } finally {
+          await engine?.close();
         }
-        const result = await engine.run(input);
-        if (options.json) deps.stdout(`${JSON.stringify(result, null, 2)}\n`);
-        else {
-          deps.stdout(`[${result.status}] task ${result.taskId}${result.error ? ` — ${result.error.code}: ${result.error.message}` : ''}\n`);
-          deps.stdout(`${typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2)}\n`);
-        }
-        if (result.status === 'failure') deps.setExitCode(exitFailure);
-      } catch (error) {
-        fail(deps, error, options.json === true);
-      } finally {
-        await engine?.close();
-      }
-    });
+      },
+    );
 
   program
     .command('eval <dir>')
@@ -214,13 +246,22 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           for (const suite of report.suites) {
             deps.stdout(`suite ${suite.name}: ${suite.passed} passed, ${suite.failed} failed\n`);
             for (const result of suite.cases) {
-              deps.stdout(`  ${result.pass ? 'PASS' : 'FAIL'} ${result.caseId} (${result.status}, ${result.durationMs} ms)\n`);
-              for (const assertion of result.assertions.filter((entry) => !entry.pass)) deps.stdout(`       ${assertion.type}: ${assertion.message}\n`);
+              deps.stdout(
+                `  ${result.pass ? 'PASS' : 'FAIL'} ${result.caseId} (${result.status}, ${result.durationMs} ms)\n`,
+              );
+              for (const assertion of result.assertions.filter((entry) => !entry.pass))
+                deps.stdout(`       ${assertion.type}: ${assertion.message}\n`);
             }
           }
           deps.stdout(`total: ${report.totals.passed}/${report.totals.cases} passed\n`);
-          if (report.regressions.length > 0) deps.stdout(`regressions: ${report.regressions.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`);
-          if (report.fixed.length > 0) deps.stdout(`fixed: ${report.fixed.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`);
+          if (report.regressions.length > 0)
+            deps.stdout(
+              `regressions: ${report.regressions.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
+            );
+          if (report.fixed.length > 0)
+            deps.stdout(
+              `fixed: ${report.fixed.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
+            );
         }
         if (report.totals.failed > 0) deps.setExitCode(exitFailure);
       } catch (error) {
@@ -246,7 +287,11 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           }
           if (report) break;
         }
-        if (!report) throw new UserInputError({ code: ErrorCodes.notFound, message: `no workflow task ${taskId} under ${join(deps.stateDir, 'workflows')}` });
+        if (!report)
+          throw new UserInputError({
+            code: ErrorCodes.notFound,
+            message: `no workflow task ${taskId} under ${join(deps.stateDir, 'workflows')}`,
+          });
         if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
         else printReport(deps, report);
       } catch (error) {
@@ -256,7 +301,9 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
 
   program
     .command('repl <dir>')
-    .description('interactive session over a workflow: requests, /attach, /history, /retry, /edit-last, /queue …')
+    .description(
+      'interactive session over a workflow: requests, /attach, /history, /retry, /edit-last, /queue …',
+    )
     .option('--profile <id>', 'CLI profile from cli_profiles.yaml')
     .action(async (dir: string, options: { profile?: string }) => {
       let engine: WorkflowEngine | undefined;

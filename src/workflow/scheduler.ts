@@ -1,0 +1,153 @@
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+
+export type ScheduledTaskState = 'queued' | 'running' | 'completed' | 'failed';
+
+/** A unit of work the scheduler runs: one workflow run. `run` settles when the run ends. */
+export interface ScheduledJob {
+  taskId: string;
+  run(): Promise<'completed' | 'failed'>;
+}
+
+export interface SchedulerListener {
+  queued?(taskId: string, queueDepth: number): void;
+  dequeued?(taskId: string, waitedMs: number, queueDepth: number): void;
+  rejected?(taskId: string, queueDepth: number): void;
+}
+
+/**
+ * Where workflow runs execute. The in-process FIFO executor below is the default; the agentd runtime can
+ * supply one backed by the durable work queue (`src/work/`): `submit` becomes "insert a work item of kind
+ * `workflow.run` whose payload names the workflow and task" (the dedup key is the task id), the queue's
+ * workers claim items up to their concurrency and call `job.run()`, and `queueDepth`/`running` read the
+ * queue's counts. `submit` must throw QUEUE_FULL synchronously when it rejects, so callers see it at once.
+ */
+export interface TaskExecutor {
+  submit(job: ScheduledJob): void;
+  /** Removes a job that has not started; true when it was still queued. */
+  withdraw(taskId: string): boolean;
+  stateOf(taskId: string): ScheduledTaskState | undefined;
+  readonly queueDepth: number;
+  readonly running: number;
+  /** Stop starting queued jobs (running ones continue) until `resume`. */
+  pause(): void;
+  resume(): void;
+  readonly paused: boolean;
+  /** Resolves when nothing is queued or running (while paused: when nothing is running). */
+  drain(): Promise<void>;
+}
+
+export interface FifoExecutorOptions {
+  maxConcurrency: number;
+  /** Jobs waiting (not running) at most; `null` for unbounded. */
+  maxQueueSize: number | null;
+  now: () => number;
+  listener?: SchedulerListener;
+  /** States of finished jobs are remembered for `stateOf`, up to this many. */
+  maxRemembered?: number;
+}
+
+/**
+ * FIFO with real concurrency: up to `maxConcurrency` runs are in flight at once (they interleave at every
+ * await, which is where workflows spend their time: model calls, tools, I/O). A job beyond the queue limit
+ * is rejected with QUEUE_FULL and never runs.
+ */
+export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
+  const queue: Array<{ job: ScheduledJob; queuedAt: number }> = [];
+  let head = 0;
+  let running = 0;
+  let paused = false;
+  const states = new Map<string, ScheduledTaskState>();
+  const maxRemembered = options.maxRemembered ?? 10_000;
+  let idleWaiters: Array<() => void> = [];
+
+  const depth = () => queue.length - head;
+  const remember = (taskId: string, state: ScheduledTaskState) => {
+    states.delete(taskId);
+    states.set(taskId, state);
+    if (states.size > maxRemembered) states.delete(states.keys().next().value!);
+  };
+  const settleIdle = () => {
+    if (running === 0 && (paused || depth() === 0) && idleWaiters.length > 0) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  };
+  const pump = () => {
+    while (!paused && running < options.maxConcurrency && depth() > 0) {
+      const entry = queue[head]!;
+      queue[head++] = undefined as never;
+      if (head > 1024 && head * 2 > queue.length) {
+        queue.splice(0, head);
+        head = 0;
+      }
+      running++;
+      remember(entry.job.taskId, 'running');
+      options.listener?.dequeued?.(entry.job.taskId, options.now() - entry.queuedAt, depth());
+      entry.job.run().then(
+        (result) => finish(entry.job.taskId, result),
+        () => finish(entry.job.taskId, 'failed'),
+      );
+    }
+    settleIdle();
+  };
+  const finish = (taskId: string, result: 'completed' | 'failed') => {
+    running--;
+    remember(taskId, result);
+    pump();
+  };
+
+  return {
+    submit(job) {
+      if (
+        options.maxQueueSize !== null &&
+        depth() >= options.maxQueueSize &&
+        (paused || running >= options.maxConcurrency)
+      ) {
+        options.listener?.rejected?.(job.taskId, depth());
+        throw new UserInputError({
+          code: ErrorCodes.queueFull,
+          message: `The workflow queue is full (${depth()} waiting, max_queue_size ${options.maxQueueSize}); retry later or raise scheduler.max_queue_size.`,
+          retryable: true,
+          details: { queueDepth: depth(), maxQueueSize: options.maxQueueSize },
+        });
+      }
+      queue.push({ job, queuedAt: options.now() });
+      remember(job.taskId, 'queued');
+      options.listener?.queued?.(job.taskId, depth());
+      pump();
+    },
+    withdraw(taskId) {
+      for (let index = head; index < queue.length; index++) {
+        if (queue[index]?.job.taskId === taskId) {
+          queue.splice(index, 1);
+          states.delete(taskId);
+          settleIdle();
+          return true;
+        }
+      }
+      return false;
+    },
+    stateOf: (taskId) => states.get(taskId),
+    get queueDepth() {
+      return depth();
+    },
+    get running() {
+      return running;
+    },
+    pause() {
+      paused = true;
+    },
+    resume() {
+      paused = false;
+      pump();
+    },
+    get paused() {
+      return paused;
+    },
+    drain() {
+      if (running === 0 && (paused || depth() === 0)) return Promise.resolve();
+      return new Promise((resolve) => idleWaiters.push(resolve));
+    },
+  };
+}
