@@ -29,6 +29,8 @@ import {
 import { defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
 import { createGatewayServices } from './runtime/gateway-services.js';
 import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
+import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
+import { registerWorkflowMethods } from './runtime/workflow-methods.js';
 import { createSkillLibrary, createSkillTools, type SkillLibrary } from './skills/index.js';
 import { createEventRecorder, createStore, type EventRecorder, type Store } from './store/index.js';
 import {
@@ -312,6 +314,31 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   });
   registerCoreMethods(methods, services, { clock });
 
+  const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
+    const provider = name.slice(0, name.indexOf('/'));
+    return resolveModel(name, {
+      env: credential?.baseUrl ? { ...env, [`${provider.toUpperCase()}_BASE_URL`]: credential.baseUrl } : env,
+      credentials: credential ? { ...credentials, [provider]: { apiKey: credential.apiKey } } : credentials,
+      logger,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+  };
+  const workflows = registerWorkflowMethods({
+    methods,
+    bus,
+    db: store.db,
+    stateDir: state.home,
+    allowedRoots: [process.cwd(), state.workspaceDir],
+    resolveModel: workflowModel,
+    runAgentWithTools: createWorkflowAgentRunner({
+      bus,
+      workspaceDir: state.workspaceDir,
+      idGenerator,
+      logger,
+    }),
+    logger,
+  });
+
   let gateway: GatewayServer | undefined;
   let closed = false;
 
@@ -398,6 +425,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       closed = true;
       if (gateway) await gateway.close();
       await chat.drain();
+      await workflows.close();
       await memoryManager.stop();
       await memory.flushEmbeddings().catch(() => {});
       identity.close();

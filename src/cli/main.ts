@@ -1,13 +1,17 @@
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { Command, CommanderError, Option } from 'commander';
+import { createBus } from '../bus/index.js';
 import { type AgentdConfig, loadConfig } from '../config/index.js';
 import { defaultModelName, resolveModel } from '../model/index.js';
 import { packageVersion } from '../runtime/state-dir.js';
+import { createWorkflowAgentRunner } from '../runtime/workflow-agent.js';
 import { createRuntime, type Runtime } from '../runtime.js';
 import { createStore } from '../store/index.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
+import { createIdGenerator } from '../util/ids.js';
 import { silentLogger } from '../util/logger.js';
+import { registerWorkflowCommands } from './commands/workflow.js';
 import { connectGateway, type GatewayClient } from './gateway-client.js';
 import { type CliIo, ExitCodes, printJson, processIo, reportError } from './output.js';
 
@@ -445,6 +449,38 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
           io.stdout(`${check.ok ? 'ok  ' : 'FAIL'} ${check.check.padEnd(6)} ${check.detail}\n`);
       if (!checks.every((check) => check.ok)) exitCode = ExitCodes.failure;
     });
+
+  const modelFor = (name?: string, override?: { apiKey?: string; baseUrl?: string }) => {
+    const config = configFrom(globals(), {}, true);
+    const credentials = Object.fromEntries(
+      config.credentials.map((credential) => [credential.provider, { apiKey: credential.apiKey }]),
+    );
+    const modelName = name ?? config.model ?? defaultModelName(process.env, credentials);
+    const provider = modelName.slice(0, modelName.indexOf('/'));
+    if (override?.apiKey) credentials[provider] = { apiKey: override.apiKey };
+    const env = override?.baseUrl
+      ? { ...process.env, [`${provider.toUpperCase()}_BASE_URL`]: override.baseUrl }
+      : process.env;
+    return resolveModel(modelName, { credentials, env });
+  };
+  registerWorkflowCommands(program, {
+    resolveModel: modelFor,
+    get stateDir() {
+      return configFrom(globals(), {}, true).home;
+    },
+    stdout: io.stdout,
+    stderr: io.stderr,
+    modelOverride: () => globals().model,
+    runAgentWithTools: createWorkflowAgentRunner({
+      bus: createBus(),
+      workspaceDir: process.cwd(),
+      idGenerator: createIdGenerator(),
+      logger: silentLogger,
+    }),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
+  });
 
   program.addOption(new Option('--log-level <level>', 'log level').hideHelp().env('AGENTD_LOG_LEVEL'));
   return { program, exitCode: () => exitCode };

@@ -1,0 +1,112 @@
+import { existsSync } from 'node:fs';
+import { join, relative, resolve, sep } from 'node:path';
+import type { Bus } from '../bus/index.js';
+import type { MethodTable } from '../gateway/index.js';
+import { OperatorScopes } from '../gateway/index.js';
+import type { LanguageModel } from '../model/index.js';
+import type { SqlDatabase } from '../store/index.js';
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+import type { Logger } from '../util/logger.js';
+import {
+  busEventTypeOf,
+  createWorkflowEngine,
+  createWorkflowMethodHandlers,
+  loadWorkflow,
+  type RunAgentWithTools,
+  telemetryEventTypes,
+  type WorkflowEngine,
+  workflowCancelParamsSchema,
+  workflowRunParamsSchema,
+  workflowStatusParamsSchema,
+} from '../workflow/index.js';
+
+function isInside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && !rel.includes(`..${sep}`));
+}
+
+/**
+ * `workflow.run|status|cancel` on the gateway. A workflow directory is code (its tools.yaml names modules to
+ * run), so only directories below the configured roots are accepted, and running one needs operator.admin.
+ */
+export function registerWorkflowMethods(options: {
+  methods: MethodTable;
+  bus: Bus;
+  db: SqlDatabase;
+  stateDir: string;
+  allowedRoots: string[];
+  resolveModel(name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel;
+  runAgentWithTools: RunAgentWithTools;
+  logger: Logger;
+}): { close(): Promise<void> } {
+  const engines = new Map<string, Promise<WorkflowEngine>>();
+  const roots = options.allowedRoots.map((root) => resolve(root));
+
+  const engineFor = (dir: string): Promise<WorkflowEngine> => {
+    const path = resolve(roots[0]!, dir);
+    if (!roots.some((root) => isInside(root, path)) || !existsSync(join(path, 'workflow.yaml'))) {
+      return Promise.reject(
+        new UserInputError({
+          code: ErrorCodes.notFound,
+          message: `no workflow at ${dir}: the directory must contain workflow.yaml and lie below ${roots.join(' or ')}`,
+        }),
+      );
+    }
+    let engine = engines.get(path);
+    if (!engine) {
+      engine = loadWorkflow(path).then((workflow) =>
+        createWorkflowEngine({
+          workflow,
+          resolveModel: (name, { credential }) =>
+            options.resolveModel(
+              name,
+              credential
+                ? {
+                    apiKey: credential.apiKey,
+                    ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}),
+                  }
+                : undefined,
+            ),
+          database: options.db,
+          stateDir: join(options.stateDir, 'workflows', workflow.id),
+          workDir: path,
+          publish: (type, data) => options.bus.publish(type, data),
+          runAgentWithTools: options.runAgentWithTools,
+          logger: options.logger,
+        }),
+      );
+      // A directory that fails to load is not cached, so fixing it and retrying works.
+      engine.catch(() => engines.delete(path));
+      engines.set(path, engine);
+    }
+    return engine;
+  };
+
+  const handlers = createWorkflowMethodHandlers({ engineFor });
+  const { read, write, admin } = OperatorScopes;
+  options.methods.register('workflow.run', {
+    scopes: [admin],
+    params: workflowRunParamsSchema,
+    handler: (params, context) => handlers.run(params, { signal: context.signal }),
+  });
+  options.methods.register('workflow.status', {
+    scopes: [read],
+    params: workflowStatusParamsSchema,
+    handler: (params) => handlers.status(params),
+  });
+  options.methods.register('workflow.cancel', {
+    scopes: [write],
+    params: workflowCancelParamsSchema,
+    handler: (params) => handlers.cancel(params),
+  });
+  for (const type of telemetryEventTypes) {
+    const busType = busEventTypeOf(type);
+    options.methods.forwardBusEvent(busType, busType.replace(':', '.'), { scopes: [read] });
+  }
+
+  return {
+    async close() {
+      for (const engine of engines.values()) await engine.then((ready) => ready.close()).catch(() => {});
+    },
+  };
+}

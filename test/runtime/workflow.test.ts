@@ -1,0 +1,89 @@
+import { cpSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { startRuntime, tempHome } from './helpers.js';
+
+describe('workflows through the runtime', () => {
+  it('runs examples/mini-editor over the gateway with node events streamed', async () => {
+    const started = await startRuntime();
+    const client = await started.connect();
+    try {
+      const events: string[] = [];
+      client.onEvent((event) => {
+        if (event.startsWith('workflow.')) events.push(event);
+      });
+      const result = await client.call<{
+        taskId: string;
+        result: { status: string; output: Record<string, unknown> };
+      }>(
+        'workflow.run',
+        { dir: 'examples/mini-editor', input: { request: 'Create a note about tide pools' } },
+        { timeoutMs: 60_000 },
+      );
+      expect(result.result.status).toBe('success');
+      expect(result.result.output).toMatchObject({ title: expect.any(String), sections: expect.any(Array) });
+      expect(events).toEqual(
+        expect.arrayContaining([
+          'workflow.task-started',
+          'workflow.node-completed',
+          'workflow.task-completed',
+        ]),
+      );
+      const status = await client.call<{ task: { status: string } }>('workflow.status', {
+        taskId: result.taskId,
+      });
+      expect(status.task.status).toBe('success');
+
+      await expect(client.call('workflow.run', { dir: '/etc' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(client.call('workflow.run', { dir: 'examples/../../' })).rejects.toMatchObject({
+        code: 'NOT_FOUND',
+      });
+      await expect(
+        client.call('workflow.run', { dir: 'examples/mini-editor', bogus: 1 }),
+      ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    } finally {
+      await client.close();
+      await started.runtime.close();
+    }
+  });
+
+  it('agentd run and agentd eval work on the example with no key', async () => {
+    const work = mkdtempSync(join(tmpdir(), 'agentd-wf-cli-'));
+    cpSync(join(import.meta.dirname, '..', '..', 'examples', 'mini-editor'), join(work, 'mini-editor'), {
+      recursive: true,
+    });
+    let out = '';
+    let err = '';
+    const io = { stdout: (text: string) => (out += text), stderr: (text: string) => (err += text) };
+    const home = tempHome();
+    const runCode = await main(
+      [
+        'node',
+        'agentd',
+        '--home',
+        home,
+        'run',
+        join(work, 'mini-editor'),
+        '--input',
+        '{"request":"Create a note about tide pools"}',
+        '--json',
+      ],
+      io,
+    );
+    expect(runCode).toBe(0);
+    expect(err).toContain('✓ return_summary');
+    expect(JSON.parse(out)).toMatchObject({ status: 'success' });
+    out = '';
+    const evalCode = await main(['node', 'agentd', '--home', home, 'eval', join(work, 'mini-editor')], io);
+    expect(evalCode).toBe(0);
+    expect(out).toMatch(/2\/2 passed/);
+    out = '';
+    const badCode = await main(
+      ['node', 'agentd', '--home', home, 'workflow', 'validate', join(work, 'nope')],
+      io,
+    );
+    expect(badCode).toBe(2);
+  });
+});
