@@ -192,7 +192,7 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     const started = await startRuntime({ home, model, log });
     runtime = started.runtime;
     expect(runtime.store.mode).toBe('memory');
-    const health = (await (await fetch(started.url.replace(/^ws/, 'http') + '/health')).json()) as Record<
+    const health = (await (await fetch(`${started.url.replace(/^ws/, 'http')}/health`)).json()) as Record<
       string,
       any
     >;
@@ -229,7 +229,7 @@ describe('chat turns through the gateway (runtime wiring)', () => {
       idempotencyKey: 'idem-secret',
     });
     const events = await done;
-    const health = await (await fetch(started.url.replace(/^ws/, 'http') + '/health')).text();
+    const health = await (await fetch(`${started.url.replace(/^ws/, 'http')}/health`)).text();
     const status = JSON.stringify(await client.call('status'));
     await client.close();
     client = undefined;
