@@ -1,0 +1,310 @@
+// Durable queue: agentd's work queue (SQLite and Postgres, run by the worker pool) against graphile-worker
+// and pg-boss on the same Postgres, in the same run. Two measurements per contender:
+//  - drain: N no-op jobs enqueued first, then workers start; jobs/s from start to the last completion.
+//  - latency: workers idle and waiting; jobs enqueued open-loop at a fixed rate; enqueue → handler start.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Logger as GraphileLogger, makeWorkerUtils, run as runGraphile } from 'graphile-worker';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { createWorkerPool } from '../src/agents/index.js';
+import { createBus } from '../src/bus/index.js';
+import {
+  createPostgresDatabase,
+  createSqliteDatabase,
+  migrate,
+  type SqlDatabase,
+} from '../src/store/index.js';
+import { silentLogger } from '../src/util/index.js';
+import { createWorkQueue } from '../src/work/index.js';
+
+const drainJobs = 5_000;
+const latencyJobs = 500;
+const latencyGapMs = 4;
+const concurrency = 24;
+const adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
+const benchDatabase = 'agentd_bench';
+const benchUrl = `postgres://postgres@127.0.0.1:5432/${benchDatabase}`;
+
+interface Contender {
+  name: string;
+  /** Enqueue one job carrying `t0` (performance.now() at enqueue). */
+  enqueue(t0: number): Promise<void>;
+  /** Start workers; `onJob(t0)` must be called when a job's handler starts. */
+  startWorkers(onJob: (t0: number) => void): Promise<void>;
+  stopWorkers(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+
+async function waitFor(count: () => number, target: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (count() < target) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  return true;
+}
+
+async function measure(contender: Contender): Promise<Record<string, string | number>> {
+  // Drain.
+  const enqueueStart = performance.now();
+  for (let index = 0; index < drainJobs; index++) await contender.enqueue(performance.now());
+  const enqueueMs = performance.now() - enqueueStart;
+  let drained = 0;
+  const drainStart = performance.now();
+  await contender.startWorkers(() => {
+    drained++;
+  });
+  const drainedAll = await waitFor(() => drained, drainJobs, 45_000);
+  const drainMs = performance.now() - drainStart;
+  await contender.stopWorkers();
+
+  // Latency: idle workers, open-loop arrivals.
+  const latencies: number[] = [];
+  const phaseStart = performance.now();
+  // Jobs left over from a drain that timed out are not latency samples.
+  await contender.startWorkers((t0) => {
+    if (t0 >= phaseStart) latencies.push(performance.now() - t0);
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  for (let index = 0; index < latencyJobs; index++) {
+    await contender.enqueue(performance.now());
+    await new Promise((resolve) => setTimeout(resolve, latencyGapMs));
+  }
+  await waitFor(() => latencies.length, latencyJobs, 30_000);
+  await contender.stopWorkers();
+  const sorted = [...latencies].sort((left, right) => left - right);
+  return {
+    contender: contender.name,
+    'enqueue jobs/s (1 at a time)': Math.round(drainJobs / (enqueueMs / 1000)),
+    'drain jobs/s': drainedAll
+      ? Math.round(drainJobs / (drainMs / 1000))
+      : `timeout (${drained}/${drainJobs})`,
+    'latency p50 ms': round(percentile(sorted, 50)),
+    'latency p99 ms': round(percentile(sorted, 99)),
+    'latency max ms': round(sorted.at(-1) ?? Number.NaN),
+    'latency jobs seen': latencies.length,
+  };
+}
+
+function agentdContender(
+  name: string,
+  open: () => Promise<SqlDatabase>,
+  listenConnectionString?: string,
+): Contender {
+  let db: SqlDatabase | undefined;
+  let queue: ReturnType<typeof createWorkQueue> | undefined;
+  let pool: ReturnType<typeof createWorkerPool> | undefined;
+  const ready = async () => {
+    if (!queue) {
+      db = await open();
+      await migrate(db);
+      queue = createWorkQueue({
+        db,
+        bus: createBus(),
+        logger: silentLogger,
+        ...(listenConnectionString ? { listenConnectionString, notifyChannel: 'agentd_work_bench' } : {}),
+      });
+      await queue.whenListening();
+    }
+    return queue;
+  };
+  return {
+    name,
+    async enqueue(t0) {
+      await (await ready()).submit({ kind: 'bench', params: { t0 } });
+    },
+    async startWorkers(onJob) {
+      const workQueue = await ready();
+      pool = createWorkerPool({
+        queue: workQueue,
+        bus: createBus(),
+        concurrency,
+        admissionQueueSize: 0,
+        runItem: async (item) => {
+          onJob(item.params.t0 as number);
+          return null;
+        },
+      });
+      pool.start();
+    },
+    async stopWorkers() {
+      await pool?.stop();
+    },
+    async close() {
+      await queue?.close();
+      await db?.close();
+    },
+  };
+}
+
+function graphileContender(): Contender {
+  const schema = 'graphile_worker_bench';
+  let utils: Awaited<ReturnType<typeof makeWorkerUtils>> | undefined;
+  let runner: Awaited<ReturnType<typeof runGraphile>> | undefined;
+  const ready = async () => {
+    utils ??= await makeWorkerUtils({ connectionString: benchUrl, schema });
+    return utils;
+  };
+  return {
+    name: 'graphile-worker 0.17 (Postgres)',
+    async enqueue(t0) {
+      await (await ready()).addJob('bench', { t0 });
+    },
+    async startWorkers(onJob) {
+      await ready();
+      runner = await runGraphile({
+        connectionString: benchUrl,
+        schema,
+        concurrency,
+        maxPoolSize: concurrency + 1,
+        noHandleSignals: true,
+        pollInterval: 2_000,
+        logger: new GraphileLogger(() => () => undefined),
+        taskList: {
+          bench: async (payload) => {
+            onJob((payload as { t0: number }).t0);
+          },
+        },
+      });
+    },
+    async stopWorkers() {
+      await runner?.stop();
+    },
+    async close() {
+      await utils?.release();
+    },
+  };
+}
+
+function pgBossContender(): Contender {
+  let boss: PgBoss | undefined;
+  let workerIds: string[] = [];
+  const ready = async () => {
+    if (!boss) {
+      boss = new PgBoss({ connectionString: benchUrl, schema: 'pgboss_bench', max: concurrency + 1 });
+      boss.on('error', () => undefined);
+      await boss.start();
+      await boss.createQueue('bench');
+    }
+    return boss;
+  };
+  return {
+    name: 'pg-boss 10 (Postgres, 0.5 s polling)',
+    async enqueue(t0) {
+      await (await ready()).send('bench', { t0 });
+    },
+    async startWorkers(onJob) {
+      const instance = await ready();
+      workerIds = [];
+      // Four polling workers fetching up to 50 jobs per poll (pg-boss's way to go wide; it has no per-job concurrency).
+      for (let index = 0; index < 4; index++) {
+        workerIds.push(
+          await instance.work<{ t0: number }>(
+            'bench',
+            { batchSize: 50, pollingIntervalSeconds: 0.5 },
+            async (jobs) => {
+              for (const job of jobs) onJob(job.data.t0);
+            },
+          ),
+        );
+      }
+    },
+    async stopWorkers() {
+      for (const id of workerIds) await boss?.offWork({ id });
+    },
+    async close() {
+      await boss?.stop({ graceful: false, wait: true });
+    },
+  };
+}
+
+async function resetPostgres(): Promise<boolean> {
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2_000 });
+  try {
+    await admin.connect();
+  } catch {
+    return false;
+  }
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [benchDatabase]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${benchDatabase}`);
+  } finally {
+    await admin.end();
+  }
+  const bench = new pg.Client({ connectionString: benchUrl });
+  await bench.connect();
+  try {
+    for (const schema of ['agentd_queue_bench', 'graphile_worker_bench', 'pgboss_bench']) {
+      await bench.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    }
+    await bench.query('CREATE SCHEMA agentd_queue_bench');
+  } finally {
+    await bench.end();
+  }
+  return true;
+}
+
+export default {
+  name: 'queue',
+  description:
+    'work queue enqueue → claim → complete: agentd (SQLite, Postgres) vs graphile-worker and pg-boss on the same Postgres',
+  async run() {
+    const rows: Array<Record<string, string | number>> = [];
+    const notes: string[] = [
+      `drain: ${drainJobs} no-op jobs enqueued one at a time (that rate is the "enqueue" column), then workers with concurrency ${concurrency} start; jobs/s until the last handler ran.`,
+      `latency: idle workers; ${latencyJobs} jobs enqueued open-loop every ${latencyGapMs} ms; time from before the enqueue call to the handler start (performance.now, same process).`,
+      'agentd runs jobs through its worker pool: a batched claim-and-start (SKIP LOCKED on Postgres) and one complete per job, each a single statement; Postgres wake-ups by LISTEN/NOTIFY on a dedicated connection.',
+      `graphile-worker: run() with concurrency ${concurrency}, maxPoolSize ${concurrency + 1}, default LISTEN/NOTIFY; jobs added with workerUtils.addJob.`,
+      'pg-boss 10 has no LISTEN/NOTIFY: 4 workers polling every 0.5 s (its minimum) with batchSize 50; jobs added with send().',
+      'All on one 2-core machine shared with other work; Postgres 15 on 127.0.0.1.',
+    ];
+    const dir = mkdtempSync(join(tmpdir(), 'agentd-queue-bench-'));
+    const contenders: Contender[] = [
+      agentdContender('agentd (SQLite file, WAL)', async () =>
+        createSqliteDatabase({ path: join(dir, 'bench.db') }),
+      ),
+    ];
+    const postgres = await resetPostgres();
+    if (postgres) {
+      contenders.push(
+        agentdContender(
+          'agentd (Postgres)',
+          async () =>
+            createPostgresDatabase({
+              connectionString: benchUrl,
+              schema: 'agentd_queue_bench',
+              poolSize: concurrency + 1,
+            }),
+          benchUrl,
+        ),
+        graphileContender(),
+        pgBossContender(),
+      );
+    } else {
+      notes.push('Postgres at 127.0.0.1:5432 was not reachable: only SQLite was measured.');
+    }
+    try {
+      for (const contender of contenders) {
+        try {
+          rows.push(await measure(contender));
+        } finally {
+          await contender.close();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      if (postgres) await resetPostgres();
+    }
+    return { rows, notes };
+  },
+};

@@ -1,0 +1,260 @@
+import { z } from 'zod';
+import { defineTool, type ToolDefinition } from '../tools/index.js';
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { formatZodIssues } from '../util/safe-json.js';
+import type { Planner } from './planner.js';
+import type { WorkerPool } from './pool.js';
+import {
+  type AgentConfigInput,
+  type AgentRuntime,
+  type AgentSnapshot,
+  agentConfigSchema,
+} from './runtime.js';
+
+/** seed 004's `agent_spawn_request` as it arrives on the flat protocol. */
+export const agentSpawnRequestSchema = z.object({
+  type: z.literal('agent_spawn_request'),
+  agent_config: z.object({
+    name: z.string().min(1).max(100),
+    role: z.string().max(500).default(''),
+    cli_backend: z.string().min(1).max(100).optional(),
+    initial_position: z.object({ x: z.number(), y: z.number() }).optional(),
+    system_prompt: z.string().max(20_000).optional(),
+    initial_context: z.string().max(20_000).optional(),
+  }),
+});
+
+export type AgentSpawnRequest = z.input<typeof agentSpawnRequestSchema>;
+
+/** Maps seed 004's snake_case spawn request onto an agent configuration. */
+export function agentConfigFromSpawnRequest(
+  request: z.output<typeof agentSpawnRequestSchema>,
+): AgentConfigInput {
+  const config = request.agent_config;
+  return {
+    name: config.name,
+    role: config.role,
+    ...(config.cli_backend ? { model: config.cli_backend } : {}),
+    ...(config.initial_position ? { position: config.initial_position } : {}),
+    ...(config.system_prompt ? { systemPrompt: config.system_prompt } : {}),
+    ...(config.initial_context ? { initialContext: config.initial_context } : {}),
+  };
+}
+
+/** seed 004's `agent_state_update` frame for an agent snapshot. */
+export function toAgentStateUpdate(agent: AgentSnapshot): {
+  type: 'agent_state_update';
+  agent_id: string;
+  state: string;
+  position: { x: number; y: number };
+  current_task: string | null;
+} {
+  return {
+    type: 'agent_state_update',
+    agent_id: agent.id,
+    state: agent.state,
+    position: agent.position ?? { x: 0, y: 0 },
+    current_task: agent.currentTask,
+  };
+}
+
+/** seed 004's `agent_speech` frame for an `agent:spoke` event. */
+export function toAgentSpeech(event: { agentId: string; content: string; recipient?: string }): {
+  type: 'agent_speech';
+  agent_id: string;
+  content: string;
+  recipients: string[];
+} {
+  return {
+    type: 'agent_speech',
+    agent_id: event.agentId,
+    content: event.content,
+    recipients: event.recipient ? [event.recipient] : [],
+  };
+}
+
+export const agentsSpawnParamsSchema = z.union([agentConfigSchema, agentSpawnRequestSchema]);
+export const agentsTerminateParamsSchema = z.object({
+  agentId: z.string().min(1),
+  timeoutMs: z.number().int().min(0).max(600_000).optional(),
+});
+export const agentsListParamsSchema = z.object({}).passthrough();
+export const agentsStateParamsSchema = z.object({ agentId: z.string().min(1) });
+export const agentBroadcastParamsSchema = z.object({
+  content: z.string().min(1).max(20_000),
+  from: z.string().min(1).optional(),
+});
+export const agentControlParamsSchema = z.discriminatedUnion('action', [
+  z.object({
+    action: z.literal('goal'),
+    goal: z.string().min(1).max(20_000),
+    sessionKey: z.string().min(1),
+    agentId: z.string().min(1).default('main'),
+  }),
+  z.object({
+    action: z.literal('pause'),
+    sessionKey: z.string().min(1),
+    ids: z.array(z.string()).optional(),
+  }),
+  z.object({
+    action: z.literal('resume'),
+    sessionKey: z.string().min(1),
+    ids: z.array(z.string()).optional(),
+  }),
+  z.object({
+    action: z.literal('cancel'),
+    sessionKey: z.string().min(1),
+    ids: z.array(z.string()).optional(),
+  }),
+  z.object({ action: z.literal('state'), sessionKey: z.string().min(1) }),
+]);
+
+export interface AgentGatewayMethod<Schema extends z.ZodType = z.ZodType> {
+  params: Schema;
+  handler(params: unknown): Promise<unknown>;
+}
+
+export interface CreateAgentGatewayMethodsOptions {
+  runtime: AgentRuntime;
+  /** Needed for `agent.control`; without planner and pool that method is not offered. */
+  planner?: Planner;
+  pool?: WorkerPool;
+}
+
+function parse<Schema extends z.ZodType>(schema: Schema, params: unknown): z.output<Schema> {
+  const result = schema.safeParse(params ?? {});
+  if (!result.success) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `invalid params: ${formatZodIssues(result.error.issues)}`,
+    });
+  }
+  return result.data;
+}
+
+/**
+ * Plain handlers (params validated with zod) for the gateway's `agents.spawn|terminate|list|state`,
+ * `agent.broadcast` and `agent.control` methods. The gateway registers them; this module never imports it.
+ */
+export function createAgentGatewayMethods(
+  options: CreateAgentGatewayMethodsOptions,
+): Record<string, AgentGatewayMethod> {
+  const { runtime, planner, pool } = options;
+  const methods: Record<string, AgentGatewayMethod> = {
+    'agents.spawn': {
+      params: agentsSpawnParamsSchema,
+      async handler(raw) {
+        const params = parse(agentsSpawnParamsSchema, raw);
+        const config = 'type' in params ? agentConfigFromSpawnRequest(params) : params;
+        const agent = await runtime.spawn(config);
+        return { agentId: agent.id, agent };
+      },
+    },
+    'agents.terminate': {
+      params: agentsTerminateParamsSchema,
+      async handler(raw) {
+        const params = parse(agentsTerminateParamsSchema, raw);
+        const result = await runtime.terminate(
+          params.agentId,
+          params.timeoutMs !== undefined ? { timeoutMs: params.timeoutMs } : {},
+        );
+        return { agentId: params.agentId, terminated: true, forced: result.forced };
+      },
+    },
+    'agents.list': {
+      params: agentsListParamsSchema,
+      async handler() {
+        return { agents: runtime.listStates() };
+      },
+    },
+    'agents.state': {
+      params: agentsStateParamsSchema,
+      async handler(raw) {
+        const params = parse(agentsStateParamsSchema, raw);
+        return { agent: runtime.getState(params.agentId) };
+      },
+    },
+    'agent.broadcast': {
+      params: agentBroadcastParamsSchema,
+      async handler(raw) {
+        const params = parse(agentBroadcastParamsSchema, raw);
+        return runtime.broadcast(
+          params.from ? { from: params.from, content: params.content } : { content: params.content },
+        );
+      },
+    },
+  };
+  if (planner && pool) {
+    methods['agent.control'] = {
+      params: agentControlParamsSchema,
+      async handler(raw) {
+        const params = parse(agentControlParamsSchema, raw);
+        switch (params.action) {
+          case 'goal': {
+            const result = await planner.plan({
+              goal: params.goal,
+              sessionKey: params.sessionKey,
+              agentId: params.agentId,
+            });
+            return {
+              planId: result.planId,
+              reply: result.reply,
+              tasks: result.tasks,
+              rejected: result.rejected,
+            };
+          }
+          case 'pause':
+            return {
+              action: 'pause',
+              workItemIds: await pool.pause({
+                sessionKey: params.sessionKey,
+                ...(params.ids ? { ids: params.ids } : {}),
+              }),
+            };
+          case 'resume':
+            return {
+              action: 'resume',
+              workItemIds: await pool.resume({
+                sessionKey: params.sessionKey,
+                ...(params.ids ? { ids: params.ids } : {}),
+              }),
+            };
+          case 'cancel':
+            return {
+              action: 'cancel',
+              workItemIds: await pool.cancel({
+                sessionKey: params.sessionKey,
+                ...(params.ids ? { ids: params.ids } : {}),
+              }),
+            };
+          case 'state':
+            return { action: 'state', ...(await pool.snapshot({ sessionKey: params.sessionKey })) };
+        }
+      },
+    };
+  }
+  return methods;
+}
+
+/** The `send_message {to, content}` tool: agents talk to each other through the runtime's mailboxes. */
+export function createSendMessageTool(runtime: AgentRuntime): ToolDefinition {
+  return defineTool({
+    name: 'send_message',
+    description:
+      'Send a message to another agent by id. It arrives in their mailbox; their reply is not returned here.',
+    input: z.object({
+      to: z.string().min(1).max(128).describe('The receiving agent id'),
+      content: z.string().min(1).max(20_000),
+    }),
+    async execute(input, context) {
+      if (input.to === context.agentId) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: 'an agent cannot send a message to itself.',
+        });
+      }
+      await runtime.send(input.to, { from: context.agentId, content: input.content });
+      return `Message delivered to ${input.to}.`;
+    },
+  });
+}

@@ -1,0 +1,416 @@
+import { z } from 'zod';
+import type { Bus, BusEvent } from '../bus/index.js';
+import type { LanguageModel } from '../model/index.js';
+import { completeModel } from '../model/index.js';
+import { AgentdError, ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
+import { createIdGenerator, type IdGenerator } from '../util/ids.js';
+import { type Logger, silentLogger } from '../util/logger.js';
+import { parseUntrustedJson } from '../util/safe-json.js';
+import {
+  isTerminalWorkState,
+  outcomeSummary,
+  type SubmitResult,
+  type WorkQueue,
+  type WorkState,
+  type WorkSubmission,
+} from '../work/index.js';
+import type { PlannedTaskSummary } from './events.js';
+import './events.js';
+
+/** What the model must return for a goal (seed 000 M4: an immediate reply and a short task list). */
+export const planSchema = z.object({
+  reply: z.string().min(1),
+  tasks: z
+    .array(
+      z.object({
+        title: z.string().min(1).max(200),
+        description: z.string().max(20_000).default(''),
+        // Structured-output fillers send "" for "no agent"; both mean "the planning agent itself".
+        agent: z
+          .string()
+          .max(128)
+          .optional()
+          .transform((value) => (value ? value : undefined)),
+      }),
+    )
+    .max(50),
+});
+
+export type ModelPlan = z.infer<typeof planSchema>;
+
+const planJsonSchema = {
+  type: 'object',
+  properties: {
+    reply: { type: 'string', description: 'What to tell the user right away' },
+    tasks: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          title: { type: 'string' },
+          description: { type: 'string' },
+          agent: { type: 'string', description: 'Agent id to delegate to; omit for yourself' },
+        },
+        required: ['title', 'description'],
+      },
+    },
+  },
+  required: ['reply', 'tasks'],
+};
+
+/** A plan entry written to the session's memory (RAM) as a system entry. */
+export interface PlanMemoryWrite {
+  sessionKey: string;
+  agentId: string;
+  role: 'system';
+  content: string;
+}
+
+export interface PlanTaskResult {
+  workItemId: string;
+  title: string;
+  state: WorkState;
+  summary?: string;
+  error?: string;
+}
+
+export interface Synthesis {
+  planId: string;
+  goal: string;
+  text: string;
+  tasks: PlanTaskResult[];
+}
+
+export interface PlanResult {
+  planId: string;
+  reply: string;
+  tasks: PlannedTaskSummary[];
+  /** Tasks the workers refused (saturation); they were not created. */
+  rejected: Array<{ title: string; code: string; message: string }>;
+  /** Resolves with the synthesis once every task has ended. */
+  finished: Promise<Synthesis>;
+}
+
+export interface CreatePlannerOptions {
+  model: LanguageModel;
+  queue: WorkQueue;
+  bus: Bus;
+  /** How tasks enter the queue: the worker pool's admission-checked `submit`, or the queue's. */
+  submitTask?: (submission: WorkSubmission) => Promise<SubmitResult>;
+  /** Writes the plan to the session's memory; failures are logged, never fatal. */
+  memoryWriter?: (write: PlanMemoryWrite) => Promise<unknown>;
+  /** Called with the synthesis when all tasks of a plan ended (the lead posts it to the chat). */
+  onSynthesis?: (synthesis: Synthesis & { agentId: string; sessionKey: string }) => void;
+  idGenerator?: IdGenerator;
+  logger?: Logger;
+  maxTasks?: number;
+  /** Work item kind of planned tasks. */
+  taskKind?: string;
+  maxPlanBytes?: number;
+}
+
+export interface PlanRequest {
+  goal: string;
+  sessionKey: string;
+  agentId: string;
+  signal?: AbortSignal;
+}
+
+export interface Planner {
+  plan(request: PlanRequest): Promise<PlanResult>;
+}
+
+/** The JSON object in a reply, whether bare, fenced or surrounded by prose. */
+function extractJson(text: string): string {
+  const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(text);
+  const candidate = fenced ? fenced[1]! : text;
+  const start = candidate.indexOf('{');
+  const end = candidate.lastIndexOf('}');
+  return start >= 0 && end > start ? candidate.slice(start, end + 1) : candidate;
+}
+
+/** Order of task states for catching up: a stale read must never move a task's status backwards. */
+function statusRank(state: WorkState): number {
+  if (isTerminalWorkState(state)) return 3;
+  if (state === 'running' || state === 'claimed') return 2;
+  if (state === 'queued') return 0;
+  return 1;
+}
+
+function stateMark(state: WorkState): string {
+  if (state === 'completed') return '✓';
+  if (state === 'cancelled') return '–';
+  return '✗';
+}
+
+/** The deterministic synthesis posted to the chat: what each task came to. */
+export function synthesize(goal: string, tasks: PlanTaskResult[]): string {
+  const completed = tasks.filter((task) => task.state === 'completed').length;
+  const lines = tasks.map((task) => {
+    const detail = task.summary ?? task.error ?? task.state;
+    return `${stateMark(task.state)} ${task.title}: ${detail.replace(/\s+/g, ' ').slice(0, 400)}`;
+  });
+  const tail =
+    completed === tasks.length
+      ? 'All tasks completed.'
+      : `${completed} of ${tasks.length} task(s) completed.`;
+  return [`Results for "${goal.slice(0, 200)}":`, ...lines, tail].join('\n');
+}
+
+/**
+ * The Primary Brain planner (seed 000 M4): a goal becomes an immediate reply, a task list of work items
+ * and a memory write, using the agent's model with structured JSON output; it follows the tasks and
+ * publishes one synthesis when all have ended.
+ */
+export function createPlanner(options: CreatePlannerOptions): Planner {
+  const { model, queue, bus } = options;
+  const logger = (options.logger ?? silentLogger).child({ component: 'planner' });
+  const idGenerator = options.idGenerator ?? createIdGenerator();
+  const submitTask = options.submitTask ?? ((submission: WorkSubmission) => queue.submit(submission));
+  const maxTasks = options.maxTasks ?? 5;
+  const taskKind = options.taskKind ?? 'task';
+  const maxPlanBytes = options.maxPlanBytes ?? 256 * 1024;
+
+  const askModel = async (request: PlanRequest): Promise<ModelPlan> => {
+    const response = await completeModel(
+      model,
+      {
+        messages: [
+          {
+            role: 'system',
+            content:
+              'You are the Primary Brain planner. Turn the user goal into an immediate reply and a short list of ' +
+              `independent tasks (at most ${maxTasks}) that workers can carry out in parallel. Reply with one JSON object ` +
+              '{"reply": string, "tasks": [{"title": string, "description": string, "agent"?: string}]} and nothing else.',
+          },
+          { role: 'user', content: request.goal },
+        ],
+        responseFormat: { type: 'json', schema: planJsonSchema, name: 'plan' },
+        metadata: { purpose: 'plan', goal: request.goal, maxTasks },
+      },
+      request.signal ? { signal: request.signal } : {},
+    );
+    if (response.error) {
+      if (response.error.code === ErrorCodes.aborted) {
+        throw new UserInputError({ code: ErrorCodes.aborted, message: 'planning was aborted.' });
+      }
+      throw new ProviderError({
+        code: response.error.code,
+        message: `the model could not plan: ${response.error.message}`,
+        retryable: response.error.retryable,
+      });
+    }
+    try {
+      return parseUntrustedJson(extractJson(response.text), planSchema, {
+        maxBytes: maxPlanBytes,
+        what: 'the plan',
+      });
+    } catch (error) {
+      // A model that ignores the format still gets the goal done: as one task, with its text as the reply.
+      logger.warn({ err: error }, 'the model did not return a readable plan; planning the goal as one task');
+      return {
+        reply: response.text.trim() || `I will work on: ${request.goal}`,
+        tasks: [{ title: request.goal.slice(0, 120), description: request.goal, agent: undefined }],
+      };
+    }
+  };
+
+  const follow = (
+    planId: string,
+    request: PlanRequest,
+    tasks: PlannedTaskSummary[],
+    unsubscribe: () => void,
+    tracked: Map<string, { index: number; title: string; last?: WorkState }>,
+  ): Promise<Synthesis> =>
+    new Promise<Synthesis>((resolve) => {
+      let done = false;
+      const finish = async () => {
+        if (done) return;
+        const items = await queue.getMany(tasks.map((task) => task.workItemId));
+        if (done || !items.every((item) => isTerminalWorkState(item.state))) return;
+        done = true;
+        unsubscribe();
+        const results: PlanTaskResult[] = items.map((item) => {
+          const summary = outcomeSummary(item);
+          const error = item.outcome?.error?.message;
+          return {
+            workItemId: item.id,
+            title: item.title,
+            state: item.state,
+            ...(summary !== undefined ? { summary } : {}),
+            ...(error !== undefined ? { error } : {}),
+          };
+        });
+        const text = synthesize(request.goal, results);
+        const synthesis: Synthesis = { planId, goal: request.goal, text, tasks: results };
+        bus.publish(
+          'agent:progress',
+          {
+            phase: 'synthesis',
+            message: 'all tasks ended; posting the synthesis',
+            planId,
+            agentId: request.agentId,
+            sessionKey: request.sessionKey,
+          },
+          { sessionKey: request.sessionKey, agentId: request.agentId },
+        );
+        bus.publish(
+          'agent:synthesis',
+          {
+            planId,
+            agentId: request.agentId,
+            sessionKey: request.sessionKey,
+            goal: request.goal,
+            text,
+            tasks: results.map(({ workItemId, title, state, summary }) => ({
+              workItemId,
+              title,
+              state,
+              ...(summary !== undefined ? { summary } : {}),
+            })),
+          },
+          { sessionKey: request.sessionKey, agentId: request.agentId },
+        );
+        options.onSynthesis?.({ ...synthesis, agentId: request.agentId, sessionKey: request.sessionKey });
+        resolve(synthesis);
+      };
+      finishHooks.set(planId, () => {
+        finish().catch((error) => logger.error({ err: error, planId }, 'could not build the synthesis'));
+      });
+      if (tracked.size === 0) void finish();
+    });
+
+  const finishHooks = new Map<string, () => void>();
+
+  return {
+    async plan(request) {
+      const goal = request.goal.trim();
+      if (!goal) throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'the goal is empty.' });
+      const planId = idGenerator('plan');
+      const scope = { sessionKey: request.sessionKey, agentId: request.agentId };
+      bus.publish(
+        'agent:progress',
+        { phase: 'planner-received', message: `planning: ${goal.slice(0, 200)}`, planId, ...scope },
+        scope,
+      );
+      const modelPlan = await askModel({ ...request, goal });
+      const planned = modelPlan.tasks.slice(0, maxTasks);
+
+      const tracked = new Map<string, { index: number; title: string; last?: WorkState }>();
+      const total = planned.length;
+      const publishStatus = (id: string, state: WorkState, summary?: string) => {
+        const entry = tracked.get(id);
+        if (!entry || entry.last === state || (entry.last && isTerminalWorkState(entry.last))) return;
+        entry.last = state;
+        bus.publish(
+          'agent:status',
+          {
+            planId,
+            workItemId: id,
+            title: entry.title,
+            state,
+            index: entry.index,
+            total,
+            ...(summary ? { summary } : {}),
+          },
+          { ...scope, workItemId: id },
+        );
+        if (isTerminalWorkState(state)) finishHooks.get(planId)?.();
+      };
+      // Subscribed before the first submission so no state change of a task can slip by.
+      const unsubscribe = bus.subscribe(
+        {
+          types: [
+            'work:started',
+            'work:completed',
+            'work:failed',
+            'work:dead',
+            'work:cancelled',
+            'work:paused',
+            'work:resumed',
+            'work:blocked',
+          ],
+        },
+        (event: BusEvent) => {
+          const data = event.data as { workItemId: string; state: WorkState; summary?: string };
+          if (tracked.get(data.workItemId)?.last === undefined) return;
+          publishStatus(data.workItemId, data.state, data.summary);
+        },
+      );
+
+      const tasks: PlannedTaskSummary[] = [];
+      const rejected: PlanResult['rejected'] = [];
+      for (const [index, task] of planned.entries()) {
+        const agentId = task.agent ?? request.agentId;
+        try {
+          const { id } = await submitTask({
+            kind: taskKind,
+            agentId,
+            title: task.title,
+            description: task.description || task.title,
+            params: { planId, index, total, goal },
+            sessionKey: request.sessionKey,
+            source: 'planner',
+          });
+          tracked.set(id, { index, title: task.title });
+          publishStatus(id, 'queued');
+          tasks.push({ workItemId: id, title: task.title, description: task.description, agentId });
+        } catch (error) {
+          if (!AgentdError.isInstance(error) || error.code !== ErrorCodes.queueFull) {
+            unsubscribe();
+            throw error;
+          }
+          rejected.push({ title: task.title, code: error.code, message: error.message });
+        }
+      }
+
+      const replyText = rejected.length
+        ? `${modelPlan.reply}\n(${rejected.length} task(s) were refused because the workers are saturated.)`
+        : modelPlan.reply;
+      bus.publish('agent:plan', { planId, goal, reply: replyText, tasks, ...scope }, scope);
+      if (options.memoryWriter) {
+        const lines = tasks.map(
+          (task, index) => `${index + 1}. ${task.title} — ${task.description} [${task.workItemId}]`,
+        );
+        await options
+          .memoryWriter({
+            ...scope,
+            role: 'system',
+            content: [`Primary Brain plan for goal: ${goal}`, ...lines].join('\n'),
+          })
+          .catch((error: unknown) =>
+            logger.warn({ err: error, planId }, 'could not write the plan to memory'),
+          );
+      }
+      for (const task of tasks) {
+        bus.publish(
+          'agent:progress',
+          {
+            phase: 'delegated',
+            message: `delegated "${task.title}" to ${task.agentId}`,
+            planId,
+            workItemId: task.workItemId,
+            ...scope,
+          },
+          scope,
+        );
+      }
+      const finished = follow(planId, request, tasks, unsubscribe, tracked);
+      finished.finally(() => finishHooks.delete(planId)).catch(() => undefined);
+      // Catch up on changes that happened before a task's id was known (a worker can be that fast).
+      const current = await queue.getMany(tasks.map((task) => task.workItemId));
+      for (const item of current) {
+        const last = tracked.get(item.id)?.last;
+        const state = item.state === 'claimed' ? 'running' : item.state;
+        if (last !== undefined && statusRank(state) > statusRank(last))
+          publishStatus(item.id, state, outcomeSummary(item));
+      }
+      bus.publish(
+        'agent:progress',
+        { phase: 'planner-ready', message: `${tasks.length} task(s) delegated`, planId, ...scope },
+        scope,
+      );
+      return { planId, reply: replyText, tasks, rejected, finished };
+    },
+  };
+}

@@ -1,0 +1,624 @@
+import { z } from 'zod';
+import type { Bus } from '../bus/index.js';
+import type { SqlDatabase, SqlValue } from '../store/index.js';
+import { type Clock, systemClock } from '../util/clock.js';
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { createIdGenerator, type IdGenerator } from '../util/ids.js';
+import { type Logger, silentLogger } from '../util/logger.js';
+import { createSemaphore } from '../util/semaphore.js';
+import type { AgentRuntimeState } from './events.js';
+import { canAgentTransition } from './state-machine.js';
+import './events.js';
+
+/** An agent as spawned at run time or defined in agentd.yaml (seed 004's AgentConfig, plus a model). */
+export const agentConfigSchema = z.object({
+  id: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, - and _, at most 64 characters')
+    .optional(),
+  name: z.string().min(1).max(100),
+  role: z.string().max(500).default(''),
+  /** `provider/model`, or a CLI backend (`claude`, `gemini`) as in seed 004. */
+  model: z.string().min(1).max(200).optional(),
+  systemPrompt: z.string().max(20_000).optional(),
+  initialContext: z.string().max(20_000).optional(),
+  position: z.object({ x: z.number(), y: z.number() }).optional(),
+});
+
+export type AgentConfig = z.output<typeof agentConfigSchema>;
+export type AgentConfigInput = z.input<typeof agentConfigSchema>;
+
+/** What a turn receives: a message from a person, another agent, a broadcast or a task. */
+export interface AgentInboxMessage {
+  kind: 'message' | 'broadcast' | 'task';
+  from: string;
+  content: string;
+  taskId?: string;
+}
+
+export interface AgentInfo extends AgentConfig {
+  id: string;
+}
+
+export interface AgentSnapshot {
+  id: string;
+  name: string;
+  role: string;
+  state: AgentRuntimeState;
+  currentTask: string | null;
+  position: { x: number; y: number } | null;
+  mailboxDepth: number;
+  lastUpdate: number;
+}
+
+export interface StateHistoryEntry {
+  agentId: string;
+  oldState: AgentRuntimeState;
+  newState: AgentRuntimeState;
+  reason: string | null;
+  timestamp: number;
+}
+
+export interface ConversationEntry {
+  agentId: string;
+  timestamp: number;
+  sender: string;
+  content: string;
+  recipient: string | null;
+}
+
+export interface AgentTaskRecord {
+  id: string;
+  agentId: string;
+  taskName: string;
+  status: 'assigned' | 'in_progress' | 'completed' | 'failed';
+  result: string | null;
+  createdAt: number;
+  completedAt: number | null;
+}
+
+export interface CreateAgentRuntimeOptions {
+  db: SqlDatabase;
+  bus: Bus;
+  /** One turn of an agent: the lead wires the engage loop here. Resolves with what the agent says. */
+  runTurn: (agent: AgentInfo, message: AgentInboxMessage, signal: AbortSignal) => Promise<string>;
+  clock?: Clock;
+  idGenerator?: IdGenerator;
+  logger?: Logger;
+  /** Turns running at once across all agents (model calls are the expensive part). */
+  maxConcurrentTurns?: number;
+  /** How long an agent may wait in `listening` for a turn slot before it goes back to `idle`. */
+  listeningTimeoutMs?: number;
+  /** Default grace period of `terminate` before the current turn is aborted. */
+  terminateTimeoutMs?: number;
+  /** Messages an agent's mailbox holds; a direct message beyond it is refused with QUEUE_FULL. */
+  mailboxSize?: number;
+}
+
+export interface AgentRuntime {
+  /** Loads persisted agents (they survive a restart) and starts their loops. */
+  start(): Promise<AgentSnapshot[]>;
+  spawn(config: AgentConfigInput): Promise<AgentSnapshot>;
+  /** Graceful: the current turn finishes, then the agent stops; forced (aborted) after `timeoutMs`. */
+  terminate(id: string, options?: { timeoutMs?: number }): Promise<{ forced: boolean }>;
+  /** Delivers to every running agent except the sender; returns how many received it. */
+  broadcast(message: { from?: string; content: string }): Promise<{ delivered: number; dropped: number }>;
+  send(to: string, message: { from: string; content: string }): Promise<void>;
+  assignTask(agentId: string, task: { taskName: string; taskId?: string }): Promise<AgentTaskRecord>;
+  /**
+   * A state change reported by an outside driver (a UI, a CLI backend speaking ACP: prompt sent →
+   * thinking, first chunk → speaking, response → idle). Checked like every transition: a refused one
+   * publishes `agent:transition-rejected` and returns false.
+   */
+  requestTransition(id: string, to: AgentRuntimeState, reason?: string): boolean;
+  getState(id: string): AgentSnapshot;
+  listStates(): AgentSnapshot[];
+  history(id: string, options?: { limit?: number }): Promise<StateHistoryEntry[]>;
+  conversation(id: string, options?: { limit?: number }): Promise<ConversationEntry[]>;
+  tasks(id: string): Promise<AgentTaskRecord[]>;
+  /** Resolves when the agent is idle with an empty mailbox (tests, benchmarks). */
+  whenIdle(id: string): Promise<void>;
+  /** Stops every loop without terminating the agents: they come back at the next `start`. */
+  close(): Promise<void>;
+}
+
+interface AgentRow {
+  id: string;
+  name: string;
+  role: string;
+  config: string;
+  state: string;
+  current_task: string | null;
+  updated_at: number;
+}
+
+interface LiveAgent {
+  info: AgentInfo;
+  state: AgentRuntimeState;
+  currentTask: string | null;
+  lastUpdate: number;
+  mailbox: AgentInboxMessage[];
+  notify: () => void;
+  stopping: boolean;
+  /** Aborted when a terminate runs out of patience: ends a wait for a turn slot. */
+  stop: AbortController;
+  /** From taking a message until its turn ended. */
+  busy: boolean;
+  turn: AbortController | undefined;
+  loop: Promise<void>;
+  idleWaiters: Array<() => void>;
+  /** Persistence of this agent's changes, in order. */
+  writes: Promise<unknown>;
+}
+
+function notFound(id: string): UserInputError {
+  return new UserInputError({
+    code: ErrorCodes.notFound,
+    message: `agent ${id} does not exist or was terminated.`,
+  });
+}
+
+/**
+ * seed 004's multi-agent runtime: each agent has a mailbox and its own loop, a checked state machine whose
+ * every accepted transition is published (`agent:state`) and persisted (`agent_state_history`), and
+ * persisted conversations and tasks. Agents survive a restart.
+ */
+export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRuntime {
+  const { db, bus } = options;
+  const clock = options.clock ?? systemClock;
+  const idGenerator = options.idGenerator ?? createIdGenerator({ now: () => clock.now() });
+  const logger = (options.logger ?? silentLogger).child({ component: 'agents' });
+  const listeningTimeoutMs = options.listeningTimeoutMs ?? 5_000;
+  const terminateTimeoutMs = options.terminateTimeoutMs ?? 5_000;
+  const mailboxSize = options.mailboxSize ?? 1_000;
+  const turnSlots = createSemaphore(options.maxConcurrentTurns ?? 16);
+  const agents = new Map<string, LiveAgent>();
+
+  /**
+   * Writes are batched: everything persisted within one turn of the event loop goes to the database in one
+   * transaction (chunks of 500, yielding between them), in order. That keeps a broadcast to a thousand
+   * agents from blocking the event loop with thousands of separate synchronous SQLite commits.
+   */
+  let writeTail: Promise<void> = Promise.resolve();
+  let openBatch: Array<{ sql: string; params: SqlValue[] }> | undefined;
+  const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const persist = (agent: LiveAgent, sql: string, params: SqlValue[]): Promise<void> => {
+    if (!openBatch) {
+      const batch: Array<{ sql: string; params: SqlValue[] }> = [];
+      openBatch = batch;
+      writeTail = writeTail
+        .then(yieldToEventLoop)
+        .then(async () => {
+          openBatch = undefined;
+          for (let index = 0; index < batch.length; index += 500) {
+            if (index > 0) await yieldToEventLoop();
+            const chunk = batch.slice(index, index + 500);
+            await db.transaction(async (tx) => {
+              for (const write of chunk) await tx.run(write.sql, write.params);
+            });
+          }
+        })
+        .catch((error) => logger.error({ err: error }, 'could not persist agent state; continuing'));
+    }
+    openBatch.push({ sql, params });
+    agent.writes = writeTail;
+    return writeTail;
+  };
+
+  const snapshot = (agent: LiveAgent): AgentSnapshot => ({
+    id: agent.info.id,
+    name: agent.info.name,
+    role: agent.info.role,
+    state: agent.state,
+    currentTask: agent.currentTask,
+    position: agent.info.position ?? null,
+    mailboxDepth: agent.mailbox.length,
+    lastUpdate: agent.lastUpdate,
+  });
+
+  /** A checked transition: refused ones are reported as events and change nothing. */
+  const transition = (agent: LiveAgent, to: AgentRuntimeState, reason?: string): boolean => {
+    const from = agent.state;
+    const agentId = agent.info.id;
+    if (!canAgentTransition(from, to)) {
+      bus.publish(
+        'agent:transition-rejected',
+        { agentId, from, to, reason: `${from} → ${to} is not allowed${reason ? ` (${reason})` : ''}` },
+        { agentId },
+      );
+      return false;
+    }
+    const now = clock.now();
+    agent.state = to;
+    agent.lastUpdate = now;
+    bus.publish('agent:state', { agentId, from, to, ...(reason ? { reason } : {}) }, { agentId });
+    void persist(
+      agent,
+      'INSERT INTO agent_state_history (agent_id, old_state, new_state, reason, timestamp) VALUES (?, ?, ?, ?, ?)',
+      [agentId, from, to, reason ?? null, now],
+    );
+    void persist(agent, 'UPDATE agents SET state = ?, current_task = ?, updated_at = ? WHERE id = ?', [
+      to,
+      agent.currentTask,
+      now,
+      agentId,
+    ]);
+    return true;
+  };
+
+  const recordConversation = (agent: LiveAgent, sender: string, content: string, recipient: string | null) =>
+    persist(
+      agent,
+      'INSERT INTO agent_conversations (agent_id, timestamp, sender, content, recipient) VALUES (?, ?, ?, ?, ?)',
+      [agent.info.id, clock.now(), sender, content, recipient],
+    );
+
+  const setTaskStatus = (
+    agent: LiveAgent,
+    taskId: string,
+    status: AgentTaskRecord['status'],
+    result?: string,
+  ) =>
+    persist(agent, 'UPDATE agent_tasks SET status = ?, result = ?, completed_at = ? WHERE id = ?', [
+      status,
+      result ?? null,
+      status === 'completed' || status === 'failed' ? clock.now() : null,
+      taskId,
+    ]);
+
+  const nextMessage = (agent: LiveAgent): Promise<AgentInboxMessage | undefined> =>
+    new Promise((resolve) => {
+      const check = () => {
+        if (agent.stopping) resolve(undefined);
+        else if (agent.mailbox.length > 0) {
+          agent.busy = true;
+          resolve(agent.mailbox.shift());
+        } else agent.notify = check;
+      };
+      check();
+    });
+
+  /**
+   * Waits for a turn slot in `listening`. After the timeout the agent goes back to `idle` and keeps waiting
+   * there (idle → thinking is allowed), so no agent stays in `listening` however busy the runtime is.
+   */
+  const acquireTurnSlot = async (agent: LiveAgent): Promise<() => void> => {
+    const timer = setTimeout(() => {
+      if (agent.state === 'listening') transition(agent, 'idle', 'listening timeout: no turn slot yet');
+    }, listeningTimeoutMs);
+    try {
+      return await turnSlots.acquire(agent.stop.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const settleIdle = (agent: LiveAgent) => {
+    if (agent.busy || agent.mailbox.length > 0) return;
+    for (const resolve of agent.idleWaiters.splice(0)) resolve();
+  };
+
+  const runLoop = async (agent: LiveAgent) => {
+    for (;;) {
+      const message = await nextMessage(agent);
+      if (!message) break;
+      // One turn per event-loop turn at most: instant turns must not starve timers and I/O.
+      await yieldToEventLoop();
+      const agentId = agent.info.id;
+      if (agent.state === 'idle') transition(agent, 'listening', `${message.kind} from ${message.from}`);
+      let release: () => void;
+      try {
+        release = await acquireTurnSlot(agent);
+      } catch {
+        break;
+      }
+      const controller = new AbortController();
+      agent.turn = controller;
+      try {
+        if (message.taskId) {
+          agent.currentTask = message.content;
+          void setTaskStatus(agent, message.taskId, 'in_progress');
+        }
+        transition(agent, 'thinking', message.taskId ? `task ${message.taskId}` : undefined);
+        const reply = await options.runTurn(agent.info, message, controller.signal);
+        if (controller.signal.aborted) throw controller.signal.reason ?? new Error('aborted');
+        const content = reply.trim();
+        if (content) {
+          transition(agent, 'speaking');
+          const recipient = message.kind === 'message' ? message.from : null;
+          void recordConversation(agent, agentId, content, recipient);
+          bus.publish('agent:spoke', { agentId, content, ...(recipient ? { recipient } : {}) }, { agentId });
+        }
+        if (message.taskId) {
+          void setTaskStatus(agent, message.taskId, 'completed', content);
+          bus.publish(
+            'agent:task-completed',
+            { agentId, taskId: message.taskId, result: content, status: 'completed' },
+            { agentId },
+          );
+        }
+        agent.currentTask = null;
+        transition(agent, 'idle');
+      } catch (error) {
+        const text = error instanceof Error ? error.message : String(error);
+        transition(agent, 'error', text.slice(0, 300));
+        if (message.taskId) {
+          void setTaskStatus(agent, message.taskId, 'failed', text);
+          bus.publish(
+            'agent:task-completed',
+            { agentId, taskId: message.taskId, result: text, status: 'failed' },
+            { agentId },
+          );
+        }
+        agent.currentTask = null;
+        transition(agent, 'idle', 'recovered from error');
+      } finally {
+        agent.turn = undefined;
+        agent.busy = false;
+        release();
+        settleIdle(agent);
+      }
+    }
+    agent.busy = false;
+    settleIdle(agent);
+  };
+
+  const launch = (info: AgentInfo, state: AgentRuntimeState, lastUpdate: number): LiveAgent => {
+    const agent: LiveAgent = {
+      info,
+      state,
+      currentTask: null,
+      lastUpdate,
+      mailbox: [],
+      notify: () => undefined,
+      stopping: false,
+      stop: new AbortController(),
+      busy: false,
+      turn: undefined,
+      loop: Promise.resolve(),
+      idleWaiters: [],
+      writes: Promise.resolve(),
+    };
+    agents.set(info.id, agent);
+    agent.loop = runLoop(agent);
+    return agent;
+  };
+
+  const deliver = (agent: LiveAgent, message: AgentInboxMessage): boolean => {
+    if (agent.stopping || agent.mailbox.length >= mailboxSize) return false;
+    agent.mailbox.push(message);
+    void recordConversation(agent, message.from, message.content, agent.info.id);
+    const wake = agent.notify;
+    agent.notify = () => undefined;
+    wake();
+    return true;
+  };
+
+  const live = (id: string): LiveAgent => {
+    const agent = agents.get(id);
+    if (!agent) throw notFound(id);
+    return agent;
+  };
+
+  const stopAgent = async (agent: LiveAgent, timeoutMs: number): Promise<boolean> => {
+    agent.stopping = true;
+    const wake = agent.notify;
+    agent.notify = () => undefined;
+    wake();
+    let forced = false;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const outcome = await Promise.race([agent.loop.then(() => 'done' as const), timedOut]);
+    if (outcome === 'timeout') {
+      forced = true;
+      agent.stop.abort();
+      agent.turn?.abort(new UserInputError({ code: ErrorCodes.aborted, message: 'agent terminated' }));
+      // A turn that ignores its signal is abandoned rather than waited for.
+      await Promise.race([
+        agent.loop,
+        new Promise((resolve) => setTimeout(resolve, Math.min(timeoutMs, 1_000))),
+      ]);
+    }
+    clearTimeout(timer);
+    await agent.writes;
+    return forced;
+  };
+
+  return {
+    async start() {
+      const rows = await db.all<AgentRow>(
+        "SELECT id, name, role, config, state, current_task, updated_at FROM agents WHERE status = 'active' ORDER BY created_at, id",
+      );
+      const started: AgentSnapshot[] = [];
+      for (const row of rows) {
+        if (agents.has(row.id)) continue;
+        const parsed = agentConfigSchema.safeParse(JSON.parse(row.config));
+        if (!parsed.success) {
+          logger.warn(
+            { agentId: row.id },
+            'skipping a persisted agent whose configuration no longer validates',
+          );
+          continue;
+        }
+        const agent = launch(
+          { ...parsed.data, id: row.id },
+          row.state as AgentRuntimeState,
+          Number(row.updated_at),
+        );
+        // A turn cut short by the restart is over: the agent starts again from idle.
+        if (agent.state !== 'idle') transition(agent, 'idle', 'restarted');
+        started.push(snapshot(agent));
+      }
+      return started;
+    },
+    async spawn(input) {
+      const parsed = agentConfigSchema.safeParse(input);
+      if (!parsed.success) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: `invalid agent configuration: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`,
+        });
+      }
+      const config = parsed.data;
+      const id = config.id ?? idGenerator('agent');
+      if (agents.has(id))
+        throw new UserInputError({ code: ErrorCodes.conflict, message: `agent ${id} is already running.` });
+      const now = clock.now();
+      const info: AgentInfo = { ...config, id };
+      await db.run(
+        `INSERT INTO agents (id, name, role, config, state, status, created_at, updated_at) VALUES (?, ?, ?, ?, 'idle', 'active', ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, role = excluded.role, config = excluded.config, state = 'idle',
+           status = 'active', updated_at = excluded.updated_at, terminated_at = NULL`,
+        [id, info.name, info.role, JSON.stringify(info), now, now],
+      );
+      const agent = launch(info, 'idle', now);
+      bus.publish('agent:spawned', { agentId: id, name: info.name, role: info.role }, { agentId: id });
+      return snapshot(agent);
+    },
+    async terminate(id, terminateOptions = {}) {
+      const agent = live(id);
+      const forced = await stopAgent(agent, terminateOptions.timeoutMs ?? terminateTimeoutMs);
+      agents.delete(id);
+      const now = clock.now();
+      await db.run(
+        "UPDATE agents SET status = 'terminated', state = 'idle', terminated_at = ?, updated_at = ? WHERE id = ?",
+        [now, now, id],
+      );
+      bus.publish('agent:terminated', { agentId: id, forced }, { agentId: id });
+      return { forced };
+    },
+    async broadcast(message) {
+      const from = message.from ?? 'system';
+      let delivered = 0;
+      let dropped = 0;
+      for (const agent of agents.values()) {
+        if (agent.info.id === from) continue;
+        if (deliver(agent, { kind: 'broadcast', from, content: message.content })) delivered++;
+        else dropped++;
+      }
+      bus.publish('agent:broadcast', { agentId: from, data: message.content }, {});
+      return { delivered, dropped };
+    },
+    async send(to, message) {
+      const agent = live(to);
+      if (!deliver(agent, { kind: 'message', from: message.from, content: message.content })) {
+        throw new UserInputError({
+          code: ErrorCodes.queueFull,
+          message: `agent ${to}'s mailbox is full (${mailboxSize} messages); try again later.`,
+          retryable: true,
+        });
+      }
+      bus.publish('agent:message', { from: message.from, to, content: message.content }, { agentId: to });
+    },
+    async assignTask(agentId, task) {
+      const agent = live(agentId);
+      const record: AgentTaskRecord = {
+        id: task.taskId ?? idGenerator('task'),
+        agentId,
+        taskName: task.taskName,
+        status: 'assigned',
+        result: null,
+        createdAt: clock.now(),
+        completedAt: null,
+      };
+      await db.run(
+        'INSERT INTO agent_tasks (id, agent_id, task_name, status, created_at) VALUES (?, ?, ?, ?, ?)',
+        [record.id, agentId, record.taskName, record.status, record.createdAt],
+      );
+      if (!deliver(agent, { kind: 'task', from: 'system', content: task.taskName, taskId: record.id })) {
+        await db.run("UPDATE agent_tasks SET status = 'failed', result = ? WHERE id = ?", [
+          'mailbox full',
+          record.id,
+        ]);
+        throw new UserInputError({
+          code: ErrorCodes.queueFull,
+          message: `agent ${agentId}'s mailbox is full.`,
+          retryable: true,
+        });
+      }
+      bus.publish(
+        'agent:task-assigned',
+        { agentId, taskId: record.id, taskName: record.taskName },
+        { agentId },
+      );
+      return record;
+    },
+    requestTransition: (id, to, reason) => transition(live(id), to, reason),
+    getState: (id) => snapshot(live(id)),
+    listStates: () => [...agents.values()].map(snapshot),
+    async history(id, historyOptions = {}) {
+      await agents.get(id)?.writes;
+      const rows = await db.all<{
+        agent_id: string;
+        old_state: string;
+        new_state: string;
+        reason: string | null;
+        timestamp: number;
+      }>(
+        'SELECT agent_id, old_state, new_state, reason, timestamp FROM agent_state_history WHERE agent_id = ? ORDER BY id DESC LIMIT ?',
+        [id, historyOptions.limit ?? 1_000],
+      );
+      return rows.reverse().map((row) => ({
+        agentId: row.agent_id,
+        oldState: row.old_state as AgentRuntimeState,
+        newState: row.new_state as AgentRuntimeState,
+        reason: row.reason,
+        timestamp: Number(row.timestamp),
+      }));
+    },
+    async conversation(id, conversationOptions = {}) {
+      await agents.get(id)?.writes;
+      const rows = await db.all<{
+        agent_id: string;
+        timestamp: number;
+        sender: string;
+        content: string;
+        recipient: string | null;
+      }>(
+        'SELECT agent_id, timestamp, sender, content, recipient FROM agent_conversations WHERE agent_id = ? ORDER BY id DESC LIMIT ?',
+        [id, conversationOptions.limit ?? 1_000],
+      );
+      return rows
+        .reverse()
+        .map((row) => ({ ...row, agentId: row.agent_id, timestamp: Number(row.timestamp) }));
+    },
+    async tasks(id) {
+      await agents.get(id)?.writes;
+      const rows = await db.all<{
+        id: string;
+        agent_id: string;
+        task_name: string;
+        status: string;
+        result: string | null;
+        created_at: number;
+        completed_at: number | null;
+      }>(
+        'SELECT id, agent_id, task_name, status, result, created_at, completed_at FROM agent_tasks WHERE agent_id = ? ORDER BY created_at, id',
+        [id],
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        agentId: row.agent_id,
+        taskName: row.task_name,
+        status: row.status as AgentTaskRecord['status'],
+        result: row.result,
+        createdAt: Number(row.created_at),
+        completedAt: row.completed_at === null ? null : Number(row.completed_at),
+      }));
+    },
+    whenIdle(id) {
+      const agent = live(id);
+      return new Promise<void>((resolve) => {
+        agent.idleWaiters.push(resolve);
+        settleIdle(agent);
+      }).then(() => agent.writes.then(() => undefined));
+    },
+    async close() {
+      const all = [...agents.values()];
+      agents.clear();
+      await Promise.all(all.map((agent) => stopAgent(agent, terminateTimeoutMs)));
+    },
+  };
+}

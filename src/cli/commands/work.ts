@@ -1,0 +1,294 @@
+import type { Command } from 'commander';
+import { z } from 'zod';
+import {
+  formatLedgerEntries,
+  type Ledger,
+  type LedgerEntryType,
+  ledgerEntryTypes,
+} from '../../ledger/index.js';
+import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { parseUntrustedJson } from '../../util/safe-json.js';
+import {
+  outcomeSummary,
+  type WorkItem,
+  type WorkQueue,
+  type WorkState,
+  workStates,
+} from '../../work/index.js';
+import { type CliIo, printJson, processIo, reportError } from '../output.js';
+
+export interface WorkCommandDeps {
+  /** Opens the work queue and ledger on the configured database; `close` releases them. */
+  openWork(): Promise<{ queue: WorkQueue; ledger: Pick<Ledger, 'read'>; close(): Promise<void> }>;
+  io?: CliIo;
+  setExitCode(code: number): void;
+}
+
+interface JsonOption {
+  json?: boolean;
+}
+
+const paramsSchema = z.record(z.string(), z.unknown());
+
+function ago(ms: number): string {
+  if (ms < 60_000) return `${Math.round(ms / 1000)}s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 60_000)}m`;
+  if (ms < 86_400_000) return `${Math.round(ms / 3_600_000)}h`;
+  return `${Math.round(ms / 86_400_000)}d`;
+}
+
+function pad(text: string, width: number): string {
+  return text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width);
+}
+
+function itemLine(item: WorkItem, now: number): string {
+  return [
+    pad(item.id, 32),
+    pad(item.state, 10),
+    pad(item.kind, 14),
+    pad(item.agentId ?? '-', 12),
+    pad(`${item.attempts}/${item.maxAttempts}`, 6),
+    pad(ago(now - item.updatedAt), 6),
+    item.title,
+  ].join(' ');
+}
+
+function describeItem(item: WorkItem): string {
+  const lines = [
+    `${item.id}  ${item.state}${item.speculative ? ' (speculative)' : ''}`,
+    `  kind:      ${item.kind}${item.agentId ? `  agent: ${item.agentId}` : ''}  priority: ${item.priority}`,
+    `  title:     ${item.title}`,
+  ];
+  if (item.description && item.description !== item.title) lines.push(`  task:      ${item.description}`);
+  if (item.parentId) lines.push(`  parent:    ${item.parentId} (depth ${item.depth})`);
+  if (item.sessionKey) lines.push(`  session:   ${item.sessionKey}`);
+  if (item.dedupKey) lines.push(`  dedup key: ${item.dedupKey}`);
+  if (item.mergedInto) lines.push(`  merged into: ${item.mergedInto}`);
+  lines.push(`  attempts:  ${item.attempts}/${item.maxAttempts}`);
+  if (item.leaseOwner)
+    lines.push(`  lease:     ${item.leaseOwner} until ${new Date(item.leaseExpiresAt ?? 0).toISOString()}`);
+  if (item.stateReason) lines.push(`  reason:    ${item.stateReason}`);
+  if (item.rationale) lines.push(`  rationale: ${item.rationale}`);
+  if (item.waitingOn) lines.push(`  waiting on: ${item.waitingOn.join(', ')}`);
+  const summary = outcomeSummary(item);
+  if (summary) lines.push(`  summary:   ${summary}`);
+  if (item.outcome?.error)
+    lines.push(`  error:     ${item.outcome.error.code}: ${item.outcome.error.message}`);
+  if (item.outcome?.durationMs !== undefined) lines.push(`  duration:  ${item.outcome.durationMs} ms`);
+  lines.push(`  created:   ${new Date(item.createdAt).toISOString()}`);
+  if (item.resolvedAt) lines.push(`  resolved:  ${new Date(item.resolvedAt).toISOString()}`);
+  return lines.join('\n');
+}
+
+function parseStates(value: string | undefined): WorkState[] | undefined {
+  if (!value) return undefined;
+  const states = value.split(',').map((state) => state.trim());
+  const unknown = states.filter((state) => !(workStates as ReadonlyArray<string>).includes(state));
+  if (unknown.length > 0) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `unknown state ${unknown.join(', ')}; states are ${workStates.join(', ')}.`,
+    });
+  }
+  return states as WorkState[];
+}
+
+function parseInteger(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed))
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `${name} must be an integer.` });
+  return parsed;
+}
+
+/** `agentd work submit|list|show|cancel` and `agentd ledger show <id>` (seed 002's CLI); `--json` everywhere. */
+export function registerWorkCommands(program: Command, deps: WorkCommandDeps): void {
+  const io = deps.io ?? processIo;
+
+  const run = async (
+    json: boolean | undefined,
+    action: (work: Awaited<ReturnType<WorkCommandDeps['openWork']>>) => Promise<void>,
+  ) => {
+    let work: Awaited<ReturnType<WorkCommandDeps['openWork']>> | undefined;
+    try {
+      work = await deps.openWork();
+      await action(work);
+    } catch (error) {
+      deps.setExitCode(reportError(io, error, json === true));
+    } finally {
+      await work?.close();
+    }
+  };
+
+  const work = program.command('work').description('durable work items: submit, list, show, cancel');
+
+  work
+    .command('submit')
+    .description('submit a work item')
+    .argument('<kind>', 'kind of work, e.g. task')
+    .argument('[description...]', 'what to do')
+    .option('--title <title>', 'short title')
+    .option('--agent <id>', 'agent that should do it')
+    .option('--priority <n>', 'higher runs first')
+    .option('--dedup-key <key>', 'merge into a live item with the same kind and key')
+    .option('--params <json>', 'parameters as a JSON object')
+    .option('--parent <id>', 'parent work item')
+    .option('--session <key>', 'session the work belongs to')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        kind: string,
+        words: string[],
+        options: JsonOption & {
+          title?: string;
+          agent?: string;
+          priority?: string;
+          dedupKey?: string;
+          params?: string;
+          parent?: string;
+          session?: string;
+        },
+      ) =>
+        run(options.json, async ({ queue }) => {
+          const params = options.params
+            ? parseUntrustedJson(options.params, paramsSchema, { maxBytes: 64 * 1024, what: '--params' })
+            : {};
+          const priority = parseInteger('--priority', options.priority);
+          const result = await queue.submit({
+            kind,
+            description: words.join(' '),
+            params,
+            source: 'cli',
+            ...(options.title ? { title: options.title } : {}),
+            ...(options.agent ? { agentId: options.agent } : {}),
+            ...(priority !== undefined ? { priority } : {}),
+            ...(options.dedupKey ? { dedupKey: options.dedupKey } : {}),
+            ...(options.parent ? { parentId: options.parent } : {}),
+            ...(options.session ? { sessionKey: options.session } : {}),
+          });
+          if (options.json) printJson(io, result);
+          else
+            io.stdout(
+              result.merged
+                ? `merged into ${result.id} (record ${result.mergedRecordId})\n`
+                : `${result.id}\n`,
+            );
+        }),
+    );
+
+  work
+    .command('list')
+    .description('list work items, newest first')
+    .option('--state <states>', `comma-separated: ${workStates.join(', ')}`)
+    .option('--kind <kind>')
+    .option('--agent <id>')
+    .option('--session <key>')
+    .option('--parent <id>')
+    .option('--limit <n>', 'at most this many', '50')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        options: JsonOption & {
+          state?: string;
+          kind?: string;
+          agent?: string;
+          session?: string;
+          parent?: string;
+          limit?: string;
+        },
+      ) =>
+        run(options.json, async ({ queue }) => {
+          const states = parseStates(options.state);
+          const items = await queue.list({
+            ...(states ? { states } : {}),
+            ...(options.kind ? { kind: options.kind } : {}),
+            ...(options.agent ? { agentId: options.agent } : {}),
+            ...(options.session ? { sessionKey: options.session } : {}),
+            ...(options.parent ? { parentId: options.parent } : {}),
+            limit: parseInteger('--limit', options.limit) ?? 50,
+          });
+          if (options.json) {
+            printJson(io, { items });
+            return;
+          }
+          if (items.length === 0) {
+            io.stdout('no work items\n');
+            return;
+          }
+          const now = Date.now();
+          io.stdout(
+            `${['ID'.padEnd(32), 'STATE'.padEnd(10), 'KIND'.padEnd(14), 'AGENT'.padEnd(12), 'TRIES'.padEnd(6), 'AGE'.padEnd(6), 'TITLE'].join(' ')}\n`,
+          );
+          for (const item of items) io.stdout(`${itemLine(item, now)}\n`);
+        }),
+    );
+
+  work
+    .command('show')
+    .description('one work item with its children and ledger')
+    .argument('<id>')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: JsonOption) =>
+      run(options.json, async ({ queue, ledger }) => {
+        const item = await queue.get(id);
+        if (!item)
+          throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
+        const [children, entries] = await Promise.all([
+          queue.list({ parentId: id, order: 'oldest', limit: 1_000 }),
+          ledger.read(id),
+        ]);
+        if (options.json) {
+          printJson(io, { item, children, ledger: entries });
+          return;
+        }
+        io.stdout(`${describeItem(item)}\n`);
+        if (children.length > 0) {
+          io.stdout('  children:\n');
+          for (const child of children) io.stdout(`    ${child.id}  ${child.state}  ${child.title}\n`);
+        }
+        if (entries.length > 0)
+          io.stdout(`  ledger:\n${formatLedgerEntries(entries).replace(/^/gm, '    ')}\n`);
+      }),
+    );
+
+  work
+    .command('cancel')
+    .description('cancel a work item and its live children')
+    .argument('<id>')
+    .option('--reason <text>', 'why')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: JsonOption & { reason?: string }) =>
+      run(options.json, async ({ queue }) => {
+        const item = await queue.cancel(id, { reason: options.reason ?? 'cancelled from the CLI' });
+        if (options.json) printJson(io, { item });
+        else io.stdout(`${item.id} cancelled\n`);
+      }),
+    );
+
+  const ledgerCommand = program.command('ledger').description('the typed work ledger');
+  ledgerCommand
+    .command('show')
+    .description("a work item's ledger entries")
+    .argument('<id>', 'work item id')
+    .option('--type <type>', `only one entry type: ${ledgerEntryTypes.join(', ')}`)
+    .option('--last <n>', 'only the last n entries')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: JsonOption & { type?: string; last?: string }) =>
+      run(options.json, async ({ ledger }) => {
+        if (options.type && !(ledgerEntryTypes as ReadonlyArray<string>).includes(options.type)) {
+          throw new UserInputError({
+            code: ErrorCodes.invalidRequest,
+            message: `unknown entry type ${options.type}; types are ${ledgerEntryTypes.join(', ')}.`,
+          });
+        }
+        const lastN = parseInteger('--last', options.last);
+        const entries = await ledger.read(id, {
+          ...(options.type ? { entryType: options.type as LedgerEntryType } : {}),
+          ...(lastN !== undefined ? { lastN } : {}),
+        });
+        if (options.json) printJson(io, { workItemId: id, entries });
+        else
+          io.stdout(entries.length ? `${formatLedgerEntries(entries)}\n` : `no ledger entries for ${id}\n`);
+      }),
+    );
+}

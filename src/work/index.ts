@@ -1,0 +1,33 @@
+export {
+  type AwarenessLedgerReader,
+  type BuildAwarenessDigestOptions,
+  buildAwarenessDigest,
+} from './awareness.js';
+export {
+  type ChildWorkLedgerReader,
+  type CreateChildWorkToolsOptions,
+  createChildWorkTools,
+} from './child-work.js';
+export { type AwarenessConfig, awarenessConfigSchema, type WorkConfig, workConfigSchema } from './config.js';
+export type { WorkErrorPayload, WorkEventBase } from './events.js';
+export { type CreateWorkQueueOptions, createWorkQueue, type WorkQueue } from './queue.js';
+export { outcomeSummary } from './rows.js';
+export {
+  assertTransition,
+  canTransition,
+  isTerminalWorkState,
+  liveWorkStates,
+  terminalWorkStates,
+  WorkErrorCodes,
+  type WorkState,
+  workStates,
+} from './states.js';
+export {
+  type ClaimFilter,
+  type SubmitResult,
+  type WorkItem,
+  type WorkListFilter,
+  type WorkOutcome,
+  type WorkSubmission,
+  workSubmissionSchema,
+} from './types.js';

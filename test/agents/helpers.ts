@@ -1,0 +1,52 @@
+import type { Bus, BusEvent, BusEventMap, BusEventType } from '../../src/bus/index.js';
+
+export interface Deferred<T = void> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(reason: unknown): void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (reason: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Resolves with the first event of `type` that satisfies `predicate`. */
+export function nextEvent<K extends BusEventType>(
+  bus: Bus,
+  type: K,
+  predicate: (data: BusEventMap[K]) => boolean = () => true,
+): Promise<BusEvent<K>> {
+  return new Promise((resolve) => {
+    const off = bus.on(type, (event) => {
+      if (!predicate(event.data)) return;
+      off();
+      resolve(event);
+    });
+  });
+}
+
+/** Resolves after `count` events of `type` matching `predicate`. */
+export function countEvents<K extends BusEventType>(
+  bus: Bus,
+  type: K,
+  count: number,
+  predicate: (data: BusEventMap[K]) => boolean = () => true,
+): Promise<Array<BusEvent<K>>> {
+  const seen: Array<BusEvent<K>> = [];
+  return new Promise((resolve) => {
+    const off = bus.on(type, (event) => {
+      if (!predicate(event.data)) return;
+      seen.push(event);
+      if (seen.length === count) {
+        off();
+        resolve(seen);
+      }
+    });
+  });
+}

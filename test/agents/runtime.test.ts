@@ -1,0 +1,395 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  type AgentInboxMessage,
+  type AgentInfo,
+  type AgentRuntime,
+  canAgentTransition,
+  createAgentGatewayMethods,
+  createAgentRuntime,
+  createPlanner,
+  createSendMessageTool,
+  createWorkerPool,
+  toAgentSpeech,
+  toAgentStateUpdate,
+} from '../../src/agents/index.js';
+import { type Bus, type BusEvent, createBus } from '../../src/bus/index.js';
+import { createLocalModel } from '../../src/model/index.js';
+import type { SqlDatabase } from '../../src/store/index.js';
+import { silentLogger } from '../../src/util/index.js';
+import { createWorkQueue } from '../../src/work/index.js';
+import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
+import { deferred, nextEvent } from './helpers.js';
+
+type RunTurn = (agent: AgentInfo, message: AgentInboxMessage, signal: AbortSignal) => Promise<string>;
+
+const echo: RunTurn = async (agent, message) => `${agent.name} heard: ${message.content}`;
+
+describe('agent state machine', () => {
+  it('allows seed 004 transitions and refuses speaking → thinking and idle → speaking', () => {
+    expect(canAgentTransition('idle', 'listening')).toBe(true);
+    expect(canAgentTransition('listening', 'thinking')).toBe(true);
+    expect(canAgentTransition('listening', 'idle')).toBe(true);
+    expect(canAgentTransition('thinking', 'speaking')).toBe(true);
+    expect(canAgentTransition('speaking', 'idle')).toBe(true);
+    expect(canAgentTransition('error', 'idle')).toBe(true);
+    expect(canAgentTransition('speaking', 'error')).toBe(true);
+    expect(canAgentTransition('speaking', 'thinking')).toBe(false);
+    expect(canAgentTransition('idle', 'speaking')).toBe(false);
+    expect(canAgentTransition('error', 'thinking')).toBe(false);
+  });
+});
+
+describeEachDatabase('agent runtime', (getDb) => {
+  let bus: Bus;
+  let events: BusEvent[];
+  let runtime: AgentRuntime | undefined;
+
+  beforeEach(() => {
+    bus = createBus();
+    events = [];
+    bus.subscribe({ types: ['agent:*'] }, (event) => events.push(event));
+  });
+  afterEach(async () => {
+    await runtime?.close();
+    runtime = undefined;
+  });
+
+  const make = (runTurn: RunTurn = echo, extra: Record<string, number> = {}) =>
+    createAgentRuntime({ db: getDb(), bus, runTurn, logger: silentLogger, ...extra });
+
+  it('spawns, lists, reports state and terminates over the gateway methods', async () => {
+    runtime = make();
+    const methods = createAgentGatewayMethods({ runtime });
+    const spawned = (await methods['agents.spawn']!.handler({
+      type: 'agent_spawn_request',
+      agent_config: {
+        name: 'Scout',
+        role: 'researcher',
+        cli_backend: 'claude',
+        initial_position: { x: 3, y: 4 },
+      },
+    })) as any;
+    expect(spawned.agent).toMatchObject({
+      name: 'Scout',
+      role: 'researcher',
+      state: 'idle',
+      position: { x: 3, y: 4 },
+    });
+    await methods['agents.spawn']!.handler({ id: 'writer', name: 'Writer' });
+    const listed = (await methods['agents.list']!.handler({})) as any;
+    expect(listed.agents.map((agent: any) => agent.name).sort()).toEqual(['Scout', 'Writer']);
+    const state = (await methods['agents.state']!.handler({ agentId: 'writer' })) as any;
+    expect(toAgentStateUpdate(state.agent)).toEqual({
+      type: 'agent_state_update',
+      agent_id: 'writer',
+      state: 'idle',
+      position: { x: 0, y: 0 },
+      current_task: null,
+    });
+    await expect(methods['agents.spawn']!.handler({ id: 'writer', name: 'Again' })).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+    await expect(methods['agents.spawn']!.handler({ name: '' })).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    });
+    expect(await methods['agents.terminate']!.handler({ agentId: 'writer' })).toMatchObject({
+      terminated: true,
+      forced: false,
+    });
+    await expect(methods['agents.state']!.handler({ agentId: 'writer' })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(runtime.listStates()).toHaveLength(1);
+  });
+
+  it('broadcasts to every agent; each goes idle → listening → thinking → speaking → idle, published and persisted', async () => {
+    runtime = make();
+    for (const id of ['a', 'b', 'c']) await runtime.spawn({ id, name: id.toUpperCase() });
+    const methods = createAgentGatewayMethods({ runtime });
+    expect(await methods['agent.broadcast']!.handler({ content: 'stand-up in five' })).toEqual({
+      delivered: 3,
+      dropped: 0,
+    });
+    for (const id of ['a', 'b', 'c']) await runtime.whenIdle(id);
+    const spoke = events.filter((event) => event.type === 'agent:spoke').map((event) => event.data as any);
+    expect(spoke.map((data) => data.content).sort()).toEqual([
+      'A heard: stand-up in five',
+      'B heard: stand-up in five',
+      'C heard: stand-up in five',
+    ]);
+    expect(toAgentSpeech(spoke[0])).toMatchObject({ type: 'agent_speech', recipients: [] });
+    const published = events
+      .filter((event) => event.type === 'agent:state' && (event.data as any).agentId === 'b')
+      .map((event) => (event.data as any).to);
+    expect(published).toEqual(['listening', 'thinking', 'speaking', 'idle']);
+    const history = await runtime.history('b');
+    expect(history.map((entry) => `${entry.oldState}→${entry.newState}`)).toEqual([
+      'idle→listening',
+      'listening→thinking',
+      'thinking→speaking',
+      'speaking→idle',
+    ]);
+    const conversation = await runtime.conversation('b');
+    expect(conversation.map((entry) => [entry.sender, entry.recipient, entry.content])).toEqual([
+      ['system', 'b', 'stand-up in five'],
+      ['b', null, 'B heard: stand-up in five'],
+    ]);
+  });
+
+  it('a refused transition is an event and changes nothing', async () => {
+    runtime = make();
+    await runtime.spawn({ id: 'a', name: 'A' });
+    expect(runtime.requestTransition('a', 'speaking', 'first chunk')).toBe(false);
+    expect(runtime.getState('a').state).toBe('idle');
+    const rejected = events.find((event) => event.type === 'agent:transition-rejected');
+    expect(rejected?.data).toMatchObject({ agentId: 'a', from: 'idle', to: 'speaking' });
+    expect(runtime.requestTransition('a', 'thinking', 'prompt sent')).toBe(true);
+    expect(runtime.requestTransition('a', 'speaking')).toBe(true);
+    expect(runtime.requestTransition('a', 'thinking')).toBe(false);
+    expect(runtime.requestTransition('a', 'idle')).toBe(true);
+  });
+
+  it('agents message each other with send_message; conversations are persisted', async () => {
+    let sendMessage: ReturnType<typeof createSendMessageTool> | undefined;
+    const runTurn: RunTurn = async (agent, message, signal) => {
+      if (agent.id === 'alice' && message.kind === 'task') {
+        await sendMessage!.execute(
+          { to: 'bob', content: 'Bob, can you check the numbers?' },
+          {
+            runId: 'r',
+            agentId: 'alice',
+            toolCallId: 't',
+            workspaceDir: '/tmp',
+            signal,
+            bus,
+            logger: silentLogger,
+          },
+        );
+        return 'Asked Bob to check the numbers.';
+      }
+      if (agent.id === 'bob')
+        return `Checked: ${message.content.length} characters received from ${message.from}.`;
+      return '';
+    };
+    runtime = make(runTurn);
+    sendMessage = createSendMessageTool(runtime);
+    await runtime.spawn({ id: 'alice', name: 'Alice' });
+    await runtime.spawn({ id: 'bob', name: 'Bob' });
+    const bobSpoke = nextEvent(bus, 'agent:spoke', (data) => data.agentId === 'bob');
+    const task = await runtime.assignTask('alice', { taskName: 'Review the quarterly numbers' });
+    expect((await bobSpoke).data).toMatchObject({
+      recipient: 'alice',
+      content: expect.stringContaining('from alice'),
+    });
+    await runtime.whenIdle('alice');
+    await runtime.whenIdle('bob');
+    const bobLog = await runtime.conversation('bob');
+    expect(bobLog[0]).toMatchObject({
+      sender: 'alice',
+      recipient: 'bob',
+      content: 'Bob, can you check the numbers?',
+    });
+    expect(bobLog[1]).toMatchObject({ sender: 'bob', recipient: 'alice' });
+    const tasks = await runtime.tasks('alice');
+    expect(tasks).toEqual([
+      expect.objectContaining({
+        id: task.id,
+        status: 'completed',
+        result: 'Asked Bob to check the numbers.',
+      }),
+    ]);
+    expect(events.some((event) => event.type === 'agent:task-assigned')).toBe(true);
+    expect(events.find((event) => event.type === 'agent:task-completed')?.data).toMatchObject({
+      taskId: task.id,
+      status: 'completed',
+    });
+    await expect(
+      sendMessage.execute(
+        { to: 'alice', content: 'hi me' },
+        {
+          runId: 'r',
+          agentId: 'alice',
+          toolCallId: 't',
+          workspaceDir: '/tmp',
+          signal: new AbortController().signal,
+          bus,
+          logger: silentLogger,
+        },
+      ),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+  });
+
+  it('a failing turn goes through error back to idle and the agent keeps working', async () => {
+    let calls = 0;
+    runtime = make(async () => {
+      calls++;
+      if (calls === 1) throw new Error('model unavailable');
+      return 'fine now';
+    });
+    await runtime.spawn({ id: 'a', name: 'A' });
+    await runtime.send('a', { from: 'user', content: 'one' });
+    await runtime.whenIdle('a');
+    await runtime.send('a', { from: 'user', content: 'two' });
+    await runtime.whenIdle('a');
+    const transitions = (await runtime.history('a')).map((entry) => entry.newState);
+    expect(transitions).toEqual([
+      'listening',
+      'thinking',
+      'error',
+      'idle',
+      'listening',
+      'thinking',
+      'speaking',
+      'idle',
+    ]);
+  });
+
+  it('terminate is graceful (the current turn finishes) and forced after the timeout', async () => {
+    const gate = deferred<string>();
+    runtime = make(async (agent, _message, signal) => {
+      if (agent.id === 'stubborn') return new Promise<string>(() => undefined);
+      signal.throwIfAborted();
+      return gate.promise;
+    });
+    await runtime.spawn({ id: 'polite', name: 'Polite' });
+    await runtime.spawn({ id: 'stubborn', name: 'Stubborn' });
+    await runtime.send('polite', { from: 'user', content: 'finish this' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'polite' && data.to === 'thinking');
+    const terminating = runtime.terminate('polite', { timeoutMs: 60_000 });
+    gate.resolve('done');
+    expect(await terminating).toEqual({ forced: false });
+    expect(
+      events.some((event) => event.type === 'agent:spoke' && (event.data as any).content === 'done'),
+    ).toBe(true);
+
+    await runtime.send('stubborn', { from: 'user', content: 'never ends' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'stubborn' && data.to === 'thinking');
+    expect(await runtime.terminate('stubborn', { timeoutMs: 20 })).toEqual({ forced: true });
+    expect(runtime.listStates()).toEqual([]);
+  });
+
+  it('agents survive a restart: definitions reload, an interrupted turn returns to idle, terminated ones stay gone', async () => {
+    runtime = make(async (agent) => (agent.id === 'busy' ? new Promise<string>(() => undefined) : 'ok'), {
+      terminateTimeoutMs: 20,
+    });
+    await runtime.spawn({ id: 'keeper', name: 'Keeper', role: 'archivist', model: 'local/agentd-local' });
+    await runtime.spawn({ id: 'busy', name: 'Busy' });
+    await runtime.spawn({ id: 'gone', name: 'Gone' });
+    await runtime.terminate('gone');
+    await runtime.send('busy', { from: 'user', content: 'long job' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'busy' && data.to === 'thinking');
+    // The process goes away mid-turn: close gives up on the hung turn, which stays `thinking` in the store.
+    const first = runtime;
+    runtime = undefined;
+    await first.close();
+
+    runtime = make();
+    const restored = await runtime.start();
+    expect(restored.map((agent) => agent.id).sort()).toEqual(['busy', 'keeper']);
+    expect(runtime.getState('keeper')).toMatchObject({ name: 'Keeper', role: 'archivist', state: 'idle' });
+    expect(runtime.getState('busy').state).toBe('idle');
+    expect((await runtime.history('busy')).at(-1)).toMatchObject({
+      oldState: 'thinking',
+      newState: 'idle',
+      reason: 'restarted',
+    });
+    await runtime.send('keeper', { from: 'user', content: 'still there?' });
+    await runtime.whenIdle('keeper');
+    expect((await runtime.conversation('keeper')).at(-1)).toMatchObject({
+      content: 'Keeper heard: still there?',
+    });
+  });
+});
+
+describe('agent runtime without stuck listening', () => {
+  let db: SqlDatabase;
+  beforeEach(async () => {
+    db = await openTestDatabase('sqlite');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(async () => {
+    vi.useRealTimers();
+    await db.close();
+  });
+
+  it('an agent waiting for a turn slot leaves listening after the timeout and still answers later', async () => {
+    const bus = createBus();
+    const gate = deferred<string>();
+    const runtime = createAgentRuntime({
+      db,
+      bus,
+      maxConcurrentTurns: 1,
+      listeningTimeoutMs: 1_000,
+      runTurn: async (agent, message) => (agent.id === 'a' ? gate.promise : `b got ${message.content}`),
+    });
+    await runtime.spawn({ id: 'a', name: 'A' });
+    await runtime.spawn({ id: 'b', name: 'B' });
+    await runtime.send('a', { from: 'user', content: 'hold the slot' });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runtime.getState('a').state).toBe('thinking');
+    await runtime.send('b', { from: 'user', content: 'hello' });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(runtime.getState('b').state).toBe('listening');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(runtime.getState('b').state).toBe('idle');
+    gate.resolve('a done');
+    await runtime.whenIdle('a');
+    await runtime.whenIdle('b');
+    const history = (await runtime.history('b')).map(
+      (entry) => `${entry.newState}${entry.reason?.startsWith('listening timeout') ? '(timeout)' : ''}`,
+    );
+    expect(history).toEqual(['listening', 'idle(timeout)', 'thinking', 'speaking', 'idle']);
+    await runtime.close();
+  });
+});
+
+describe('agent.control over the gateway methods', () => {
+  it('goal plans through the planner; state, pause, resume and cancel act on the session tasks', async () => {
+    const db = await openTestDatabase('sqlite');
+    const bus = createBus();
+    const queue = createWorkQueue({ db, bus });
+    const pool = createWorkerPool({
+      queue,
+      bus,
+      runItem: async () => ({ summary: 'ok' }),
+      concurrency: 1,
+      admissionQueueSize: 10,
+    });
+    const planner = createPlanner({ model: createLocalModel(), queue, bus, submitTask: pool.submit });
+    const runtime = createAgentRuntime({ db, bus, runTurn: echo });
+    const methods = createAgentGatewayMethods({ runtime, planner, pool });
+    const planned = (await methods['agent.control']!.handler({
+      action: 'goal',
+      goal: 'draft; review',
+      sessionKey: 's',
+    })) as any;
+    expect(planned.tasks).toHaveLength(2);
+    expect(
+      ((await methods['agent.control']!.handler({ action: 'state', sessionKey: 's' })) as any).counts,
+    ).toMatchObject({ queued: 2 });
+    expect(
+      ((await methods['agent.control']!.handler({ action: 'pause', sessionKey: 's' })) as any).workItemIds,
+    ).toHaveLength(2);
+    expect(
+      ((await methods['agent.control']!.handler({ action: 'state', sessionKey: 's' })) as any).counts,
+    ).toMatchObject({ paused: 2 });
+    expect(
+      (
+        (await methods['agent.control']!.handler({
+          action: 'resume',
+          sessionKey: 's',
+          ids: [planned.tasks[0].workItemId],
+        })) as any
+      ).workItemIds,
+    ).toHaveLength(1);
+    expect(
+      ((await methods['agent.control']!.handler({ action: 'cancel', sessionKey: 's' })) as any).workItemIds,
+    ).toHaveLength(2);
+    await expect(
+      methods['agent.control']!.handler({ action: 'explode', sessionKey: 's' }),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await runtime.close();
+    await queue.close();
+    await db.close();
+  });
+});
