@@ -27,6 +27,7 @@ import {
   memoryConfigSchema,
 } from './memory/index.js';
 import { defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
+import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { createGatewayServices } from './runtime/gateway-services.js';
 import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
@@ -92,6 +93,10 @@ export interface Runtime {
   readonly methods: MethodTable;
   readonly services: GatewayServices;
   readonly metrics: MetricsRegistry;
+  /** Queue, worker pool, planner, heartbeat and the multi-agent runtime. */
+  readonly work: AgentsWiring;
+  /** Starts the worker pool, heartbeat, agents and memory maintenance (startGateway does it too). */
+  startBackground(): Promise<void>;
   /** Starts background work (memory manager) and the gateway. */
   startGateway(options?: {
     host?: string;
@@ -229,7 +234,9 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   );
   const turnsTotal = metrics.counter('agentd_turns_total', 'Chat runs by final status');
   const errorsTotal = metrics.counter('agentd_errors_total', 'Errors by component');
+  const workEvents = metrics.counter('agentd_work_events_total', 'Work item lifecycle events by type');
   bus.on('run:finished', (event) => turnsTotal.inc({ status: event.data.status }));
+  bus.subscribe({ types: ['work:*'] }, (event) => workEvents.inc({ type: event.type }));
   bus.on('system:error', (event) => errorsTotal.inc({ component: event.data.component }));
 
   const runTurn = (
@@ -256,6 +263,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       clock,
     });
 
+  const userTurns = new Map<string, number>();
+  let agentsWiring: AgentsWiring | undefined;
   const inboxNamespace = 'chat-inbox';
   const chat = createChatService({
     sessions: store.sessions,
@@ -282,6 +291,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         turnLatency.observe((clock.now() - started) / 1000);
       }
     },
+    slashCommands: {
+      goal: ({ argument, sessionKey, agentId }) =>
+        agentsWiring
+          ? agentsWiring.goal({ argument, sessionKey, agentId })
+          : Promise.resolve('Planning is not available.'),
+    },
+    onTurnActivity: (agentId, active) =>
+      userTurns.set(agentId, (userTurns.get(agentId) ?? 0) + (active ? 1 : -1)),
     clock,
     idGenerator,
     logger,
@@ -339,8 +356,46 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger,
   });
 
+  agentsWiring = wireAgents({
+    config,
+    bus,
+    store,
+    memory,
+    memoryManager,
+    identity,
+    ledger,
+    tools,
+    chat,
+    methods,
+    model,
+    modelFor: (name) => workflowModel(name),
+    engage: {
+      workspaceDir: state.workspaceDir,
+      policy,
+      hooks,
+      ledger,
+      skills: { library: skills, ...engageDefaults.skills },
+      limits: engageDefaults.limits,
+      context: engageDefaults.context,
+      modelCallOptions: engageDefaults.modelCallOptions,
+      logger,
+      clock,
+    },
+    workspaceDir: state.workspaceDir,
+    isUserTurnActive: (agentId) => (userTurns.get(agentId) ?? 0) > 0,
+    clock,
+    idGenerator,
+    logger,
+  });
+  const agents = agentsWiring;
+
   let gateway: GatewayServer | undefined;
   let closed = false;
+  let background: Promise<void> | undefined;
+  const startBackground = () => {
+    background ??= agents.start();
+    return background;
+  };
 
   return {
     version,
@@ -364,8 +419,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     metrics,
     health,
 
+    work: agents,
+    startBackground,
+
     async startGateway(gatewayOptions = {}) {
-      if (config.features.memory_v1) memoryManager.start();
+      await startBackground();
       gateway = createGatewayServer({
         host: gatewayOptions.host ?? config.host,
         port: gatewayOptions.port ?? config.port,
@@ -425,6 +483,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       closed = true;
       if (gateway) await gateway.close();
       await chat.drain();
+      await agents.close();
       await workflows.close();
       await memoryManager.stop();
       await memory.flushEmbeddings().catch(() => {});

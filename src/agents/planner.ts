@@ -129,14 +129,6 @@ function extractJson(text: string): string {
   return start >= 0 && end > start ? candidate.slice(start, end + 1) : candidate;
 }
 
-/** Order of task states for catching up: a stale read must never move a task's status backwards. */
-function statusRank(state: WorkState): number {
-  if (isTerminalWorkState(state)) return 3;
-  if (state === 'running' || state === 'claimed') return 2;
-  if (state === 'queued') return 0;
-  return 1;
-}
-
 function stateMark(state: WorkState): string {
   if (state === 'completed') return '✓';
   if (state === 'cancelled') return '–';
@@ -275,7 +267,11 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         resolve(synthesis);
       };
       finishHooks.set(planId, () => {
-        finish().catch((error) => logger.error({ err: error, planId }, 'could not build the synthesis'));
+        // The last task's completion is reported from inside the queue; let the worker that finished it
+        // publish its own progress first, so the synthesis is always the last event of a plan.
+        setImmediate(() => {
+          finish().catch((error) => logger.error({ err: error, planId }, 'could not build the synthesis'));
+        });
       });
       if (tracked.size === 0) void finish();
     });
@@ -317,6 +313,8 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         );
         if (isTerminalWorkState(state)) finishHooks.get(planId)?.();
       };
+      const holding = new Set<string>();
+      const resumedHeld = new Set<string>();
       // Subscribed before the first submission so no state change of a task can slip by.
       const unsubscribe = bus.subscribe(
         {
@@ -334,6 +332,12 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         (event: BusEvent) => {
           const data = event.data as { workItemId: string; state: WorkState; summary?: string };
           if (tracked.get(data.workItemId)?.last === undefined) return;
+          // The hold while the plan is announced is the planner's own bookkeeping, not a task state change.
+          if (
+            holding.has(data.workItemId) ||
+            (event.type === 'work:resumed' && resumedHeld.delete(data.workItemId))
+          )
+            return;
           publishStatus(data.workItemId, data.state, data.summary);
         },
       );
@@ -351,7 +355,10 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
             params: { planId, index, total, goal },
             sessionKey: request.sessionKey,
             source: 'planner',
+            // Held until the plan is announced, so delegation events always precede the workers' own.
+            paused: true,
           });
+          holding.add(id);
           tracked.set(id, { index, title: task.title });
           publishStatus(id, 'queued');
           tasks.push({ workItemId: id, title: task.title, description: task.description, agentId });
@@ -397,19 +404,16 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
       }
       const finished = follow(planId, request, tasks, unsubscribe, tracked);
       finished.finally(() => finishHooks.delete(planId)).catch(() => undefined);
-      // Catch up on changes that happened before a task's id was known (a worker can be that fast).
-      const current = await queue.getMany(tasks.map((task) => task.workItemId));
-      for (const item of current) {
-        const last = tracked.get(item.id)?.last;
-        const state = item.state === 'claimed' ? 'running' : item.state;
-        if (last !== undefined && statusRank(state) > statusRank(last))
-          publishStatus(item.id, state, outcomeSummary(item));
-      }
       bus.publish(
         'agent:progress',
         { phase: 'planner-ready', message: `${tasks.length} task(s) delegated`, planId, ...scope },
         scope,
       );
+      for (const task of tasks) {
+        holding.delete(task.workItemId);
+        resumedHeld.add(task.workItemId);
+        await queue.resume(task.workItemId);
+      }
       return { planId, reply: replyText, tasks, rejected, finished };
     },
   };

@@ -132,6 +132,17 @@ export interface ChatService {
   activeRuns(): ChatRunRecord[];
   /** Aborts every running turn and waits for them to persist what they have. */
   drain(): Promise<void>;
+  /**
+   * Posts an assistant message that no user message asked for (a plan's synthesis, a heartbeat nudge) as a
+   * run of its own, so every client sees it like a reply and it is kept in the transcript. Queued in the
+   * session's lane behind running turns.
+   */
+  announce(input: {
+    sessionKey: string;
+    agentId: string;
+    text: string;
+    label: string;
+  }): Promise<ChatRunRecord>;
 }
 
 interface LiveRun {
@@ -200,7 +211,12 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   };
 
   /** Runs a turn that does not call the model (slash commands): same events, same persistence. */
-  const runLocalReply = async (record: ChatRunRecord, ref: SessionRef, reply: () => Promise<string>) => {
+  const runLocalReply = async (
+    record: ChatRunRecord,
+    ref: SessionRef,
+    reply: () => Promise<string>,
+    metadata: Record<string, unknown> = { command: true },
+  ) => {
     const scope = { runId: record.runId, sessionKey: record.sessionKey, agentId: record.agentId };
     options.bus.publish(
       'run:started',
@@ -238,7 +254,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     const entry = await options.memory.append(ref, {
       role: 'assistant',
       content: text,
-      metadata: { runId: record.runId, command: true },
+      metadata: { runId: record.runId, ...metadata },
     });
     await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
     record.assistantMemoryId = entry.address;
@@ -619,6 +635,34 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     compact: compactSession,
     get: (runId) => live.get(runId)?.record ?? finished.get(runId),
     activeRuns: () => [...live.values()].map((run) => run.record),
+
+    announce({ sessionKey, agentId, text, label }) {
+      const runId = options.idGenerator('announce');
+      const record: ChatRunRecord = {
+        runId,
+        sessionKey,
+        agentId,
+        status: 'running',
+        text: '',
+        startedAt: clock.now(),
+      };
+      const controller = new AbortController();
+      const done = lanes.run(sessionKey, async () => {
+        try {
+          const ref = await refFor(sessionKey, agentId);
+          await runLocalReply(record, ref, async () => text, { announcement: label });
+        } catch (error) {
+          logger.error({ err: error, runId, sessionKey }, 'posting an announcement failed');
+          record.status = 'error';
+        } finally {
+          record.endedAt = clock.now();
+          settle(record);
+        }
+        return record;
+      });
+      live.set(runId, { record, controller, done });
+      return done;
+    },
 
     async drain() {
       const running = [...live.values()];

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { Command, CommanderError, Option } from 'commander';
 import { createBus } from '../bus/index.js';
 import { type AgentdConfig, loadConfig } from '../config/index.js';
+import { createLedger } from '../ledger/index.js';
 import { defaultModelName, resolveModel } from '../model/index.js';
 import { packageVersion } from '../runtime/state-dir.js';
 import { createWorkflowAgentRunner } from '../runtime/workflow-agent.js';
@@ -11,6 +12,8 @@ import { createStore } from '../store/index.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
 import { createIdGenerator } from '../util/ids.js';
 import { silentLogger } from '../util/logger.js';
+import { createWorkQueue, workConfigSchema } from '../work/index.js';
+import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
 import { connectGateway, type GatewayClient } from './gateway-client.js';
 import { type CliIo, ExitCodes, printJson, processIo, reportError } from './output.js';
@@ -132,6 +135,52 @@ async function remoteTurn(
       reject(error);
     });
   });
+}
+
+function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        reject(
+          new AgentdError({
+            code: ErrorCodes.timeout,
+            message: `the tasks did not finish within ${timeoutMs} ms; they keep running`,
+            fault: 'system',
+          }),
+        ),
+      timeoutMs,
+    );
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function printPlan(
+  io: CliIo,
+  json: boolean,
+  plan: { planId: string; reply: string; tasks: Array<{ title: string; workItemId: string }> },
+  synthesis: string | undefined,
+) {
+  if (json) {
+    printJson(io, {
+      planId: plan.planId,
+      reply: plan.reply,
+      tasks: plan.tasks,
+      ...(synthesis !== undefined ? { synthesis } : {}),
+    });
+    return;
+  }
+  io.stdout(`${plan.reply}\n`);
+  plan.tasks.forEach((task, index) => io.stdout(`  ${index + 1}. ${task.title}  (${task.workItemId})\n`));
+  if (synthesis !== undefined) io.stdout(`\n${synthesis}\n`);
 }
 
 export function buildProgram(io: CliIo = processIo): { program: Command; exitCode: () => number } {
@@ -449,6 +498,132 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
           io.stdout(`${check.ok ? 'ok  ' : 'FAIL'} ${check.check.padEnd(6)} ${check.detail}\n`);
       if (!checks.every((check) => check.ok)) exitCode = ExitCodes.failure;
     });
+
+  registerWorkCommands(program, {
+    io,
+    setExitCode: (code) => {
+      exitCode = code;
+    },
+    openWork: async () => {
+      const config = configFrom(globals(), {}, true);
+      const store = await createStore({
+        stateDir: config.home,
+        ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
+        logger: silentLogger,
+      });
+      const queue = createWorkQueue({
+        db: store.db,
+        bus: createBus(),
+        config: workConfigSchema.parse(config.sections.work ?? {}),
+      });
+      return {
+        queue,
+        ledger: createLedger({ db: store.db }),
+        close: async () => {
+          await queue.close();
+          await store.close();
+        },
+      };
+    },
+  });
+
+  program
+    .command('goal')
+    .description(
+      'turn a goal into a plan of work items run by worker agents; waits for the synthesis unless --detach',
+    )
+    .argument('<text>', 'the goal')
+    .option('-a, --agent <id>', 'agent id', 'main')
+    .option('-s, --session <key>', 'session key (default agent:<agent>:main)')
+    .option('--detach', 'return once the plan is made; the tasks run in the background (on a running server)')
+    .option('--url <url>', 'send the goal to a running agentd gateway')
+    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .option(
+      '--timeout-ms <ms>',
+      'give up waiting for the tasks after this long',
+      parsePositiveInt('--timeout-ms'),
+      600_000,
+    )
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        text: string,
+        options: RemoteOptions & {
+          agent: string;
+          session?: string;
+          detach?: boolean;
+          timeoutMs: number;
+          json?: boolean;
+        },
+      ) => {
+        const json = options.json ?? false;
+        const sessionKey = sessionKeyFor(options.agent, options.session);
+        const show = (line: string) => {
+          if (!json) io.stderr(`${line}\n`);
+        };
+        try {
+          if (options.url) {
+            const client = await connectGateway({
+              url: options.url,
+              ...(remoteToken(options) ? { token: remoteToken(options)! } : {}),
+            });
+            try {
+              // Reading the history subscribes this connection to the session's events.
+              await client.call('chat.history', { sessionKey, limit: 1 });
+              let planId: string | undefined;
+              const pending: any[] = [];
+              const synthesis = new Promise<any>((resolve) => {
+                client.onEvent((event, payload) => {
+                  if (event === 'agent.progress') show(`· ${payload.message}`);
+                  if (event === 'agent.synthesis') {
+                    if (planId === undefined) pending.push(payload);
+                    else if (payload.planId === planId) resolve(payload);
+                  }
+                });
+              });
+              const plan = await client.call<{
+                planId: string;
+                reply: string;
+                tasks: Array<{ title: string; workItemId: string }>;
+              }>('agent.control', { action: 'goal', goal: text, sessionKey, agentId: options.agent });
+              planId = plan.planId;
+              const early = pending.find((payload) => payload.planId === planId);
+              const finished = options.detach
+                ? undefined
+                : await withTimeout(early ? Promise.resolve(early) : synthesis, options.timeoutMs);
+              printPlan(io, json, plan, finished?.text);
+            } finally {
+              await client.close();
+            }
+            return;
+          }
+          const runtime = await createRuntime({ config: configFrom(globals(), {}, true) });
+          try {
+            await runtime.startBackground();
+            if (!runtime.work.planner)
+              throw new UserInputError({
+                code: ErrorCodes.invalidConfig,
+                message: 'planning is off: features.agent_runtime_v1 is false',
+              });
+            const off = runtime.bus.subscribe({ sessionKey, types: ['agent:progress'] }, (event) =>
+              show(`· ${(event.data as { message: string }).message}`),
+            );
+            const plan = await runtime.work.planner.plan({ goal: text, sessionKey, agentId: options.agent });
+            const finished = options.detach ? undefined : await withTimeout(plan.finished, options.timeoutMs);
+            off();
+            printPlan(io, json, plan, finished?.text);
+            if (options.detach && !json)
+              io.stdout(
+                'Detached: the tasks stay queued and run when `agentd serve` runs on this state directory.\n',
+              );
+          } finally {
+            await runtime.close();
+          }
+        } catch (error) {
+          fail(error, json);
+        }
+      },
+    );
 
   const modelFor = (name?: string, override?: { apiKey?: string; baseUrl?: string }) => {
     const config = configFrom(globals(), {}, true);

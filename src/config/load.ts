@@ -39,7 +39,10 @@ export interface AgentdConfig {
   agents: AgentDefinition[];
   credentials: ResolvedCredential[];
   /** Raw subsystem sections, parsed by each subsystem's schema in the composition root. */
-  sections: Pick<ConfigFile, 'memory' | 'engage' | 'gateway' | 'workers' | 'heartbeat' | 'tools' | 'policy'>;
+  sections: Pick<
+    ConfigFile,
+    'memory' | 'engage' | 'gateway' | 'workers' | 'work' | 'heartbeat' | 'tools' | 'policy'
+  >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
   warnings: string[];
@@ -209,6 +212,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       engage: file.engage,
       gateway: file.gateway,
       workers: file.workers,
+      work: file.work,
       heartbeat: file.heartbeat,
       tools: file.tools,
       policy: file.policy,

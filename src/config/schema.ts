@@ -66,6 +66,7 @@ export const configFileSchema = z
     engage: z.record(z.string(), z.unknown()).optional(),
     gateway: z.record(z.string(), z.unknown()).optional(),
     workers: z.record(z.string(), z.unknown()).optional(),
+    work: z.record(z.string(), z.unknown()).optional(),
     heartbeat: z.record(z.string(), z.unknown()).optional(),
     tools: z.record(z.string(), z.unknown()).optional(),
     policy: z.record(z.string(), z.unknown()).optional(),

@@ -1,0 +1,492 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import {
+  type AgentRuntime,
+  createAgentGatewayMethods,
+  createAgentRuntime,
+  createHeartbeat,
+  createPlanner,
+  createSendMessageTool,
+  createWorkerPool,
+  type Heartbeat,
+  heartbeatConfigSchema,
+  type Planner,
+  toAgentSpeech,
+  toAgentStateUpdate,
+  type WorkerPool,
+} from '../agents/index.js';
+import type { Bus } from '../bus/index.js';
+import type { ChatService } from '../chat/index.js';
+import type { AgentdConfig } from '../config/index.js';
+import { type EngageOptions, type EngageResult, runEngage } from '../engage/index.js';
+import { type MethodTable, OperatorScopes } from '../gateway/index.js';
+import type { IdentityLoader } from '../identity/index.js';
+import type { Ledger } from '../ledger/index.js';
+import type { MemoryManager, MemoryService } from '../memory/index.js';
+import { toSpiderwebMemoryEvent } from '../memory/index.js';
+import type { LanguageModel, ModelMessage } from '../model/index.js';
+import type { Store } from '../store/index.js';
+import { createToolRegistry, type ToolDefinition, type ToolRegistry } from '../tools/index.js';
+import type { Clock } from '../util/clock.js';
+import { ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
+import type { IdGenerator } from '../util/ids.js';
+import type { Logger } from '../util/logger.js';
+import { formatZodIssues } from '../util/safe-json.js';
+import {
+  buildAwarenessDigest,
+  createChildWorkTools,
+  createWorkQueue,
+  type WorkItem,
+  type WorkQueue,
+  workConfigSchema,
+  workSubmissionSchema,
+} from '../work/index.js';
+
+/** The `workers:` section of agentd.yaml. */
+export const workersConfigSchema = z
+  .object({
+    /** Work items (planned tasks, child work) running at once. */
+    concurrency: z.number().int().min(1).default(4),
+    /** Tasks that may wait for a worker; one more is refused with QUEUE_FULL. */
+    admission_queue_size: z.number().int().min(1).default(64),
+    /** Background maintenance (the memory manager) has its own slot so it never takes a chat worker. */
+    background_concurrency: z.number().int().min(1).default(1),
+  })
+  .prefault({});
+
+const memoryMaintenanceKind = 'memory.maintain';
+
+function parseSection<Schema extends z.ZodType>(
+  schema: Schema,
+  raw: unknown,
+  name: string,
+): z.output<Schema> {
+  const parsed = schema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidConfig,
+      message: `agentd.yaml ${name}: ${formatZodIssues(parsed.error.issues)}`,
+    });
+  }
+  return parsed.data;
+}
+
+export interface AgentsWiringOptions {
+  config: AgentdConfig;
+  bus: Bus;
+  store: Store;
+  memory: MemoryService;
+  memoryManager: MemoryManager;
+  identity: IdentityLoader;
+  ledger: Ledger;
+  tools: ToolRegistry;
+  chat: ChatService;
+  methods: MethodTable;
+  /** The default model; agents with their own `model` get theirs from `modelFor`. */
+  model: LanguageModel;
+  modelFor(name: string): LanguageModel;
+  /** Shared engage options (workspace, policy, hooks, limits) for runs started here. */
+  engage: Omit<EngageOptions, 'model' | 'messages' | 'tools' | 'workItemId' | 'scope' | 'bus' | 'signal'>;
+  workspaceDir: string;
+  /** Agents whose user-led turn is running now (the heartbeat waits for them). */
+  isUserTurnActive(agentId: string): boolean;
+  clock: Clock;
+  idGenerator: IdGenerator;
+  logger: Logger;
+}
+
+export interface AgentsWiring {
+  queue: WorkQueue;
+  pool: WorkerPool | undefined;
+  planner: Planner | undefined;
+  heartbeat: Heartbeat | undefined;
+  agents: AgentRuntime | undefined;
+  /** `/goal` for the chat service. */
+  goal(input: { argument: string; sessionKey: string; agentId: string }): Promise<string>;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+function readChecklist(workspaceDir: string, agentId: string): string | undefined {
+  for (const path of [
+    join(workspaceDir, 'agents', agentId, 'HEARTBEAT.md'),
+    join(workspaceDir, 'HEARTBEAT.md'),
+  ]) {
+    if (existsSync(path)) return readFileSync(path, 'utf8');
+  }
+  return undefined;
+}
+
+/**
+ * Issue 5's subsystems as one unit: the durable queue, the worker pool (chat and background classes), the
+ * planner behind `/goal`, the heartbeat, the multi-agent runtime and their gateway methods. The feature
+ * flags decide what runs: `workers_v1` the pool, `agent_runtime_v1` planner, heartbeat and agents.
+ */
+export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
+  const { config, bus, store, memory, identity, ledger, methods, clock, idGenerator, logger } = options;
+  const workConfig = parseSection(workConfigSchema, config.sections.work, 'work');
+  const workersConfig = parseSection(workersConfigSchema, config.sections.workers, 'workers');
+  const heartbeatConfig = parseSection(heartbeatConfigSchema, config.sections.heartbeat, 'heartbeat');
+  const features = config.features;
+
+  const queue = createWorkQueue({
+    db: store.db,
+    bus,
+    clock,
+    idGenerator,
+    config: workConfig,
+    ...(store.mode === 'postgres' && config.databaseUrl
+      ? { listenConnectionString: config.databaseUrl }
+      : {}),
+  });
+
+  const childTools = createChildWorkTools({ queue, bus, ledger });
+  let agentRuntime: AgentRuntime | undefined;
+  const workTools = (): ToolRegistry => {
+    const extra: ToolDefinition[] = [...childTools];
+    if (agentRuntime) extra.push(createSendMessageTool(agentRuntime));
+    return createToolRegistry([...options.tools.list(), ...extra]);
+  };
+
+  const runEngageFor = (input: {
+    agentId: string;
+    model: LanguageModel;
+    messages: ModelMessage[];
+    workItemId: string;
+    sessionKey?: string;
+    signal: AbortSignal;
+  }): Promise<EngageResult> =>
+    runEngage({
+      ...options.engage,
+      model: input.model,
+      messages: input.messages,
+      tools: { registry: workTools() },
+      workItemId: input.workItemId,
+      scope: {
+        runId: idGenerator('run'),
+        agentId: input.agentId,
+        ...(input.sessionKey ? { sessionKey: input.sessionKey } : {}),
+      },
+      bus,
+      signal: input.signal,
+    });
+
+  /** A work item runs as one engage run of its agent, told what its siblings are doing. */
+  const runWorkItem = async (item: WorkItem, context: { signal: AbortSignal }) => {
+    const agentId = item.agentId ?? 'main';
+    const packet = await identity.load(agentId);
+    const digest = await buildAwarenessDigest({
+      workItem: item,
+      queue,
+      ledger,
+      now: clock.now(),
+      lookbackMs: workConfig.awareness.lookbackMs,
+    });
+    const params = Object.keys(item.params).length ? `\n\nParameters: ${JSON.stringify(item.params)}` : '';
+    const result = await runEngageFor({
+      agentId,
+      model: options.model,
+      messages: [
+        { role: 'system', content: digest ? `${packet.systemPrompt}\n\n${digest}` : packet.systemPrompt },
+        { role: 'user', content: `Task: ${item.title}\n\n${item.description}${params}`.trim() },
+      ],
+      workItemId: item.id,
+      ...(item.sessionKey ? { sessionKey: item.sessionKey } : {}),
+      signal: context.signal,
+    });
+    if (result.status === 'aborted')
+      throw new UserInputError({ code: ErrorCodes.aborted, message: 'the task was aborted' });
+    if (result.status === 'error') {
+      throw new ProviderError({
+        code: result.error?.code ?? ErrorCodes.providerError,
+        message: result.error?.message ?? 'the model failed',
+        retryable: result.error?.retryable ?? false,
+      });
+    }
+    return { summary: result.text, status: result.status, turns: result.turns, usage: result.usage };
+  };
+
+  const pool = features.workers_v1
+    ? createWorkerPool({
+        queue,
+        bus,
+        logger,
+        idGenerator,
+        runItem: runWorkItem,
+        classes: {
+          chat: {
+            concurrency: workersConfig.concurrency,
+            admissionQueueSize: workersConfig.admission_queue_size,
+          },
+          background: {
+            concurrency: workersConfig.background_concurrency,
+            admissionQueueSize: 4,
+            kinds: [memoryMaintenanceKind],
+            runItem: async () => ({ summary: JSON.stringify(await options.memoryManager.tick()) }),
+          },
+        },
+      })
+    : undefined;
+
+  const planner = features.agent_runtime_v1
+    ? createPlanner({
+        model: options.model,
+        queue,
+        bus,
+        idGenerator,
+        logger,
+        ...(pool ? { submitTask: (submission) => pool.submit(submission) } : {}),
+        memoryWriter: async (write) => {
+          const session = await store.sessions.ensureActive(write.sessionKey, write.agentId);
+          return memory.append(
+            { sessionId: session.id, sessionKey: write.sessionKey, agentId: write.agentId },
+            { role: 'system', content: write.content },
+          );
+        },
+        onSynthesis: (synthesis) => {
+          void options.chat.announce({
+            sessionKey: synthesis.sessionKey,
+            agentId: synthesis.agentId,
+            text: synthesis.text,
+            label: 'synthesis',
+          });
+        },
+      })
+    : undefined;
+
+  if (features.agent_runtime_v1) {
+    agentRuntime = createAgentRuntime({
+      db: store.db,
+      bus,
+      clock,
+      idGenerator,
+      logger,
+      runTurn: async (agent, message, signal) => {
+        const packet = await identity.load(agent.id).catch(() => identity.load('main'));
+        const system = [
+          packet.systemPrompt,
+          agent.role ? `Your role: ${agent.role}` : '',
+          agent.systemPrompt ?? '',
+          agent.initialContext ?? '',
+        ]
+          .filter(Boolean)
+          .join('\n\n');
+        const from =
+          message.kind === 'broadcast'
+            ? `Broadcast from ${message.from}`
+            : message.kind === 'task'
+              ? 'Task'
+              : `Message from ${message.from}`;
+        const model = agent.model
+          ? options.modelFor(agent.model.includes('/') ? agent.model : `command/${agent.model}`)
+          : options.model;
+        const result = await runEngageFor({
+          agentId: agent.id,
+          model,
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: `${from}: ${message.content}` },
+          ],
+          workItemId: `agent:${agent.id}:${message.taskId ?? 'mailbox'}`,
+          signal,
+        });
+        if (result.status === 'error')
+          throw new ProviderError({
+            code: result.error?.code ?? ErrorCodes.providerError,
+            message: result.error?.message ?? 'the model failed',
+          });
+        return result.text;
+      },
+    });
+  }
+
+  const heartbeat = features.agent_runtime_v1
+    ? createHeartbeat({
+        queue,
+        bus,
+        clock,
+        logger,
+        config: heartbeatConfig,
+        agents: () => [
+          ...new Set([
+            'main',
+            ...config.agents.map((agent) => agent.id),
+            ...(agentRuntime?.listStates().map((agent) => agent.id) ?? []),
+          ]),
+        ],
+        model: options.model,
+        heartbeatChecklist: (agentId) => readChecklist(options.workspaceDir, agentId),
+        isUserTurnActive: options.isUserTurnActive,
+        onNudge: (agentId, message) => {
+          // An isolated session: heartbeat nudges never flood the main conversation.
+          void options.chat.announce({
+            sessionKey: `agent:${agentId}:heartbeat`,
+            agentId,
+            text: message,
+            label: 'heartbeat',
+          });
+        },
+      })
+    : undefined;
+
+  // Gateway: agents.*, agent.broadcast, agent.control, work.*; and the events clients can follow.
+  const { read, write, admin } = OperatorScopes;
+  if (agentRuntime) {
+    const handlers = createAgentGatewayMethods({
+      runtime: agentRuntime,
+      ...(planner ? { planner } : {}),
+      ...(pool ? { pool } : {}),
+    });
+    const scopesOf: Record<string, string[]> = {
+      'agents.spawn': [admin],
+      'agents.terminate': [admin],
+      'agents.list': [read],
+      'agents.state': [read],
+      'agent.broadcast': [write],
+      'agent.control': [write],
+    };
+    for (const [name, method] of Object.entries(handlers)) {
+      methods.register(name, {
+        scopes: scopesOf[name] ?? [admin],
+        params: z.unknown(),
+        handler: (params) => method.handler(params),
+      });
+    }
+    const runtimeRef = agentRuntime;
+    methods.forwardBusEvent('agent:state', 'agent.state_update', {
+      toPayload: (event) => {
+        const data = event.data as { agentId: string };
+        try {
+          return toAgentStateUpdate(runtimeRef.getState(data.agentId));
+        } catch {
+          return {
+            type: 'agent_state_update',
+            agent_id: data.agentId,
+            state: (event.data as { to: string }).to,
+          };
+        }
+      },
+    });
+    methods.forwardBusEvent('agent:spoke', 'agent.speech', {
+      toPayload: (event) => toAgentSpeech(event.data as { agentId: string; content: string }),
+    });
+    methods.forwardBusEvent('agent:broadcast', 'agent.broadcast');
+    methods.forwardBusEvent('agent:spawned', 'agent.spawned');
+    methods.forwardBusEvent('agent:terminated', 'agent.terminated');
+  }
+  methods.forwardBusEvent('agent:plan', 'agent.plan', { spiderweb: 'legacy' });
+  methods.forwardBusEvent('agent:progress', 'agent.progress', { spiderweb: 'legacy' });
+  methods.forwardBusEvent('agent:status', 'agent.status', { spiderweb: 'legacy' });
+  methods.forwardBusEvent('agent:synthesis', 'agent.synthesis');
+  methods.forwardBusEvent('agent:heartbeat', 'agent.heartbeat');
+  methods.forwardBusEvent('agent:blocked', 'agent.blocked');
+  methods.forwardBusEvent('memory:event', 'memory.event', {
+    spiderweb: 'legacy',
+    toPayload: (event) =>
+      toSpiderwebMemoryEvent(event.data as Parameters<typeof toSpiderwebMemoryEvent>[0], null) as Record<
+        string,
+        unknown
+      >,
+  });
+
+  methods.register('work.submit', {
+    scopes: [write],
+    params: workSubmissionSchema,
+    handler: (params) => (pool ? pool.submit(params) : queue.submit(params)),
+  });
+  methods.register('work.list', {
+    scopes: [read],
+    params: z.object({
+      state: z.string().optional(),
+      agentId: z.string().optional(),
+      sessionKey: z.string().optional(),
+      limit: z.number().int().min(1).max(1000).default(100),
+    }),
+    handler: async (params) => ({ items: await queue.list(params as Parameters<WorkQueue['list']>[0]) }),
+  });
+  methods.register('work.get', {
+    scopes: [read],
+    params: z.object({ id: z.string().min(1) }),
+    handler: async ({ id }) => {
+      const item = await queue.get(id);
+      if (!item) throw new UserInputError({ code: ErrorCodes.notFound, message: `no work item ${id}` });
+      return { item, ledger: await ledger.read(id, {}) };
+    },
+  });
+  methods.register('work.cancel', {
+    scopes: [write],
+    params: z.object({ id: z.string().min(1) }),
+    handler: async ({ id }) => ({
+      cancelled: pool ? await pool.cancel({ ids: [id] }) : [await queue.cancel(id)],
+    }),
+  });
+
+  let maintenanceTimer: NodeJS.Timeout | undefined;
+
+  return {
+    queue,
+    pool,
+    planner,
+    heartbeat,
+    agents: agentRuntime,
+    async goal({ argument, sessionKey, agentId }) {
+      if (!planner) return 'Planning is off (features.agent_runtime_v1 is false).';
+      if (!argument) return 'Usage: /goal <what you want done>';
+      const plan = await planner.plan({ goal: argument, sessionKey, agentId });
+      const lines = [
+        plan.reply,
+        '',
+        ...plan.tasks.map((task, index) => `${index + 1}. ${task.title} (${task.workItemId})`),
+      ];
+      for (const rejected of plan.rejected)
+        lines.push(`✗ ${rejected.title}: ${rejected.message} (${rejected.code})`);
+      return lines.join('\n').trim();
+    },
+    async start() {
+      if (agentRuntime) {
+        const running = await agentRuntime.start();
+        for (const definition of config.agents) {
+          if (running.some((agent) => agent.id === definition.id)) continue;
+          await agentRuntime.spawn({
+            id: definition.id,
+            name: definition.name ?? definition.id,
+            role: definition.role ?? '',
+            ...(definition.model ? { model: definition.model } : {}),
+          });
+        }
+      }
+      pool?.start();
+      heartbeat?.start();
+      if (config.features.memory_v1) {
+        if (pool) {
+          // The memory manager runs through the pool's background class on its own schedule.
+          const submitMaintenance = () => {
+            pool
+              .submit({
+                kind: memoryMaintenanceKind,
+                title: 'memory maintenance',
+                agentId: 'system',
+                dedupKey: memoryMaintenanceKind,
+                maxAttempts: 1,
+              })
+              .catch((error: unknown) =>
+                logger.debug({ err: error }, 'memory maintenance not admitted this time'),
+              );
+          };
+          maintenanceTimer = setInterval(submitMaintenance, memory.config.managerIntervalMs);
+          maintenanceTimer.unref();
+        } else {
+          options.memoryManager.start();
+        }
+      }
+    },
+    async close() {
+      if (maintenanceTimer) clearInterval(maintenanceTimer);
+      await heartbeat?.stop();
+      await pool?.stop();
+      await agentRuntime?.close();
+      await queue.close();
+    },
+  };
+}
