@@ -1,13 +1,19 @@
-import { cpSync, mkdtempSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { startRuntime, tempHome } from './helpers.js';
 
+const example = join(import.meta.dirname, '..', '..', 'examples', 'mini-editor');
+
 describe('workflows through the runtime', () => {
-  it('runs examples/mini-editor over the gateway with node events streamed', async () => {
+  it('runs the mini-editor example over the gateway with node events streamed', async () => {
     const started = await startRuntime();
+    // The runtime accepts workflows below its working directory and its workspace; a copy in the workspace
+    // keeps the files the example writes out of the repository.
+    const dir = join(started.runtime.state.workspaceDir, 'mini-editor');
+    cpSync(example, dir, { recursive: true });
     const client = await started.connect();
     try {
       const events: string[] = [];
@@ -19,11 +25,12 @@ describe('workflows through the runtime', () => {
         result: { status: string; output: Record<string, unknown> };
       }>(
         'workflow.run',
-        { dir: 'examples/mini-editor', input: { request: 'Create a note about tide pools' } },
+        { dir, input: { request: 'Create a note about tide pools' } },
         { timeoutMs: 60_000 },
       );
       expect(result.result.status).toBe('success');
       expect(result.result.output).toMatchObject({ title: expect.any(String), sections: expect.any(Array) });
+      expect(existsSync(join(dir, 'documents', 'tide-pools.md'))).toBe(true);
       expect(events).toEqual(
         expect.arrayContaining([
           'workflow.task-started',
@@ -40,9 +47,9 @@ describe('workflows through the runtime', () => {
       await expect(client.call('workflow.run', { dir: 'examples/../../' })).rejects.toMatchObject({
         code: 'NOT_FOUND',
       });
-      await expect(
-        client.call('workflow.run', { dir: 'examples/mini-editor', bogus: 1 }),
-      ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+      await expect(client.call('workflow.run', { dir, bogus: 1 })).rejects.toMatchObject({
+        code: 'INVALID_REQUEST',
+      });
     } finally {
       await client.close();
       await started.runtime.close();
@@ -51,39 +58,32 @@ describe('workflows through the runtime', () => {
 
   it('agentd run and agentd eval work on the example with no key', async () => {
     const work = mkdtempSync(join(tmpdir(), 'agentd-wf-cli-'));
-    cpSync(join(import.meta.dirname, '..', '..', 'examples', 'mini-editor'), join(work, 'mini-editor'), {
-      recursive: true,
-    });
+    cpSync(example, join(work, 'mini-editor'), { recursive: true });
     let out = '';
     let err = '';
     const io = { stdout: (text: string) => (out += text), stderr: (text: string) => (err += text) };
     const home = tempHome();
-    const runCode = await main(
-      [
-        'node',
-        'agentd',
-        '--home',
-        home,
-        'run',
-        join(work, 'mini-editor'),
-        '--input',
-        '{"request":"Create a note about tide pools"}',
-        '--json',
-      ],
-      io,
-    );
-    expect(runCode).toBe(0);
-    expect(err).toContain('✓ return_summary');
-    expect(JSON.parse(out)).toMatchObject({ status: 'success' });
-    out = '';
-    const evalCode = await main(['node', 'agentd', '--home', home, 'eval', join(work, 'mini-editor')], io);
-    expect(evalCode).toBe(0);
-    expect(out).toMatch(/2\/2 passed/);
-    out = '';
-    const badCode = await main(
-      ['node', 'agentd', '--home', home, 'workflow', 'validate', join(work, 'nope')],
-      io,
-    );
-    expect(badCode).toBe(2);
+    // Tool roots are relative to the working directory, as for a user running agentd in their project.
+    const previousCwd = process.cwd();
+    process.chdir(work);
+    try {
+      const input = '{"request":"Create a note about tide pools"}';
+      const runCode = await main(
+        ['node', 'agentd', '--home', home, 'run', 'mini-editor', '--input', input, '--json'],
+        io,
+      );
+      expect(runCode).toBe(0);
+      expect(err).toContain('✓ return_summary');
+      expect(JSON.parse(out)).toMatchObject({ status: 'success' });
+      expect(existsSync(join(work, 'documents', 'tide-pools.md'))).toBe(true);
+      out = '';
+      const evalCode = await main(['node', 'agentd', '--home', home, 'eval', 'mini-editor'], io);
+      expect(evalCode).toBe(0);
+      expect(out).toMatch(/2\/2 passed/);
+      const badCode = await main(['node', 'agentd', '--home', home, 'workflow', 'validate', 'nope'], io);
+      expect(badCode).toBe(2);
+    } finally {
+      process.chdir(previousCwd);
+    }
   });
 });
