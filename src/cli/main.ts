@@ -179,7 +179,8 @@ function printPlan(
     return;
   }
   io.stdout(`${plan.reply}\n`);
-  for (const [index, task] of plan.tasks.entries()) io.stdout(`  ${index + 1}. ${task.title}  (${task.workItemId})\n`);
+  for (const [index, task] of plan.tasks.entries())
+    io.stdout(`  ${index + 1}. ${task.title}  (${task.workItemId})\n`);
   if (synthesis !== undefined) io.stdout(`\n${synthesis}\n`);
 }
 
