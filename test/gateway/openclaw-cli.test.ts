@@ -1,35 +1,9 @@
-import { execFile } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findOpenClaw, jsonOf, runOpenClaw } from '../helpers/openclaw.js';
 import { startTestGateway, type TestGateway, testToken } from './helpers.js';
-
-/**
- * Runs the real `openclaw` CLI (npm `openclaw` 2026.9.x on Node 24) against agentd. Install it with
- * `scripts/install-openclaw.sh`, or point OPENCLAW_BIN at an existing binary.
- */
-const run = promisify(execFile);
-
-function findOpenClaw(): { bin: string | undefined; reason: string } {
-  const candidates = [
-    process.env.OPENCLAW_BIN,
-    join(process.env.AGENTD_OPENCLAW_DIR ?? join(homedir(), '.cache', 'agentd-openclaw'), 'bin', 'openclaw'),
-  ].filter((candidate): candidate is string => Boolean(candidate));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      return { bin: candidate, reason: '' };
-    } catch {
-      // try the next candidate
-    }
-  }
-  return {
-    bin: undefined,
-    reason: `openclaw CLI not found (looked at ${candidates.join(', ')}); run scripts/install-openclaw.sh or set OPENCLAW_BIN`,
-  };
-}
 
 const { bin, reason } = findOpenClaw();
 if (!bin) console.log(`skipping the openclaw CLI test: ${reason}`);
@@ -51,19 +25,9 @@ describe.skipIf(!bin)('the real openclaw CLI against agentd', () => {
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
-  const openclaw = async (args: string[], env: Record<string, string> = {}) => {
-    // The CLI goes quiet when it thinks it runs inside vitest (VITEST=true), so it must not inherit that.
-    const inherited = Object.fromEntries(
-      Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST')),
-    );
-    const { stdout } = await run(bin as string, args, {
-      timeout: commandTimeoutMs,
-      env: { ...inherited, HOME: home, NO_COLOR: '1', ...env },
-      maxBuffer: 8 * 1024 * 1024,
-    });
-    return stdout;
-  };
-  const json = (stdout: string) => JSON.parse(stdout.slice(stdout.indexOf('{')));
+  const openclaw = (args: string[], env: Record<string, string> = {}) =>
+    runOpenClaw(bin as string, args, { home, env, timeoutMs: commandTimeoutMs });
+  const json = jsonOf;
   const callArgs = (method: string, params?: unknown) => [
     'gateway',
     'call',
