@@ -326,7 +326,26 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     memory,
     health: {
       health,
-      status: () => ({ ...health(), memory: memory.status(), sessions: memory.loadedSessions().length }),
+      status: async () => {
+        const agentIds = [...new Set(['main', ...config.agents.map((agent) => agent.id)])];
+        const identities = await Promise.all(
+          agentIds.map(async (agentId) => {
+            const packet = await identity.load(agentId);
+            return [
+              agentId,
+              { layers: packet.layers, shadowed: packet.shadowed, warnings: packet.warnings },
+            ] as const;
+          }),
+        );
+        const work = agentsWiring ? await agentsWiring.queue.counts() : undefined;
+        return {
+          ...health(),
+          memory: memory.status(),
+          loadedSessions: memory.loadedSessions().length,
+          identity: Object.fromEntries(identities),
+          ...(work ? { work } : {}),
+        };
+      },
     },
   });
   registerCoreMethods(methods, services, { clock });

@@ -351,8 +351,10 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     .option('-s, --session <key>', 'session key')
     .option('--url <url>', 'a running agentd gateway')
     .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
-    .action(async (options: RemoteOptions & { agent: string; session?: string }) => {
+    .option('--json', 'one JSON object per reply instead of streamed text (for scripts driving the REPL)')
+    .action(async (options: RemoteOptions & { agent: string; session?: string; json?: boolean }) => {
       const sessionKey = sessionKeyFor(options.agent, options.session);
+      const json = options.json ?? false;
       let runtime: Runtime | undefined;
       let client: GatewayClient | undefined;
       try {
@@ -362,13 +364,18 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
             ...(remoteToken(options) ? { token: remoteToken(options)! } : {}),
           });
         else runtime = await createRuntime({ config: configFrom(globals(), {}, true) });
-        io.stdout(`agentd chat — session ${sessionKey}. Type a message; /exit quits.\n`);
+        if (!json) io.stdout(`agentd chat — session ${sessionKey}. Type a message; /exit quits.\n`);
         const lines = createInterface({ input: process.stdin, terminal: process.stdin.isTTY ?? false });
-        const write = (delta: string) => io.stdout(delta);
+        const write = (delta: string) => {
+          if (!json) io.stdout(delta);
+        };
+        const prompt = () => {
+          if (!json) io.stdout('> ');
+        };
         const off = runtime?.bus.subscribe({ sessionKey, types: ['run:text-delta'] }, (event) =>
           write((event.data as { delta: string }).delta),
         );
-        io.stdout('> ');
+        prompt();
         for await (const line of lines) {
           const text = line.trim();
           if (text === '/exit' || text === '/quit') break;
@@ -376,15 +383,18 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
             const result = client
               ? await remoteTurn(client, sessionKey, text, 600_000, write)
               : await runtime!.sendMessage({ text, agentId: options.agent, sessionKey });
-            if (result.status !== 'completed')
-              io.stdout(`\n[${result.status}${result.error ? `: ${result.error.message}` : ''}]`);
-            io.stdout('\n');
+            if (json) io.stdout(`${JSON.stringify({ sessionKey, ...result })}\n`);
+            else {
+              if (result.status !== 'completed')
+                io.stdout(`\n[${result.status}${result.error ? `: ${result.error.message}` : ''}]`);
+              io.stdout('\n');
+            }
           }
-          io.stdout('> ');
+          prompt();
         }
         off?.();
       } catch (error) {
-        fail(error, false);
+        fail(error, json);
       } finally {
         await client?.close();
         await runtime?.close();

@@ -109,3 +109,45 @@ describe('agentd CLI', () => {
     expect(unknownCommand.code).toBe(2);
   });
 });
+
+describe('agentd chat', () => {
+  it('drives the REPL from stdin with one JSON line per reply', async () => {
+    const { spawn } = await import('node:child_process');
+    const { join } = await import('node:path');
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/bin.ts',
+        '--home',
+        tempHome('agentd-cli-'),
+        'chat',
+        '--json',
+        '--session',
+        'repl',
+      ],
+      {
+        cwd: join(import.meta.dirname, '..', '..'),
+        env: { ...process.env, AGENTD_LOG_LEVEL: 'silent', AGENTD_MODEL: '' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += String(chunk);
+    });
+    child.stdin.end('My cat is called Pixel.\nWhat is my cat called?\n/exit\n');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+    const replies = out
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { status: string; text: string; sessionKey: string });
+    expect(replies).toHaveLength(2);
+    expect(
+      replies.every((reply) => reply.status === 'completed' && reply.sessionKey === 'agent:main:repl'),
+    ).toBe(true);
+    expect(replies[1]!.text).toContain('Pixel');
+  });
+});
