@@ -354,7 +354,7 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
       for (const item of items) launch(state, item);
       if (items.length > 0) continue;
       try {
-        await queue.waitForWork(signal, { sinceSequence: sequence });
+        await queue.waitForWork(signal, { sinceSequence: sequence, filter: filterFor(state) });
       } catch (error) {
         logger.error({ err: error, workerClass: state.name }, 'waiting for work failed');
         await new Promise<void>((resolve) => {

@@ -99,7 +99,11 @@ export interface WorkQueue {
    * Resolves when work may be ready: a submission or re-queue here or in another process (LISTEN/NOTIFY),
    * the next backoff or lease deadline, or at the latest after `pollIntervalMs`. Never spins.
    */
-  waitForWork(signal?: AbortSignal, options?: { sinceSequence?: number }): Promise<void>;
+  /** `filter`: only items that this claim filter would take count as work that is due. */
+  waitForWork(
+    signal?: AbortSignal,
+    options?: { sinceSequence?: number; filter?: ClaimFilter },
+  ): Promise<void>;
   /** Resolves once cross-process wake-ups are active (at once when there is no LISTEN connection). */
   whenListening(): Promise<void>;
   close(): Promise<void>;
@@ -817,15 +821,20 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       return cancelled;
     });
 
-  const waitForWork = async (signal?: AbortSignal, waitOptions: { sinceSequence?: number } = {}) => {
+  const waitForWork = async (
+    signal?: AbortSignal,
+    waitOptions: { sinceSequence?: number; filter?: ClaimFilter } = {},
+  ) => {
     if (closed || signal?.aborted) return;
     if (waitOptions.sinceSequence !== undefined && waitOptions.sinceSequence !== wakeSequence) return;
     const startSequence = wakeSequence;
     const now = clock.now();
+    // Only items the caller may claim count as due: a worker for other kinds must sleep, not spin.
+    const claimable = claimFilterSql(waitOptions.filter);
     const due = await db.get<{ next_run: number | null; next_lease: number | null }>(
-      `SELECT (SELECT MIN(run_after) FROM work_items WHERE state = 'queued') AS next_run,
+      `SELECT (SELECT MIN(run_after) FROM work_items WHERE state = 'queued'${claimable.sql}) AS next_run,
               (SELECT MIN(lease_expires_at) FROM work_items WHERE state IN (${inList(leasedStates)})) AS next_lease`,
-      [...leasedStates],
+      [...claimable.params, ...leasedStates],
     );
     if (wakeSequence !== startSequence || closed || signal?.aborted) return;
     const deadlines = [due?.next_run, due?.next_lease].filter(
