@@ -2,7 +2,6 @@
  * The composition root: the one place that wires the subsystems into a running agentd. Everything else
  * receives its collaborators through factory options.
  */
-import type { z } from 'zod';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
 import type { AgentdConfig } from './config/index.js';
@@ -28,6 +27,7 @@ import {
 } from './memory/index.js';
 import { defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
 import { type AgentsWiring, wireAgents } from './runtime/agents.js';
+import { parseSection } from './runtime/config-section.js';
 import { createGatewayServices } from './runtime/gateway-services.js';
 import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
@@ -55,10 +55,8 @@ import {
   toolsConfigSchema,
 } from './tools/index.js';
 import { type Clock, systemClock } from './util/clock.js';
-import { ErrorCodes, UserInputError } from './util/errors.js';
 import { createIdGenerator, type IdGenerator } from './util/ids.js';
 import type { Logger } from './util/logger.js';
-import { formatZodIssues } from './util/safe-json.js';
 
 export interface CreateRuntimeOptions {
   config: AgentdConfig;
@@ -114,21 +112,6 @@ export interface Runtime {
   health(): Record<string, unknown>;
   /** Graceful stop: no new connections, running turns aborted and persisted, database closed. */
   close(): Promise<void>;
-}
-
-function parseSection<Schema extends z.ZodType>(
-  schema: Schema,
-  raw: unknown,
-  name: string,
-): z.output<Schema> {
-  const parsed = schema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    throw new UserInputError({
-      code: ErrorCodes.invalidConfig,
-      message: `agentd.yaml ${name}: ${formatZodIssues(parsed.error.issues)}`,
-    });
-  }
-  return parsed.data;
 }
 
 export async function createRuntime(options: CreateRuntimeOptions): Promise<Runtime> {

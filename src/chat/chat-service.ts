@@ -205,6 +205,15 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     waiters.delete(record.runId);
   };
 
+  const newRecord = (runId: string, sessionKey: string, agentId: string): ChatRunRecord => ({
+    runId,
+    sessionKey,
+    agentId,
+    status: 'running',
+    text: '',
+    startedAt: clock.now(),
+  });
+
   const refFor = async (sessionKey: string, agentId: string): Promise<SessionRef> => {
     const session = await options.sessions.ensureActive(sessionKey, agentId);
     return { sessionId: session.id, sessionKey, agentId };
@@ -467,14 +476,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     text: string;
   }) => {
     const trimmed = message.trim();
-    const record: ChatRunRecord = {
-      runId: runId,
-      sessionKey,
-      agentId,
-      status: 'running',
-      text: '',
-      startedAt: clock.now(),
-    };
+    const record = newRecord(runId, sessionKey, agentId);
     const controller = new AbortController();
     const done = lanes.run(sessionKey, async () => {
       options.onTurnActivity?.(agentId, true);
@@ -538,14 +540,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       // `/stop` must not queue behind the run it stops.
       if (trimmed === '/stop') {
         const result = await abort({ sessionKey });
-        const record: ChatRunRecord = {
-          runId: idempotencyKey,
-          sessionKey,
-          agentId,
-          status: 'running',
-          text: '',
-          startedAt: clock.now(),
-        };
+        const record = newRecord(idempotencyKey, sessionKey, agentId);
         const controller = new AbortController();
         const done = (async () => {
           const ref = await refFor(sessionKey, agentId);
@@ -638,14 +633,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     announce({ sessionKey, agentId, text, label }) {
       const runId = options.idGenerator('announce');
-      const record: ChatRunRecord = {
-        runId,
-        sessionKey,
-        agentId,
-        status: 'running',
-        text: '',
-        startedAt: clock.now(),
-      };
+      const record = newRecord(runId, sessionKey, agentId);
       const controller = new AbortController();
       const done = lanes.run(sessionKey, async () => {
         try {

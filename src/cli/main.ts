@@ -75,6 +75,12 @@ function remoteToken(options: RemoteOptions): string | undefined {
   return options.token ?? process.env.AGENTD_TOKEN;
 }
 
+/** Connects to the `--url` gateway with `--token` (or $AGENTD_TOKEN). */
+function connectFromOptions(options: RemoteOptions): Promise<GatewayClient> {
+  const token = remoteToken(options);
+  return connectGateway({ url: options.url!, ...(token ? { token } : {}) });
+}
+
 function sessionKeyFor(agent: string, session: string | undefined): string {
   if (!session) return `agent:${agent}:main`;
   return session.startsWith('agent:') ? session : `agent:${agent}:${session}`;
@@ -292,10 +298,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
         };
         try {
           if (options.url) {
-            const client = await connectGateway({
-              url: options.url,
-              ...(remoteToken(options) ? { token: remoteToken(options)! } : {}),
-            });
+            const client = await connectFromOptions(options);
             try {
               result = await remoteTurn(client, sessionKey, text, options.timeoutMs, (delta) => {
                 if (!json) io.stdout(delta);
@@ -358,11 +361,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
       let runtime: Runtime | undefined;
       let client: GatewayClient | undefined;
       try {
-        if (options.url)
-          client = await connectGateway({
-            url: options.url,
-            ...(remoteToken(options) ? { token: remoteToken(options)! } : {}),
-          });
+        if (options.url) client = await connectFromOptions(options);
         else runtime = await createRuntime({ config: configFrom(globals(), {}, true) });
         if (!json) io.stdout(`agentd chat — session ${sessionKey}. Type a message; /exit quits.\n`);
         const lines = createInterface({ input: process.stdin, terminal: process.stdin.isTTY ?? false });
@@ -412,10 +411,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
       try {
         let status: Record<string, unknown>;
         if (options.url) {
-          const client = await connectGateway({
-            url: options.url,
-            ...(remoteToken(options) ? { token: remoteToken(options)! } : {}),
-          });
+          const client = await connectFromOptions(options);
           try {
             status = await client.call<Record<string, unknown>>('status');
           } finally {
@@ -574,10 +570,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
         };
         try {
           if (options.url) {
-            const client = await connectGateway({
-              url: options.url,
-              ...(remoteToken(options) ? { token: remoteToken(options)! } : {}),
-            });
+            const client = await connectFromOptions(options);
             try {
               // Reading the history subscribes this connection to the session's events.
               await client.call('chat.history', { sessionKey, limit: 1 });

@@ -32,7 +32,6 @@ import type { Clock } from '../util/clock.js';
 import { ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
 import type { IdGenerator } from '../util/ids.js';
 import type { Logger } from '../util/logger.js';
-import { formatZodIssues } from '../util/safe-json.js';
 import {
   buildAwarenessDigest,
   createChildWorkTools,
@@ -42,6 +41,7 @@ import {
   workConfigSchema,
   workSubmissionSchema,
 } from '../work/index.js';
+import { parseSection } from './config-section.js';
 
 /** The `workers:` section of agentd.yaml. */
 export const workersConfigSchema = z
@@ -56,21 +56,6 @@ export const workersConfigSchema = z
   .prefault({});
 
 const memoryMaintenanceKind = 'memory.maintain';
-
-function parseSection<Schema extends z.ZodType>(
-  schema: Schema,
-  raw: unknown,
-  name: string,
-): z.output<Schema> {
-  const parsed = schema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    throw new UserInputError({
-      code: ErrorCodes.invalidConfig,
-      message: `agentd.yaml ${name}: ${formatZodIssues(parsed.error.issues)}`,
-    });
-  }
-  return parsed.data;
-}
 
 export interface AgentsWiringOptions {
   config: AgentdConfig;
