@@ -355,6 +355,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       idGenerator,
       logger,
     }),
+    dispatch: () => agentsWiring?.workflowDispatch,
     logger,
   });
 

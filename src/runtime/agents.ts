@@ -42,6 +42,7 @@ import {
   workSubmissionSchema,
 } from '../work/index.js';
 import { parseSection } from './config-section.js';
+import { createWorkflowDispatch, type WorkflowDispatch, workflowRunKind } from './workflow-dispatch.js';
 
 /** The `workers:` section of agentd.yaml. */
 export const workersConfigSchema = z
@@ -52,6 +53,8 @@ export const workersConfigSchema = z
     admission_queue_size: z.number().int().min(1).default(64),
     /** Background maintenance (the memory manager) has its own slot so it never takes a chat worker. */
     background_concurrency: z.number().int().min(1).default(1),
+    /** Workflow runs executing at once across all workflows (each workflow's scheduler.yaml bounds its own). */
+    workflow_concurrency: z.number().int().min(1).default(4),
   })
   .prefault({});
 
@@ -83,6 +86,8 @@ export interface AgentsWiringOptions {
 
 export interface AgentsWiring {
   queue: WorkQueue;
+  /** Runs workflow tasks as `workflow.run` work items; undefined when the pool is off. */
+  workflowDispatch: WorkflowDispatch | undefined;
   pool: WorkerPool | undefined;
   planner: Planner | undefined;
   heartbeat: Heartbeat | undefined;
@@ -127,6 +132,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   });
 
   const childTools = createChildWorkTools({ queue, bus, ledger });
+  const workflowDispatch = features.workers_v1 ? createWorkflowDispatch(queue) : undefined;
   let agentRuntime: AgentRuntime | undefined;
   const workTools = (): ToolRegistry => {
     const extra: ToolDefinition[] = [...childTools];
@@ -209,6 +215,12 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
             admissionQueueSize: 4,
             kinds: [memoryMaintenanceKind],
             runItem: async () => ({ summary: JSON.stringify(await options.memoryManager.tick()) }),
+          },
+          workflow: {
+            concurrency: workersConfig.workflow_concurrency,
+            admissionQueueSize: workersConfig.admission_queue_size,
+            kinds: [workflowRunKind],
+            runItem: (item) => workflowDispatch!.runItem(item),
           },
         },
       })
@@ -411,6 +423,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
 
   return {
     queue,
+    workflowDispatch,
     pool,
     planner,
     heartbeat,

@@ -19,6 +19,15 @@ import {
   workflowRunParamsSchema,
   workflowStatusParamsSchema,
 } from '../workflow/index.js';
+import type { WorkflowDispatch } from './workflow-dispatch.js';
+
+function dispatchOption(dispatch: WorkflowDispatch | undefined, workflowId: string) {
+  if (!dispatch) return {};
+  return {
+    dispatch: (taskId: string, execute: () => Promise<'completed' | 'failed'>) =>
+      dispatch.dispatch(taskId, execute, workflowId),
+  };
+}
 
 function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
@@ -37,6 +46,8 @@ export function registerWorkflowMethods(options: {
   allowedRoots: string[];
   resolveModel(name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel;
   runAgentWithTools: RunAgentWithTools;
+  /** Read when an engine is created: runs go through the work queue when a dispatch is there. */
+  dispatch: () => WorkflowDispatch | undefined;
   logger: Logger;
 }): { close(): Promise<void> } {
   const engines = new Map<string, Promise<WorkflowEngine>>();
@@ -72,6 +83,7 @@ export function registerWorkflowMethods(options: {
           workDir: path,
           publish: (type, data) => options.bus.publish(type, data),
           runAgentWithTools: options.runAgentWithTools,
+          ...dispatchOption(options.dispatch(), workflow.id),
           logger: options.logger,
         }),
       );

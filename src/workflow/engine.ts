@@ -83,6 +83,15 @@ export interface CreateWorkflowEngineOptions {
   assertions?: Readonly<Record<string, CustomAssertion>>;
   /** Where runs execute; default an in-process FIFO executor configured by scheduler.yaml. */
   executor?: TaskExecutor;
+  /**
+   * Hands each run, when the scheduler starts it, to something that executes it — the agentd runtime puts it
+   * on the durable work queue so a worker of the pool runs it (visible, leased, cancellable like any work
+   * item). Without it the scheduler calls the run directly.
+   */
+  dispatch?: (
+    taskId: string,
+    execute: () => Promise<'completed' | 'failed'>,
+  ) => Promise<'completed' | 'failed'>;
   /** Base of tool `permissions.root` and of file access by functions. Default `process.cwd()`. */
   workDir?: string;
   /** Environment for credentials (default `process.env`). */
@@ -1357,7 +1366,12 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   ): { taskId: string; result: Promise<WorkflowRunResult> } {
     const run = startRun(input, runOptions);
     try {
-      executor.submit({ taskId: run.root.taskId, run: () => execute(run) });
+      const taskId = run.root.taskId;
+      const dispatch = options.dispatch;
+      executor.submit({
+        taskId,
+        run: dispatch ? () => dispatch(taskId, () => execute(run)) : () => execute(run),
+      });
     } catch (error) {
       runs.delete(run.root.taskId);
       taskIndex.delete(run.root.taskId);

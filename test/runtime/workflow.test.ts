@@ -42,6 +42,16 @@ describe('workflows through the runtime', () => {
         taskId: result.taskId,
       });
       expect(status.task.status).toBe('success');
+      // The run was a durable work item of the pool's workflow class.
+      const items = await client.call<{
+        items: Array<{ kind: string; state: string; params: { taskId: string } }>;
+      }>('work.list', {});
+      expect(items.items.filter((item) => item.kind === 'workflow.run')).toEqual([
+        expect.objectContaining({
+          state: 'completed',
+          params: expect.objectContaining({ taskId: result.taskId }),
+        }),
+      ]);
 
       await expect(client.call('workflow.run', { dir: '/etc' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
       await expect(client.call('workflow.run', { dir: 'examples/../../' })).rejects.toMatchObject({
