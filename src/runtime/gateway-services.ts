@@ -5,6 +5,11 @@ import type { SessionRecord, SessionStore } from '../store/index.js';
 import { parseSessionKey } from '../store/index.js';
 import { ErrorCodes, UserInputError } from '../util/errors.js';
 
+/** `agent:main:web#12` → `12`. */
+function localMemoryId(address: string): string {
+  return address.slice(address.lastIndexOf('#') + 1);
+}
+
 function agentOf(sessionKey: string): string {
   return parseSessionKey(sessionKey)?.agentId ?? 'main';
 }
@@ -44,8 +49,9 @@ export function createGatewayServices(options: {
           runId: record.runId,
           status: record.status === 'running' ? 'error' : record.status,
           text: record.text,
-          ...(record.assistantMemoryId ? { assistantMemoryId: record.assistantMemoryId } : {}),
-          ...(record.userMemoryId ? { userMemoryId: record.userMemoryId } : {}),
+          // The per-session MemoryID (seed 000's wire form); the run's session key makes it global.
+          ...(record.assistantMemoryId ? { assistantMemoryId: localMemoryId(record.assistantMemoryId) } : {}),
+          ...(record.userMemoryId ? { userMemoryId: localMemoryId(record.userMemoryId) } : {}),
           ...(record.error ? { error: record.error } : {}),
           startedAt: record.startedAt,
           ...(record.endedAt ? { endedAt: record.endedAt } : {}),
