@@ -375,5 +375,20 @@ export function acceptSpiderwebConnection(
   hub.watch(sink, sessionKey);
   send({ type: 'session.ack', sessionKey, agentId, capabilities: serverCapabilities });
   logger.info({ agentId, capabilities: [...capabilities] }, 'gateway: Spiderweb client connected');
+  // seed 000: a client of a server running without its database is told so explicitly, every time.
+  void Promise.resolve()
+    .then(() => deps.services.health.health())
+    .then((health) => {
+      const store = health.store as { mode?: string; degradedReason?: string } | undefined;
+      if (health.status === 'degraded' && !closed) {
+        send({
+          type: 'error',
+          code: 'STORE_UNAVAILABLE',
+          message: `agentd runs RAM-only; nothing from this session will be kept${store?.degradedReason ? `: ${store.degradedReason}` : ''}`,
+          request: null,
+        });
+      }
+    })
+    .catch((error: unknown) => logger.warn({ err: error }, 'gateway: health check after session.ack failed'));
   return connection;
 }

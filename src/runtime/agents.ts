@@ -372,6 +372,8 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
     methods.forwardBusEvent('agent:spawned', 'agent.spawned');
     methods.forwardBusEvent('agent:terminated', 'agent.terminated');
   }
+  // Failures operators and clients must hear about (seed 000: explicit error events, e.g. RAM-only mode).
+  methods.forwardBusEvent('system:error', 'system.error');
   methods.forwardBusEvent('agent:plan', 'agent.plan', { spiderweb: 'legacy' });
   methods.forwardBusEvent('agent:progress', 'agent.progress', { spiderweb: 'legacy' });
   methods.forwardBusEvent('agent:status', 'agent.status', { spiderweb: 'legacy' });

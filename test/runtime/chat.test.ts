@@ -200,6 +200,18 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     expect(health.store.mode).toBe('memory');
     expect(health.store.degradedReason).toBeTruthy();
     expect(log.text()).toContain('STORE DEGRADED');
+    // Clients are told explicitly: OpenClaw in hello-ok's health snapshot, Spiderweb with an error frame.
+    client = await started.connect();
+    expect(client.hello.snapshot.health).toMatchObject({ status: 'degraded' });
+    const { WebSocket } = await import('ws');
+    const flat = new WebSocket(
+      `${started.url}/v1/agents/main/stream?session=main&token=${runtime.state.token}`,
+    );
+    const frames: Array<{ type: string; code?: string }> = [];
+    flat.on('message', (data) => frames.push(JSON.parse(String(data))));
+    await expect.poll(() => frames.map((frame) => frame.type)).toEqual(['session.ack', 'error']);
+    expect(frames[1]!.code).toBe('STORE_UNAVAILABLE');
+    flat.close();
     const reply = await runtime.sendMessage({ text: 'hello' });
     expect(reply.text).toBe('still here');
     // The bad file is left for the operator to inspect.
