@@ -263,7 +263,7 @@ export default {
     const notes: string[] = [
       `drain: ${drainJobs} no-op jobs enqueued one at a time (that rate is the "enqueue" column), then workers with concurrency ${concurrency} start; jobs/s until the last handler ran.`,
       `latency: idle workers; ${latencyJobs} jobs enqueued open-loop every ${latencyGapMs} ms; time from before the enqueue call to the handler start (performance.now, same process).`,
-      'agentd runs jobs through its worker pool: a batched claim-and-start (SKIP LOCKED on Postgres) and one complete per job, each a single statement; Postgres wake-ups by LISTEN/NOTIFY on a dedicated connection.',
+      'agentd runs jobs through its worker pool: a batched claim-and-start (SKIP LOCKED on Postgres, through a PL/pgSQL function whose plan is pinned to the ready index) and batched completions (jobs finishing while a completion statement is in flight share the next one; each keeps its own lease guard); Postgres wake-ups by LISTEN/NOTIFY on a dedicated connection.',
       `graphile-worker: run() with concurrency ${concurrency}, maxPoolSize ${concurrency + 1}, default LISTEN/NOTIFY; jobs added with workerUtils.addJob.`,
       'pg-boss 10 has no LISTEN/NOTIFY: 4 workers polling every 0.5 s (its minimum) with batchSize 50; jobs added with send().',
       'All on one 2-core machine shared with other work; Postgres 15 on 127.0.0.1.',

@@ -6,6 +6,7 @@ import {
   isTerminalWorkState,
   outcomeSummary,
   type SubmitResult,
+  type WorkCompletion,
   WorkErrorCodes,
   type WorkItem,
   type WorkQueue,
@@ -105,6 +106,11 @@ interface ClassState {
   reserved: number;
   /** Slots a claim in flight may fill. */
   claiming: number;
+  /**
+   * Loops of the class asleep in `waitForWork`. While one is, the queue was found drained and nothing has
+   * woken it since, so the other loops do not claim when a slot frees (they would find nothing) but wait.
+   */
+  waitingForWork: number;
   admitted: Set<string>;
   waiters: Set<() => void>;
 }
@@ -117,6 +123,8 @@ interface Running {
 }
 
 const stoppingReason = 'worker pool stopping';
+/** Completions per statement at most (see `complete` in createWorkerPool). */
+const maxCompletionBatch = 64;
 
 function errorPayload(error: unknown): { code: string; message: string; retryable: boolean } {
   const agentdError = coerceError(error);
@@ -159,6 +167,7 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
     active: 0,
     reserved: 0,
     claiming: 0,
+    waitingForWork: 0,
     admitted: new Set(),
     waiters: new Set<() => void>(),
   }));
@@ -227,6 +236,49 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
     },
   );
 
+  /**
+   * Completions share statements: while one is on its way to the database, items finishing meanwhile wait
+   * for the next, which takes them all. An idle pool sends each at once; a busy one pays one statement and
+   * one commit per batch instead of per item, and each item keeps its own guard and result (completeMany).
+   * On Postgres this took the bench's drain from about 1,500 to 3,000–3,900 jobs/s; a second statement in
+   * flight made smaller batches and was slower (2,500–2,700).
+   */
+  const pendingCompletions: Array<{
+    completion: WorkCompletion & { id: string };
+    settle(result: PromiseSettledResult<WorkItem>): void;
+  }> = [];
+  let completing = false;
+  const flushCompletions = () => {
+    if (completing || pendingCompletions.length === 0) return;
+    const batch = pendingCompletions.splice(0, maxCompletionBatch);
+    completing = true;
+    queue
+      .completeMany(
+        workerId,
+        batch.map((entry) => entry.completion),
+      )
+      .then(
+        (results) => {
+          for (const [index, entry] of batch.entries()) entry.settle(results[index]!);
+        },
+        (error: unknown) => {
+          for (const entry of batch) entry.settle({ status: 'rejected', reason: error });
+        },
+      )
+      .finally(() => {
+        completing = false;
+        flushCompletions();
+      });
+  };
+  const complete = (completion: WorkCompletion & { id: string }) =>
+    new Promise<WorkItem>((resolve, reject) => {
+      pendingCompletions.push({
+        completion,
+        settle: (result) => (result.status === 'fulfilled' ? resolve(result.value) : reject(result.reason)),
+      });
+      flushCompletions();
+    });
+
   const runOne = async (state: ClassState, item: WorkItem, controller: AbortController): Promise<void> => {
     const runner = state.options.runItem ?? options.runItem;
     let timer: NodeJS.Timeout | undefined;
@@ -250,7 +302,8 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
       if (controller.signal.aborted) throw controller.signal.reason;
       const data = await runner(item, { signal: controller.signal, heartbeat, workerId });
       if (controller.signal.aborted) throw controller.signal.reason;
-      const done = await queue.complete(item.id, workerId, {
+      const done = await complete({
+        id: item.id,
         data,
         durationMs: Math.round(performance.now() - startedAt),
       });
@@ -322,7 +375,7 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
     const signal = loopController.signal;
     while (!stopped) {
       const free = state.options.concurrency - state.active - state.claiming;
-      if (paused || free <= 0) {
+      if (paused || free <= 0 || state.waitingForWork > 0) {
         await new Promise<void>((resolve) => {
           const done = () => {
             signal.removeEventListener('abort', done);
@@ -352,11 +405,22 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
         return;
       }
       for (const item of items) launch(state, item);
-      if (items.length > 0) continue;
+      // Fewer than asked: nothing else was ready, so wait rather than claim again at once. A submission
+      // during the claim already moved the sequence, and waitForWork then returns at once.
+      if (items.length === free) continue;
+      state.waitingForWork++;
+      let waitFailed = false;
       try {
         await queue.waitForWork(signal, { sinceSequence: sequence, filter: filterFor(state) });
       } catch (error) {
+        waitFailed = true;
         logger.error({ err: error, workerClass: state.name }, 'waiting for work failed');
+      } finally {
+        state.waitingForWork--;
+        // The loops that held back while this one waited may claim again.
+        wakeClass(state);
+      }
+      if (waitFailed) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, queue.config.pollIntervalMs);
           signal.addEventListener(
@@ -387,8 +451,10 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
         message: 'say which tasks: a session, an agent or ids.',
       });
     }
+    // Oldest first: resumed items then run in the order they were submitted, whatever claims them meanwhile.
     return queue.list({
       states,
+      order: 'oldest',
       ...(selector.sessionKey !== undefined ? { sessionKey: selector.sessionKey } : {}),
       ...(selector.agentId !== undefined ? { agentId: selector.agentId } : {}),
       limit: 10_000,

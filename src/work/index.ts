@@ -10,7 +10,12 @@ export {
 } from './child-work.js';
 export { type AwarenessConfig, awarenessConfigSchema, type WorkConfig, workConfigSchema } from './config.js';
 export type { WorkErrorPayload, WorkEventBase } from './events.js';
-export { type CreateWorkQueueOptions, createWorkQueue, type WorkQueue } from './queue.js';
+export {
+  type CreateWorkQueueOptions,
+  createWorkQueue,
+  type WorkCompletion,
+  type WorkQueue,
+} from './queue.js';
 export { outcomeSummary } from './rows.js';
 export {
   assertTransition,

@@ -11,12 +11,13 @@ import type { WorkErrorPayload, WorkEventBase } from './events.js';
 import { createPostgresNotifier, type WorkNotifier } from './notifier.js';
 import { outcomeSummary, rowToWorkItem, type WorkItemRow } from './rows.js';
 import {
-  assertTransition,
+  canTransition,
   isTerminalWorkState,
   liveWorkStates,
   statesThatCanEnter,
   WorkErrorCodes,
   type WorkState,
+  workStates,
 } from './states.js';
 import {
   type ClaimFilter,
@@ -57,7 +58,16 @@ export interface WorkQueue {
   /** Extends the caller's lease; `LEASE_EXPIRED` when it has already lapsed or moved to another worker. */
   heartbeat(id: string, workerId: string, options?: { leaseMs?: number }): Promise<WorkItem>;
   /** Marks the item completed. Exactly once: a worker whose lease lapsed gets `LEASE_EXPIRED`. */
-  complete(id: string, workerId: string, result?: { data?: unknown; durationMs?: number }): Promise<WorkItem>;
+  complete(id: string, workerId: string, result?: WorkCompletion): Promise<WorkItem>;
+  /**
+   * Completes several of the caller's items in one statement, each under the same guard as `complete`.
+   * One settled result per entry, in order: the completed item, or why that item was refused (an entry
+   * repeating an earlier id is refused as already completed).
+   */
+  completeMany(
+    workerId: string,
+    completions: ReadonlyArray<WorkCompletion & { id: string }>,
+  ): Promise<Array<PromiseSettledResult<WorkItem>>>;
   /**
    * Records a failed attempt. A retryable error with attempts left goes back to `queued` after an
    * exponential backoff; otherwise the item ends `failed` (not retryable) or `dead` (attempts used up).
@@ -109,7 +119,33 @@ export interface WorkQueue {
   close(): Promise<void>;
 }
 
+/** What a worker reports with a completion; `durationMs` defaults to the time since the item started. */
+export interface WorkCompletion {
+  data?: unknown;
+  durationMs?: number;
+}
+
 const leasedStates: ReadonlyArray<WorkState> = ['claimed', 'running'];
+
+/**
+ * `state IN (states)` written as its complement. A guarded statement on one item must find the row by its
+ * primary key; given `state IN ('claimed', 'running')` the planner may scan the partial index of leased
+ * (or queued) items instead whenever its statistics undercount them, and each completion then costs
+ * O(leased items): 12.6 ms instead of 0.1 ms with 3,000 items running in a fresh table. No partial index
+ * predicate follows from the complement, so only the primary key can serve the statement.
+ */
+function stateGuard(states: ReadonlyArray<WorkState>): { sql: string; params: WorkState[] } {
+  const others = workStates.filter((state) => !states.includes(state));
+  return { sql: `state NOT IN (${inList(others)})`, params: others };
+}
+
+/** A Postgres array literal (`{"a","b"}`, NULL for null), so a list travels as one parameter. */
+function pgArray(values: ReadonlyArray<string | null>): string {
+  const elements = values.map((value) =>
+    value === null ? 'NULL' : `"${value.replace(/[\\"]/g, (char) => `\\${char}`)}"`,
+  );
+  return `{${elements.join(',')}}`;
+}
 
 function inList(values: ReadonlyArray<unknown>): string {
   return values.map(() => '?').join(', ');
@@ -249,6 +285,33 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
 
   const get = (id: string) => selectById(db, id);
 
+  /** Why a guarded UPDATE matched no row, read from the item as it is now. */
+  const refusal = (
+    id: string,
+    current: WorkItem | undefined,
+    to: WorkState,
+    from: ReadonlyArray<WorkState>,
+    leaseOwner: string | undefined,
+  ): UserInputError => {
+    if (!current) return notFound(id);
+    if (leaseOwner !== undefined && from.includes(current.state)) {
+      return leaseExpired(
+        id,
+        current.leaseOwner === leaseOwner
+          ? 'the lease expired'
+          : `it is held by ${current.leaseOwner ?? 'nobody'}`,
+      );
+    }
+    if (leaseOwner !== undefined && current.state === 'queued') {
+      return leaseExpired(id, 'the item was re-queued after its lease expired');
+    }
+    return new UserInputError({
+      code: WorkErrorCodes.invalidTransition,
+      message: `work item ${id} cannot go from ${current.state} to ${to}${canTransition(current.state, to) ? ' here' : ''}.`,
+      details: { workItemId: id, from: current.state, to },
+    });
+  };
+
   /**
    * One checked transition as a single guarded UPDATE, so two processes racing on an item cannot both
    * win. On a miss the item is read back to say precisely why (unknown id, lost lease, illegal move).
@@ -259,7 +322,6 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     to: WorkState,
     sets: Record<string, SqlValue>,
     guard: { from?: ReadonlyArray<WorkState>; leaseOwner?: string; now: number },
-    notification?: { t: 'wake' } | { t: 'terminal'; id: string },
   ): Promise<WorkItem> => {
     const from = guard.from ?? statesThatCanEnter(to);
     const assignments = [
@@ -267,47 +329,19 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       'updated_at = ?',
       ...Object.keys(sets).map((column) => `${column} = ?`),
     ];
-    const params: SqlValue[] = [to, guard.now, ...Object.values(sets), id, ...from];
-    let where = `id = ? AND state IN (${inList(from)})`;
+    const states = stateGuard(from);
+    const params: SqlValue[] = [to, guard.now, ...Object.values(sets), id, ...states.params];
+    let where = `id = ? AND ${states.sql}`;
     if (guard.leaseOwner !== undefined) {
       where += ' AND lease_owner = ? AND lease_expires_at > ?';
       params.push(guard.leaseOwner, guard.now);
     }
-    const update = `UPDATE work_items SET ${assignments.join(', ')} WHERE ${where} RETURNING *`;
-    // On Postgres the NOTIFY rides in the same statement, so a lone transition is one round trip. An item's end
-    // is announced only when another process may be waiting for it (child work, session tasks): NOTIFY
-    // serialises commits, and fire-and-forget jobs should not pay for that.
-    const notifyExpression =
-      notification?.t === 'terminal'
-        ? 'CASE WHEN changed.parent_id IS NOT NULL OR changed.session_key IS NOT NULL THEN pg_notify(?, ?) END'
-        : 'pg_notify(?, ?)';
-    const row =
-      notification && isPostgres
-        ? await exec.get<WorkItemRow>(
-            `WITH changed AS (${update}) SELECT changed.*, ${notifyExpression} AS notified FROM changed`,
-            [...params, channel, JSON.stringify({ o: instanceId, ...notification })],
-          )
-        : await exec.get<WorkItemRow>(update, params);
+    const row = await exec.get<WorkItemRow>(
+      `UPDATE work_items SET ${assignments.join(', ')} WHERE ${where} RETURNING *`,
+      params,
+    );
     if (row) return rowToWorkItem(row);
-    const current = await selectById(exec, id);
-    if (!current) throw notFound(id);
-    if (guard.leaseOwner !== undefined && from.includes(current.state)) {
-      throw leaseExpired(
-        id,
-        current.leaseOwner === guard.leaseOwner
-          ? 'the lease expired'
-          : `it is held by ${current.leaseOwner ?? 'nobody'}`,
-      );
-    }
-    if (guard.leaseOwner !== undefined && current.state === 'queued') {
-      throw leaseExpired(id, 'the item was re-queued after its lease expired');
-    }
-    assertTransition(id, current.state, to);
-    throw new UserInputError({
-      code: WorkErrorCodes.invalidTransition,
-      message: `work item ${id} cannot go from ${current.state} to ${to} here.`,
-      details: { workItemId: id, from: current.state, to },
-    });
+    throw refusal(id, await selectById(exec, id), to, from, guard.leaseOwner);
   };
 
   /** When a child ends, its blocked parent whose awaited children have all ended goes back to the queue. */
@@ -580,23 +614,37 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
   ): Promise<WorkItem[]> => {
     const now = clock.now();
     const leaseMs = filter?.leaseMs ?? config.leaseMs;
-    const extra = claimFilterSql(filter);
-    // One statement: atomic on SQLite (single writer) and race-free on Postgres (SKIP LOCKED). On Postgres the
-    // candidates come from a CTE, which is evaluated once: as an `IN (subquery)` the planner may re-run the
-    // locking subquery per row and claim far more than `limit`.
-    const assignments = `state = '${filter?.start ? 'running' : 'claimed'}', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?, state_reason = NULL${filter?.start ? ', started_at = ?' : ''}`;
-    const setParams: SqlValue[] = [workerId, now + leaseMs, now, ...(filter?.start ? [now] : [])];
-    const candidates = `SELECT id FROM work_items WHERE state = 'queued' AND run_after <= ?${extra.sql} ORDER BY priority DESC, created_at, id LIMIT ?`;
-    const rows = isPostgres
-      ? await db.all<WorkItemRow>(
-          `WITH next AS (${candidates} FOR UPDATE SKIP LOCKED)
-           UPDATE work_items SET ${assignments} FROM next WHERE work_items.id = next.id RETURNING work_items.*`,
-          [now, ...extra.params, limit, ...setParams],
-        )
-      : await db.all<WorkItemRow>(
-          `UPDATE work_items SET ${assignments} WHERE state = 'queued' AND id IN (${candidates}) RETURNING *`,
-          [...setParams, now, ...extra.params, limit],
-        );
+    let rows: WorkItemRow[];
+    if (isPostgres) {
+      // migrations/postgres/0007_work_perf.sql: the same statement as below, with its plan pinned.
+      const list = (values: ReadonlyArray<string> | undefined) =>
+        values && values.length > 0 ? pgArray(values) : null;
+      rows = await db.all<WorkItemRow>(
+        'SELECT * FROM work_claim(?::bigint, ?::integer, ?::text, ?::bigint, ?::boolean, ?::text[], ?::text[], ?::text[])',
+        [
+          now,
+          limit,
+          workerId,
+          leaseMs,
+          filter?.start === true,
+          list(filter?.kinds),
+          list(filter?.excludeKinds),
+          list(filter?.agentIds),
+        ],
+      );
+    } else {
+      // One statement: SQLite's single writer makes it atomic, in this process and across processes, so the
+      // rows the subquery picks are still queued when they are updated. INDEXED BY for the reason the
+      // Postgres function pins its plan: without statistics SQLite sorts every queued row on each claim
+      // (1.2 ms instead of 0.23 ms per claim of 8 with 3,000 queued).
+      const extra = claimFilterSql(filter);
+      const assignments = `state = '${filter?.start ? 'running' : 'claimed'}', lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ?, state_reason = NULL${filter?.start ? ', started_at = ?' : ''}`;
+      const setParams: SqlValue[] = [workerId, now + leaseMs, now, ...(filter?.start ? [now] : [])];
+      rows = await db.all<WorkItemRow>(
+        `UPDATE work_items SET ${assignments} WHERE id IN (SELECT id FROM work_items INDEXED BY work_items_ready WHERE state = 'queued' AND run_after <= ?${extra.sql} ORDER BY priority DESC, created_at, id LIMIT ?) RETURNING *`,
+        [...setParams, now, ...extra.params, limit],
+      );
+    }
     const items = rows
       .map(rowToWorkItem)
       .sort((left, right) => right.priority - left.priority || left.createdAt - right.createdAt);
@@ -622,6 +670,107 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     const reaped = await reapExpiredLeases();
     if (reaped.requeued.length === 0 && reaped.unblocked.length === 0) return items;
     return claimOnce(workerId, limit, filter);
+  };
+
+  // The statement assembles the outcome, `{"data":…,"durationMs":…}` as JSON.stringify writes it, from JSON
+  // texts made in JavaScript; a completion without `durationMs` takes the time since `started_at` from the
+  // row itself, so no completion reads the row first.
+  const completeSets = `state = 'completed', updated_at = ?, resolved_at = ?, lease_owner = NULL, lease_expires_at = NULL, waiting_on = NULL, state_reason = NULL, outcome = '{' || COALESCE('"data":' || done_input.data || ',', '') || '"durationMs":' || COALESCE(done_input.duration_ms, CAST(CAST(? AS BIGINT) - started_at AS TEXT), '0') || '}'`;
+  const leased = stateGuard(leasedStates);
+  const completeGuard = `${leased.sql} AND lease_owner = ? AND lease_expires_at > ?`;
+  // The batch travels as arrays (Postgres) or one JSON array (SQLite): one statement text for any batch size.
+  // On Postgres an item's end is announced only when another process may wait for it (child work, session
+  // tasks): NOTIFY serialises commits, and fire-and-forget jobs should not pay for that.
+  const completeSql = isPostgres
+    ? `WITH done AS (
+         UPDATE work_items SET ${completeSets}
+         FROM unnest(?::text[], ?::text[], ?::text[]) AS done_input (id, data, duration_ms)
+         WHERE work_items.id = done_input.id AND ${completeGuard}
+         RETURNING work_items.*)
+       SELECT done.*, CASE WHEN done.parent_id IS NOT NULL OR done.session_key IS NOT NULL
+         THEN pg_notify(?, json_build_object('o', ?::text, 't', 'terminal', 'id', done.id)::text) END AS notified
+       FROM done`
+    : `UPDATE work_items SET ${completeSets}
+       FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS data,
+                    json_extract(value, '$[2]') AS duration_ms FROM json_each(?)) AS done_input
+       WHERE work_items.id = done_input.id AND ${completeGuard}
+       RETURNING *`;
+
+  const completeMany = async (
+    workerId: string,
+    completions: ReadonlyArray<WorkCompletion & { id: string }>,
+  ): Promise<Array<PromiseSettledResult<WorkItem>>> => {
+    if (completions.length === 0) return [];
+    const now = clock.now();
+    const entries = new Map<string, { data: string | null; durationMs: string | null }>();
+    // Data that cannot be serialised (a cycle, a BigInt) refuses that completion only, not its batch.
+    const unserialisable = new Map<string, unknown>();
+    for (const completion of completions) {
+      if (entries.has(completion.id) || unserialisable.has(completion.id)) continue;
+      try {
+        entries.set(completion.id, {
+          data: completion.data === undefined ? null : (JSON.stringify(completion.data) ?? null),
+          durationMs:
+            typeof completion.durationMs === 'number' && Number.isFinite(completion.durationMs)
+              ? JSON.stringify(completion.durationMs)
+              : null,
+        });
+      } catch (error) {
+        unserialisable.set(completion.id, error);
+      }
+    }
+    const ids = [...entries.keys()];
+    const batch = isPostgres
+      ? [
+          pgArray(ids),
+          pgArray(ids.map((id) => entries.get(id)!.data)),
+          pgArray(ids.map((id) => entries.get(id)!.durationMs)),
+        ]
+      : [JSON.stringify(ids.map((id) => [id, entries.get(id)!.data, entries.get(id)!.durationMs]))];
+    const rows =
+      ids.length === 0
+        ? []
+        : await db.all<WorkItemRow>(completeSql, [
+            now,
+            now,
+            now,
+            ...batch,
+            ...leased.params,
+            workerId,
+            now,
+            ...(isPostgres ? [channel, instanceId] : []),
+          ]);
+    const done = new Map(rows.map((row) => [row.id, rowToWorkItem(row)]));
+    const missed = ids.filter((id) => !done.has(id));
+    // The statement touched only rows whose guard held; the others are read back to say why.
+    const current = new Map((await getMany(missed)).map((item) => [item.id, item]));
+    const reported = new Set<string>();
+    const results = completions.map((completion): PromiseSettledResult<WorkItem> => {
+      const item = done.get(completion.id);
+      if (item && !reported.has(completion.id)) {
+        reported.add(completion.id);
+        return { status: 'fulfilled', value: item };
+      }
+      if (!item && unserialisable.has(completion.id))
+        return { status: 'rejected', reason: unserialisable.get(completion.id) };
+      return {
+        status: 'rejected',
+        reason: refusal(
+          completion.id,
+          item ?? current.get(completion.id),
+          'completed',
+          leasedStates,
+          workerId,
+        ),
+      };
+    });
+    for (const item of done.values()) publishTerminal(item);
+    for (const item of done.values()) {
+      // A crash right here leaves the parent blocked; reapExpiredLeases repairs that.
+      if (item.parentId)
+        await withEffects((tx, effects) => maybeUnblockParent(tx, item.parentId!, now, effects));
+    }
+    return results;
   };
 
   const reapExpiredLeases = async () => {
@@ -827,32 +976,45 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
   ) => {
     if (closed || signal?.aborted) return;
     if (waitOptions.sinceSequence !== undefined && waitOptions.sinceSequence !== wakeSequence) return;
-    const startSequence = wakeSequence;
-    const now = clock.now();
     // Only items the caller may claim count as due: a worker for other kinds must sleep, not spin.
     const claimable = claimFilterSql(waitOptions.filter);
-    const due = await db.get<{ next_run: number | null; next_lease: number | null }>(
-      `SELECT (SELECT MIN(run_after) FROM work_items WHERE state = 'queued'${claimable.sql}) AS next_run,
-              (SELECT MIN(lease_expires_at) FROM work_items WHERE state IN (${inList(leasedStates)})) AS next_lease`,
-      [...claimable.params, ...leasedStates],
-    );
-    if (wakeSequence !== startSequence || closed || signal?.aborted) return;
-    const deadlines = [due?.next_run, due?.next_lease].filter(
-      (value): value is number => value !== null && value !== undefined,
-    );
-    const nextDue = deadlines.length > 0 ? Math.min(...deadlines.map(Number)) : Number.POSITIVE_INFINITY;
-    if (nextDue <= now) return;
-    const delayMs = Math.min(config.pollIntervalMs, nextDue - now);
-    await new Promise<void>((resolve) => {
-      const done = () => {
+    await new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const stopWaiting = () => {
         clearTimeout(timer);
         waiters.delete(done);
         signal?.removeEventListener('abort', done);
+      };
+      const done = () => {
+        stopWaiting();
         resolve();
       };
-      const timer = setTimeout(done, delayMs);
+      // Listening before the deadlines are read: a wake-up while they are on their way ends the wait at once
+      // instead of after the read.
       waiters.add(done);
       signal?.addEventListener('abort', done, { once: true });
+      const now = clock.now();
+      db.get<{ next_run: number | null; next_lease: number | null }>(
+        `SELECT (SELECT MIN(run_after) FROM work_items WHERE state = 'queued'${claimable.sql}) AS next_run,
+                (SELECT MIN(lease_expires_at) FROM work_items WHERE state IN (${inList(leasedStates)})) AS next_lease`,
+        [...claimable.params, ...leasedStates],
+      ).then(
+        (due) => {
+          if (!waiters.has(done)) return;
+          const deadlines = [due?.next_run, due?.next_lease].filter(
+            (value): value is number => value !== null && value !== undefined,
+          );
+          const nextDue =
+            deadlines.length > 0 ? Math.min(...deadlines.map(Number)) : Number.POSITIVE_INFINITY;
+          if (nextDue <= now) done();
+          else timer = setTimeout(done, Math.min(config.pollIntervalMs, nextDue - now));
+        },
+        (error: unknown) => {
+          if (!waiters.has(done)) return;
+          stopWaiting();
+          reject(error);
+        },
+      );
     });
   };
 
@@ -876,8 +1038,8 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     heartbeat: async (id, workerId, heartbeatOptions = {}) => {
       const now = clock.now();
       const row = await db.get<WorkItemRow>(
-        `UPDATE work_items SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND state IN ('claimed', 'running') AND lease_owner = ? AND lease_expires_at > ? RETURNING *`,
-        [now + (heartbeatOptions.leaseMs ?? config.leaseMs), now, id, workerId, now],
+        `UPDATE work_items SET lease_expires_at = ?, updated_at = ? WHERE id = ? AND ${leased.sql} AND lease_owner = ? AND lease_expires_at > ? RETURNING *`,
+        [now + (heartbeatOptions.leaseMs ?? config.leaseMs), now, id, ...leased.params, workerId, now],
       );
       if (row) return rowToWorkItem(row);
       const current = await get(id);
@@ -888,38 +1050,11 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       );
     },
     complete: async (id, workerId, result = {}) => {
-      const now = clock.now();
-      let durationMs = result.durationMs;
-      if (durationMs === undefined) {
-        const current = await get(id);
-        if (!current) throw notFound(id);
-        durationMs = current.startedAt !== null ? now - current.startedAt : 0;
-      }
-      const outcome = JSON.stringify({
-        ...(result.data !== undefined ? { data: result.data } : {}),
-        durationMs,
-      });
-      const item = await transition(
-        db,
-        id,
-        'completed',
-        {
-          outcome,
-          resolved_at: now,
-          lease_owner: null,
-          lease_expires_at: null,
-          waiting_on: null,
-          state_reason: null,
-        },
-        { now, from: leasedStates, leaseOwner: workerId },
-        { t: 'terminal', id },
-      );
-      publishTerminal(item);
-      // A crash right here leaves the parent blocked; reapExpiredLeases repairs that.
-      if (item.parentId)
-        await withEffects((tx, effects) => maybeUnblockParent(tx, item.parentId!, now, effects));
-      return item;
+      const [settled] = await completeMany(workerId, [{ ...result, id }]);
+      if (settled!.status === 'rejected') throw settled!.reason;
+      return settled!.value;
     },
+    completeMany,
     fail: (id, workerId, error) =>
       withEffects(async (tx, effects) => {
         const now = clock.now();
@@ -1077,9 +1212,17 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       }),
     setWaitingOn: async (id, workerId, childIds) => {
       const now = clock.now();
+      const running = stateGuard(['running']);
       const row = await db.get<WorkItemRow>(
-        `UPDATE work_items SET waiting_on = ?, updated_at = ? WHERE id = ? AND state = 'running' AND lease_owner = ? AND lease_expires_at > ? RETURNING *`,
-        [childIds && childIds.length > 0 ? JSON.stringify(childIds) : null, now, id, workerId, now],
+        `UPDATE work_items SET waiting_on = ?, updated_at = ? WHERE id = ? AND ${running.sql} AND lease_owner = ? AND lease_expires_at > ? RETURNING *`,
+        [
+          childIds && childIds.length > 0 ? JSON.stringify(childIds) : null,
+          now,
+          id,
+          ...running.params,
+          workerId,
+          now,
+        ],
       );
       if (!row) {
         const current = await get(id);

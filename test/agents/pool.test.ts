@@ -263,6 +263,50 @@ describe('worker pool', () => {
     await pool.idle();
   });
 
+  it('items finishing together share one completion statement, and each keeps its own outcome', async () => {
+    const gated = gatedRunner();
+    const statements: string[][] = [];
+    const firstStatement = deferred();
+    // The first completion waits here until the others have finished running, so they queue up behind it.
+    // Built on the queue as prototype so its `wakeSequence` getter stays live.
+    const observed: WorkQueue = Object.assign(Object.create(queue) as WorkQueue, {
+      completeMany: async (...[workerId, completions]: Parameters<WorkQueue['completeMany']>) => {
+        statements.push(completions.map((completion) => completion.id));
+        if (statements.length === 1) await firstStatement.promise;
+        return queue.completeMany(workerId, completions);
+      },
+    });
+    pool = createWorkerPool({
+      queue: observed,
+      bus,
+      runItem: gated.runItem,
+      concurrency: 4,
+      admissionQueueSize: 10,
+    });
+    const ids: Record<string, string> = {};
+    for (const name of ['a', 'b', 'c', 'd'])
+      ids[name] = (await pool.submit({ kind: 'task', description: name })).id;
+    pool.start();
+    for (const name of ['a', 'b', 'c', 'd']) await gated.waitStarted(name);
+    for (const name of ['a', 'b', 'c', 'd']) gated.release(name);
+    // Between the runners' return and their completion only promise callbacks run: one macrotask later all four
+    // have asked to complete.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(statements).toEqual([[ids.a]]);
+    // An item cancelled while its completion waits is not completed, and the others are not held up by it.
+    await queue.cancel(ids.c!);
+    firstStatement.resolve();
+    await pool.idle();
+    expect(statements).toEqual([[ids.a], [ids.b, ids.c, ids.d]]);
+    const items = await queue.getMany([ids.a!, ids.b!, ids.c!, ids.d!]);
+    expect(items.map((item) => [item.description, item.state, item.outcome?.data])).toEqual([
+      ['a', 'completed', { summary: 'a done' }],
+      ['b', 'completed', { summary: 'b done' }],
+      ['c', 'cancelled', undefined],
+      ['d', 'completed', { summary: 'd done' }],
+    ]);
+  });
+
   it('stop hands running items back to the queue without spending an attempt', async () => {
     const gated = gatedRunner();
     pool = createWorkerPool({ queue, bus, runItem: gated.runItem, concurrency: 1, admissionQueueSize: 10 });

@@ -35,7 +35,9 @@ describe('postgres across connections', async () => {
   it.skipIf(!server)(
     'SKIP LOCKED with two separate pools, and LISTEN/NOTIFY wake-ups and remote completions',
     async () => {
-      const schema = `agentd_t_work_${Date.now().toString(36)}_${process.pid}`;
+      // Named like the helper's schemas (creation time first): its sweep of schemas left behind by killed
+      // runs reads that time, and would take any other name for an old one and drop it mid-test.
+      const schema = `agentd_t_${Date.now().toString(36)}_${process.pid}_work`;
       const admin = createPostgresDatabase({ connectionString: server!, poolSize: 1 });
       await admin.run(`CREATE SCHEMA ${schema}`);
       const first = createPostgresDatabase({ connectionString: server!, schema, poolSize: 4 });

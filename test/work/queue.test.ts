@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { BusEvent } from '../../src/bus/index.js';
 import { createBus } from '../../src/bus/index.js';
+import type { SqlDatabase, SqlValue } from '../../src/store/index.js';
 import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
 import { canTransition, createWorkQueue, workStates } from '../../src/work/index.js';
+import { deferred } from '../agents/helpers.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 
 describe('work state transitions', () => {
@@ -116,6 +118,111 @@ describeEachDatabase('work queue', (getDb) => {
     const third = await queue.submit({ kind: 'task', description: 'a', dedupKey: 'k1' });
     expect(third.merged).toBe(false);
     expect(third.id).not.toBe(first.id);
+  });
+
+  it("claims only the listed agents' items, combined with kind filters", async () => {
+    const { queue } = setup();
+    const mine = await queue.submit({ kind: 'task', description: 'a', agentId: 'helper' });
+    await queue.submit({ kind: 'task', description: 'b', agentId: 'main' });
+    const note = await queue.submit({ kind: 'note', description: 'c', agentId: 'helper' });
+    expect(await queue.claimBatch('w', 5, { agentIds: ['helper'], kinds: ['task'] })).toMatchObject([
+      { id: mine.id },
+    ]);
+    expect(await queue.claimBatch('w', 5, { agentIds: ['helper'] })).toMatchObject([{ id: note.id }]);
+    expect(await queue.claimBatch('w', 5, { agentIds: ['nobody'] })).toEqual([]);
+    // Lists travel to Postgres as one array literal: quotes, backslashes, braces and commas survive.
+    const odd = 'odd "agent" \\ {x}, NULL';
+    const oddItem = await queue.submit({ kind: 'task', description: 'd', agentId: odd });
+    expect(await queue.claimBatch('w', 5, { agentIds: ['NULL', odd] })).toMatchObject([{ id: oddItem.id }]);
+  });
+
+  it('completeMany completes a batch in one call, each item under its own guard', async () => {
+    const { queue, clock, events } = setup({ leaseMs: 1_000 });
+    const ids: Record<string, string> = {};
+    for (const name of ['expired', 'a', 'b', 'other']) {
+      ids[name] = (await queue.submit({ kind: 'task', description: name })).id;
+      clock.advance(1);
+    }
+    expect((await queue.claim('w1', { start: true }))?.id).toBe(ids.expired);
+    clock.advance(600);
+    expect((await queue.claimBatch('w1', 2, { start: true })).map((item) => item.id)).toEqual([ids.a, ids.b]);
+    expect((await queue.claim('w2'))?.id).toBe(ids.other);
+    clock.advance(500);
+    const results = await queue.completeMany('w1', [
+      { id: ids.a!, data: { summary: 'a done' }, durationMs: 42 },
+      { id: ids.b! },
+      { id: ids.other!, data: 'not mine' },
+      { id: ids.expired!, data: 'too late' },
+      { id: 'missing' },
+      { id: ids.a!, data: 'twice' },
+    ]);
+    expect(results.map((result) => result.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'rejected',
+      'rejected',
+      'rejected',
+    ]);
+    const [a, b, other, expired, missing, twice] = results;
+    expect(a).toMatchObject({
+      value: { id: ids.a, state: 'completed', leaseOwner: null, outcome: { data: { summary: 'a done' } } },
+    });
+    // Without durationMs the time since the item started counts.
+    expect(b).toMatchObject({ value: { id: ids.b, outcome: { durationMs: 500 } } });
+    expect(other).toMatchObject({
+      reason: { code: 'LEASE_EXPIRED', message: expect.stringContaining('w2') },
+    });
+    expect(expired).toMatchObject({ reason: { code: 'LEASE_EXPIRED' } });
+    expect(missing).toMatchObject({ reason: { code: 'NOT_FOUND' } });
+    expect(twice).toMatchObject({ reason: { code: 'INVALID_TRANSITION' } });
+    // The stored outcome is what JSON.stringify makes of it, as when the queue built it in JavaScript.
+    const raw = await getDb().all<{ id: string; outcome: string }>(
+      'SELECT id, outcome FROM work_items WHERE id IN (?, ?) ORDER BY id',
+      [ids.a!, ids.b!],
+    );
+    expect(Object.fromEntries(raw.map((row) => [row.id, row.outcome]))).toEqual({
+      [ids.a!]: JSON.stringify({ data: { summary: 'a done' }, durationMs: 42 }),
+      [ids.b!]: JSON.stringify({ durationMs: 500 }),
+    });
+    expect(
+      events.filter((event) => event.type === 'work:completed').map((event) => event.data),
+    ).toMatchObject([
+      { workItemId: ids.a, durationMs: 42, summary: 'a done' },
+      { workItemId: ids.b, durationMs: 500 },
+    ]);
+    expect((await queue.getMany([ids.other!, ids.expired!])).map((item) => item.state)).toEqual([
+      'claimed',
+      'running',
+    ]);
+    expect(await queue.completeMany('w1', [])).toEqual([]);
+  });
+
+  it('completeMany refuses an entry whose data cannot be serialised without failing the others', async () => {
+    const { queue } = setup();
+    const first = await queue.submit({ kind: 'task', description: 'x' });
+    const second = await queue.submit({ kind: 'task', description: 'y' });
+    await queue.claimBatch('w', 2, { start: true });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const [bad, good] = await queue.completeMany('w', [
+      { id: first.id, data: cyclic },
+      { id: second.id, data: 'fine' },
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: expect.any(TypeError) });
+    expect(good).toMatchObject({ status: 'fulfilled', value: { state: 'completed' } });
+    expect((await queue.get(first.id))?.state).toBe('running');
+    await expect(queue.complete(first.id, 'w', { data: 10n })).rejects.toBeInstanceOf(TypeError);
+  });
+
+  it('completeMany stores data that needs escaping exactly', async () => {
+    const { queue } = setup();
+    const { id } = await queue.submit({ kind: 'task', description: 'x' });
+    await queue.claim('w', { start: true });
+    const data = { text: 'quote " backslash \\ brace } comma , nul \u0000 ünï', list: [1.5, null, true] };
+    const [result] = await queue.completeMany('w', [{ id, data, durationMs: 1.25 }]);
+    expect(result).toMatchObject({ status: 'fulfilled', value: { outcome: { data, durationMs: 1.25 } } });
+    expect((await queue.get(id))?.outcome).toEqual({ data, durationMs: 1.25 });
   });
 
   it('expires leases: a dead worker loses its item, and its late completion is rejected', async () => {
@@ -318,6 +425,27 @@ describeEachDatabase('work queue', (getDb) => {
     expect(queue.wakeSequence).toBeGreaterThan(sequence);
     // A stale sequence returns at once instead of sleeping through a wake-up that already happened.
     await queue.waitForWork(undefined, { sinceSequence: sequence });
+  });
+
+  it('waitForWork ends on a wake-up that arrives while it reads the next deadline', async () => {
+    const db = getDb();
+    const reading = deferred();
+    const held = deferred<undefined>();
+    // A database whose deadline read hangs until the test lets it go.
+    const slow: SqlDatabase = Object.assign(Object.create(db) as SqlDatabase, {
+      get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) => {
+        if (!sql.includes('MIN(run_after)')) return db.get<Row>(sql, params);
+        reading.resolve();
+        await held.promise;
+        return db.get<Row>(sql, params);
+      },
+    });
+    const queue = createWorkQueue({ db: slow, config: { pollIntervalMs: 60_000 } });
+    const waiting = queue.waitForWork();
+    await reading.promise;
+    await queue.submit({ kind: 'task', description: 'x' });
+    await waiting;
+    held.resolve(undefined);
   });
 
   it('waitForWork returns when aborted', async () => {
