@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Bus } from '../bus/index.js';
+import type { Bus, BusEventMap } from '../bus/index.js';
 import { completeModel, type LanguageModel } from '../model/index.js';
 import { type Clock, systemClock } from '../util/clock.js';
 import { type Logger, silentLogger } from '../util/logger.js';
@@ -135,6 +135,9 @@ function minutes(ms: number): string {
   return `${Math.max(1, Math.round(ms / 60_000))} min`;
 }
 
+type HeartbeatEvent = BusEventMap['agent:heartbeat'];
+type HeartbeatCounts = HeartbeatEvent['counts'];
+
 interface Concern {
   item: WorkItem;
   condition: 'blocked' | 'stalled';
@@ -220,7 +223,7 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
   const modelCheck = async (
     agentId: string,
     items: WorkItem[],
-    counts: Record<string, number>,
+    counts: HeartbeatCounts,
     concerns: Concern[],
     now: number,
   ): Promise<SweepResult['modelChecks'][number]['outcome'] | undefined> => {
@@ -228,28 +231,12 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
     if (!options.model || !checklist || config.modelIntervalMs === 0) return undefined;
     const last = lastModelCheckAt.get(agentId) ?? startedAt;
     if (now - last < config.modelIntervalMs) return undefined;
-    const publishSkip = (
-      skipped: 'unchanged' | 'user-turn' | 'outside-active-hours' | 'ok',
-      message?: string,
-    ) =>
-      bus.publish(
-        'agent:heartbeat',
-        {
-          agentId,
-          kind: 'model',
-          counts: counts as {
-            queued: number;
-            running: number;
-            blocked: number;
-            stalled: number;
-            paused: number;
-          },
-          changed: skipped !== 'unchanged',
-          skipped,
-          ...(message ? { message } : {}),
-        },
-        { agentId },
-      );
+    // Every end of a model check, skipped or not, is reported as one `agent:heartbeat` of kind `model`.
+    const publishModelHeartbeat = (
+      outcome: Pick<HeartbeatEvent, 'changed'> & Partial<Pick<HeartbeatEvent, 'skipped' | 'message'>>,
+    ) => bus.publish('agent:heartbeat', { agentId, kind: 'model', counts, ...outcome }, { agentId });
+    const publishSkip = (skipped: NonNullable<HeartbeatEvent['skipped']>) =>
+      publishModelHeartbeat({ changed: skipped !== 'unchanged', skipped });
     if (options.isUserTurnActive?.(agentId)) {
       // Retried at the next sweep, so the check runs as soon as the user's turn is over.
       if (!deferredForUserTurn.has(agentId)) publishSkip('user-turn');
@@ -309,23 +296,7 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
       publishSkip('ok');
       return 'ok';
     }
-    bus.publish(
-      'agent:heartbeat',
-      {
-        agentId,
-        kind: 'model',
-        counts: counts as {
-          queued: number;
-          running: number;
-          blocked: number;
-          stalled: number;
-          paused: number;
-        },
-        changed: true,
-        message: text,
-      },
-      { agentId },
-    );
+    publishModelHeartbeat({ changed: true, message: text });
     options.onNudge?.(agentId, text);
     return 'nudge';
   };

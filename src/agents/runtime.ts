@@ -266,6 +266,13 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       taskId,
     ]);
 
+  /** A task ends the same way whether it succeeded or failed: its row is settled and one event says how. */
+  const finishTask = (agent: LiveAgent, taskId: string, status: 'completed' | 'failed', result: string) => {
+    void setTaskStatus(agent, taskId, status, result);
+    const agentId = agent.info.id;
+    bus.publish('agent:task-completed', { agentId, taskId, result, status }, { agentId });
+  };
+
   const nextMessage = (agent: LiveAgent): Promise<AgentInboxMessage | undefined> =>
     new Promise((resolve) => {
       const check = () => {
@@ -329,27 +336,13 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
           void recordConversation(agent, agentId, content, recipient);
           bus.publish('agent:spoke', { agentId, content, ...(recipient ? { recipient } : {}) }, { agentId });
         }
-        if (message.taskId) {
-          void setTaskStatus(agent, message.taskId, 'completed', content);
-          bus.publish(
-            'agent:task-completed',
-            { agentId, taskId: message.taskId, result: content, status: 'completed' },
-            { agentId },
-          );
-        }
+        if (message.taskId) finishTask(agent, message.taskId, 'completed', content);
         agent.currentTask = null;
         transition(agent, 'idle');
       } catch (error) {
         const text = error instanceof Error ? error.message : String(error);
         transition(agent, 'error', text.slice(0, 300));
-        if (message.taskId) {
-          void setTaskStatus(agent, message.taskId, 'failed', text);
-          bus.publish(
-            'agent:task-completed',
-            { agentId, taskId: message.taskId, result: text, status: 'failed' },
-            { agentId },
-          );
-        }
+        if (message.taskId) finishTask(agent, message.taskId, 'failed', text);
         agent.currentTask = null;
         transition(agent, 'idle', 'recovered from error');
       } finally {

@@ -232,20 +232,23 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
     scope,
   );
 
+  // beforeFinish sees the result the caller will get, unless beforeFinish itself fails the run.
+  const resultOf = (status: RunStatus, error?: EngageResult['error']): EngageResult => ({
+    status,
+    text: lastText,
+    newMessages,
+    usage,
+    turns,
+    activeSkills,
+    compactions,
+    ...(error ? { error } : {}),
+  });
+
   const finish = async (status: RunStatus, error?: EngageResult['error']): Promise<EngageResult> => {
     options.signal?.removeEventListener('abort', onOuterAbort);
     if (options.beforeFinish) {
       try {
-        await options.beforeFinish({
-          status,
-          text: lastText,
-          newMessages,
-          usage,
-          turns,
-          activeSkills,
-          compactions,
-          ...(error ? { error } : {}),
-        });
+        await options.beforeFinish(resultOf(status, error));
       } catch (caught) {
         const coerced = coerceError(caught);
         logger.error({ err: caught }, 'beforeFinish failed; the run is reported as failed');
@@ -258,16 +261,7 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
       { runId, status, text: lastText, usage: { ...usage }, turns, ...(error ? { error } : {}) },
       scope,
     );
-    return {
-      status,
-      text: lastText,
-      newMessages,
-      usage,
-      turns,
-      activeSkills,
-      compactions,
-      ...(error ? { error } : {}),
-    };
+    return resultOf(status, error);
   };
 
   try {

@@ -159,6 +159,32 @@ export interface MemoryEventRow {
   createdAtMs: number;
 }
 
+/**
+ * Snapshots and events are per-session logs: both tables start with these identifying columns and are
+ * listed newest first, so they share the code that writes and reads those columns.
+ */
+type SessionLogTable = 'memory_snapshots' | 'memory_events';
+
+interface SessionLogHead {
+  id: string;
+  sessionId: string;
+  sessionKey: string;
+  agentId: string;
+}
+
+function sessionLogHeadValues(head: SessionLogHead): SqlValue[] {
+  return [head.id, head.sessionId, head.sessionKey, head.agentId];
+}
+
+function sessionLogHeadOf(row: Record<string, unknown>): SessionLogHead {
+  return {
+    id: String(row.id),
+    sessionId: String(row.session_id),
+    sessionKey: String(row.session_key),
+    agentId: String(row.agent_id),
+  };
+}
+
 /** Float32 vectors travel as little-endian bytes on SQLite and as `real[]` literals on Postgres. */
 function vectorParam(dialect: 'sqlite' | 'postgres', vector: Float32Array): SqlValue {
   if (dialect === 'sqlite') return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
@@ -179,6 +205,12 @@ function vectorFromBlob(value: unknown): Float32Array | undefined {
  */
 export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean }) {
   const dialect = db.dialect;
+
+  const newestSessionLogRows = (table: SessionLogTable, sessionKey: string, limit: number) =>
+    db.all<Record<string, unknown>>(
+      `SELECT * FROM ${table} WHERE session_key = ? ORDER BY created_at_ms DESC, id DESC LIMIT ?`,
+      [sessionKey, limit],
+    );
 
   const insertEntry = async (tx: SqlExecutor, entry: StoredEntry): Promise<number> => {
     const row = await tx.get<{ id: number }>(
@@ -309,10 +341,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         'INSERT INTO memory_snapshots (id, session_id, session_key, agent_id, reason, next_id, entry_count, summary_count, ' +
           'tombstone_count, active_tokens, active_ids, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         [
-          snapshot.id,
-          snapshot.sessionId,
-          snapshot.sessionKey,
-          snapshot.agentId,
+          ...sessionLogHeadValues(snapshot),
           snapshot.reason,
           snapshot.nextId,
           snapshot.entryCount,
@@ -326,15 +355,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     async listSnapshots(sessionKey: string, limit: number): Promise<SnapshotRow[]> {
-      const rows = await db.all<Record<string, unknown>>(
-        'SELECT * FROM memory_snapshots WHERE session_key = ? ORDER BY created_at_ms DESC, id DESC LIMIT ?',
-        [sessionKey, limit],
-      );
+      const rows = await newestSessionLogRows('memory_snapshots', sessionKey, limit);
       return rows.map((row) => ({
-        id: String(row.id),
-        sessionId: String(row.session_id),
-        sessionKey: String(row.session_key),
-        agentId: String(row.agent_id),
+        ...sessionLogHeadOf(row),
         reason: String(row.reason),
         nextId: Number(row.next_id),
         entryCount: Number(row.entry_count),
@@ -351,10 +374,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
           'message, details, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
         [
-          event.id,
-          event.sessionId,
-          event.sessionKey,
-          event.agentId,
+          ...sessionLogHeadValues(event),
           event.kind,
           event.count,
           event.tokensBefore,
@@ -368,15 +388,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     async listEvents(sessionKey: string, limit: number): Promise<MemoryEventRow[]> {
-      const rows = await db.all<Record<string, unknown>>(
-        'SELECT * FROM memory_events WHERE session_key = ? ORDER BY created_at_ms DESC, id DESC LIMIT ?',
-        [sessionKey, limit],
-      );
+      const rows = await newestSessionLogRows('memory_events', sessionKey, limit);
       return rows.map((row) => ({
-        id: String(row.id),
-        sessionId: String(row.session_id),
-        sessionKey: String(row.session_key),
-        agentId: String(row.agent_id),
+        ...sessionLogHeadOf(row),
         kind: String(row.kind),
         count: Number(row.count),
         tokensBefore: Number(row.tokens_before),

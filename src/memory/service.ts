@@ -240,6 +240,45 @@ function entryTokens(input: {
   return Math.ceil(chars / 4) + 4;
 }
 
+/** Where an entry lives: its MemoryID, its address and the session it belongs to. */
+function entryIdentity(ram: RamSession, memoryId: number) {
+  return {
+    memoryId,
+    address: `${ram.ref.sessionKey}#${memoryId}`,
+    sessionId: ram.ref.sessionId,
+    sessionKey: ram.ref.sessionKey,
+    agentId: ram.ref.agentId,
+  };
+}
+
+/**
+ * The marker left where an entry was evicted or summarized: it keeps the replaced entry's context position
+ * and costs no tokens, so the context still shows what went and where to find it.
+ */
+function tombstoneFor(
+  ram: RamSession,
+  memoryId: number,
+  replaced: StoredEntry,
+  content: string,
+  metadata: Record<string, unknown>,
+  nowMs: number,
+): StoredEntry {
+  return {
+    ...entryIdentity(ram, memoryId),
+    kind: 'entry',
+    role: 'system',
+    state: 'tombstone',
+    content,
+    relatedTo: replaced.memoryId,
+    tokens: 0,
+    createdAtMs: nowMs,
+    archivedAtMs: null,
+    metadata,
+    orderKey: replaced.orderKey,
+    rowId: undefined,
+  };
+}
+
 function idRange(ids: ReadonlyArray<number>): string {
   if (ids.length === 0) return '';
   return ids.length === 1 ? `#${ids[0]}` : `#${ids[0]}–#${ids[ids.length - 1]}`;
@@ -450,6 +489,15 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     ram.entries = ram.entries.filter((entry) => entry.state !== 'tombstone' || keep.has(entry.memoryId));
   };
 
+  /** Swaps the entries `ids` for what replaced them (tombstones, a summary), keeping context order. */
+  const replaceInRam = (ram: RamSession, ids: ReadonlyArray<number>, replacements: StoredEntry[]) => {
+    const gone = new Set(ids);
+    ram.entries = [...ram.entries.filter((entry) => !gone.has(entry.memoryId)), ...replacements].sort(
+      byContextOrder,
+    );
+    dropTombstoneOverflow(ram);
+  };
+
   /**
    * The oldest active entries that may be replaced: whole groups (an assistant tool call with its tool
    * results) from the front, stopping at the first pinned or busy entry, leaving `keepLatest` entries.
@@ -503,34 +551,15 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       ram,
       victims.length,
       (first) =>
-        victims.map((victim, index) => ({
-          memoryId: first + index,
-          address: `${ram.ref.sessionKey}#${first + index}`,
-          sessionId: ram.ref.sessionId,
-          sessionKey: ram.ref.sessionKey,
-          agentId: ram.ref.agentId,
-          kind: 'entry' as const,
-          role: 'system' as const,
-          state: 'tombstone' as const,
-          content: `[evicted:${victim.memoryId}]`,
-          relatedTo: victim.memoryId,
-          tokens: 0,
-          createdAtMs: nowMs,
-          archivedAtMs: null,
-          metadata: { reason },
-          orderKey: victim.orderKey,
-          rowId: undefined,
-        })),
+        victims.map((victim, index) =>
+          tombstoneFor(ram, first + index, victim, `[evicted:${victim.memoryId}]`, { reason }, nowMs),
+        ),
       async (tx) => {
         await ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs);
         await ltm.insertEvent(tx, eventRow(ram, detail, nowMs));
       },
     );
-    const gone = new Set(ids);
-    ram.entries = [...ram.entries.filter((entry) => !gone.has(entry.memoryId)), ...tombstones].sort(
-      byContextOrder,
-    );
-    dropTombstoneOverflow(ram);
+    replaceInRam(ram, ids, tombstones);
     publishEvent(ram, detail);
     return ids;
   };
@@ -552,11 +581,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
 
   const buildEntry = (ram: RamSession, input: AppendInput, memoryId: number, nowMs: number): StoredEntry => {
     const entry: StoredEntry = {
-      memoryId,
-      address: `${ram.ref.sessionKey}#${memoryId}`,
-      sessionId: ram.ref.sessionId,
-      sessionKey: ram.ref.sessionKey,
-      agentId: ram.ref.agentId,
+      ...entryIdentity(ram, memoryId),
       kind: 'entry',
       role: input.role,
       state: 'active',
@@ -879,11 +904,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
             candidates.length + 1,
             (first) => [
               {
-                memoryId: first,
-                address: `${ram.ref.sessionKey}#${first}`,
-                sessionId: ram.ref.sessionId,
-                sessionKey: ram.ref.sessionKey,
-                agentId: ram.ref.agentId,
+                ...entryIdentity(ram, first),
                 kind: 'summary',
                 role: 'system',
                 state: 'active',
@@ -897,35 +918,23 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
                 orderKey: candidates[0]!.orderKey,
                 rowId: undefined,
               },
-              ...candidates.map((candidate, index) => ({
-                memoryId: first + 1 + index,
-                address: `${ram.ref.sessionKey}#${first + 1 + index}`,
-                sessionId: ram.ref.sessionId,
-                sessionKey: ram.ref.sessionKey,
-                agentId: ram.ref.agentId,
-                kind: 'entry' as const,
-                role: 'system' as const,
-                state: 'tombstone' as const,
-                content: `[summarized:${candidate.memoryId}] → #${first}`,
-                relatedTo: candidate.memoryId,
-                tokens: 0,
-                createdAtMs: nowMs,
-                archivedAtMs: null,
-                metadata: { summaryId: first },
-                orderKey: candidate.orderKey,
-                rowId: undefined,
-              })),
+              ...candidates.map((candidate, index) =>
+                tombstoneFor(
+                  ram,
+                  first + 1 + index,
+                  candidate,
+                  `[summarized:${candidate.memoryId}] → #${first}`,
+                  { summaryId: first },
+                  nowMs,
+                ),
+              ),
             ],
             async (tx) => {
               await ltm.setStates(tx, ram.ref.sessionKey, ids, 'summarized', nowMs);
               await ltm.insertEvent(tx, eventRow(ram, detail, nowMs));
             },
           );
-          const gone = new Set(ids);
-          ram.entries = [...ram.entries.filter((entry) => !gone.has(entry.memoryId)), ...written].sort(
-            byContextOrder,
-          );
-          dropTombstoneOverflow(ram);
+          replaceInRam(ram, ids, written);
           queueEmbedding(written[0]!);
           publishEvent(ram, detail);
           releaseBusy();

@@ -275,6 +275,18 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     await tx.run('SELECT pg_notify(?, ?)', [channel, JSON.stringify({ o: instanceId, ...message })]);
   };
 
+  /**
+   * Every move back to `queued` must reach idle workers: other processes through NOTIFY at commit, this
+   * one through `wake()` after commit, right after the event that announces the move.
+   */
+  const wakeWorkersAfterCommit = async (tx: SqlExecutor, effects: Effect[], announce: () => void) => {
+    await notify(tx, { t: 'wake' });
+    effects.push(() => {
+      announce();
+      wake();
+    });
+  };
+
   const selectById = async (exec: SqlExecutor, id: string, lock = false): Promise<WorkItem | undefined> => {
     const row = await exec.get<WorkItemRow>(
       `SELECT * FROM work_items WHERE id = ?${lock && isPostgres ? ' FOR UPDATE' : ''}`,
@@ -368,11 +380,7 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       { run_after: now, state_reason: 'children finished' },
       { now, from: ['blocked'] },
     );
-    await notify(tx, { t: 'wake' });
-    effects.push(() => {
-      publish('work:unblocked', requeued, base(requeued));
-      wake();
-    });
+    await wakeWorkersAfterCommit(tx, effects, () => publish('work:unblocked', requeued, base(requeued)));
     return true;
   };
 
@@ -837,11 +845,9 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
               stillExpired,
             );
             result.requeued.push(row.id);
-            await notify(tx, { t: 'wake' });
-            effects.push(() => {
-              publish('work:requeued', requeued, { ...base(requeued), reason: 'lease-expired' });
-              wake();
-            });
+            await wakeWorkersAfterCommit(tx, effects, () =>
+              publish('work:requeued', requeued, { ...base(requeued), reason: 'lease-expired' }),
+            );
           }
         } catch (error) {
           // Another process reaped or finished it in the meantime; nothing to do for this row.
@@ -879,20 +885,7 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       `SELECT state, COUNT(*) AS n FROM work_items${clauses.length ? ` WHERE ${clauses.join(' AND ')}` : ''} GROUP BY state`,
       params,
     );
-    const result = Object.fromEntries(
-      [
-        'queued',
-        'claimed',
-        'running',
-        'completed',
-        'failed',
-        'dead',
-        'cancelled',
-        'blocked',
-        'paused',
-        'merged',
-      ].map((state) => [state, 0]),
-    ) as Record<WorkState, number>;
+    const result = Object.fromEntries(workStates.map((state) => [state, 0])) as Record<WorkState, number>;
     for (const row of rows) result[row.state as WorkState] = Number(row.n);
     return result;
   };
@@ -1018,6 +1011,25 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     });
   };
 
+  /** `resume` and `unblock` differ only in the state they leave and the event that says so. */
+  const requeueFrom = (
+    id: string,
+    from: 'paused' | 'blocked',
+    event: 'work:resumed' | 'work:unblocked',
+  ): Promise<WorkItem> =>
+    withEffects(async (tx, effects) => {
+      const now = clock.now();
+      const item = await transition(
+        tx,
+        id,
+        'queued',
+        { run_after: now, state_reason: null },
+        { now, from: [from] },
+      );
+      await wakeWorkersAfterCommit(tx, effects, () => publish(event, item, base(item)));
+      return item;
+    });
+
   return {
     config,
     submit,
@@ -1082,17 +1094,15 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
             },
             { now, from: ['failed'] },
           );
-          await notify(tx, { t: 'wake' });
-          effects.push(() => {
+          await wakeWorkersAfterCommit(tx, effects, () =>
             publish('work:failed', requeued, {
               ...base(requeued),
               error,
               attempt: failed.attempts,
               willRetry: true,
               retryAt,
-            });
-            wake();
-          });
+            }),
+          );
           return requeued;
         }
         if (error.retryable) {
@@ -1126,11 +1136,9 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
         );
         // Handing work back is not a failed attempt.
         await tx.run('UPDATE work_items SET attempts = attempts - 1 WHERE id = ? AND attempts > 0', [id]);
-        await notify(tx, { t: 'wake' });
-        effects.push(() => {
-          publish('work:requeued', item, { ...base(item), reason: 'released' });
-          wake();
-        });
+        await wakeWorkersAfterCommit(tx, effects, () =>
+          publish('work:requeued', item, { ...base(item), reason: 'released' }),
+        );
         return { ...item, attempts: Math.max(0, item.attempts - 1) };
       }),
     cancel,
@@ -1149,23 +1157,7 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
         effects.push(() => publish('work:paused', item, { ...base(item), previousState: before.state }));
         return item;
       }),
-    resume: (id) =>
-      withEffects(async (tx, effects) => {
-        const now = clock.now();
-        const item = await transition(
-          tx,
-          id,
-          'queued',
-          { run_after: now, state_reason: null },
-          { now, from: ['paused'] },
-        );
-        await notify(tx, { t: 'wake' });
-        effects.push(() => {
-          publish('work:resumed', item, base(item));
-          wake();
-        });
-        return item;
-      }),
+    resume: (id) => requeueFrom(id, 'paused', 'work:resumed'),
     block: (id, blockOptions) =>
       withEffects(async (tx, effects) => {
         const now = clock.now();
@@ -1193,23 +1185,7 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
           await maybeUnblockParent(tx, id, now, effects);
         return (await selectById(tx, id)) ?? item;
       }),
-    unblock: (id) =>
-      withEffects(async (tx, effects) => {
-        const now = clock.now();
-        const item = await transition(
-          tx,
-          id,
-          'queued',
-          { run_after: now, state_reason: null },
-          { now, from: ['blocked'] },
-        );
-        await notify(tx, { t: 'wake' });
-        effects.push(() => {
-          publish('work:unblocked', item, base(item));
-          wake();
-        });
-        return item;
-      }),
+    unblock: (id) => requeueFrom(id, 'blocked', 'work:unblocked'),
     setWaitingOn: async (id, workerId, childIds) => {
       const now = clock.now();
       const running = stateGuard(['running']);

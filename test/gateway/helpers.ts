@@ -19,6 +19,29 @@ import { type Logger, silentLogger, UserInputError } from '../../src/util/index.
 
 export const testToken = 'test-token-123';
 
+/** The OpenClaw methods `registerCoreMethods` serves, as hello-ok advertises them. */
+export const coreOpenClawMethods = [
+  'health',
+  'status',
+  'chat.send',
+  'chat.history',
+  'chat.abort',
+  'chat.inject',
+  'sessions.list',
+  'sessions.preview',
+  'sessions.reset',
+  'sessions.delete',
+  'sessions.compact',
+  'sessions.patch',
+  'agent',
+  'agent.wait',
+  'memory.query',
+  'memory.recall',
+];
+
+/** Every method an OpenClaw client may request: the core ones and the `connect` handshake. */
+export const openClawRequestMethods = [...coreOpenClawMethods, 'connect'];
+
 interface FakeRun {
   runId: string;
   sessionKey: string;

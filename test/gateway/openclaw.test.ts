@@ -3,7 +3,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { deviceAuthPayload, deviceIdForPublicKey } from '../../src/gateway/index.js';
 import { createRecordingLogger } from '../../src/util/index.js';
-import { connectOpenClaw, FrameClient, startTestGateway, type TestGateway, testToken } from './helpers.js';
+import {
+  connectOpenClaw,
+  coreOpenClawMethods,
+  FrameClient,
+  startTestGateway,
+  type TestGateway,
+  testToken,
+} from './helpers.js';
 
 let gateway: TestGateway | undefined;
 const clients: FrameClient[] = [];
@@ -51,26 +58,7 @@ describe('OpenClaw handshake', () => {
       auth: { role: 'operator', scopes: ['operator.read', 'operator.write', 'operator.admin'] },
       policy: { maxPayload: 4 * 1024 * 1024, maxBufferedBytes: 8 * 1024 * 1024, tickIntervalMs: 60_000 },
     });
-    expect(hello.features.methods).toEqual(
-      expect.arrayContaining([
-        'health',
-        'status',
-        'chat.send',
-        'chat.history',
-        'chat.abort',
-        'chat.inject',
-        'sessions.list',
-        'sessions.preview',
-        'sessions.reset',
-        'sessions.delete',
-        'sessions.compact',
-        'sessions.patch',
-        'agent',
-        'agent.wait',
-        'memory.query',
-        'memory.recall',
-      ]),
-    );
+    expect(hello.features.methods).toEqual(expect.arrayContaining(coreOpenClawMethods));
     expect(hello.features.events).toEqual(
       expect.arrayContaining(['connect.challenge', 'agent', 'chat', 'tick', 'shutdown']),
     );

@@ -1,31 +1,19 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connectOpenClaw, FrameClient, startTestGateway, type TestGateway, testToken } from './helpers.js';
+import {
+  connectOpenClaw,
+  FrameClient,
+  openClawRequestMethods,
+  startTestGateway,
+  type TestGateway,
+  testToken,
+} from './helpers.js';
 
 /**
  * 1,000 random frames in all: 400 to a connected OpenClaw client, 200 as the first frame of fresh OpenClaw
  * connections, 400 to a Spiderweb client. The gateway must not crash, must keep answering, and must end
  * with no connection, subscription or run left behind.
  */
-const openClawMethods = [
-  'health',
-  'status',
-  'chat.send',
-  'chat.history',
-  'chat.abort',
-  'chat.inject',
-  'sessions.list',
-  'sessions.preview',
-  'sessions.reset',
-  'sessions.delete',
-  'sessions.compact',
-  'sessions.patch',
-  'agent',
-  'agent.wait',
-  'memory.query',
-  'memory.recall',
-  'connect',
-];
 const spiderwebTypes = [
   'ping',
   'chat.send',
@@ -67,7 +55,7 @@ const openClawFrame: fc.Arbitrary<Outgoing> = fc.oneof(
     .record({
       type: fc.oneof(fc.constant('req'), fc.string({ maxLength: 5 })),
       id: fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.constant(null)),
-      method: fc.oneof(fc.constantFrom(...openClawMethods), fc.string({ maxLength: 12 })),
+      method: fc.oneof(fc.constantFrom(...openClawRequestMethods), fc.string({ maxLength: 12 })),
       params: fc.oneof(plausibleParams, anyJson),
     })
     .map((frame) => ({ text: JSON.stringify(frame) })),

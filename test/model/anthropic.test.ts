@@ -1,26 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAnthropicModel } from '../../src/model/anthropic.js';
 import { completeModel, streamModel } from '../../src/model/call.js';
-import type { ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
 import { type FakeAnthropicServer, startFakeAnthropicServer } from '../helpers/fake-anthropic-server.js';
-
-const request: ModelRequest = { messages: [{ role: 'user', content: 'Hi' }] };
-const noWait = async () => {};
-
-async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const events: ModelStreamEvent[] = [];
-  for await (const event of stream) events.push(event);
-  return events;
-}
+import { collect, noWait, hiRequest as request, useFakeServer } from './helpers.js';
 
 describe('anthropic provider against a fake Messages server', () => {
   let server: FakeAnthropicServer;
-  beforeEach(async () => {
-    server = await startFakeAnthropicServer();
-  });
-  afterEach(async () => {
-    expect(server.pendingResponses()).toBe(0);
-    await server.close();
+  useFakeServer(startFakeAnthropicServer, (started) => {
+    server = started;
   });
 
   const model = () =>

@@ -8,15 +8,10 @@ import { completeModel, estimateTokens, streamModel } from '../../src/model/call
 import type { LanguageModel, ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/testing.js';
 import { createRecordingLogger } from '../../src/util/logger.js';
+import { collect } from './helpers.js';
 
 const request: ModelRequest = { messages: [{ role: 'user', content: 'question?' }] };
 const rateLimited = { code: 'PROVIDER_RATE_LIMITED', retryable: true };
-
-async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const events: ModelStreamEvent[] = [];
-  for await (const event of stream) events.push(event);
-  return events;
-}
 
 describe('streamModel / completeModel', () => {
   let model: ScriptedModel;

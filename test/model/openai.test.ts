@@ -1,26 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { completeModel, streamModel } from '../../src/model/call.js';
 import { createOpenAIModel } from '../../src/model/openai.js';
-import type { ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
 import { type FakeOpenAIServer, startFakeOpenAIServer } from '../helpers/fake-openai-server.js';
-
-const request: ModelRequest = { messages: [{ role: 'user', content: 'Hi' }] };
-const noWait = async () => {};
-
-async function collect(stream: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const events: ModelStreamEvent[] = [];
-  for await (const event of stream) events.push(event);
-  return events;
-}
+import { collect, noWait, hiRequest as request, useFakeServer } from './helpers.js';
 
 describe('openai provider against a fake Chat Completions server', () => {
   let server: FakeOpenAIServer;
-  beforeEach(async () => {
-    server = await startFakeOpenAIServer();
-  });
-  afterEach(async () => {
-    expect(server.pendingResponses()).toBe(0);
-    await server.close();
+  useFakeServer(startFakeOpenAIServer, (started) => {
+    server = started;
   });
 
   const model = () =>

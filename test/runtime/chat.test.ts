@@ -11,6 +11,20 @@ function textOf(content: string | Array<{ text: string }>): string {
   return typeof content === 'string' ? content : content.map((block) => block.text).join('');
 }
 
+/**
+ * Sends one message to the main session, collecting the run's events from before the send so none is
+ * missed; resolves with the ack and, still pending, the run's events.
+ */
+async function sendChat(client: GatewayClient, message: string, idempotencyKey: string) {
+  const done = collectRun(client, idempotencyKey);
+  const ack = await client.call<{ runId: string; status: string }>('chat.send', {
+    sessionKey: 'agent:main:main',
+    message,
+    idempotencyKey,
+  });
+  return { ack, done };
+}
+
 describe('chat turns through the gateway (runtime wiring)', () => {
   let runtime: Runtime | undefined;
   let client: GatewayClient | undefined;
@@ -25,19 +39,20 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     model = undefined;
   });
 
+  /** Starts a runtime the afterEach closes and connects a client to it. */
+  async function startConnected(options: Parameters<typeof startRuntime>[0]) {
+    const started = await startRuntime(options);
+    runtime = started.runtime;
+    client = await started.connect();
+    return { started, runtime, client };
+  }
+
   it('streams a reply, persists both sides with MemoryIDs and serves them from chat.history', async () => {
     model = createScriptedModel({
       steps: [{ text: ['Hel', 'lo ', 'Ada'], usage: { inputTokens: 12, outputTokens: 3 } }],
     });
-    const started = await startRuntime({ model });
-    runtime = started.runtime;
-    client = await started.connect();
-    const done = collectRun(client, 'idem-1');
-    const ack = await client.call<{ runId: string; status: string }>('chat.send', {
-      sessionKey: 'agent:main:main',
-      message: 'My name is Ada',
-      idempotencyKey: 'idem-1',
-    });
+    const { client } = await startConnected({ model });
+    const { ack, done } = await sendChat(client, 'My name is Ada', 'idem-1');
     expect(ack).toEqual({ runId: 'idem-1', status: 'started' });
     const events = await done;
     const chat = events.filter((event) => event.event === 'chat');
@@ -87,16 +102,8 @@ describe('chat turns through the gateway (runtime wiring)', () => {
         },
       ],
     });
-    const started = await startRuntime({ model });
-    runtime = started.runtime;
-    client = await started.connect();
-    const done = collectRun(client, 'idem-err');
-    await client.call('chat.send', {
-      sessionKey: 'agent:main:main',
-      message: 'are you there?',
-      idempotencyKey: 'idem-err',
-    });
-    const events = await done;
+    const { client } = await startConnected({ model });
+    const events = await (await sendChat(client, 'are you there?', 'idem-err')).done;
     const last = events.at(-1)!.payload;
     expect(last.state).toBe('error');
     expect(last.errorMessage).toContain('upstream 503');
@@ -123,16 +130,8 @@ describe('chat turns through the gateway (runtime wiring)', () => {
         { text: 'Done.' },
       ],
     });
-    const started = await startRuntime({ model });
-    runtime = started.runtime;
-    client = await started.connect();
-    const done = collectRun(client, 'idem-tools');
-    await client.call('chat.send', {
-      sessionKey: 'agent:main:main',
-      message: 'look around',
-      idempotencyKey: 'idem-tools',
-    });
-    const events = await done;
+    const { runtime, client } = await startConnected({ model });
+    const events = await (await sendChat(client, 'look around', 'idem-tools')).done;
     const toolEvents = events.filter((event) => event.event === 'agent' && event.payload.stream === 'tool');
     expect(toolEvents.map((event) => event.payload.data?.name ?? event.payload.data?.toolName)).toEqual(
       expect.arrayContaining(['ledger_append', 'list_files']),
@@ -165,15 +164,8 @@ describe('chat turns through the gateway (runtime wiring)', () => {
         },
       ],
     });
-    const started = await startRuntime({ model });
-    runtime = started.runtime;
-    client = await started.connect();
-    const done = collectRun(client, 'idem-hang');
-    await client.call('chat.send', {
-      sessionKey: 'agent:main:main',
-      message: 'think forever',
-      idempotencyKey: 'idem-hang',
-    });
+    const { client } = await startConnected({ model });
+    const { done } = await sendChat(client, 'think forever', 'idem-hang');
     await seenStart;
     const result = await client.call<{ aborted: boolean; runIds: string[] }>('chat.abort', {
       sessionKey: 'agent:main:main',
@@ -226,27 +218,19 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     model = createScriptedModel({
       steps: [{ error: { code: 'PROVIDER_AUTH', message: `invalid key ${secret}` } }],
     });
-    const started = await startRuntime({
+    const connected = await startConnected({
       home,
       model,
       log,
       env: { OPENAI_API_KEY: secret, AGENTD_LOG_LEVEL: 'debug' },
     });
-    runtime = started.runtime;
-    client = await started.connect();
-    const done = collectRun(client, 'idem-secret');
-    await client.call('chat.send', {
-      sessionKey: 'agent:main:main',
-      message: `my key is ${secret}? no.`,
-      idempotencyKey: 'idem-secret',
-    });
-    const events = await done;
-    const health = await (await fetch(`${started.url.replace(/^ws/, 'http')}/health`)).text();
-    const status = JSON.stringify(await client.call('status'));
-    await client.close();
+    const events = await (await sendChat(connected.client, `my key is ${secret}? no.`, 'idem-secret')).done;
+    const health = await (await fetch(`${connected.started.url.replace(/^ws/, 'http')}/health`)).text();
+    const status = JSON.stringify(await connected.client.call('status'));
+    await connected.client.close();
     client = undefined;
     const wireText = JSON.stringify(events.filter((event) => event.payload.state === 'error'));
-    await runtime.close();
+    await connected.runtime.close();
     const stored = JSON.stringify(
       await (await import('../../src/store/index.js')).createStore({ stateDir: home }).then(async (store) => {
         const rows = await store.events.list({ limit: 1000 });
@@ -338,12 +322,7 @@ describe('workspace hook scripts in a gateway chat turn', () => {
     const started = await startRuntime({ home, model });
     const client = await started.connect();
     try {
-      const done = collectRun(client, 'idem-hooks');
-      await client.call('chat.send', {
-        sessionKey: 'agent:main:main',
-        message: 'write the env file',
-        idempotencyKey: 'idem-hooks',
-      });
+      const { done } = await sendChat(client, 'write the env file', 'idem-hooks');
       expect((await done).at(-1)!.payload.state).toBe('final');
       const results = model.requests[1]!.messages.filter((message) => message.role === 'tool') as Array<{
         toolName: string;

@@ -1,25 +1,25 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
 import { createScriptedModel } from '../../src/testing.js';
 import {
   createWorkflowMethodHandlers,
   type TelemetryEvent,
   telemetryEventTypes,
-  type WorkflowEngine,
 } from '../../src/workflow/index.js';
-import { chainWorkflow, edge, engineFor, node, tempDir, workflowYaml, writeWorkflow } from './helpers.js';
+import {
+  chainWorkflow,
+  edge,
+  fanOutWorkflow,
+  node,
+  tempDir,
+  trackedEngines,
+  workflowYaml,
+  writeWorkflow,
+} from './helpers.js';
 
-const engines: WorkflowEngine[] = [];
-async function make(...args: Parameters<typeof engineFor>): Promise<WorkflowEngine> {
-  const engine = await engineFor(...args);
-  engines.push(engine);
-  return engine;
-}
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map((engine) => engine.close()));
-});
+const { make, close: closeEngine } = trackedEngines();
 
 describe('telemetry, plugins, artifacts, metadata, metrics', () => {
   it('emits the reference event types and publishes them on the agentd bus', async () => {
@@ -28,24 +28,11 @@ describe('telemetry, plugins, artifacts, metadata, metrics', () => {
     bus.subscribe({ types: ['workflow:*'] }, (event) => seen.push(event.type));
     const engine = await make(
       {
-        'workflow.yaml': workflowYaml(
-          [
-            node('start', 'start'),
-            node('fan', 'branch'),
-            node('a', 'linear'),
-            node('b', 'linear'),
-            node('join', 'merge'),
-            node('done', 'exit'),
-          ],
-          [
-            edge('start', 'fan'),
-            edge('fan', 'a'),
-            edge('fan', 'b'),
-            edge('a', 'join'),
-            edge('b', 'join'),
-            edge('join', 'done'),
-          ],
-        ),
+        'workflow.yaml': fanOutWorkflow({
+          fan: node('fan', 'branch'),
+          arms: [{ id: 'a' }, { id: 'b' }],
+          join: node('join', 'merge'),
+        }),
       },
       { publish: bus.publish.bind(bus) },
     );
@@ -322,8 +309,7 @@ describe('credentials', () => {
     expect(surfaces).not.toContain(secret);
     expect(surfaces).not.toContain('file-secret-value-987654');
     expect(surfaces).toContain('[REDACTED]');
-    await engine.close();
-    engines.splice(engines.indexOf(engine), 1);
+    await closeEngine(engine);
     expect(readFileSync(join(dir, 'workflow.db')).includes(Buffer.from(secret))).toBe(false);
     expect(engine.credentials().map((entry) => [entry.id, entry.available])).toEqual([
       ['anthropic_main', true],

@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach } from 'vitest';
 import { stringify } from 'yaml';
 import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
 import {
@@ -72,4 +73,61 @@ export function workflowYaml(
   extra: Record<string, unknown> = {},
 ) {
   return { version: 1, nodes, edges, ...extra };
+}
+
+/**
+ * Creates engines through `engineFor` and closes every one still open after each test of the file;
+ * `close` closes one at once, for a test that looks at what closing leaves behind.
+ */
+export function trackedEngines() {
+  const engines: WorkflowEngine[] = [];
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map((engine) => engine.close()));
+  });
+  return {
+    async make(...args: Parameters<typeof engineFor>): Promise<WorkflowEngine> {
+      const engine = await engineFor(...args);
+      engines.push(engine);
+      return engine;
+    },
+    async close(engine: WorkflowEngine): Promise<void> {
+      await engine.close();
+      engines.splice(engines.indexOf(engine), 1);
+    },
+  };
+}
+
+export interface FanOutArm {
+  id: string;
+  /** The label of the edge from the fan node to this arm. */
+  label?: string;
+  /** Without a join, the EXIT this arm runs to (default: the shared `exit`). */
+  exit?: string;
+}
+
+/**
+ * start → fan → one linear node per arm, then either each arm → its EXIT, or every arm → join → after… →
+ * exit. Nodes and edges come out in that order: the routing tests read labels and paths from it.
+ */
+export function fanOutWorkflow(options: {
+  fan: NodeSpec;
+  arms: FanOutArm[];
+  join?: NodeSpec;
+  after?: string[];
+  exit?: string;
+}) {
+  const { fan, arms, join, after = [], exit = 'done' } = options;
+  const nodes: NodeSpec[] = [node('start', 'start'), fan, ...arms.map((arm) => node(arm.id, 'linear'))];
+  const edges = [edge('start', fan.id), ...arms.map((arm) => edge(fan.id, arm.id, arm.label))];
+  if (join) {
+    const tail = [join.id, ...after, exit];
+    nodes.push(join, ...after.map((id) => node(id, 'linear')), node(exit, 'exit'));
+    edges.push(...arms.map((arm) => edge(arm.id, join.id)));
+    edges.push(...tail.slice(1).map((id, index) => edge(tail[index]!, id)));
+  } else {
+    const exits = [...new Set(arms.map((arm) => arm.exit ?? exit))];
+    nodes.push(...exits.map((id) => node(id, 'exit')));
+    edges.push(...arms.map((arm) => edge(arm.id, arm.exit ?? exit)));
+  }
+  return workflowYaml(nodes, edges);
 }

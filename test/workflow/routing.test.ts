@@ -1,17 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/testing.js';
-import type { WorkflowEngine, WorkflowFunction } from '../../src/workflow/index.js';
-import { chainWorkflow, edge, engineFor, node, workflowYaml } from './helpers.js';
+import type { WorkflowFunction } from '../../src/workflow/index.js';
+import { chainWorkflow, edge, fanOutWorkflow, node, trackedEngines, workflowYaml } from './helpers.js';
 
-const engines: WorkflowEngine[] = [];
-async function make(...args: Parameters<typeof engineFor>): Promise<WorkflowEngine> {
-  const engine = await engineFor(...args);
-  engines.push(engine);
-  return engine;
-}
-afterEach(async () => {
-  await Promise.all(engines.splice(0).map((engine) => engine.close()));
-});
+const { make } = trackedEngines();
 
 const fail: WorkflowFunction = () => {
   throw new Error('boom');
@@ -111,23 +103,13 @@ describe('LINEAR chains and the status model', () => {
 
 describe('DECISION', () => {
   const decisionFiles = () => ({
-    'workflow.yaml': workflowYaml(
-      [
-        node('start', 'start'),
-        node('choose', 'decision'),
-        node('left', 'linear'),
-        node('right', 'linear'),
-        node('done', 'exit'),
-        node('other', 'exit'),
+    'workflow.yaml': fanOutWorkflow({
+      fan: node('choose', 'decision'),
+      arms: [
+        { id: 'left', label: 'left' },
+        { id: 'right', label: 'right', exit: 'other' },
       ],
-      [
-        edge('start', 'choose'),
-        edge('choose', 'left', 'left'),
-        edge('choose', 'right', 'right'),
-        edge('left', 'done'),
-        edge('right', 'other'),
-      ],
-    ),
+    }),
   });
 
   it('follows the edge named by selected_edge, or by a plain string output', async () => {
@@ -179,23 +161,13 @@ describe('BRANCH, SPLIT and MERGE', () => {
   it('BRANCH clones the task per edge; the parent succeeds when any clone succeeds', async () => {
     const engine = await make(
       {
-        'workflow.yaml': workflowYaml(
-          [
-            node('start', 'start'),
-            node('fan', 'branch'),
-            node('a', 'linear'),
-            node('b', 'linear'),
-            node('end_a', 'exit'),
-            node('end_b', 'exit'),
+        'workflow.yaml': fanOutWorkflow({
+          fan: node('fan', 'branch'),
+          arms: [
+            { id: 'a', label: 'alpha', exit: 'end_a' },
+            { id: 'b', label: 'beta', exit: 'end_b' },
           ],
-          [
-            edge('start', 'fan'),
-            edge('fan', 'a', 'alpha'),
-            edge('fan', 'b', 'beta'),
-            edge('a', 'end_a'),
-            edge('b', 'end_b'),
-          ],
-        ),
+        }),
       },
       { functions: { a: (input) => `${input}+a`, b: fail } },
     );
@@ -228,16 +200,7 @@ describe('BRANCH, SPLIT and MERGE', () => {
   it('BRANCH fails when every clone fails', async () => {
     const engine = await make(
       {
-        'workflow.yaml': workflowYaml(
-          [
-            node('start', 'start'),
-            node('fan', 'branch'),
-            node('a', 'linear'),
-            node('b', 'linear'),
-            node('done', 'exit'),
-          ],
-          [edge('start', 'fan'), edge('fan', 'a'), edge('fan', 'b'), edge('a', 'done'), edge('b', 'done')],
-        ),
+        'workflow.yaml': fanOutWorkflow({ fan: node('fan', 'branch'), arms: [{ id: 'a' }, { id: 'b' }] }),
       },
       { functions: { a: fail, b: fail } },
     );
@@ -245,24 +208,14 @@ describe('BRANCH, SPLIT and MERGE', () => {
   });
 
   const splitFiles = (mode: string) => ({
-    'workflow.yaml': workflowYaml(
-      [
-        node('start', 'start'),
-        node('split', 'split'),
-        node('even', 'linear'),
-        node('odd', 'linear'),
-        node('join', 'merge', { merge_failure_mode: mode }),
-        node('done', 'exit'),
+    'workflow.yaml': fanOutWorkflow({
+      fan: node('split', 'split'),
+      arms: [
+        { id: 'even', label: 'e' },
+        { id: 'odd', label: 'o' },
       ],
-      [
-        edge('start', 'split'),
-        edge('split', 'even', 'e'),
-        edge('split', 'odd', 'o'),
-        edge('even', 'join'),
-        edge('odd', 'join'),
-        edge('join', 'done'),
-      ],
-    ),
+      join: node('join', 'merge', { merge_failure_mode: mode }),
+    }),
   });
   const splitFunctions = (failing: (item: string) => boolean): Record<string, WorkflowFunction> => ({
     split: (input) => ({ subtask_inputs: String(input).split(',') }),
@@ -369,26 +322,12 @@ describe('BRANCH, SPLIT and MERGE', () => {
   it('BRANCH clones join at a MERGE and the parent continues down its edge', async () => {
     const engine = await make(
       {
-        'workflow.yaml': workflowYaml(
-          [
-            node('start', 'start'),
-            node('fan', 'branch'),
-            node('a', 'linear'),
-            node('b', 'linear'),
-            node('join', 'merge'),
-            node('after', 'linear'),
-            node('done', 'exit'),
-          ],
-          [
-            edge('start', 'fan'),
-            edge('fan', 'a'),
-            edge('fan', 'b'),
-            edge('a', 'join'),
-            edge('b', 'join'),
-            edge('join', 'after'),
-            edge('after', 'done'),
-          ],
-        ),
+        'workflow.yaml': fanOutWorkflow({
+          fan: node('fan', 'branch'),
+          arms: [{ id: 'a' }, { id: 'b' }],
+          join: node('join', 'merge'),
+          after: ['after'],
+        }),
       },
       {
         functions: {
@@ -406,24 +345,14 @@ describe('BRANCH, SPLIT and MERGE', () => {
     let joinCalled = false;
     const engine = await make(
       {
-        'workflow.yaml': workflowYaml(
-          [
-            node('start', 'start'),
-            node('choose', 'decision'),
-            node('a', 'linear'),
-            node('b', 'linear'),
-            node('join', 'merge'),
-            node('done', 'exit'),
+        'workflow.yaml': fanOutWorkflow({
+          fan: node('choose', 'decision'),
+          arms: [
+            { id: 'a', label: 'a' },
+            { id: 'b', label: 'b' },
           ],
-          [
-            edge('start', 'choose'),
-            edge('choose', 'a', 'a'),
-            edge('choose', 'b', 'b'),
-            edge('a', 'join'),
-            edge('b', 'join'),
-            edge('join', 'done'),
-          ],
-        ),
+          join: node('join', 'merge'),
+        }),
       },
       {
         functions: {
