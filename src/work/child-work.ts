@@ -166,7 +166,12 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
       const ids = [...new Set(input.ids)];
       const pending = new Set(ids);
       let wakeUp: () => void = () => undefined;
-      const changed = () => wakeUp();
+      // Set by an event that arrives while the children are being read, when nobody is waiting yet.
+      let changedDuringRead = false;
+      const changed = () => {
+        changedDuringRead = true;
+        wakeUp();
+      };
       // Subscribe before the first read so an event between the read and the wait is not lost.
       const unsubscribe = bus.subscribe({ types: terminalEventTypes }, (event: BusEvent) => {
         const data = event.data as { workItemId?: string; state?: string };
@@ -180,9 +185,12 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
         if (leaseOwner) await queue.setWaitingOn(parentId, leaseOwner, ids);
         const deadline = Date.now() + timeoutSeconds * 1_000;
         for (;;) {
+          changedDuringRead = false;
           const children = await queue.getMany([...pending]);
           for (const child of children) if (isTerminalWorkState(child.state)) pending.delete(child.id);
           if (pending.size === 0) break;
+          // The read may have raced a completion; look again instead of sleeping through it.
+          if (changedDuringRead) continue;
           const remainingMs = deadline - Date.now();
           const outcome = await new Promise<'changed' | 'timeout' | 'aborted'>((resolve) => {
             const timer = setTimeout(() => finish('timeout'), Math.max(0, remainingMs));
