@@ -186,7 +186,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     ...createBuiltinTools({
       ledger,
       memory: createMemoryAccess(memory),
-      files: {},
+      files: { grepTimeoutMs: toolsConfig.grep.timeout_ms },
       bash: {
         enabled: toolsConfig.bash.enabled,
         timeoutMs: toolsConfig.bash.timeout_ms,

@@ -25,6 +25,12 @@ export const toolsConfigSchema = z.object({
         .default(256 * 1024),
     })
     .prefault({}),
+  grep: z
+    .object({
+      /** Hard limit on one search; it runs in a worker thread that is terminated at the deadline. */
+      timeout_ms: z.number().int().positive().default(10_000),
+    })
+    .prefault({}),
   /** Largest tool result passed to the model. */
   max_result_chars: z.number().int().positive().default(50_000),
   hooks: z

@@ -109,6 +109,6 @@ describe('file tools', () => {
       'src/a.ts:2: export const b = a + 1;',
     );
     expect(await call('grep', { pattern: 'secret' })).toBe('No matches.');
-    expect(await call('grep', { pattern: '(' })).toMatchObject({ isError: true });
+    await expect(call('grep', { pattern: '(' })).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
   });
 });

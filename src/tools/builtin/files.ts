@@ -4,12 +4,15 @@ import { z } from 'zod';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { defineTool, type ToolDefinition } from '../tool.js';
 import { policyPathOf, resolveWorkspacePath } from '../workspace-path.js';
+import { compileGrepPattern, runGrepJob } from './grep-search.js';
 
 export interface FileToolsOptions {
   /** Largest file read_file / edit_file / grep will load. */
   maxFileBytes?: number;
   /** Cap on list_files entries and grep matches when the model asks for more. */
   maxEntries?: number;
+  /** Hard limit on one grep call; the search runs in a worker that is terminated at this deadline. */
+  grepTimeoutMs?: number;
 }
 
 const skippedDirectories = new Set(['.git', 'node_modules']);
@@ -57,6 +60,7 @@ async function* walk(
 export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[] {
   const maxFileBytes = options.maxFileBytes ?? 1024 * 1024;
   const maxEntries = options.maxEntries ?? 1000;
+  const grepTimeoutMs = options.grepTimeoutMs ?? 10_000;
 
   const readFileTool = defineTool({
     name: 'read_file',
@@ -171,7 +175,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
   const grepTool = defineTool({
     name: 'grep',
     description:
-      'Search workspace text files for a JavaScript regular expression (or a fixed string). Returns "path:line: text" lines.',
+      'Search workspace text files for an RE2 regular expression (no lookaround or backreferences) or a fixed string. Returns "path:line: text" lines.',
     input: z.object({
       pattern: z.string().min(1),
       path: z.string().min(1).default('.').describe('File or directory to search'),
@@ -182,38 +186,39 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
     async execute(args, context) {
       const target = await resolveWorkspacePath(context.workspaceDir, args.path);
-      let matcher: RegExp;
-      try {
-        const source = args.fixed_string ? args.pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : args.pattern;
-        matcher = new RegExp(source, args.ignore_case ? 'i' : '');
-      } catch (error) {
-        return { content: `Invalid regular expression: ${(error as Error).message}`, isError: true };
-      }
+      const matcher = compileGrepPattern(args.pattern, {
+        fixedString: args.fixed_string,
+        ignoreCase: args.ignore_case,
+      });
       const limit = Math.min(args.max_matches ?? 200, maxEntries);
       const info = await lstat(target.absolutePath);
-      const files: string[] = [];
-      if (info.isFile()) files.push(target.relativePath);
+      const files: Array<{ shown: string; absolute: string }> = [];
+      if (info.isFile()) files.push({ shown: target.relativePath, absolute: target.absolutePath });
       else if (info.isDirectory()) {
         const prefix = target.relativePath === '.' ? '' : `${target.relativePath}/`;
         for await (const entry of walk(target.absolutePath, target.absolutePath, true)) {
-          if (entry.kind === 'file') files.push(`${prefix}${entry.relative}`);
+          if (entry.kind === 'file')
+            files.push({
+              shown: `${prefix}${entry.relative}`,
+              absolute: path.join(target.absolutePath, entry.relative),
+            });
         }
       }
-      const matches: string[] = [];
-      for (const relative of files) {
-        const absolute = path.join(target.root, relative);
-        const size = (await stat(absolute)).size;
-        if (size > maxFileBytes) continue;
-        const buffer = await readFile(absolute);
-        if (looksBinary(buffer)) continue;
-        const lines = buffer.toString('utf8').split('\n');
-        for (let index = 0; index < lines.length; index++) {
-          if (!matcher.test(lines[index]!)) continue;
-          matches.push(`${relative}:${index + 1}: ${lines[index]!.slice(0, 500)}`);
-          if (matches.length === limit) return `${matches.join('\n')}\n[… stopped at ${limit} matches]`;
-        }
+      if (files.length === 0) return 'No matches.';
+      const outcome = await runGrepJob(
+        { source: matcher.pattern(), ignoreCase: args.ignore_case, files, maxFileBytes, limit },
+        { timeoutMs: grepTimeoutMs, signal: context.signal },
+      );
+      if (outcome.kind === 'aborted') return { content: 'The search was aborted.', isError: true };
+      if (outcome.kind === 'timeout') {
+        const found = outcome.matches.length ? `${outcome.matches.join('\n')}\n` : '';
+        return {
+          content: `${found}[search stopped after ${grepTimeoutMs} ms; narrow the path or simplify the pattern]`,
+          isError: true,
+        };
       }
-      return matches.length ? matches.join('\n') : 'No matches.';
+      if (outcome.stoppedAtLimit) return `${outcome.matches.join('\n')}\n[… stopped at ${limit} matches]`;
+      return outcome.matches.length ? outcome.matches.join('\n') : 'No matches.';
     },
   });
 
