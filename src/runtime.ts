@@ -2,6 +2,8 @@
  * The composition root: the one place that wires the subsystems into a running agentd. Everything else
  * receives its collaborators through factory options.
  */
+
+import { dirname } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
 import type { AgentdConfig } from './config/index.js';
@@ -17,6 +19,7 @@ import {
 } from './gateway/index.js';
 import { createIdentityLoader, type IdentityLoader } from './identity/index.js';
 import { createLedger, type Ledger } from './ledger/index.js';
+import { createMcpClientManager, type McpClientManager, mcpConfigSchema, mcpSecrets } from './mcp/index.js';
 import {
   createMemoryAccess,
   createMemoryManager,
@@ -87,6 +90,9 @@ export interface Runtime {
   readonly ledger: Ledger;
   readonly skills: SkillLibrary;
   readonly tools: ToolRegistry;
+  /** Clients of the MCP servers in agentd.yaml; their tools are in `tools` while connected. */
+  readonly mcp: McpClientManager;
+  readonly policy: Policy;
   readonly chat: ChatService;
   readonly methods: MethodTable;
   readonly services: GatewayServices;
@@ -127,9 +133,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const gatewayConfig = parseSection(gatewayConfigSchema, config.sections.gateway, 'gateway');
   const toolsConfig = parseSection(toolsConfigSchema, config.sections.tools, 'tools');
   const policyConfig = parseSection(policyConfigSchema, config.sections.policy, 'policy');
+  const mcpConfig = parseSection(mcpConfigSchema, config.sections.mcp, 'mcp');
 
   const state = prepareStateDir(config.home, config.token);
-  const redactor = createRedactor([...config.secrets, state.token]);
+  const redactor = createRedactor([
+    ...config.secrets,
+    ...mcpSecrets(mcpConfig).filter((secret) => secret.length >= 4),
+    state.token,
+  ]);
   const logger =
     options.logger ??
     createLogger({
@@ -202,6 +213,17 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     ...createSkillTools({ library: skills, ledger }),
   ]);
   const policy: Policy = createPolicy(policyConfig);
+  const mcp = createMcpClientManager({
+    config: mcpConfig,
+    registry: tools,
+    bus,
+    logger,
+    env,
+    ...(config.configPath ? { cwd: dirname(config.configPath) } : {}),
+    clientVersion: version,
+  });
+  // Tools of the servers that answer are there for the first turn; the others keep retrying in the background.
+  await mcp.start();
   const hooks: HookPipeline = createHookPipeline({
     hooksDir: `${state.workspaceDir}/hooks`,
     failMode: toolsConfig.hooks.fail_mode,
@@ -300,6 +322,20 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     model: { name: modelName, provider: model.provider },
     features: config.features,
     runs: { active: chat.activeRuns().length },
+    ...(Object.keys(mcpConfig.servers).length > 0
+      ? {
+          mcp: Object.fromEntries(
+            mcp.list().map((server) => [
+              server.name,
+              {
+                state: server.state,
+                tools: server.tools.length,
+                ...(server.lastError ? { lastError: redactor.redactText(server.lastError) } : {}),
+              },
+            ]),
+          ),
+        }
+      : {}),
   });
 
   const methods = createMethodTable();
@@ -416,6 +452,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     ledger,
     skills,
     tools,
+    mcp,
+    policy,
     chat,
     methods,
     services,
@@ -486,6 +524,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       closed = true;
       if (gateway) await gateway.close();
       await chat.drain();
+      await mcp.close();
       await agents.close();
       await workflows.close();
       await memoryManager.stop();

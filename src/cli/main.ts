@@ -13,6 +13,7 @@ import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
 import { createIdGenerator } from '../util/ids.js';
 import { silentLogger } from '../util/logger.js';
 import { createWorkQueue, workConfigSchema } from '../work/index.js';
+import { registerMcpCommands } from './commands/mcp.js';
 import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
 import { connectGateway, type GatewayClient } from './gateway-client.js';
@@ -656,6 +657,14 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
       idGenerator: createIdGenerator(),
       logger: silentLogger,
     }),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
+  });
+
+  registerMcpCommands(program, {
+    config: () => configFrom(globals(), {}, true),
+    io,
     setExitCode: (code) => {
       exitCode = code;
     },

@@ -41,7 +41,7 @@ export interface AgentdConfig {
   /** Raw subsystem sections, parsed by each subsystem's schema in the composition root. */
   sections: Pick<
     ConfigFile,
-    'memory' | 'engage' | 'gateway' | 'workers' | 'work' | 'heartbeat' | 'tools' | 'policy'
+    'memory' | 'engage' | 'gateway' | 'workers' | 'work' | 'heartbeat' | 'tools' | 'policy' | 'mcp'
   >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
@@ -216,6 +216,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       heartbeat: file.heartbeat,
       tools: file.tools,
       policy: file.policy,
+      mcp: file.mcp,
     },
     secrets: secrets.filter((secret) => secret.length >= 4),
     warnings,

@@ -70,6 +70,7 @@ export const configFileSchema = z
     heartbeat: z.record(z.string(), z.unknown()).optional(),
     tools: z.record(z.string(), z.unknown()).optional(),
     policy: z.record(z.string(), z.unknown()).optional(),
+    mcp: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

@@ -6,6 +6,8 @@ import type { ToolDefinition } from './tool.js';
 export interface ToolRegistry {
   /** Throws CONFLICT when a tool of that name is already registered. */
   register(tool: ToolDefinition): void;
+  /** Removes a tool (an MCP server went away or changed its list); false when none had that name. */
+  unregister(name: string): boolean;
   get(name: string): ToolDefinition | undefined;
   has(name: string): boolean;
   list(): ToolDefinition[];
@@ -21,10 +23,12 @@ export function createToolRegistry(tools: Iterable<ToolDefinition> = []): ToolRe
   const toModelTool = (tool: ToolDefinition): ModelToolDefinition => {
     let definition = modelDefinitions.get(tool.name);
     if (!definition) {
-      const { $schema: _ignored, ...inputSchema } = z.toJSONSchema(tool.input, {
-        io: 'input',
-        unrepresentable: 'any',
-      });
+      const { $schema: _ignored, ...inputSchema } =
+        tool.inputJsonSchema ??
+        z.toJSONSchema(tool.input, {
+          io: 'input',
+          unrepresentable: 'any',
+        });
       definition = { name: tool.name, description: tool.description, inputSchema };
       modelDefinitions.set(tool.name, definition);
     }
@@ -40,6 +44,10 @@ export function createToolRegistry(tools: Iterable<ToolDefinition> = []): ToolRe
         });
       }
       byName.set(tool.name, tool);
+    },
+    unregister(name) {
+      modelDefinitions.delete(name);
+      return byName.delete(name);
     },
     get: (name) => byName.get(name),
     has: (name) => byName.has(name),

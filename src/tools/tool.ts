@@ -43,6 +43,11 @@ export interface ToolDefinition<Input = any> {
   /** zod schema of the arguments object; exported to the model as JSON Schema. */
   readonly input: z.ZodType<Input>;
   /**
+   * JSON Schema sent to the model instead of converting `input`: for tools whose schema is defined
+   * elsewhere (an MCP server's tool), where `input` only validates against that schema.
+   */
+  readonly inputJsonSchema?: Record<string, unknown>;
+  /**
    * What the call acts on, for policy rules with a `resource` pattern: a workspace path, a URL host, a
    * command line. Undefined when the tool has no meaningful target.
    */

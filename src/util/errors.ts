@@ -99,6 +99,7 @@ export const ErrorCodes = {
   providerAuth: 'PROVIDER_AUTH',
   storeUnavailable: 'STORE_UNAVAILABLE',
   schemaTooNew: 'SCHEMA_TOO_NEW',
+  mcpUnavailable: 'MCP_UNAVAILABLE',
   internal: 'INTERNAL',
 } as const;
 

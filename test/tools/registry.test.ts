@@ -54,4 +54,20 @@ describe('tool registry', () => {
       expect(AgentdError.isInstance(error) && error.code).toBe('CONFLICT');
     }
   });
+
+  it('unregisters a tool and serves a given JSON Schema verbatim', () => {
+    const external = {
+      name: 'mcp__calc__add',
+      description: 'adds',
+      input: z.record(z.string(), z.unknown()),
+      inputJsonSchema: { type: 'object', properties: { a: { type: 'number' } }, required: ['a'] },
+      execute: async () => 'x',
+    };
+    const registry = createToolRegistry([echo, external]);
+    expect(registry.toModelTools(['mcp__calc__add'])[0]!.inputSchema).toEqual(external.inputJsonSchema);
+    expect(registry.unregister('mcp__calc__add')).toBe(true);
+    expect(registry.unregister('mcp__calc__add')).toBe(false);
+    expect(registry.has('mcp__calc__add')).toBe(false);
+    expect(registry.toModelTools().map((tool) => tool.name)).toEqual(['echo']);
+  });
 });
