@@ -6,7 +6,7 @@
 import { dirname } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
-import type { AgentdConfig } from './config/index.js';
+import { type AgentdConfig, providerSettings } from './config/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
 import {
   createGatewayServer,
@@ -162,9 +162,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   });
   const recorder: EventRecorder = createEventRecorder({ bus, events: store.events, logger });
 
-  const credentials = Object.fromEntries(
-    config.credentials.map((credential) => [credential.provider, { apiKey: credential.apiKey }]),
-  );
+  const credentials = providerSettings(config.credentials);
   const modelName = options.model
     ? `${options.model.provider}/${options.model.modelId}`
     : (config.model ?? defaultModelName(env, credentials));
@@ -370,10 +368,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   registerCoreMethods(methods, services, { clock });
 
   const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
-    const provider = name.slice(0, name.indexOf('/'));
+    const provider = name.slice(0, name.indexOf('/')).toLowerCase();
     return resolveModel(name, {
-      env: credential?.baseUrl ? { ...env, [`${provider.toUpperCase()}_BASE_URL`]: credential.baseUrl } : env,
-      credentials: credential ? { ...credentials, [provider]: { apiKey: credential.apiKey } } : credentials,
+      env,
+      // The workflow's credential replaces the whole entry: its key goes to its own base URL, never to the
+      // endpoint configured for the main model.
+      credentials: credential
+        ? { ...credentials, [provider]: { apiKey: credential.apiKey, baseUrl: credential.baseUrl } }
+        : credentials,
       logger,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });

@@ -2,9 +2,9 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { Command, CommanderError, Option } from 'commander';
 import { createBus } from '../bus/index.js';
-import { type AgentdConfig, loadConfig } from '../config/index.js';
+import { type AgentdConfig, loadConfig, providerSettings } from '../config/index.js';
 import { createLedger } from '../ledger/index.js';
-import { defaultModelName, resolveModel } from '../model/index.js';
+import { defaultModelName, type ProviderCredentials, resolveModel } from '../model/index.js';
 import { packageVersion } from '../runtime/state-dir.js';
 import { createWorkflowAgentRunner } from '../runtime/workflow-agent.js';
 import { createRuntime, type Runtime } from '../runtime.js';
@@ -471,9 +471,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
         } catch (error) {
           checks.push({ check: 'store', ok: false, detail: (error as Error).message });
         }
-        const credentials = Object.fromEntries(
-          config.credentials.map((credential) => [credential.provider, { apiKey: credential.apiKey }]),
-        );
+        const credentials = providerSettings(config.credentials);
         const name = config.model ?? defaultModelName(process.env, credentials);
         try {
           resolveModel(name, { credentials });
@@ -632,16 +630,13 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
 
   const modelFor = (name?: string, override?: { apiKey?: string; baseUrl?: string }) => {
     const config = configFrom(globals(), {}, true);
-    const credentials = Object.fromEntries(
-      config.credentials.map((credential) => [credential.provider, { apiKey: credential.apiKey }]),
-    );
+    const credentials: ProviderCredentials = providerSettings(config.credentials);
     const modelName = name ?? config.model ?? defaultModelName(process.env, credentials);
-    const provider = modelName.slice(0, modelName.indexOf('/'));
-    if (override?.apiKey) credentials[provider] = { apiKey: override.apiKey };
-    const env = override?.baseUrl
-      ? { ...process.env, [`${provider.toUpperCase()}_BASE_URL`]: override.baseUrl }
-      : process.env;
-    return resolveModel(modelName, { credentials, env });
+    const provider = modelName.slice(0, modelName.indexOf('/')).toLowerCase();
+    // An override replaces the provider's entry as a whole, so its key only goes to its own base URL.
+    if (override?.apiKey || override?.baseUrl)
+      credentials[provider] = { apiKey: override.apiKey, baseUrl: override.baseUrl };
+    return resolveModel(modelName, { credentials, env: process.env });
   };
   registerWorkflowCommands(program, {
     resolveModel: modelFor,

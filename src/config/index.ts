@@ -2,6 +2,7 @@ export {
   type AgentdConfig,
   type LoadConfigOptions,
   loadConfig,
+  providerSettings,
   type ResolvedCredential,
   redactUrl,
 } from './load.js';

@@ -145,6 +145,25 @@ function resolveCredential(
   } satisfies ResolvedCredential;
 }
 
+/**
+ * The settings each provider's client gets, by provider: key, base URL and default model of the first
+ * credential entry for that provider (config entries come before plain environment keys).
+ */
+export function providerSettings(
+  credentials: ReadonlyArray<ResolvedCredential>,
+): Record<string, { apiKey: string; baseUrl?: string; defaultModel?: string }> {
+  const byProvider: Record<string, { apiKey: string; baseUrl?: string; defaultModel?: string }> = {};
+  for (const credential of credentials) {
+    if (byProvider[credential.provider]) continue;
+    byProvider[credential.provider] = {
+      apiKey: credential.apiKey,
+      ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}),
+      ...(credential.defaultModel ? { defaultModel: credential.defaultModel } : {}),
+    };
+  }
+  return byProvider;
+}
+
 function parsePort(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
   const port = Number(value);

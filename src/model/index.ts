@@ -23,6 +23,7 @@ export {
   knownProviders,
   ollamaDefaultBaseUrl,
   type ProviderCredentials,
+  type ProviderSettings,
   type ResolveModelOptions,
   resolveModel,
 } from './registry.js';

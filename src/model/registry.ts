@@ -6,12 +6,26 @@ import { createLocalModel } from './local.js';
 import { createOpenAIModel } from './openai.js';
 import type { LanguageModel } from './spec.js';
 
-export type ProviderCredentials = Record<string, { apiKey: string }>;
+/**
+ * One provider's settings from config: the key and the endpoint it belongs to travel together, so a key is
+ * never sent to an endpoint chosen by something else (the environment, another entry).
+ */
+export interface ProviderSettings {
+  apiKey?: string | undefined;
+  baseUrl?: string | undefined;
+  /** The model used when none is named and this provider is picked. */
+  defaultModel?: string | undefined;
+}
+
+export type ProviderCredentials = Record<string, ProviderSettings>;
 
 export interface ResolveModelOptions {
-  /** Default `process.env`. */
+  /** Default `process.env`; read only for providers that have no entry in `credentials`. */
   env?: Record<string, string | undefined>;
-  /** Keys from `provider_credentials` (config), by provider; they win over the environment. */
+  /**
+   * Settings from `provider_credentials` (config), by provider. An entry replaces the environment for its
+   * provider as a whole: its key goes to its `baseUrl` (or the provider's public endpoint when it has none).
+   */
   credentials?: ProviderCredentials;
   fetch?: typeof globalThis.fetch;
   /** Named command backends from the config, usable as `command/<name>` besides the presets. */
@@ -40,11 +54,14 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
   const provider = name.slice(0, slash).toLowerCase();
   const model = name.slice(slash + 1);
   const fetchOption = options.fetch ? { fetch: options.fetch } : {};
+  const configured = options.credentials?.[provider];
+  const setting = (value: string | undefined, envName: string) =>
+    configured ? nonEmpty(value) : nonEmpty(env[envName]);
   const resolved = (() => {
     switch (provider) {
       case 'openai': {
-        const apiKey = options.credentials?.openai?.apiKey ?? nonEmpty(env.OPENAI_API_KEY);
-        const baseURL = nonEmpty(env.OPENAI_BASE_URL);
+        const apiKey = setting(configured?.apiKey, 'OPENAI_API_KEY');
+        const baseURL = setting(configured?.baseUrl, 'OPENAI_BASE_URL');
         if (!apiKey && !baseURL) {
           throw invalid(
             `The model '${name}' needs an OpenAI API key: set OPENAI_API_KEY (or provider_credentials for openai), or set OPENAI_BASE_URL to an OpenAI-compatible server.`,
@@ -56,11 +73,12 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
         return createOpenAIModel({
           model,
           provider: 'ollama',
-          baseURL: ollamaBaseUrl(nonEmpty(env.OLLAMA_BASE_URL)),
+          apiKey: configured ? nonEmpty(configured.apiKey) : undefined,
+          baseURL: ollamaBaseUrl(setting(configured?.baseUrl, 'OLLAMA_BASE_URL')),
           ...fetchOption,
         });
       case 'anthropic': {
-        const apiKey = options.credentials?.anthropic?.apiKey ?? nonEmpty(env.ANTHROPIC_API_KEY);
+        const apiKey = setting(configured?.apiKey, 'ANTHROPIC_API_KEY');
         if (!apiKey) {
           throw invalid(
             `The model '${name}' needs an Anthropic API key: set ANTHROPIC_API_KEY (or provider_credentials for anthropic).`,
@@ -69,7 +87,7 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
         return createAnthropicModel({
           model,
           apiKey,
-          baseURL: nonEmpty(env.ANTHROPIC_BASE_URL),
+          baseURL: setting(configured?.baseUrl, 'ANTHROPIC_BASE_URL'),
           ...fetchOption,
         });
       }
@@ -98,7 +116,8 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
 
 /**
  * The model to use when none is named: AGENTD_MODEL; else the first provider with credentials
- * (OpenAI by key or by OPENAI_BASE_URL, then Anthropic); else the offline local model.
+ * (OpenAI by config entry, key or OPENAI_BASE_URL, then Anthropic, then an Ollama entry that names a
+ * model), with the entry's `defaultModel` when it has one; else the offline local model.
  */
 export function defaultModelName(
   env: Record<string, string | undefined> = process.env,
@@ -106,11 +125,16 @@ export function defaultModelName(
 ): string {
   const configured = nonEmpty(env.AGENTD_MODEL);
   if (configured) return configured;
-  if (credentials.openai?.apiKey || nonEmpty(env.OPENAI_API_KEY)) return 'openai/gpt-4o-mini';
+  const { openai, anthropic, ollama } = credentials;
+  // A server of its own (base URL) runs a model whose name is unknown, so `default` unless the entry names one.
+  if (openai) return `openai/${openai.defaultModel ?? (openai.baseUrl ? 'default' : 'gpt-4o-mini')}`;
+  if (nonEmpty(env.OPENAI_API_KEY)) return 'openai/gpt-4o-mini';
   // A base URL without a key is an OpenAI-compatible server; its model is unknown, so `default` (set
   // AGENTD_MODEL=openai/<model> for servers that insist on a real name).
   if (nonEmpty(env.OPENAI_BASE_URL)) return 'openai/default';
-  if (credentials.anthropic?.apiKey || nonEmpty(env.ANTHROPIC_API_KEY)) return 'anthropic/claude-sonnet-4-5';
+  if (anthropic) return `anthropic/${anthropic.defaultModel ?? 'claude-sonnet-4-5'}`;
+  if (nonEmpty(env.ANTHROPIC_API_KEY)) return 'anthropic/claude-sonnet-4-5';
+  if (ollama?.defaultModel) return `ollama/${ollama.defaultModel}`;
   return defaultLocalModelName;
 }
 
