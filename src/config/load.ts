@@ -12,6 +12,8 @@ import {
 } from './schema.js';
 
 const maxConfigBytes = 1024 * 1024;
+/** Aliases resolved in one YAML document: enough for shared blocks, far too few for a "billion laughs". */
+const maxYamlAliases = 100;
 
 /** A resolved credential. `apiKey` is a secret: never log it, never put it in an error or an event. */
 export interface ResolvedCredential {
@@ -66,7 +68,7 @@ function readConfigFile(path: string): ConfigFile {
     throw configError(`${path} is ${size} bytes; config files are limited to 1 MiB.`);
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8')) ?? {};
+    raw = parseYaml(readFileSync(path, 'utf8'), { maxAliasCount: maxYamlAliases }) ?? {};
   } catch (error) {
     throw configError(`${path} is not valid YAML: ${(error as Error).message}`);
   }
@@ -93,7 +95,7 @@ function readSecretFile(path: string, key: string | undefined, warnings: string[
   if (!key) return text.trim();
   let parsed: unknown;
   try {
-    parsed = parseYaml(text);
+    parsed = parseYaml(text, { maxAliasCount: maxYamlAliases });
   } catch {
     throw configError(`credential file ${path} is not JSON or YAML, but file_key "${key}" was given.`);
   }

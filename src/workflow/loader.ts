@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, extname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseDocument } from 'yaml';
@@ -26,6 +26,11 @@ import {
 export const workflowEngineVersion = '1.0.0';
 /** Bumped when a manifest schema changes incompatibly. */
 export const workflowSchemaVersion = '1';
+
+/** Manifests are hand-written; anything larger is a mistake or an attack. */
+const maxManifestBytes = 1024 * 1024;
+/** Aliases resolved per manifest; enough for shared blocks, far too few for exponential expansion. */
+const maxManifestAliases = 100;
 
 export interface WorkflowMetadata {
   workflowId: string;
@@ -122,6 +127,16 @@ export async function loadWorkflow(
         });
       continue;
     }
+    const size = statSync(path).size;
+    if (size > maxManifestBytes) {
+      issues.push({
+        file: spec.file,
+        path: '(root)',
+        rule: 'manifest-read',
+        message: `expected at most ${maxManifestBytes} bytes, found ${size}`,
+      });
+      continue;
+    }
     const text = readFileSync(path, 'utf8');
     hashes[spec.file] = sha256(text);
     const document = parseDocument(text);
@@ -137,7 +152,20 @@ export async function loadWorkflow(
       }
       continue;
     }
-    raw.set(key, { text, value: document.toJS() ?? {} });
+    let value: unknown;
+    try {
+      // Alias expansion happens here; a "billion laughs" document stops at the alias budget.
+      value = document.toJS({ maxAliasCount: maxManifestAliases });
+    } catch (error) {
+      issues.push({
+        file: spec.file,
+        path: '(root)',
+        rule: 'manifest-read',
+        message: `expected valid YAML: ${(error as Error).message.split('\n')[0]}`,
+      });
+      continue;
+    }
+    raw.set(key, { text, value: value ?? {} });
   }
   const schemas = new Map<string, Record<string, unknown>>();
   const schemaDir = join(dir, 'schemas');
