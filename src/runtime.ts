@@ -473,6 +473,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         token: state.token,
         noAuth: gatewayOptions.noAuth ?? false,
         allowedOrigins: gatewayConfig.allowedOrigins,
+        allowedHosts: gatewayConfig.allowedHosts,
         limits: gatewayConfig.limits,
         methodTable: methods,
         bus,

@@ -16,6 +16,11 @@ export interface GatewayLimits {
   /** Largest frame accepted before the OpenClaw handshake completes. */
   preConnectMaxBytes: number;
   handshakeTimeoutMs: number;
+  /**
+   * Time a TCP connection gets to send the headers of its first request (or upgrade); sockets that stay
+   * silent or trickle bytes are destroyed, so idle connections cannot pile up below `maxConnections`.
+   */
+  requestTimeoutMs: number;
   /** OpenClaw `tick` period; also the transport ping period for both protocols. */
   tickIntervalMs: number;
   /** Requests one connection may have running at once. */
@@ -29,6 +34,7 @@ export const defaultGatewayLimits: GatewayLimits = {
   maxConnections: 4096,
   preConnectMaxBytes: 64 * 1024,
   handshakeTimeoutMs: 10_000,
+  requestTimeoutMs: 10_000,
   tickIntervalMs: 15_000,
   maxPendingRequests: 64,
 };

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Bus } from '../bus/index.js';
@@ -20,7 +20,7 @@ import { acceptOpenClawConnection } from './openclaw-connection.js';
 import { CloseCodes } from './outbound.js';
 import type { GatewayServices } from './services.js';
 import { isValidAgentId, resolveSessionKey } from './session-key.js';
-import { acceptSpiderwebConnection } from './spiderweb-connection.js';
+import { acceptSpiderwebConnection, maxDeclaredCapabilities } from './spiderweb-connection.js';
 
 export interface HttpRoute {
   method: string;
@@ -38,6 +38,12 @@ export interface GatewayServerOptions {
   noAuth?: boolean;
   /** Browser origins allowed besides the gateway's own host (`*` allows any). */
   allowedOrigins?: ReadonlyArray<string>;
+  /**
+   * `Host` header values answered besides the loopback names (`name` for any port, `name:port` for one).
+   * When the gateway binds loopback, every other Host is refused (DNS rebinding); when it binds another
+   * address, the check applies only once this list is non-empty.
+   */
+  allowedHosts?: ReadonlyArray<string>;
   limits?: Partial<GatewayLimits>;
   methodTable: MethodTable;
   bus: Bus;
@@ -60,8 +66,19 @@ export interface GatewayServer {
 }
 
 const loopbackHosts = new Set(['127.0.0.1', '::1', 'localhost']);
+/** Loopback names as they appear in a Host header (URL hostnames keep IPv6 brackets). */
+const loopbackHostNames = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const spiderwebPath = /^\/v1\/agents\/([^/]+)\/stream\/?$/;
 const sessionParams = ['session', 'sessionKey', 'sessionId', 'session_id', 'session-key'];
+
+/** What `/health` tells callers without the token: enough for a probe, nothing about the installation. */
+function healthSummary(
+  health: Record<string, unknown>,
+  version: string,
+): { status: string; version: string } {
+  const status = typeof health.status === 'string' ? health.status : health.ok === false ? 'error' : 'ok';
+  return { status, version };
+}
 
 function writeJson(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -96,6 +113,19 @@ function bearerToken(request: IncomingMessage, url: URL): string | undefined {
   return url.searchParams.get('token') ?? undefined;
 }
 
+/** `name[:port]` → lower-case hostname (IPv6 in brackets) and port ('' when absent); undefined if malformed. */
+function parseHostHeader(value: string): { hostname: string; port: string } | undefined {
+  try {
+    const url = new URL(`http://${value}`);
+    if (url.username || url.password || url.pathname !== '/' || url.search || url.hash) return undefined;
+    // URL drops `:80`, the default port; the header said it, so keep it for the comparison.
+    const port = url.port || (/:80$/.test(value) ? '80' : '');
+    return { hostname: url.hostname.toLowerCase(), port };
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The gateway: one HTTP server, two WebSocket protocols on it (OpenClaw on `/` and `/ws`, Spiderweb on
  * `/v1/agents/{agentId}/stream`), `GET /health`, and whatever extra routes the runtime adds.
@@ -121,6 +151,19 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     });
   }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
+  const allowedHosts = (options.allowedHosts ?? []).map((entry) => {
+    const parsed = parseHostHeader(entry);
+    if (!parsed) {
+      throw new UserInputError({
+        code: ErrorCodes.invalidConfig,
+        message: `gateway.allowedHosts: "${entry}" is not a host name (use name or name:port)`,
+      });
+    }
+    return parsed;
+  });
+  // A browser page can point any DNS name at 127.0.0.1 (DNS rebinding), but it cannot change the Host header
+  // its requests carry. On loopback, only our own names are ours; elsewhere the operator lists them.
+  const checkHost = isLoopbackHost(options.host) || allowedHosts.length > 0;
   const { methodTable: table, bus, services } = options;
   table.declareEvents(['connect.challenge', 'tick', 'shutdown']);
 
@@ -151,11 +194,39 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     },
   };
 
+  const hostAllowed = (request: IncomingMessage): boolean => {
+    if (!checkHost) return true;
+    const header = request.headers.host;
+    const parsed = header ? parseHostHeader(header) : undefined;
+    if (!parsed) return false;
+    const listeningPort = String((httpServer.address() as AddressInfo | null)?.port ?? options.port);
+    const port = parsed.port || '80';
+    if (loopbackHostNames.has(parsed.hostname) && port === listeningPort) return true;
+    return allowedHosts.some(
+      (entry) => entry.hostname === parsed.hostname && (entry.port === '' || entry.port === port),
+    );
+  };
+  const hostRefusal = (request: IncomingMessage) => {
+    logger.warn({ host: request.headers.host }, 'gateway: request refused, Host not allowed');
+    return `host ${JSON.stringify(request.headers.host ?? '')} is not served here; add it to gateway.allowedHosts`;
+  };
+  /** Full health to token holders (and on a --no-auth gateway); only the status to everyone else. */
+  const healthVisibleInFull = (request: IncomingMessage, url: URL): boolean => {
+    if (noAuth) return true;
+    const presented = bearerToken(request, url);
+    return presented !== undefined && secretsEqual(presented, token as string);
+  };
+
   const httpServer = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://gateway');
+    if (!hostAllowed(request)) {
+      writeJson(response, 421, { error: { code: ErrorCodes.forbidden, message: hostRefusal(request) } });
+      return;
+    }
     if (request.method === 'GET' && url.pathname === '/health') {
+      const full = healthVisibleInFull(request, url);
       Promise.resolve(services.health.health()).then(
-        (health) => writeJson(response, 200, health),
+        (health) => writeJson(response, 200, full ? health : healthSummary(health, options.serverVersion)),
         (error: unknown) => {
           logger.error({ err: error }, 'gateway: health check failed');
           writeJson(response, 503, { ok: false });
@@ -180,6 +251,26 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     });
   });
 
+  // Until a socket has sent a complete request head it holds a slot and gives nothing; Node's own
+  // headersTimeout is only checked every connectionsCheckingInterval, so each socket gets its own timer.
+  const firstRequestTimers = new WeakMap<Duplex, ReturnType<typeof setTimeout>>();
+  const requestArrived = (socket: Duplex) => {
+    clearTimeout(firstRequestTimers.get(socket));
+    firstRequestTimers.delete(socket);
+  };
+  httpServer.headersTimeout = limits.requestTimeoutMs;
+  httpServer.requestTimeout = limits.requestTimeoutMs;
+  httpServer.on('connection', (socket: Socket) => {
+    const timer = setTimeout(() => {
+      logger.debug({ remote: socket.remoteAddress }, 'gateway: closed a socket that sent no request in time');
+      socket.destroy();
+    }, limits.requestTimeoutMs);
+    timer.unref();
+    firstRequestTimers.set(socket, timer);
+    socket.once('close', () => requestArrived(socket));
+  });
+  httpServer.on('request', (request: IncomingMessage) => requestArrived(request.socket));
+
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: limits.maxFrameBytes,
@@ -199,10 +290,12 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   };
 
   httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    requestArrived(socket);
     socket.on('error', (error) => logger.debug({ err: error }, 'gateway: upgrade socket error'));
     const url = new URL(request.url ?? '/', 'http://gateway');
     const spiderweb = spiderwebPath.exec(url.pathname);
     const isOpenClaw = url.pathname === '/' || url.pathname === '/ws';
+    if (!hostAllowed(request)) return rejectUpgrade(socket, 421, hostRefusal(request));
     if (!spiderweb && !isOpenClaw)
       return rejectUpgrade(socket, 404, `no WebSocket endpoint at ${url.pathname}`);
     if (closing) return rejectUpgrade(socket, 503, 'the gateway is shutting down');
@@ -248,9 +341,12 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
         const capabilities = (url.searchParams.get('capabilities') ?? '')
           .split(',')
           .map((value) => value.trim())
-          .filter((value) => value.length > 0 && value.length <= 64)
-          .slice(0, 64);
-        spiderwebSession = { agentId, sessionKey: resolved.sessionKey, capabilities };
+          .filter((value) => value.length > 0 && value.length <= 64);
+        spiderwebSession = {
+          agentId,
+          sessionKey: resolved.sessionKey,
+          capabilities: [...new Set(capabilities)].slice(0, maxDeclaredCapabilities),
+        };
       } catch (error) {
         return rejectUpgrade(socket, 400, (error as Error).message);
       }

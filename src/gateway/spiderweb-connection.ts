@@ -22,6 +22,9 @@ export const spiderwebCapabilities = {
   events: 'events',
 } as const;
 
+/** Distinct capabilities one connection may hold (query string and messages together). */
+export const maxDeclaredCapabilities = 64;
+
 /** What the server tells every client in `session.ack.capabilities`. */
 const serverCapabilities = [
   'stream',
@@ -302,7 +305,9 @@ export function acceptSpiderwebConnection(
       }
       case 'session.capabilities': {
         const declared = Array.isArray(message.capabilities) ? message.capabilities : [];
-        for (const capability of declared.slice(0, 64)) {
+        for (const capability of declared.slice(0, maxDeclaredCapabilities)) {
+          // Once full, the set stays as it is: a client may repeat this message forever without growing it.
+          if (capabilities.size >= maxDeclaredCapabilities) break;
           if (typeof capability === 'string' && capability.length <= 64) capabilities.add(capability);
         }
         send({ type: 'session.capabilities', request, capabilities: [...capabilities].sort() });

@@ -673,7 +673,11 @@ describe('OpenClaw events and limits', () => {
     await start();
     const health = await fetch(`http://127.0.0.1:${gateway!.port}/health`);
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ ok: true, ts: 1, component: 'fake' });
+    expect(await health.json()).toEqual({ status: 'ok', version: 'test' });
+    const full = await fetch(`http://127.0.0.1:${gateway!.port}/health`, {
+      headers: { authorization: `Bearer ${testToken}` },
+    });
+    expect(await full.json()).toEqual({ ok: true, ts: 1, component: 'fake' });
     const missing = await fetch(`http://127.0.0.1:${gateway!.port}/nope`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('NOT_FOUND');

@@ -184,10 +184,11 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     const started = await startRuntime({ home, model, log });
     runtime = started.runtime;
     expect(runtime.store.mode).toBe('memory');
-    const health = (await (await fetch(`${started.url.replace(/^ws/, 'http')}/health`)).json()) as Record<
-      string,
-      any
-    >;
+    const health = (await (
+      await fetch(`${started.url.replace(/^ws/, 'http')}/health`, {
+        headers: { authorization: `Bearer ${runtime.state.token}` },
+      })
+    ).json()) as Record<string, any>;
     expect(health.status).toBe('degraded');
     expect(health.store.mode).toBe('memory');
     expect(health.store.degradedReason).toBeTruthy();
@@ -225,7 +226,11 @@ describe('chat turns through the gateway (runtime wiring)', () => {
       env: { OPENAI_API_KEY: secret, AGENTD_LOG_LEVEL: 'debug' },
     });
     const events = await (await sendChat(connected.client, `my key is ${secret}? no.`, 'idem-secret')).done;
-    const health = await (await fetch(`${connected.started.url.replace(/^ws/, 'http')}/health`)).text();
+    const health = await (
+      await fetch(`${connected.started.url.replace(/^ws/, 'http')}/health`, {
+        headers: { authorization: `Bearer ${connected.runtime.state.token}` },
+      })
+    ).text();
     const status = JSON.stringify(await connected.client.call('status'));
     await connected.client.close();
     client = undefined;
