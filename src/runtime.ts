@@ -35,6 +35,12 @@ import { createGatewayServices } from './runtime/gateway-services.js';
 import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 import { registerWorkflowMethods } from './runtime/workflow-methods.js';
+import {
+  createExecuteCodeTool,
+  createSandboxPool,
+  type SandboxPool,
+  sandboxConfigSchema,
+} from './sandbox/index.js';
 import { createSkillLibrary, createSkillTools, type SkillLibrary } from './skills/index.js';
 import { createEventRecorder, createStore, type EventRecorder, type Store } from './store/index.js';
 import {
@@ -134,6 +140,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const toolsConfig = parseSection(toolsConfigSchema, config.sections.tools, 'tools');
   const policyConfig = parseSection(policyConfigSchema, config.sections.policy, 'policy');
   const mcpConfig = parseSection(mcpConfigSchema, config.sections.mcp, 'mcp');
+  const sandboxConfig = parseSection(sandboxConfigSchema, config.sections.sandbox, 'sandbox');
 
   const state = prepareStateDir(config.home, config.token);
   const redactor = createRedactor([
@@ -210,6 +217,26 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     }),
     ...createSkillTools({ library: skills, ledger }),
   ]);
+  // Workers start at the first execution (or now, for `prewarm` languages), never per call.
+  const sandbox: SandboxPool | undefined = sandboxConfig.enabled
+    ? createSandboxPool({
+        maxWorkers: sandboxConfig.workers,
+        memoryLimitBytes: sandboxConfig.memory_mib * 2 ** 20,
+        maxStackBytes: sandboxConfig.max_stack_kib * 1024,
+        recursionLimit: sandboxConfig.python_recursion_limit,
+        logger,
+      })
+    : undefined;
+  if (sandbox) {
+    tools.register(createExecuteCodeTool({ pool: sandbox, config: sandboxConfig, clock, idGenerator }));
+    for (const language of sandboxConfig.prewarm) {
+      sandbox
+        .warm(language)
+        .catch((error: unknown) =>
+          logger.warn({ component: 'sandbox', err: error, language }, 'sandbox prewarm failed'),
+        );
+    }
+  }
   const policy: Policy = createPolicy(policyConfig);
   const mcp = createMcpClientManager({
     config: mcpConfig,
@@ -530,6 +557,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       await mcp.close();
       await agents.close();
       await workflows.close();
+      await sandbox?.close();
       await memoryManager.stop();
       await memory.flushEmbeddings().catch(() => {});
       identity.close();

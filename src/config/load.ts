@@ -43,7 +43,16 @@ export interface AgentdConfig {
   /** Raw subsystem sections, parsed by each subsystem's schema in the composition root. */
   sections: Pick<
     ConfigFile,
-    'memory' | 'engage' | 'gateway' | 'workers' | 'work' | 'heartbeat' | 'tools' | 'policy' | 'mcp'
+    | 'memory'
+    | 'engage'
+    | 'gateway'
+    | 'workers'
+    | 'work'
+    | 'heartbeat'
+    | 'tools'
+    | 'policy'
+    | 'mcp'
+    | 'sandbox'
   >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
@@ -238,6 +247,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       tools: file.tools,
       policy: file.policy,
       mcp: file.mcp,
+      sandbox: file.sandbox,
     },
     secrets: secrets.filter((secret) => secret.length >= 4),
     warnings,

@@ -71,6 +71,7 @@ export const configFileSchema = z
     tools: z.record(z.string(), z.unknown()).optional(),
     policy: z.record(z.string(), z.unknown()).optional(),
     mcp: z.record(z.string(), z.unknown()).optional(),
+    sandbox: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

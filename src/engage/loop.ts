@@ -321,6 +321,56 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
     const semaphore = createSemaphore(limits.maxParallelTools);
     let turnsWithoutLedgerWrite = 0;
 
+    // Calls made from inside a tool (a sandboxed program) during the current turn: their ledger writes and
+    // skill activations count like the model's own calls.
+    let nestedOutcomes: ToolCallOutcome[] = [];
+
+    const invokeTool = async (call: ModelToolCall): Promise<ToolCallOutcome> => {
+      bus.publish(
+        'run:tool-started',
+        { runId, toolCallId: call.id, toolName: call.name, arguments: call.arguments },
+        scope,
+      );
+      const startedAt = clock.now();
+      const outcome = await executeToolCall(call, {
+        registry: registry!,
+        allowedNames,
+        ...(options.policy ? { policy: options.policy } : {}),
+        ...(options.hooks ? { hooks: options.hooks } : {}),
+        maxResultChars: limits.maxToolResultChars,
+        context: {
+          runId,
+          agentId,
+          workItemId,
+          ...(sessionKey !== undefined ? { sessionKey } : {}),
+          toolCallId: call.id,
+          workspaceDir: options.workspaceDir,
+          signal,
+          bus,
+          logger,
+          // Not through the semaphore: the calling tool holds a slot and waits for these.
+          callTool: async (inner) => {
+            const nested = await invokeTool(inner);
+            nestedOutcomes.push(nested);
+            return nested;
+          },
+        },
+      });
+      bus.publish(
+        'run:tool-finished',
+        {
+          runId,
+          toolCallId: call.id,
+          toolName: call.name,
+          isError: outcome.isError,
+          result: outcome.content.length > 2000 ? `${outcome.content.slice(0, 2000)}…` : outcome.content,
+          durationMs: clock.now() - startedAt,
+        },
+        scope,
+      );
+      return outcome;
+    };
+
     const runTool = async (call: ModelToolCall): Promise<ToolCallOutcome> => {
       let release: () => void;
       try {
@@ -336,43 +386,7 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
         };
       }
       try {
-        bus.publish(
-          'run:tool-started',
-          { runId, toolCallId: call.id, toolName: call.name, arguments: call.arguments },
-          scope,
-        );
-        const startedAt = clock.now();
-        const outcome = await executeToolCall(call, {
-          registry: registry!,
-          allowedNames,
-          ...(options.policy ? { policy: options.policy } : {}),
-          ...(options.hooks ? { hooks: options.hooks } : {}),
-          maxResultChars: limits.maxToolResultChars,
-          context: {
-            runId,
-            agentId,
-            workItemId,
-            ...(sessionKey !== undefined ? { sessionKey } : {}),
-            toolCallId: call.id,
-            workspaceDir: options.workspaceDir,
-            signal,
-            bus,
-            logger,
-          },
-        });
-        bus.publish(
-          'run:tool-finished',
-          {
-            runId,
-            toolCallId: call.id,
-            toolName: call.name,
-            isError: outcome.isError,
-            result: outcome.content.length > 2000 ? `${outcome.content.slice(0, 2000)}…` : outcome.content,
-            durationMs: clock.now() - startedAt,
-          },
-          scope,
-        );
-        return outcome;
+        return await invokeTool(call);
       } finally {
         release();
       }
@@ -492,6 +506,7 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
       }
 
       const budgetExceeded = overBudget();
+      nestedOutcomes = [];
       const outcomes: ToolCallOutcome[] = budgetExceeded
         ? toolCalls.map((call) => ({
             toolCallId: call.id,
@@ -523,7 +538,7 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
 
       const steps: StepMarker[] = [];
       let wroteLedger = false;
-      for (const outcome of outcomes) {
+      for (const outcome of [...outcomes, ...nestedOutcomes]) {
         const entry = outcome.metadata?.ledgerEntry;
         if (entry) {
           wroteLedger = true;

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { Logger } from '../util/index.js';
+import type { ToolCallOutcome } from './execute.js';
 
 /** What a tool sees of the run that called it. */
 export interface ToolContext {
@@ -16,6 +17,16 @@ export interface ToolContext {
   signal: AbortSignal;
   bus: Bus;
   logger: Logger;
+  /**
+   * Runs another tool of this run through the same pipeline as a call the model makes (allow-list, hooks,
+   * policy, `run:tool-*` events, ledger bookkeeping). Set by the engage loop; the sandbox calls tools
+   * from code with it.
+   */
+  callTool?: (call: {
+    id: string;
+    name: string;
+    arguments: Record<string, unknown>;
+  }) => Promise<ToolCallOutcome>;
 }
 
 /**
