@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
 import { main } from '../../src/cli/main.js';
@@ -29,6 +31,8 @@ describe('execute_code through the gateway with an OpenAI-compatible model', () 
 
   beforeAll(async () => {
     server = await startFakeOpenAIServer();
+    // Pyodide takes seconds to start on a busy machine: let it load while the JavaScript part runs.
+    writeFileSync(join(home, 'agentd.yaml'), 'sandbox:\n  prewarm: [python]\n');
     const started = await startRuntime({
       home,
       env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: 'sk-e2e', AGENTD_MODEL: 'openai/gpt-test' },
@@ -98,5 +102,5 @@ describe('execute_code through the gateway with an OpenAI-compatible model', () 
     });
     expect(code).toBe(0);
     expect(out).toBe('[1] finding: js found 42\n[2] decision: python chose 10\n');
-  });
+  }, 120_000);
 });
