@@ -33,6 +33,7 @@ import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { parseSection } from './runtime/config-section.js';
 import { createGatewayServices } from './runtime/gateway-services.js';
 import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
+import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 import { registerWorkflowMethods } from './runtime/workflow-methods.js';
 import {
@@ -156,6 +157,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   for (const warning of config.warnings) logger.warn({ component: 'config' }, warning);
+  // Before anything is opened: a hook directory inside the workspace is refused outright.
+  const toolSafety = prepareToolSafety({
+    tools: toolsConfig,
+    home: state.home,
+    workspaceDir: state.workspaceDir,
+    configPath: config.configPath,
+    logger,
+  });
   const telemetry: TelemetryHandle = await startTelemetry({ env, logger, serviceVersion: version });
 
   const bus = createBus({ clock, logger, sanitize: (data) => redactor.redactValue(data) });
@@ -202,9 +211,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     ...createBuiltinTools({
       ledger,
       memory: createMemoryAccess(memory),
-      files: { grepTimeoutMs: toolsConfig.grep.timeout_ms },
+      files: { grepTimeoutMs: toolsConfig.grep.timeout_ms, protectedPaths: toolSafety.protectedPaths },
       bash: {
         enabled: toolsConfig.bash.enabled,
+        isolation: toolSafety.isolation,
+        env: toolsConfig.child_env,
         timeoutMs: toolsConfig.bash.timeout_ms,
         maxOutputBytes: toolsConfig.bash.max_output_bytes,
       },
@@ -250,7 +261,10 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   // Tools of the servers that answer are there for the first turn; the others keep retrying in the background.
   await mcp.start();
   const hooks: HookPipeline = createHookPipeline({
-    hooksDir: `${state.workspaceDir}/hooks`,
+    hooksDir: toolSafety.hooksDir,
+    workingDir: state.workspaceDir,
+    isolation: toolSafety.isolation,
+    env: toolsConfig.child_env,
     failMode: toolsConfig.hooks.fail_mode,
     timeoutMs: toolsConfig.hooks.timeout_ms,
     logger,

@@ -40,7 +40,7 @@ export const agentDefinitionSchema = z.object({
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'lowercase letters, digits, - and _, at most 64 characters'),
   name: z.string().optional(),
   model: z.string().optional(),
-  /** Workspace folder of this agent (identity files, skills, hooks); defaults to `<home>/workspace`. */
+  /** Workspace folder of this agent (identity files, skills); defaults to `<home>/workspace`. */
   workspace: z.string().optional(),
   tools: z.array(z.string()).optional(),
   role: z.string().optional(),

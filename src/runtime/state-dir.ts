@@ -24,7 +24,7 @@ export interface StateDir {
 export function prepareStateDir(home: string, envToken: string | undefined): StateDir {
   mkdirSync(home, { recursive: true });
   const workspaceDir = join(home, 'workspace');
-  // Seed the default workspace once. Files the user already put there (say, hooks/ before the first start)
+  // Seed the default workspace once. Files the user already put there (say, skills/ before the first start)
   // are kept; files the user deletes later are not brought back.
   const seededMarker = join(workspaceDir, '.agentd-seeded');
   if (!existsSync(seededMarker)) {

@@ -33,8 +33,17 @@ export const toolsConfigSchema = z.object({
     .prefault({}),
   /** Largest tool result passed to the model. */
   max_result_chars: z.number().int().positive().default(50_000),
+  /**
+   * How hooks and bash are started: `namespace` runs them in fresh user/PID/mount namespaces (they cannot
+   * see agentd's process or its environment), `none` as plain children, `auto` = namespace when it works.
+   */
+  isolation: z.enum(['auto', 'namespace', 'none']).default('auto'),
+  /** Extra environment variables for hooks and bash (nothing of agentd's own environment is inherited). */
+  child_env: z.record(z.string(), z.string()).default({}),
   hooks: z
     .object({
+      /** Directory of executable hooks; default `<state dir>/hooks`. Must not lie inside the workspace. */
+      dir: z.string().min(1).optional(),
       fail_mode: z.enum(['open', 'closed']).default('closed'),
       timeout_ms: z.number().int().positive().default(10_000),
     })

@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import { access, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { ModelMessage } from '../model/index.js';
 import { type Logger, parseUntrustedJson, silentLogger } from '../util/index.js';
+import { type ChildIsolation, childEnvironment, spawnIsolated } from './child-process.js';
 
 export const hookEvents = ['before_llm_call', 'before_tool_call', 'after_tool_call', 'on_error'] as const;
 export type HookEvent = (typeof hookEvents)[number];
@@ -122,14 +122,25 @@ export interface HookPipeline {
 
 export interface CreateHookPipelineOptions {
   hooks?: Hook[];
-  /** The workspace's `hooks/` directory; executables named `<event>` or `<event>.<anything>` are hooks. */
+  /**
+   * Where executable hooks live: executables named `<event>` or `<event>.<anything>`. It must be a
+   * directory the agent's tools cannot write (the runtime uses `<state dir>/hooks`), or a model could
+   * rewrite a hook and have it run.
+   */
   hooksDir?: string;
+  /** Working directory of executable hooks (the runtime passes the workspace); default `hooksDir`. */
+  workingDir?: string;
+  /** How executable hooks are started (see ChildIsolation); default `none`. */
+  isolation?: ChildIsolation;
   /** What a hook that crashes, times out or answers garbage means: `open` = allow, `closed` = block. */
   failMode?: 'open' | 'closed';
   timeoutMs?: number;
   /** Largest accepted stdout of an executable hook. */
   maxOutputBytes?: number;
-  /** Extra environment for executable hooks. Nothing of agentd's own environment is passed but PATH. */
+  /**
+   * Extra environment for executable hooks. Of agentd's own environment only PATH, LANG and TZ are passed
+   * (HOME is the working directory).
+   */
   env?: Record<string, string>;
   logger?: Logger;
 }
@@ -183,10 +194,14 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
 
   const runExecutable = (hook: ExecutableHook, event: HookEvent, payload: unknown, signal: AbortSignal) =>
     new Promise<HookDecision>((resolve, reject) => {
-      const child = spawn(hook.file, [], {
-        // hooks/ lives in the workspace; hooks run from the workspace root like the agent's own tools.
-        cwd: path.dirname(path.dirname(hook.file)),
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', AGENTD_HOOK_EVENT: event, ...options.env },
+      const cwd = options.workingDir ?? path.dirname(hook.file);
+      const child = spawnIsolated(hook.file, [], {
+        isolation: options.isolation ?? 'none',
+        cwd,
+        env: childEnvironment({
+          home: cwd,
+          extra: { AGENTD_HOOK_EVENT: event, ...options.env },
+        }),
         stdio: ['pipe', 'pipe', 'pipe'],
       });
       const stdout: Buffer[] = [];
@@ -210,7 +225,7 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
         finish(new HookFailure('aborted'));
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      child.stdout.on('data', (chunk: Buffer) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
         stdoutBytes += chunk.length;
         if (stdoutBytes > maxOutputBytes) {
           child.kill('SIGKILL');
@@ -219,7 +234,7 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
         }
         stdout.push(chunk);
       });
-      child.stderr.on('data', (chunk: Buffer) => {
+      child.stderr!.on('data', (chunk: Buffer) => {
         if (stderr.length < 2000) stderr += chunk.toString('utf8');
       });
       child.on('error', (error) => finish(new HookFailure(`could not start: ${error.message}`)));
@@ -244,8 +259,8 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
         }
       });
       // A hook that exits without reading stdin makes the write fail with EPIPE; its exit code decides.
-      child.stdin.on('error', () => {});
-      child.stdin.end(JSON.stringify({ event, ...(payload as object) }));
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(JSON.stringify({ event, ...(payload as object) }));
     });
 
   const executablesFor = async () => {

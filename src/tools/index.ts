@@ -4,6 +4,7 @@ export { createHttpFetchTool, type HttpFetchToolOptions } from './builtin/http-f
 export { type BuiltinToolsOptions, createBuiltinTools } from './builtin/index.js';
 export { createLedgerTools } from './builtin/ledger.js';
 export { createMemoryTools, type MemoryAccess } from './builtin/memory.js';
+export { type ChildIsolation, namespaceLauncher } from './child-process.js';
 export { type ToolsConfig, toolsConfigSchema } from './config.js';
 export {
   type ExecuteToolCallOptions,
@@ -40,6 +41,7 @@ export {
 } from './tool.js';
 export {
   pathOutsideWorkspaceCode,
+  pathProtectedCode,
   policyPathOf,
   resolveWorkspacePath,
   type WorkspacePath,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { UserInputError } from '../util/index.js';
 
 export const pathOutsideWorkspaceCode = 'PATH_OUTSIDE_WORKSPACE';
+export const pathProtectedCode = 'PATH_PROTECTED';
 
 export interface WorkspacePath {
   /** Absolute path with every existing component resolved through symlinks. */
@@ -92,4 +93,26 @@ export function policyPathOf(workspaceDir: string, requested: string): string {
   if (relative === '') return '.';
   if (relative.startsWith('..') || path.isAbsolute(relative)) return absolute;
   return relative.split(path.sep).join('/');
+}
+
+/**
+ * Refuses a write whose resolved target is, or lies below, one of `protectedPaths` (hook directories,
+ * agentd's token, database and config). The workspace normally holds none of them; this keeps it so when
+ * an operator points one into the workspace or links the workspace elsewhere.
+ */
+export async function assertWritable(
+  target: WorkspacePath,
+  requested: string,
+  protectedPaths: ReadonlyArray<string>,
+): Promise<void> {
+  for (const protectedPath of protectedPaths) {
+    const real = await realpath(protectedPath).catch(() => path.resolve(protectedPath));
+    if (isInside(real, target.absolutePath) || isInside(path.resolve(protectedPath), target.absolutePath)) {
+      throw new UserInputError({
+        code: pathProtectedCode,
+        message: `Path "${requested}" is not writable by tools: it is part of agentd's own configuration (hooks, token, database or config).`,
+        details: { path: requested },
+      });
+    }
+  }
 }

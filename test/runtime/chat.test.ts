@@ -294,10 +294,10 @@ describe('acknowledged messages survive a crash before their turn starts', () =>
   });
 });
 
-describe('workspace hook scripts in a gateway chat turn', () => {
+describe('hook scripts in a gateway chat turn', () => {
   it('blocks one tool call and patches another before they run', async () => {
     const home = tempHome();
-    const hooksDir = join(home, 'workspace', 'hooks');
+    const hooksDir = join(home, 'hooks');
     mkdirSync(hooksDir, { recursive: true });
     // Blocks writes to .env files; rewrites list_files to look at the skills folder.
     writeFileSync(

@@ -44,7 +44,11 @@ process.stdin.on('end', () => {
     );
     await writeHook(workspace, 'notes.txt', 'not a hook', false);
     const logger = createRecordingLogger();
-    const pipeline = createHookPipeline({ hooksDir: path.join(workspace, 'hooks'), logger });
+    const pipeline = createHookPipeline({
+      hooksDir: path.join(workspace, 'hooks'),
+      workingDir: workspace,
+      logger,
+    });
     expect(await pipeline.list()).toEqual(['hooks/before_tool_call.guard']);
     expect(await pipeline.run('before_tool_call', toolPayload({ path: 'a.txt' }))).toMatchObject({
       action: 'allow',

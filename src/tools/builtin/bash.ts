@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { z } from 'zod';
+import { type ChildIsolation, childEnvironment, spawnIsolated } from '../child-process.js';
 import { defineTool, type ToolDefinition } from '../tool.js';
 
 export interface BashToolOptions {
@@ -8,8 +8,13 @@ export interface BashToolOptions {
   /** stdout and stderr are each cut at this size. */
   maxOutputBytes?: number;
   shell?: string;
-  /** Environment of the command; only PATH, HOME (the workspace) and LANG by default, so no secrets leak in. */
+  /**
+   * Extra environment of the command. Of agentd's own environment only PATH, LANG and TZ are passed, HOME
+   * is the workspace, so no secret leaks in.
+   */
   env?: Record<string, string>;
+  /** How the command is started (see ChildIsolation); default `none`. */
+  isolation?: ChildIsolation;
 }
 
 /**
@@ -33,13 +38,13 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
       return new Promise((resolve) => {
         const started = Date.now();
         // Own process group so a timeout or abort kills the command's children too.
-        const child = spawn(shell, ['-c', args.command], {
+        const child = spawnIsolated(shell, ['-c', args.command], {
+          isolation: options.isolation ?? 'none',
           cwd: context.workspaceDir,
-          env: options.env ?? {
-            PATH: process.env.PATH ?? '/usr/bin:/bin',
-            HOME: context.workspaceDir,
-            LANG: 'C.UTF-8',
-          },
+          env: childEnvironment({
+            home: context.workspaceDir,
+            ...(options.env ? { configured: options.env } : {}),
+          }),
           stdio: ['ignore', 'pipe', 'pipe'],
           detached: true,
         });
@@ -67,8 +72,8 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
           if (room > 0) collected[stream].push(chunk.subarray(0, room));
           collected[bytesKey] += chunk.length;
         };
-        child.stdout.on('data', keep('stdout'));
-        child.stderr.on('data', keep('stderr'));
+        child.stdout!.on('data', keep('stdout'));
+        child.stderr!.on('data', keep('stderr'));
         const render = (stream: 'stdout' | 'stderr') => {
           const bytes = stream === 'stdout' ? collected.stdoutBytes : collected.stderrBytes;
           const text = Buffer.concat(collected[stream]).toString('utf8');

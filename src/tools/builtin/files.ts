@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { defineTool, type ToolDefinition } from '../tool.js';
-import { policyPathOf, resolveWorkspacePath } from '../workspace-path.js';
+import { assertWritable, policyPathOf, resolveWorkspacePath } from '../workspace-path.js';
 import { compileGrepPattern, runGrepJob } from './grep-search.js';
 
 export interface FileToolsOptions {
@@ -13,6 +13,8 @@ export interface FileToolsOptions {
   maxEntries?: number;
   /** Hard limit on one grep call; the search runs in a worker that is terminated at this deadline. */
   grepTimeoutMs?: number;
+  /** Files and directories write_file and edit_file refuse even inside the workspace (hooks, token, …). */
+  protectedPaths?: ReadonlyArray<string>;
 }
 
 const skippedDirectories = new Set(['.git', 'node_modules']);
@@ -61,6 +63,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
   const maxFileBytes = options.maxFileBytes ?? 1024 * 1024;
   const maxEntries = options.maxEntries ?? 1000;
   const grepTimeoutMs = options.grepTimeoutMs ?? 10_000;
+  const protectedPaths = options.protectedPaths ?? [];
 
   const readFileTool = defineTool({
     name: 'read_file',
@@ -93,6 +96,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
     async execute(args, context) {
       const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      await assertWritable(target, args.path, protectedPaths);
       if (target.relativePath === '.')
         throw new UserInputError({
           code: ErrorCodes.invalidRequest,
@@ -117,6 +121,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
     async execute(args, context) {
       const target = await resolveWorkspacePath(context.workspaceDir, args.path);
+      await assertWritable(target, args.path, protectedPaths);
       const text = await readTextFile(target.absolutePath, args.path, maxFileBytes);
       const occurrences = text.split(args.old_text).length - 1;
       if (occurrences === 0)
