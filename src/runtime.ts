@@ -5,7 +5,7 @@
 
 import { dirname } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
-import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
+import { type ChatService, createChatService, type PendingMessage, type RunningRun } from './chat/index.js';
 import { type AgentdConfig, providerSettings } from './config/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
 import {
@@ -310,6 +310,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const userTurns = new Map<string, number>();
   let agentsWiring: AgentsWiring | undefined;
   const inboxNamespace = 'chat-inbox';
+  const runningNamespace = 'chat-running';
   const chat = createChatService({
     sessions: store.sessions,
     inbox: {
@@ -319,6 +320,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       },
       list: async () =>
         (await store.kv.list(inboxNamespace)).map((entry) => JSON.parse(entry.value) as PendingMessage),
+      markRunning: (run) => store.kv.set(runningNamespace, run.runId, JSON.stringify(run)),
+      markEnded: async (runId) => {
+        await store.kv.delete(runningNamespace, runId);
+      },
+      listRunning: async () =>
+        (await store.kv.list(runningNamespace)).map((entry) => JSON.parse(entry.value) as RunningRun),
     },
     memory,
     identity,
@@ -348,34 +355,44 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger,
   });
 
-  const health = (): Record<string, unknown> => ({
-    status: store.mode === 'memory' && (config.databaseUrl || store.degradedReason) ? 'degraded' : 'ok',
-    version,
-    uptimeMs: clock.now() - startedAt,
-    store: {
-      mode: store.mode,
-      location: redactor.redactText(store.db.location),
-      persistent: store.db.persistent,
-      ...(store.degradedReason ? { degradedReason: redactor.redactText(store.degradedReason) } : {}),
-    },
-    model: { name: modelName, provider: model.provider },
-    features: config.features,
-    runs: { active: chat.activeRuns().length },
-    ...(Object.keys(mcpConfig.servers).length > 0
-      ? {
-          mcp: Object.fromEntries(
-            mcp.list().map((server) => [
-              server.name,
-              {
-                state: server.state,
-                tools: server.tools.length,
-                ...(server.lastError ? { lastError: redactor.redactText(server.lastError) } : {}),
-              },
-            ]),
-          ),
-        }
-      : {}),
-  });
+  const health = (): Record<string, unknown> => {
+    // A store that cannot take writes right now is degraded like one that fell back to RAM at start.
+    const writes = memory.status();
+    const degradedReason = store.degradedReason ?? writes.degradedReason;
+    return {
+      status:
+        (store.mode === 'memory' && (config.databaseUrl || store.degradedReason)) || writes.degraded
+          ? 'degraded'
+          : 'ok',
+      version,
+      uptimeMs: clock.now() - startedAt,
+      store: {
+        mode: store.mode,
+        location: redactor.redactText(store.db.location),
+        persistent: store.db.persistent && !writes.degraded,
+        writable: !writes.degraded,
+        ...(writes.pendingWrites > 0 ? { pendingWrites: writes.pendingWrites } : {}),
+        ...(degradedReason ? { degradedReason: redactor.redactText(degradedReason) } : {}),
+      },
+      model: { name: modelName, provider: model.provider },
+      features: config.features,
+      runs: { active: chat.activeRuns().length },
+      ...(Object.keys(mcpConfig.servers).length > 0
+        ? {
+            mcp: Object.fromEntries(
+              mcp.list().map((server) => [
+                server.name,
+                {
+                  state: server.state,
+                  tools: server.tools.length,
+                  ...(server.lastError ? { lastError: redactor.redactText(server.lastError) } : {}),
+                },
+              ]),
+            ),
+          }
+        : {}),
+    };
+  };
 
   const methods = createMethodTable();
   const services = createGatewayServices({

@@ -6,7 +6,7 @@ import { toModelMessages } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
 import type { SessionStore } from '../store/index.js';
 import { type Clock, systemClock } from '../util/clock.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
 import type { IdGenerator } from '../util/ids.js';
 import { type Logger, silentLogger } from '../util/logger.js';
 import { createKeyedMutex } from '../util/semaphore.js';
@@ -59,15 +59,29 @@ export interface PendingMessage {
   receivedAt: number;
 }
 
+/** A run whose user message is in the transcript and whose turn has not ended: what a crash interrupts. */
+export interface RunningRun {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  startedAt: number;
+}
+
 /**
- * Durable storage for accepted messages whose turn has not started yet. `send` writes here before it
- * acknowledges, so a crash between the acknowledgement and the turn loses nothing: `resumePending` replays
- * what is left at the next start.
+ * Durable storage for accepted messages whose turn has not started yet, and for runs in progress. `send`
+ * writes the message here before it acknowledges (an acknowledgement means the message is stored), so a
+ * crash between the acknowledgement and the turn loses nothing: `resumePending` replays what is left at the
+ * next start. A message moves from pending to running in the transaction that appends it to the
+ * transcript (statements issued inside the memory append join its transaction), so a crash can neither
+ * lose nor duplicate it; a run still marked running at the next start was interrupted and is reported so.
  */
 export interface ChatInbox {
   put(message: PendingMessage): Promise<void>;
   delete(runId: string): Promise<void>;
   list(): Promise<PendingMessage[]>;
+  markRunning(run: RunningRun): Promise<void>;
+  markEnded(runId: string): Promise<void>;
+  listRunning(): Promise<RunningRun[]>;
 }
 
 export interface CreateChatServiceOptions {
@@ -192,6 +206,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   const live = new Map<string, LiveRun>();
   const finished = new Map<string, ChatRunRecord>();
   const waiters = new Map<string, Array<(record: ChatRunRecord) => void>>();
+  /** Runs marked running in the inbox, to be marked ended once their turn is over. */
+  const running = new Set<string>();
 
   const remember = (record: ChatRunRecord) => {
     finished.set(record.runId, record);
@@ -284,13 +300,24 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   };
 
   const runModelTurn = async (record: ChatRunRecord, ref: SessionRef, text: string, signal: AbortSignal) => {
-    const userEntry = await options.memory.append(ref, {
-      role: 'user',
-      content: text,
-      metadata: { runId: record.runId },
-    });
-    // Now the message is in the transcript; a crash from here on must not replay it.
-    await options.inbox?.delete(record.runId);
+    const inbox = options.inbox;
+    const userEntry = await options.memory.append(
+      ref,
+      { role: 'user', content: text, metadata: { runId: record.runId } },
+      // One transaction: the message is in the transcript and no longer pending, or neither.
+      inbox
+        ? async () => {
+            await inbox.delete(record.runId);
+            await inbox.markRunning({
+              runId: record.runId,
+              sessionKey: ref.sessionKey,
+              agentId: ref.agentId,
+              startedAt: record.startedAt,
+            });
+          }
+        : undefined,
+    );
+    running.add(record.runId);
     record.userMemoryId = userEntry.address;
     await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
 
@@ -496,18 +523,29 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
               controller.signal,
             )
           : undefined;
-        if (handler) await runLocalReply(record, ref, handler);
-        else await runModelTurn(record, ref, message, controller.signal);
+        if (handler) {
+          // A command is not replayed after a crash: it may have acted already.
+          await options.inbox?.delete(runId);
+          await runLocalReply(record, ref, handler);
+        } else await runModelTurn(record, ref, message, controller.signal);
       } catch (error) {
         logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
         record.status = 'error';
-        record.error = UserInputError.isInstance(error)
-          ? error.toJSON()
-          : {
-              code: ErrorCodes.internal,
-              message: 'the turn failed inside agentd; see the server log',
-              retryable: false,
-            };
+        // The store being unavailable is the client's business (retry later), the rest is agentd's.
+        record.error =
+          UserInputError.isInstance(error) ||
+          (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
+            ? error.toJSON()
+            : {
+                code: ErrorCodes.internal,
+                message: 'the turn failed inside agentd; see the server log',
+                retryable: false,
+              };
+        // The client is told the message failed; it must not come back as a reply after the next start.
+        if (!running.has(runId))
+          await options.inbox?.delete(runId).catch((cleanup: unknown) => {
+            logger.warn({ err: cleanup, runId }, 'could not drop a failed message from the inbox');
+          });
         options.bus.publish(
           'run:finished',
           {
@@ -523,11 +561,77 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       } finally {
         options.onTurnActivity?.(agentId, false);
         record.endedAt = clock.now();
+        if (running.delete(runId)) await markEnded(record);
         settle(record);
       }
       return record;
     });
     live.set(runId, { record, controller, done });
+  };
+
+  /** In the session's write order, after the transcript the turn wrote (queued with it while degraded). */
+  const markEnded = async (record: ChatRunRecord) => {
+    const inbox = options.inbox;
+    if (!inbox) return;
+    try {
+      const ref = await refFor(record.sessionKey, record.agentId);
+      await options.memory.persist(ref, () => inbox.markEnded(record.runId));
+    } catch (error) {
+      // The run is over for every client already; at worst the next start reports it interrupted.
+      logger.warn({ err: error, runId: record.runId }, 'could not record the end of a chat run');
+    }
+  };
+
+  /**
+   * Runs marked running at start were cut off by a crash: their clients get an error final (and the
+   * transcript a note) instead of silence. They are not run again: their tools may have acted already.
+   */
+  const failInterrupted = async () => {
+    const inbox = options.inbox;
+    if (!inbox) return [];
+    const interrupted = (await inbox.listRunning()).sort((a, b) => a.startedAt - b.startedAt);
+    for (const run of interrupted) {
+      if (live.has(run.runId) || finished.has(run.runId)) continue;
+      const record = newRecord(run.runId, run.sessionKey, run.agentId);
+      record.startedAt = run.startedAt;
+      record.status = 'error';
+      record.error = {
+        code: ErrorCodes.runInterrupted,
+        message: 'agentd stopped before this reply was finished; send the message again to retry',
+        retryable: true,
+      };
+      const ref = await refFor(run.sessionKey, run.agentId);
+      const note = await options.memory.append(
+        ref,
+        {
+          role: 'assistant',
+          content:
+            '(No reply: agentd stopped before this reply was finished. Send the message again to retry.)',
+          metadata: { runId: run.runId, interrupted: true },
+        },
+        () => inbox.markEnded(run.runId),
+      );
+      record.assistantMemoryId = note.address;
+      record.endedAt = clock.now();
+      logger.warn(
+        { runId: run.runId, sessionKey: run.sessionKey },
+        'a chat run was interrupted by a restart',
+      );
+      options.bus.publish(
+        'run:finished',
+        {
+          runId: run.runId,
+          status: 'error',
+          text: '',
+          error: record.error,
+          usage: { inputTokens: 0, outputTokens: 0 },
+          turns: 0,
+        },
+        { runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId },
+      );
+      remember(record);
+    }
+    return interrupted.map((run) => run.runId);
   };
 
   return {
@@ -568,6 +672,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     async resumePending() {
       if (!options.inbox) return [];
+      await failInterrupted();
       const pending = (await options.inbox.list()).sort((a, b) => a.receivedAt - b.receivedAt);
       const resumed: string[] = [];
       for (const item of pending) {

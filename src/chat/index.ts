@@ -6,5 +6,6 @@ export {
   type CreateChatServiceOptions,
   createChatService,
   type PendingMessage,
+  type RunningRun,
   type SlashCommand,
 } from './chat-service.js';

@@ -5,8 +5,10 @@ declare module '../bus/events.js' {
   interface BusEventMap {
     /** RAM/LTM maintenance happened: summarize, evict, snapshot, archive, restore. */
     'memory:event': MemoryEventPayload;
-    /** Writes to the database failed; memory continues in RAM only until restart. */
+    /** Writes to the database failed; memory continues in RAM and retries until the database is back. */
     'memory:degraded': { reason: string; code: string };
+    /** The database takes writes again and everything queued while it did not was written through. */
+    'memory:recovered': { writtenThrough: number; degradedForMs: number };
   }
 }
 

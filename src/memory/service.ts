@@ -61,7 +61,13 @@ export interface MemoryServiceOptions {
   /** Where `config.embeddings.apiKeyEnv` is looked up; defaults to `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
   fetch?: typeof globalThis.fetch;
+  /** First wait before retrying the database after a failed write; doubles up to `maxWriteRetryMs`. */
+  writeRetryMs?: number;
+  maxWriteRetryMs?: number;
 }
+
+/** Runs inside the transaction that commits an append; statements on the same database join it. */
+export type AlsoInTransaction = () => Promise<void>;
 
 export interface SummarizeOptions {
   /** Most entries folded into the summary; default `config.summarizeBatch`. */
@@ -83,6 +89,8 @@ export interface SummarizeResult {
 export interface MemoryStatus {
   degraded: boolean;
   degradedReason: string | undefined;
+  /** Writes accepted while the database could not be written, waiting to be written through. */
+  pendingWrites: number;
   loadedSessions: number;
   pendingEmbeddings: number;
   searchMode: 'fts' | 'hybrid';
@@ -91,10 +99,23 @@ export interface MemoryStatus {
 
 export interface MemoryService {
   readonly config: MemoryConfig;
-  /** Appends one entry; resolves after it is committed to the database. */
-  append(ref: SessionRef, input: AppendInput): Promise<MemoryEntry>;
+  /**
+   * Appends one entry; resolves after it is committed to the database, or, while the database cannot be
+   * written, once it is queued in RAM to be written through when the database is back (`status().degraded`).
+   * `also` commits in the same transaction (or is queued with the entry).
+   */
+  append(ref: SessionRef, input: AppendInput, also?: AlsoInTransaction): Promise<MemoryEntry>;
   /** Appends several entries in one transaction (e.g. an assistant tool call and its results). */
-  appendBatch(ref: SessionRef, inputs: ReadonlyArray<AppendInput>): Promise<MemoryEntry[]>;
+  appendBatch(
+    ref: SessionRef,
+    inputs: ReadonlyArray<AppendInput>,
+    also?: AlsoInTransaction,
+  ): Promise<MemoryEntry[]>;
+  /**
+   * Runs a write in the session's write order: now, or after the writes queued while the database could not
+   * be written (then it is queued too). Keeps records that belong with the transcript consistent with it.
+   */
+  persist(ref: SessionRef, write: AlsoInTransaction): Promise<void>;
   /** LOAD: the active entries in context order (copies). */
   load(ref: SessionRef): Promise<MemoryEntry[]>;
   /** Loads and pins the active entries atomically; pinned entries are never evicted or summarized. */
@@ -316,29 +337,128 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
 
   // ----- failure handling -----
 
+  /**
+   * Writes accepted while the database could not be written, per session, in commit order. Kept apart from
+   * the RAM contexts so archiving a session does not drop them; written through by `retryWrites`.
+   */
+  const pendingWrites = new Map<
+    string,
+    { ref: SessionRef; writes: Array<(tx: SqlExecutor) => Promise<void>> }
+  >();
+  /** The next free MemoryID of each key as handed out while degraded, so a new instance does not reuse one. */
+  const ramCounters = new Map<string, number>();
+  const firstRetryMs = options.writeRetryMs ?? 500;
+  const maxRetryMs = Math.max(firstRetryMs, options.maxWriteRetryMs ?? 15_000);
+  let retryDelayMs = firstRetryMs;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let degradedSinceMs = 0;
+
+  const pendingCount = () => {
+    let count = 0;
+    for (const pending of pendingWrites.values()) count += pending.writes.length;
+    return count;
+  };
+
+  const scheduleRetry = () => {
+    if (retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      void retryWrites();
+    }, retryDelayMs);
+    retryTimer.unref();
+    retryDelayMs = Math.min(maxRetryMs, retryDelayMs * 2);
+  };
+
   const enterDegraded = (error: unknown) => {
+    scheduleRetry();
     if (degradedReason !== undefined) return;
     const failure = coerceError(error);
     degradedReason = failure.message;
+    degradedSinceMs = clock.now();
     logger.error(
       { err: error, location: db.location },
-      'memory database write failed; continuing in RAM only',
+      'memory database write failed; continuing in RAM and retrying until the database is back',
     );
-    const message = `Memory could not be saved to ${db.location} (${failure.message}); new memories are kept in RAM only until restart.`;
+    const message = `Memory could not be saved to ${db.location} (${failure.message}); new memories are kept in RAM and written through when the database is back. Until then a restart loses them.`;
     bus.publish('memory:degraded', { reason: message, code: ErrorCodes.storeUnavailable });
     bus.publish('system:error', { code: ErrorCodes.storeUnavailable, message, component: 'memory' });
   };
 
-  /** Runs a database read; on failure switches to RAM-only mode and answers from RAM instead. */
-  const readWithFallback = async <T>(fromDb: () => Promise<T>, fromRam: () => T): Promise<T> => {
-    if (degradedReason === undefined) {
-      try {
-        return await fromDb();
-      } catch (error) {
-        enterDegraded(error);
+  /** Writes one session's queued writes through, oldest first; each commit is its own transaction. */
+  const flushSession = async (sessionId: string): Promise<number> => {
+    const pending = pendingWrites.get(sessionId);
+    let written = 0;
+    while (pending && pending.writes.length > 0) {
+      await ltm.transaction(pending.writes[0]!);
+      pending.writes.shift();
+      written++;
+    }
+    pendingWrites.delete(sessionId);
+    return written;
+  };
+
+  /** Tries the database again: writes everything queued through, and leaves degraded mode when that worked. */
+  const retryWrites = async () => {
+    if (degradedReason === undefined) return;
+    let written = 0;
+    try {
+      for (const sessionId of [...pendingWrites.keys()]) {
+        try {
+          written += await mutex.run(sessionId, () => flushSession(sessionId));
+        } catch (error) {
+          if (UserInputError.isInstance(error) && error.code === ErrorCodes.conflict) {
+            // Ids taken in the database meanwhile (the session could not even be read when it was loaded):
+            // these writes can never go through, and retrying them would keep memory degraded forever.
+            const dropped = pendingWrites.get(sessionId)?.writes.length ?? 0;
+            pendingWrites.delete(sessionId);
+            const message = `${dropped} memory write(s) of session ${sessionId} could not be written through: ${error.message}`;
+            logger.error({ err: error, sessionId }, message);
+            bus.publish('system:error', { code: ErrorCodes.storeUnavailable, message, component: 'memory' });
+            continue;
+          }
+          throw error;
+        }
       }
+      // Nothing was queued (a read failed): a write transaction proves the database is usable again.
+      if (written === 0) await ltm.transaction(async (tx) => void (await tx.get('SELECT 1 AS ok')));
+    } catch (error) {
+      logger.warn({ err: error, written }, 'memory database still not writable; retrying later');
+      scheduleRetry();
+      return;
+    }
+    if (pendingCount() > 0) {
+      // Writes queued while this pass ran; the next pass takes them.
+      scheduleRetry();
+      return;
+    }
+    const degradedForMs = clock.now() - degradedSinceMs;
+    degradedReason = undefined;
+    retryDelayMs = firstRetryMs;
+    ramCounters.clear();
+    logger.warn(
+      { writtenThrough: written, degradedForMs },
+      'memory database writable again; left RAM-only mode',
+    );
+    bus.publish('memory:recovered', { writtenThrough: written, degradedForMs });
+  };
+
+  /** Runs a database read; on failure answers from RAM instead (and retries the database in the background). */
+  const readWithFallback = async <T>(fromDb: () => Promise<T>, fromRam: () => T): Promise<T> => {
+    try {
+      return await fromDb();
+    } catch (error) {
+      enterDegraded(error);
     }
     return fromRam();
+  };
+
+  /** Entries of the key accepted while degraded and not written yet: what database reads cannot see. */
+  const unwrittenEntries = (sessionKey: string): StoredEntry[] => {
+    const found: StoredEntry[] = [];
+    for (const ram of sessions.values())
+      if (ram.ref.sessionKey === sessionKey)
+        found.push(...ram.entries.filter((entry) => entry.rowId === undefined));
+    return found;
   };
 
   // ----- RAM contexts -----
@@ -355,28 +475,26 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       return existing;
     }
     let entries: StoredEntry[] = [];
-    let nextId = 1;
-    if (degradedReason === undefined) {
-      try {
-        const row = await ltm.getSession(ref.sessionId);
-        if (row?.archivedAtMs != null) {
-          throw new UserInputError({
-            code: ErrorCodes.conflict,
-            message: `Session ${ref.sessionId} (${ref.sessionKey}) was archived; start a new session instance to continue.`,
-          });
-        }
-        if (row && row.ref.sessionKey !== ref.sessionKey) {
-          throw new UserInputError({
-            code: ErrorCodes.conflict,
-            message: `Session ${ref.sessionId} belongs to ${row.ref.sessionKey}, not ${ref.sessionKey}.`,
-          });
-        }
-        entries = await ltm.loadRam(ref.sessionId, config.maxRamTombstones);
-        nextId = await ltm.nextIdOf(ref.sessionKey);
-      } catch (error) {
-        if (UserInputError.isInstance(error) && error.fault === 'user') throw error;
-        enterDegraded(error);
+    let nextId = ramCounters.get(ref.sessionKey) ?? 1;
+    try {
+      const row = await ltm.getSession(ref.sessionId);
+      if (row?.archivedAtMs != null) {
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `Session ${ref.sessionId} (${ref.sessionKey}) was archived; start a new session instance to continue.`,
+        });
       }
+      if (row && row.ref.sessionKey !== ref.sessionKey) {
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `Session ${ref.sessionId} belongs to ${row.ref.sessionKey}, not ${ref.sessionKey}.`,
+        });
+      }
+      entries = await ltm.loadRam(ref.sessionId, config.maxRamTombstones);
+      nextId = Math.max(nextId, await ltm.nextIdOf(ref.sessionKey));
+    } catch (error) {
+      if (UserInputError.isInstance(error) && error.fault === 'user') throw error;
+      enterDegraded(error);
     }
     // Ids handed out in RAM-only mode by another instance of this key must not be reused either.
     for (const other of sessions.values())
@@ -446,7 +564,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
 
   /**
    * Reserves ids for `count` new entries, builds them, and commits them together with `also` in one
-   * transaction. In RAM-only mode (or when the write fails) the entries get ids from the RAM counter.
+   * transaction. While the database cannot be written (or earlier writes of the session still wait), the
+   * entries get ids from the RAM counter and the whole commit is queued to be written through in order.
    */
   const commit = async (
     ram: RamSession,
@@ -455,7 +574,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     also?: (tx: SqlExecutor) => Promise<void>,
   ): Promise<StoredEntry[]> => {
     const nowMs = clock.now();
-    if (degradedReason === undefined) {
+    if (degradedReason === undefined && !pendingWrites.has(ram.ref.sessionId)) {
       try {
         const entries = await ltm.transaction(async (tx) => {
           await ltm.touchSession(tx, ram.ref, nowMs);
@@ -472,8 +591,31 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         enterDegraded(error);
       }
     }
-    const built = build(ram.nextId);
+    const firstId = ram.nextId;
+    const built = build(firstId);
     ram.nextId += count;
+    ramCounters.set(ram.ref.sessionKey, Math.max(ramCounters.get(ram.ref.sessionKey) ?? 1, ram.nextId));
+    // The rows as they are now: later RAM changes (tombstones, summaries) are queued as their own writes.
+    const rows = built.map((entry) => ({ ...entry }));
+    const pending = pendingWrites.get(ram.ref.sessionId) ?? { ref: ram.ref, writes: [] };
+    pending.writes.push(async (tx) => {
+      await ltm.touchSession(tx, ram.ref, nowMs);
+      if (count > 0) {
+        const first = await ltm.reserveIds(tx, ram.ref.sessionKey, count, firstId);
+        if (first !== firstId)
+          throw new UserInputError({
+            code: ErrorCodes.conflict,
+            message: `memory ids #${firstId}… of ${ram.ref.sessionKey} were taken in the database meanwhile`,
+          });
+      }
+      for (const [index, row] of rows.entries()) {
+        const rowId = await ltm.insertEntry(tx, row);
+        built[index]!.rowId = rowId;
+      }
+      if (also) await also(tx);
+    });
+    pendingWrites.set(ram.ref.sessionId, pending);
+    scheduleRetry();
     return built;
   };
 
@@ -603,7 +745,11 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     return entry;
   };
 
-  const appendBatch = async (ref: SessionRef, inputs: ReadonlyArray<AppendInput>): Promise<MemoryEntry[]> => {
+  const appendBatch = async (
+    ref: SessionRef,
+    inputs: ReadonlyArray<AppendInput>,
+    also?: AlsoInTransaction,
+  ): Promise<MemoryEntry[]> => {
     const parsed = inputs.map((input, index) => {
       const result = appendInputSchema.safeParse(input);
       if (!result.success) throw invalid(`invalid memory entry ${index}`, result.error.issues);
@@ -612,8 +758,11 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     if (parsed.length === 0) return [];
     return withSession(ref, async (ram) => {
       const nowMs = clock.now();
-      const entries = await commit(ram, parsed.length, (first) =>
-        parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
+      const entries = await commit(
+        ram,
+        parsed.length,
+        (first) => parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
+        also,
       );
       ram.entries.push(...entries);
       ram.lastActiveMs = nowMs;
@@ -797,7 +946,12 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
   const service: MemoryService = {
     config,
 
-    append: async (ref, input) => (await appendBatch(ref, [input]))[0]!,
+    append: async (ref, input, also) => (await appendBatch(ref, [input], also))[0]!,
+
+    persist: (ref, write) =>
+      withSession(ref, async (ram) => {
+        await commit(ram, 0, () => [], write);
+      }),
 
     appendBatch,
 
@@ -951,7 +1105,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     async archive(sessionId, reason) {
       return mutex.run(sessionId, async () => {
         let ref = sessions.get(sessionId)?.ref;
-        if (!ref && degradedReason === undefined) {
+        if (!ref) {
           const row = await ltm.getSession(sessionId);
           if (row?.archivedAtMs != null) {
             return {
@@ -979,17 +1133,15 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
           reason,
         };
         let entryCount = ram.entries.length;
-        if (degradedReason === undefined) {
-          try {
-            entryCount = await ltm.transaction(async (tx) => {
-              const changed = await ltm.archiveSession(tx, sessionId, reason, nowMs);
-              await ltm.insertEvent(tx, eventRow(ram, detail, nowMs));
-              return changed;
-            });
-          } catch (error) {
-            enterDegraded(error);
-          }
-        }
+        await commit(
+          ram,
+          0,
+          () => [],
+          async (tx) => {
+            entryCount = await ltm.archiveSession(tx, sessionId, reason, nowMs);
+            await ltm.insertEvent(tx, eventRow(ram, detail, nowMs));
+          },
+        );
         sessions.delete(sessionId);
         publishEvent(ram, detail);
         return {
@@ -1011,8 +1163,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         const ram = sessions.get(sessionId);
         if (!ram) return true;
         if (ram.pins.size > 0 || ram.busy.size > 0) return false;
-        // In RAM-only mode the RAM context is the only copy.
-        if (degradedReason !== undefined) return false;
+        // Entries not written through yet exist only in the RAM context.
+        if (degradedReason !== undefined || pendingWrites.has(sessionId)) return false;
         sessions.delete(sessionId);
         return true;
       }),
@@ -1134,7 +1286,9 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       if (!parsed) return undefined;
       return readWithFallback(
         async () => {
-          const entry = await ltm.entryByAddress(parsed.sessionKey, parsed.memoryId);
+          const entry =
+            (await ltm.entryByAddress(parsed.sessionKey, parsed.memoryId)) ??
+            unwrittenEntries(parsed.sessionKey).find((candidate) => candidate.memoryId === parsed.memoryId);
           return entry ? publicCopy(entry) : undefined;
         },
         () => {
@@ -1159,9 +1313,13 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         createdAtMs: entry.createdAtMs,
         archived: entry.archivedAtMs !== null,
       });
+      const wanted = (entry: StoredEntry) =>
+        entry.kind === 'entry' &&
+        (entry.role === 'user' || entry.role === 'assistant') &&
+        (historyOptions.beforeMemoryId === undefined || entry.memoryId < historyOptions.beforeMemoryId);
       return readWithFallback(
-        async () =>
-          (
+        async () => {
+          const stored = (
             await ltm.history(sessionKey, {
               limit,
               ...(historyOptions.beforeMemoryId !== undefined
@@ -1169,7 +1327,15 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
                 : {}),
               includeArchived: historyOptions.includeArchived ?? false,
             })
-          ).map(toHistory),
+          ).map(toHistory);
+          // Stored history plus what was accepted while the database could not be written.
+          const unwritten = unwrittenEntries(sessionKey).filter(wanted).map(toHistory);
+          if (unwritten.length === 0) return stored;
+          const known = new Set(stored.map((entry) => entry.memoryId));
+          return [...stored, ...unwritten.filter((entry) => !known.has(entry.memoryId))]
+            .sort((left, right) => left.memoryId - right.memoryId)
+            .slice(-limit);
+        },
         () =>
           [...sessions.values()]
             .filter((ram) => ram.ref.sessionKey === sessionKey)
@@ -1269,6 +1435,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     status: () => ({
       degraded: degradedReason !== undefined,
       degradedReason,
+      pendingWrites: pendingCount(),
       loadedSessions: sessions.size,
       pendingEmbeddings: pendingEmbeddings.length,
       searchMode: embedder ? 'hybrid' : 'fts',

@@ -22,7 +22,9 @@ export interface StateDir {
  * first start, never overwriting a file that is already there.
  */
 export function prepareStateDir(home: string, envToken: string | undefined): StateDir {
-  mkdirSync(home, { recursive: true });
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  // The state dir holds the token and the database: nobody but the owner needs to list or enter it.
+  chmodSync(home, 0o700);
   const workspaceDir = join(home, 'workspace');
   // Seed the default workspace once. Files the user already put there (say, skills/ before the first start)
   // are kept; files the user deletes later are not brought back.

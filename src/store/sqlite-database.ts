@@ -1,7 +1,9 @@
 import Database from 'better-sqlite3';
+import { ErrorCodes, SystemError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
 import { silentLogger } from '../util/logger.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+import { isSqliteUnavailable } from './sql-errors.js';
 import {
   createFifoLock,
   createTransactionScope,
@@ -79,6 +81,19 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     throw error;
   }
 
+  const location = persistent ? options.path : ':memory:';
+  /** Disk full and I/O errors become a retryable STORE_UNAVAILABLE; SQL errors keep the driver's error. */
+  const translate = (error: unknown): unknown =>
+    isSqliteUnavailable(error)
+      ? new SystemError({
+          code: ErrorCodes.storeUnavailable,
+          message: `the SQLite database ${location} cannot be written now: ${(error as Error).message}`,
+          retryable: true,
+          cause: error,
+          details: { driverCode: (error as { code: string }).code },
+        })
+      : error;
+
   const owner = {};
   const lock = createFifoLock();
   const statements = new Map<string, Database.Statement>();
@@ -139,6 +154,8 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       return lock.acquire().then(() => {
         try {
           return task();
+        } catch (error) {
+          throw translate(error);
         } finally {
           lock.release();
         }
@@ -147,7 +164,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     try {
       return Promise.resolve(task());
     } catch (error) {
-      return Promise.reject(error);
+      return Promise.reject(translate(error));
     }
   };
 
@@ -158,7 +175,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       try {
         return Promise.resolve(task());
       } catch (error) {
-        return Promise.reject(error);
+        return Promise.reject(translate(error));
       }
     };
     return {
@@ -172,7 +189,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   return {
     dialect: 'sqlite',
     driver,
-    location: persistent ? options.path : ':memory:',
+    location,
     persistent,
     all: (sql, params) => schedule(() => allNow(sql, params)),
     get: (sql, params) => schedule(() => getNow(sql, params)),
@@ -189,7 +206,11 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       await lock.acquire();
       const scope = createTransactionScope(owner, driver);
       try {
-        driver.exec('BEGIN IMMEDIATE');
+        try {
+          driver.exec('BEGIN IMMEDIATE');
+        } catch (error) {
+          throw translate(error);
+        }
         try {
           const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
           driver.exec('COMMIT');
@@ -197,7 +218,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         } catch (error) {
           // A failed COMMIT (or SQLite's own rollback on some errors) may have ended the transaction already.
           if (driver.inTransaction) driver.exec('ROLLBACK');
-          throw error;
+          throw translate(error);
         }
       } finally {
         scope.finished = true;

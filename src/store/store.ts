@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bus } from '../bus/index.js';
 import type { Clock } from '../util/clock.js';
@@ -45,9 +45,62 @@ export interface CreateStoreOptions {
   idGenerator?: IdGenerator;
   /** Migrations folder (default: the package's `migrations/`). */
   migrationsDir?: string;
+  /**
+   * SQLite only: least free space on the state directory's file system to start with (default 1 MiB). Below
+   * it SQLite's shared-memory file cannot grow and the process would die of SIGBUS without a log line.
+   */
+  minFreeBytes?: number;
+  /** Free bytes of the file system holding `dir` (tests replace it); default `statfs`. */
+  freeBytes?: (dir: string) => number;
 }
 
 export const sqliteFileName = 'agentd.db';
+
+const ownerOnlyFile = 0o600;
+const ownerOnlyDir = 0o700;
+
+/** The state directory (0700) and the database file (0600); SQLite gives `-wal` and `-shm` the file's mode. */
+function createPrivateDatabaseFile(stateDir: string, path: string): void {
+  mkdirSync(stateDir, { recursive: true, mode: ownerOnlyDir });
+  closeSync(openSync(path, 'a', ownerOnlyFile));
+  for (const file of [path, `${path}-wal`, `${path}-shm`])
+    if (existsSync(file)) chmodSync(file, ownerOnlyFile);
+}
+
+/**
+ * Checks what SQLite cannot report itself. SQLite maps the `-shm` file into memory: when a page of it cannot
+ * be backed (no space left on the file system, a file that cannot be written) the process gets SIGBUS and
+ * dies without a log line. So this fails first, loudly, with the reason.
+ */
+function checkSharedMemoryWritable(stateDir: string, path: string, options: CreateStoreOptions): void {
+  const refuse = (message: string, cause?: unknown) =>
+    new SystemError({
+      code: ErrorCodes.storeUnavailable,
+      message: `${message}; agentd does not start on it because SQLite would crash (SIGBUS) without saying why`,
+      retryable: true,
+      ...(cause ? { cause } : {}),
+      details: { path },
+    });
+  const freeBytes =
+    options.freeBytes ??
+    ((dir: string) => {
+      const stats = statfsSync(dir);
+      return stats.bavail * stats.bsize;
+    });
+  const free = freeBytes(stateDir);
+  const minFree = options.minFreeBytes ?? 1024 * 1024;
+  if (free < minFree)
+    throw refuse(`only ${free} bytes are free for the database in ${stateDir} (at least ${minFree} needed)`);
+  for (const file of [`${path}-wal`, `${path}-shm`]) {
+    if (!existsSync(file)) continue;
+    try {
+      // Opening for writing is the check: read-only files, directories in the way and EROFS fail here.
+      closeSync(openSync(file, 'r+'));
+    } catch (error) {
+      throw refuse(`cannot write ${file}: ${(error as Error).message}`, error);
+    }
+  }
+}
 
 function assemble(
   db: SqlDatabase,
@@ -128,16 +181,7 @@ export async function createStore(options: CreateStoreOptions): Promise<Store> {
   }
 
   const path = join(options.stateDir, sqliteFileName);
-  let db: SqlDatabase | undefined;
-  try {
-    mkdirSync(options.stateDir, { recursive: true });
-    db = createSqliteDatabase({ path, logger });
-    await migrate(db, migrateOptions);
-    logger.info({ location: path }, 'store opened on sqlite');
-    return assemble(db, 'sqlite', options);
-  } catch (error) {
-    await db?.close().catch(() => {});
-    if (AgentdError.isInstance(error)) throw error;
+  const fallBackToMemory = async (error: unknown): Promise<Store> => {
     const reason = `cannot use the database file ${path}: ${(error as Error).message}`;
     const memory = createSqliteDatabase({ path: ':memory:', logger });
     await migrate(memory, migrateOptions);
@@ -152,6 +196,25 @@ export async function createStore(options: CreateStoreOptions): Promise<Store> {
       component: 'store',
     });
     return assemble(memory, 'memory', options, reason);
+  };
+  try {
+    createPrivateDatabaseFile(options.stateDir, path);
+  } catch (error) {
+    return fallBackToMemory(error);
+  }
+  checkSharedMemoryWritable(options.stateDir, path, options);
+  let db: SqlDatabase | undefined;
+  try {
+    db = createSqliteDatabase({ path, logger });
+    await migrate(db, migrateOptions);
+    createPrivateDatabaseFile(options.stateDir, path);
+    logger.info({ location: path }, 'store opened on sqlite');
+    return assemble(db, 'sqlite', options);
+  } catch (error) {
+    await db?.close().catch(() => {});
+    // A file that cannot be written right now falls back to RAM like one that cannot be opened.
+    if (AgentdError.isInstance(error) && error.code !== ErrorCodes.storeUnavailable) throw error;
+    return fallBackToMemory(error);
   }
 }
 

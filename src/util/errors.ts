@@ -98,6 +98,7 @@ export const ErrorCodes = {
   providerTimeout: 'PROVIDER_TIMEOUT',
   providerAuth: 'PROVIDER_AUTH',
   storeUnavailable: 'STORE_UNAVAILABLE',
+  runInterrupted: 'RUN_INTERRUPTED',
   schemaTooNew: 'SCHEMA_TOO_NEW',
   mcpUnavailable: 'MCP_UNAVAILABLE',
   internal: 'INTERNAL',
