@@ -65,6 +65,7 @@ import {
   toolsConfigSchema,
 } from './tools/index.js';
 import { type Clock, systemClock } from './util/clock.js';
+import { AgentdError, ErrorCodes } from './util/errors.js';
 import { createIdGenerator, type IdGenerator } from './util/ids.js';
 import type { Logger } from './util/logger.js';
 
@@ -314,7 +315,16 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const chat = createChatService({
     sessions: store.sessions,
     inbox: {
-      put: (message) => store.kv.set(inboxNamespace, message.runId, JSON.stringify(message)),
+      put: async (message) => {
+        try {
+          await store.kv.set(inboxNamespace, message.runId, JSON.stringify(message));
+        } catch (error) {
+          // The client gets STORE_UNAVAILABLE; health and the other clients must see the store degraded too.
+          if (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
+            memory.reportWriteFailure(error);
+          throw error;
+        }
+      },
       delete: async (runId) => {
         await store.kv.delete(inboxNamespace, runId);
       },

@@ -230,6 +230,15 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     startedAt: clock.now(),
   });
 
+  /**
+   * Session bookkeeping (message count, last activity) must not fail a turn whose transcript memory kept,
+   * which it does even while the database cannot be written.
+   */
+  const touchSession = (sessionId: string, messageDelta: number) =>
+    options.sessions.touch(sessionId, { messageDelta, at: clock.now() }).catch((error: unknown) => {
+      logger.warn({ err: error, sessionId }, 'could not update the session record');
+    });
+
   const refFor = async (sessionKey: string, agentId: string): Promise<SessionRef> => {
     const session = await options.sessions.ensureActive(sessionKey, agentId);
     return { sessionId: session.id, sessionKey, agentId };
@@ -281,7 +290,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       content: text,
       metadata: { runId: record.runId, ...metadata },
     });
-    await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
+    await touchSession(ref.sessionId, 1);
     record.assistantMemoryId = entry.address;
     record.text = text;
     record.status = 'completed';
@@ -319,7 +328,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     );
     running.add(record.runId);
     record.userMemoryId = userEntry.address;
-    await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
+    await touchSession(ref.sessionId, 1);
 
     const lease = await options.memory.pin(ref);
     try {
@@ -393,7 +402,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           );
           if (kept.length === 0) return;
           const entries = await options.memory.appendBatch(ref, kept);
-          await options.sessions.touch(ref.sessionId, { messageDelta: entries.length, at: clock.now() });
+          await touchSession(ref.sessionId, entries.length);
           const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');
           if (lastAssistant) record.assistantMemoryId = lastAssistant.address;
         },
@@ -727,7 +736,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         content: normalizeMessage(text, maxMessageChars),
         metadata: { injected: true, ...(label ? { label } : {}) },
       });
-      await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: clock.now() });
+      await touchSession(ref.sessionId, 1);
       return { memoryId: entry.address };
     },
 

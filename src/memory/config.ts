@@ -47,6 +47,9 @@ export const memoryConfigSchema = z
     /** Budget of the model call that writes a summary; on timeout the extractive fallback is used. */
     summaryTimeoutMs: z.number().int().positive().default(30_000),
     managerIntervalMs: z.number().int().min(100).default(30_000),
+    /** First wait before retrying the database after a failed write; doubles up to `maxWriteRetryMs`. */
+    writeRetryMs: z.number().int().min(1).default(500),
+    maxWriteRetryMs: z.number().int().min(1).default(15_000),
     thresholds: z
       .object({
         /** The manager summarizes when active entries or tokens pass this fraction of their limit. */

@@ -61,9 +61,6 @@ export interface MemoryServiceOptions {
   /** Where `config.embeddings.apiKeyEnv` is looked up; defaults to `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
   fetch?: typeof globalThis.fetch;
-  /** First wait before retrying the database after a failed write; doubles up to `maxWriteRetryMs`. */
-  writeRetryMs?: number;
-  maxWriteRetryMs?: number;
 }
 
 /** Runs inside the transaction that commits an append; statements on the same database join it. */
@@ -157,6 +154,11 @@ export interface MemoryService {
   /** Queues entries that have no vector yet (e.g. written before a restart); returns how many. */
   backfillEmbeddings(limit?: number): Promise<number>;
   status(): MemoryStatus;
+  /**
+   * Another writer on the same database failed for want of space or I/O: memory goes degraded too (and
+   * retries), so health and clients see one state of the store.
+   */
+  reportWriteFailure(error: unknown): void;
 }
 
 const maxContentChars = 1_000_000;
@@ -347,8 +349,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
   >();
   /** The next free MemoryID of each key as handed out while degraded, so a new instance does not reuse one. */
   const ramCounters = new Map<string, number>();
-  const firstRetryMs = options.writeRetryMs ?? 500;
-  const maxRetryMs = Math.max(firstRetryMs, options.maxWriteRetryMs ?? 15_000);
+  const firstRetryMs = config.writeRetryMs;
+  const maxRetryMs = Math.max(firstRetryMs, config.maxWriteRetryMs);
   let retryDelayMs = firstRetryMs;
   let retryTimer: NodeJS.Timeout | undefined;
   let degradedSinceMs = 0;
@@ -1431,6 +1433,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       await service.flushEmbeddings();
       return missing.length;
     },
+
+    reportWriteFailure: (error) => enterDegraded(error),
 
     status: () => ({
       degraded: degradedReason !== undefined,

@@ -1,0 +1,137 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createBus } from '../../src/bus/index.js';
+import {
+  type ChatInbox,
+  createChatService,
+  type PendingMessage,
+  type RunningRun,
+} from '../../src/chat/index.js';
+import { createIdentityLoader } from '../../src/identity/index.js';
+import { createMemoryService } from '../../src/memory/index.js';
+import type { Runtime } from '../../src/runtime.js';
+import { createKvStore, createSessionStore, createStore } from '../../src/store/index.js';
+import { createScriptedModel } from '../../src/testing.js';
+import { createSequentialIdGenerator } from '../../src/util/index.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+import { startRuntime, tempHome } from '../runtime/helpers.js';
+
+describeEachDatabase('a chat message between the inbox and the transcript', (getDb) => {
+  it('is never both in the transcript and still pending, even when the dequeue fails', async () => {
+    const db = getDb();
+    const kv = createKvStore(db);
+    let failNextDelete = true;
+    // The failed delete stands for a kill between the two writes: whatever was committed before it stays.
+    const inbox: ChatInbox = {
+      put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
+      delete: async (runId) => {
+        if (failNextDelete) {
+          failNextDelete = false;
+          throw new Error('killed between the append and the dequeue');
+        }
+        await kv.delete('inbox', runId);
+      },
+      list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
+      markRunning: (run) => kv.set('running', run.runId, JSON.stringify(run)),
+      markEnded: async (runId) => {
+        await kv.delete('running', runId);
+      },
+      listRunning: async () =>
+        (await kv.list('running')).map((entry) => JSON.parse(entry.value) as RunningRun),
+    };
+    const bus = createBus();
+    const memory = createMemoryService({ db, bus, config: { writeRetryMs: 5, maxWriteRetryMs: 20 } });
+    const chat = createChatService({
+      sessions: createSessionStore(db),
+      inbox,
+      memory,
+      identity: createIdentityLoader({ workspaceDir: tempHome('agentd-identity-') }),
+      bus,
+      autoRecall: false,
+      idGenerator: createSequentialIdGenerator(),
+      runTurn: async (input) => {
+        const result = {
+          status: 'completed' as const,
+          text: 'answer',
+          newMessages: [{ role: 'assistant' as const, content: 'answer' }],
+          usage: { inputTokens: 1, outputTokens: 1 },
+          turns: 1,
+          activeSkills: [],
+          compactions: 0,
+        };
+        await input.beforeFinish(result);
+        return result;
+      },
+    });
+    const recovered = new Promise<void>((resolve) => bus.on('memory:recovered', () => resolve()));
+    await chat.send({
+      sessionKey: 'agent:main:main',
+      agentId: 'main',
+      text: 'hello once',
+      idempotencyKey: 'run-1',
+    });
+    expect((await chat.wait('run-1')).status).toBe('completed');
+    await recovered;
+
+    // What a restart would find: the message once in the transcript, nothing left to replay.
+    const fresh = createMemoryService({ db, bus: createBus() });
+    const history = await fresh.history('agent:main:main');
+    expect(history.map((entry) => entry.content)).toEqual(['hello once', 'answer']);
+    expect(await inbox.list()).toEqual([]);
+    expect(await inbox.listRunning()).toEqual([]);
+  });
+});
+
+describe('a turn cut off by a crash', () => {
+  let runtime: Runtime | undefined;
+  afterEach(async () => {
+    await runtime?.close();
+    runtime = undefined;
+  });
+
+  it('ends with an error final for its run id after the restart, never silence', async () => {
+    const home = tempHome('agentd-interrupted-');
+    // The state a kill -9 in the middle of a turn leaves: the message in the transcript, the run marked running.
+    const store = await createStore({ stateDir: home });
+    const session = await store.sessions.ensureActive('agent:main:main', 'main');
+    const memory = createMemoryService({ db: store.db, bus: createBus() });
+    await memory.append(
+      { sessionId: session.id, sessionKey: 'agent:main:main', agentId: 'main' },
+      { role: 'user', content: 'cut off', metadata: { runId: 'run-cut' } },
+    );
+    await store.kv.set(
+      'chat-running',
+      'run-cut',
+      JSON.stringify({ runId: 'run-cut', sessionKey: 'agent:main:main', agentId: 'main', startedAt: 1 }),
+    );
+    await store.close();
+
+    const model = createScriptedModel({ steps: [] });
+    const started = await startRuntime({ home, model });
+    runtime = started.runtime;
+    const record = await runtime.chat.wait('run-cut');
+    expect(record).toMatchObject({
+      status: 'error',
+      error: { code: 'RUN_INTERRUPTED', retryable: true },
+    });
+    // Asked over the wire, as a reconnecting client would.
+    const client = await started.connect();
+    try {
+      const waited = await client.call<{ status: string; error: { code: string } }>('agent.wait', {
+        runId: 'run-cut',
+      });
+      expect(waited).toMatchObject({ status: 'error', error: { code: 'RUN_INTERRUPTED' } });
+      const history = await client.call<{ messages: Array<{ role: string; content: unknown }> }>(
+        'chat.history',
+        { sessionKey: 'agent:main:main' },
+      );
+      expect(history.messages.map((message) => message.role)).toEqual(['user', 'assistant']);
+      expect(JSON.stringify(history.messages[1]!.content)).toContain('agentd stopped before this reply');
+    } finally {
+      await client.close();
+    }
+    expect(await runtime.store.kv.list('chat-running')).toEqual([]);
+    // Not run again: its tools may have acted already.
+    model.assertAllConsumed();
+    expect(model.requests).toHaveLength(0);
+  });
+});
