@@ -76,7 +76,18 @@ const networkErrorCodes = new Set([
   'EAI_AGAIN',
 ]);
 // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
-const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300']);
+// Terminated or shut down, disk full, too many connections, I/O error, connection exceptions.
+const unavailableSqlStates = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53100',
+  '53300',
+  '58030',
+  '08000',
+  '08003',
+  '08006',
+]);
 
 /** The URL with its password removed, safe for logs and `/health`. */
 export function redactConnectionString(connectionString: string): string {
