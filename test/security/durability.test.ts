@@ -120,11 +120,13 @@ describe('agentd on a disk that fills up and frees again', () => {
     client.onEvent((event, payload) => {
       if (event === 'system.error') systemErrors.push(payload);
     });
-    const health = async () =>
-      (await (await fetch(`${started.url.replace(/^ws/, 'http')}/health`)).json()) as {
-        status: string;
-        store: { writable: boolean; persistent: boolean };
-      };
+    // Status for anyone on /health, details for an authenticated client.
+    const health = async () => ({
+      status: (
+        (await (await fetch(`${started.url.replace(/^ws/, 'http')}/health`)).json()) as { status: string }
+      ).status,
+      store: (await client!.call<{ store: { writable: boolean; persistent: boolean } }>('health', {})).store,
+    });
 
     const send = async (text: string, runId: string) => {
       const done = collectRun(client!, runId);
