@@ -194,6 +194,24 @@ function lockDownNodeModules() {
   syncBuiltinESMExports();
 }
 
+/**
+ * Caps the engine's linear memory. Emscripten turns a failed grow into a NULL malloc, which QuickJS reports
+ * as "out of memory" and Python raises as MemoryError, instead of the process growing without bound.
+ * QuickJS also has its own heap limit; this is the ceiling under it (its heap plus the module's own data).
+ */
+function capLinearMemory(maxBytes: number) {
+  type WasmMemory = { buffer: ArrayBuffer; grow(pages: number): number };
+  const memoryPrototype = (globalThis as unknown as { WebAssembly: { Memory: { prototype: WasmMemory } } })
+    .WebAssembly.Memory.prototype;
+  const originalGrow = memoryPrototype.grow;
+  memoryPrototype.grow = function grow(this: WasmMemory, pages: number) {
+    if (this.buffer.byteLength + pages * 65_536 > maxBytes) {
+      throw new RangeError('sandbox memory limit reached');
+    }
+    return originalGrow.call(this, pages);
+  };
+}
+
 // --- JavaScript (QuickJS) -----------------------------------------------------------------------------
 
 async function createJavaScriptEngine() {
@@ -336,19 +354,6 @@ function javascriptError(dumped: unknown): NonNullable<Outcome['error']> {
 // --- Python (Pyodide) ---------------------------------------------------------------------------------
 
 async function createPythonEngine() {
-  // Caps the interpreter's linear memory: Emscripten turns a failed grow into a NULL malloc, which Python
-  // raises as MemoryError instead of the process growing without bound.
-  type WasmMemory = { buffer: ArrayBuffer; grow(pages: number): number };
-  const memoryPrototype = (globalThis as unknown as { WebAssembly: { Memory: { prototype: WasmMemory } } })
-    .WebAssembly.Memory.prototype;
-  const originalGrow = memoryPrototype.grow;
-  memoryPrototype.grow = function grow(this: WasmMemory, pages: number) {
-    if (this.buffer.byteLength + pages * 65_536 > data.memoryLimitBytes) {
-      throw new RangeError('sandbox memory limit reached');
-    }
-    return originalGrow.call(this, pages);
-  };
-
   const { loadPyodide } = await import('pyodide');
   let sink: ((stream: 1 | 2, text: string) => void) | undefined;
   const decoder = new TextDecoder();
@@ -502,6 +507,9 @@ type Engine = (
 
 async function main() {
   const startedAt = now();
+  capLinearMemory(
+    data.language === 'javascript' ? data.memoryLimitBytes + 32 * 2 ** 20 : data.memoryLimitBytes,
+  );
   const engine: Engine =
     data.language === 'javascript' ? await createJavaScriptEngine() : await createPythonEngine();
   lockDownNodeModules();
