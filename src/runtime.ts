@@ -6,7 +6,7 @@
 import { dirname } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage, type RunningRun } from './chat/index.js';
-import { type AgentdConfig, providerSettings } from './config/index.js';
+import { type AgentDefinition, type AgentdConfig, providerSettings } from './config/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
 import {
   createGatewayServer,
@@ -59,20 +59,31 @@ import {
   createPolicy,
   createToolRegistry,
   type HookPipeline,
+  loadToolModules,
   type Policy,
   policyConfigSchema,
+  type ToolDefinition,
   type ToolRegistry,
+  toolModuleNameTaken,
   toolsConfigSchema,
 } from './tools/index.js';
 import { type Clock, systemClock } from './util/clock.js';
-import { AgentdError, ErrorCodes } from './util/errors.js';
+import { AgentdError, ErrorCodes, UserInputError } from './util/errors.js';
 import { createIdGenerator, type IdGenerator } from './util/ids.js';
 import type { Logger } from './util/logger.js';
 
 export interface CreateRuntimeOptions {
+  /** The effective configuration, from `loadConfig` (an empty directory gives the defaults). */
   config: AgentdConfig;
   /** Overrides the configured model (tests pass a scripted model). */
   model?: LanguageModel;
+  /**
+   * Extra tools (from `defineTool`), registered after the built-in ones and the `tools.modules` of the
+   * config, under the same policy, hooks and limits. A name already taken is a CONFLICT error.
+   */
+  tools?: readonly ToolDefinition[];
+  /** Extra agents (from `defineAgent`), added to the config's `agents:`; an id defined twice is a CONFLICT. */
+  agents?: readonly AgentDefinition[];
   logger?: Logger;
   /** Where log lines go when no logger is given (default stderr). */
   logDestination?: NodeJS.WritableStream;
@@ -80,6 +91,12 @@ export interface CreateRuntimeOptions {
   clock?: Clock;
   idGenerator?: IdGenerator;
   fetch?: typeof globalThis.fetch;
+}
+
+/** What `runWorkflow` returns: the task id and, once the run ended, its outcome. */
+export interface RuntimeWorkflowRun {
+  taskId: string;
+  result: unknown;
 }
 
 export interface Runtime {
@@ -123,13 +140,23 @@ export interface Runtime {
     sessionKey: string;
     error?: { code: string; message: string };
   }>;
+  /**
+   * `/goal` without a chat: the planner turns the goal into work items for the agent, which the worker pool
+   * runs in the background (after `startBackground`). Returns the plan as text.
+   */
+  goal(input: { text: string; agentId?: string; sessionKey?: string }): Promise<string>;
+  /**
+   * Runs the workflow in `dir` (a directory with workflow.yaml below the working directory or the
+   * workspace) with `input`, and waits for the run to end.
+   */
+  runWorkflow(input: { dir: string; input?: unknown }): Promise<RuntimeWorkflowRun>;
   health(): Record<string, unknown>;
   /** Graceful stop: no new connections, running turns aborted and persisted, database closed. */
   close(): Promise<void>;
 }
 
 export async function createRuntime(options: CreateRuntimeOptions): Promise<Runtime> {
-  const { config } = options;
+  const config = withExtraAgents(options.config, options.agents ?? []);
   const env = options.env ?? process.env;
   const clock = options.clock ?? systemClock;
   const idGenerator = options.idGenerator ?? createIdGenerator();
@@ -143,6 +170,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const policyConfig = parseSection(policyConfigSchema, config.sections.policy, 'policy');
   const mcpConfig = parseSection(mcpConfigSchema, config.sections.mcp, 'mcp');
   const sandboxConfig = parseSection(sandboxConfigSchema, config.sections.sandbox, 'sandbox');
+  // Custom tool modules are imported before anything is opened, so a broken module fails start-up cleanly.
+  const moduleTools = await loadToolModules({
+    modules: toolsConfig.modules,
+    baseDir: config.configPath ? dirname(config.configPath) : process.cwd(),
+    reservedNames: (options.tools ?? []).map((tool) => tool.name),
+  });
 
   const state = prepareStateDir(config.home, config.token);
   const redactor = createRedactor([
@@ -208,7 +241,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     clock,
     logger,
   });
-  const tools = createToolRegistry([
+  const baseTools = [
     ...createBuiltinTools({
       ledger,
       memory: createMemoryAccess(memory),
@@ -228,6 +261,18 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       },
     }),
     ...createSkillTools({ library: skills, ledger }),
+  ];
+  const takenByBuiltin = moduleTools.find((entry) => baseTools.some((tool) => tool.name === entry.tool.name));
+  if (takenByBuiltin) {
+    await recorder.stop();
+    await store.close();
+    await telemetry.shutdown();
+    throw toolModuleNameTaken(takenByBuiltin);
+  }
+  const tools = createToolRegistry([
+    ...baseTools,
+    ...moduleTools.map((entry) => entry.tool),
+    ...(options.tools ?? []),
   ]);
   // Workers start at the first execution (or now, for `prewarm` languages), never per call.
   const sandbox: SandboxPool | undefined = sandboxConfig.enabled
@@ -572,6 +617,18 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       return { url, server: gateway };
     },
 
+    async goal({ text, agentId = 'main', sessionKey }) {
+      return agents.goal({
+        argument: text.trim(),
+        agentId,
+        sessionKey: sessionKey ?? `agent:${agentId}:main`,
+      });
+    },
+
+    async runWorkflow({ dir, input }) {
+      return workflows.run({ dir, input });
+    },
+
     async sendMessage({ text, agentId = 'main', sessionKey, timeoutMs }) {
       const key = sessionKey ?? `agent:${agentId}:main`;
       const { runId } = await chat.send({
@@ -607,4 +664,18 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       await telemetry.shutdown();
     },
   };
+}
+
+function withExtraAgents(config: AgentdConfig, extra: readonly AgentDefinition[]): AgentdConfig {
+  if (extra.length === 0) return config;
+  const ids = new Set(config.agents.map((agent) => agent.id));
+  for (const agent of extra) {
+    if (ids.has(agent.id))
+      throw new UserInputError({
+        code: ErrorCodes.conflict,
+        message: `The agent "${agent.id}" is defined twice (in the config and in createRuntime's agents, or twice there).`,
+      });
+    ids.add(agent.id);
+  }
+  return { ...config, agents: [...config.agents, ...extra] };
 }

@@ -1,3 +1,4 @@
+export { defineAgent } from './define-agent.js';
 export {
   type AgentdConfig,
   type LoadConfigOptions,

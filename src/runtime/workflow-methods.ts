@@ -49,7 +49,11 @@ export function registerWorkflowMethods(options: {
   /** Read when an engine is created: runs go through the work queue when a dispatch is there. */
   dispatch: () => WorkflowDispatch | undefined;
   logger: Logger;
-}): { close(): Promise<void> } {
+}): {
+  /** `workflow.run` in-process, waiting for the result. */
+  run(params: { dir: string; input?: unknown }): Promise<{ taskId: string; result: unknown }>;
+  close(): Promise<void>;
+} {
   const engines = new Map<string, Promise<WorkflowEngine>>();
   const roots = options.allowedRoots.map((root) => resolve(root));
 
@@ -117,6 +121,13 @@ export function registerWorkflowMethods(options: {
   }
 
   return {
+    async run({ dir, input }) {
+      const outcome = (await handlers.run({ dir, input, wait: true })) as {
+        taskId: string;
+        result?: unknown;
+      };
+      return { taskId: outcome.taskId, result: outcome.result };
+    },
     async close() {
       for (const engine of engines.values()) await engine.then((ready) => ready.close()).catch(() => {});
     },

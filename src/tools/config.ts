@@ -2,6 +2,8 @@ import { z } from 'zod';
 
 /** The `tools:` section of agentd.yaml. (The top-level `policy:` section is `policyConfigSchema`.) */
 export const toolsConfigSchema = z.object({
+  /** Custom tool modules (`./my-tools.js`), resolved relative to agentd.yaml; see loadToolModules. */
+  modules: z.array(z.string().min(1)).default([]),
   bash: z
     .object({
       enabled: z.boolean().default(false),

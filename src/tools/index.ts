@@ -24,6 +24,12 @@ export {
   hookEvents,
 } from './hooks.js';
 export {
+  type LoadToolModulesOptions,
+  loadToolModules,
+  type ModuleTool,
+  toolModuleNameTaken,
+} from './modules.js';
+export {
   createPolicy,
   type Policy,
   type PolicyConfig,
@@ -38,6 +44,7 @@ export {
   type ToolDefinition,
   type ToolResult,
   type ToolResultMetadata,
+  toolNamePattern,
 } from './tool.js';
 export {
   pathOutsideWorkspaceCode,

@@ -67,7 +67,8 @@ export interface ToolDefinition<Input = any> {
   execute(args: Input, context: ToolContext): Promise<ToolResult | string>;
 }
 
-const toolNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
+/** `[A-Za-z0-9_-]{1,64}`: the tool names both OpenAI and Anthropic accept. */
+export const toolNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Declares a tool. The name is checked here so a bad name fails at start-up, not at the first model call. */
 export function defineTool<Schema extends z.ZodType>(definition: {

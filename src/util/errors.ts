@@ -102,6 +102,9 @@ export const ErrorCodes = {
   schemaTooNew: 'SCHEMA_TOO_NEW',
   mcpUnavailable: 'MCP_UNAVAILABLE',
   internal: 'INTERNAL',
+  toolModuleNotFound: 'TOOL_MODULE_NOT_FOUND',
+  toolModuleImportFailed: 'TOOL_MODULE_IMPORT_FAILED',
+  toolModuleInvalid: 'TOOL_MODULE_INVALID',
 } as const;
 
 /** Turns any thrown value into an AgentdError, keeping the original as `cause`. */
