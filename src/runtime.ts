@@ -31,7 +31,7 @@ import {
 import { defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
 import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { parseSection } from './runtime/config-section.js';
-import { createGatewayServices } from './runtime/gateway-services.js';
+import { createGatewayServices, createStoredDevicePairings } from './runtime/gateway-services.js';
 import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
@@ -588,6 +588,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         allowedOrigins: gatewayConfig.allowedOrigins,
         allowedHosts: gatewayConfig.allowedHosts,
         limits: gatewayConfig.limits,
+        devicePairings: createStoredDevicePairings(store.kv),
         methodTable: methods,
         bus,
         services,

@@ -144,16 +144,50 @@ export function verifyDeviceBlock(input: {
   return { ok: false, code: 'DEVICE_AUTH_SIGNATURE_INVALID', message: 'device signature invalid' };
 }
 
-/**
- * Device tokens are derived, not stored: HMAC(secret, deviceId|role). They stay valid across restarts for as
- * long as the secret (derived from the gateway token) does, and rotating the gateway token revokes them all.
- */
-export function issueDeviceToken(secret: Buffer, deviceId: string, role: string): string {
-  return createHmac('sha256', secret).update(`agentd-device-token|${deviceId}|${role}`).digest('base64url');
+/** A device the gateway has paired: the role and scopes its device token carries, for good. */
+export interface PairedDevice {
+  deviceId: string;
+  role: string;
+  scopes: string[];
+  pairedAtMs: number;
 }
 
-export function deviceTokenValid(secret: Buffer, deviceId: string, role: string, token: string): boolean {
-  return secretsEqual(token, issueDeviceToken(secret, deviceId, role));
+/** Where pairings live; the runtime keeps them in the database so they survive restarts. */
+export interface DevicePairings {
+  get(deviceId: string): Promise<PairedDevice | undefined>;
+  put(device: PairedDevice): Promise<void>;
+}
+
+/** Pairings for one process's lifetime (tests, embedded gateways without a store). */
+export function createMemoryDevicePairings(): DevicePairings {
+  const devices = new Map<string, PairedDevice>();
+  return {
+    get: async (deviceId) => devices.get(deviceId),
+    put: async (device) => {
+      devices.set(device.deviceId, { ...device, scopes: [...device.scopes] });
+    },
+  };
+}
+
+/**
+ * Device tokens are derived, not stored: HMAC(secret, deviceId|role|scopes). The scopes are part of the MAC,
+ * so a token only ever proves the pairing it was issued for; the pairing record says which scopes those
+ * were. Tokens stay valid across restarts for as long as the secret (derived from the gateway token) does,
+ * and rotating the gateway token revokes them all.
+ */
+export function issueDeviceToken(
+  secret: Buffer,
+  deviceId: string,
+  role: string,
+  scopes: ReadonlyArray<string>,
+): string {
+  return createHmac('sha256', secret)
+    .update(`agentd-device-token|v2|${deviceId}|${role}|${[...scopes].sort().join(',')}`)
+    .digest('base64url');
+}
+
+export function deviceTokenValid(secret: Buffer, device: PairedDevice, token: string): boolean {
+  return secretsEqual(token, issueDeviceToken(secret, device.deviceId, device.role, device.scopes));
 }
 
 export function deviceTokenSecret(gatewayToken: string): Buffer {

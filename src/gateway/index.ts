@@ -1,7 +1,12 @@
 export { type GatewayConfig, gatewayConfigSchema } from './config.js';
 export { defaultGatewayLimits, type GatewayConnection, type GatewayLimits } from './connection.js';
 export { type CoreMethodsOptions, registerCoreMethods } from './core-methods.js';
-export { deviceAuthPayload, deviceIdForPublicKey } from './device-auth.js';
+export {
+  type DevicePairings,
+  deviceAuthPayload,
+  deviceIdForPublicKey,
+  type PairedDevice,
+} from './device-auth.js';
 export { chatDeltaIntervalMs, type EventHub, type RunRef, type RunWireEvent } from './event-hub.js';
 export type { DedupeCache } from './idempotency.js';
 export {

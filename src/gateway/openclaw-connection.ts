@@ -15,15 +15,17 @@ import {
 } from './connection.js';
 import {
   type DeviceBlock,
+  type DevicePairings,
   deviceTokenValid,
   issueDeviceToken,
+  type PairedDevice,
   secretsEqual,
   verifyDeviceBlock,
 } from './device-auth.js';
 import type { EventSink, RunWireEvent } from './event-hub.js';
 import { type ClientInfo, isAsyncResult, type MethodContext } from './method-table.js';
 import { CloseCodes, createOutbound } from './outbound.js';
-import { OperatorScopes } from './scopes.js';
+import { OperatorScopes, scopeSatisfied } from './scopes.js';
 import { defaultAgentId, mainKey, mainSessionKey } from './session-key.js';
 
 export const minProtocolVersion = 3;
@@ -89,6 +91,17 @@ export interface OpenClawAuth {
   noAuth: boolean;
   /** Key for device tokens; undefined when there is no gateway token to derive it from. */
   deviceSecret: Buffer | undefined;
+  /** The role and scopes each paired device was given. */
+  devices: DevicePairings;
+}
+
+/** How a connection authenticated, as `hello-ok.auth.method` reports it. */
+type AuthMethod = 'none' | 'token' | 'device-token';
+
+interface AuthResult {
+  method: AuthMethod;
+  scopes: string[];
+  issued?: { deviceToken: string; issuedAtMs: number };
 }
 
 class HandshakeError extends Error {
@@ -264,20 +277,27 @@ export function acceptOpenClawConnection(
     logger,
   };
 
-  const authenticate = (params: ConnectParams, role: string, requestedScopes: string[]) => {
+  const authenticate = async (
+    params: ConnectParams,
+    role: string,
+    requestedScopes: string[],
+  ): Promise<AuthResult> => {
     const { auth } = deps;
     const token = params.auth?.token ?? params.auth?.password;
     const deviceToken = params.auth?.deviceToken;
-    let deviceAuthorized = false;
+    let method: AuthMethod = auth.noAuth ? 'none' : 'token';
+    let paired: PairedDevice | undefined;
     if (!auth.noAuth) {
       const sharedOk = token !== undefined && auth.token !== undefined && secretsEqual(token, auth.token);
       if (!sharedOk) {
-        deviceAuthorized =
-          deviceToken !== undefined &&
-          params.device !== undefined &&
-          auth.deviceSecret !== undefined &&
-          deviceTokenValid(auth.deviceSecret, params.device.id, role, deviceToken);
-        if (!deviceAuthorized) {
+        if (deviceToken !== undefined && params.device !== undefined && auth.deviceSecret !== undefined) {
+          const record = await auth.devices.get(params.device.id);
+          if (record && record.role === role && deviceTokenValid(auth.deviceSecret, record, deviceToken)) {
+            paired = record;
+            method = 'device-token';
+          }
+        }
+        if (method !== 'device-token') {
           if (token !== undefined) {
             throw authFailure(
               'AUTH_TOKEN_MISMATCH',
@@ -292,7 +312,11 @@ export function acceptOpenClawConnection(
         }
       }
     }
-    if (!params.device) return undefined;
+    const known = [...new Set(requestedScopes.filter((scope) => knownOperatorScopes.has(scope)))];
+    // A device token never grants more than the device was paired with, whatever the client asks for now.
+    const pairedScopes = paired?.scopes;
+    const scopes = pairedScopes ? known.filter((scope) => scopeSatisfied(scope, pairedScopes)) : known;
+    if (!params.device) return { method, scopes };
     const verdict = verifyDeviceBlock({
       device: params.device as DeviceBlock,
       challengeNonce: nonce,
@@ -316,13 +340,21 @@ export function acceptOpenClawConnection(
         CloseCodes.policyViolation,
       );
     }
-    // agentd has no pairing queue: a verified device is approved when it connects from loopback or already
-    // proved it holds the gateway token (or a device token), and then gets its own device token.
-    const approved = remoteIsLoopback || !auth.noAuth || deviceAuthorized;
-    if (!approved || !auth.deviceSecret) return undefined;
+    // agentd has no pairing queue: a verified device is paired when it proves it holds the gateway token
+    // (or connects from loopback to a --no-auth gateway), with the scopes that connection was granted.
+    const approved = paired !== undefined || !auth.noAuth || remoteIsLoopback;
+    if (!approved || !auth.deviceSecret) return { method, scopes };
+    if (!paired) {
+      paired = { deviceId: params.device.id, role, scopes, pairedAtMs: clock.now() };
+      await auth.devices.put(paired);
+    }
     return {
-      deviceToken: issueDeviceToken(auth.deviceSecret, params.device.id, role),
-      issuedAtMs: clock.now(),
+      method,
+      scopes,
+      issued: {
+        deviceToken: issueDeviceToken(auth.deviceSecret, paired.deviceId, paired.role, paired.scopes),
+        issuedAtMs: clock.now(),
+      },
     };
   };
 
@@ -370,10 +402,10 @@ export function acceptOpenClawConnection(
       );
     }
     const requestedScopes = params.scopes ?? [OperatorScopes.read, OperatorScopes.write];
-    const issued = authenticate(params, role, requestedScopes);
+    const authResult = await authenticate(params, role, requestedScopes);
 
     protocol = high;
-    scopes = [...new Set(requestedScopes.filter((scope) => knownOperatorScopes.has(scope)))];
+    scopes = authResult.scopes;
     caps = new Set(params.caps);
     clientInfo = {
       id: params.client.id,
@@ -410,7 +442,7 @@ export function acceptOpenClawConnection(
         },
         authMode: deps.auth.noAuth ? 'none' : 'token',
       },
-      auth: { method: deps.auth.noAuth ? 'none' : 'token', role, scopes, ...(issued ?? {}) },
+      auth: { method: authResult.method, role, scopes, ...(authResult.issued ?? {}) },
       policy: {
         maxPayload: limits.maxFrameBytes,
         maxBufferedBytes: limits.maxBufferedBytes,

@@ -13,7 +13,12 @@ import {
   type GatewayLimits,
   isLoopbackAddress,
 } from './connection.js';
-import { deviceTokenSecret, secretsEqual } from './device-auth.js';
+import {
+  createMemoryDevicePairings,
+  type DevicePairings,
+  deviceTokenSecret,
+  secretsEqual,
+} from './device-auth.js';
 import { createEventHub, type EventHub } from './event-hub.js';
 import type { MethodTable } from './method-table.js';
 import { acceptOpenClawConnection } from './openclaw-connection.js';
@@ -45,6 +50,8 @@ export interface GatewayServerOptions {
    */
   allowedHosts?: ReadonlyArray<string>;
   limits?: Partial<GatewayLimits>;
+  /** Where paired OpenClaw devices are kept; default in memory (pairings end with the process). */
+  devicePairings?: DevicePairings;
   methodTable: MethodTable;
   bus: Bus;
   services: GatewayServices;
@@ -177,6 +184,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     token,
     noAuth,
     deviceSecret: token ? deviceTokenSecret(token) : undefined,
+    devices: options.devicePairings ?? createMemoryDevicePairings(),
   };
 
   const deps: ConnectionDeps = {

@@ -1,7 +1,13 @@
 import type { ChatService as ChatTurns } from '../chat/index.js';
-import type { GatewayServices, HealthService, SessionSummary } from '../gateway/index.js';
+import type {
+  DevicePairings,
+  GatewayServices,
+  HealthService,
+  PairedDevice,
+  SessionSummary,
+} from '../gateway/index.js';
 import type { MemoryService } from '../memory/index.js';
-import type { SessionRecord, SessionStore } from '../store/index.js';
+import type { KvStore, SessionRecord, SessionStore } from '../store/index.js';
 import { parseSessionKey } from '../store/index.js';
 import { ErrorCodes, UserInputError } from '../util/errors.js';
 
@@ -167,5 +173,20 @@ export function createGatewayServices(options: {
       },
     },
     health: options.health,
+  };
+}
+
+const devicesNamespace = 'gateway-devices';
+
+/** Paired OpenClaw devices in the key-value store, so a device keeps exactly its scopes across restarts. */
+export function createStoredDevicePairings(kv: KvStore): DevicePairings {
+  return {
+    async get(deviceId) {
+      const value = await kv.get(devicesNamespace, deviceId);
+      return value === undefined ? undefined : (JSON.parse(value) as PairedDevice);
+    },
+    async put(device) {
+      await kv.set(devicesNamespace, device.deviceId, JSON.stringify(device));
+    },
   };
 }

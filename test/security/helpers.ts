@@ -17,9 +17,16 @@ export interface StartedGateway {
 
 /** A real runtime with its gateway on an ephemeral loopback port; `yaml` becomes its agentd.yaml. */
 export async function startGateway(
-  options: { yaml?: string; noAuth?: boolean; model?: LanguageModel; env?: NodeJS.ProcessEnv } = {},
+  options: {
+    yaml?: string;
+    noAuth?: boolean;
+    model?: LanguageModel;
+    env?: NodeJS.ProcessEnv;
+    /** Reuse a state directory (a restart); default a fresh one. */
+    home?: string;
+  } = {},
 ): Promise<StartedGateway> {
-  const home = tempHome('agentd-sec-');
+  const home = options.home ?? tempHome('agentd-sec-');
   if (options.yaml) writeFileSync(join(home, 'agentd.yaml'), options.yaml);
   const env = { ...(options.env ?? {}), AGENTD_HOME: home };
   const config = loadConfig({ cwd: home, env, overrides: { port: 0 } });
