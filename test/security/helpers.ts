@@ -2,12 +2,14 @@ import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
+import type { GatewayServer } from '../../src/gateway/index.js';
 import type { LanguageModel } from '../../src/model/index.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { captureLog, tempHome } from '../runtime/helpers.js';
 
 export interface StartedGateway {
   runtime: Runtime;
+  server: GatewayServer;
   /** `ws://127.0.0.1:<port>` */
   url: string;
   port: number;
@@ -36,9 +38,9 @@ export async function startGateway(
     logDestination: captureLog().stream,
     ...(options.model ? { model: options.model } : {}),
   });
-  const { url } = await runtime.startGateway({ port: 0, noAuth: options.noAuth ?? false });
+  const { url, server } = await runtime.startGateway({ port: 0, noAuth: options.noAuth ?? false });
   const port = Number(new URL(url).port);
-  return { runtime, url, port, token: runtime.state.token, home };
+  return { runtime, server, url, port, token: runtime.state.token, home };
 }
 
 export interface RawResponse {
