@@ -20,11 +20,12 @@ export interface ProviderSettings {
 export type ProviderCredentials = Record<string, ProviderSettings>;
 
 export interface ResolveModelOptions {
-  /** Default `process.env`; read only for providers that have no entry in `credentials`. */
+  /** Default `process.env`: keys for providers without an entry in `credentials`, and default base URLs. */
   env?: Record<string, string | undefined>;
   /**
-   * Settings from `provider_credentials` (config), by provider. An entry replaces the environment for its
-   * provider as a whole: its key goes to its `baseUrl` (or the provider's public endpoint when it has none).
+   * Settings from `provider_credentials` (config), by provider. An entry's key wins over the environment's
+   * and goes to the entry's `baseUrl`; only an entry without one falls back to `*_BASE_URL`, then the
+   * provider's public endpoint.
    */
   credentials?: ProviderCredentials;
   fetch?: typeof globalThis.fetch;
@@ -55,13 +56,15 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
   const model = name.slice(slash + 1);
   const fetchOption = options.fetch ? { fetch: options.fetch } : {};
   const configured = options.credentials?.[provider];
-  const setting = (value: string | undefined, envName: string) =>
-    configured ? nonEmpty(value) : nonEmpty(env[envName]);
+  // A configured key is used only with the configured endpoint, or the provider's usual one (its
+  // `*_BASE_URL` variable, else the public API) when the entry names none; never another entry's.
+  const apiKeyFrom = (envName: string) => (configured ? nonEmpty(configured.apiKey) : nonEmpty(env[envName]));
+  const baseUrlFrom = (envName: string) => nonEmpty(configured?.baseUrl) ?? nonEmpty(env[envName]);
   const resolved = (() => {
     switch (provider) {
       case 'openai': {
-        const apiKey = setting(configured?.apiKey, 'OPENAI_API_KEY');
-        const baseURL = setting(configured?.baseUrl, 'OPENAI_BASE_URL');
+        const apiKey = apiKeyFrom('OPENAI_API_KEY');
+        const baseURL = baseUrlFrom('OPENAI_BASE_URL');
         if (!apiKey && !baseURL) {
           throw invalid(
             `The model '${name}' needs an OpenAI API key: set OPENAI_API_KEY (or provider_credentials for openai), or set OPENAI_BASE_URL to an OpenAI-compatible server.`,
@@ -74,11 +77,11 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
           model,
           provider: 'ollama',
           apiKey: configured ? nonEmpty(configured.apiKey) : undefined,
-          baseURL: ollamaBaseUrl(setting(configured?.baseUrl, 'OLLAMA_BASE_URL')),
+          baseURL: ollamaBaseUrl(baseUrlFrom('OLLAMA_BASE_URL')),
           ...fetchOption,
         });
       case 'anthropic': {
-        const apiKey = setting(configured?.apiKey, 'ANTHROPIC_API_KEY');
+        const apiKey = apiKeyFrom('ANTHROPIC_API_KEY');
         if (!apiKey) {
           throw invalid(
             `The model '${name}' needs an Anthropic API key: set ANTHROPIC_API_KEY (or provider_credentials for anthropic).`,
@@ -87,7 +90,7 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
         return createAnthropicModel({
           model,
           apiKey,
-          baseURL: setting(configured?.baseUrl, 'ANTHROPIC_BASE_URL'),
+          baseURL: baseUrlFrom('ANTHROPIC_BASE_URL'),
           ...fetchOption,
         });
       }

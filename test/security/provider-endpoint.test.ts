@@ -61,6 +61,19 @@ describe('provider_credentials reach the client they configure', () => {
     expect(serverB.requests[0]!.body.model).toBe('private-model');
   });
 
+  it('openai: a plain OPENAI_API_KEY still goes to OPENAI_BASE_URL when no entry names a base_url', async () => {
+    const serverA = await startFakeOpenAIServer();
+    closers.push(serverA.close);
+    serverA.respond({ type: 'stream', text: ['env server'] });
+    runtime = await startWith('model: openai/env-model\n', {
+      OPENAI_BASE_URL: serverA.baseURL,
+      OPENAI_API_KEY: publicKey,
+    });
+    const reply = await runtime.sendMessage({ text: 'hello', timeoutMs: 20_000 });
+    expect(reply.text).toBe('env server');
+    expect(serverA.requests[0]!.headers.authorization).toBe(`Bearer ${publicKey}`);
+  });
+
   it('openai: default_model of the entry names the model when none is configured', async () => {
     const serverB = await startFakeOpenAIServer();
     closers.push(serverB.close);
