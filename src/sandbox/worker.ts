@@ -383,25 +383,28 @@ import _agentd_host
 class ToolError(Exception):
     pass
 
-class _Tools:
-    __slots__ = ()
-    def __getattr__(self, name):
-        if name.startswith('_'):
-            raise AttributeError(name)
-        async def call(*args, **kwargs):
-            if len(args) > 1 or (args and not isinstance(args[0], dict)):
-                raise TypeError(f'tools.{name} takes keyword arguments or one dict')
-            payload = dict(args[0]) if args else {}
-            payload.update(kwargs)
-            reply = _json.loads(await _agentd_host.call(name, _json.dumps(payload)))
-            if not reply['ok']:
-                raise ToolError(reply['content'])
-            return reply['content']
-        return call
+def _agentd_tools(host_call):
+    class _Tools:
+        __slots__ = ()
+        def __getattr__(self, name):
+            if name.startswith('_'):
+                raise AttributeError(name)
+            async def call(*args, **kwargs):
+                if len(args) > 1 or (args and not isinstance(args[0], dict)):
+                    raise TypeError(f'tools.{name} takes keyword arguments or one dict')
+                payload = dict(args[0]) if args else {}
+                payload.update(kwargs)
+                reply = _json.loads(await host_call(name, _json.dumps(payload)))
+                if not reply['ok']:
+                    raise ToolError(reply['content'])
+                return reply['content']
+            return call
+    return _Tools()
 
 _sys.setrecursionlimit(${Number(data.recursionLimit)})
 _agentd_clean_modules = set(_sys.modules)
-_agentd_state = {'tools': _Tools(), 'ToolError': ToolError}
+_agentd_state = {'tools': _agentd_tools(_agentd_host.call), 'ToolError': ToolError}
+del _agentd_host
 
 def _agentd_error(error):
     frames = [f for f in _traceback.extract_tb(error.__traceback__) if f.filename == '<code>']
@@ -431,8 +434,8 @@ async def _agentd_run(code):
   pyodide.unregisterJsModule('js');
   pyodide.unregisterJsModule('pyodide_js');
   pyodide.runPython(`
-for _name in ('js', 'pyodide_js', '_agentd_host'):
-    _sys.modules.pop(_name, None)
+for _name in [n for n in _sys.modules if n.split('.')[0] in ('js', 'pyodide_js', '_agentd_host')]:
+    del _sys.modules[_name]
 _agentd_clean_modules = set(_sys.modules)
 `);
   const filesystems = (pyodide.FS as { filesystems: Record<string, unknown> }).filesystems;

@@ -327,11 +327,15 @@ try:
     attempts["run_js"] = str(run_js("process.env.OPENAI_API_KEY"))
 except Exception as error:
     attempts["run_js"] = type(error).__name__
-try:
-    bridge = sys.modules["__main__"]._agentd_host.call
-    attempts["constructor"] = str(bridge.constructor("return process.env")())
-except Exception as error:
-    attempts["constructor"] = "blocked"
+# JavaScript objects a program can still reach: the tool bridge (in a closure) and one Pyodide keeps.
+import pyodide._package_loader
+for label, proxy in (("bridge", type(tools).__getattr__.__closure__[0].cell_contents),
+                     ("packages", pyodide._package_loader.loadedPackages.constructor)):
+    try:
+        attempts[label] = str(proxy.constructor("return process.env")())
+    except Exception:
+        attempts[label] = "blocked"
+attempts["modules"] = sorted(n for n in sys.modules if n.split(".")[0] in ("js", "pyodide_js"))
 attempts["environ"] = dict(os.environ)
 attempts`,
     );
@@ -340,7 +344,9 @@ attempts`,
       pyodide_js: 'blocked',
       _agentd_host: 'blocked',
       run_js: 'ModuleNotFoundError',
-      constructor: 'blocked',
+      bridge: 'blocked',
+      packages: 'blocked',
+      modules: [],
     });
     expect(content).not.toContain(plantedKey);
     expect(report.result.environ.OPENAI_API_KEY).toBeUndefined();
