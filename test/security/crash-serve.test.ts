@@ -1,0 +1,250 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { connectGateway, type GatewayClient } from '../../src/cli/gateway-client.js';
+import { postgresTestBackend } from '../helpers/databases.js';
+import { tempHome } from '../runtime/helpers.js';
+
+/**
+ * kill -9 of a real `agentd serve` (the built CLI) at seeded-random moments while chat turns and a work-queue
+ * drain are running, then restart, on SQLite and on the real Postgres. Set AGENTD_CRASH_SEED to replay a run.
+ */
+
+const repoRoot = join(import.meta.dirname, '..', '..');
+const seed = Number(process.env.AGENTD_CRASH_SEED ?? 20261123);
+const killsPerBackend = 3;
+const messagesPerRound = 6;
+const itemsPerRound = 5;
+const sessionKeys = ['agent:main:main', 'agent:main:side'];
+
+/** mulberry32: a small seeded generator, so a failing run can be replayed exactly. */
+function random(seedValue: number): () => number {
+  let state = seedValue >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  token: string;
+}
+
+function serve(home: string, databaseUrl: string | undefined): Promise<Served> {
+  const child = spawn(process.execPath, ['bin/agentd.js', 'serve', '--port', '0', '--json'], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      AGENTD_HOME: home,
+      AGENTD_LOG_LEVEL: 'error',
+      AGENTD_MODEL: '',
+      DATABASE_URL: databaseUrl ?? '',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    let errors = '';
+    child.stderr!.on('data', (chunk) => {
+      errors += String(chunk);
+    });
+    child.stdout!.on('data', (chunk) => {
+      output += String(chunk);
+      try {
+        const started = JSON.parse(output) as { websocket: string; token: string };
+        resolve({ child, url: started.websocket, token: started.token });
+      } catch {
+        // The JSON start-up line is not complete yet.
+      }
+    });
+    child.once('exit', (code, signal) =>
+      reject(new Error(`agentd serve exited (${code ?? signal}): ${errors}`)),
+    );
+  });
+}
+
+async function kill(served: Served): Promise<void> {
+  if (served.child.exitCode !== null || served.child.signalCode !== null) return;
+  const exited = new Promise((resolve) => served.child.once('exit', resolve));
+  served.child.kill('SIGKILL');
+  await exited;
+}
+
+interface Ledger {
+  acknowledgedMessages: Map<string, string>;
+  acknowledgedItems: Set<string>;
+  kills: number;
+}
+
+/** Sends a round of messages and work items without waiting for replies; records what was acknowledged. */
+function startRound(client: GatewayClient, round: number, ledger: Ledger): Promise<unknown> {
+  const calls: Array<Promise<unknown>> = [];
+  for (let index = 0; index < messagesPerRound; index++) {
+    const runId = `run-${round}-${index}`;
+    const text = `message ${round}.${index}`;
+    calls.push(
+      client
+        .call('chat.send', {
+          sessionKey: sessionKeys[index % sessionKeys.length],
+          message: text,
+          idempotencyKey: runId,
+        })
+        .then(
+          () => ledger.acknowledgedMessages.set(text, runId),
+          () => undefined,
+        ),
+    );
+  }
+  for (let index = 0; index < itemsPerRound; index++) {
+    calls.push(
+      client
+        .call<{ id: string }>('work.submit', {
+          kind: 'task',
+          agentId: 'main',
+          description: `item ${round}.${index}: say done`,
+        })
+        .then(
+          (item) => ledger.acknowledgedItems.add(item.id),
+          () => undefined,
+        ),
+    );
+  }
+  return Promise.allSettled(calls);
+}
+
+interface HistoryMessage {
+  role: string;
+  content: string | Array<{ text: string }>;
+}
+const textOf = (message: HistoryMessage) =>
+  typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
+
+async function runCrashRounds(home: string, databaseUrl: string | undefined) {
+  writeFileSync(
+    join(home, 'agentd.yaml'),
+    'work:\n  leaseMs: 600\n  pollIntervalMs: 1000\n  backoffBaseMs: 50\n  maxAttempts: 10\n',
+  );
+  const next = random(seed + (databaseUrl ? 1 : 0));
+  const ledger: Ledger = { acknowledgedMessages: new Map(), acknowledgedItems: new Set(), kills: 0 };
+  for (let round = 0; round < killsPerBackend; round++) {
+    const served = await serve(home, databaseUrl);
+    const client = await connectGateway({ url: served.url, token: served.token });
+    const sent = startRound(client, round, ledger);
+    // Anywhere from before the first acknowledgement to well into the turns and the drain.
+    await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 400)));
+    await kill(served);
+    ledger.kills++;
+    await sent;
+    await client.close().catch(() => {});
+  }
+
+  const crashedAt = Date.now();
+  const served = await serve(home, databaseUrl);
+  const client = await connectGateway({ url: served.url, token: served.token });
+  try {
+    // Everything acknowledged is answered (or visibly ended) and every acknowledged item is finished.
+    const histories = async () => {
+      const all: HistoryMessage[][] = [];
+      for (const sessionKey of sessionKeys) {
+        const result = await client.call<{ messages: HistoryMessage[] }>('chat.history', {
+          sessionKey,
+          limit: 1000,
+        });
+        all.push(result.messages);
+      }
+      return all;
+    };
+    await expect
+      .poll(
+        async () => {
+          const health = await client.call<{ runs: { active: number } }>('health', {});
+          const items = await client.call<{ items: Array<{ id: string; state: string }> }>('work.list', {
+            limit: 1000,
+          });
+          const unfinished = items.items.filter(
+            (item) => ledger.acknowledgedItems.has(item.id) && !['completed', 'failed'].includes(item.state),
+          );
+          return health.runs.active + unfinished.length;
+        },
+        { timeout: 20_000, interval: 200 },
+      )
+      .toBe(0);
+    const settledMs = Date.now() - crashedAt;
+
+    let interrupted = 0;
+    const userCounts = new Map<string, number>();
+    for (const messages of await histories()) {
+      for (const [index, message] of messages.entries()) {
+        if (message.role !== 'user') continue;
+        userCounts.set(textOf(message), (userCounts.get(textOf(message)) ?? 0) + 1);
+        // Every user message is followed by an assistant entry: the reply or the note of an interrupted turn.
+        const reply = messages[index + 1];
+        expect([textOf(message), reply?.role]).toEqual([textOf(message), 'assistant']);
+        if (textOf(reply!).includes('agentd stopped before this reply')) interrupted++;
+      }
+    }
+    for (const text of ledger.acknowledgedMessages.keys())
+      expect([text, userCounts.get(text)]).toEqual([text, 1]);
+    // Nothing appears twice, acknowledged or not (an unacknowledged message may have been stored).
+    for (const [text, count] of userCounts) expect([text, count]).toEqual([text, 1]);
+
+    const items = await client.call<{ items: Array<{ id: string; state: string; attempts: number }> }>(
+      'work.list',
+      { limit: 1000 },
+    );
+    const byId = new Map(items.items.map((item) => [item.id, item]));
+    for (const id of ledger.acknowledgedItems) expect([id, byId.get(id)?.state]).toEqual([id, 'completed']);
+    // An item runs again only when a kill caught it in flight: at most the pool's concurrency per kill.
+    const rerun = items.items.filter((item) => item.attempts > 1).length;
+    expect(rerun).toBeLessThanOrEqual(ledger.kills * 4);
+    return {
+      kills: ledger.kills,
+      acknowledgedMessages: ledger.acknowledgedMessages.size,
+      acknowledgedItems: ledger.acknowledgedItems.size,
+      interrupted,
+      rerun,
+      settledMs,
+    };
+  } finally {
+    await client.close();
+    await kill(served);
+  }
+}
+
+describe('kill -9 of agentd serve during chat turns and a work-queue drain', () => {
+  const cleanups: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups) await cleanup();
+  });
+
+  it('loses and duplicates nothing acknowledged on SQLite', async () => {
+    const figures = await runCrashRounds(tempHome('agentd-crash-sqlite-'), undefined);
+    console.log(`[crash suite] sqlite seed=${seed}`, JSON.stringify(figures));
+    expect(figures.kills).toBe(killsPerBackend);
+  }, 90_000);
+
+  it('loses and duplicates nothing acknowledged on Postgres', async () => {
+    const backend = await postgresTestBackend();
+    if (backend.kind !== 'server')
+      throw new Error('the crash suite needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
+    const database = `agentd_crash_${Date.now().toString(36)}_${process.pid}`;
+    const admin = new pg.Pool({ connectionString: backend.url, max: 1 });
+    await admin.query(`CREATE DATABASE ${database}`);
+    cleanups.push(async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    });
+    const url = new URL(backend.url);
+    url.pathname = `/${database}`;
+    const figures = await runCrashRounds(tempHome('agentd-crash-pg-'), url.toString());
+    console.log(`[crash suite] postgres seed=${seed}`, JSON.stringify(figures));
+    expect(figures.kills).toBe(killsPerBackend);
+  }, 90_000);
+});
