@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { postgresTestBackend } from '../helpers/databases.js';
 import { tempHome } from '../runtime/helpers.js';
 
 /**
- * kill -9 of a real `agentd serve` (the built CLI) at seeded-random moments while chat turns and a work-queue
+ * kill -9 of a real `agentd serve` (the CLI in a child process) at seeded-random moments while chat turns and a work-queue
  * drain are running, then restart, on SQLite and on the real Postgres. Set AGENTD_CRASH_SEED to replay a run.
  */
 
@@ -38,6 +38,9 @@ interface Served {
 }
 
 function serve(home: string, databaseUrl: string | undefined): Promise<Served> {
+  if (!existsSync(join(repoRoot, 'dist', 'cli', 'bin.js')))
+    throw new Error('the crash suite runs the built CLI: run `npm run build` first');
+  // The built CLI, as operators run it (.ci/run builds before the tests); from source it starts too slowly.
   const child = spawn(process.execPath, ['bin/agentd.js', 'serve', '--port', '0', '--json'], {
     cwd: repoRoot,
     env: {
@@ -228,7 +231,7 @@ describe('kill -9 of agentd serve during chat turns and a work-queue drain', () 
     const figures = await runCrashRounds(tempHome('agentd-crash-sqlite-'), undefined);
     console.log(`[crash suite] sqlite seed=${seed}`, JSON.stringify(figures));
     expect(figures.kills).toBe(killsPerBackend);
-  }, 90_000);
+  }, 120_000);
 
   it('loses and duplicates nothing acknowledged on Postgres', async () => {
     const backend = await postgresTestBackend();
@@ -246,5 +249,5 @@ describe('kill -9 of agentd serve during chat turns and a work-queue drain', () 
     const figures = await runCrashRounds(tempHome('agentd-crash-pg-'), url.toString());
     console.log(`[crash suite] postgres seed=${seed}`, JSON.stringify(figures));
     expect(figures.kills).toBe(killsPerBackend);
-  }, 90_000);
+  }, 120_000);
 });
