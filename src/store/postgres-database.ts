@@ -243,6 +243,13 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       }
       const scope = createTransactionScope(owner, client);
       let broken: Error | undefined;
+      // A checked-out client whose connection is terminated emits 'error'; the pool only listens on idle
+      // ones, and an unheard 'error' would take the whole process down. The next query fails with it anyway.
+      const onConnectionError = (error: Error) => {
+        broken = error;
+        logger.warn({ err: error, location }, 'postgres connection lost inside a transaction');
+      };
+      client.on('error', onConnectionError);
       try {
         await query(client, 'BEGIN', undefined);
         try {
@@ -263,6 +270,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         throw error;
       } finally {
         scope.finished = true;
+        client.off('error', onConnectionError);
         client.release(broken);
       }
     },

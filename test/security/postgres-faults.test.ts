@@ -1,0 +1,124 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { GatewayClient } from '../../src/cli/gateway-client.js';
+import type { Runtime } from '../../src/runtime.js';
+import { postgresTestBackend } from '../helpers/databases.js';
+import { startRuntime, tempHome } from '../runtime/helpers.js';
+
+interface HistoryMessage {
+  role: string;
+  content: string | Array<{ text: string }>;
+}
+const textOf = (message: HistoryMessage) =>
+  typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
+
+describe('Postgres connections terminated under load', () => {
+  let runtime: Runtime | undefined;
+  let client: GatewayClient | undefined;
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    await client?.close();
+    await runtime?.close();
+    client = undefined;
+    runtime = undefined;
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+
+  it('chat and the work queue resume and nothing acknowledged is lost', async () => {
+    const backend = await postgresTestBackend();
+    if (backend.kind !== 'server')
+      throw new Error('this test needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
+    const database = `agentd_term_${Date.now().toString(36)}_${process.pid}`;
+    const admin = new pg.Pool({ connectionString: backend.url, max: 1 });
+    await admin.query(`CREATE DATABASE ${database}`);
+    cleanups.push(async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.end();
+    });
+    const url = new URL(backend.url);
+    url.pathname = `/${database}`;
+    const started = await startRuntime({
+      home: tempHome('agentd-pg-term-'),
+      env: { DATABASE_URL: url.toString() },
+    });
+    runtime = started.runtime;
+    client = await started.connect();
+
+    // Only this test's database: every backend connected to it except the admin connection itself.
+    let terminated = 0;
+    const terminate = async () => {
+      const result = await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [database],
+      );
+      terminated += result.rowCount ?? 0;
+    };
+
+    const acknowledged = new Set<string>();
+    const items = new Set<string>();
+    const sessionKeys = ['agent:main:main', 'agent:main:other'];
+    const calls: Array<Promise<unknown>> = [];
+    for (let index = 0; index < 16; index++) {
+      const text = `message ${index}`;
+      calls.push(
+        client
+          .call('chat.send', {
+            sessionKey: sessionKeys[index % 2],
+            message: text,
+            idempotencyKey: `run-${index}`,
+          })
+          .then(
+            () => acknowledged.add(text),
+            // Refused while the connection was gone: a retryable STORE_UNAVAILABLE, never INTERNAL.
+            (error: { code: string }) => expect(error.code).toBe('STORE_UNAVAILABLE'),
+          ),
+      );
+      if (index % 2 === 0)
+        calls.push(
+          client
+            .call<{ id: string }>('work.submit', {
+              kind: 'task',
+              agentId: 'main',
+              description: `item ${index}`,
+            })
+            .then(
+              (item) => items.add(item.id),
+              (error: { code: string }) => expect(error.code).toBe('STORE_UNAVAILABLE'),
+            ),
+        );
+      if (index % 5 === 4) await terminate();
+    }
+    await Promise.all(calls);
+    await terminate();
+    expect(terminated).toBeGreaterThan(0);
+    expect(acknowledged.size).toBeGreaterThan(0);
+
+    await expect
+      .poll(
+        async () => {
+          const health = await client!.call<{ status: string; runs: { active: number } }>('health', {});
+          const listed = await client!.call<{ items: Array<{ id: string; state: string }> }>('work.list', {
+            limit: 1000,
+          });
+          const open = listed.items.filter((item) => items.has(item.id) && item.state !== 'completed').length;
+          return { status: health.status, active: health.runs.active, open };
+        },
+        { timeout: 20_000, interval: 200 },
+      )
+      .toEqual({ status: 'ok', active: 0, open: 0 });
+
+    const seen = new Map<string, number>();
+    for (const sessionKey of sessionKeys) {
+      const { messages } = await client.call<{ messages: HistoryMessage[] }>('chat.history', { sessionKey });
+      for (const [index, message] of messages.entries()) {
+        if (message.role !== 'user') continue;
+        seen.set(textOf(message), (seen.get(textOf(message)) ?? 0) + 1);
+        expect([textOf(message), messages[index + 1]?.role]).toEqual([textOf(message), 'assistant']);
+      }
+    }
+    for (const text of acknowledged) expect([text, seen.get(text)]).toEqual([text, 1]);
+    console.log(
+      `[postgres faults] backends terminated=${terminated} acknowledged=${acknowledged.size}/16 items=${items.size}/8`,
+    );
+  }, 60_000);
+});
