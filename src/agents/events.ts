@@ -89,6 +89,15 @@ declare module '../bus/events.js' {
       to: AgentRuntimeState;
       reason: string;
     };
+    /** An agent moved in the world (a client asked, or its decision loop chose to). */
+    'agent:moved': {
+      agentId: string;
+      from: { x: number; y: number };
+      to: { x: number; y: number };
+      reason?: string;
+    };
+    /** The decision loop chose what to do next. */
+    'agent:decided': { agentId: string; action: 'move' | 'wait' | 'speak' };
     'agent:spawned': { agentId: string; name: string; role: string };
     'agent:terminated': { agentId: string; forced: boolean };
     /** seed 004's message bus, one event per topic. */

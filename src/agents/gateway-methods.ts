@@ -34,7 +34,7 @@ export function agentConfigFromSpawnRequest(
   return {
     name: config.name,
     role: config.role,
-    ...(config.cli_backend ? { model: config.cli_backend } : {}),
+    ...(config.cli_backend ? { model: `command/${config.cli_backend}` } : {}),
     ...(config.initial_position ? { position: config.initial_position } : {}),
     ...(config.system_prompt ? { systemPrompt: config.system_prompt } : {}),
     ...(config.initial_context ? { initialContext: config.initial_context } : {}),
@@ -53,7 +53,7 @@ export function toAgentStateUpdate(agent: AgentSnapshot): {
     type: 'agent_state_update',
     agent_id: agent.id,
     state: agent.state,
-    position: agent.position ?? { x: 0, y: 0 },
+    position: agent.position,
     current_task: agent.currentTask,
   };
 }
@@ -73,7 +73,38 @@ export function toAgentSpeech(event: { agentId: string; content: string; recipie
   };
 }
 
-export const agentsSpawnParamsSchema = z.union([agentConfigSchema, agentSpawnRequestSchema]);
+/**
+ * `agents.spawn` params in camelCase: the agent configuration plus seed 004's fields under their camelCase
+ * names (`cliBackend`, `initialPosition`), which the Spiderweb adapter passes through.
+ */
+export const agentSpawnParamsSchema = agentConfigSchema.extend({
+  cliBackend: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'a CLI backend name such as claude or gemini')
+    .optional(),
+  initialPosition: z.object({ x: z.number(), y: z.number() }).optional(),
+});
+
+export const agentsSpawnParamsSchema = z.union([agentSpawnParamsSchema, agentSpawnRequestSchema]);
+
+/** Maps camelCase spawn params onto an agent configuration; a CLI backend runs as `command/<backend>`. */
+export function agentConfigFromSpawnParams(
+  params: z.output<typeof agentSpawnParamsSchema>,
+): AgentConfigInput {
+  const { cliBackend, initialPosition, ...config } = params;
+  if (cliBackend && config.model && config.model !== `command/${cliBackend}`) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `give either model or cliBackend, not both (${config.model} vs ${cliBackend}).`,
+    });
+  }
+  const position = config.position ?? initialPosition;
+  return {
+    ...config,
+    ...(cliBackend ? { model: `command/${cliBackend}` } : {}),
+    ...(position ? { position } : {}),
+  };
+}
 export const agentsTerminateParamsSchema = z.object({
   agentId: z.string().min(1),
   timeoutMs: z.number().int().min(0).max(600_000).optional(),
@@ -83,6 +114,26 @@ export const agentsStateParamsSchema = z.object({ agentId: z.string().min(1) });
 export const agentBroadcastParamsSchema = z.object({
   content: z.string().min(1).max(20_000),
   from: z.string().min(1).optional(),
+});
+export const agentMessageParamsSchema = z.object({
+  agentId: z.string().min(1),
+  content: z.string().min(1).max(20_000),
+  /** Who is speaking; a person at a client by default. */
+  from: z.string().min(1).max(128).default('user'),
+});
+export const agentAssignParamsSchema = z.object({
+  agentId: z.string().min(1),
+  task: z.string().min(1).max(20_000),
+  taskId: z.string().min(1).max(128).optional(),
+});
+export const agentRecordsParamsSchema = z.object({
+  agentId: z.string().min(1),
+  limit: z.number().int().min(1).max(1_000).default(200),
+});
+export const agentMoveParamsSchema = z.object({
+  agentId: z.string().min(1),
+  x: z.number().finite(),
+  y: z.number().finite(),
 });
 export const agentControlParamsSchema = z.discriminatedUnion('action', [
   z.object({
@@ -145,7 +196,8 @@ export function createAgentGatewayMethods(
       params: agentsSpawnParamsSchema,
       async handler(raw) {
         const params = parse(agentsSpawnParamsSchema, raw);
-        const config = 'type' in params ? agentConfigFromSpawnRequest(params) : params;
+        const config =
+          'type' in params ? agentConfigFromSpawnRequest(params) : agentConfigFromSpawnParams(params);
         const agent = await runtime.spawn(config);
         return { agentId: agent.id, agent };
       },
@@ -181,6 +233,55 @@ export function createAgentGatewayMethods(
         return runtime.broadcast(
           params.from ? { from: params.from, content: params.content } : { content: params.content },
         );
+      },
+    },
+    'agents.message': {
+      params: agentMessageParamsSchema,
+      async handler(raw) {
+        const params = parse(agentMessageParamsSchema, raw);
+        await runtime.send(params.agentId, { from: params.from, content: params.content });
+        return { agentId: params.agentId, delivered: true };
+      },
+    },
+    'agents.assign': {
+      params: agentAssignParamsSchema,
+      async handler(raw) {
+        const params = parse(agentAssignParamsSchema, raw);
+        const task = await runtime.assignTask(params.agentId, {
+          taskName: params.task,
+          ...(params.taskId ? { taskId: params.taskId } : {}),
+        });
+        return { agentId: params.agentId, task };
+      },
+    },
+    'agents.conversation': {
+      params: agentRecordsParamsSchema,
+      async handler(raw) {
+        const params = parse(agentRecordsParamsSchema, raw);
+        runtime.getState(params.agentId);
+        return {
+          agentId: params.agentId,
+          messages: await runtime.conversation(params.agentId, { limit: params.limit }),
+        };
+      },
+    },
+    'agents.history': {
+      params: agentRecordsParamsSchema,
+      async handler(raw) {
+        const params = parse(agentRecordsParamsSchema, raw);
+        runtime.getState(params.agentId);
+        return {
+          agentId: params.agentId,
+          states: await runtime.history(params.agentId, { limit: params.limit }),
+          tasks: await runtime.tasks(params.agentId),
+        };
+      },
+    },
+    'agents.move': {
+      params: agentMoveParamsSchema,
+      async handler(raw) {
+        const params = parse(agentMoveParamsSchema, raw);
+        return { agent: runtime.move(params.agentId, { x: params.x, y: params.y }, 'moved by a client') };
       },
     },
   };

@@ -1,10 +1,28 @@
+export {
+  clampToWorld,
+  type Decision,
+  type DecisionLoopConfig,
+  decideOffline,
+  decisionLoopConfigSchema,
+  decisionPrompt,
+  defaultPosition,
+  parseModelDecision,
+  type WorldPosition,
+  worldBounds,
+} from './decision-loop.js';
 export type { AgentProgressPhase, AgentRuntimeState, PlannedTaskSummary } from './events.js';
 export {
   type AgentGatewayMethod,
   type AgentSpawnRequest,
+  agentAssignParamsSchema,
   agentBroadcastParamsSchema,
+  agentConfigFromSpawnParams,
   agentConfigFromSpawnRequest,
   agentControlParamsSchema,
+  agentMessageParamsSchema,
+  agentMoveParamsSchema,
+  agentRecordsParamsSchema,
+  agentSpawnParamsSchema,
   agentSpawnRequestSchema,
   agentsListParamsSchema,
   agentsSpawnParamsSchema,

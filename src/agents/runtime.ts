@@ -6,6 +6,17 @@ import { ErrorCodes, UserInputError } from '../util/errors.js';
 import { createIdGenerator, type IdGenerator } from '../util/ids.js';
 import { type Logger, silentLogger } from '../util/logger.js';
 import { createSemaphore } from '../util/semaphore.js';
+import {
+  clampToWorld,
+  type Decision,
+  type DecisionLoopConfig,
+  decideOffline,
+  decisionLoopConfigSchema,
+  decisionPrompt,
+  defaultPosition,
+  parseModelDecision,
+  type WorldPosition,
+} from './decision-loop.js';
 import type { AgentRuntimeState } from './events.js';
 import { canAgentTransition } from './state-machine.js';
 import './events.js';
@@ -23,6 +34,8 @@ export const agentConfigSchema = z.object({
   systemPrompt: z.string().max(20_000).optional(),
   initialContext: z.string().max(20_000).optional(),
   position: z.object({ x: z.number(), y: z.number() }).optional(),
+  /** Off unless given: the agent then moves, waits and speaks on its own between messages. */
+  decisionLoop: decisionLoopConfigSchema.optional(),
 });
 
 export type AgentConfig = z.output<typeof agentConfigSchema>;
@@ -46,7 +59,13 @@ export interface AgentSnapshot {
   role: string;
   state: AgentRuntimeState;
   currentTask: string | null;
-  position: { x: number; y: number } | null;
+  position: WorldPosition;
+  /** The model it runs on (`provider/model`); the runtime's default when it was spawned without one. */
+  model: string;
+  /** Set when the model is a CLI backend (`command/claude` → `claude`). */
+  cliBackend: string | null;
+  /** The decision loop, when on: its interval and how many model calls its budget has left. */
+  autonomy: { intervalMs: number; useModel: boolean; modelCallsLeft: number } | null;
   mailboxDepth: number;
   lastUpdate: number;
 }
@@ -93,6 +112,14 @@ export interface CreateAgentRuntimeOptions {
   terminateTimeoutMs?: number;
   /** Messages an agent's mailbox holds; a direct message beyond it is refused with QUEUE_FULL. */
   mailboxSize?: number;
+  /** Reported as the model of agents spawned without one. */
+  defaultModel?: string;
+  /** Throws (a UserInputError with a stable code) for a model or CLI backend that cannot be run. */
+  checkModel?: (model: string) => void;
+  /** One decision by a real model: the reply text, parsed by the decision loop. Needed for `useModel`. */
+  decideWithModel?: (agent: AgentInfo, prompt: string, signal: AbortSignal) => Promise<string>;
+  /** Randomness of the offline decision rules (tests pass a seeded one). */
+  random?: () => number;
 }
 
 export interface AgentRuntime {
@@ -111,6 +138,8 @@ export interface AgentRuntime {
    * publishes `agent:transition-rejected` and returns false.
    */
   requestTransition(id: string, to: AgentRuntimeState, reason?: string): boolean;
+  /** Moves an agent in the world (clamped to its bounds); published as `agent:moved` and persisted. */
+  move(id: string, to: WorldPosition, reason?: string): AgentSnapshot;
   getState(id: string): AgentSnapshot;
   listStates(): AgentSnapshot[];
   history(id: string, options?: { limit?: number }): Promise<StateHistoryEntry[]>;
@@ -130,10 +159,16 @@ interface AgentRow {
   state: string;
   current_task: string | null;
   updated_at: number;
+  position_x: number | null;
+  position_y: number | null;
 }
 
 interface LiveAgent {
   info: AgentInfo;
+  position: WorldPosition;
+  decisionTimer: NodeJS.Timeout | undefined;
+  deciding: boolean;
+  modelCallsLeft: number;
   state: AgentRuntimeState;
   currentTask: string | null;
   lastUpdate: number;
@@ -172,6 +207,8 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   const terminateTimeoutMs = options.terminateTimeoutMs ?? 5_000;
   const mailboxSize = options.mailboxSize ?? 1_000;
   const turnSlots = createSemaphore(options.maxConcurrentTurns ?? 16);
+  const random = options.random ?? Math.random;
+  const defaultModel = options.defaultModel ?? 'default';
   const agents = new Map<string, LiveAgent>();
 
   /**
@@ -211,7 +248,16 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     role: agent.info.role,
     state: agent.state,
     currentTask: agent.currentTask,
-    position: agent.info.position ?? null,
+    position: { ...agent.position },
+    model: agent.info.model ?? defaultModel,
+    cliBackend: agent.info.model?.startsWith('command/') ? agent.info.model.slice('command/'.length) : null,
+    autonomy: agent.info.decisionLoop
+      ? {
+          intervalMs: agent.info.decisionLoop.intervalMs,
+          useModel: agent.info.decisionLoop.useModel,
+          modelCallsLeft: agent.modelCallsLeft,
+        }
+      : null,
     mailboxDepth: agent.mailbox.length,
     lastUpdate: agent.lastUpdate,
   });
@@ -356,9 +402,77 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     settleIdle(agent);
   };
 
-  const launch = (info: AgentInfo, state: AgentRuntimeState, lastUpdate: number): LiveAgent => {
+  const moveAgent = (agent: LiveAgent, target: WorldPosition, reason?: string) => {
+    const from = agent.position;
+    const to = clampToWorld(target);
+    if (from.x === to.x && from.y === to.y) return;
+    agent.position = to;
+    agent.lastUpdate = clock.now();
+    const agentId = agent.info.id;
+    bus.publish('agent:moved', { agentId, from, to, ...(reason ? { reason } : {}) }, { agentId });
+    void persist(agent, 'UPDATE agents SET position_x = ?, position_y = ?, updated_at = ? WHERE id = ?', [
+      to.x,
+      to.y,
+      agent.lastUpdate,
+      agentId,
+    ]);
+  };
+
+  /** Speech of its own: the agent thinks, speaks and is idle again, like a turn without a model call. */
+  const speakUnprompted = (agent: LiveAgent, content: string) => {
+    const agentId = agent.info.id;
+    if (!transition(agent, 'thinking', 'decision loop')) return;
+    transition(agent, 'speaking');
+    void recordConversation(agent, agentId, content, null);
+    bus.publish('agent:spoke', { agentId, content }, { agentId });
+    transition(agent, 'idle');
+  };
+
+  const decide = async (agent: LiveAgent, loop: DecisionLoopConfig): Promise<Decision> => {
+    if (loop.useModel && options.decideWithModel && agent.modelCallsLeft > 0) {
+      agent.modelCallsLeft--;
+      const prompt = decisionPrompt({
+        name: agent.info.name,
+        role: agent.info.role,
+        position: agent.position,
+      });
+      const reply = await options.decideWithModel(agent.info, prompt, agent.stop.signal);
+      return parseModelDecision(reply, agent.position, loop.maxStep);
+    }
+    return decideOffline({ position: agent.position, maxStep: loop.maxStep, random });
+  };
+
+  /** One tick of the decision loop; skipped while the agent is busy with its mailbox or still deciding. */
+  const decisionTick = async (agent: LiveAgent, loop: DecisionLoopConfig) => {
+    if (agent.deciding || agent.stopping || agent.busy || agent.mailbox.length > 0 || agent.state !== 'idle')
+      return;
+    agent.deciding = true;
+    try {
+      const decision = await decide(agent, loop);
+      if (agent.stopping || agent.busy || agent.state !== 'idle') return;
+      const agentId = agent.info.id;
+      bus.publish('agent:decided', { agentId, action: decision.action }, { agentId });
+      if (decision.action === 'move') moveAgent(agent, decision.to, 'decision loop');
+      else if (decision.action === 'speak') speakUnprompted(agent, decision.content);
+    } catch (error) {
+      logger.warn({ err: error, agentId: agent.info.id }, 'a decision of the agent failed; it waits');
+    } finally {
+      agent.deciding = false;
+    }
+  };
+
+  const launch = (
+    info: AgentInfo,
+    state: AgentRuntimeState,
+    lastUpdate: number,
+    position: WorldPosition,
+  ): LiveAgent => {
     const agent: LiveAgent = {
       info,
+      position,
+      decisionTimer: undefined,
+      deciding: false,
+      modelCallsLeft: info.decisionLoop?.maxModelCalls ?? 0,
       state,
       currentTask: null,
       lastUpdate,
@@ -374,6 +488,11 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     };
     agents.set(info.id, agent);
     agent.loop = runLoop(agent);
+    const loop = info.decisionLoop;
+    if (loop) {
+      agent.decisionTimer = setInterval(() => void decisionTick(agent, loop), loop.intervalMs);
+      agent.decisionTimer.unref?.();
+    }
     return agent;
   };
 
@@ -395,6 +514,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
 
   const stopAgent = async (agent: LiveAgent, timeoutMs: number): Promise<boolean> => {
     agent.stopping = true;
+    clearInterval(agent.decisionTimer);
     const wake = agent.notify;
     agent.notify = () => undefined;
     wake();
@@ -422,7 +542,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   return {
     async start() {
       const rows = await db.all<AgentRow>(
-        "SELECT id, name, role, config, state, current_task, updated_at FROM agents WHERE status = 'active' ORDER BY created_at, id",
+        "SELECT id, name, role, config, state, current_task, updated_at, position_x, position_y FROM agents WHERE status = 'active' ORDER BY created_at, id",
       );
       const started: AgentSnapshot[] = [];
       for (const row of rows) {
@@ -435,10 +555,14 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
           );
           continue;
         }
+        const info = { ...parsed.data, id: row.id };
         const agent = launch(
-          { ...parsed.data, id: row.id },
+          info,
           row.state as AgentRuntimeState,
           Number(row.updated_at),
+          row.position_x !== null && row.position_y !== null
+            ? { x: Number(row.position_x), y: Number(row.position_y) }
+            : (info.position ?? defaultPosition(row.id)),
         );
         // A turn cut short by the restart is over: the agent starts again from idle.
         if (agent.state !== 'idle') transition(agent, 'idle', 'restarted');
@@ -455,18 +579,21 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         });
       }
       const config = parsed.data;
+      if (config.model) options.checkModel?.(config.model);
       const id = config.id ?? idGenerator('agent');
       if (agents.has(id))
         throw new UserInputError({ code: ErrorCodes.conflict, message: `agent ${id} is already running.` });
       const now = clock.now();
       const info: AgentInfo = { ...config, id };
+      const position = clampToWorld(config.position ?? defaultPosition(id));
       await db.run(
-        `INSERT INTO agents (id, name, role, config, state, status, created_at, updated_at) VALUES (?, ?, ?, ?, 'idle', 'active', ?, ?)
+        `INSERT INTO agents (id, name, role, config, state, status, created_at, updated_at, position_x, position_y) VALUES (?, ?, ?, ?, 'idle', 'active', ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, role = excluded.role, config = excluded.config, state = 'idle',
-           status = 'active', updated_at = excluded.updated_at, terminated_at = NULL`,
-        [id, info.name, info.role, JSON.stringify(info), now, now],
+           status = 'active', updated_at = excluded.updated_at, terminated_at = NULL,
+           position_x = excluded.position_x, position_y = excluded.position_y`,
+        [id, info.name, info.role, JSON.stringify(info), now, now, position.x, position.y],
       );
-      const agent = launch(info, 'idle', now);
+      const agent = launch(info, 'idle', now, position);
       bus.publish('agent:spawned', { agentId: id, name: info.name, role: info.role }, { agentId: id });
       return snapshot(agent);
     },
@@ -539,6 +666,11 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       return record;
     },
     requestTransition: (id, to, reason) => transition(live(id), to, reason),
+    move(id, to, reason) {
+      const agent = live(id);
+      moveAgent(agent, to, reason);
+      return snapshot(agent);
+    },
     getState: (id) => snapshot(live(id)),
     listStates: () => [...agents.values()].map(snapshot),
     async history(id, historyOptions = {}) {

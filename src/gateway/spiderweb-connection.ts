@@ -303,6 +303,65 @@ export function acceptSpiderwebConnection(
           };
         });
       }
+      case 'agent_message':
+      case 'agents.message': {
+        const content = optionalString(message.content) ?? optionalString(message.text);
+        if (content === undefined || content.trim().length === 0) {
+          sendError(request, 'missing_content', `${type} needs a non-empty content`);
+          return;
+        }
+        const target = optionalString(message.agent_id) ?? optionalString(message.agentId) ?? agentId;
+        const from = optionalString(message.from);
+        return await optionalMethod(
+          request,
+          'agents.message',
+          { agentId: target, content, ...(from ? { from } : {}) },
+          () => ({ type: 'agent_message', request, agent_id: target, delivered: true }),
+        );
+      }
+      case 'agent_task_assign':
+      case 'agents.assign': {
+        const task =
+          optionalString(message.task_name) ??
+          optionalString(message.task) ??
+          optionalString(message.content);
+        if (task === undefined || task.trim().length === 0) {
+          sendError(request, 'missing_content', `${type} needs a non-empty task_name`);
+          return;
+        }
+        const target = optionalString(message.agent_id) ?? optionalString(message.agentId) ?? agentId;
+        const taskId = optionalString(message.task_id) ?? optionalString(message.taskId);
+        return await optionalMethod(
+          request,
+          'agents.assign',
+          { agentId: target, task, ...(taskId ? { taskId } : {}) },
+          (result) => ({
+            type: 'agent_task_assign',
+            request,
+            agent_id: target,
+            ...(isRecord(result) ? result : {}),
+          }),
+        );
+      }
+      case 'agent_conversation_request':
+      case 'agents.conversation':
+      case 'agent_history_request':
+      case 'agents.history': {
+        const conversation = type === 'agent_conversation_request' || type === 'agents.conversation';
+        const target = optionalString(message.agent_id) ?? optionalString(message.agentId) ?? agentId;
+        const limit = typeof message.limit === 'number' ? { limit: message.limit } : {};
+        return await optionalMethod(
+          request,
+          conversation ? 'agents.conversation' : 'agents.history',
+          { agentId: target, ...limit },
+          (result) => ({
+            type: conversation ? 'agent_conversation' : 'agent_history',
+            request,
+            agent_id: target,
+            ...(isRecord(result) ? result : {}),
+          }),
+        );
+      }
       case 'session.capabilities': {
         const declared = Array.isArray(message.capabilities) ? message.capabilities : [];
         for (const capability of declared.slice(0, maxDeclaredCapabilities)) {

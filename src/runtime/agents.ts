@@ -25,7 +25,7 @@ import type { IdentityLoader } from '../identity/index.js';
 import type { Ledger } from '../ledger/index.js';
 import type { MemoryManager, MemoryService } from '../memory/index.js';
 import { toSpiderwebMemoryEvent } from '../memory/index.js';
-import type { LanguageModel, ModelMessage } from '../model/index.js';
+import { commandPresets, type LanguageModel, type ModelMessage } from '../model/index.js';
 import type { Store } from '../store/index.js';
 import { createToolRegistry, type ToolDefinition, type ToolRegistry } from '../tools/index.js';
 import type { Clock } from '../util/clock.js';
@@ -252,6 +252,9 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       })
     : undefined;
 
+  const modelOfAgent = (model: string | undefined): LanguageModel =>
+    model ? options.modelFor(model.includes('/') ? model : `command/${model}`) : options.model;
+
   if (features.agent_runtime_v1) {
     agentRuntime = createAgentRuntime({
       db: store.db,
@@ -259,6 +262,28 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       clock,
       idGenerator,
       logger,
+      defaultModel: `${options.model.provider}/${options.model.modelId}`,
+      checkModel: (model) => {
+        const name = model.includes('/') ? model : `command/${model}`;
+        if (name.startsWith('command/') && !Object.hasOwn(commandPresets, name.slice('command/'.length))) {
+          throw new UserInputError({
+            code: ErrorCodes.unknownBackend,
+            message: `unknown CLI backend '${name.slice('command/'.length)}'; known: ${Object.keys(commandPresets).join(', ')}.`,
+          });
+        }
+        // Resolving checks the provider and its credentials now rather than at the agent's first turn.
+        options.modelFor(name);
+      },
+      decideWithModel: async (agent, prompt, signal) => {
+        const result = await runEngageFor({
+          agentId: agent.id,
+          model: modelOfAgent(agent.model),
+          messages: [{ role: 'user', content: prompt }],
+          workItemId: `agent:${agent.id}:decision`,
+          signal,
+        });
+        return result.text;
+      },
       runTurn: async (agent, message, signal) => {
         const packet = await identity.load(agent.id).catch(() => identity.load('main'));
         const system = [
@@ -275,9 +300,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
             : message.kind === 'task'
               ? 'Task'
               : `Message from ${message.from}`;
-        const model = agent.model
-          ? options.modelFor(agent.model.includes('/') ? agent.model : `command/${agent.model}`)
-          : options.model;
+        const model = modelOfAgent(agent.model);
         const result = await runEngageFor({
           agentId: agent.id,
           model,
@@ -341,6 +364,11 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       'agents.list': [read],
       'agents.state': [read],
       'agent.broadcast': [write],
+      'agents.message': [write],
+      'agents.assign': [write],
+      'agents.move': [write],
+      'agents.conversation': [read],
+      'agents.history': [read],
       'agent.control': [write],
     };
     for (const [name, method] of Object.entries(handlers)) {
@@ -369,6 +397,20 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       toPayload: (event) => toAgentSpeech(event.data as { agentId: string; content: string }),
     });
     methods.forwardBusEvent('agent:broadcast', 'agent.broadcast');
+    methods.forwardBusEvent('agent:moved', 'agent.moved', {
+      toPayload: (event) => {
+        const data = event.data as { agentId: string; from: unknown; to: unknown; reason?: string };
+        return {
+          type: 'agent_moved',
+          agent_id: data.agentId,
+          agentId: data.agentId,
+          position: data.to,
+          from: data.from,
+          ...(data.reason ? { reason: data.reason } : {}),
+          ts: event.at,
+        };
+      },
+    });
     methods.forwardBusEvent('agent:spawned', 'agent.spawned');
     methods.forwardBusEvent('agent:terminated', 'agent.terminated');
   }

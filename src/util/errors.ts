@@ -90,6 +90,8 @@ export const ErrorCodes = {
   payloadTooLarge: 'PAYLOAD_TOO_LARGE',
   unknownMethod: 'UNKNOWN_METHOD',
   queueFull: 'QUEUE_FULL',
+  /** An agent asked for a CLI backend this server has no preset or configuration for. */
+  unknownBackend: 'UNKNOWN_BACKEND',
   aborted: 'ABORTED',
   timeout: 'TIMEOUT',
   providerError: 'PROVIDER_ERROR',

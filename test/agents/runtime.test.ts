@@ -9,6 +9,7 @@ import {
   createPlanner,
   createSendMessageTool,
   createWorkerPool,
+  defaultPosition,
   toAgentSpeech,
   toAgentStateUpdate,
 } from '../../src/agents/index.js';
@@ -83,7 +84,8 @@ describeEachDatabase('agent runtime', (getDb) => {
       type: 'agent_state_update',
       agent_id: 'writer',
       state: 'idle',
-      position: { x: 0, y: 0 },
+      // Spawned without a position, an agent gets a stable one derived from its id.
+      position: defaultPosition('writer'),
       current_task: null,
     });
     await expect(methods['agents.spawn']!.handler({ id: 'writer', name: 'Again' })).rejects.toMatchObject({
