@@ -3,7 +3,7 @@
  * receives its collaborators through factory options.
  */
 
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage, type RunningRun } from './chat/index.js';
 import { type AgentDefinition, type AgentdConfig, providerSettings } from './config/index.js';
@@ -11,6 +11,7 @@ import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEnga
 import {
   createGatewayServer,
   createMethodTable,
+  createStaticSite,
   type GatewayServer,
   type GatewayServices,
   gatewayConfigSchema,
@@ -32,10 +33,12 @@ import { defaultModelName, type LanguageModel, resolveModel } from './model/inde
 import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { parseSection } from './runtime/config-section.js';
 import { createGatewayServices, createStoredDevicePairings } from './runtime/gateway-services.js';
-import { packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
+import { createHealthSampler, type HealthSampler, registerHealthSamplesMethod } from './runtime/health-samples.js';
+import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 import { registerWorkflowMethods } from './runtime/workflow-methods.js';
+import { registerWorkflowViewMethods } from './runtime/workflow-view-methods.js';
 import {
   createExecuteCodeTool,
   createSandboxPool,
@@ -122,6 +125,8 @@ export interface Runtime {
   readonly methods: MethodTable;
   readonly services: GatewayServices;
   readonly metrics: MetricsRegistry;
+  /** The last hour of health samples (the dashboard's charts). */
+  readonly healthSamples: HealthSampler;
   /** Queue, worker pool, planner, heartbeat and the multi-agent runtime. */
   readonly work: AgentsWiring;
   /** Starts the worker pool, heartbeat, agents and memory maintenance (startGateway does it too). */
@@ -328,6 +333,20 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   bus.on('run:finished', (event) => turnsTotal.inc({ status: event.data.status }));
   bus.subscribe({ types: ['work:*'] }, (event) => workEvents.inc({ type: event.type }));
   bus.on('system:error', (event) => errorsTotal.inc({ component: event.data.component }));
+  let agentsWiring: AgentsWiring | undefined;
+  const healthSamples = createHealthSampler({
+    clock,
+    logger,
+    gauges: async () => {
+      const counts = agentsWiring ? await agentsWiring.queue.counts() : undefined;
+      return {
+        queueDepth: counts ? (counts.queued ?? 0) + (counts.running ?? 0) : 0,
+        activeRuns: chat.activeRuns().length,
+        agents: agentsWiring?.agents?.listStates().length ?? 0,
+      };
+    },
+  });
+  bus.on('system:error', () => healthSamples.observeError());
 
   const runTurn = (
     input: Parameters<Parameters<typeof createChatService>[0]['runTurn']>[0],
@@ -354,7 +373,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     });
 
   const userTurns = new Map<string, number>();
-  let agentsWiring: AgentsWiring | undefined;
   const inboxNamespace = 'chat-inbox';
   const runningNamespace = 'chat-running';
   const chat = createChatService({
@@ -387,14 +405,17 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     bus,
     runTurn: async (input) => {
       const started = clock.now();
+      let failed = true;
       try {
         const result = await runTurn(input);
+        failed = result.status === 'error';
         // Provider error texts can echo request data; they reach clients through `wait`, so scrub them here.
         if (result.error)
           result.error = { ...result.error, message: redactor.redactText(result.error.message) };
         return result;
       } finally {
         turnLatency.observe((clock.now() - started) / 1000);
+        healthSamples.observeTurn(clock.now() - started, failed);
       }
     },
     slashCommands: {
@@ -479,6 +500,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     },
   });
   registerCoreMethods(methods, services, { clock });
+  registerHealthSamplesMethod(methods, healthSamples);
 
   const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
     const provider = name.slice(0, name.indexOf('/')).toLowerCase();
@@ -509,6 +531,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     dispatch: () => agentsWiring?.workflowDispatch,
     logger,
   });
+  registerWorkflowViewMethods({ methods, bus, workflows, logger });
 
   agentsWiring = wireAgents({
     config,
@@ -547,6 +570,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   let closed = false;
   let background: Promise<void> | undefined;
   const startBackground = () => {
+    healthSamples.start();
     background ??= agents.start();
     return background;
   };
@@ -573,6 +597,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     methods,
     services,
     metrics,
+    healthSamples,
     health,
 
     work: agents,
@@ -603,6 +628,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
             },
           },
         ],
+        staticSite: createStaticSite({ dir: join(packageRoot(), 'dist', 'dashboard') }),
         logger,
         clock,
         idGenerator,
@@ -651,6 +677,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     async close() {
       if (closed) return;
       closed = true;
+      healthSamples.stop();
       if (gateway) await gateway.close();
       await chat.drain();
       await mcp.close();

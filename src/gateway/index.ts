@@ -49,3 +49,4 @@ export type {
 } from './services.js';
 export { mainSessionKey, resolveSessionKey } from './session-key.js';
 export { spiderwebCapabilities } from './spiderweb-connection.js';
+export { createStaticSite, dashboardContentSecurityPolicy, type StaticSite } from './static-site.js';

@@ -26,6 +26,7 @@ import { CloseCodes } from './outbound.js';
 import type { GatewayServices } from './services.js';
 import { isValidAgentId, resolveSessionKey } from './session-key.js';
 import { acceptSpiderwebConnection, maxDeclaredCapabilities } from './spiderweb-connection.js';
+import type { StaticSite } from './static-site.js';
 
 export interface HttpRoute {
   method: string;
@@ -56,6 +57,8 @@ export interface GatewayServerOptions {
   bus: Bus;
   services: GatewayServices;
   httpRoutes?: ReadonlyArray<HttpRoute>;
+  /** A built web page served on `GET /` and its assets (the dashboard). */
+  staticSite?: StaticSite;
   logger?: Logger;
   clock?: Clock;
   idGenerator?: IdGenerator;
@@ -254,6 +257,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       });
       return;
     }
+    if (options.staticSite?.handle(request, response)) return;
     writeJson(response, 404, {
       error: { code: ErrorCodes.notFound, message: `no route for ${request.method} ${url.pathname}` },
     });

@@ -21,6 +21,17 @@ import {
 } from '../workflow/index.js';
 import type { WorkflowDispatch } from './workflow-dispatch.js';
 
+export interface WorkflowMethods {
+  /** `workflow.run` in-process, waiting for the result. */
+  run(params: { dir: string; input?: unknown }): Promise<{ taskId: string; result: unknown }>;
+  /** The directories workflows may be loaded from (resolved). */
+  roots: string[];
+  engineFor(dir: string): Promise<WorkflowEngine>;
+  /** Engines loaded so far (each workflow directory that has been run). */
+  loadedEngines(): Promise<WorkflowEngine[]>;
+  close(): Promise<void>;
+}
+
 function dispatchOption(dispatch: WorkflowDispatch | undefined, workflowId: string) {
   if (!dispatch) return {};
   return {
@@ -49,11 +60,7 @@ export function registerWorkflowMethods(options: {
   /** Read when an engine is created: runs go through the work queue when a dispatch is there. */
   dispatch: () => WorkflowDispatch | undefined;
   logger: Logger;
-}): {
-  /** `workflow.run` in-process, waiting for the result. */
-  run(params: { dir: string; input?: unknown }): Promise<{ taskId: string; result: unknown }>;
-  close(): Promise<void>;
-} {
+}): WorkflowMethods {
   const engines = new Map<string, Promise<WorkflowEngine>>();
   const roots = options.allowedRoots.map((root) => resolve(root));
 
@@ -127,6 +134,12 @@ export function registerWorkflowMethods(options: {
         result?: unknown;
       };
       return { taskId: outcome.taskId, result: outcome.result };
+    },
+    roots,
+    engineFor,
+    async loadedEngines() {
+      const ready = await Promise.allSettled([...engines.values()]);
+      return ready.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
     },
     async close() {
       for (const engine of engines.values()) await engine.then((ready) => ready.close()).catch(() => {});
