@@ -33,7 +33,11 @@ import { defaultModelName, type LanguageModel, resolveModel } from './model/inde
 import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { parseSection } from './runtime/config-section.js';
 import { createGatewayServices, createStoredDevicePairings } from './runtime/gateway-services.js';
-import { createHealthSampler, type HealthSampler, registerHealthSamplesMethod } from './runtime/health-samples.js';
+import {
+  createHealthSampler,
+  type HealthSampler,
+  registerHealthSamplesMethod,
+} from './runtime/health-samples.js';
 import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';

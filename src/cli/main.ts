@@ -213,6 +213,24 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     exitCode = reportError(io, error, json);
   };
 
+  /**
+   * A fresh install shows one agent in the world: `main`, wandering on the offline rules (no model tokens).
+   * Only when no agent was ever spawned or configured, so a terminated `main` stays gone.
+   */
+  const ensureDefaultWorldAgent = async (runtime: Runtime) => {
+    const agents = runtime.work.agents;
+    if (!agents || runtime.config.agents.length > 0 || agents.listStates().length > 0) return;
+    const row = await runtime.store.db.get<{ count: number }>('SELECT COUNT(*) AS count FROM agents');
+    if (Number(row?.count ?? 0) > 0) return;
+    await agents.spawn({
+      id: 'main',
+      name: 'Main',
+      role: 'the default agent',
+      position: { x: 500, y: 300 },
+      decisionLoop: { intervalMs: 4_000 },
+    });
+  };
+
   program
     .command('serve')
     .description('run the gateway (HTTP + WebSocket) with the store, the model and the default workspace')
@@ -229,10 +247,16 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
         });
         runtime = await createRuntime({ config });
         const { url: gatewayUrl } = await runtime.startGateway({ noAuth: !options.auth });
+        await ensureDefaultWorldAgent(runtime);
         const url = gatewayUrl.replace(/^ws/, 'http');
         const wsUrl = url.replace(/^http/, 'ws');
+        // The token travels in the fragment, which browsers never send to the server.
+        const dashboard = options.auth
+          ? `${url}/#token=${encodeURIComponent(runtime.state.token)}`
+          : `${url}/`;
         const started = {
           url,
+          dashboard,
           websocket: wsUrl,
           token: runtime.state.token,
           tokenFile: runtime.config.token ? undefined : `${runtime.state.home}/token`,
@@ -244,6 +268,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
         if (options.json) printJson(io, started);
         else {
           io.stdout(`agentd ${runtime.version} listening on ${url}\n`);
+          io.stdout(`  dashboard: ${dashboard}\n`);
           io.stdout(`  websocket: ${wsUrl}  (Spiderweb: ${wsUrl}/v1/agents/main/stream?session=main)\n`);
           io.stdout(`  token:     ${runtime.state.token}\n`);
           io.stdout(

@@ -35,7 +35,9 @@ function workflowDirs(roots: ReadonlyArray<string>): string[] {
     let entries: string[];
     try {
       entries = readdirSync(folder, { withFileTypes: true })
-        .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && entry.name !== 'node_modules')
+        .filter(
+          (entry) => entry.isDirectory() && !entry.name.startsWith('.') && entry.name !== 'node_modules',
+        )
         .map((entry) => entry.name);
     } catch {
       return;
@@ -81,12 +83,14 @@ export function registerWorkflowViewMethods(options: {
     });
     if (runs.size > maxRuns) runs.delete(runs.keys().next().value!);
   });
-  const ended = (status: 'completed' | 'failed') => (event: { data: { taskId: string; rootTaskId: string; timestamp: number } }) => {
-    const run = runs.get(event.data.rootTaskId);
-    if (!run || event.data.taskId !== event.data.rootTaskId) return;
-    run.status = status;
-    run.endedAt = event.data.timestamp;
-  };
+  const ended =
+    (status: 'completed' | 'failed') =>
+    (event: { data: { taskId: string; rootTaskId: string; timestamp: number } }) => {
+      const run = runs.get(event.data.rootTaskId);
+      if (!run || event.data.taskId !== event.data.rootTaskId) return;
+      run.status = status;
+      run.endedAt = event.data.timestamp;
+    };
   bus.on('workflow:task-completed', ended('completed'));
   bus.on('workflow:task-failed', ended('failed'));
 
