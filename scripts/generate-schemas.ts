@@ -13,7 +13,10 @@ mkdirSync(outDir, { recursive: true });
 for (const spec of Object.values(manifestFiles)) {
   const name = spec.file.replace(/\.yaml$/, '');
   // `io: 'input'` describes what may be written in the file (defaults make fields optional).
-  const schema = z.toJSONSchema(spec.schema as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const schema = z.toJSONSchema(spec.schema as z.ZodType, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   const document = {
     ...schema,
     $id: `https://agentd.dev/schemas/workflow/${name}.schema.json`,

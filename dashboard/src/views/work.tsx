@@ -91,7 +91,8 @@ export function WorkView() {
     );
   usePolling(load, 2_000, [filter]);
   useEffect(() => {
-    gateway.call('agent.control', { action: 'state', sessionKey }).catch(() => undefined);
+    // Plan and task events are scoped to their session; reading its history subscribes this connection.
+    gateway.call('chat.history', { sessionKey, limit: 1 }).catch(() => undefined);
   }, []);
 
   useGatewayEvents((event, payload) => {

@@ -19,7 +19,7 @@ interface RunSummary {
 
 type NodeStatus = 'pending' | 'running' | 'completed' | 'failed';
 
-const nodeWidth = 150;
+const nodeWidth = 176;
 const nodeHeight = 46;
 const columnGap = 60;
 const rowGap = 24;
@@ -138,7 +138,9 @@ function Dag(props: { workflow: WorkflowSummary; status: Map<string, NodeStatus>
           >
             <rect width={nodeWidth} height={nodeHeight} rx="10" />
             <text x="12" y="20" class="node-title">
-              {(node.name ?? node.id).slice(0, 20)}
+              {(node.name ?? node.id).length > 22
+                ? `${(node.name ?? node.id).slice(0, 21)}…`
+                : (node.name ?? node.id)}
             </text>
             <text x="12" y="36" class="node-meta">
               {node.role} · {node.kind} · {status}
@@ -261,7 +263,7 @@ export function WorkflowsView() {
 
   return (
     <div class="stack">
-      <section class="card" aria-label="Workflow">
+      <section class="card" aria-label="Workflow graph">
         <div class="row between wrap">
           <h2>Workflows</h2>
           <select
