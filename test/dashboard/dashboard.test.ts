@@ -38,8 +38,9 @@ async function open(path = '/', signedIn = true): Promise<Page> {
 }
 
 async function go(page: Page, view: string) {
+  // Runs in the page; the test's own tsconfig has no DOM types.
   await page.evaluate((hash) => {
-    window.location.hash = hash;
+    (globalThis as any).location.hash = hash;
   }, view);
 }
 
@@ -71,7 +72,7 @@ describe('the dashboard in a real browser', () => {
     await page.locator('#agent-list li[data-agent-id="visible"]').waitFor();
     expect(requested.some((url) => url.includes(started.runtime.state.token))).toBe(false);
     // The token is kept for this tab only.
-    expect(await page.evaluate(() => sessionStorage.getItem('agentd.token'))).toBe(
+    expect(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('agentd.token'))).toBe(
       started.runtime.state.token,
     );
 
@@ -98,8 +99,9 @@ describe('the dashboard in a real browser', () => {
     const states: string[] = [];
     await page.exposeFunction('recordState', (state: string) => states.push(state));
     await page.evaluate(() => {
-      const target = document.querySelector('#agent-list li[data-agent-id="walker"] .agent-state')!;
-      new MutationObserver(() => (window as any).recordState(target.textContent)).observe(target, {
+      const page = globalThis as any;
+      const target = page.document.querySelector('#agent-list li[data-agent-id="walker"] .agent-state');
+      new page.MutationObserver(() => page.recordState(target.textContent)).observe(target, {
         childList: true,
         characterData: true,
         subtree: true,
