@@ -69,6 +69,7 @@ import {
   loadToolModules,
   type Policy,
   policyConfigSchema,
+  type ToolApprover,
   type ToolDefinition,
   type ToolRegistry,
   toolModuleNameTaken,
@@ -125,6 +126,11 @@ export interface Runtime {
   /** Clients of the MCP servers in agentd.yaml; their tools are in `tools` while connected. */
   readonly mcp: McpClientManager;
   readonly policy: Policy;
+  /**
+   * Who approves the `ask` policy decisions of chat turns in a session (an editor connected over ACP).
+   * Returns the unregister function. Turns of a session with no approver refuse ask-first calls.
+   */
+  registerApprover(sessionKey: string, approver: ToolApprover): () => void;
   readonly chat: ChatService;
   readonly methods: MethodTable;
   readonly services: GatewayServices;
@@ -325,6 +331,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger,
   });
   const engageDefaults = engageOptionsFromConfig(engageConfig);
+  const approvers = new Map<string, ToolApprover>();
 
   const metrics = createMetricsRegistry();
   const turnLatency = metrics.histogram(
@@ -361,6 +368,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       tools: { registry: tools },
       workspaceDir: state.workspaceDir,
       policy,
+      ...(approvers.has(input.sessionKey) ? { approve: approvers.get(input.sessionKey)! } : {}),
       hooks,
       ledger,
       skills: { library: skills, ...engageDefaults.skills },
@@ -597,6 +605,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     tools,
     mcp,
     policy,
+    registerApprover(sessionKey, approver) {
+      approvers.set(sessionKey, approver);
+      return () => {
+        if (approvers.get(sessionKey) === approver) approvers.delete(sessionKey);
+      };
+    },
     chat,
     methods,
     services,

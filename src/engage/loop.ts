@@ -16,6 +16,7 @@ import {
   executeToolCall,
   type HookPipeline,
   type Policy,
+  type ToolApprover,
   type ToolCallOutcome,
   type ToolRegistry,
 } from '../tools/index.js';
@@ -72,6 +73,8 @@ export interface EngageOptions {
   /** Root of the agent's workspace; file tools are confined to it. */
   workspaceDir: string;
   policy?: Policy;
+  /** Decides the calls the policy marks `ask` (an editor session's user); refused without one. */
+  approve?: ToolApprover;
   hooks?: HookPipeline;
   /** Needed for ledger compaction and the nudge; also where run failures are recorded. */
   ledger?: Ledger;
@@ -336,6 +339,7 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
         registry: registry!,
         allowedNames,
         ...(options.policy ? { policy: options.policy } : {}),
+        ...(options.approve ? { approve: options.approve } : {}),
         ...(options.hooks ? { hooks: options.hooks } : {}),
         maxResultChars: limits.maxToolResultChars,
         context: {

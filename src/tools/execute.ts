@@ -27,11 +27,29 @@ export interface ToolCallOutcome {
   metadata?: ToolResultMetadata;
 }
 
+/** What an approver is asked about: one call the policy marks as ask-first. */
+export interface ToolApprovalRequest {
+  runId: string;
+  agentId: string;
+  sessionKey?: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  /** The asking rule's reason. */
+  reason: string;
+  signal: AbortSignal;
+}
+
+/** Decides ask-first calls, e.g. by asking the editor driving the session; `false` refuses the call. */
+export type ToolApprover = (request: ToolApprovalRequest) => Promise<boolean>;
+
 export interface ExecuteToolCallOptions {
   registry: ToolRegistry;
   /** Tools this run may use; every registered tool when omitted. */
   allowedNames?: ReadonlySet<string>;
   policy?: Policy;
+  /** Asked about calls the policy marks `ask`; without one those calls are refused. */
+  approve?: ToolApprover;
   hooks?: HookPipeline;
   context: ToolContext;
   /** Results longer than this are cut (with a note) before they reach the model. */
@@ -155,6 +173,42 @@ export async function executeToolCall(
         scope,
       );
       return fail('denied', `Policy denied ${call.name}: ${reason}. The call was not run.`, args);
+    }
+    if (decision.ask) {
+      const reason = decision.reason ?? 'asks first';
+      let approved = false;
+      try {
+        approved = options.approve
+          ? await options.approve({
+              ...scope,
+              ...base,
+              arguments: args,
+              reason,
+              signal: context.signal,
+            })
+          : false;
+      } catch (error) {
+        context.logger.warn({ err: error, toolName: call.name }, 'tool approval failed; refusing the call');
+      }
+      if (context.signal.aborted)
+        return fail('aborted', 'The run was aborted while waiting for approval.', args);
+      if (!approved) {
+        const why = options.approve
+          ? 'the user did not approve it'
+          : 'it needs approval and nobody can be asked in this run';
+        context.bus.publish(
+          'tool:policy-denied',
+          {
+            runId: context.runId,
+            agentId: context.agentId,
+            ...base,
+            reason: `${reason}; ${why}`,
+            ...(decision.rule ? { rule: decision.rule } : {}),
+          },
+          scope,
+        );
+        return fail('denied', `${call.name} was not run: ${why} (${reason}).`, args);
+      }
     }
   }
 

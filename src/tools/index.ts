@@ -9,6 +9,8 @@ export { type ToolsConfig, toolsConfigSchema } from './config.js';
 export {
   type ExecuteToolCallOptions,
   executeToolCall,
+  type ToolApprovalRequest,
+  type ToolApprover,
   type ToolCallOutcome,
   type ToolCallStatus,
 } from './execute.js';

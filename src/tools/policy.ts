@@ -20,13 +20,14 @@ const ruleSchema = z.object({
   agent: z.string().min(1).optional(),
   /** Glob over what the call acts on (workspace path, URL host, command); any when omitted. */
   resource: z.string().min(1).optional(),
-  action: z.enum(['allow', 'deny']),
+  /** `ask`: run only when the person driving the session approves this call (see ToolApprover). */
+  action: z.enum(['allow', 'deny', 'ask']),
   reason: z.string().optional(),
 });
 
 export const policyConfigSchema = z.object({
   /** What happens when no rule matches. */
-  default_action: z.enum(['allow', 'deny']).default('allow'),
+  default_action: z.enum(['allow', 'deny', 'ask']).default('allow'),
   policies: z
     .array(
       z.object({
@@ -49,6 +50,8 @@ export interface PolicyRequest {
 
 export interface PolicyDecision {
   allowed: boolean;
+  /** Allowed only once someone approves the call; a run with nobody to ask treats it as denied. */
+  ask?: true;
   /** Why a call was denied: the rule's reason, or a generated one. */
   reason?: string;
   /** `policyName#ruleIndex` of the deciding rule; absent when the default action decided. */
@@ -73,13 +76,14 @@ interface CompiledRule {
   targetId: RegExp;
   agent: RegExp | undefined;
   resource: RegExp | undefined;
-  action: 'allow' | 'deny';
+  action: 'allow' | 'deny' | 'ask';
   reason: string | undefined;
 }
 
 /**
- * Deny wins: a call is denied when any matching rule denies it, allowed when a rule allows it and none
- * denies, and otherwise gets `default_action`. Order therefore never changes the outcome, which keeps
+ * Deny wins, then ask: a call is denied when any matching rule denies it, needs approval when a rule asks
+ * and none denies, is allowed when a rule allows it and none denies or asks, and otherwise gets
+ * `default_action`. Order therefore never changes the outcome, which keeps
  * policies from several files composable. A rule with a `resource` pattern never matches a call that has
  * no resource. `*` in a pattern matches any characters, `/` included.
  */
@@ -105,6 +109,7 @@ export function createPolicy(config: PolicyConfig = {}): Policy {
     check(request) {
       const target = request.target ?? 'tool';
       let allowRule: CompiledRule | undefined;
+      let askRule: CompiledRule | undefined;
       for (const rule of rules) {
         if (rule.target !== target || !rule.targetId.test(request.targetId)) continue;
         if (rule.agent && (request.agentId === undefined || !rule.agent.test(request.agentId))) continue;
@@ -117,10 +122,20 @@ export function createPolicy(config: PolicyConfig = {}): Policy {
             rule: rule.id,
           };
         }
-        allowRule ??= rule;
+        if (rule.action === 'ask') askRule ??= rule;
+        else allowRule ??= rule;
       }
+      if (askRule)
+        return {
+          allowed: true,
+          ask: true,
+          reason: askRule.reason ?? `policy rule ${askRule.id} asks first`,
+          rule: askRule.id,
+        };
       if (allowRule) return { allowed: true, rule: allowRule.id };
       if (parsed.default_action === 'allow') return { allowed: true };
+      if (parsed.default_action === 'ask')
+        return { allowed: true, ask: true, reason: 'default_action: ask' };
       return {
         allowed: false,
         reason: `no policy rule allows ${target} "${request.targetId}" (default_action: deny)`,

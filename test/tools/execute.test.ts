@@ -242,4 +242,25 @@ describe('executeToolCall', () => {
     );
     expect(outcome.content).toBe('xxxxxxxxxx\n[… truncated 90 of 100 characters]');
   });
+
+  it('runs an ask-first call only when the approver says yes, and refuses it without one', async () => {
+    const { registry, executed } = setup();
+    const policy = createPolicy({ policies: [{ name: 'p', rules: [{ target_id: 'save', action: 'ask' }] }] });
+    const call = { id: 'c1', name: 'save', arguments: { path: 'a.md', text: 'hi' } };
+    const asked: string[] = [];
+    const approve = async (request: { toolName: string; arguments: Record<string, unknown> }) => {
+      asked.push(`${request.toolName}:${String(request.arguments.path)}`);
+      return asked.length === 1;
+    };
+    const context = createToolContext('/tmp');
+    expect((await executeToolCall(call, { registry, policy, approve, context })).status).toBe('ok');
+    const refused = await executeToolCall(call, { registry, policy, approve, context });
+    expect(refused).toMatchObject({ status: 'denied', isError: true });
+    expect(refused.content).toContain('the user did not approve it');
+    const nobody = await executeToolCall(call, { registry, policy, context });
+    expect(nobody.content).toContain('nobody can be asked');
+    expect(asked).toEqual(['save:a.md', 'save:a.md']);
+    expect(executed).toHaveLength(1);
+    expect(context.events.filter((event) => event.type === 'tool:policy-denied')).toHaveLength(2);
+  });
 });

@@ -76,4 +76,28 @@ describe('policy', () => {
       createPolicy({ policies: [{ name: 'x', rules: [{ action: 'maybe' as 'allow' }] }] }),
     ).toThrow();
   });
+
+  it('asks when a rule asks and none denies; deny still wins', () => {
+    const policy = createPolicy({
+      policies: [
+        {
+          name: 'careful',
+          rules: [
+            { target_id: 'write_*', action: 'ask', reason: 'writes need a yes' },
+            { target_id: 'write_file', action: 'allow' },
+            { target_id: 'write_secret', action: 'deny' },
+          ],
+        },
+      ],
+    });
+    expect(policy.check({ targetId: 'write_file' })).toEqual({
+      allowed: true,
+      ask: true,
+      reason: 'writes need a yes',
+      rule: 'careful#0',
+    });
+    expect(policy.check({ targetId: 'write_secret' }).allowed).toBe(false);
+    expect(policy.check({ targetId: 'read_file' })).toEqual({ allowed: true });
+    expect(createPolicy({ default_action: 'ask' }).check({ targetId: 'x' })).toMatchObject({ ask: true });
+  });
 });
