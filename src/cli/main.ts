@@ -13,6 +13,7 @@ import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
 import { createIdGenerator } from '../util/ids.js';
 import { silentLogger } from '../util/logger.js';
 import { createWorkQueue, workConfigSchema } from '../work/index.js';
+import { registerAcpCommand } from './commands/acp.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
@@ -682,13 +683,15 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     },
   });
 
-  registerMcpCommands(program, {
+  const commandDeps = {
     config: () => configFrom(globals(), {}, true),
     io,
-    setExitCode: (code) => {
+    setExitCode: (code: number) => {
       exitCode = code;
     },
-  });
+  };
+  registerMcpCommands(program, commandDeps);
+  registerAcpCommand(program, commandDeps);
 
   program.addOption(new Option('--log-level <level>', 'log level').hideHelp().env('AGENTD_LOG_LEVEL'));
   return { program, exitCode: () => exitCode };

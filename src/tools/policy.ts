@@ -134,8 +134,7 @@ export function createPolicy(config: PolicyConfig = {}): Policy {
         };
       if (allowRule) return { allowed: true, rule: allowRule.id };
       if (parsed.default_action === 'allow') return { allowed: true };
-      if (parsed.default_action === 'ask')
-        return { allowed: true, ask: true, reason: 'default_action: ask' };
+      if (parsed.default_action === 'ask') return { allowed: true, ask: true, reason: 'default_action: ask' };
       return {
         allowed: false,
         reason: `no policy rule allows ${target} "${request.targetId}" (default_action: deny)`,

@@ -1,0 +1,7 @@
+export {
+  type AcpAgentHost,
+  type CreateAcpAgentOptions,
+  createAcpAgent,
+  promptText,
+  toolKindOf,
+} from './agent.js';
