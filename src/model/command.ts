@@ -54,8 +54,8 @@ export function createCommandModel(options: CommandModelOptions): LanguageModel 
   };
 }
 
-/** Turns the push-style events of a child process into a pull-style stream. */
-function createEventQueue() {
+/** Turns the push-style events of a child process into a pull-style stream; ends at finish or error. */
+export function createEventQueue() {
   const events: ModelStreamEvent[] = [];
   let ended = false;
   let wake: (() => void) | undefined;

@@ -1,3 +1,4 @@
+export { type AcpModelOptions, createAcpModel, parseAcpModelName } from './acp.js';
 export { type AnthropicModelOptions, createAnthropicModel } from './anthropic.js';
 export {
   completeModel,

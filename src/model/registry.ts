@@ -1,5 +1,6 @@
 import { ErrorCodes, UserInputError } from '../util/errors.js';
 import type { Logger } from '../util/logger.js';
+import { createAcpModel, parseAcpModelName } from './acp.js';
 import { createAnthropicModel } from './anthropic.js';
 import { type CommandModelOptions, commandPresets, createCommandModel } from './command.js';
 import { createLocalModel } from './local.js';
@@ -37,7 +38,7 @@ export interface ResolveModelOptions {
 export const ollamaDefaultBaseUrl = 'http://127.0.0.1:11434/v1';
 export const defaultLocalModelName = 'local/agentd-local';
 
-export const knownProviders = ['openai', 'anthropic', 'ollama', 'command', 'local'] as const;
+export const knownProviders = ['openai', 'anthropic', 'ollama', 'command', 'acp', 'local'] as const;
 
 /**
  * `provider/model` → a LanguageModel. Only the first `/` separates: `openai/meta-llama/llama-3-8b` is the
@@ -104,6 +105,11 @@ export function resolveModel(name: string, options: ResolveModelOptions = {}): L
           );
         }
         return createCommandModel({ ...configured, args: [...(configured.args ?? [])] });
+      }
+      case 'acp': {
+        const { command, args } = parseAcpModelName(model);
+        if (!command) throw invalid(`The model '${name}' names no command: use acp/<command> [args].`);
+        return createAcpModel({ command, args, env });
       }
       case 'local':
         return createLocalModel({ modelId: model });
