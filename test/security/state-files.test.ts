@@ -48,7 +48,8 @@ describe('the state directory and database files', () => {
   it('makes `agentd serve` exit non-zero with the reason instead of dying of SIGBUS', async () => {
     const home = tempHome('agentd-shm-cli-');
     mkdirSync(join(home, 'agentd.db-shm'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/bin.ts', 'serve', '--port', '0'], {
+    // The built CLI, as an operator runs it (.ci/run builds before the tests).
+    const child = spawn(process.execPath, ['bin/agentd.js', 'serve', '--port', '0'], {
       cwd: repoRoot,
       env: { ...process.env, AGENTD_HOME: home, AGENTD_LOG_LEVEL: 'warn', AGENTD_MODEL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
