@@ -140,8 +140,9 @@ async function runCrashRounds(home: string, databaseUrl: string | undefined) {
     const served = await serve(home, databaseUrl);
     const client = await connectGateway({ url: served.url, token: served.token });
     const sent = startRound(client, round, ledger);
-    // Anywhere from before the first acknowledgement to well into the turns and the drain.
-    await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * 400)));
+    // Anywhere from before the first acknowledgement to well into the turns and the drain (turns start
+    // later on Postgres, so its window is wider).
+    await new Promise((resolve) => setTimeout(resolve, Math.floor(next() * (databaseUrl ? 900 : 400))));
     await kill(served);
     ledger.kills++;
     await sent;
