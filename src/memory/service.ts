@@ -1548,7 +1548,11 @@ function loadSqliteVec(db: SqlDatabase, logger: Logger): boolean {
     sqliteVec.load(driver);
     return true;
   } catch (error) {
-    logger.warn({ err: error }, 'sqlite-vec could not be loaded; vector similarity is computed in JS');
+    // An optional dependency: installs with `--omit=optional` (or platforms without a build) lack it.
+    logger.warn(
+      { err: error },
+      'the optional package sqlite-vec could not be loaded (npm install sqlite-vec); vector similarity is computed in JS',
+    );
     return false;
   }
 }

@@ -22,7 +22,17 @@ export async function startTelemetry(options: {
     (env.OTEL_TRACES_EXPORTER !== undefined && env.OTEL_TRACES_EXPORTER !== 'none') ||
     (env.OTEL_METRICS_EXPORTER !== undefined && env.OTEL_METRICS_EXPORTER !== 'none');
   if (!wanted || env.OTEL_SDK_DISABLED === 'true') return { enabled: false, shutdown: async () => {} };
-  const { NodeSDK } = await import('@opentelemetry/sdk-node');
+  let NodeSDK: typeof import('@opentelemetry/sdk-node').NodeSDK;
+  try {
+    ({ NodeSDK } = await import('@opentelemetry/sdk-node'));
+  } catch (error) {
+    // An optional dependency: installs with `--omit=optional` do not have it.
+    options.logger.warn(
+      { err: error },
+      'OTEL_* variables ask for OpenTelemetry, but the optional package @opentelemetry/sdk-node cannot be loaded (npm install @opentelemetry/sdk-node); telemetry stays off',
+    );
+    return { enabled: false, shutdown: async () => {} };
+  }
   const sdk = new NodeSDK({ serviceName: env.OTEL_SERVICE_NAME ?? 'agentd', autoDetectResources: false });
   sdk.start();
   options.logger.info(

@@ -1,0 +1,145 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectGateway } from '../../src/cli/gateway-client.js';
+import { type FakeOpenAIServer, startFakeOpenAIServer } from '../helpers/fake-openai-server.js';
+
+/**
+ * The published shape: `npm pack` (of the built dist/), installed into a project outside the repository
+ * from the npm cache, then the library example is type-checked and run against it and `agentd serve` runs
+ * from it. Run by `npm run test:package` (which builds first), not by `npm test`.
+ */
+
+const run = promisify(execFile);
+const repo = join(import.meta.dirname, '..', '..');
+const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+  devDependencies: Record<string, string>;
+  dependencies: Record<string, string>;
+};
+
+let project: string;
+
+beforeAll(async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'agentd-pack-'));
+  // dist/ is built by the npm script; scripts stay off so packing does not rebuild it.
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], {
+    cwd: repo,
+  });
+  const tarball = join(scratch, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
+  project = join(scratch, 'project');
+  cpSync(join(repo, 'examples', 'library'), project, {
+    recursive: true,
+    filter: (path) => !/[/\\](dist|node_modules|\.agentd)$/.test(path),
+  });
+  // Only the tarball and what the example itself needs, all from the npm cache: no network.
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'packed-api-test', private: true, type: 'module' }),
+  );
+  await run(
+    'npm',
+    [
+      'install',
+      tarball,
+      `zod@${rootPackage.dependencies.zod}`,
+      `@types/node@${rootPackage.devDependencies['@types/node']}`,
+      '--offline',
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+    ],
+    { cwd: project },
+  );
+  // Install scripts are off (no network to fetch a prebuilt binary, and compiling takes minutes), so the
+  // native SQLite driver is the repository's already-built copy of the same major version.
+  const driver = join(project, 'node_modules', 'better-sqlite3');
+  rmSync(driver, { recursive: true, force: true });
+  symlinkSync(join(repo, 'node_modules', 'better-sqlite3'), driver, 'dir');
+}, 240_000);
+
+describe('the packed package', () => {
+  it('type-checks the library example with tsc and runs a chat turn that calls its custom tool', async () => {
+    await run(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], {
+      cwd: project,
+    });
+    const example = await run(process.execPath, ['dist/main.js'], {
+      cwd: project,
+      env: { ...process.env, AGENTD_MODEL: '', AGENTD_HOME: '', AGENTD_LOG_LEVEL: 'warn' },
+    });
+    expect(example.stdout).toContain('tool word_count: 4 words');
+    expect(example.stdout).toContain('completed: The text has 4 words.');
+  }, 120_000);
+
+  describe('agentd serve from the installed package', () => {
+    let server: ChildProcess | undefined;
+    let openai: FakeOpenAIServer;
+    afterAll(async () => {
+      server?.kill('SIGTERM');
+      await openai?.close();
+    });
+
+    it('starts from a clean directory, answers /health and calls a tools.modules tool', async () => {
+      openai = await startFakeOpenAIServer();
+      openai.respond(
+        {
+          type: 'stream',
+          toolCalls: [{ id: 'call_1', name: 'word_count', argumentChunks: ['{"text":"one two three"}'] }],
+        },
+        { type: 'stream', text: ['counted'] },
+      );
+      // agentd.yaml of the example names ./dist/tools.js, compiled by the test above.
+      server = spawn(
+        process.execPath,
+        [join(project, 'node_modules', 'agentd', 'bin', 'agentd.js'), 'serve', '--port', '0', '--json'],
+        {
+          cwd: project,
+          env: {
+            PATH: process.env.PATH,
+            HOME: project,
+            AGENTD_MODEL: 'openai/gpt-test',
+            OPENAI_BASE_URL: openai.baseURL,
+            OPENAI_API_KEY: 'sk-test',
+            AGENTD_LOG_LEVEL: 'warn',
+          },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      const started = await new Promise<{ url: string; token: string }>((resolve, reject) => {
+        server!.once('exit', (code) => reject(new Error(`agentd serve exited with ${code}`)));
+        createInterface({ input: server!.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
+      });
+      // What the container healthcheck sees (no token), then the full document (with it).
+      const probe = await fetch(`${started.url}/health`);
+      expect(probe.status).toBe(200);
+      expect(await probe.json()).toMatchObject({ status: 'ok' });
+      const health = (await (
+        await fetch(`${started.url}/health`, { headers: { authorization: `Bearer ${started.token}` } })
+      ).json()) as Record<string, any>;
+      expect(health).toMatchObject({ status: 'ok', store: { mode: 'sqlite' } });
+
+      const client = await connectGateway({ url: started.url.replace(/^http/, 'ws'), token: started.token });
+      try {
+        const final = new Promise<any>((resolve) => {
+          client.onEvent((event, payload) => {
+            if (event === 'chat' && payload.state === 'final') resolve(payload);
+          });
+        });
+        await client.call('chat.send', {
+          sessionKey: 'agent:main:main',
+          message: 'count these words',
+          idempotencyKey: 'packed-1',
+        });
+        expect((await final).message.content[0].text).toBe('counted');
+      } finally {
+        await client.close();
+      }
+      const toolResult = openai.requests[1]!.body.messages.find((message: any) => message.role === 'tool');
+      expect(toolResult.content).toBe('3 words');
+    }, 60_000);
+  });
+});

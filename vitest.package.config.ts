@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+/** `npm run test:package`: the tarball as users install it (see test/package/). */
+export default defineConfig({
+  test: {
+    include: ['test/package/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 240_000,
+    pool: 'forks',
+  },
+});
