@@ -35,7 +35,7 @@ beforeAll(async () => {
     recursive: true,
     filter: (path) => !/[/\\](dist|node_modules|\.agentd)$/.test(path),
   });
-  // Only the tarball and what the example itself needs, all from the npm cache: no network.
+  // Only the tarball and what the example itself needs, from the npm cache where it has them.
   writeFileSync(
     join(project, 'package.json'),
     JSON.stringify({ name: 'packed-api-test', private: true, type: 'module' }),
@@ -47,7 +47,7 @@ beforeAll(async () => {
       tarball,
       `zod@${rootPackage.dependencies.zod}`,
       `@types/node@${rootPackage.devDependencies['@types/node']}`,
-      '--offline',
+      '--prefer-offline',
       '--ignore-scripts',
       '--no-audit',
       '--no-fund',
@@ -92,10 +92,18 @@ describe('the packed package', () => {
         },
         { type: 'stream', text: ['counted'] },
       );
-      // agentd.yaml of the example names ./dist/tools.js, compiled by the test above.
+      // The example's serve/agentd.yaml names ../dist/tools.js, compiled by the test above.
       server = spawn(
         process.execPath,
-        [join(project, 'node_modules', 'agentd', 'bin', 'agentd.js'), 'serve', '--port', '0', '--json'],
+        [
+          join(project, 'node_modules', 'agentd', 'bin', 'agentd.js'),
+          '--config',
+          'serve/agentd.yaml',
+          'serve',
+          '--port',
+          '0',
+          '--json',
+        ],
         {
           cwd: project,
           env: {
@@ -103,7 +111,6 @@ describe('the packed package', () => {
             HOME: project,
             AGENTD_MODEL: 'openai/gpt-test',
             OPENAI_BASE_URL: openai.baseURL,
-            OPENAI_API_KEY: 'sk-test',
             AGENTD_LOG_LEVEL: 'warn',
           },
           stdio: ['ignore', 'pipe', 'inherit'],
@@ -111,7 +118,12 @@ describe('the packed package', () => {
       );
       const started = await new Promise<{ url: string; token: string }>((resolve, reject) => {
         server!.once('exit', (code) => reject(new Error(`agentd serve exited with ${code}`)));
-        createInterface({ input: server!.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
+        // `--json` prints one pretty-printed object: collect lines until they parse.
+        let text = '';
+        createInterface({ input: server!.stdout! }).on('line', (line) => {
+          text += line;
+          if (line.startsWith('}')) resolve(JSON.parse(text));
+        });
       });
       // What the container healthcheck sees (no token), then the full document (with it).
       const probe = await fetch(`${started.url}/health`);
