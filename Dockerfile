@@ -15,6 +15,7 @@ COPY bin ./bin
 COPY src ./src
 COPY migrations ./migrations
 COPY defaults ./defaults
+COPY dashboard ./dashboard
 RUN npm run build \
   && npm pack --ignore-scripts --pack-destination /tmp \
   && mkdir -p /opt/agentd \
