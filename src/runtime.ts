@@ -296,6 +296,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         memoryLimitBytes: sandboxConfig.memory_mib * 2 ** 20,
         maxStackBytes: sandboxConfig.max_stack_kib * 1024,
         recursionLimit: sandboxConfig.python_recursion_limit,
+        startTimeoutMs: sandboxConfig.start_timeout_ms,
         logger,
       })
     : undefined;

@@ -33,6 +33,8 @@ export const sandboxConfigSchema = z.object({
       python: z.number().int().min(1).default(1),
     })
     .prefault({}),
+  /** A worker whose engine is not ready by then is given up; Pyodide needs ~1.3 s on an idle core. */
+  start_timeout_ms: z.number().int().positive().default(60_000),
   /** Languages whose first worker starts with the runtime instead of at the first execution. */
   prewarm: z.array(z.enum(sandboxLanguages)).default([]),
   /**

@@ -116,10 +116,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   port = (listener.address() as { port: number }).port;
-  pool = createSandboxPool({ memoryLimitBytes: config.memory_mib * 2 ** 20 });
+  // Generous start timeout: on a loaded CI machine Pyodide's start can take far longer than its ~1.3 s.
+  pool = createSandboxPool({ memoryLimitBytes: config.memory_mib * 2 ** 20, startTimeoutMs: 170_000 });
   // One Python worker for the whole file: Pyodide's cold start is the expensive part.
   await Promise.all([pool.warm('python'), pool.warm('javascript')]);
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
   delete process.env.OPENAI_API_KEY;
@@ -417,5 +418,5 @@ except ToolError as error:
     expect(report.error.kind).toBe('timeout');
     expect(pool.stats().replaced).toBe(replacedBefore + 1);
     expect((await run('python', '6 * 7', 60_000)).report.result).toBe(42);
-  }, 120_000);
+  }, 180_000);
 });

@@ -32,7 +32,7 @@ describe('execute_code through the gateway with an OpenAI-compatible model', () 
   beforeAll(async () => {
     server = await startFakeOpenAIServer();
     // Pyodide takes seconds to start on a busy machine: let it load while the JavaScript part runs.
-    writeFileSync(join(home, 'agentd.yaml'), 'sandbox:\n  prewarm: [python]\n');
+    writeFileSync(join(home, 'agentd.yaml'), 'sandbox:\n  prewarm: [python]\n  start_timeout_ms: 170000\n');
     const started = await startRuntime({
       home,
       env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: 'sk-e2e', AGENTD_MODEL: 'openai/gpt-test' },
@@ -102,5 +102,5 @@ describe('execute_code through the gateway with an OpenAI-compatible model', () 
     });
     expect(code).toBe(0);
     expect(out).toBe('[1] finding: js found 42\n[2] decision: python chose 10\n');
-  }, 120_000);
+  }, 180_000);
 });
