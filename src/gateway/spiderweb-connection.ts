@@ -448,7 +448,12 @@ export function acceptSpiderwebConnection(
         send({
           type: 'error',
           code: 'STORE_UNAVAILABLE',
-          message: `agentd runs RAM-only; nothing from this session will be kept${store?.degradedReason ? `: ${store.degradedReason}` : ''}`,
+          // RAM-only from the start loses everything at exit; a store that stopped taking writes is retried.
+          message: `${
+            store?.mode === 'memory'
+              ? 'agentd runs RAM-only; nothing from this session will be kept'
+              : 'agentd cannot write its database right now; new messages are refused until it can, and replies are kept in RAM and written through when it is back'
+          }${store?.degradedReason ? `: ${store.degradedReason}` : ''}`,
           request: null,
         });
       }

@@ -147,6 +147,19 @@ describe('agentd on a disk that fills up and frees again', () => {
       store: { writable: false, persistent: false },
     });
     await expect.poll(() => systemErrors.map((error) => error.code)).toContain('STORE_UNAVAILABLE');
+    // Spiderweb clients get the notice as an error frame right after session.ack.
+    const { WebSocket } = await import('ws');
+    const flat = new WebSocket(
+      `${started.url}/v1/agents/main/stream?session=main&token=${runtime.state.token}`,
+    );
+    const frames: Array<{ type: string; code?: string; message?: string }> = [];
+    flat.on('message', (data) => frames.push(JSON.parse(String(data))));
+    await expect.poll(() => frames.map((frame) => frame.type)).toEqual(['session.ack', 'error']);
+    expect(frames[1]).toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      message: expect.stringContaining('cannot write'),
+    });
+    flat.close();
 
     // A new message cannot be stored, so it is not acknowledged: a retryable STORE_UNAVAILABLE, not INTERNAL.
     const refused = await client
