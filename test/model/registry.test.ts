@@ -59,6 +59,42 @@ describe('resolveModel', () => {
     expect(server.requests[0]!.path).toBe('/v1/chat/completions');
   });
 
+  it("sends a configured key only to its entry's base URL; an entry without one uses OPENAI_BASE_URL", async () => {
+    const elsewhere = await startFakeOpenAIServer();
+    try {
+      server.respond({ type: 'stream', text: ['entry'] }, { type: 'stream', text: ['env url'] });
+      const env = { OPENAI_BASE_URL: elsewhere.baseURL, OPENAI_API_KEY: 'sk-env-key' };
+      const pinned = resolveModel('openai/m', {
+        env,
+        credentials: { openai: { apiKey: 'sk-entry-key', baseUrl: server.baseURL } },
+      });
+      await completeModel(pinned, { messages: [{ role: 'user', content: 'hi' }] });
+      expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-entry-key');
+      expect(elsewhere.requests).toHaveLength(0);
+      const unpinned = resolveModel('openai/m', {
+        env: { OPENAI_BASE_URL: server.baseURL },
+        credentials: { openai: { apiKey: 'sk-entry-key' } },
+      });
+      await completeModel(unpinned, { messages: [{ role: 'user', content: 'hi' }] });
+      expect(server.requests[1]!.headers.authorization).toBe('Bearer sk-entry-key');
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it('names the default model from an entry: default_model, else `default` for its own server', () => {
+    expect(defaultModelName({}, { openai: { apiKey: 'k', baseUrl: 'http://10.0.0.5/v1' } })).toBe(
+      'openai/default',
+    );
+    expect(defaultModelName({}, { openai: { apiKey: 'k', defaultModel: 'qwen2.5-7b' } })).toBe(
+      'openai/qwen2.5-7b',
+    );
+    expect(defaultModelName({}, { anthropic: { apiKey: 'k', defaultModel: 'claude-test' } })).toBe(
+      'anthropic/claude-test',
+    );
+    expect(defaultModelName({}, { ollama: { defaultModel: 'llama3.2' } })).toBe('ollama/llama3.2');
+  });
+
   it('resolves local, command presets, and credentials from the config', () => {
     expect(resolveModel('local/agentd-local', { env: {} })).toMatchObject({
       provider: 'local',
