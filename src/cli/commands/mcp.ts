@@ -1,10 +1,14 @@
 import { dirname } from 'node:path';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Command } from 'commander';
 import { createBus } from '../../bus/index.js';
 import type { AgentdConfig } from '../../config/index.js';
 import { createMcpClientManager, type McpServerStatus, mcpConfigSchema } from '../../mcp/index.js';
 import { parseSection } from '../../runtime/config-section.js';
+import { createAgentdMcpServer, startAgentdMcpHttpServer } from '../../runtime/mcp-server.js';
+import { createRuntime, type Runtime } from '../../runtime.js';
 import { createToolRegistry } from '../../tools/index.js';
+import { ErrorCodes, UserInputError } from '../../util/errors.js';
 import { silentLogger } from '../../util/logger.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 
@@ -55,6 +59,62 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
         if (servers.some((server) => server.state === 'failed')) deps.setExitCode(ExitCodes.unavailable);
       } catch (error) {
         deps.setExitCode(reportError(deps.io, error, json));
+      }
+    });
+
+  mcp
+    .command('serve')
+    .description(
+      'expose agentd over MCP (chat, goal, memory_search, work_submit/get/list, workflow_run): stdio by default',
+    )
+    .option('--http', 'serve Streamable HTTP at http://<host>:<port>/mcp instead of stdio')
+    .option('-p, --port <port>', 'HTTP port (default 7778; 0 picks a free one)')
+    .option('-H, --host <host>', 'HTTP interface (default 127.0.0.1)')
+    .option('--no-auth', 'HTTP without the Bearer token (development only; loopback hosts only)')
+    .action(async (options: { http?: boolean; port?: string; host?: string; auth: boolean }) => {
+      let runtime: Runtime | undefined;
+      try {
+        runtime = await createRuntime({ config: deps.config() });
+        await runtime.startBackground();
+        const active = runtime;
+        const stopped = new Promise<void>((resolve) => {
+          process.once('SIGINT', () => resolve());
+          process.once('SIGTERM', () => resolve());
+        });
+        if (options.http) {
+          const host = options.host ?? '127.0.0.1';
+          const port = options.port === undefined ? 7778 : Number(options.port);
+          if (!Number.isInteger(port) || port < 0 || port > 65535)
+            throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `--port must be 0–65535` });
+          if (!options.auth && !['127.0.0.1', 'localhost', '::1'].includes(host))
+            throw new UserInputError({
+              code: ErrorCodes.invalidRequest,
+              message: '--no-auth is only allowed on a loopback host',
+            });
+          const http = await startAgentdMcpHttpServer(active, {
+            host,
+            port,
+            token: options.auth ? active.state.token : undefined,
+          });
+          // One JSON line, so scripts and tests can read where to connect.
+          deps.io.stdout(`${JSON.stringify({ url: http.url, auth: options.auth ? 'bearer' : 'none' })}\n`);
+          await stopped;
+          await http.close();
+        } else {
+          // stdout carries the protocol; logs go to stderr.
+          const server = createAgentdMcpServer(active);
+          const closed = new Promise<void>((resolve) => {
+            server.server.onclose = () => resolve();
+          });
+          await server.connect(new StdioServerTransport());
+          process.stdin.once('end', () => void server.close());
+          await Promise.race([closed, stopped]);
+          await server.close();
+        }
+      } catch (error) {
+        deps.setExitCode(reportError(deps.io, error, false));
+      } finally {
+        await runtime?.close().catch(() => {});
       }
     });
 
