@@ -284,11 +284,10 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     await telemetry.shutdown();
     throw toolModuleNameTaken(takenByBuiltin);
   }
-  const tools = createToolRegistry([
-    ...baseTools,
-    ...moduleTools.map((entry) => entry.tool),
-    ...(options.tools ?? []),
-  ]);
+  const tools = createToolRegistry(
+    [...baseTools, ...moduleTools.map((entry) => entry.tool), ...(options.tools ?? [])],
+    { redactText: redactor.redactText },
+  );
   // Workers start at the first execution (or now, for `prewarm` languages), never per call.
   const sandbox: SandboxPool | undefined = sandboxConfig.enabled
     ? createSandboxPool({
@@ -540,6 +539,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       workspaceDir: state.workspaceDir,
       idGenerator,
       logger,
+      redactText: redactor.redactText,
     }),
     dispatch: () => agentsWiring?.workflowDispatch,
     logger,

@@ -34,9 +34,14 @@ export function createWorkflowAgentRunner(options: {
   workspaceDir: string;
   idGenerator: IdGenerator;
   logger: Logger;
+  /** Secret redaction for tool results, as for chat turns. */
+  redactText?: (text: string) => string;
 }): RunAgentWithTools {
   return async (call) => {
-    const registry = createToolRegistry(call.tools.map(toEngageTool));
+    const registry = createToolRegistry(
+      call.tools.map(toEngageTool),
+      options.redactText ? { redactText: options.redactText } : {},
+    );
     const runId = options.idGenerator('wfrun');
     const result = await runEngage({
       model: call.model,

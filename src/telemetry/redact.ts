@@ -1,6 +1,9 @@
 /**
- * Replaces every known secret value inside strings, anywhere in a value, with `[REDACTED]`.
- * Used on log lines, bus events that leave the process, telemetry attributes and error messages.
+ * Replaces every known secret value inside strings, anywhere in a value, with `[REDACTED]`, and every
+ * string shaped like a well-known credential (OpenAI/Anthropic `sk-…`, GitHub `ghp_…`, AWS `AKIA…`,
+ * `Bearer …`, PEM private keys) even when agentd was never told about it.
+ * Used on tool results (before the model, memory, the ledger or any client sees them), log lines, bus
+ * events that leave the process, telemetry attributes and error messages.
  */
 export interface Redactor {
   redactText(text: string): string;
@@ -12,12 +15,30 @@ export interface Redactor {
 const sensitiveKeys =
   /^(api[_-]?key|apikey|authorization|password|secret|token|access[_-]?token|device[_-]?token)$/i;
 
+/**
+ * Credential shapes. Long enough minimum lengths that ordinary words (`sk-learn`, `task-ids`) survive; a
+ * `Bearer` keeps its scheme so a reader still sees what was there.
+ */
+const secretShapes: ReadonlyArray<{ pattern: RegExp; replacement: string }> = [
+  {
+    pattern: /-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END[A-Z ]*PRIVATE KEY-----|$)/g,
+    replacement: '[REDACTED]',
+  },
+  { pattern: /\bsk-(?:ant-)?[A-Za-z0-9_-]{20,}/g, replacement: '[REDACTED]' },
+  { pattern: /\bgh[pousr]_[A-Za-z0-9]{30,}/g, replacement: '[REDACTED]' },
+  { pattern: /\bgithub_pat_[A-Za-z0-9_]{30,}/g, replacement: '[REDACTED]' },
+  { pattern: /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, replacement: '[REDACTED]' },
+  { pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g, replacement: '[REDACTED]' },
+  { pattern: /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{16,}/gi, replacement: '$1 [REDACTED]' },
+];
+
 export function createRedactor(initialSecrets: ReadonlyArray<string> = []): Redactor {
   const secrets = new Set(initialSecrets.filter((secret) => secret.length >= 4));
 
   const redactText = (text: string): string => {
     let out = text;
     for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join('[REDACTED]');
+    for (const shape of secretShapes) out = out.replace(shape.pattern, shape.replacement);
     return out;
   };
 

@@ -39,7 +39,7 @@ export {
   type PolicyRequest,
   policyConfigSchema,
 } from './policy.js';
-export { createToolRegistry, type ToolRegistry } from './registry.js';
+export { createToolRegistry, type ToolRegistry, type ToolRegistryOptions } from './registry.js';
 export {
   defineTool,
   type ToolContext,

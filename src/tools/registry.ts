@@ -15,7 +15,44 @@ export interface ToolRegistry {
   toModelTools(names?: Iterable<string>): ModelToolDefinition[];
 }
 
-export function createToolRegistry(tools: Iterable<ToolDefinition> = []): ToolRegistry {
+export interface ToolRegistryOptions {
+  /**
+   * Applied to every result (and error message) of every tool registered here, before anything else sees
+   * it: the model, hooks, memory, the ledger, events, transcripts. The runtime passes its secret redactor,
+   * so a key a tool read never enters the system.
+   */
+  redactText?: (text: string) => string;
+}
+
+/** Wraps a tool so its results and error messages pass through `redact`. */
+function redactingTool(tool: ToolDefinition, redact: (text: string) => string): ToolDefinition {
+  return {
+    ...tool,
+    async execute(args, context) {
+      let result: Awaited<ReturnType<ToolDefinition['execute']>>;
+      try {
+        result = await tool.execute(args, context);
+      } catch (error) {
+        if (error instanceof Error) error.message = redact(error.message);
+        throw error;
+      }
+      if (typeof result === 'string') return redact(result);
+      const entry = result.metadata?.ledgerEntry;
+      return {
+        ...result,
+        content: redact(result.content),
+        ...(result.metadata && entry
+          ? { metadata: { ...result.metadata, ledgerEntry: { ...entry, content: redact(entry.content) } } }
+          : {}),
+      };
+    },
+  };
+}
+
+export function createToolRegistry(
+  tools: Iterable<ToolDefinition> = [],
+  options: ToolRegistryOptions = {},
+): ToolRegistry {
   const byName = new Map<string, ToolDefinition>();
   // JSON Schema conversion walks the whole zod tree; tools are immutable so it is done once per tool.
   const modelDefinitions = new Map<string, ModelToolDefinition>();
@@ -43,7 +80,7 @@ export function createToolRegistry(tools: Iterable<ToolDefinition> = []): ToolRe
           message: `A tool named "${tool.name}" is already registered; tool names must be unique.`,
         });
       }
-      byName.set(tool.name, tool);
+      byName.set(tool.name, options.redactText ? redactingTool(tool, options.redactText) : tool);
     },
     unregister(name) {
       modelDefinitions.delete(name);

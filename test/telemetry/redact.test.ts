@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRedactor } from '../../src/telemetry/index.js';
+import { createToolRegistry, defineTool } from '../../src/tools/index.js';
+
+describe('secret redaction', () => {
+  const redactor = createRedactor(['configured-key-123']);
+
+  it('removes configured secrets and well-known credential shapes, keeping ordinary text', () => {
+    const text = [
+      'key configured-key-123 here',
+      `sk-ant-api03-${'x'.repeat(30)}`,
+      `ghp_${'A'.repeat(36)}`,
+      'AKIAABCDEFGHIJKLMNOP',
+      'Authorization: Bearer abcdefghijklmnopqrstuvwxyz',
+      '-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----',
+      'uses sk-learn and task-ids; ask-me',
+    ].join('\n');
+    expect(redactor.redactText(text)).toBe(
+      [
+        'key [REDACTED] here',
+        '[REDACTED]',
+        '[REDACTED]',
+        '[REDACTED]',
+        'Authorization: Bearer [REDACTED]',
+        '[REDACTED]',
+        'uses sk-learn and task-ids; ask-me',
+      ].join('\n'),
+    );
+  });
+
+  it('a registry with redaction scrubs every tool result and error message', async () => {
+    const leaky = defineTool({
+      name: 'leaky',
+      description: 'returns what it is given',
+      input: z.object({ text: z.string(), fail: z.boolean().default(false) }),
+      async execute(args) {
+        if (args.fail) throw new Error(`upstream said ${args.text}`);
+        return { content: args.text, metadata: { note: 1 } };
+      },
+    });
+    const registry = createToolRegistry([leaky], { redactText: redactor.redactText });
+    const tool = registry.get('leaky')!;
+    const context = {} as Parameters<typeof tool.execute>[1];
+    expect(await tool.execute({ text: 'a configured-key-123 b', fail: false }, context)).toEqual({
+      content: 'a [REDACTED] b',
+      metadata: { note: 1 },
+    });
+    await expect(tool.execute({ text: 'configured-key-123', fail: true }, context)).rejects.toThrow(
+      'upstream said [REDACTED]',
+    );
+  });
+});
