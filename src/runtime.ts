@@ -3,7 +3,7 @@
  * receives its collaborators through factory options.
  */
 
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage, type RunningRun } from './chat/index.js';
 import { type AgentDefinition, type AgentdConfig, providerSettings } from './config/index.js';
@@ -41,7 +41,7 @@ import {
 import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
-import { registerWorkflowMethods } from './runtime/workflow-methods.js';
+import { registerWorkflowMethods, workflowsConfigSchema } from './runtime/workflow-methods.js';
 import { registerWorkflowViewMethods } from './runtime/workflow-view-methods.js';
 import {
   createExecuteCodeTool,
@@ -527,12 +527,18 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
   };
+  const workflowsConfig = parseSection(workflowsConfigSchema, config.sections.workflows, 'workflows');
+  const workflowRoots = workflowsConfig.dirs
+    ? workflowsConfig.dirs.map((dir) =>
+        resolve(config.configPath ? dirname(config.configPath) : state.home, dir),
+      )
+    : [join(state.home, 'workflow-library')];
   const workflows = registerWorkflowMethods({
     methods,
     bus,
     db: store.db,
     stateDir: state.home,
-    allowedRoots: [process.cwd(), state.workspaceDir],
+    allowedRoots: workflowRoots,
     resolveModel: workflowModel,
     runAgentWithTools: createWorkflowAgentRunner({
       bus,

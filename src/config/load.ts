@@ -53,6 +53,7 @@ export interface AgentdConfig {
     | 'policy'
     | 'mcp'
     | 'sandbox'
+    | 'workflows'
   >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
@@ -248,6 +249,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       policy: file.policy,
       mcp: file.mcp,
       sandbox: file.sandbox,
+      workflows: file.workflows,
     },
     secrets: secrets.filter((secret) => secret.length >= 4),
     warnings,

@@ -72,6 +72,7 @@ export const configFileSchema = z
     policy: z.record(z.string(), z.unknown()).optional(),
     mcp: z.record(z.string(), z.unknown()).optional(),
     sandbox: z.record(z.string(), z.unknown()).optional(),
+    workflows: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

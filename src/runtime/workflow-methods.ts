@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { join, relative, resolve, sep } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { MethodTable } from '../gateway/index.js';
 import { OperatorScopes } from '../gateway/index.js';
@@ -40,14 +41,32 @@ function dispatchOption(dispatch: WorkflowDispatch | undefined, workflowId: stri
   };
 }
 
+/** The `workflows:` section of agentd.yaml. */
+export const workflowsConfigSchema = z.object({
+  /**
+   * Directories whose workflows `workflow.run` may run (paths relative to the config file). Default:
+   * `<state dir>/workflow-library`. Never the agent's workspace: a workflow names code to run.
+   */
+  dirs: z.array(z.string().min(1)).optional(),
+});
+
 function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !rel.startsWith(sep) && !rel.includes(`..${sep}`));
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /**
  * `workflow.run|status|cancel` on the gateway. A workflow directory is code (its tools.yaml names modules to
- * run), so only directories below the configured roots are accepted, and running one needs operator.admin.
+ * run), so only directories below the configured roots are accepted — compared by real path, so a symbolic
+ * link in a root cannot lead elsewhere — and running one needs operator.admin.
  */
 export function registerWorkflowMethods(options: {
   methods: MethodTable;
@@ -65,12 +84,21 @@ export function registerWorkflowMethods(options: {
   const roots = options.allowedRoots.map((root) => resolve(root));
 
   const engineFor = (dir: string): Promise<WorkflowEngine> => {
-    const path = resolve(roots[0]!, dir);
-    if (!roots.some((root) => isInside(root, path)) || !existsSync(join(path, 'workflow.yaml'))) {
+    const path = realOrSelf(resolve(roots[0] ?? '/', dir));
+    if (!roots.some((root) => isInside(realOrSelf(root), path))) {
+      return Promise.reject(
+        new UserInputError({
+          code: ErrorCodes.forbidden,
+          message: `workflow ${dir} is not in a configured workflow directory (workflows.dirs: ${roots.join(', ') || 'none'})`,
+          details: { dir },
+        }),
+      );
+    }
+    if (!existsSync(join(path, 'workflow.yaml'))) {
       return Promise.reject(
         new UserInputError({
           code: ErrorCodes.notFound,
-          message: `no workflow at ${dir}: the directory must contain workflow.yaml and lie below ${roots.join(' or ')}`,
+          message: `no workflow at ${dir}: the directory must contain workflow.yaml`,
         }),
       );
     }

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import type { LoadedWorkflow } from './loader.js';
+import { type LoadedWorkflow, locateWorkflowModule } from './loader.js';
 import type { EvaluationAssertion } from './manifest-schemas.js';
 import type { WorkflowOutcome } from './task.js';
 import { compileInputCheck } from './tools.js';
@@ -98,9 +98,10 @@ async function loadCustom(
   const hash = name.lastIndexOf('#');
   if (hash < 0) return undefined;
   const module = name.slice(0, hash);
-  const path = isAbsolute(module) ? module : resolve(workflow.dir, module);
-  if (!existsSync(path)) return undefined;
-  const namespace = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  // Outside the workflow directory counts as not there: an unknown assertion, reported as such.
+  const located = locateWorkflowModule(workflow.dir, module);
+  if ('problem' in located) return undefined;
+  const namespace = (await import(pathToFileURL(located.path).href)) as Record<string, unknown>;
   const candidate = namespace[name.slice(hash + 1)];
   return typeof candidate === 'function' ? (candidate as CustomAssertion) : undefined;
 }

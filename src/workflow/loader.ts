@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, extname, isAbsolute, join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
@@ -69,6 +69,11 @@ export interface LoadedWorkflow {
 export interface LoadWorkflowOptions {
   /** Skip step 7 (plugins), e.g. for `agentd workflow validate`, which must not run plugin code. */
   loadPlugins?: boolean;
+  /**
+   * `false`: module tools and plugins are only checked (the file exists, inside the workflow directory),
+   * never imported, so no code of the workflow runs. Their `invoke` is then undefined: for validation only.
+   */
+  importModules?: boolean;
 }
 
 function sha256(text: string | Buffer): string {
@@ -293,6 +298,20 @@ export async function loadWorkflow(
         entrypoint: { kind: 'function', name },
         checkInput,
       });
+    } else if (options.importModules === false) {
+      const { module, exportName } = splitEntrypoint(entry);
+      const located = locateWorkflowModule(dir, module);
+      if ('problem' in located) {
+        issues.push({ file: 'tools.yaml', path: location, rule: 'tools-load', message: located.problem });
+        continue;
+      }
+      tools.set(manifest.id, {
+        id: manifest.id,
+        manifest,
+        invoke: undefined,
+        entrypoint: { kind: 'module', name: exportName, module },
+        checkInput,
+      });
     } else {
       const loaded = await importExport(dir, entry);
       if (typeof loaded.value !== 'function') {
@@ -317,7 +336,19 @@ export async function loadWorkflow(
 
   // Step 7: plugins.
   const plugins: LoadedPlugin[] = [];
-  if (options.loadPlugins !== false) {
+  if (options.loadPlugins === false || options.importModules === false) {
+    for (const [index, entry] of manifests.plugins.plugins.entries()) {
+      if (!entry.enabled) continue;
+      const located = locateWorkflowModule(dir, splitEntrypoint(entry.entrypoint).module);
+      if ('problem' in located)
+        issues.push({
+          file: 'plugins.yaml',
+          path: `plugins[${index}].entrypoint`,
+          rule: 'plugins-load',
+          message: located.problem,
+        });
+    }
+  } else {
     for (const [index, entry] of manifests.plugins.plugins.entries()) {
       if (!entry.enabled) continue;
       const loaded = await importExport(dir, entry.entrypoint);
@@ -381,24 +412,50 @@ function describeZodIssue(issue: z.core.$ZodIssue): string {
   return issue.message.replace(/^Invalid input: /, '');
 }
 
+function splitEntrypoint(entrypoint: string): { module: string; exportName: string } {
+  const hash = entrypoint.lastIndexOf('#');
+  return {
+    module: hash >= 0 ? entrypoint.slice(0, hash) : entrypoint,
+    exportName: hash >= 0 ? entrypoint.slice(hash + 1) : 'default',
+  };
+}
+
+function isInside(root: string, candidate: string): boolean {
+  const rel = relative(root, candidate);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+/**
+ * Where a workflow's module (tool, plugin, assertion, REPL command) really is. A workflow directory is
+ * handed around as a unit, so its code must be inside it: absolute paths, `..` escapes and symbolic links
+ * that resolve outside the directory are refused, never imported.
+ */
+export function locateWorkflowModule(dir: string, module: string): { path: string } | { problem: string } {
+  if (isAbsolute(module))
+    return { problem: `expected a module path relative to the workflow directory, not ${module}` };
+  const candidate = resolve(dir, module);
+  if (!isInside(resolve(dir), candidate))
+    return { problem: `expected ${module} inside the workflow directory; it leads outside` };
+  if (!existsSync(candidate))
+    return { problem: `expected a module file at ${module} (relative to the workflow directory)` };
+  const real = realpathSync(candidate);
+  if (!isInside(realpathSync(dir), real))
+    return {
+      problem: `expected ${module} inside the workflow directory; a symbolic link leads outside (to ${real})`,
+    };
+  return { path: real };
+}
+
 /** Imports `<relative module path>#<export>` (default export when no `#`). Never throws. */
 async function importExport(
   dir: string,
   entrypoint: string,
 ): Promise<{ value: unknown; module: string; exportName: string; problem?: string }> {
-  const hash = entrypoint.lastIndexOf('#');
-  const module = hash >= 0 ? entrypoint.slice(0, hash) : entrypoint;
-  const exportName = hash >= 0 ? entrypoint.slice(hash + 1) : 'default';
-  const path = isAbsolute(module) ? module : resolve(dir, module);
-  if (!existsSync(path))
-    return {
-      value: undefined,
-      module,
-      exportName,
-      problem: `expected a module file at ${module} (relative to the workflow directory)`,
-    };
+  const { module, exportName } = splitEntrypoint(entrypoint);
+  const located = locateWorkflowModule(dir, module);
+  if ('problem' in located) return { value: undefined, module, exportName, problem: located.problem };
   try {
-    const namespace = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    const namespace = (await import(pathToFileURL(located.path).href)) as Record<string, unknown>;
     if (!(exportName in namespace))
       return {
         value: undefined,

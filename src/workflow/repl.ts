@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import type { WorkflowEngine, WorkflowRunResult } from './engine.js';
+import { locateWorkflowModule } from './loader.js';
 import type { CliProfile } from './manifest-schemas.js';
 import type { TelemetryEvent } from './telemetry.js';
 
@@ -370,9 +371,9 @@ async function loadCommand(dir: string, entrypoint: string): Promise<CustomComma
   const hash = entrypoint.lastIndexOf('#');
   const module = hash >= 0 ? entrypoint.slice(0, hash) : entrypoint;
   const name = hash >= 0 ? entrypoint.slice(hash + 1) : 'default';
-  const namespace = (await import(
-    pathToFileURL(isAbsolute(module) ? module : resolve(dir, module)).href
-  )) as Record<string, unknown>;
+  const located = locateWorkflowModule(dir, module);
+  if ('problem' in located) throw new Error(located.problem);
+  const namespace = (await import(pathToFileURL(located.path).href)) as Record<string, unknown>;
   const fn = namespace[name];
   if (typeof fn !== 'function') throw new Error(`${entrypoint} is not a function`);
   return fn as CustomCommand;

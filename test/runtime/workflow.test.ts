@@ -10,9 +10,9 @@ const example = join(import.meta.dirname, '..', '..', 'examples', 'mini-editor')
 describe('workflows through the runtime', () => {
   it('runs the mini-editor example over the gateway with node events streamed', async () => {
     const started = await startRuntime();
-    // The runtime accepts workflows below its working directory and its workspace; a copy in the workspace
-    // keeps the files the example writes out of the repository.
-    const dir = join(started.runtime.state.workspaceDir, 'mini-editor');
+    // The gateway runs workflows of its configured directories only (default <state dir>/workflow-library);
+    // a copy there also keeps the files the example writes out of the repository.
+    const dir = join(started.runtime.state.home, 'workflow-library', 'mini-editor');
     cpSync(example, dir, { recursive: true });
     const client = await started.connect();
     try {
@@ -53,10 +53,11 @@ describe('workflows through the runtime', () => {
         }),
       ]);
 
-      await expect(client.call('workflow.run', { dir: '/etc' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(client.call('workflow.run', { dir: '/etc' })).rejects.toMatchObject({ code: 'FORBIDDEN' });
       await expect(client.call('workflow.run', { dir: 'examples/../../' })).rejects.toMatchObject({
-        code: 'NOT_FOUND',
+        code: 'FORBIDDEN',
       });
+      await expect(client.call('workflow.run', { dir: 'nope' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
       await expect(client.call('workflow.run', { dir, bogus: 1 })).rejects.toMatchObject({
         code: 'INVALID_REQUEST',
       });

@@ -168,7 +168,11 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .option('--json', 'print the result as JSON')
     .action(async (dir: string, options: { json?: boolean }) => {
       try {
-        const workflow = await loadWorkflow(resolve(cwd(), dir), { loadPlugins: false });
+        // Validation runs no code of the workflow: modules are located and confined, never imported.
+        const workflow = await loadWorkflow(resolve(cwd(), dir), {
+          loadPlugins: false,
+          importModules: false,
+        });
         const summary = {
           valid: true,
           workflowId: workflow.id,
