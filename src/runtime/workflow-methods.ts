@@ -82,10 +82,12 @@ export function registerWorkflowMethods(options: {
 }): WorkflowMethods {
   const engines = new Map<string, Promise<WorkflowEngine>>();
   const roots = options.allowedRoots.map((root) => resolve(root));
+  // Directories the embedding program itself asked to run (`run` below): its own code, not a client's.
+  const trustedDirs = new Set<string>();
 
   const engineFor = (dir: string): Promise<WorkflowEngine> => {
     const path = realOrSelf(resolve(roots[0] ?? '/', dir));
-    if (!roots.some((root) => isInside(realOrSelf(root), path))) {
+    if (!trustedDirs.has(path) && !roots.some((root) => isInside(realOrSelf(root), path))) {
       return Promise.reject(
         new UserInputError({
           code: ErrorCodes.forbidden,
@@ -157,7 +159,9 @@ export function registerWorkflowMethods(options: {
 
   return {
     async run({ dir, input }) {
-      const outcome = (await handlers.run({ dir, input, wait: true })) as {
+      const absolute = resolve(dir);
+      trustedDirs.add(realOrSelf(absolute));
+      const outcome = (await handlers.run({ dir: absolute, input, wait: true })) as {
         taskId: string;
         result?: unknown;
       };

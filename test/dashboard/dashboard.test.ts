@@ -144,7 +144,7 @@ describe('the dashboard in a real browser', () => {
   });
 
   it('draws a workflow run as its DAG and shows it complete with stages and artifacts', async () => {
-    const dir = join(started.runtime.state.workspaceDir, 'workflows', 'mini-editor');
+    const dir = join(started.runtime.state.home, 'workflow-library', 'mini-editor');
     cpSync(join(root, 'examples', 'mini-editor'), dir, { recursive: true });
     const page = await open('/');
     await page.locator('#agent-list').waitFor();
