@@ -21,10 +21,11 @@ const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'))
   dependencies: Record<string, string>;
 };
 
+let scratch: string;
 let project: string;
 
 beforeAll(async () => {
-  const scratch = mkdtempSync(join(tmpdir(), 'agentd-pack-'));
+  scratch = mkdtempSync(join(tmpdir(), 'agentd-pack-'));
   // dist/ is built by the npm script; scripts stay off so packing does not rebuild it.
   const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], {
     cwd: repo,
@@ -61,6 +62,8 @@ beforeAll(async () => {
   rmSync(driver, { recursive: true, force: true });
   symlinkSync(join(repo, 'node_modules', 'better-sqlite3'), driver, 'dir');
 }, 240_000);
+// The installed project is a few hundred MB.
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('the packed package', () => {
   it('type-checks the library example with tsc and runs a chat turn that calls its custom tool', async () => {
