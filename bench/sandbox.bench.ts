@@ -4,6 +4,7 @@
 // first) so the workers are the plain-JavaScript ones a deployment runs, not tsx-transpiled sources.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { createBus } from '../src/bus/index.js';
 import { runEngage } from '../src/engage/index.js';
@@ -46,6 +47,34 @@ async function timeIt(repetitions: number, work: () => Promise<unknown>): Promis
     samples.push(performance.now() - started);
   }
   return samples;
+}
+
+/**
+ * The floor under any call across the isolation boundary: a bare worker thread that posts a message and
+ * waits for the host's answer, with no engine, no validation and no tool behind it.
+ */
+async function bareRoundTripMs(calls: number): Promise<number> {
+  const worker = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     let left = 0; let started = 0;
+     parentPort.on('message', (message) => {
+       if (message.start) { left = message.start; started = performance.now(); }
+       if (left-- > 0) parentPort.postMessage({ call: left });
+       else parentPort.postMessage({ doneMs: performance.now() - started });
+     });`,
+    { eval: true },
+  );
+  try {
+    return await new Promise<number>((resolve) => {
+      worker.on('message', (message: { call?: number; doneMs?: number }) => {
+        if (message.doneMs !== undefined) resolve(message.doneMs / calls);
+        else worker.postMessage({ reply: message.call, ok: true, content: 'ok' });
+      });
+      worker.postMessage({ start: calls });
+    });
+  } finally {
+    await worker.terminate();
+  }
 }
 
 const noop = defineTool({
@@ -192,7 +221,17 @@ export default {
         row(`tool call from code, ${language} (per call, loop of ${calls})`, perCall, 'µs');
         const overhead = perCall.map((value) => value - directMedian);
         row(`  overhead over the direct call, ${language}`, overhead, 'µs', '≤ 50 µs');
+        const bridgeOnly: number[] = [];
+        for (let index = 0; index < 7; index++) {
+          const [withCalls] = await timeIt(1, () => poolRun(language, loops[language].with));
+          const [withoutCalls] = await timeIt(1, () => poolRun(language, loops[language].without));
+          bridgeOnly.push((withCalls! - withoutCalls!) / calls);
+        }
+        row(`  of which the bridge alone (host answers at once), ${language}`, bridgeOnly, 'µs');
       }
+      const floor: number[] = [];
+      for (let index = 0; index < 7; index++) floor.push(await bareRoundTripMs(calls));
+      row('bare worker-thread message round trip (the floor of any call from code)', floor, 'µs');
 
       // --- 100 tool calls: one program vs 100 model turns ----------------------------------------------
       const turns = 100;
@@ -255,7 +294,8 @@ export default {
       'Cold start: a fresh pool per sample, timed until the worker reports its engine ready (Pyodide loads its wasm and stdlib from node_modules).',
       'Warm execution: pool.execute of `return 1` / `1` on a reused worker: a fresh QuickJS runtime+context per run (no state crosses runs), or a fresh globals dict on the warm Pyodide; includes both postMessage hops. "Inside the worker" is the engine time the worker reports.',
       'End to end: executeToolCall of execute_code (validation, policy/hook pipeline, bus events, JSON report).',
-      'Tool call from code: (loop with N awaited tools.noop calls − the same loop awaiting nothing) / N; each call goes worker → host → executeToolCall (zod, policy, hooks) → back. Overhead = that minus a direct executeToolCall of the same tool.',
+      'Tool call from code: (loop with N awaited tools.noop calls − the same loop awaiting nothing) / N; each call goes worker → host → executeToolCall (zod, policy, hooks) → back. Overhead = that minus a direct executeToolCall of the same tool. "The bridge alone" runs the same loops with a host that answers every call at once, without the tool pipeline.',
+      'The floor: a bare worker thread posting a message and awaiting the answer, N times; no engine, no validation. A call from code cannot cost less than this while programs run in their own thread, which is what lets a runaway program be killed without touching the server.',
       'Figures come from a shared 2-core machine with other jobs running; medians and p90 of interleaved samples.',
     );
     return { rows, notes };
