@@ -343,6 +343,7 @@ export function createSendMessageTool(runtime: AgentRuntime): ToolDefinition {
     name: 'send_message',
     description:
       'Send a message to another agent by id. It arrives in their mailbox; their reply is not returned here.',
+    examples: [{ to: 'reviewer', content: 'The draft is ready in docs/draft.md.' }],
     input: z.object({
       to: z.string().min(1).max(128).describe('The receiving agent id'),
       content: z.string().min(1).max(20_000),

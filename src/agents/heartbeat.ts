@@ -131,8 +131,15 @@ export function withinActiveHours(
   return start < end ? now >= start && now < end : now >= start || now < end;
 }
 
-function minutes(ms: number): string {
-  return `${Math.max(1, Math.round(ms / 60_000))} min`;
+/** A wait as people say it: "1.9 s", "42 s", "15 min", "2 h 5 min" (never rounded up to a minute). */
+export function formatWait(ms: number): string {
+  const value = Math.max(0, ms);
+  if (value < 10_000) return `${(Math.floor(value / 100) / 10).toFixed(1)} s`;
+  if (value < 60_000) return `${Math.floor(value / 1_000)} s`;
+  if (value < 3_600_000) return `${Math.floor(value / 60_000)} min`;
+  const hours = Math.floor(value / 3_600_000);
+  const rest = Math.floor((value % 3_600_000) / 60_000);
+  return rest > 0 ? `${hours} h ${rest} min` : `${hours} h`;
 }
 
 type HeartbeatEvent = BusEventMap['agent:heartbeat'];
@@ -149,7 +156,7 @@ interface Concern {
 function proposalsFor(concern: Concern): Array<{ title: string; description: string; rationale: string }> {
   const { item } = concern;
   const title = item.title.slice(0, 80);
-  const waited = minutes(concern.sinceMs);
+  const waited = formatWait(concern.sinceMs);
   if (concern.condition === 'blocked' && item.waitingOn && item.waitingOn.length > 0) {
     return [
       {
@@ -328,7 +335,7 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
         concerns.push({
           item,
           condition: 'stalled',
-          reason: `running for ${minutes(now - item.startedAt)}`,
+          reason: `running for ${formatWait(now - item.startedAt)}`,
           sinceMs: now - item.startedAt,
         });
       } else if (
@@ -339,7 +346,7 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
         concerns.push({
           item,
           condition: 'stalled',
-          reason: `ready but not started for ${minutes(since)}`,
+          reason: `ready but not started for ${formatWait(since)}`,
           sinceMs: since,
         });
       }

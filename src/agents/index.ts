@@ -37,6 +37,7 @@ export {
 export {
   type CreateHeartbeatOptions,
   createHeartbeat,
+  formatWait,
   type Heartbeat,
   type HeartbeatConfig,
   type HeartbeatPolicy,

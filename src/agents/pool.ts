@@ -213,15 +213,19 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
       { workItemId: item.id, ...(item.sessionKey ? { sessionKey: item.sessionKey } : {}) },
     );
 
-  // An item cancelled or paused from anywhere (CLI, gateway, another process) stops running here.
-  const unsubscribe = bus?.subscribe({ types: ['work:cancelled', 'work:paused'] }, (event) => {
-    const data = event.data as { workItemId: string };
-    running
-      .get(data.workItemId)
-      ?.controller.abort(
-        new UserInputError({ code: ErrorCodes.aborted, message: `work item ${event.type.slice(5)}` }),
-      );
-  });
+  // An item cancelled, paused or blocked from anywhere (CLI, gateway, its own report_blocked, another
+  // process) stops running here.
+  const unsubscribe = bus?.subscribe(
+    { types: ['work:cancelled', 'work:paused', 'work:blocked'] },
+    (event) => {
+      const data = event.data as { workItemId: string };
+      running
+        .get(data.workItemId)
+        ?.controller.abort(
+          new UserInputError({ code: ErrorCodes.aborted, message: `work item ${event.type.slice(5)}` }),
+        );
+    },
+  );
   // Admitted tasks that stop waiting before this pool starts them (claimed elsewhere, paused, ended) leave
   // the admission queue.
   const unsubscribeTerminal = bus?.subscribe(

@@ -33,9 +33,12 @@ import { ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
 import type { IdGenerator } from '../util/ids.js';
 import type { Logger } from '../util/logger.js';
 import {
+  blockWorkItem,
   buildAwarenessDigest,
   createChildWorkTools,
+  createReportBlockedTool,
   createWorkQueue,
+  unblockWorkItem,
   type WorkItem,
   type WorkQueue,
   workConfigSchema,
@@ -43,6 +46,9 @@ import {
 } from '../work/index.js';
 import { parseSection } from './config-section.js';
 import { createWorkflowDispatch, type WorkflowDispatch, workflowRunKind } from './workflow-dispatch.js';
+
+/** Ledger entries of earlier runs an item's next run starts with. */
+const earlierLedgerEntries = 20;
 
 /** The `workers:` section of agentd.yaml. */
 export const workersConfigSchema = z
@@ -131,7 +137,10 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       : {}),
   });
 
-  const childTools = createChildWorkTools({ queue, bus, ledger });
+  const childTools = [
+    ...createChildWorkTools({ queue, bus, ledger }),
+    createReportBlockedTool({ queue, ledger }),
+  ];
   const workflowDispatch = features.workers_v1 ? createWorkflowDispatch(queue) : undefined;
   let agentRuntime: AgentRuntime | undefined;
   const workTools = (): ToolRegistry => {
@@ -163,6 +172,20 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       signal: input.signal,
     });
 
+  /**
+   * A run that picks up an item again (after a block, a retry or a restart) starts from the ledger of the
+   * earlier runs, so an unblocked item reads why it stopped and the answer it got.
+   */
+  const earlierLedger = async (item: WorkItem): Promise<string> => {
+    const entries = await ledger.read(item.id, { lastN: earlierLedgerEntries });
+    if (entries.length === 0) return '';
+    const lines = entries.map((entry) => {
+      const text = entry.content.length > 500 ? `${entry.content.slice(0, 499)}…` : entry.content;
+      return `[${entry.seq}] ${entry.entryType}: ${text}`;
+    });
+    return `\n\nYour ledger from earlier runs of this item (continue from it):\n${lines.join('\n')}`;
+  };
+
   /** A work item runs as one engage run of its agent, told what its siblings are doing. */
   const runWorkItem = async (item: WorkItem, context: { signal: AbortSignal }) => {
     const agentId = item.agentId ?? 'main';
@@ -175,12 +198,13 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       lookbackMs: workConfig.awareness.lookbackMs,
     });
     const params = Object.keys(item.params).length ? `\n\nParameters: ${JSON.stringify(item.params)}` : '';
+    const earlier = await earlierLedger(item);
     const result = await runEngageFor({
       agentId,
       model: options.model,
       messages: [
         { role: 'system', content: digest ? `${packet.systemPrompt}\n\n${digest}` : packet.systemPrompt },
-        { role: 'user', content: `Task: ${item.title}\n\n${item.description}${params}`.trim() },
+        { role: 'user', content: `Task: ${item.title}\n\n${item.description}${params}${earlier}`.trim() },
       ],
       workItemId: item.id,
       ...(item.sessionKey ? { sessionKey: item.sessionKey } : {}),
@@ -454,6 +478,24 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       if (!item) throw new UserInputError({ code: ErrorCodes.notFound, message: `no work item ${id}` });
       return { item, ledger: await ledger.read(id, {}) };
     },
+  });
+  methods.register('work.block', {
+    scopes: [write],
+    params: z.object({
+      id: z.string().min(1),
+      reason: z.string().trim().min(1).max(2_000),
+      needs: z.string().trim().min(1).max(2_000).optional(),
+    }),
+    handler: async ({ id, reason, needs }) => ({
+      item: await blockWorkItem(queue, ledger, id, { reason, ...(needs ? { needs } : {}) }),
+    }),
+  });
+  methods.register('work.unblock', {
+    scopes: [write],
+    params: z.object({ id: z.string().min(1), note: z.string().trim().min(1).max(20_000).optional() }),
+    handler: async ({ id, note }) => ({
+      item: await unblockWorkItem(queue, ledger, id, note ? { note } : {}),
+    }),
   });
   methods.register('work.cancel', {
     scopes: [write],

@@ -53,6 +53,11 @@ export function createExecuteCodeTool(options: ExecuteCodeToolOptions): ToolDefi
   return defineTool({
     name: executeCodeToolName,
     description: description(enabled),
+    examples: [
+      enabled[0] === 'python'
+        ? { language: 'python', code: 'len(await tools.list_files(path="."))' }
+        : { language: enabled[0], code: 'return (await tools.list_files({ path: "." })).length;' },
+    ],
     input: z.object({
       language: z.enum(enabled),
       code: z.string().min(1).max(200_000),

@@ -16,6 +16,7 @@ export function createSkillTools(options: { library: SkillLibrary; ledger?: Ledg
     name: 'discover_skills',
     description:
       'Find skills (reusable instructions) by keywords. Returns names and descriptions; activate one to use it.',
+    examples: [{ query: 'release notes' }],
     input: z.object({
       query: z.string().default('').describe('Words describing the task; empty lists all skills'),
     }),
@@ -29,6 +30,7 @@ export function createSkillTools(options: { library: SkillLibrary; ledger?: Ledg
   const activate = defineTool({
     name: 'activate_skill',
     description: "Load a skill's full instructions into your system prompt for the rest of this run.",
+    examples: [{ name: 'release-notes' }],
     input: z.object({ name: z.string().min(1) }),
     async execute(args, context) {
       const skill = await library.activate(args.name, {
@@ -49,6 +51,13 @@ export function createSkillTools(options: { library: SkillLibrary; ledger?: Ledg
       'Save what you learned as a reusable skill (or a new version of one you created). content is Markdown ' +
       'instructions; triggers are keywords that auto-activate it; ledger_seqs are the ledger entries it is based on ' +
       "(defaults to this work item's findings and decisions).",
+    examples: [
+      {
+        name: 'release-notes',
+        description: 'Write release notes from merged changes',
+        content: '1. List the merged changes.\n2. Group them by area.',
+      },
+    ],
     input: z.object({
       name: z.string().regex(skillNamePattern).max(64).describe('lowercase-with-hyphens'),
       description: z.string().min(1).max(1024).describe('What it does and when to use it'),

@@ -51,6 +51,11 @@ export interface ToolDefinition<Input = any> {
   /** `[A-Za-z0-9_-]{1,64}`: the intersection of what OpenAI and Anthropic accept. */
   readonly name: string;
   readonly description: string;
+  /**
+   * Example argument objects. `defineTool` appends each to the description as `Example: {json}`, so the
+   * model sees them; a test checks every built-in tool's examples against its schema.
+   */
+  readonly examples?: ReadonlyArray<Record<string, unknown>>;
   /** zod schema of the arguments object; exported to the model as JSON Schema. */
   readonly input: z.ZodType<Input>;
   /**
@@ -74,6 +79,8 @@ export const toolNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 export function defineTool<Schema extends z.ZodType>(definition: {
   name: string;
   description: string;
+  /** Argument objects shown to the model after the description (see `ToolDefinition.examples`). */
+  examples?: ReadonlyArray<z.input<Schema> & Record<string, unknown>>;
   input: Schema;
   policyResource?: (args: z.output<Schema>, context: ToolContext) => string | undefined;
   execute(args: z.output<Schema>, context: ToolContext): Promise<ToolResult | string>;
@@ -81,6 +88,11 @@ export function defineTool<Schema extends z.ZodType>(definition: {
   if (!toolNamePattern.test(definition.name)) {
     throw new RangeError(`tool name "${definition.name}" must match ${toolNamePattern.source}`);
   }
+  const examples = definition.examples ?? [];
+  const description = [
+    definition.description,
+    ...examples.map((example) => `Example: ${JSON.stringify(example)}`),
+  ].join('\n');
   // zod's generic `Schema` does not narrow to ZodType<output<Schema>> by itself; it is that type.
-  return { ...definition, input: definition.input as z.ZodType<z.output<Schema>> };
+  return { ...definition, description, input: definition.input as z.ZodType<z.output<Schema>> };
 }

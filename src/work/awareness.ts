@@ -39,7 +39,7 @@ function label(item: WorkItem): string {
 
 /**
  * seed 002's awareness digest: what else is going on, so parallel work stays coherent. Sections: running
- * work with each item's latest plan, work completed within the lookback with its summary, recent findings
+ * work with each item's latest plan, blocked work with what it waits for, work completed within the lookback with its summary, recent findings
  * across agents, and this item's own child work (which is how a parent resumed after a restart learns
  * what its children did). Returns '' when there is nothing to report. Bounded by `maxTokens`.
  */
@@ -54,9 +54,12 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
   const { workItem, queue, ledger } = options;
   const since = now - lookbackMs;
 
-  const [running, completed, children, findings] = await Promise.all([
+  const [running, blocked, completed, children, findings] = await Promise.all([
     maxRunning > 0
       ? queue.list({ states: ['running'], limit: maxRunning + 1, order: 'oldest' })
+      : Promise.resolve([]),
+    maxRunning > 0
+      ? queue.list({ states: ['blocked'], limit: maxRunning + 1, order: 'oldest' })
       : Promise.resolve([]),
     maxCompleted > 0
       ? queue.list({
@@ -82,6 +85,13 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
         return `- ${label(item)}${since}${plan ? ` — plan: ${oneLine(plan.content, 200)}` : ''}`;
       }),
   );
+  const blockedLines = blocked
+    .filter((item) => item.id !== workItem.id && item.parentId !== workItem.id)
+    .slice(0, maxRunning)
+    .map(
+      (item) =>
+        `- ${label(item)}, ${ago(now - item.updatedAt)}: ${oneLine(item.stateReason ?? 'blocked', 200)}`,
+    );
   const completedLines = completed
     .filter((item) => item.id !== workItem.id)
     .slice(0, maxCompleted)
@@ -90,7 +100,7 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
       return `- ${label(item)}, ${ago(now - (item.resolvedAt ?? now))}${summary ? `: ${oneLine(summary, 200)}` : ''}`;
     });
   const titles = new Map<string, string>(
-    [...running, ...completed, ...children].map((item) => [item.id, item.title]),
+    [...running, ...blocked, ...completed, ...children].map((item) => [item.id, item.title]),
   );
   const findingLines = findings
     .filter((entry) => entry.workItemId !== workItem.id)
@@ -110,6 +120,7 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
   const sections: Array<[string, string[]]> = [
     ['Your child work:', childLines],
     ['Currently active:', activeLines],
+    ['Blocked (waiting for help):', blockedLines],
     ['Recently completed:', completedLines],
     ['Recent findings:', findingLines],
   ];

@@ -27,29 +27,22 @@ export interface CreateChildWorkToolsOptions {
 
 const idsSchema = z.array(z.string().min(1)).min(1).max(50);
 
-const spawnInput = z
-  .object({
-    agent: z
-      .string()
-      .min(1)
-      .max(128)
-      .optional()
-      .describe('Agent that should do the work (defaults to yours)'),
-    kind: z.string().min(1).max(64).optional().describe('Kind of work (defaults to "task")'),
-    title: z.string().min(1).max(200).optional(),
-    description: z.string().min(1).max(20_000).describe('What the child must do, self-contained'),
-    params: z.record(z.string(), z.unknown()).optional(),
-    priority: z
-      .number()
-      .int()
-      .min(-1000)
-      .max(1000)
-      .optional()
-      .describe("Defaults to this work item's priority"),
-  })
-  .refine((value) => value.agent !== undefined || value.kind !== undefined, {
-    message: 'give agent or kind',
-  });
+// Both agent and kind may be left out, as the descriptions say: the child then goes to the parent's agent
+// as the default kind.
+const spawnInput = z.object({
+  agent: z.string().min(1).max(128).optional().describe('Agent that should do the work (defaults to yours)'),
+  kind: z.string().min(1).max(64).optional().describe('Kind of work (defaults to "task")'),
+  title: z.string().min(1).max(200).optional(),
+  description: z.string().min(1).max(20_000).describe('What the child must do, self-contained'),
+  params: z.record(z.string(), z.unknown()).optional(),
+  priority: z
+    .number()
+    .int()
+    .min(-1000)
+    .max(1000)
+    .optional()
+    .describe("Defaults to this work item's priority"),
+});
 
 const awaitInput = z.object({
   ids: idsSchema.describe('Child work item ids returned by spawn_child_work'),
@@ -124,6 +117,15 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
     description:
       'Delegate part of your work as a child work item. Returns its id at once without waiting; use await_child_work ' +
       'or check_child_work for the result. Spawning the same work again returns the existing child.',
+    examples: [
+      { description: 'Summarise the open issues labelled bug in issues.md.' },
+      {
+        agent: 'researcher',
+        kind: 'task',
+        title: 'Survey',
+        description: 'List the three most cited papers on X.',
+      },
+    ],
     input: spawnInput,
     async execute(input, context) {
       const parentId = requireWorkItem(context);
@@ -159,6 +161,7 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
     description:
       'Wait until the given child work items have all finished (completed, failed, dead or cancelled) and return each ' +
       "one's outcome and ledger. Fails with CHILD_WORK_TIMEOUT after timeoutSeconds (default 300).",
+    examples: [{ ids: ['wi_child1'], timeoutSeconds: 120 }],
     input: awaitInput,
     async execute(input, context) {
       const parentId = requireWorkItem(context);
@@ -240,6 +243,7 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
     description:
       'Look at child work items without waiting: their states, the outcome of finished ones and the latest ledger ' +
       'entries of the others.',
+    examples: [{ ids: ['wi_child1', 'wi_child2'] }],
     input: checkInput,
     async execute(input, context) {
       const parentId = requireWorkItem(context);

@@ -4,6 +4,13 @@ export {
   buildAwarenessDigest,
 } from './awareness.js';
 export {
+  type BlockedLedgerWriter,
+  blockedReason,
+  blockWorkItem,
+  createReportBlockedTool,
+  unblockWorkItem,
+} from './blocked.js';
+export {
   type ChildWorkLedgerReader,
   type CreateChildWorkToolsOptions,
   createChildWorkTools,

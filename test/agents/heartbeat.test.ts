@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   createHeartbeat,
+  formatWait,
   type Heartbeat,
   stripHeartbeatOk,
   withinActiveHours,
@@ -125,6 +126,31 @@ describe('heartbeat sweep', () => {
     ]);
     expect(stalled[0].proposals[0].title).toContain('Review the progress of "Long job"');
     expect(stalled[1].proposals[0].title).toContain('has not started');
+    expect(stalled[0].reason).toBe('running for 10 min');
+    expect(stalled[1].reason).toBe('ready but not started for 10 min');
+  });
+
+  it('says how long an item really waited, not a minute when it was seconds', async () => {
+    heartbeat = createHeartbeat({ queue, bus, config: { sweepIntervalMs: 100, stallAfterMs: 1_000 } });
+    const waiting = await queue.submit({
+      kind: 'task',
+      agentId: 'main',
+      title: 'Quick job',
+      description: 'x',
+    });
+    await vi.advanceTimersByTimeAsync(1_900);
+    await heartbeat.sweep();
+    const [stalled] = ofType('agent:blocked');
+    expect(stalled).toMatchObject({ workItemId: waiting.id, reason: 'ready but not started for 1.9 s' });
+    expect(stalled.proposals[0].rationale).toContain('1.9 s');
+  });
+
+  it('formats waits in seconds, minutes and hours', () => {
+    expect(formatWait(1_900)).toBe('1.9 s');
+    expect(formatWait(42_400)).toBe('42 s');
+    expect(formatWait(15 * minute + 59_000)).toBe('15 min');
+    expect(formatWait(125 * minute)).toBe('2 h 5 min');
+    expect(formatWait(120 * minute)).toBe('2 h');
   });
 });
 

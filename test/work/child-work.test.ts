@@ -103,14 +103,22 @@ describeEachDatabase('child work tools', (getDb) => {
     expect(await queue.get(byAgent.id)).toMatchObject({ kind: 'task', agentId: 'helper', priority: 9 });
   });
 
-  it('refuses without a work item, with neither agent nor kind, and past the limits', async () => {
+  it('with neither agent nor kind, the child goes to the parent agent as a task', async () => {
+    const { queue, bus, spawn } = setup();
+    expect(spawn.input.safeParse({ description: 'd' }).success).toBe(true);
+    const parentId = await runningParent(queue);
+    const child = await call(spawn, { description: 'look it up' }, contextFor(bus, parentId));
+    expect(await queue.get(child.id)).toMatchObject({ kind: 'task', agentId: 'main', parentId });
+  });
+
+  it('refuses without a work item, without a description, and past the limits', async () => {
     const { queue, bus, spawn } = setup({ maxChildren: 1 });
     await expect(
       spawn.execute({ kind: 'x', description: 'd' }, contextFor(bus, undefined)),
     ).rejects.toMatchObject({
       code: 'INVALID_REQUEST',
     });
-    expect(spawn.input.safeParse({ description: 'd' }).success).toBe(false);
+    expect(spawn.input.safeParse({ kind: 'x' }).success).toBe(false);
     const parentId = await runningParent(queue);
     await call(spawn, { kind: 'x', description: 'one' }, contextFor(bus, parentId));
     await expect(

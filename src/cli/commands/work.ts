@@ -9,7 +9,9 @@ import {
 import { ErrorCodes, UserInputError } from '../../util/errors.js';
 import { parseUntrustedJson } from '../../util/safe-json.js';
 import {
+  blockWorkItem,
   outcomeSummary,
+  unblockWorkItem,
   type WorkItem,
   type WorkQueue,
   type WorkState,
@@ -19,7 +21,7 @@ import { type CliIo, printJson, processIo, reportError } from '../output.js';
 
 export interface WorkCommandDeps {
   /** Opens the work queue and ledger on the configured database; `close` releases them. */
-  openWork(): Promise<{ queue: WorkQueue; ledger: Pick<Ledger, 'read'>; close(): Promise<void> }>;
+  openWork(): Promise<{ queue: WorkQueue; ledger: Pick<Ledger, 'read' | 'append'>; close(): Promise<void> }>;
   io?: CliIo;
   setExitCode(code: number): void;
 }
@@ -42,6 +44,11 @@ function pad(text: string, width: number): string {
 }
 
 function itemLine(item: WorkItem, now: number): string {
+  // A blocked item's reason is what someone has to act on, so the list shows it.
+  const title =
+    item.state === 'blocked' && item.stateReason
+      ? `${item.title} — blocked: ${item.stateReason}`
+      : item.title;
   return [
     pad(item.id, 32),
     pad(item.state, 10),
@@ -49,7 +56,7 @@ function itemLine(item: WorkItem, now: number): string {
     pad(item.agentId ?? '-', 12),
     pad(`${item.attempts}/${item.maxAttempts}`, 6),
     pad(ago(now - item.updatedAt), 6),
-    item.title,
+    title,
   ].join(' ');
 }
 
@@ -120,7 +127,9 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     }
   };
 
-  const work = program.command('work').description('durable work items: submit, list, show, cancel');
+  const work = program
+    .command('work')
+    .description('durable work items: submit, list, show, cancel, block, unblock');
 
   work
     .command('submit')
@@ -262,6 +271,38 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
         const item = await queue.cancel(id, { reason: options.reason ?? 'cancelled from the CLI' });
         if (options.json) printJson(io, { item });
         else io.stdout(`${item.id} cancelled\n`);
+      }),
+    );
+
+  work
+    .command('block')
+    .description('block a queued or running work item until someone unblocks it')
+    .argument('<id>')
+    .requiredOption('--reason <text>', 'what stops it')
+    .option('--needs <text>', 'what would unblock it')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: JsonOption & { reason: string; needs?: string }) =>
+      run(options.json, async ({ queue, ledger }) => {
+        const item = await blockWorkItem(queue, ledger, id, {
+          reason: options.reason,
+          ...(options.needs ? { needs: options.needs } : {}),
+        });
+        if (options.json) printJson(io, { item });
+        else io.stdout(`${item.id} blocked: ${item.stateReason}\n`);
+      }),
+    );
+
+  work
+    .command('unblock')
+    .description('put a blocked work item back in the queue; --note is what its next run reads first')
+    .argument('<id>')
+    .option('--note <text>', 'the answer or the missing piece')
+    .option('--json', 'print JSON')
+    .action(async (id: string, options: JsonOption & { note?: string }) =>
+      run(options.json, async ({ queue, ledger }) => {
+        const item = await unblockWorkItem(queue, ledger, id, options.note ? { note: options.note } : {});
+        if (options.json) printJson(io, { item });
+        else io.stdout(`${item.id} queued again\n`);
       }),
     );
 

@@ -28,6 +28,7 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
   return defineTool({
     name: 'bash',
     description: 'Run a shell command in the workspace directory. Returns exit code, stdout and stderr.',
+    examples: [{ command: 'ls -la', timeout_ms: 10_000 }],
     input: z.object({
       command: z.string().min(1),
       timeout_ms: z.number().int().min(1).optional().describe(`At most ${maxTimeoutMs}`),

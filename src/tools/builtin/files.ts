@@ -68,6 +68,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
   const readFileTool = defineTool({
     name: 'read_file',
     description: 'Read a UTF-8 text file from the workspace. Optionally a range of lines (1-based).',
+    examples: [{ path: 'docs/notes.md', start_line: 1, line_count: 40 }],
     input: z.object({
       path: z.string().min(1).describe('Path relative to the workspace root'),
       start_line: z.number().int().min(1).optional().describe('First line to return (1-based)'),
@@ -89,6 +90,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
   const writeFileTool = defineTool({
     name: 'write_file',
     description: 'Create or overwrite a text file in the workspace. Missing parent directories are created.',
+    examples: [{ path: 'notes/todo.md', content: '# To do\n- review the plan\n' }],
     input: z.object({
       path: z.string().min(1).describe('Path relative to the workspace root'),
       content: z.string(),
@@ -112,6 +114,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     name: 'edit_file',
     description:
       'Replace exact text in a workspace file. old_text must occur exactly once unless replace_all is true.',
+    examples: [{ path: 'src/app.ts', old_text: 'const retries = 3;', new_text: 'const retries = 5;' }],
     input: z.object({
       path: z.string().min(1),
       old_text: z.string().min(1).describe('Exact text to find, including whitespace'),
@@ -148,6 +151,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     name: 'list_files',
     description:
       'List a workspace directory. Directories end with "/", symbolic links with "@". Recursive skips .git and node_modules.',
+    examples: [{ path: 'src', recursive: true }],
     input: z.object({
       path: z.string().min(1).default('.'),
       recursive: z.boolean().default(false),
@@ -181,6 +185,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     name: 'grep',
     description:
       'Search workspace text files for an RE2 regular expression (no lookaround or backreferences) or a fixed string. Returns "path:line: text" lines.',
+    examples: [{ pattern: 'TODO', path: 'src', ignore_case: true }],
     input: z.object({
       pattern: z.string().min(1),
       path: z.string().min(1).default('.').describe('File or directory to search'),

@@ -57,6 +57,7 @@ export function createHttpFetchTool(options: HttpFetchToolOptions): ToolDefiniti
   return defineTool({
     name: 'http_fetch',
     description: `Fetch a URL over HTTP(S). Allowed hosts: ${options.allowedHosts.join(', ') || '(none)'}. Returns status and body text.`,
+    examples: [{ url: 'https://example.com/status', method: 'GET' }],
     input: z.object({
       url: z.string().min(1),
       method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']).default('GET'),

@@ -16,6 +16,7 @@ export function createLedgerTools(ledger: Ledger): ToolDefinition[] {
       'Record progress in your work ledger, which survives context compaction. entry_type: plan (your current plan), ' +
       'finding (a fact you learned), decision (a choice and why), step (a completed step: closes the current context ' +
       'block, whose messages are then replaced by this summary), error (something that failed), note (anything else).',
+    examples: [{ entry_type: 'finding', content: 'The build uses Node 20; the lockfile pins vitest 3.' }],
     input: z.object({
       entry_type: z.enum(ledgerEntryTypes),
       content: z
@@ -46,6 +47,7 @@ export function createLedgerTools(ledger: Ledger): ToolDefinition[] {
     name: 'ledger_read',
     description:
       'Read your work ledger (this work item, including earlier attempts): lines "[seq] type: content".',
+    examples: [{ entry_type: 'plan', last_n: 1 }],
     input: z.object({
       entry_type: z.enum(ledgerEntryTypes).optional(),
       last_n: z.number().int().min(1).optional(),

@@ -20,6 +20,7 @@ export function createMemoryTools(memory: MemoryAccess): ToolDefinition[] {
     name: 'memory_search',
     description:
       "Search this agent's long-term memory. Returns the best matches with their ids; use memory_get for full text.",
+    examples: [{ query: 'deployment checklist', limit: 5 }],
     input: z.object({ query: z.string().min(1), limit: z.number().int().min(1).max(50).default(5) }),
     async execute(args, context) {
       const hits = await memory.search({ agentId: context.agentId, query: args.query, limit: args.limit });
@@ -35,6 +36,7 @@ export function createMemoryTools(memory: MemoryAccess): ToolDefinition[] {
   const get = defineTool({
     name: 'memory_get',
     description: 'Fetch one memory entry in full by its id (as returned by memory_search).',
+    examples: [{ id: 'mem_01' }],
     input: z.object({ id: z.string().min(1) }),
     async execute(args) {
       const entry = await memory.get(args.id);
