@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Bus, BusEvent } from '../bus/index.js';
 import type { LanguageModel } from '../model/index.js';
-import { completeModel } from '../model/index.js';
+import { completeModel, isOfflineModelText, localModelMarker, offlineWorkNotice } from '../model/index.js';
 import { AgentdError, ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
 import { createIdGenerator, type IdGenerator } from '../util/ids.js';
 import { type Logger, silentLogger } from '../util/logger.js';
@@ -135,17 +135,27 @@ function stateMark(state: WorkState): string {
   return '✗';
 }
 
+/** A task "completed" by the offline model was only acknowledged: it must not look done. */
+function answeredOffline(task: PlanTaskResult): boolean {
+  return task.state === 'completed' && task.summary !== undefined && isOfflineModelText(task.summary);
+}
+
 /** The deterministic synthesis posted to the chat: what each task came to. */
 export function synthesize(goal: string, tasks: PlanTaskResult[]): string {
-  const completed = tasks.filter((task) => task.state === 'completed').length;
+  const offline = tasks.filter(answeredOffline).length;
+  const completed = tasks.filter((task) => task.state === 'completed').length - offline;
   const lines = tasks.map((task) => {
-    const detail = task.summary ?? task.error ?? task.state;
-    return `${stateMark(task.state)} ${task.title}: ${detail.replace(/\s+/g, ' ').slice(0, 400)}`;
+    const detail = (task.summary ?? task.error ?? task.state).replace(offlineWorkNotice, '').trim();
+    const mark = answeredOffline(task) ? '○' : stateMark(task.state);
+    return `${mark} ${task.title}: ${detail.replace(/\s+/g, ' ').slice(0, 400)}`;
   });
   const tail =
-    completed === tasks.length
-      ? 'All tasks completed.'
-      : `${completed} of ${tasks.length} task(s) completed.`;
+    offline > 0
+      ? `${localModelMarker} ${offline} of ${tasks.length} task(s) were only acknowledged by the offline model (○); ` +
+        `${completed === 0 ? 'none was' : `${completed} ${completed === 1 ? 'was' : 'were'}`} done for real. ${offlineWorkNotice}`
+      : completed === tasks.length
+        ? 'All tasks completed.'
+        : `${completed} of ${tasks.length} task(s) completed.`;
   return [`Results for "${goal.slice(0, 200)}":`, ...lines, tail].join('\n');
 }
 

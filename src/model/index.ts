@@ -11,11 +11,15 @@ export { type CommandModelOptions, commandPresets, createCommandModel } from './
 export { contextWindowFor, defaultContextWindowTokens } from './context-windows.js';
 export {
   createLocalModel,
+  isOfflineModelText,
   type LocalModelOptions,
   localModelMarker,
+  offlineDocumentNote,
+  offlineWorkNotice,
   type PlannedTask,
   pickLabel,
   planTasks,
+  realModelHowTo,
 } from './local.js';
 export { createOpenAIModel, type OpenAIModelOptions } from './openai.js';
 export {

@@ -24,6 +24,24 @@ import type {
 /** Every reply of the local model carries this, so nobody mistakes it for a real LLM. */
 export const localModelMarker = '[local model]';
 
+/** The one-line how-to every offline notice ends with. */
+export const realModelHowTo =
+  'For real results set OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with AGENTD_MODEL (for example AGENTD_MODEL=openai/gpt-4o-mini), and run it again.';
+
+/**
+ * Said wherever the offline model's output could pass for real work (plans, task results, syntheses,
+ * documents): what produced it, that nothing was really done, and how to get a real model.
+ */
+export const offlineWorkNotice = `This was produced by agentd's offline model, not a real language model: no real work was done. ${realModelHowTo}`;
+
+/** True when the text came from the offline model (it carries the marker or the notice). */
+export function isOfflineModelText(text: string): boolean {
+  return text.includes(localModelMarker) || text.includes(offlineWorkNotice);
+}
+
+/** The line put at the top of a document the offline model returns, after its title if it has one. */
+export const offlineDocumentNote = `> **Offline draft** ${localModelMarker}: ${offlineWorkNotice}`;
+
 export interface LocalModelOptions {
   /** Default `agentd-local`. */
   modelId?: string;
@@ -189,6 +207,11 @@ function chat(conversation: Conversation): string {
       return `${localModelMarker} I don't know: nothing in this conversation or recalled memory mentions ${topic || 'that'}.`;
     }
     return `${localModelMarker} From this conversation and recalled memory: ${evidence.map((sentence) => `"${sentence}"`).join(' ')}`;
+  }
+  const task = /^Task:\s*(.+)/.exec(message);
+  if (task) {
+    // A work item's run: acknowledging it as "Noted" would read as if the task were done.
+    return `${localModelMarker} Not done: the offline model cannot carry out "${firstWords(task[1]!, 160)}". ${offlineWorkNotice}`;
   }
   const first = splitSentences(message)[0] ?? message;
   return `${localModelMarker} Noted: "${firstWords(first, 200)}".`;
@@ -410,7 +433,8 @@ function planReply(request: ModelRequest, goal: string, limit: number): string {
   const reply =
     tasks.length === 0
       ? `${localModelMarker} There is no goal to plan for.`
-      : `${localModelMarker} I have a deterministic plan with ${tasks.length} task(s) for: ${firstWords(goal, 160)}`;
+      : `${localModelMarker} I split the goal into ${tasks.length} task(s) by its sentences: ${firstWords(goal, 160)}. ` +
+        `The offline model cannot carry them out; each will only be acknowledged. ${realModelHowTo}`;
   const plan = { reply, tasks };
   const schema = request.responseFormat?.schema;
   return JSON.stringify(
@@ -525,6 +549,32 @@ function formatReply(request: ModelRequest, text: string): string {
   if (!schema) return JSON.stringify({ reply: text });
   const lastUser = readConversation(request.messages).lastUser;
   return JSON.stringify(
-    instanceForSchema(schema, extractArguments(lastUser), { fillOptional: true, prose: text }),
+    markDocuments(instanceForSchema(schema, extractArguments(lastUser), { fillOptional: true, prose: text })),
   );
+}
+
+/** Keys of structured replies that hold a whole document, which may be saved to a file as it is. */
+const documentKeys = new Set(['markdown', 'document', 'body', 'content', 'html', 'draft']);
+
+/**
+ * A document in a structured reply (a `markdown` field, or any multi-line text) may be written to a file
+ * unchanged, so the note that the offline model produced it goes into the text itself, once.
+ */
+function markDocuments(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value)) {
+    const isDocument =
+      typeof field === 'string' &&
+      (documentKeys.has(normalizeKey(key)) || field.trim().includes('\n')) &&
+      !field.includes(offlineDocumentNote);
+    out[key] = isDocument ? withOfflineNote(field) : field;
+  }
+  return out;
+}
+
+function withOfflineNote(text: string): string {
+  const heading = /^(#[^\n]*\n)\n?/.exec(text);
+  if (heading) return `${heading[1]}\n${offlineDocumentNote}\n\n${text.slice(heading[0].length)}`;
+  return `${offlineDocumentNote}\n\n${text}`;
 }

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { completeModel, streamModel } from '../../src/model/call.js';
-import { createLocalModel, localModelMarker, pickLabel, planTasks } from '../../src/model/local.js';
+import {
+  createLocalModel,
+  localModelMarker,
+  offlineDocumentNote,
+  offlineWorkNotice,
+  pickLabel,
+  planTasks,
+  realModelHowTo,
+} from '../../src/model/local.js';
 import type { ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
 
 const model = createLocalModel();
@@ -164,7 +172,9 @@ describe('local model: planning', () => {
       metadata: { purpose: 'plan' },
     });
     const plan = planSchema.parse(JSON.parse(response.text));
-    expect(plan.reply).toMatch(/^\[local model\] I have a deterministic plan with 3 task\(s\)/);
+    expect(plan.reply).toMatch(/^\[local model\] I split the goal into 3 task\(s\) by its sentences/);
+    expect(plan.reply).toContain('cannot carry them out');
+    expect(plan.reply).toContain(realModelHowTo);
     expect(plan.tasks.map((task) => task.description)).toEqual([
       'Research vector databases',
       'compare their costs',
@@ -336,5 +346,56 @@ describe('local model: the planner and workflow request shapes', () => {
       metadata: { purpose: 'route', labels: ['create', 'edit'], input: 'please edit my essay' },
     });
     expect(JSON.parse(route.text)).toEqual({ selected_edge: 'edit' });
+  });
+});
+
+describe('local model: never passes for real work', () => {
+  it('answers a work item run by saying it was not done, with the how-to', async () => {
+    const response = await ask({
+      messages: [
+        { role: 'system', content: 'You are a worker.' },
+        { role: 'user', content: 'Task: Compare the vendors\n\nCompare the three vendors on price.' },
+      ],
+    });
+    expect(response.text).toBe(
+      `${localModelMarker} Not done: the offline model cannot carry out "Compare the vendors". ${offlineWorkNotice}`,
+    );
+    for (const variable of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'AGENTD_MODEL'])
+      expect(response.text).toContain(variable);
+  });
+
+  it('puts a note into a document it returns, after the title, once', async () => {
+    const schema = {
+      type: 'object',
+      properties: { title: { type: 'string' }, markdown: { type: 'string' } },
+      required: ['title', 'markdown'],
+    };
+    const draft = '# Tide Pools\n\n## What Lives There\n\nNotes.\n';
+    const first = await ask({
+      messages: [{ role: 'user', content: JSON.stringify({ title: 'Tide Pools', markdown: draft }) }],
+      responseFormat: { type: 'json', schema },
+    });
+    const document = JSON.parse(first.text) as { title: string; markdown: string };
+    expect(document.title).toBe('Tide Pools');
+    expect(document.markdown).toBe(
+      `# Tide Pools\n\n${offlineDocumentNote}\n\n## What Lives There\n\nNotes.\n`,
+    );
+    const again = await ask({
+      messages: [{ role: 'user', content: JSON.stringify(document) }],
+      responseFormat: { type: 'json', schema },
+    });
+    expect(JSON.parse(again.text).markdown).toBe(document.markdown);
+  });
+
+  it('leaves short structured values alone', async () => {
+    const response = await ask({
+      messages: [{ role: 'user', content: JSON.stringify({ title: 'Tide Pools', tone: 'neutral' }) }],
+      responseFormat: {
+        type: 'json',
+        schema: { type: 'object', properties: { title: { type: 'string' }, tone: { type: 'string' } } },
+      },
+    });
+    expect(JSON.parse(response.text)).toEqual({ title: 'Tide Pools', tone: 'neutral' });
+    expect(realModelHowTo).toContain('AGENTD_MODEL=');
   });
 });

@@ -27,8 +27,19 @@ describe('agents at work through the gateway (local model)', () => {
       const replyText = reply.message.content[0].text as string;
       expect(replyText).toMatch(/1\. .+\n2\. .+\n3\. /);
 
+      // Offline, nothing pretends to be done: the plan, each task and the synthesis say so, with the how-to.
+      expect(replyText).toContain('The offline model cannot carry them out');
+      expect(replyText).toContain('OPENAI_API_KEY');
       const posted = await synthesis;
-      expect(posted.message.content[0].text).toContain('[local model]');
+      const synthesisText = posted.message.content[0].text as string;
+      expect(synthesisText).toContain('[local model]');
+      expect(synthesisText).not.toContain('✓');
+      expect(synthesisText).not.toContain('All tasks completed');
+      expect(synthesisText).toMatch(/^○ /m);
+      expect(synthesisText).toContain('3 of 3 task(s) were only acknowledged by the offline model');
+      expect(synthesisText).toContain('none was done for real');
+      for (const variable of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'AGENTD_MODEL'])
+        expect(synthesisText).toContain(variable);
 
       const plan = events.find((entry) => entry.event === 'agent.plan')!;
       expect(plan.payload.tasks).toHaveLength(3);
@@ -52,6 +63,10 @@ describe('agents at work through the gateway (local model)', () => {
         sessionKey: 'agent:main:main',
       });
       expect(items.items.filter((item) => item.state === 'completed')).toHaveLength(3);
+      for (const item of items.items as Array<{ outcome?: { data?: { summary?: string } } }>)
+        expect(item.outcome?.data?.summary).toMatch(
+          /^\[local model\] Not done: the offline model cannot carry out/,
+        );
     } finally {
       await client.close();
       await started.runtime.close();

@@ -78,6 +78,12 @@ describe('agentd workflow CLI', () => {
     expect(session.err()).toMatch(/▸ draft_document \(linear\)/);
     expect(session.err()).toMatch(/✓ save_document \d+ ms/);
     expect(existsSync(join(session.cwd, 'documents', 'bread-baking.md'))).toBe(true);
+    // Offline, the run says so (on stderr, so --json stays parseable) and so does the file it wrote.
+    expect(session.err()).toContain('[local model] The agents of this run used the offline model.');
+    expect(session.err()).toContain('AGENTD_MODEL');
+    expect(readFileSync(join(session.cwd, 'documents', 'bread-baking.md'), 'utf8')).toContain(
+      'not a real language model',
+    );
 
     const inspector = cli({ stateDir: session.stateDir });
     await inspector.run('inspect', result.taskId);

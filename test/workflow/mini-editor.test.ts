@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { resolveModel } from '../../src/model/index.js';
+import { offlineDocumentNote, resolveModel } from '../../src/model/index.js';
 import { createWorkflowEngine, loadWorkflow, type WorkflowEngine } from '../../src/workflow/index.js';
 import { tempDir } from './helpers.js';
 
@@ -40,6 +40,10 @@ describe('examples/mini-editor with the offline local model', () => {
     });
     const file = join(workDir, 'documents', 'tide-pools.md');
     expect(readFileSync(file, 'utf8')).toMatch(/^# Tide Pools\n/);
+    // The file says plainly that the offline model wrote it and how to get a real one.
+    const written = readFileSync(file, 'utf8');
+    expect(written).toContain(offlineDocumentNote);
+    expect(written.split('\n')[2]).toBe(offlineDocumentNote);
     const path = (await engine.inspect(created.taskId))!.summary.path;
     expect(path).toEqual([
       'start',
@@ -56,6 +60,7 @@ describe('examples/mini-editor with the offline local model', () => {
     expect(edited.status).toBe('success');
     expect((await engine.inspect(edited.taskId))!.summary.path).toContain('edit_document');
     expect(readFileSync(file, 'utf8')).toMatch(/## What Lives There[\s\S]*## Etiquette/);
+    expect(readFileSync(file, 'utf8').split(offlineDocumentNote)).toHaveLength(2);
     expect((edited.output as { sections: string[] }).sections).toEqual([
       'What Lives There',
       'How to Visit Safely',

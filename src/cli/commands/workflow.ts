@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { LanguageModel } from '../../model/index.js';
+import { type LanguageModel, localModelMarker, offlineWorkNotice } from '../../model/index.js';
 import { createSqliteDatabase, type SqlDatabase } from '../../store/index.js';
 import { AgentdError, coerceError, ErrorCodes, UserInputError } from '../../util/errors.js';
 import {
@@ -58,19 +58,31 @@ function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): void {
   deps.setExitCode(AgentdError.isInstance(failure) && failure.fault === 'user' ? exitUsage : exitFailure);
 }
 
-async function openEngine(deps: WorkflowCommandDeps, dir: string): Promise<WorkflowEngine> {
+/** Models resolved for a workflow's agents that are the offline one (their output is not real work). */
+interface OfflineModelUse {
+  used: boolean;
+}
+
+async function openEngine(
+  deps: WorkflowCommandDeps,
+  dir: string,
+  offline: OfflineModelUse = { used: false },
+): Promise<WorkflowEngine> {
   const cwd = deps.cwd ?? process.cwd();
   const workflow = await loadWorkflow(resolve(cwd, dir));
   const override = deps.modelOverride?.();
   return createWorkflowEngine({
     workflow,
-    resolveModel: (name, { credential }) =>
-      deps.resolveModel(
+    resolveModel: (name, { credential }) => {
+      const model = deps.resolveModel(
         name,
         credential
           ? { apiKey: credential.apiKey, ...(credential.baseUrl ? { baseUrl: credential.baseUrl } : {}) }
           : undefined,
-      ),
+      );
+      if (model.provider === 'local') offline.used = true;
+      return model;
+    },
     stateDir: workflowStateDir(deps, workflow.id),
     workDir: cwd,
     ...(override ? { modelOverride: override } : {}),
@@ -209,7 +221,8 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         let engine: WorkflowEngine | undefined;
         try {
           const input = parseInput(options, cwd());
-          engine = await openEngine(deps, dir);
+          const offline: OfflineModelUse = { used: false };
+          engine = await openEngine(deps, dir, offline);
           if (!options.quiet) {
             engine.subscribe((event) => {
               const line = formatProgress(event);
@@ -226,6 +239,11 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
               `${typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2)}\n`,
             );
           }
+          // Said on stderr so `--json` output stays machine-readable; documents carry their own note.
+          if (offline.used)
+            deps.stderr(
+              `${localModelMarker} The agents of this run used the offline model. ${offlineWorkNotice}\n`,
+            );
           if (result.status === 'failure') deps.setExitCode(exitFailure);
         } catch (error) {
           fail(deps, error, options.json === true);
