@@ -3,10 +3,11 @@ import {
   createPlanner,
   createWorkerPool,
   type PlanMemoryWrite,
+  synthesize,
   type WorkerPool,
 } from '../../src/agents/index.js';
 import { type Bus, type BusEvent, createBus } from '../../src/bus/index.js';
-import { createLocalModel } from '../../src/model/index.js';
+import { createLocalModel, offlineWorkNotice } from '../../src/model/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { createScriptedModel } from '../../src/testing.js';
 import { createWorkQueue, type WorkQueue } from '../../src/work/index.js';
@@ -150,5 +151,26 @@ describe('planner', () => {
     await queue.cancel(result.tasks[1]!.workItemId);
     const synthesis = await result.finished;
     expect(synthesis.text).toContain('0 of 2 task(s) completed.');
+  });
+});
+
+describe('synthesis of offline results', () => {
+  it('marks tasks the offline model only acknowledged and never claims all were done', () => {
+    const text = synthesize('ship it', [
+      { workItemId: 'w1', title: 'Build', state: 'completed', summary: 'Built v2.' },
+      {
+        workItemId: 'w2',
+        title: 'Test',
+        state: 'completed',
+        summary: `[local model] Not done: the offline model cannot carry out "Test". ${offlineWorkNotice}`,
+      },
+    ]);
+    expect(text.split('\n')).toEqual([
+      'Results for "ship it":',
+      '✓ Build: Built v2.',
+      '○ Test: [local model] Not done: the offline model cannot carry out "Test".',
+      `[local model] 1 of 2 task(s) were only acknowledged by the offline model (○); 1 was done for real. ${offlineWorkNotice}`,
+    ]);
+    expect(text).not.toContain('All tasks completed');
   });
 });
