@@ -38,10 +38,14 @@ import {
   createChildWorkTools,
   createReportBlockedTool,
   createWorkQueue,
+  memoryMaintenanceKind,
   unblockWorkItem,
   type WorkItem,
   type WorkQueue,
+  workClasses,
+  workClassFilter,
   workConfigSchema,
+  workStates,
   workSubmissionSchema,
 } from '../work/index.js';
 import { parseSection } from './config-section.js';
@@ -63,8 +67,6 @@ export const workersConfigSchema = z
     workflow_concurrency: z.number().int().min(1).default(4),
   })
   .prefault({});
-
-const memoryMaintenanceKind = 'memory.maintain';
 
 export interface AgentsWiringOptions {
   config: AgentdConfig;
@@ -196,6 +198,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       ledger,
       now: clock.now(),
       lookbackMs: workConfig.awareness.lookbackMs,
+      systemKinds: workConfig.systemKinds,
     });
     const params = Object.keys(item.params).length ? `\n\nParameters: ${JSON.stringify(item.params)}` : '';
     const earlier = await earlierLedger(item);
@@ -463,12 +466,26 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   methods.register('work.list', {
     scopes: [read],
     params: z.object({
-      state: z.string().optional(),
+      /** One state or a comma-separated list. */
+      state: z
+        .string()
+        .transform((value) => value.split(',').map((state) => state.trim()))
+        .pipe(z.array(z.enum(workStates)).min(1))
+        .optional(),
+      kind: z.string().optional(),
       agentId: z.string().optional(),
       sessionKey: z.string().optional(),
+      /** `user` (default) hides system work such as memory maintenance; `system` shows only it. */
+      class: z.enum(workClasses).default('user'),
       limit: z.number().int().min(1).max(1000).default(100),
     }),
-    handler: async (params) => ({ items: await queue.list(params as Parameters<WorkQueue['list']>[0]) }),
+    handler: async ({ class: workClass, state, ...params }) => ({
+      items: await queue.list({
+        ...params,
+        ...(state ? { states: state } : {}),
+        ...workClassFilter(workClass, workConfig.systemKinds),
+      }),
+    }),
   });
   methods.register('work.get', {
     scopes: [read],

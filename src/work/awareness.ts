@@ -1,5 +1,5 @@
 import type { Ledger } from '../ledger/index.js';
-import { type AwarenessConfig, awarenessConfigSchema } from './config.js';
+import { type AwarenessConfig, awarenessConfigSchema, defaultSystemWorkKinds } from './config.js';
 import type { WorkQueue } from './queue.js';
 import { outcomeSummary } from './rows.js';
 import type { WorkItem } from './types.js';
@@ -18,6 +18,8 @@ export interface BuildAwarenessDigestOptions {
   limits?: Partial<Pick<AwarenessConfig, 'maxRunning' | 'maxRecentCompleted' | 'maxRecentFindings'>>;
   /** Estimated at four characters per token. */
   maxTokens?: number;
+  /** Kinds of system work, left out of the digest (default: `defaultSystemWorkKinds`). */
+  systemKinds?: ReadonlyArray<string>;
 }
 
 const maxLineChars = 280;
@@ -53,17 +55,20 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
   const maxChars = (options.maxTokens ?? defaults.maxTokens) * 4;
   const { workItem, queue, ledger } = options;
   const since = now - lookbackMs;
+  // System work (memory maintenance) is the runtime's upkeep, not something an agent coordinates with.
+  const excludeKinds = options.systemKinds ?? defaultSystemWorkKinds;
 
   const [running, blocked, completed, children, findings] = await Promise.all([
     maxRunning > 0
-      ? queue.list({ states: ['running'], limit: maxRunning + 1, order: 'oldest' })
+      ? queue.list({ states: ['running'], excludeKinds, limit: maxRunning + 1, order: 'oldest' })
       : Promise.resolve([]),
     maxRunning > 0
-      ? queue.list({ states: ['blocked'], limit: maxRunning + 1, order: 'oldest' })
+      ? queue.list({ states: ['blocked'], excludeKinds, limit: maxRunning + 1, order: 'oldest' })
       : Promise.resolve([]),
     maxCompleted > 0
       ? queue.list({
           states: ['completed'],
+          excludeKinds,
           resolvedSince: since,
           limit: maxCompleted + 1,
           order: 'recently-resolved',

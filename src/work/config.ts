@@ -26,6 +26,16 @@ export const awarenessConfigSchema = z
 
 export type AwarenessConfig = z.infer<typeof awarenessConfigSchema>;
 
+/** The kind of the memory manager's maintenance passes, the runtime's own background work. */
+export const memoryMaintenanceKind = 'memory.maintain';
+
+/** System work kinds unless `work.systemKinds` says otherwise. */
+export const defaultSystemWorkKinds: ReadonlyArray<string> = [memoryMaintenanceKind];
+
+/** Which work a listing shows: people's and agents' work (the default), system work only, or both. */
+export const workClasses = ['user', 'system', 'all'] as const;
+export type WorkClass = (typeof workClasses)[number];
+
 /** Options of the durable work queue, mounted under `work:` in agentd.yaml. */
 export const workConfigSchema = z
   .object({
@@ -48,6 +58,11 @@ export const workConfigSchema = z
      * process on SQLite). Never below one second.
      */
     pollIntervalMs: z.number().int().min(1_000).default(2_000),
+    /**
+     * Kinds of system work (the runtime's own upkeep, such as memory maintenance). They run like any other
+     * work but are left out of `work list`, `work.list` and the awareness digest unless asked for.
+     */
+    systemKinds: z.array(z.string().min(1)).default([...defaultSystemWorkKinds]),
     awareness: awarenessConfigSchema,
   })
   .default({
@@ -58,7 +73,17 @@ export const workConfigSchema = z
     maxDepth: 5,
     maxChildren: 20,
     pollIntervalMs: 2_000,
+    systemKinds: [...defaultSystemWorkKinds],
     awareness: awarenessConfigSchema.parse(undefined),
   });
 
 export type WorkConfig = z.infer<typeof workConfigSchema>;
+
+/** The list filter that shows one class of work, given the system kinds. */
+export function workClassFilter(
+  workClass: WorkClass,
+  systemKinds: ReadonlyArray<string>,
+): { excludeKinds?: ReadonlyArray<string>; kinds?: ReadonlyArray<string> } {
+  if (workClass === 'all') return {};
+  return workClass === 'system' ? { kinds: systemKinds } : { excludeKinds: systemKinds };
+}

@@ -15,7 +15,17 @@ export {
   type CreateChildWorkToolsOptions,
   createChildWorkTools,
 } from './child-work.js';
-export { type AwarenessConfig, awarenessConfigSchema, type WorkConfig, workConfigSchema } from './config.js';
+export {
+  type AwarenessConfig,
+  awarenessConfigSchema,
+  defaultSystemWorkKinds,
+  memoryMaintenanceKind,
+  type WorkClass,
+  type WorkConfig,
+  workClasses,
+  workClassFilter,
+  workConfigSchema,
+} from './config.js';
 export type { WorkErrorPayload, WorkEventBase } from './events.js';
 export {
   type CreateWorkQueueOptions,

@@ -900,6 +900,10 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     if (filter.states && filter.states.length > 0)
       add(`state IN (${inList(filter.states)})`, ...filter.states);
     if (filter.kind !== undefined) add('kind = ?', filter.kind);
+    if (filter.kinds)
+      add(filter.kinds.length ? `kind IN (${inList(filter.kinds)})` : '1 = 0', ...filter.kinds);
+    if (filter.excludeKinds?.length)
+      add(`kind NOT IN (${inList(filter.excludeKinds)})`, ...filter.excludeKinds);
     if (filter.agentId !== undefined) add('agent_id = ?', filter.agentId);
     if (filter.sessionKey !== undefined) add('session_key = ?', filter.sessionKey);
     if (filter.parentId !== undefined) add('parent_id = ?', filter.parentId);

@@ -95,6 +95,10 @@ export interface ClaimFilter {
 export interface WorkListFilter {
   states?: ReadonlyArray<WorkState>;
   kind?: string;
+  /** Leave out these kinds (system work, for listings that hide it). */
+  excludeKinds?: ReadonlyArray<string>;
+  /** Only these kinds. */
+  kinds?: ReadonlyArray<string>;
   agentId?: string;
   sessionKey?: string;
   parentId?: string;

@@ -15,6 +15,7 @@ import {
   type WorkItem,
   type WorkQueue,
   type WorkState,
+  workClassFilter,
   workStates,
 } from '../../work/index.js';
 import { type CliIo, printJson, processIo, reportError } from '../output.js';
@@ -194,6 +195,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--session <key>')
     .option('--parent <id>')
     .option('--limit <n>', 'at most this many', '50')
+    .option('--all', 'include system work (memory maintenance), which is hidden by default')
+    .option('--system', 'only system work')
     .option('--json', 'print JSON')
     .action(
       async (
@@ -204,12 +207,23 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           session?: string;
           parent?: string;
           limit?: string;
+          all?: boolean;
+          system?: boolean;
         },
       ) =>
         run(options.json, async ({ queue }) => {
           const states = parseStates(options.state);
+          if (options.all && options.system) {
+            throw new UserInputError({
+              code: ErrorCodes.invalidRequest,
+              message: 'give --all or --system, not both.',
+            });
+          }
+          const workClass = options.system ? 'system' : options.all ? 'all' : 'user';
           const items = await queue.list({
             ...(states ? { states } : {}),
+            // An explicit --kind shows that kind even when it is system work.
+            ...(options.kind ? {} : workClassFilter(workClass, queue.config.systemKinds)),
             ...(options.kind ? { kind: options.kind } : {}),
             ...(options.agent ? { agentId: options.agent } : {}),
             ...(options.session ? { sessionKey: options.session } : {}),
