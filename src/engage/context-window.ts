@@ -6,21 +6,63 @@ export interface StepMarker {
   content: string;
 }
 
+/** A `finding` or `decision` written during a block: what its stub keeps of it. */
+export interface LearnedEntry {
+  seq: number;
+  entryType: 'finding' | 'decision';
+  content: string;
+}
+
+/** How much of a block's findings and decisions its stub keeps. */
+export const stubLimits = { maxEntries: 10, maxEntryChars: 300, maxChars: 2_000 } as const;
+
 type Item = { kind: 'message'; message: ModelMessage } | { kind: 'note'; message: ModelMessage };
 
 interface Block {
   items: Item[];
+  /** Findings and decisions written while the block was open. */
+  learned: LearnedEntry[];
   /** Set once the block is closed and truncated: the one-line summaries that replace it. */
   stub?: string;
 }
 
 const maxStubContentChars = 300;
 
+function oneLine(text: string, limit: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > limit ? `${flat.slice(0, limit)}…` : flat;
+}
+
 /** `[completed step N: …]`, on one line. */
 export function formatStepStub(step: StepMarker): string {
-  const flat = step.content.replace(/\s+/g, ' ').trim();
-  const shown = flat.length > maxStubContentChars ? `${flat.slice(0, maxStubContentChars)}…` : flat;
-  return `[completed step ${step.seq}: ${shown}]`;
+  return `[completed step ${step.seq}: ${oneLine(step.content, maxStubContentChars)}]`;
+}
+
+/**
+ * The text a closed block is replaced by: its step lines, then the findings and decisions written in it
+ * (newest kept when over the caps, in ledger order), so the model keeps what it learned without the
+ * transcript. What the caps leave out is counted and stays readable with ledger_read.
+ */
+export function formatBlockStub(
+  steps: ReadonlyArray<StepMarker>,
+  learned: ReadonlyArray<LearnedEntry>,
+): string {
+  const lines = steps.map(formatStepStub);
+  const kept: string[] = [];
+  let used = 0;
+  const newestFirst = [...learned].sort((left, right) => right.seq - left.seq);
+  for (const entry of newestFirst) {
+    if (kept.length >= stubLimits.maxEntries) break;
+    const line = `  ${entry.entryType} #${entry.seq}: ${oneLine(entry.content, stubLimits.maxEntryChars)}`;
+    if (used + line.length > stubLimits.maxChars) break;
+    kept.push(line);
+    used += line.length + 1;
+  }
+  if (kept.length > 0) lines.push('Learned in this step:', ...kept.reverse());
+  const left = learned.length - kept.length;
+  if (left > 0)
+    lines.push(`  (${left} earlier finding(s)/decision(s) of this step are in the ledger: ledger_read)`);
+  return lines.join('\n');
 }
 
 export interface ContextWindow {
@@ -32,9 +74,10 @@ export interface ContextWindow {
   /**
    * Adds one turn (the assistant message and its tool results) to the open block. When the turn wrote
    * `step` entries the block closes after it — the pair is never split — and, with truncation on, is
-   * replaced by its stubs. Returns whether a block closed.
+   * replaced by its stub: the steps and the findings and decisions (`learned`) written in the block.
+   * Returns whether a block closed.
    */
-  appendTurn(messages: ModelMessage[], steps: StepMarker[]): boolean;
+  appendTurn(messages: ModelMessage[], steps: StepMarker[], learned?: LearnedEntry[]): boolean;
   /** A runtime message (the ledger nudge) that is part of the context but not of the transcript. */
   appendNote(content: string): void;
   /** system + head + blocks (closed ones as stubs). */
@@ -60,7 +103,7 @@ export function createContextWindow(options: {
   truncateClosedBlocks: boolean;
 }): ContextWindow {
   let head = [...options.history];
-  let blocks: Block[] = [{ items: [] }];
+  let blocks: Block[] = [{ items: [], learned: [] }];
   const skills = new Map<string, string>();
   const task = [...options.history].reverse().find((message) => message.role === 'user');
   let cachedSystem: string | undefined;
@@ -83,12 +126,13 @@ export function createContextWindow(options: {
       cachedSystem = undefined;
     },
     activeSkills: () => [...skills.keys()],
-    appendTurn(messages, steps) {
+    appendTurn(messages, steps, learned = []) {
       const block = openBlock();
       for (const message of messages) block.items.push({ kind: 'message', message });
+      block.learned.push(...learned);
       if (steps.length === 0) return false;
-      if (options.truncateClosedBlocks) block.stub = steps.map(formatStepStub).join('\n');
-      blocks.push({ items: [] });
+      if (options.truncateClosedBlocks) block.stub = formatBlockStub(steps, block.learned);
+      blocks.push({ items: [], learned: [] });
       return true;
     },
     appendNote(content) {
@@ -121,7 +165,7 @@ export function createContextWindow(options: {
         .map((item) => item.message),
     rebuild(newHead, tail) {
       head = [...newHead];
-      blocks = [{ items: tail.map((message) => ({ kind: 'message' as const, message })) }];
+      blocks = [{ items: tail.map((message) => ({ kind: 'message' as const, message })), learned: [] }];
     },
   };
 }

@@ -3,9 +3,12 @@ export { type EngageConfig, engageConfigSchema, engageOptionsFromConfig } from '
 export {
   type ContextWindow,
   createContextWindow,
+  formatBlockStub,
   formatStepStub,
+  type LearnedEntry,
   pairSafeTail,
   type StepMarker,
+  stubLimits,
 } from './context-window.js';
 export {
   type EngageContextOptions,

@@ -31,7 +31,7 @@ import {
   UserInputError,
 } from '../util/index.js';
 import { compactIfNeeded } from './compaction.js';
-import { createContextWindow, type StepMarker } from './context-window.js';
+import { createContextWindow, type LearnedEntry, type StepMarker } from './context-window.js';
 
 export interface EngageLimits {
   /** Model calls per run. Reaching it ends the run with status `max_turns`. Default 50. */
@@ -541,12 +541,15 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
       newMessages.push(...toolMessages);
 
       const steps: StepMarker[] = [];
+      const learned: LearnedEntry[] = [];
       let wroteLedger = false;
       for (const outcome of [...outcomes, ...nestedOutcomes]) {
         const entry = outcome.metadata?.ledgerEntry;
         if (entry) {
           wroteLedger = true;
           if (entry.entryType === 'step') steps.push({ seq: entry.seq, content: entry.content });
+          if (entry.entryType === 'finding' || entry.entryType === 'decision')
+            learned.push({ seq: entry.seq, entryType: entry.entryType, content: entry.content });
         }
         const skill = outcome.metadata?.activatedSkill;
         if (skill) window.setSkill(skill.name, skill.body);
@@ -555,7 +558,11 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
       steps.sort((left, right) => left.seq - right.seq);
       const tokensBeforeClose = steps.length ? estimateTokens(window.render()) : 0;
       const messagesBeforeClose = steps.length ? window.render().length : 0;
-      if (window.appendTurn([assistant, ...toolMessages], steps) && contextOptions.truncateClosedBlocks) {
+      learned.sort((left, right) => left.seq - right.seq);
+      if (
+        window.appendTurn([assistant, ...toolMessages], steps, learned) &&
+        contextOptions.truncateClosedBlocks
+      ) {
         compactions++;
         const after = window.render();
         bus.publish(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { formatLedgerForContext, pairSafeTail } from '../../src/engage/index.js';
+import { formatBlockStub, formatLedgerForContext, pairSafeTail, stubLimits } from '../../src/engage/index.js';
 import type { LedgerEntry } from '../../src/ledger/index.js';
 import { estimateTokens, type ModelMessage, type ModelRequest } from '../../src/model/index.js';
 import { defineTool } from '../../src/tools/index.js';
@@ -113,6 +113,79 @@ describe('bounded sub-contexts in the loop', () => {
     expect(harness.events.find((event) => event.type === 'engage:compacted')).toMatchObject({
       data: { trigger: 'step', messagesBefore: 7, messagesAfter: 3, ledgerEntriesUsed: 1 },
     });
+  });
+
+  it("a closed block's stub keeps the findings and decisions written in it, and only those", async () => {
+    const harness = await createHarness({
+      model: {
+        steps: [
+          {
+            toolCalls: [
+              {
+                name: 'ledger_append',
+                arguments: { entry_type: 'finding', content: 'The API pages at\n100.' },
+              },
+              { name: 'noop', arguments: { n: 1 } },
+            ],
+          },
+          {
+            toolCalls: [
+              { name: 'ledger_append', arguments: { entry_type: 'decision', content: 'Use cursors.' } },
+              { name: 'ledger_append', arguments: { entry_type: 'note', content: 'a note' } },
+              { name: 'ledger_append', arguments: { entry_type: 'step', content: 'read the API' } },
+            ],
+          },
+          {
+            toolCalls: [
+              { name: 'ledger_append', arguments: { entry_type: 'finding', content: 'Rate limit is 10/s.' } },
+              { name: 'ledger_append', arguments: { entry_type: 'step', content: 'measured limits' } },
+            ],
+          },
+          { text: 'finished' },
+        ],
+      },
+    });
+    await harness.run();
+    expect(harness.model.requests[2]!.messages.at(-1)).toEqual({
+      role: 'user',
+      content: [
+        '[completed step 4: read the API]',
+        'Learned in this step:',
+        '  finding #1: The API pages at 100.',
+        '  decision #2: Use cursors.',
+      ].join('\n'),
+    });
+    expect(harness.model.requests[3]!.messages.slice(2)).toEqual([
+      harness.model.requests[2]!.messages.at(-1),
+      {
+        role: 'user',
+        content: [
+          '[completed step 6: measured limits]',
+          'Learned in this step:',
+          '  finding #5: Rate limit is 10/s.',
+        ].join('\n'),
+      },
+    ]);
+  });
+
+  it('caps what a stub keeps, newest first, and says how much is left in the ledger', () => {
+    const learned = Array.from({ length: 14 }, (_, index) => ({
+      seq: index + 1,
+      entryType: (index % 2 === 0 ? 'finding' : 'decision') as 'finding' | 'decision',
+      content: `fact ${index + 1} ${'x'.repeat(400)}`,
+    }));
+    const stub = formatBlockStub([{ seq: 15, content: 'done' }], learned);
+    const lines = stub.split('\n');
+    expect(lines[0]).toBe('[completed step 15: done]');
+    expect(lines[1]).toBe('Learned in this step:');
+    const kept = lines.filter((line) => /^ {2}(finding|decision) #/.test(line));
+    expect(kept.length).toBeLessThanOrEqual(stubLimits.maxEntries);
+    expect(kept.join('\n').length).toBeLessThanOrEqual(stubLimits.maxChars);
+    expect(kept.at(-1)).toMatch(/^ {2}decision #14: fact 14 x+…$/);
+    expect(lines.at(-1)).toBe(
+      `  (${14 - kept.length} earlier finding(s)/decision(s) of this step are in the ledger: ledger_read)`,
+    );
+    expect(formatBlockStub([{ seq: 2, content: 'only a step' }], [])).toBe('[completed step 2: only a step]');
   });
 
   it('nudges after ledgerNudgeInterval turns without a ledger write', async () => {
