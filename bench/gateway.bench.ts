@@ -79,6 +79,7 @@ function instantChat(bus: ReturnType<typeof createBus>): ChatService {
 async function serveAgentd(): Promise<number> {
   const bus = createBus();
   const table = createMethodTable();
+  const benchModel = { id: 'instant', provider: 'bench', contextWindow: 32_768, local: true };
   const services: GatewayServices = {
     chat: instantChat(bus),
     sessions: {
@@ -95,7 +96,17 @@ async function serveAgentd(): Promise<number> {
         updatedAt: 0,
         messageCount: 0,
       }),
+      describe: async () => undefined,
+      create: async ({ sessionKey, agentId }) => ({
+        session: { key: sessionKey, sessionId: 's', agentId, createdAt: 0, updatedAt: 0, messageCount: 0 },
+        created: true,
+      }),
     },
+    models: {
+      list: () => [benchModel],
+      forAgent: () => benchModel,
+    },
+    agents: { list: () => [{ id: 'main' }], workCounts: async () => undefined },
     memory: { query: async () => ({ items: [] }), recall: async () => ({ items: [] }) },
     health: { health: () => ({ ok: true }), status: () => ({ ok: true }) },
   };

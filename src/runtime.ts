@@ -29,10 +29,14 @@ import {
   type MemoryService,
   memoryConfigSchema,
 } from './memory/index.js';
-import { defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
+import { contextWindowFor, defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
 import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { parseSection } from './runtime/config-section.js';
-import { createGatewayServices, createStoredDevicePairings } from './runtime/gateway-services.js';
+import {
+  createGatewayServices,
+  createModelCatalog,
+  createStoredDevicePairings,
+} from './runtime/gateway-services.js';
 import {
   createHealthSampler,
   type HealthSampler,
@@ -487,6 +491,23 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     chat,
     sessions: store.sessions,
     memory,
+    models: createModelCatalog({ defaultModel: modelName, agents: config.agents, contextWindowFor }),
+    agents: {
+      list: () => {
+        const live = agentsWiring?.agents?.listStates() ?? [];
+        const configured = [{ id: 'main' }, ...config.agents];
+        return [
+          ...live.map((agent) => ({ id: agent.id, name: agent.name })),
+          ...configured
+            .filter((agent) => !live.some((other) => other.id === agent.id))
+            .map((agent) => ({
+              id: agent.id,
+              ...('name' in agent && agent.name ? { name: agent.name } : {}),
+            })),
+        ];
+      },
+      workCounts: async () => (agentsWiring ? await agentsWiring.queue.counts() : undefined),
+    },
     health: {
       health,
       status: async () => {

@@ -172,6 +172,9 @@ export interface CreateAgentGatewayMethodsOptions {
   pool?: WorkerPool;
 }
 
+/** The agent that short session keys (`main`) belong to. */
+const defaultAgentId = 'main';
+
 function parse<Schema extends z.ZodType>(schema: Schema, params: unknown): z.output<Schema> {
   const result = schema.safeParse(params ?? {});
   if (!result.success) {
@@ -216,7 +219,14 @@ export function createAgentGatewayMethods(
     'agents.list': {
       params: agentsListParamsSchema,
       async handler() {
-        return { agents: runtime.listStates() };
+        // OpenClaw clients also read who the default agent is and how session keys are scoped; `kind`
+        // tells them these are agents to chat with.
+        return {
+          defaultId: defaultAgentId,
+          mainKey: 'main',
+          scope: 'per-sender',
+          agents: runtime.listStates().map((agent) => ({ ...agent, kind: 'agent' })),
+        };
       },
     },
     'agents.state': {

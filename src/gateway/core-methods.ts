@@ -1,11 +1,17 @@
 import { z } from 'zod';
 import type { Clock } from '../util/index.js';
 import { AgentdError, ErrorCodes, systemClock, UserInputError } from '../util/index.js';
+import {
+  registerClientMethods,
+  sessionDefaults,
+  sessionRow,
+  statusWithOpenClawSummary,
+} from './client-methods.js';
 import { createDedupeCache, type DedupeCache } from './idempotency.js';
 import { acceptedThenFinal, type MethodContext, type MethodTable } from './method-table.js';
 import { OperatorScopes } from './scopes.js';
 import type { ChatHistoryMessage, ChatRunResult, GatewayServices } from './services.js';
-import { defaultAgentId, mainKey, mainSessionKey, resolveSessionKey } from './session-key.js';
+import { defaultAgentId, mainSessionKey, resolveSessionKey } from './session-key.js';
 
 export interface CoreMethodsOptions {
   /** Largest chat message text accepted, in UTF-8 bytes. */
@@ -200,8 +206,11 @@ export function registerCoreMethods(
 
   table.register('status', {
     scopes: [read],
-    params: z.looseObject({}),
-    handler: async () => await services.health.status(),
+    params: z.looseObject({
+      includeCliProjection: z.boolean().optional(),
+      includeChannelSummary: z.boolean().optional(),
+    }),
+    handler: async (params) => await statusWithOpenClawSummary(services, params, clock.now()),
   });
 
   table.register('chat.send', {
@@ -217,11 +226,9 @@ export function registerCoreMethods(
         return { ok: true, aborted: result.aborted, runIds: result.runIds };
       }
       if (command === '/new' || command === '/reset') {
-        const reset = await services.sessions.reset({
-          sessionKey,
-          reason: command === '/new' ? 'new' : 'reset',
-          archive: true,
-        });
+        const reason = command === '/new' ? 'new' : 'reset';
+        const reset = await services.sessions.reset({ sessionKey, reason, archive: true });
+        context.sessionChanged({ sessionKey, agentId, reason, sessionId: reset.sessionId });
         return { ok: true, runId: params.idempotencyKey, status: 'ok', reset };
       }
       if (command.length === 0) {
@@ -374,8 +381,8 @@ export function registerCoreMethods(
       return {
         ts: clock.now(),
         count: sessions.length,
-        defaults: { defaultAgentId, mainKey, mainSessionKey: mainSessionKey(defaultAgentId) },
-        sessions,
+        defaults: sessionDefaults(services),
+        sessions: sessions.map((summary) => sessionRow(summary, services.models.forAgent(summary.agentId))),
       };
     },
   });
@@ -414,11 +421,17 @@ export function registerCoreMethods(
   table.register('sessions.reset', {
     scopes: [admin],
     params: keyed({ reason: z.enum(['new', 'reset']).default('reset'), archive: z.boolean().default(true) }),
-    async handler(params) {
+    async handler(params, context) {
       const result = await services.sessions.reset({
         sessionKey: params.key,
         reason: params.reason,
         archive: params.archive,
+      });
+      context.sessionChanged({
+        sessionKey: params.key,
+        agentId: resolveSessionKey(params.key).agentId,
+        reason: params.reason,
+        sessionId: result.sessionId,
       });
       return { ok: true, key: result.sessionKey, ...result };
     },
@@ -517,5 +530,6 @@ export function registerCoreMethods(
     },
   });
 
+  registerClientMethods(table, services, { clock });
   return { dedupe };
 }

@@ -48,18 +48,39 @@ export type RunWireEvent =
       durationMs?: number;
     };
 
+/**
+ * A session's index entry changed: a run started or ended in it, or a client reset, created, patched or
+ * deleted it. OpenClaw clients hear it as `sessions.changed` after `sessions.subscribe`.
+ */
+export interface SessionChange {
+  sessionKey: string;
+  agentId: string | undefined;
+  reason: 'run' | 'new' | 'reset' | 'create' | 'patch' | 'delete';
+  /** For run changes: `start`, or how it ended. */
+  phase?: 'start' | 'end' | 'error';
+  runId?: string;
+  sessionId?: string;
+  ts: number;
+}
+
 /** A connection as the hub sees it. */
 export interface EventSink {
   readonly connId: string;
   readonly scopes: ReadonlyArray<string>;
   onRunEvent(event: RunWireEvent): void;
   onForwardedEvent(entry: ForwardedEvent, event: BusEvent): void;
+  /** Only called for sinks subscribed with `subscribeSessions`. */
+  onSessionChange?(change: SessionChange): void;
 }
 
 export interface EventHub {
   attach(sink: EventSink): void;
   /** Subscribes a sink to one session's run and session-scoped events. */
   watch(sink: EventSink, sessionKey: string): void;
+  /** Turns a sink's session-index subscription on or off (every session, not only watched ones). */
+  subscribeSessions(sink: EventSink, on: boolean): void;
+  /** Tells session-index subscribers that a session changed outside a run (reset, create, patch, delete). */
+  sessionChanged(change: Omit<SessionChange, 'ts'>): void;
   detach(sink: EventSink): void;
   close(): void;
   /** Runs currently tracked (started, not finished). */
@@ -120,6 +141,7 @@ export function createEventHub(options: {
   const sinks = new Set<EventSink>();
   const bySession = new Map<string, Set<EventSink>>();
   const watchedBy = new Map<EventSink, Set<string>>();
+  const sessionSubscribers = new Set<EventSink>();
   const runs = new Map<string, RunState>();
   let forwardIndex = new Map<string, ForwardedEvent[]>();
   let forwardIndexSize = -1;
@@ -151,6 +173,17 @@ export function createEventHub(options: {
         send(sink);
       } catch (error) {
         logger.error({ err: error, connId: sink.connId }, 'gateway: delivering an event failed');
+      }
+    }
+  };
+
+  const notifySessions = (change: SessionChange) => {
+    for (const sink of sessionSubscribers) {
+      if (!scopeSatisfied(readScope, sink.scopes)) continue;
+      try {
+        sink.onSessionChange?.(change);
+      } catch (error) {
+        logger.error({ err: error, connId: sink.connId }, 'gateway: delivering a session change failed');
       }
     }
   };
@@ -219,6 +252,16 @@ export function createEventHub(options: {
           startedAt: event.at,
           model: data.model,
         }));
+        if (run.sessionKey !== undefined) {
+          notifySessions({
+            sessionKey: run.sessionKey,
+            agentId: run.agentId,
+            reason: 'run',
+            phase: 'start',
+            runId: run.runId,
+            ts: event.at,
+          });
+        }
         return;
       }
       case 'run:text-delta': {
@@ -298,6 +341,16 @@ export function createEventHub(options: {
           }),
           false,
         );
+        if (run.sessionKey !== undefined) {
+          notifySessions({
+            sessionKey: run.sessionKey,
+            agentId: run.agentId,
+            reason: 'run',
+            phase: data.status === 'error' ? 'error' : 'end',
+            runId: run.runId,
+            ts: event.at,
+          });
+        }
         return;
       }
     }
@@ -331,8 +384,16 @@ export function createEventHub(options: {
       }
       watchers.add(sink);
     },
+    subscribeSessions(sink, on) {
+      if (on && sinks.has(sink)) sessionSubscribers.add(sink);
+      else sessionSubscribers.delete(sink);
+    },
+    sessionChanged(change) {
+      notifySessions({ ...change, ts: clock.now() });
+    },
     detach(sink) {
       sinks.delete(sink);
+      sessionSubscribers.delete(sink);
       for (const key of watchedBy.get(sink) ?? []) {
         const watchers = bySession.get(key);
         watchers?.delete(sink);
@@ -345,6 +406,7 @@ export function createEventHub(options: {
       for (const run of runs.values()) if (run.chatTimer) clearTimeout(run.chatTimer);
       runs.clear();
       sinks.clear();
+      sessionSubscribers.clear();
       bySession.clear();
       watchedBy.clear();
     },

@@ -34,6 +34,7 @@ export {
   isLoopbackHost,
 } from './server.js';
 export type {
+  AgentDirectoryService,
   ChatHistoryMessage,
   ChatRole,
   ChatRunResult,
@@ -43,6 +44,8 @@ export type {
   HealthService,
   MemoryItem,
   MemoryQueryService,
+  ModelCatalogService,
+  ModelEntry,
   SessionPreview,
   SessionService,
   SessionSummary,

@@ -4,6 +4,14 @@ import type { Logger } from '../util/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import { missingScope } from './scopes.js';
 
+/** A session change a method reports (see `SessionChange` in event-hub.ts). */
+export interface SessionChangeNotice {
+  sessionKey: string;
+  agentId: string | undefined;
+  reason: 'new' | 'reset' | 'create' | 'patch' | 'delete';
+  sessionId?: string;
+}
+
 export type GatewayProtocol = 'openclaw' | 'spiderweb';
 
 /** What a client said about itself (OpenClaw `connect.params.client`; synthesised for Spiderweb clients). */
@@ -26,6 +34,10 @@ export interface MethodContext {
   sendEvent(event: string, payload: unknown): void;
   /** Subscribes the calling connection to a session's run events and session-scoped bus events. */
   watchSession(sessionKey: string): void;
+  /** Turns the calling connection's `sessions.changed` subscription (every session) on or off. */
+  subscribeSessions(on: boolean): void;
+  /** Tells every session-index subscriber that a session changed outside a run. */
+  sessionChanged(change: SessionChangeNotice): void;
   /** Aborted when the connection closes. */
   signal: AbortSignal;
   logger: Logger;

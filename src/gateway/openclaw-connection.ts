@@ -22,13 +22,32 @@ import {
   secretsEqual,
   verifyDeviceBlock,
 } from './device-auth.js';
-import type { EventSink, RunWireEvent } from './event-hub.js';
+import type { EventSink, RunWireEvent, SessionChange } from './event-hub.js';
 import { type ClientInfo, isAsyncResult, type MethodContext } from './method-table.js';
 import { CloseCodes, createOutbound } from './outbound.js';
 import { OperatorScopes, scopeSatisfied } from './scopes.js';
 import { defaultAgentId, mainKey, mainSessionKey } from './session-key.js';
 
 export const minProtocolVersion = 3;
+
+/** Requests whose acknowledgement must precede the events of the run they start. */
+const runStartingMethods = new Set(['chat.send', 'agent']);
+
+/** OpenClaw's `sessions.changed` payload: the key, who owns it, why, and for runs the phase and run id. */
+function sessionsChangedPayload(change: SessionChange): Record<string, unknown> {
+  return {
+    sessionKey: change.sessionKey,
+    key: change.sessionKey,
+    ...(change.agentId !== undefined ? { agentId: change.agentId } : {}),
+    reason:
+      change.reason === 'run' ? `agent.run.${change.phase === 'start' ? 'started' : 'ended'}` : change.reason,
+    ...(change.phase !== undefined ? { phase: change.phase } : {}),
+    ...(change.runId !== undefined ? { runId: change.runId } : {}),
+    ...(change.sessionId !== undefined ? { sessionId: change.sessionId } : {}),
+    updatedAt: change.ts,
+    ts: change.ts,
+  };
+}
 export const maxProtocolVersion = 4;
 
 const knownOperatorScopes = new Set<string>([
@@ -156,6 +175,27 @@ export function acceptOpenClawConnection(
   let clientInfo: ClientInfo = { id: 'unknown' };
   let pending = 0;
 
+  /**
+   * Run events wait while a request that starts a run is unanswered: its acknowledgement must reach the
+   * client first, in an earlier socket write. The OpenClaw TUI notes a run as its own when `chat.send`
+   * answers; a run whose events it had already read by then (in the same chunk) would stay "busy" forever.
+   */
+  let runStartsPending = 0;
+  const heldEvents: Array<() => void> = [];
+  const whenNotHolding = (send: () => void) => {
+    if (runStartsPending > 0) heldEvents.push(send);
+    else send();
+  };
+  const releaseHeldEvents = () => {
+    runStartsPending--;
+    if (runStartsPending > 0) return;
+    // One turn of the event loop after the acknowledgement was written, so it leaves in a write of its own.
+    setImmediate(() => {
+      if (runStartsPending > 0) return;
+      for (const send of heldEvents.splice(0)) send();
+    });
+  };
+
   const sendEvent = (event: string, payload: unknown, droppable = false) => {
     if (phase !== 'connected') return;
     // A dropped event must not consume a sequence number, or the client would report a gap.
@@ -164,9 +204,10 @@ export function acceptOpenClawConnection(
     out.send({ type: 'event', event, payload, seq });
   };
 
-  const sendResult = (id: string, payload: unknown) => out.send({ type: 'res', id, ok: true, payload });
-  const sendError = (id: string, error: ReturnType<typeof toWireError>) =>
-    out.send({ type: 'res', id, ok: false, error });
+  const sendResult = (id: string, payload: unknown, onWritten?: () => void) =>
+    out.send({ type: 'res', id, ok: true, payload }, onWritten ? { onWritten } : {});
+  const sendError = (id: string, error: ReturnType<typeof toWireError>, onWritten?: () => void) =>
+    out.send({ type: 'res', id, ok: false, error }, onWritten ? { onWritten } : {});
 
   const chatMessage = (text: string, ts: number) => ({
     role: 'assistant',
@@ -174,7 +215,9 @@ export function acceptOpenClawConnection(
     timestamp: ts,
   });
 
-  const onRunEvent = (event: RunWireEvent) => {
+  const onRunEvent = (event: RunWireEvent) => whenNotHolding(() => sendRunEvent(event));
+
+  const sendRunEvent = (event: RunWireEvent) => {
     const { run } = event;
     const base = { runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId };
     switch (event.kind) {
@@ -260,6 +303,9 @@ export function acceptOpenClawConnection(
     onForwardedEvent(entry, event) {
       sendEvent(entry.wireName, entry.toPayload(event));
     },
+    onSessionChange(change) {
+      whenNotHolding(() => sendEvent('sessions.changed', sessionsChangedPayload(change)));
+    },
   };
 
   const context: MethodContext = {
@@ -273,6 +319,8 @@ export function acceptOpenClawConnection(
     },
     sendEvent: (event, payload) => sendEvent(event, payload),
     watchSession: (sessionKey) => hub.watch(sink, sessionKey),
+    subscribeSessions: (on) => hub.subscribeSessions(sink, on),
+    sessionChanged: (change) => hub.sessionChanged(change),
     signal: abort.signal,
     logger,
   };
@@ -494,20 +542,31 @@ export function acceptOpenClawConnection(
   };
 
   const runRequest = async (id: string, method: string, params: unknown) => {
+    const startsRun = runStartingMethods.has(method);
+    if (startsRun) runStartsPending++;
+    let released = !startsRun;
+    const release = () => {
+      if (released) return;
+      released = true;
+      releaseHeldEvents();
+    };
     try {
       const result = await table.invoke(method, params, context);
       if (!isAsyncResult(result)) {
-        sendResult(id, result);
+        sendResult(id, result, startsRun ? release : undefined);
         return;
       }
-      sendResult(id, result.accepted);
+      sendResult(id, result.accepted, startsRun ? release : undefined);
       try {
         sendResult(id, await result.final);
       } catch (error) {
         sendError(id, toWireError(error, logger));
       }
     } catch (error) {
-      sendError(id, toWireError(error, logger));
+      sendError(id, toWireError(error, logger), startsRun ? release : undefined);
+    } finally {
+      // A frame that could not be written (closed socket) never calls back; nothing is held forever.
+      if (!out.open) release();
     }
   };
 

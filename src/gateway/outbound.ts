@@ -22,9 +22,10 @@ export function closeReason(text: string): string {
 export interface Outbound {
   /**
    * Serialises and sends one message. `droppable` messages (intermediate chat deltas) are skipped while the
-   * peer is behind; anything else that pushes the queue past the limit disconnects the peer.
+   * peer is behind; anything else that pushes the queue past the limit disconnects the peer. `onWritten`
+   * runs once the frame was handed to the socket (or failed to be).
    */
-  send(value: unknown, options?: { droppable?: boolean }): boolean;
+  send(value: unknown, options?: { droppable?: boolean; onWritten?: () => void }): boolean;
   close(code: number, reason: string): void;
   readonly open: boolean;
   /** True while the peer is behind enough that droppable messages are being skipped. */
@@ -55,7 +56,7 @@ export function createOutbound(
     send(value, sendOptions = {}) {
       if (closing || ws.readyState !== ws.OPEN) return false;
       if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
-      ws.send(JSON.stringify(value));
+      ws.send(JSON.stringify(value), sendOptions.onWritten ? () => sendOptions.onWritten?.() : undefined);
       if (ws.bufferedAmount > options.maxBufferedBytes) {
         options.logger.warn(
           { bufferedBytes: ws.bufferedAmount, maxBufferedBytes: options.maxBufferedBytes },

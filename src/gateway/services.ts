@@ -95,6 +95,13 @@ export interface SessionService {
     search?: string;
   }): Promise<SessionSummary[]>;
   preview(input: { keys: string[]; limit: number; maxChars: number }): Promise<SessionPreview[]>;
+  /** The session's current entry; undefined when the key has no active session yet. */
+  describe(input: { sessionKey: string }): Promise<SessionSummary | undefined>;
+  /** Opens the session under `sessionKey` (a no-op when it exists), with an optional label. */
+  create(input: { sessionKey: string; agentId: string; label?: string }): Promise<{
+    session: SessionSummary;
+    created: boolean;
+  }>;
   /** Starts a fresh transcript under the same key; the old one is archived (kept and recallable) when `archive`. */
   reset(input: { sessionKey: string; reason: 'new' | 'reset'; archive: boolean }): Promise<{
     sessionKey: string;
@@ -152,9 +159,34 @@ export interface HealthService {
   status(): Promise<Record<string, unknown>> | Record<string, unknown>;
 }
 
+/** A model agentd can run on. `id` is the model id without its provider (`agentd-local`, `gpt-4o`). */
+export interface ModelEntry {
+  id: string;
+  provider: string;
+  contextWindow: number;
+  /** True for models that run in-process without a network. */
+  local: boolean;
+}
+
+export interface ModelCatalogService {
+  /** Every configured model (the default and each agent's own), default first, no duplicates. */
+  list(): ModelEntry[];
+  /** The model an agent runs on (the default for agents without their own). */
+  forAgent(agentId: string): ModelEntry;
+}
+
+/** The agents a client can talk to (the configured ones and those spawned at run time). */
+export interface AgentDirectoryService {
+  list(): Array<{ id: string; name?: string }>;
+  /** Work items per state (agentd's tasks), when the worker pool is on. */
+  workCounts(): Promise<Record<string, number> | undefined>;
+}
+
 export interface GatewayServices {
   chat: ChatService;
   sessions: SessionService;
+  models: ModelCatalogService;
+  agents: AgentDirectoryService;
   memory: MemoryQueryService;
   health: HealthService;
 }

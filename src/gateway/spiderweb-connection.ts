@@ -140,6 +140,9 @@ export function acceptSpiderwebConnection(
       send({ type: event, sessionKey, ...(isRecord(payload) ? payload : { payload }) }),
     // A Spiderweb connection watches exactly its own session, from the start.
     watchSession: () => undefined,
+    // Spiderweb has no session-index events; its clients never subscribe, but their resets are announced.
+    subscribeSessions: () => undefined,
+    sessionChanged: (change) => hub.sessionChanged(change),
     signal: abort.signal,
     logger,
   };

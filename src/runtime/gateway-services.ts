@@ -1,8 +1,11 @@
 import type { ChatService as ChatTurns } from '../chat/index.js';
 import type {
+  AgentDirectoryService,
   DevicePairings,
   GatewayServices,
   HealthService,
+  ModelCatalogService,
+  ModelEntry,
   PairedDevice,
   SessionSummary,
 } from '../gateway/index.js';
@@ -43,6 +46,8 @@ export function createGatewayServices(options: {
   sessions: SessionStore;
   memory: MemoryService;
   health: HealthService;
+  models: ModelCatalogService;
+  agents: AgentDirectoryService;
 }): GatewayServices {
   const { chat, sessions, memory } = options;
   return {
@@ -153,7 +158,23 @@ export function createGatewayServices(options: {
         });
         return summaryOf(patched ?? record);
       },
+      async describe({ sessionKey }) {
+        const record = await sessions.getActive(sessionKey);
+        return record ? summaryOf(record) : undefined;
+      },
+      async create({ sessionKey, agentId, label }) {
+        const existing = await sessions.getActive(sessionKey);
+        const record = existing ?? (await sessions.ensureActive(sessionKey, agentId));
+        if (existing || label === undefined) return { session: summaryOf(record), created: !existing };
+        const labelled = await sessions.patch(record.id, {
+          metadata: { ...record.metadata, label },
+          title: label,
+        });
+        return { session: summaryOf(labelled ?? record), created: true };
+      },
     },
+    models: options.models,
+    agents: options.agents,
     memory: {
       async query({ sessionKey, agentId, topic, memoryIds, kind, limit, includeArchived }) {
         const items = await memory.query({
@@ -188,5 +209,36 @@ export function createStoredDevicePairings(kv: KvStore): DevicePairings {
     async put(device) {
       await kv.set(devicesNamespace, device.deviceId, JSON.stringify(device));
     },
+  };
+}
+
+/**
+ * The models agentd is configured with: the runtime's default and every agent's own, as the gateway lists
+ * them. A name without a provider (`gpt-4o`) belongs to the default model's provider.
+ */
+export function createModelCatalog(options: {
+  defaultModel: string;
+  agents: ReadonlyArray<{ id: string; model?: string | undefined }>;
+  contextWindowFor: (modelId: string) => number;
+}): ModelCatalogService {
+  const entryOf = (name: string, fallbackProvider: string): ModelEntry => {
+    const slash = name.indexOf('/');
+    const provider = slash > 0 ? name.slice(0, slash) : fallbackProvider;
+    const id = slash > 0 ? name.slice(slash + 1) : name;
+    return { id, provider, contextWindow: options.contextWindowFor(id), local: provider === 'local' };
+  };
+  const fallback = entryOf(options.defaultModel, 'local');
+  const byAgent = new Map(
+    options.agents
+      .filter((agent) => agent.model !== undefined)
+      .map((agent) => [agent.id, entryOf(agent.model as string, fallback.provider)]),
+  );
+  const all = [fallback, ...byAgent.values()].filter(
+    (entry, index, list) =>
+      list.findIndex((other) => other.provider === entry.provider && other.id === entry.id) === index,
+  );
+  return {
+    list: () => all.map((entry) => ({ ...entry })),
+    forAgent: (agentId) => ({ ...(byAgent.get(agentId) ?? fallback) }),
   };
 }

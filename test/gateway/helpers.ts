@@ -37,6 +37,15 @@ export const coreOpenClawMethods = [
   'agent.wait',
   'memory.query',
   'memory.recall',
+  'sessions.subscribe',
+  'sessions.unsubscribe',
+  'sessions.describe',
+  'sessions.create',
+  'commands.list',
+  'models.list',
+  'question.list',
+  'plugin.approval.list',
+  'taskSuggestions.list',
 ];
 
 /** Every method an OpenClaw client may request: the core ones and the `connect` handshake. */
@@ -61,6 +70,8 @@ export interface FakeChatOptions {
   withTool?: boolean;
   /** Makes runs end with this error. */
   failWith?: { code: string; message: string; retryable: boolean };
+  /** Publishes the whole run (start, text, finish) before `send` returns, as a very fast model may. */
+  runBeforeAck?: boolean;
 }
 
 /**
@@ -193,9 +204,12 @@ export function createFakeChat(bus: Bus, options: FakeChatOptions = {}) {
       };
       runs.set(run.runId, run);
       const userMemoryId = append(input.sessionKey, 'user', input.text);
-      setImmediate(() => {
-        void execute(run, input.agentId, input.text, userMemoryId);
-      });
+      if (options.runBeforeAck) await execute(run, input.agentId, input.text, userMemoryId);
+      else {
+        setImmediate(() => {
+          void execute(run, input.agentId, input.text, userMemoryId);
+        });
+      }
       return { runId: run.runId, status: 'started' };
     },
     wait(runId, waitOptions = {}) {
@@ -269,6 +283,9 @@ export function createFakeChat(bus: Bus, options: FakeChatOptions = {}) {
 
 export type FakeChat = ReturnType<typeof createFakeChat>;
 
+/** The one model the fake services run on. */
+export const fakeModel = { id: 'scripted-test', provider: 'scripted', contextWindow: 32_768, local: true };
+
 export function createFakeServices(bus: Bus, chatOptions: FakeChatOptions = {}) {
   const chat = createFakeChat(bus, chatOptions);
   const calls: Array<{ method: string; input: unknown }> = [];
@@ -334,6 +351,27 @@ export function createFakeServices(bus: Bus, chatOptions: FakeChatOptions = {}) 
         calls.push({ method: 'sessions.patch', input });
         return { ...summary(input.sessionKey), ...(input.label ? { label: input.label } : {}) };
       },
+      async describe(input) {
+        calls.push({ method: 'sessions.describe', input });
+        return chat.transcripts.has(input.sessionKey) ? summary(input.sessionKey) : undefined;
+      },
+      async create(input) {
+        calls.push({ method: 'sessions.create', input });
+        const created = !chat.transcripts.has(input.sessionKey);
+        if (created) chat.transcripts.set(input.sessionKey, []);
+        return {
+          session: { ...summary(input.sessionKey), ...(input.label ? { label: input.label } : {}) },
+          created,
+        };
+      },
+    },
+    models: {
+      list: () => [fakeModel],
+      forAgent: () => fakeModel,
+    },
+    agents: {
+      list: () => [{ id: 'main', name: 'Main' }],
+      workCounts: async () => ({ queued: 1, running: 1, completed: 2, failed: 1 }),
     },
     memory: {
       async query(input) {
@@ -352,7 +390,7 @@ export function createFakeServices(bus: Bus, chatOptions: FakeChatOptions = {}) 
     },
     health: {
       health: () => ({ ok: true, ts: 1, component: 'fake' }),
-      status: () => ({ ok: true, sessions: chat.transcripts.size }),
+      status: () => ({ ok: true, transcripts: chat.transcripts.size }),
     },
   };
   return { services, chat, calls };

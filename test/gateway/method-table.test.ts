@@ -23,6 +23,8 @@ function context(scopes: string[]): MethodContext {
     clientInfo: { id: 'test' },
     sendEvent: () => undefined,
     watchSession: () => undefined,
+    subscribeSessions: () => undefined,
+    sessionChanged: () => undefined,
     signal: new AbortController().signal,
     logger: silentLogger,
   };

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +100,58 @@ describe.skipIf(!bin)('the real openclaw CLI against agentd', () => {
         summary: 'completed',
         result: { payloads: [{ text: 'agentd heard: again', mediaUrl: null }] },
       });
+    },
+    commandTimeoutMs * 2,
+  );
+
+  it(
+    'openclaw status --json reports agentd reachable, with its sessions per agent and its agents',
+    async () => {
+      await gateway.chat.service.send({
+        sessionKey: 'agent:main:status',
+        agentId: 'main',
+        text: 'hi',
+        idempotencyKey: 'status-1',
+        source: { protocol: 'openclaw', connId: 'test', clientId: 'test' },
+      });
+      await gateway.chat.service.wait('status-1');
+      // `openclaw status` reads the gateway it should ask from its config file.
+      const statusHome = mkdtempSync(join(tmpdir(), 'agentd-openclaw-status-'));
+      try {
+        mkdirSync(join(statusHome, '.openclaw'));
+        writeFileSync(
+          join(statusHome, '.openclaw', 'openclaw.json'),
+          JSON.stringify({ gateway: { mode: 'remote', remote: { url: gateway.url, token: testToken } } }),
+        );
+        const status = json(
+          await runOpenClaw(bin as string, ['status', '--json'], {
+            home: statusHome,
+            timeoutMs: commandTimeoutMs,
+          }),
+        );
+        expect(status.gateway).toMatchObject({ reachable: true, url: gateway.url });
+        expect(status.agents).toMatchObject({
+          defaultId: 'main',
+          agents: [{ id: 'main', name: 'Main', sessionsCount: expect.any(Number) }],
+        });
+        expect(status.sessions.byAgent[0]).toMatchObject({ agentId: 'main' });
+        expect(status.sessions.recent.map((row: { key: string }) => row.key)).toContain('agent:main:status');
+        expect(status.tasks).toMatchObject({ total: 5, active: 2 });
+      } finally {
+        rmSync(statusHome, { recursive: true, force: true });
+      }
+    },
+    commandTimeoutMs,
+  );
+
+  it(
+    'gateway call models.list and commands.list answer agentd catalogues',
+    async () => {
+      expect(json(await openclaw(callArgs('models.list', {}))).models).toEqual([
+        expect.objectContaining({ id: 'scripted-test', provider: 'scripted', contextWindow: 32_768 }),
+      ]);
+      const commands = json(await openclaw(callArgs('commands.list', {}))).commands;
+      expect(commands.map((command: { name: string }) => command.name)).toEqual(['new', 'reset', 'stop']);
     },
     commandTimeoutMs * 2,
   );

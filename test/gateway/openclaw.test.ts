@@ -211,7 +211,11 @@ describe('OpenClaw requests', () => {
       ok: true,
       payload: { ok: true },
     });
-    expect((await client.request('status')).payload).toEqual({ ok: true, sessions: 0 });
+    expect((await client.request('status')).payload).toMatchObject({
+      ok: true,
+      transcripts: 0,
+      sessions: { count: 0, byAgent: [{ agentId: 'main', count: 0, recent: [] }] },
+    });
   });
 
   it('answers unknown methods with INVALID_REQUEST and keeps the connection', async () => {

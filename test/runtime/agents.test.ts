@@ -92,7 +92,15 @@ describe('agents at work through the gateway (local model)', () => {
         type: 'agent_spawn_request',
         agent_config: { name: 'Critic', role: 'reviews', system_prompt: 'Be terse.' },
       });
-      const list = await client.call<{ agents: Array<{ id: string; name: string }> }>('agents.list', {});
+      const list = await client.call<{
+        defaultId: string;
+        mainKey: string;
+        scope: string;
+        agents: Array<{ id: string; name: string; kind: string; model: string }>;
+      }>('agents.list', {});
+      // OpenClaw's AgentsListResult fields, which its TUI reads to pick the agent and name it.
+      expect(list).toMatchObject({ defaultId: 'main', mainKey: 'main', scope: 'per-sender' });
+      expect(list.agents.every((agent) => agent.kind === 'agent' && agent.model.length > 0)).toBe(true);
       expect(list.agents.map((agent) => agent.name)).toEqual(expect.arrayContaining(['Scout', 'Critic']));
       expect(list.agents.map((agent) => agent.id)).toContain(critic.agentId);
       const broadcast = await client.call<{ delivered: number }>('agent.broadcast', {

@@ -1,0 +1,94 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** Whether tmux is installed (`.ci/run` installs it with apt when it is missing). */
+export function tmuxAvailable(): boolean {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface TmuxSession {
+  readonly name: string;
+  /** Types text (literally) into the pane. */
+  type(text: string): Promise<void>;
+  /** Presses keys by tmux name: `Enter`, `Escape`, `C-c`. */
+  press(...keys: string[]): Promise<void>;
+  /** The visible pane as plain text. */
+  capture(): Promise<string>;
+  /**
+   * Polls the pane until `match` holds, and returns that screen; after `timeoutMs` it throws with the last
+   * screen, so a failing test shows what the program showed.
+   */
+  waitFor(
+    match: (screen: string) => boolean,
+    options?: { timeoutMs?: number; what?: string },
+  ): Promise<string>;
+  kill(): Promise<void>;
+}
+
+/**
+ * Runs a command in a detached tmux session of its own (its own server socket, so tests never touch a
+ * user's tmux) with a fixed window size, to drive a full-screen terminal program like a user would.
+ */
+export async function startTmux(
+  command: string[],
+  options: { env?: Record<string, string>; width?: number; height?: number; pollMs?: number } = {},
+): Promise<TmuxSession> {
+  const name = `agentd-test-${randomUUID().slice(0, 8)}`;
+  const socket = ['-L', name];
+  const pollMs = options.pollMs ?? 200;
+  const envArgs = Object.entries(options.env ?? {}).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
+  await run('tmux', [
+    ...socket,
+    'new-session',
+    '-d',
+    '-s',
+    name,
+    '-x',
+    String(options.width ?? 140),
+    '-y',
+    String(options.height ?? 40),
+    ...envArgs,
+    ...command,
+  ]);
+  const tmux = async (...args: string[]) => (await run('tmux', [...socket, ...args])).stdout;
+  const capture = async () => await tmux('capture-pane', '-p', '-t', name);
+  return {
+    name,
+    async type(text) {
+      await tmux('send-keys', '-t', name, '-l', text);
+    },
+    async press(...keys) {
+      await tmux('send-keys', '-t', name, ...keys);
+    },
+    capture,
+    async waitFor(match, waitOptions = {}) {
+      const deadline = Date.now() + (waitOptions.timeoutMs ?? 60_000);
+      let screen = '';
+      for (;;) {
+        try {
+          screen = await capture();
+        } catch {
+          // The program may have exited and taken the session with it; the deadline reports it.
+        }
+        if (match(screen)) return screen;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `tmux: timed out waiting for ${waitOptions.what ?? 'the screen'}; last screen:\n${screen}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+      }
+    },
+    async kill() {
+      await run('tmux', [...socket, 'kill-server']).catch(() => undefined);
+    },
+  };
+}
