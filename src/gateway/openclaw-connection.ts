@@ -30,6 +30,12 @@ import { defaultAgentId, mainKey, mainSessionKey } from './session-key.js';
 
 export const minProtocolVersion = 3;
 
+/**
+ * How long run events that were produced before their run's acknowledgement wait after it was written. Only
+ * runs faster than their own acknowledgement (an offline model) pay it, once, before their first event.
+ */
+const heldEventsDelayMs = 50;
+
 /** Requests whose acknowledgement must precede the events of the run they start. */
 const runStartingMethods = new Set(['chat.send', 'agent']);
 
@@ -183,17 +189,20 @@ export function acceptOpenClawConnection(
   let runStartsPending = 0;
   const heldEvents: Array<() => void> = [];
   const whenNotHolding = (send: () => void) => {
-    if (runStartsPending > 0) heldEvents.push(send);
+    // Also while held events wait to go out, so nothing overtakes them.
+    if (runStartsPending > 0 || heldEvents.length > 0) heldEvents.push(send);
     else send();
   };
   const releaseHeldEvents = () => {
     runStartsPending--;
     if (runStartsPending > 0) return;
-    // One turn of the event loop after the acknowledgement was written, so it leaves in a write of its own.
-    setImmediate(() => {
+    if (heldEvents.length === 0) return;
+    // A moment after the acknowledgement was written, so that even a busy client reads it on its own first.
+    const timer = setTimeout(() => {
       if (runStartsPending > 0) return;
       for (const send of heldEvents.splice(0)) send();
-    });
+    }, heldEventsDelayMs);
+    timer.unref();
   };
 
   const sendEvent = (event: string, payload: unknown, droppable = false) => {
