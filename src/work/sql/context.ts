@@ -1,0 +1,81 @@
+import type { Bus } from '../../bus/index.js';
+import type { SqlDatabase } from '../../store/index.js';
+import { type Clock, systemClock } from '../../util/clock.js';
+import { createIdGenerator, type IdGenerator } from '../../util/ids.js';
+import { type Logger, silentLogger } from '../../util/logger.js';
+import { type WorkConfig, workConfigSchema } from '../config.js';
+
+export type QueueConfig = Readonly<Omit<WorkConfig, 'awareness'>>;
+
+/** A bus event or wake-up held back until the transaction that caused it has committed. */
+export type Effect = () => void;
+
+/** What changes while a queue runs: its wake-ups, its waiting workers, whether it is closed. */
+export interface QueueState {
+  /** Increases on every local or remote wake-up (see `WorkQueue.wakeSequence`). */
+  wakeSequence: number;
+  /** Resolvers of the `waitForWork` calls currently waiting. */
+  readonly waiters: Set<() => void>;
+  closed: boolean;
+  /** When leases were last reaped, so an idle claim reaps at most once a second. */
+  lastReapAt: number;
+}
+
+/**
+ * Everything a SQL step needs, fixed when the queue is made. Steps are plain functions of this context,
+ * so each can be read and tested alone; `createWorkQueue` only binds them together.
+ */
+export interface QueueContext {
+  readonly db: SqlDatabase;
+  readonly isPostgres: boolean;
+  readonly bus: Bus | undefined;
+  readonly clock: Clock;
+  readonly idGenerator: IdGenerator;
+  readonly logger: Logger;
+  readonly config: QueueConfig;
+  /** The NOTIFY channel; processes sharing a database must agree on it. */
+  readonly channel: string;
+  /** This queue's id in NOTIFY payloads, so it ignores its own notifications. */
+  readonly instanceId: string;
+  readonly state: QueueState;
+}
+
+export interface QueueContextOptions {
+  db: SqlDatabase;
+  bus?: Bus;
+  clock?: Clock;
+  idGenerator?: IdGenerator;
+  logger?: Logger;
+  config?: Partial<Omit<WorkConfig, 'awareness'>>;
+  notifyChannel?: string;
+}
+
+export function createQueueContext(options: QueueContextOptions): QueueContext {
+  const clock = options.clock ?? systemClock;
+  const idGenerator = options.idGenerator ?? createIdGenerator({ now: () => clock.now() });
+  return {
+    db: options.db,
+    isPostgres: options.db.dialect === 'postgres',
+    bus: options.bus,
+    clock,
+    idGenerator,
+    logger: (options.logger ?? silentLogger).child({ component: 'work' }),
+    config: workConfigSchema.parse({ ...options.config, awareness: undefined }),
+    channel: options.notifyChannel ?? 'agentd_work',
+    instanceId: idGenerator('queue'),
+    state: {
+      wakeSequence: 0,
+      waiters: new Set(),
+      closed: false,
+      lastReapAt: Number.NEGATIVE_INFINITY,
+    },
+  };
+}
+
+/** Wakes every `waitForWork` call of this process. */
+export function wake(state: QueueState): void {
+  state.wakeSequence++;
+  const pending = [...state.waiters];
+  state.waiters.clear();
+  for (const resolve of pending) resolve();
+}

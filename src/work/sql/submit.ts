@@ -1,0 +1,202 @@
+import type { z } from 'zod';
+import type { SqlValue } from '../../store/index.js';
+import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { formatZodIssues } from '../../util/safe-json.js';
+import { rowToWorkItem, type WorkItemRow } from '../rows.js';
+import { isTerminalWorkState, liveWorkStates, WorkErrorCodes, type WorkState } from '../states.js';
+import { type SubmitResult, type WorkSubmission, workSubmissionSchema } from '../types.js';
+import type { QueueContext } from './context.js';
+import { notify, withEffects } from './effects.js';
+import { announceSubmitted, eventBase, publish } from './events.js';
+import { inList, notFound } from './guards.js';
+import { selectById } from './read.js';
+
+type ParsedSubmission = z.output<typeof workSubmissionSchema>;
+
+/** The columns a submission sets, known before the row exists. */
+interface NewRow {
+  id: string;
+  state: WorkState;
+  dedupKey: string | null;
+  mergedInto: string | null;
+  depth: number;
+  priority: number;
+  sessionKey: string | null;
+}
+
+const insertColumns = [
+  'id',
+  'kind',
+  'agent_id',
+  'title',
+  'description',
+  'params',
+  'priority',
+  'state',
+  'dedup_key',
+  'merged_into',
+  'parent_id',
+  'depth',
+  'attempts',
+  'max_attempts',
+  'run_after',
+  'speculative',
+  'rationale',
+  'session_key',
+  'source',
+  'created_at',
+  'updated_at',
+  'resolved_at',
+];
+const insertSql = `INSERT INTO work_items (${insertColumns.join(', ')}) VALUES (${inList(insertColumns)})`;
+
+function rowValues(ctx: QueueContext, input: ParsedSubmission, row: NewRow, now: number): SqlValue[] {
+  return [
+    row.id,
+    input.kind,
+    input.agentId ?? null,
+    input.title ?? (input.description.split('\n')[0]?.slice(0, 120) || input.kind),
+    input.description,
+    JSON.stringify(input.params),
+    row.priority,
+    row.state,
+    row.dedupKey,
+    row.mergedInto,
+    input.parentId ?? null,
+    row.depth,
+    0,
+    input.maxAttempts ?? ctx.config.maxAttempts,
+    now + (input.delayMs ?? 0),
+    input.speculative ? 1 : 0,
+    input.rationale ?? null,
+    row.sessionKey,
+    input.source ?? null,
+    now,
+    now,
+    row.state === 'merged' ? now : null,
+  ];
+}
+
+/** Child work and dedup read other rows first, so they run in a transaction. */
+function submitChecked(ctx: QueueContext, input: ParsedSubmission, now: number): Promise<SubmitResult> {
+  const { config } = ctx;
+  return withEffects(ctx, async (tx, effects): Promise<SubmitResult> => {
+    let depth = 0;
+    let priority = input.priority ?? 0;
+    let sessionKey = input.sessionKey ?? null;
+    if (input.parentId) {
+      const parent = await selectById(ctx, tx, input.parentId);
+      if (!parent) throw notFound(input.parentId);
+      if (isTerminalWorkState(parent.state)) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: `work item ${parent.id} is ${parent.state}; it cannot get new child work.`,
+        });
+      }
+      depth = parent.depth + 1;
+      if (depth > config.maxDepth) {
+        throw new UserInputError({
+          code: WorkErrorCodes.depthLimit,
+          message: `child work would be at depth ${depth}; the limit is ${config.maxDepth}. Do the work here instead of delegating it.`,
+          details: { depth, maxDepth: config.maxDepth },
+        });
+      }
+      const siblings = await tx.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM work_items WHERE parent_id = ? AND state <> 'merged'",
+        [parent.id],
+      );
+      if (Number(siblings?.n ?? 0) >= config.maxChildren) {
+        throw new UserInputError({
+          code: WorkErrorCodes.fanOutLimit,
+          message: `work item ${parent.id} already has ${siblings?.n} children; the limit is ${config.maxChildren}.`,
+          details: { maxChildren: config.maxChildren },
+        });
+      }
+      priority = input.priority ?? parent.priority;
+      sessionKey = input.sessionKey ?? parent.sessionKey;
+    }
+    const id = ctx.idGenerator('work');
+    const state: WorkState = input.paused ? 'paused' : 'queued';
+    const fields: NewRow = {
+      id,
+      state,
+      dedupKey: input.dedupKey ?? null,
+      mergedInto: null,
+      depth,
+      priority,
+      sessionKey,
+    };
+    const inserted = await tx.get<WorkItemRow>(
+      `${insertSql}${input.dedupKey !== undefined ? ' ON CONFLICT DO NOTHING' : ''} RETURNING *`,
+      rowValues(ctx, input, fields, now),
+    );
+    if (!inserted) {
+      const live = await tx.get<WorkItemRow>(
+        `SELECT * FROM work_items WHERE kind = ? AND dedup_key = ? AND state IN (${inList(liveWorkStates)})`,
+        [input.kind, input.dedupKey!, ...liveWorkStates],
+      );
+      if (!live)
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `work item id ${id} already exists.`,
+        });
+      await tx.run(
+        insertSql,
+        rowValues(ctx, input, { ...fields, state: 'merged', dedupKey: null, mergedInto: live.id }, now),
+      );
+      const liveItem = rowToWorkItem(live);
+      effects.push(() =>
+        publish(ctx, 'work:merged', liveItem, {
+          ...eventBase(liveItem),
+          mergedRecordId: id,
+          dedupKey: input.dedupKey!,
+        }),
+      );
+      return { id: live.id, merged: true, mergedRecordId: id };
+    }
+    const item = rowToWorkItem(inserted);
+    if (state === 'queued') await notify(ctx, tx, { t: 'wake' });
+    effects.push(() => announceSubmitted(ctx, item));
+    return { id, merged: false };
+  });
+}
+
+/** Creates an item, or merges it into a live one with the same kind and dedup key. */
+export async function submit(ctx: QueueContext, submission: WorkSubmission): Promise<SubmitResult> {
+  const parsed = workSubmissionSchema.safeParse(submission);
+  if (!parsed.success) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `invalid work submission: ${formatZodIssues(parsed.error.issues)}`,
+    });
+  }
+  const input = parsed.data;
+  const now = ctx.clock.now();
+  if (input.parentId || input.dedupKey !== undefined) return submitChecked(ctx, input, now);
+  // Nothing to check against other rows: one statement (with its NOTIFY on Postgres), no transaction.
+  const id = ctx.idGenerator('work');
+  const state: WorkState = input.paused ? 'paused' : 'queued';
+  const values = rowValues(
+    ctx,
+    input,
+    {
+      id,
+      state,
+      dedupKey: null,
+      mergedInto: null,
+      depth: 0,
+      priority: input.priority ?? 0,
+      sessionKey: input.sessionKey ?? null,
+    },
+    now,
+  );
+  const row =
+    ctx.isPostgres && state === 'queued'
+      ? await ctx.db.get<WorkItemRow>(
+          `WITH inserted AS (${insertSql} RETURNING *) SELECT inserted.*, pg_notify(?, ?) AS notified FROM inserted`,
+          [...values, ctx.channel, JSON.stringify({ o: ctx.instanceId, t: 'wake' })],
+        )
+      : await ctx.db.get<WorkItemRow>(`${insertSql} RETURNING *`, values);
+  announceSubmitted(ctx, rowToWorkItem(row!));
+  return { id, merged: false };
+}

@@ -1,0 +1,60 @@
+import type { ClaimFilter } from '../types.js';
+import { claimFilterSql } from './claim.js';
+import type { QueueContext } from './context.js';
+import { inList, leasedStates } from './guards.js';
+
+/**
+ * Resolves when work may be ready: a wake-up (local, or remote through LISTEN/NOTIFY), the next backoff or
+ * lease deadline, or at the latest after `pollIntervalMs`. Returns at once when `sinceSequence` is stale.
+ */
+export async function waitForWork(
+  ctx: QueueContext,
+  signal?: AbortSignal,
+  options: { sinceSequence?: number; filter?: ClaimFilter } = {},
+): Promise<void> {
+  const { state } = ctx;
+  if (state.closed || signal?.aborted) return;
+  if (options.sinceSequence !== undefined && options.sinceSequence !== state.wakeSequence) return;
+  // Only items the caller may claim count as due: a worker for other kinds must sleep, not spin.
+  const claimable = claimFilterSql(options.filter);
+  await new Promise<void>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const stopWaiting = () => {
+      clearTimeout(timer);
+      state.waiters.delete(done);
+      signal?.removeEventListener('abort', done);
+    };
+    const done = () => {
+      stopWaiting();
+      resolve();
+    };
+    // Listening before the deadlines are read: a wake-up while they are on their way ends the wait at once
+    // instead of after the read.
+    state.waiters.add(done);
+    signal?.addEventListener('abort', done, { once: true });
+    const now = ctx.clock.now();
+    ctx.db
+      .get<{ next_run: number | null; next_lease: number | null }>(
+        `SELECT (SELECT MIN(run_after) FROM work_items WHERE state = 'queued'${claimable.sql}) AS next_run,
+                (SELECT MIN(lease_expires_at) FROM work_items WHERE state IN (${inList(leasedStates)})) AS next_lease`,
+        [...claimable.params, ...leasedStates],
+      )
+      .then(
+        (due) => {
+          if (!state.waiters.has(done)) return;
+          const deadlines = [due?.next_run, due?.next_lease].filter(
+            (value): value is number => value !== null && value !== undefined,
+          );
+          const nextDue =
+            deadlines.length > 0 ? Math.min(...deadlines.map(Number)) : Number.POSITIVE_INFINITY;
+          if (nextDue <= now) done();
+          else timer = setTimeout(done, Math.min(ctx.config.pollIntervalMs, nextDue - now));
+        },
+        (error: unknown) => {
+          if (!state.waiters.has(done)) return;
+          stopWaiting();
+          reject(error);
+        },
+      );
+  });
+}
