@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ErrorCodes, UserInputError } from '../util/errors.js';
-import type { WorkflowEngine, WorkflowRunResult } from './engine.js';
+import type { WorkflowEngine, WorkflowRunResult } from './engine/index.js';
 import type { TaskStatusView } from './task.js';
 
 /**

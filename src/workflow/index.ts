@@ -26,7 +26,7 @@ export {
   type RunOptions,
   type WorkflowEngine,
   type WorkflowRunResult,
-} from './engine.js';
+} from './engine/index.js';
 export type {
   AssertionResult,
   CaseResult,

@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import type { WorkflowEngine, WorkflowRunResult } from './engine.js';
+import type { WorkflowEngine, WorkflowRunResult } from './engine/index.js';
 import { locateWorkflowModule } from './loader.js';
 import type { CliProfile } from './manifest-schemas.js';
 import type { TelemetryEvent } from './telemetry.js';

@@ -1,0 +1,75 @@
+import type { ModelRetryOptions } from '../../model/index.js';
+import type { Clock } from '../../util/clock.js';
+import type { IdGenerator } from '../../util/ids.js';
+import type { Logger } from '../../util/logger.js';
+import type { AdapterRegistry } from '../adapters.js';
+import type { RunAgentWithTools } from '../agent-node.js';
+import type { ArtifactStore } from '../artifacts.js';
+import type { LoadedWorkflow } from '../loader.js';
+import type { AgentDefinition, ContextProfile } from '../manifest-schemas.js';
+import type { MemoryItem, MemoryStore, MemoryStoreKind } from '../memory-store.js';
+import type { WorkflowMetrics } from '../metrics.js';
+import type { PolicyEvaluator } from '../policy.js';
+import type { WorkflowTask } from '../task.js';
+import type { LoadedTool, WorkflowFunction } from '../tools.js';
+import type { Emitter } from './emitter.js';
+import type { PersistWrite } from './persistence.js';
+import { type NewTaskFields, newTaskRecord, type Run } from './run-state.js';
+
+export interface MemoryAddOptions {
+  taskId?: string;
+  tags?: string[];
+  protected?: boolean;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * What every step of the engine works with: the loaded workflow, its bound tools and agents, the platform
+ * services it was given, and the few operations that touch engine-wide state. Built once per engine by
+ * `setup.ts`; the steps (`execute-stage`, `route`, `conclude`, …) are plain functions of it and a run.
+ */
+export interface EngineCore {
+  readonly workflow: LoadedWorkflow;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly idGenerator: IdGenerator;
+  /** Base of tool roots and of file access by functions. */
+  readonly workDir: string;
+  readonly functions: Readonly<Record<string, WorkflowFunction>>;
+  readonly tools: ReadonlyMap<string, LoadedTool>;
+  readonly agents: ReadonlyMap<string, AgentDefinition>;
+  readonly adapters: AdapterRegistry;
+  readonly runAgentWithTools: RunAgentWithTools | undefined;
+  readonly modelRetry: ModelRetryOptions | undefined;
+  readonly policy: PolicyEvaluator;
+  readonly metrics: WorkflowMetrics;
+  readonly artifacts: ArtifactStore;
+  /** Compiled `schemas/*.json` checks by schema id: a message when the value does not match. */
+  readonly schemaChecks: ReadonlyMap<string, (value: unknown) => string | undefined>;
+  /** Context profiles by id, `global` included. */
+  readonly profiles: ReadonlyMap<string, ContextProfile>;
+  readonly stores: Readonly<Record<MemoryStoreKind, MemoryStore>>;
+  /** Credential redaction of anything leaving a stage; undefined when the workflow has no secrets. */
+  readonly redact: (<T>(value: T) => T) | undefined;
+  readonly redactText: (text: string) => string;
+  /** Every task of every retained run, by task id. */
+  readonly taskIndex: Map<string, Run>;
+  readonly emitter: Emitter;
+  /** Runs are written to the database as they execute. */
+  readonly durable: boolean;
+  persist(run: Run, write: PersistWrite): void;
+  addMemory(store: MemoryStoreKind, payload: unknown, options: MemoryAddOptions): Promise<MemoryItem>;
+}
+
+/** Creates a task of `run` and indexes it. */
+export function addTask(core: EngineCore, run: Run, fields: NewTaskFields): WorkflowTask {
+  const task = newTaskRecord(core.workflow.id, core.clock.now(), fields);
+  run.tasks.set(task.taskId, task);
+  core.taskIndex.set(task.taskId, run);
+  return task;
+}
+
+/** A task record as persisted: with credentials redacted when the workflow has any. */
+export function cleanTask(core: EngineCore, task: WorkflowTask): WorkflowTask {
+  return core.redact ? core.redact(task) : task;
+}

@@ -1,0 +1,221 @@
+import { join } from 'node:path';
+import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { runEvaluationSuites } from '../evaluation.js';
+import { buildInspection, type InspectionReport } from '../inspector.js';
+import { createFifoExecutor } from '../scheduler.js';
+import { statusViewOf } from '../task.js';
+import { concludeOpen } from './conclude.js';
+import { executeRun, finishRun } from './execute-run.js';
+import { createRunRegistry } from './registry.js';
+import { abortRun, createRunState, newTaskRecord, type Run, rootSpec } from './run-state.js';
+import { setupEngine } from './setup.js';
+import type {
+  CreateWorkflowEngineOptions,
+  QueueStatus,
+  RunOptions,
+  WorkflowEngine,
+  WorkflowRunResult,
+} from './types.js';
+
+/**
+ * Creates an engine for one loaded workflow. This is the orchestrator only: the steps live beside it —
+ * `setup` (tools, credentials, stores), `execute-run` → `execute-stage` → `route` / `conclude`, with
+ * `persistence` and `emitter` as the ways out — and the run state they share is `run-state`.
+ */
+export async function createWorkflowEngine(options: CreateWorkflowEngineOptions): Promise<WorkflowEngine> {
+  const { workflow } = options;
+  const retainRuns = options.retainRuns ?? 100;
+  const setup = await setupEngine(options);
+  const { core, vault, adapters, plugins, records } = setup;
+  const registry = createRunRegistry({ retainRuns, taskIndex: core.taskIndex, artifacts: core.artifacts });
+  const { runs } = registry;
+  const indexTask = (taskId: string) => core.taskIndex.get(taskId);
+  const clock = core.clock;
+
+  const schedulerConfig = workflow.manifests.scheduler.scheduler;
+  const emitScheduler = (
+    type: 'task_queued' | 'task_dequeued' | 'queue_full',
+    taskId: string,
+    payload: Record<string, unknown>,
+  ) => {
+    const run = runs.get(taskId);
+    if (run) core.emitter.emit(run, type, taskId, undefined, payload);
+    else core.emitter.emitLoose(type, taskId, payload);
+  };
+  const executor =
+    options.executor ??
+    createFifoExecutor({
+      maxConcurrency: schedulerConfig.enabled ? schedulerConfig.max_concurrency : 1,
+      maxQueueSize: schedulerConfig.max_queue_size,
+      now: () => clock.now(),
+      listener: {
+        queued: (taskId, depth) => emitScheduler('task_queued', taskId, { queueDepth: depth }),
+        dequeued: (taskId, waitedMs, depth) =>
+          emitScheduler('task_dequeued', taskId, { waitedMs, queueDepth: depth }),
+        rejected: (taskId, depth) =>
+          emitScheduler('queue_full', taskId, {
+            queueDepth: depth,
+            maxQueueSize: schedulerConfig.max_queue_size,
+          }),
+      },
+    });
+
+  await plugins.startup({ workflowId: workflow.id, metadata: workflow.metadata });
+
+  function finish(run: Run): void {
+    finishRun(core, run);
+    registry.retire(run);
+  }
+
+  async function execute(run: Run): Promise<'completed' | 'failed'> {
+    await executeRun(core, run);
+    finish(run);
+    return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
+  }
+
+  function startRun(input: unknown, runOptions: RunOptions): Run {
+    const startNodeId = runOptions.startNodeId ?? workflow.dag.defaultStartId!;
+    if (workflow.dag.nodes.get(startNodeId)?.role !== 'start') {
+      throw new UserInputError({
+        code: ErrorCodes.invalidRequest,
+        message: `"${startNodeId}" is not a START node of workflow "${workflow.id}"`,
+      });
+    }
+    const taskId = runOptions.taskId ?? core.idGenerator('wft');
+    if (indexTask(taskId))
+      throw new UserInputError({
+        code: ErrorCodes.conflict,
+        message: `a task with id ${taskId} already exists`,
+      });
+    const root = newTaskRecord(workflow.id, clock.now(), {
+      taskId,
+      rootTaskId: taskId,
+      spec: rootSpec(taskId, input, runOptions.spec),
+    });
+    const run = createRunState(root, startNodeId);
+    registry.add(run);
+    const signal = runOptions.signal;
+    if (signal) {
+      if (signal.aborted) abortRun(run, signal.reason);
+      else signal.addEventListener('abort', () => abortRun(run, signal.reason), { once: true });
+    }
+    return run;
+  }
+
+  function enqueue(
+    input: unknown,
+    runOptions: RunOptions = {},
+  ): { taskId: string; result: Promise<WorkflowRunResult> } {
+    const run = startRun(input, runOptions);
+    const taskId = run.root.taskId;
+    try {
+      const dispatch = options.dispatch;
+      executor.submit({
+        taskId,
+        run: dispatch ? () => dispatch(taskId, () => execute(run)) : () => execute(run),
+      });
+    } catch (error) {
+      registry.remove(run);
+      throw error;
+    }
+    core.metrics.setGauge('queue.depth', executor.queueDepth);
+    return { taskId, result: run.result };
+  }
+
+  async function inspectTask(taskId: string): Promise<InspectionReport | undefined> {
+    const run = indexTask(taskId);
+    if (run) {
+      return buildInspection({
+        taskId,
+        tasks: [...run.tasks.values()],
+        events: run.events,
+        artifacts: core.artifacts.forRun(run.root.taskId),
+        metadata: workflow.metadata,
+      });
+    }
+    const persisted = records ? await records.loadRun(taskId) : undefined;
+    return persisted ? buildInspection({ taskId, ...persisted, metadata: workflow.metadata }) : undefined;
+  }
+
+  function cancelRun(taskId: string): boolean {
+    const run = indexTask(taskId);
+    if (!run || run.finished) return false;
+    if (executor.withdraw(run.root.taskId)) {
+      // Never started: conclude it here so its result settles.
+      concludeOpen(core, run, 'cancelled', {
+        code: ErrorCodes.aborted,
+        message: 'the run was cancelled before it started',
+      });
+      finish(run);
+      return true;
+    }
+    abortRun(run, new UserInputError({ code: ErrorCodes.aborted, message: 'the run was cancelled' }));
+    return true;
+  }
+
+  return {
+    workflow,
+    metadata: workflow.metadata,
+    run: async (input, runOptions = {}) => enqueue(input, runOptions).result,
+    enqueue,
+    async runQueued() {
+      executor.resume();
+      await executor.drain();
+    },
+    pauseQueue: () => executor.pause(),
+    queueStatus() {
+      const tasks: QueueStatus['tasks'] = [];
+      for (const taskId of runs.keys()) {
+        const state = executor.stateOf(taskId);
+        if (state) tasks.push({ taskId, state });
+      }
+      return {
+        enabled: schedulerConfig.enabled,
+        queued: executor.queueDepth,
+        running: executor.running,
+        paused: executor.paused,
+        maxConcurrency: schedulerConfig.max_concurrency,
+        maxQueueSize: schedulerConfig.max_queue_size,
+        tasks,
+      };
+    },
+    status(taskId) {
+      const task = indexTask(taskId)?.tasks.get(taskId);
+      return task ? statusViewOf(task) : undefined;
+    },
+    cancel: (taskId) => cancelRun(taskId),
+    async inspect(taskId) {
+      const report = await inspectTask(taskId);
+      return report && core.redact ? core.redact(report) : report;
+    },
+    runEvaluations: (evaluationOptions = {}) =>
+      runEvaluationSuites({
+        workflow,
+        run: (input) => enqueue(input).result,
+        assertions: options.assertions ?? {},
+        schemaChecks: core.schemaChecks as Map<string, (value: unknown) => string | undefined>,
+        baselinePath:
+          evaluationOptions.baselinePath ??
+          (options.stateDir ? join(options.stateDir, 'evaluations', 'baseline.json') : undefined),
+        ...(evaluationOptions.suites ? { suites: evaluationOptions.suites } : {}),
+        now: () => clock.now(),
+      }),
+    subscribe: (listener) => core.emitter.subscribe(listener),
+    artifacts: (query) => core.artifacts.query(query),
+    memory: {
+      add: (store, payload, memoryOptions = {}) => core.addMemory(store, payload, memoryOptions),
+      list: (store, filter = {}) => core.stores[store].list(filter),
+    },
+    metrics: () => core.metrics.snapshot(),
+    adapters: () => adapters.list(),
+    credentials: () => vault.list(),
+    async close() {
+      executor.pause();
+      for (const run of [...runs.values()]) if (!run.finished) cancelRun(run.root.taskId);
+      await executor.drain();
+      await Promise.all([...runs.values()].map((run) => run.persistQueue));
+      await plugins.shutdown();
+      if (setup.ownedDatabase) await setup.ownedDatabase.close();
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { ErrorCodes } from '../../util/errors.js';
+import { errorShape } from '../agent-node.js';
+import { outcomeOf } from '../task.js';
+import { conclude, concludeOpen } from './conclude.js';
+import { cleanTask, type EngineCore } from './core.js';
+import { executeStage } from './execute-stage.js';
+import { nextStage, type Run } from './run-state.js';
+import type { WorkflowRunResult } from './types.js';
+
+/**
+ * Drives one run from its START node until no stage is left: stages run one at a time in queue order
+ * (clones and subtasks interleave by the order they were queued). Ends every task still open — cancelled
+ * when the run was, failed when the queue drained without reaching an EXIT or a step threw.
+ */
+export async function executeRun(core: EngineCore, run: Run): Promise<void> {
+  const { root } = run;
+  root.lifecycle = 'active';
+  root.state = 'in_progress';
+  core.emitter.emit(run, 'task_started', root.taskId, undefined, {
+    startNodeId: run.startNodeId,
+    request: root.spec.request,
+  });
+  core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
+  run.queue.push({ task: root, nodeId: run.startNodeId });
+  const nodes = core.workflow.dag.nodes;
+  try {
+    for (let item = nextStage(run); item && !run.cancelled; item = nextStage(run)) {
+      if (item.task.lifecycle === 'concluded') continue;
+      await executeStage(core, run, item.task, nodes.get(item.nodeId)!);
+    }
+    if (run.cancelled) {
+      concludeOpen(core, run, 'cancelled', { code: ErrorCodes.aborted, message: 'the run was cancelled' });
+    } else if (run.root.lifecycle !== 'concluded') {
+      // Only reachable through a defect: the queue drained with the root still open.
+      conclude(core, run, root, 'failed', {
+        code: ErrorCodes.internal,
+        message: 'the run ended without reaching an EXIT',
+      });
+    }
+  } catch (error) {
+    core.logger.error({ err: error, rootTaskId: root.taskId }, 'workflow run crashed');
+    concludeOpen(core, run, 'failed', { code: ErrorCodes.internal, message: errorShape(error).message });
+  }
+}
+
+/**
+ * Closes a run whose tasks have all ended: its telemetry snapshot, the completion metric, the end-of-run
+ * records, and the result — resolved only after the run's writes landed, so `inspect` from the database
+ * sees the whole run.
+ */
+export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
+  const { root } = run;
+  const { workflow } = core;
+  run.finished = true;
+  const counts: Record<string, number> = {};
+  for (const event of run.events) counts[event.type] = (counts[event.type] ?? 0) + 1;
+  core.artifacts.add({
+    artifactId: `${root.taskId}:telemetry`,
+    rootTaskId: root.taskId,
+    taskId: root.taskId,
+    nodeId: undefined,
+    type: 'telemetry_snapshot',
+    createdAt: core.clock.now(),
+    payload: { eventCounts: counts, events: run.events.length },
+    metadata: { ...workflow.metadata },
+  });
+  core.metrics.increment('task.completions', `status=${outcomeOf(root.state)}`);
+  if (core.durable) {
+    const events = run.events.slice();
+    const artifacts = core.artifacts.forRun(root.taskId);
+    core.persist(run, (store) => store.saveRunRecords(root.taskId, events, artifacts));
+  }
+  let stagesExecuted = 0;
+  for (const task of run.tasks.values()) stagesExecuted += task.history.length;
+  const output = root.currentOutput ?? null;
+  const result: WorkflowRunResult = {
+    taskId: root.taskId,
+    workflowId: workflow.id,
+    status: outcomeOf(root.state) ?? 'failure',
+    state: root.state,
+    output: core.redact ? core.redact(output) : output,
+    stagesExecuted,
+    childTaskIds: root.childTaskIds.slice(),
+    startedAt: root.createdAt,
+    completedAt: root.completedAt ?? core.clock.now(),
+    metadata: workflow.metadata,
+  };
+  if (root.error) result.error = root.error;
+  run.persistQueue.then(() => run.resolve(result));
+  return result;
+}

@@ -1,0 +1,297 @@
+import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { errorShape } from '../agent-node.js';
+import { type AssembledContext, assembleContext, type ContextItem } from '../context.js';
+import type { DagNode } from '../dag.js';
+import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
+import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from '../task.js';
+import { conclude } from './conclude.js';
+import type { EngineCore } from './core.js';
+import { decisionLabel, route, selectEdge, splitItemsOf } from './route.js';
+import { runBody } from './run-body.js';
+import { type MergeInput, nodeInput, type Run } from './run-state.js';
+
+type StageError = { code: string; message: string };
+
+function denied(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  target: 'node' | 'context',
+  targetId: string,
+) {
+  const denial = core.policy.check(target, targetId);
+  if (!denial) return undefined;
+  core.emitter.emit(run, 'policy_denied', task.taskId, node.id, {
+    target,
+    targetId,
+    policy: denial.policy,
+    reason: denial.reason,
+  });
+  return denial;
+}
+
+/** The node's context profile assembled from the memory stores; none when the node asks for `none`. */
+export async function stageContext(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  input: unknown,
+): Promise<{ items: ContextItem[]; metadata: Record<string, unknown> | undefined }> {
+  const profileId = node.manifest.context;
+  if (profileId === 'none') return { items: [], metadata: undefined };
+  const profile = core.profiles.get(profileId)!;
+  const denial = denied(core, run, task, node, 'context', profile.id);
+  if (denial) {
+    core.emitter.emit(run, 'context_failed', task.taskId, node.id, {
+      profileId: profile.id,
+      reason: 'policy_denied',
+    });
+    throw new UserInputError({
+      code: 'POLICY_DENIED',
+      message: `context profile "${profile.id}" is denied by policy "${denial.policy}"`,
+    });
+  }
+  let assembled: AssembledContext;
+  try {
+    assembled = await assembleContext({
+      profile,
+      stores: core.stores,
+      taskId: task.taskId,
+      query: typeof input === 'string' ? input : JSON.stringify(input ?? null),
+    });
+  } catch (error) {
+    core.emitter.emit(run, 'context_failed', task.taskId, node.id, {
+      profileId: profile.id,
+      reason: errorShape(error).message,
+    });
+    throw error;
+  }
+  const metadata = assembled.metadata as unknown as Record<string, unknown>;
+  core.emitter.emit(run, 'context_assembled', task.taskId, node.id, metadata);
+  return { items: assembled.items, metadata };
+}
+
+/**
+ * Applies the MERGE's `merge_failure_mode` to its children's results: throws when the merge cannot run,
+ * returns whether its result is partial.
+ */
+export function checkMergeInputs(node: DagNode, inputs: ReadonlyArray<MergeInput>): boolean {
+  const failures = inputs.filter((entry) => entry.status === 'failure').length;
+  const mode = node.manifest.merge_failure_mode;
+  if (mode === 'fail_on_any' && failures > 0) {
+    throw new UserInputError({
+      code: 'MERGE_CHILD_FAILED',
+      message: `${failures} of ${inputs.length} children failed (merge_failure_mode fail_on_any)`,
+    });
+  }
+  if (failures === inputs.length) {
+    throw new UserInputError({ code: 'MERGE_CHILD_FAILED', message: `all ${inputs.length} children failed` });
+  }
+  return mode === 'partial' && (failures > 0 || inputs.some((entry) => entry.status === 'partial'));
+}
+
+function checkSchema(core: EngineCore, schemaId: string, value: unknown, code: string, what: string): void {
+  const problem = core.schemaChecks.get(schemaId)!(value);
+  if (problem) throw new UserInputError({ code, message: `${what} does not match ${schemaId}: ${problem}` });
+}
+
+interface StageOutcome {
+  output: unknown;
+  partial: boolean;
+  contextMetadata: Record<string, unknown> | undefined;
+  selected: WorkflowEdgeManifest | undefined;
+  splitItems: unknown[] | undefined;
+}
+
+/** Everything a stage does before it is recorded; throws the stage's failure. */
+async function performStage(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  input: unknown,
+  mergeInputs: MergeInput[] | undefined,
+  calls: ToolCallRecord[],
+  outcome: StageOutcome,
+): Promise<void> {
+  const manifest = node.manifest;
+  const nodeDenial = denied(core, run, task, node, 'node', node.id);
+  if (nodeDenial) {
+    throw new UserInputError({
+      code: 'POLICY_DENIED',
+      message: `node "${node.id}" is denied by policy "${nodeDenial.policy}"`,
+    });
+  }
+  const context = await stageContext(core, run, task, node, input);
+  outcome.contextMetadata = context.metadata;
+  if (manifest.inputs_schema_id && !mergeInputs)
+    checkSchema(core, manifest.inputs_schema_id, input, 'INPUT_INVALID', `input of node "${node.id}"`);
+  if (mergeInputs) {
+    if (checkMergeInputs(node, mergeInputs)) outcome.partial = true;
+    core.emitter.emit(run, 'routing_merge', task.taskId, node.id, {
+      children: mergeInputs.length,
+      failures: mergeInputs.filter((entry) => entry.status === 'failure').length,
+      mode: manifest.merge_failure_mode,
+    });
+  }
+  if (node.role === 'exit' || (node.role === 'merge' && !mergeInputs)) {
+    // EXIT is read-only; a MERGE reached without children (e.g. after a DECISION) passes the output through.
+    outcome.output = input;
+  } else {
+    const body = await runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
+    outcome.output = body.output === undefined ? null : body.output;
+    if (body.toolErrors) outcome.partial = true;
+  }
+  if (manifest.outputs_schema_id && node.role !== 'exit')
+    checkSchema(
+      core,
+      manifest.outputs_schema_id,
+      outcome.output,
+      'OUTPUT_INVALID',
+      `output of node "${node.id}"`,
+    );
+  if (node.role === 'decision') {
+    const label = decisionLabel(outcome.output);
+    outcome.selected = selectEdge(node, label);
+    if (!outcome.selected) {
+      const known = node.outEdges.map((edge) => edge.label ?? edge.condition).join(', ');
+      throw new UserInputError({
+        code: 'ROUTE_UNKNOWN_LABEL',
+        message: `DECISION "${node.id}" selected ${label === undefined ? 'no label' : `"${label}"`}; expected one of ${known}`,
+      });
+    }
+  } else if (node.role === 'split') {
+    const items = splitItemsOf(outcome.output);
+    if (!items || items.length === 0) {
+      throw new UserInputError({
+        code: 'SPLIT_INVALID_OUTPUT',
+        message: `SPLIT "${node.id}" must output a non-empty list or {subtask_inputs: [...]}`,
+      });
+    }
+    outcome.splitItems = items;
+  }
+}
+
+const labelCache = new WeakMap<DagNode, Record<'node' | WorkflowOutcome, string>>();
+function metricLabels(node: DagNode): Record<'node' | WorkflowOutcome, string> {
+  let labels = labelCache.get(node);
+  if (!labels) {
+    labels = {
+      node: `node=${node.id}`,
+      success: `node=${node.id},status=success`,
+      failure: `node=${node.id},status=failure`,
+      partial: `node=${node.id},status=partial`,
+    };
+    labelCache.set(node, labels);
+  }
+  return labels;
+}
+
+/** Roles whose `continue_on_failure` lets the task go on along their single out-edge. */
+function mayContinue(node: DagNode, error: StageError): boolean {
+  return (
+    node.manifest.continue_on_failure === true &&
+    error.code !== ErrorCodes.aborted &&
+    (node.role === 'start' || node.role === 'linear' || node.role === 'merge' || node.role === 'branch')
+  );
+}
+
+/**
+ * Executes one node for one task: runs the stage, records it (history, metrics, artifact, database, task
+ * memory), and then either concludes the task on a failure or routes it on.
+ */
+export async function executeStage(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+): Promise<void> {
+  const { clock, emitter } = core;
+  const manifest = node.manifest;
+  const startedAt = clock.now();
+  task.lifecycle = 'active';
+  if (task.state === 'pending') task.state = 'in_progress';
+  task.currentStageId = node.id;
+  emitter.emit(run, 'node_started', task.taskId, node.id, { role: node.role, kind: manifest.kind });
+
+  const mergeInputs = node.role === 'merge' ? run.pendingMerges.get(task.taskId) : undefined;
+  if (mergeInputs) run.pendingMerges.delete(task.taskId);
+  const input = mergeInputs ? { merge_inputs: mergeInputs } : nodeInput(task);
+  const calls: ToolCallRecord[] = [];
+  const outcome: StageOutcome = {
+    output: undefined,
+    partial: false,
+    contextMetadata: undefined,
+    selected: undefined,
+    splitItems: undefined,
+  };
+  let error: StageError | undefined;
+  try {
+    await performStage(core, run, task, node, input, mergeInputs, calls, outcome);
+  } catch (caught) {
+    error = errorShape(caught);
+    if (run.cancelled) error = { code: ErrorCodes.aborted, message: 'the run was cancelled' };
+    if (core.redact) error = { code: error.code, message: core.redactText(error.message) };
+  }
+
+  const completedAt = clock.now();
+  const stage: StageRecord = {
+    index: task.history.length,
+    nodeId: node.id,
+    nodeRole: node.role,
+    nodeKind: manifest.kind,
+    input,
+    output: error ? null : outcome.output,
+    nodeStatus: error ? 'failure' : outcome.partial ? 'partial' : 'success',
+    toolCalls: calls,
+    contextProfileId: manifest.context,
+    contextMetadata: outcome.contextMetadata,
+    startedAt,
+    completedAt,
+  };
+  if (error) stage.error = error;
+  task.history.push(stage);
+  task.stageResults[node.id] = stage;
+  task.updatedAt = completedAt;
+  // A DECISION routes and does not transform: its verdict stays in the stage record, the payload flows on.
+  if (!error && node.role !== 'decision') task.currentOutput = outcome.output;
+  const labels = metricLabels(node);
+  core.metrics.recordDuration('node.duration_ms', labels.node, completedAt - startedAt);
+  core.metrics.increment('node.executions', labels[stage.nodeStatus]);
+  core.artifacts.add({
+    artifactId: `${task.taskId}:${stage.index}`,
+    rootTaskId: run.root.taskId,
+    taskId: task.taskId,
+    nodeId: node.id,
+    type: 'node_output',
+    createdAt: completedAt,
+    payload: core.redact ? core.redact(stage.output) : stage.output,
+    metadata: { status: stage.nodeStatus, role: node.role },
+  });
+  core.persist(run, (store) => store.appendStage(task, core.redact ? core.redact(stage) : stage));
+  if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
+    await core.addMemory('task', outcome.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] });
+  }
+
+  if (error) {
+    task.failureSignatures.push(`${node.id}:${error.code}`);
+    emitter.emit(run, 'node_failed', task.taskId, node.id, { error, durationMs: completedAt - startedAt });
+    if (!mayContinue(node, error)) {
+      conclude(core, run, task, error.code === ErrorCodes.aborted ? 'cancelled' : 'failed', {
+        ...error,
+        nodeId: node.id,
+      });
+      return;
+    }
+    task.toleratedFailure = true;
+  } else {
+    emitter.emit(run, 'node_completed', task.taskId, node.id, {
+      status: stage.nodeStatus,
+      durationMs: completedAt - startedAt,
+    });
+    if (outcome.partial) task.toleratedFailure = true;
+  }
+  route(core, run, task, node, outcome.selected, outcome.splitItems);
+}

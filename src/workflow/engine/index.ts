@@ -1,0 +1,8 @@
+export { createWorkflowEngine } from './create-engine.js';
+export type {
+  CreateWorkflowEngineOptions,
+  QueueStatus,
+  RunOptions,
+  WorkflowEngine,
+  WorkflowRunResult,
+} from './types.js';

@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import type { IdGenerator } from '../../util/ids.js';
+import type { TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
+import type { TelemetryEvent } from '../telemetry.js';
+import type { WorkflowRunResult } from './types.js';
+
+/** What a MERGE node receives per child (the manifest's snake_case shape, visible to merge functions). */
+export interface MergeInput {
+  task_id: string;
+  node_id: string | undefined;
+  status: WorkflowOutcome;
+  output: unknown;
+  error?: { code: string; message: string };
+  stage_result_index: number;
+  timestamp: number;
+  lineage_metadata: Record<string, unknown>;
+}
+
+/** One (task, node) stage waiting to execute. */
+export interface QueuedStage {
+  task: WorkflowTask;
+  nodeId: string;
+}
+
+/** Everything one run of a workflow owns while it executes: its tasks, events, stage queue and result. */
+export interface Run {
+  root: WorkflowTask;
+  tasks: Map<string, WorkflowTask>;
+  events: TelemetryEvent[];
+  seq: number;
+  /** Created on first use (a node needing a signal, or a cancel): most deterministic runs never need one. */
+  controller: AbortController | undefined;
+  cancelled: boolean;
+  /** FIFO of stages to execute; `head` avoids O(n) shifts. */
+  queue: Array<QueuedStage | undefined>;
+  head: number;
+  /** Parents whose children are all terminal and that will execute a MERGE with these inputs. */
+  pendingMerges: Map<string, MergeInput[]>;
+  startNodeId: string;
+  finished: boolean;
+  resolve: (result: WorkflowRunResult) => void;
+  result: Promise<WorkflowRunResult>;
+  /** Writes of this run, chained so they land in order without blocking the next stage. */
+  persistQueue: Promise<void>;
+}
+
+export type NewTaskFields = Partial<WorkflowTask> & Pick<WorkflowTask, 'taskId' | 'rootTaskId' | 'spec'>;
+
+/** A task with every field at its starting value, overridden by `fields`. */
+export function newTaskRecord(workflowId: string, now: number, fields: NewTaskFields): WorkflowTask {
+  return {
+    workflowId,
+    lifecycle: 'queued',
+    state: 'pending',
+    currentStageId: undefined,
+    currentOutput: undefined,
+    stageResults: {},
+    history: [],
+    routingTrace: [],
+    failureSignatures: [],
+    parentTaskId: undefined,
+    lineageType: undefined,
+    lineageMetadata: undefined,
+    childTaskIds: [],
+    fanOut: undefined,
+    arrivedAtMerge: undefined,
+    toleratedFailure: false,
+    error: undefined,
+    createdAt: now,
+    updatedAt: now,
+    completedAt: undefined,
+    ...fields,
+  };
+}
+
+/** A run that has not started: `root` is set by the caller through `newTaskRecord`. */
+export function createRunState(root: WorkflowTask, startNodeId: string): Run {
+  let resolve!: (result: WorkflowRunResult) => void;
+  const result = new Promise<WorkflowRunResult>((settle) => {
+    resolve = settle;
+  });
+  return {
+    root,
+    tasks: new Map([[root.taskId, root]]),
+    events: [],
+    seq: 0,
+    controller: undefined,
+    cancelled: false,
+    queue: [],
+    head: 0,
+    pendingMerges: new Map(),
+    startNodeId,
+    finished: false,
+    resolve,
+    result,
+    persistQueue: Promise.resolve(),
+  };
+}
+
+/** The run's abort signal, created lazily; already aborted when the run was cancelled before anyone asked. */
+export function signalOf(run: Run): AbortSignal {
+  run.controller ??= new AbortController();
+  if (run.cancelled && !run.controller.signal.aborted) run.controller.abort();
+  return run.controller.signal;
+}
+
+export function abortRun(run: Run, reason: unknown): void {
+  run.cancelled = true;
+  run.controller?.abort(reason);
+}
+
+/** Takes the next stage off the run's queue, or undefined when it is empty. */
+export function nextStage(run: Run): QueuedStage | undefined {
+  if (run.head >= run.queue.length) return undefined;
+  const item = run.queue[run.head]!;
+  run.queue[run.head++] = undefined;
+  return item;
+}
+
+/** The state a task ends in when it reaches an EXIT (or a merge as a child): decided before, reported here. */
+export function settledState(task: WorkflowTask): TaskState {
+  if (task.state === 'failed' || task.state === 'partial') return task.state;
+  return task.toleratedFailure ? 'partial' : 'completed';
+}
+
+/** What the next node of a task receives: the last output, else the run's input. */
+export function nodeInput(task: WorkflowTask): unknown {
+  return task.currentOutput !== undefined ? task.currentOutput : task.spec.input;
+}
+
+/** Outputs of the stages that did not fail, by node id (later stages of the same node win). */
+export function stageOutputs(task: WorkflowTask): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const stage of task.history) if (stage.nodeStatus !== 'failure') out[stage.nodeId] = stage.output;
+  return out;
+}
+
+/** The request text of a run: a string input, an input's `request` string, else the input as JSON. */
+export function normalizeRequest(input: unknown): string {
+  if (typeof input === 'string') return input;
+  if (
+    typeof input === 'object' &&
+    input !== null &&
+    typeof (input as { request?: unknown }).request === 'string'
+  ) {
+    return (input as { request: string }).request;
+  }
+  return JSON.stringify(input ?? null);
+}
+
+/** The task spec of a root task from `run` options. */
+export function rootSpec(
+  taskId: string,
+  input: unknown,
+  spec: Partial<Pick<TaskSpec, 'mode' | 'priority' | 'hints' | 'files' | 'overrides' | 'metadata'>> = {},
+): TaskSpec {
+  return {
+    taskSpecId: taskId,
+    request: normalizeRequest(input),
+    input,
+    mode: spec.mode ?? 'implement',
+    priority: spec.priority ?? 'normal',
+    hints: spec.hints ?? [],
+    files: spec.files ?? [],
+    overrides: spec.overrides ?? [],
+    metadata: spec.metadata ?? {},
+  };
+}
+
+/**
+ * Task ids: `<prefix>_<ms since epoch, base 36><8 random hex chars per engine><counter, base 36>`. Unique
+ * across processes sharing a database, time-ordered, and without a random draw per run (the default
+ * util generator draws 8 random bytes per id, a measurable cost on the per-run hot path).
+ */
+export function createRunIdGenerator(now: () => number = Date.now): IdGenerator {
+  const instance = randomBytes(4).toString('hex');
+  let counter = 0;
+  return (prefix = 'id') => `${prefix}_${now().toString(36)}${instance}${(counter++).toString(36)}`;
+}

@@ -1,0 +1,202 @@
+import { join } from 'node:path';
+import { createSqliteDatabase, migrate, type SqlDatabase } from '../../store/index.js';
+import { systemClock } from '../../util/clock.js';
+import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { silentLogger } from '../../util/logger.js';
+import { type AdapterRegistry, createAdapterRegistry } from '../adapters.js';
+import { createArtifactStore } from '../artifacts.js';
+import { type CredentialVault, loadCredentials, redactValue } from '../credentials.js';
+import type { ContextProfile } from '../manifest-schemas.js';
+import {
+  createInMemoryStore,
+  createJsonlMemoryStore,
+  createSqlMemoryStore,
+  type MemoryStore,
+  type MemoryStoreKind,
+} from '../memory-store.js';
+import { createWorkflowMetrics } from '../metrics.js';
+import { createPolicyEvaluator } from '../policy.js';
+import { createSqlRecordStore, type WorkflowRecordStore } from '../record-store.js';
+import { createPluginHost, type PluginHost } from '../telemetry.js';
+import { compileInputCheck, type LoadedTool, unknownFunctionError } from '../tools.js';
+import { validateReferences, WorkflowValidationError } from '../validate.js';
+import type { EngineCore, MemoryAddOptions } from './core.js';
+import { createEmitter } from './emitter.js';
+import { createPersister } from './persistence.js';
+import { createRunIdGenerator } from './run-state.js';
+import type { CreateWorkflowEngineOptions } from './types.js';
+
+/** Binds `function:` tools to the registered functions; reports the capabilities the manifests lack. */
+export function bindTools(options: CreateWorkflowEngineOptions): Map<string, LoadedTool> {
+  const { workflow } = options;
+  const functions = options.functions ?? {};
+  const issues = validateReferences(workflow.manifests, {
+    agentToolsSupported: options.runAgentWithTools !== undefined,
+  }).filter((issue) => issue.rule === 'agent-tools-need-engage');
+  const tools = new Map<string, LoadedTool>();
+  for (const [id, tool] of workflow.tools) {
+    if (tool.entrypoint.kind !== 'function') {
+      tools.set(id, tool);
+      continue;
+    }
+    const bound = functions[tool.entrypoint.name];
+    if (bound) {
+      tools.set(id, { ...tool, invoke: bound });
+      continue;
+    }
+    issues.push({
+      file: 'tools.yaml',
+      path: `tools[${workflow.manifests.tools.tools.findIndex((entry) => entry.id === id)}].entrypoint`,
+      rule: 'tools-load',
+      message: unknownFunctionError(tool.entrypoint.name).message,
+    });
+  }
+  if (issues.length > 0) throw new WorkflowValidationError(workflow.dir, issues);
+  return tools;
+}
+
+/** Context profiles by id, with the implicit `global` profile (recency over the global store). */
+export function contextProfiles(options: CreateWorkflowEngineOptions): Map<string, ContextProfile> {
+  const memory = options.workflow.manifests.memory.memory;
+  const profiles = new Map<string, ContextProfile>(
+    memory.context_profiles.map((profile) => [profile.id, profile]),
+  );
+  profiles.set('global', {
+    id: 'global',
+    max_tokens: memory.global_context_max_tokens,
+    retrieval_policy: 'recency',
+    sources: [{ store: 'global', tags: [] }],
+    metadata: {},
+  });
+  return profiles;
+}
+
+export interface EngineSetup {
+  core: EngineCore;
+  vault: CredentialVault;
+  adapters: AdapterRegistry;
+  plugins: PluginHost;
+  records: WorkflowRecordStore | undefined;
+  /** The database the engine opened itself (closed with the engine); undefined when it was given one. */
+  ownedDatabase: SqlDatabase | undefined;
+}
+
+/** Builds everything an engine's steps need from its options; nothing runs yet. */
+export async function setupEngine(options: CreateWorkflowEngineOptions): Promise<EngineSetup> {
+  const { workflow } = options;
+  const clock = options.clock ?? systemClock;
+  const idGenerator = options.idGenerator ?? createRunIdGenerator();
+  const logger = (options.logger ?? silentLogger).child({ component: 'workflow', workflowId: workflow.id });
+  const tools = bindTools(options);
+
+  const vault = loadCredentials(workflow.manifests.credentials, {
+    dir: workflow.dir,
+    ...(options.env ? { env: options.env } : {}),
+  });
+  const adapters = createAdapterRegistry({
+    agents: workflow.manifests.agents.agents,
+    credentials: vault,
+    resolveModel: options.resolveModel,
+    ...(options.modelOverride ? { modelOverride: options.modelOverride } : {}),
+  });
+  const plugins = createPluginHost(
+    workflow.plugins.map((entry) => entry.plugin),
+    logger,
+  );
+  const schemaChecks = new Map<string, (value: unknown) => string | undefined>();
+  for (const [id, schema] of workflow.schemas) schemaChecks.set(id, compileInputCheck(schema));
+
+  // Storage: the runtime's database, else a SQLite file in the state dir when something needs one.
+  const needsSql = Object.values(workflow.memory.stores).some((store) => store.backend === 'sqlite');
+  const durable = options.durable ?? (options.database !== undefined || options.stateDir !== undefined);
+  let database = options.database;
+  let ownedDatabase: SqlDatabase | undefined;
+  if (!database && (durable || needsSql)) {
+    if (!options.stateDir) {
+      throw new UserInputError({
+        code: ErrorCodes.invalidConfig,
+        message: `workflow "${workflow.id}" needs a database (durable runs or a sqlite memory store): pass database or stateDir`,
+      });
+    }
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(options.stateDir, { recursive: true });
+    database = ownedDatabase = createSqliteDatabase({ path: join(options.stateDir, 'workflow.db'), logger });
+    await migrate(database, { logger });
+  }
+  const records = durable && database ? createSqlRecordStore(database) : undefined;
+
+  const openStore = async (kind: MemoryStoreKind): Promise<MemoryStore> => {
+    const plan = workflow.memory.stores[kind];
+    const retention = plan.maxItems === undefined ? {} : { maxItems: plan.maxItems };
+    if (plan.backend === 'jsonl') {
+      if (!options.stateDir) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidConfig,
+          message: `memory.yaml: ${kind}_store uses the jsonl backend, which needs the engine's stateDir`,
+        });
+      }
+      return createJsonlMemoryStore({
+        kind,
+        ...retention,
+        path: join(options.stateDir, 'memory', `${kind}_store.jsonl`),
+      });
+    }
+    if (plan.backend === 'sqlite')
+      return createSqlMemoryStore({ kind, ...retention, db: database!, scope: workflow.id });
+    return createInMemoryStore({ kind, ...retention });
+  };
+  const stores: Record<MemoryStoreKind, MemoryStore> = {
+    task: await openStore('task'),
+    project: await openStore('project'),
+    global: await openStore('global'),
+  };
+
+  const redact = vault.hasSecrets ? <T>(value: T): T => redactValue(value, vault) : undefined;
+  let memorySeq = 0;
+  const addMemory = (store: MemoryStoreKind, payload: unknown, memoryOptions: MemoryAddOptions) =>
+    stores[store].add({
+      id: `${store}_${clock.now().toString(36)}_${(++memorySeq).toString(36)}_${idGenerator('m').slice(-6)}`,
+      ...(store === 'task' && memoryOptions.taskId ? { taskId: memoryOptions.taskId } : {}),
+      projectId: workflow.id,
+      payload,
+      tags: memoryOptions.tags ?? [],
+      protected: memoryOptions.protected ?? false,
+      metadata: memoryOptions.metadata ?? {},
+      createdAt: clock.now(),
+    });
+
+  const core: EngineCore = {
+    workflow,
+    clock,
+    logger,
+    idGenerator,
+    workDir: options.workDir ?? process.cwd(),
+    functions: options.functions ?? {},
+    tools,
+    agents: new Map(workflow.manifests.agents.agents.map((agent) => [agent.id, agent])),
+    adapters,
+    runAgentWithTools: options.runAgentWithTools,
+    modelRetry: options.modelRetry,
+    policy: createPolicyEvaluator(workflow.manifests.policy),
+    metrics: createWorkflowMetrics(),
+    artifacts: createArtifactStore(),
+    schemaChecks,
+    profiles: contextProfiles(options),
+    stores,
+    redact,
+    redactText: (text) => vault.redact(text),
+    taskIndex: new Map(),
+    emitter: createEmitter({
+      workflowId: workflow.id,
+      clock,
+      logger,
+      plugins,
+      publish: options.publish,
+      redact,
+    }),
+    durable: records !== undefined,
+    persist: createPersister(records, logger),
+    addMemory,
+  };
+  return { core, vault, adapters, plugins, ownedDatabase, records };
+}

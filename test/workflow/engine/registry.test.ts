@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { createArtifactStore } from '../../../src/workflow/artifacts.js';
+import { createRunRegistry } from '../../../src/workflow/engine/registry.js';
+import { createRunState, newTaskRecord, type Run, rootSpec } from '../../../src/workflow/engine/run-state.js';
+
+const runNamed = (taskId: string) => {
+  const run = createRunState(
+    newTaskRecord('wf', 0, { taskId, rootTaskId: taskId, spec: rootSpec(taskId, 'x') }),
+    'start',
+  );
+  const child = newTaskRecord('wf', 0, {
+    taskId: `${taskId}-clone-0`,
+    rootTaskId: taskId,
+    spec: rootSpec(taskId, 'x'),
+  });
+  run.tasks.set(child.taskId, child);
+  return run;
+};
+
+describe('run registry', () => {
+  it('keeps the last retainRuns finished runs and forgets older ones with their artifacts', () => {
+    const artifacts = createArtifactStore();
+    const taskIndex = new Map<string, Run>();
+    const registry = createRunRegistry({ retainRuns: 2, taskIndex, artifacts });
+    const runs = ['a', 'b', 'c'].map(runNamed);
+    for (const run of runs) {
+      registry.add(run);
+      artifacts.add({
+        artifactId: `${run.root.taskId}:0`,
+        rootTaskId: run.root.taskId,
+        taskId: run.root.taskId,
+        nodeId: 'n',
+        type: 'node_output',
+        createdAt: 0,
+        payload: null,
+        metadata: {},
+      });
+    }
+    expect(taskIndex.get('a-clone-0')).toBe(runs[0]);
+    for (const run of runs) registry.retire(run);
+    expect([...registry.runs.keys()]).toEqual(['b', 'c']);
+    expect(taskIndex.has('a')).toBe(false);
+    expect(taskIndex.has('a-clone-0')).toBe(false);
+    expect(artifacts.query({ rootTaskId: 'a' })).toEqual([]);
+    expect(artifacts.query({ rootTaskId: 'c' })).toHaveLength(1);
+  });
+
+  it('removes a run that never started', () => {
+    const registry = createRunRegistry({
+      retainRuns: 5,
+      taskIndex: new Map(),
+      artifacts: createArtifactStore(),
+    });
+    const run = runNamed('x');
+    registry.add(run);
+    registry.remove(run);
+    expect(registry.runs.size).toBe(0);
+    expect(registry.taskIndex.size).toBe(0);
+  });
+});
