@@ -1,20 +1,25 @@
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
+import { pathOutsideWorkspaceCode, resolveWorkspacePath, type WorkspacePath } from '../tools/index.js';
 import { ErrorCodes, UserInputError } from '../util/errors.js';
 import { formatZodIssues } from '../util/safe-json.js';
 import type { ContextItem } from './context.js';
 import type { ToolManifestEntry } from './manifest-schemas.js';
 import type { MemoryStoreKind } from './memory-store.js';
 
-/** File access confined to a tool's `permissions.root`. */
+/**
+ * File access confined to a tool's `permissions.root` by real path: `..`, absolute paths elsewhere and
+ * symbolic links that lead outside the root are all refused (the platform's workspace confinement).
+ */
 export interface ScopedFiles {
+  /** The root as configured (lexical); it need not exist until something is written. */
   readonly root: string;
   read(path: string): Promise<string>;
   write(path: string, content: string): Promise<{ path: string; bytes: number }>;
   exists(path: string): Promise<boolean>;
-  /** The absolute path, after checking it stays inside the root. */
-  resolve(path: string): string;
+  /** The real absolute path, after checking it stays inside the root. */
+  resolve(path: string): Promise<string>;
 }
 
 export interface MemoryWriter {
@@ -69,34 +74,65 @@ export interface LoadedTool {
   checkInput(input: unknown): string | undefined;
 }
 
-export function createScopedFiles(root: string): ScopedFiles {
-  const base = resolve(root);
-  const within = (path: string) => {
-    const absolute = isAbsolute(path) ? resolve(path) : resolve(base, path);
-    const rel = relative(base, absolute);
-    if (rel.startsWith('..') || isAbsolute(rel)) {
-      throw new ToolMisuseError(`path "${path}" is outside the tool's root ${base}`, { path });
+/**
+ * Confines file access to `root`, which itself must lie inside `workDir` by real path (a tool root that is
+ * a symbolic link out of the workflow's directory is refused like any other escape). An escape is misuse
+ * of the tool: it fails the node, with the platform's `PATH_OUTSIDE_WORKSPACE` reason in its details.
+ */
+export function createScopedFiles(workDir: string, root: string = workDir): ScopedFiles {
+  // `join`, not `resolve`: a root spelled absolute still lies below the work dir, as tools.yaml promises.
+  const base = join(workDir, root);
+  /** Undefined when the root does not exist yet and `create` is false: nothing can be inside it then. */
+  async function confine(path: string, create: true): Promise<WorkspacePath>;
+  async function confine(path: string, create: false): Promise<WorkspacePath | undefined>;
+  async function confine(path: string, create: boolean): Promise<WorkspacePath | undefined> {
+    try {
+      const rootPath = await resolveWorkspacePath(workDir, base);
+      if (!rootPath.exists) {
+        if (!create) {
+          // Nothing exists below a missing root, so no link can lead out: the spelling decides.
+          const rel = relative(base, resolve(base, path));
+          if (rel.startsWith('..') || isAbsolute(rel) || path.includes('\0'))
+            throw new UserInputError({
+              code: pathOutsideWorkspaceCode,
+              message: 'it leads outside the root',
+            });
+          return undefined;
+        }
+        await mkdir(rootPath.absolutePath, { recursive: true });
+      }
+      return await resolveWorkspacePath(rootPath.absolutePath, path);
+    } catch (error) {
+      if (UserInputError.isInstance(error) && error.code === pathOutsideWorkspaceCode) {
+        throw new ToolMisuseError(`path "${path}" is outside the tool's root ${base}: ${error.message}`, {
+          path,
+          reason: pathOutsideWorkspaceCode,
+        });
+      }
+      throw error;
     }
-    return absolute;
-  };
+  }
   return {
     root: base,
-    resolve: within,
-    read: (path) => readFile(within(path), 'utf8'),
+    resolve: async (path) => (await confine(path, true)).absolutePath,
+    async read(path) {
+      const target = await confine(path, false);
+      // A missing root reads like a missing file (ENOENT), as it did before the root was made.
+      return readFile(target ? target.absolutePath : resolve(base, path), 'utf8');
+    },
     async write(path, content) {
-      const absolute = within(path);
-      await mkdir(dirname(absolute), { recursive: true });
-      await writeFile(absolute, content, 'utf8');
-      return { path: relative(base, absolute), bytes: Buffer.byteLength(content) };
+      const target = await confine(path, true);
+      await mkdir(dirname(target.absolutePath), { recursive: true });
+      await writeFile(target.absolutePath, content, 'utf8');
+      return { path: target.relativePath, bytes: Buffer.byteLength(content) };
     },
     async exists(path) {
-      try {
-        await stat(within(path));
-        return true;
-      } catch (error) {
-        if (error instanceof ToolMisuseError) throw error;
-        return false;
-      }
+      const target = await confine(path, false);
+      if (!target?.exists) return false;
+      return stat(target.absolutePath).then(
+        () => true,
+        () => false,
+      );
     },
   };
 }

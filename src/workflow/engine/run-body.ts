@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { type AgentToolSpec, runAgentNode } from '../agent-node.js';
 import type { ContextItem } from '../context.js';
 import type { DagNode } from '../dag.js';
@@ -44,7 +43,7 @@ class FunctionContext implements WorkflowFunctionContext {
     return this.outputs;
   }
   get files(): ScopedFiles {
-    this.scoped ??= createScopedFiles(this.root);
+    this.scoped ??= createScopedFiles(this.core.workDir, this.root);
     return this.scoped;
   }
   get memory(): WorkflowFunctionContext['memory'] {
@@ -82,14 +81,7 @@ export async function runBody(
 ): Promise<BodyResult> {
   const manifest = node.manifest;
   const makeContext = (tool?: LoadedTool): WorkflowFunctionContext =>
-    new FunctionContext(
-      core,
-      task,
-      node.id,
-      context,
-      run,
-      tool?.manifest.permissions.root ? join(core.workDir, tool.manifest.permissions.root) : core.workDir,
-    );
+    new FunctionContext(core, task, node.id, context, run, tool?.manifest.permissions.root ?? '.');
   if (manifest.kind === 'agent') {
     const agent = core.agents.get(manifest.agent_id!)!;
     const agentTools: AgentToolSpec[] = manifest.tools.map((toolId) => {
