@@ -42,6 +42,7 @@ import {
   type HealthSampler,
   registerHealthSamplesMethod,
 } from './runtime/health-samples.js';
+import { registerSkillMethods } from './runtime/skill-methods.js';
 import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
@@ -53,7 +54,14 @@ import {
   type SandboxPool,
   sandboxConfigSchema,
 } from './sandbox/index.js';
-import { createSkillLibrary, createSkillTools, type SkillLibrary } from './skills/index.js';
+import {
+  createSkillExperience,
+  createSkillLibrary,
+  createSkillTools,
+  type SkillExperience,
+  type SkillLibrary,
+  skillsConfigSchema,
+} from './skills/index.js';
 import { createEventRecorder, createStore, type EventRecorder, type Store } from './store/index.js';
 import {
   createLogger,
@@ -126,6 +134,8 @@ export interface Runtime {
   readonly identity: IdentityLoader;
   readonly ledger: Ledger;
   readonly skills: SkillLibrary;
+  /** Skills from experience: recurring ledger findings become skill proposals. */
+  readonly skillExperience: SkillExperience;
   readonly tools: ToolRegistry;
   /** Clients of the MCP servers in agentd.yaml; their tools are in `tools` while connected. */
   readonly mcp: McpClientManager;
@@ -186,6 +196,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const engageConfig = parseSection(engageConfigSchema, config.sections.engage, 'engage');
   const gatewayConfig = parseSection(gatewayConfigSchema, config.sections.gateway, 'gateway');
   const toolsConfig = parseSection(toolsConfigSchema, config.sections.tools, 'tools');
+  const skillsConfig = parseSection(skillsConfigSchema, config.sections.skills, 'skills');
   const policyConfig = parseSection(policyConfigSchema, config.sections.policy, 'policy');
   const mcpConfig = parseSection(mcpConfigSchema, config.sections.mcp, 'mcp');
   const sandboxConfig = parseSection(sandboxConfigSchema, config.sections.sandbox, 'sandbox');
@@ -260,6 +271,22 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     clock,
     logger,
   });
+  // Work proposals go through the queue, which is wired further down; until then there is no work mode.
+  let agentsWiring: AgentsWiring | undefined;
+  const skillExperience = createSkillExperience({
+    db: store.db,
+    ledger,
+    library: skills,
+    config: skillsConfig.experience,
+    proposeWork: async (work) => {
+      if (!agentsWiring) throw new Error('the work queue is not wired yet');
+      return agentsWiring.queue.submit({ ...work, source: 'skills' });
+    },
+    bus,
+    clock,
+    idGenerator,
+    logger,
+  });
   const baseTools = [
     ...createBuiltinTools({
       ledger,
@@ -279,7 +306,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         maxResponseBytes: toolsConfig.http_fetch.max_response_bytes,
       },
     }),
-    ...createSkillTools({ library: skills, ledger }),
+    ...createSkillTools({ library: skills, ledger, experience: skillExperience }),
   ];
   const takenByBuiltin = moduleTools.find((entry) => baseTools.some((tool) => tool.name === entry.tool.name));
   if (takenByBuiltin) {
@@ -348,7 +375,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   bus.on('run:finished', (event) => turnsTotal.inc({ status: event.data.status }));
   bus.subscribe({ types: ['work:*'] }, (event) => workEvents.inc({ type: event.type }));
   bus.on('system:error', (event) => errorsTotal.inc({ component: event.data.component }));
-  let agentsWiring: AgentsWiring | undefined;
   const healthSamples = createHealthSampler({
     clock,
     logger,
@@ -577,6 +603,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     config,
     bus,
     store,
+    skills,
     memory,
     memoryManager,
     identity,
@@ -605,6 +632,17 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger,
   });
   const agents = agentsWiring;
+  registerSkillMethods({
+    methods,
+    library: skills,
+    experience: skillExperience,
+    staleAfterDays: skillsConfig.staleAfterDays,
+  });
+  // Findings recur as work completes: each completion (not the runtime's own upkeep) prompts a scan.
+  const systemKinds = new Set(agents.queue.config.systemKinds);
+  bus.on('work:completed', (event) => {
+    if (!systemKinds.has(event.data.kind)) skillExperience.scheduleScan();
+  });
 
   let gateway: GatewayServer | undefined;
   let closed = false;
@@ -630,6 +668,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     identity,
     ledger,
     skills,
+    skillExperience,
     tools,
     mcp,
     policy,
@@ -728,6 +767,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       await chat.drain();
       await mcp.close();
       await agents.close();
+      await skillExperience.idle();
       await workflows.close();
       await sandbox?.close();
       await memoryManager.stop();

@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Command, CommanderError, Option } from 'commander';
 import { createBus } from '../bus/index.js';
@@ -8,6 +9,7 @@ import { defaultModelName, type ProviderCredentials, resolveModel } from '../mod
 import { packageVersion } from '../runtime/state-dir.js';
 import { createWorkflowAgentRunner } from '../runtime/workflow-agent.js';
 import { createRuntime, type Runtime } from '../runtime.js';
+import { createSkillExperience, createSkillLibrary, skillsConfigSchema } from '../skills/index.js';
 import { createStore } from '../store/index.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
 import { createIdGenerator } from '../util/ids.js';
@@ -15,6 +17,7 @@ import { silentLogger } from '../util/logger.js';
 import { createWorkQueue, workConfigSchema } from '../work/index.js';
 import { registerAcpCommand } from './commands/acp.js';
 import { registerMcpCommands } from './commands/mcp.js';
+import { registerSkillCommands } from './commands/skills.js';
 import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
 import { connectGateway, type GatewayClient } from './gateway-client.js';
@@ -551,6 +554,49 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
       return {
         queue,
         ledger: createLedger({ db: store.db }),
+        close: async () => {
+          await queue.close();
+          await store.close();
+        },
+      };
+    },
+  });
+
+  registerSkillCommands(program, {
+    io,
+    setExitCode: (code) => {
+      exitCode = code;
+    },
+    openSkills: async () => {
+      const config = configFrom(globals(), {}, true);
+      const store = await createStore({
+        stateDir: config.home,
+        ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
+        logger: silentLogger,
+      });
+      const skillsConfig = skillsConfigSchema.parse(config.sections.skills ?? {});
+      const ledger = createLedger({ db: store.db });
+      const library = createSkillLibrary({
+        dirs: [join(config.home, 'workspace', 'skills')],
+        db: store.db,
+        ledger,
+      });
+      const queue = createWorkQueue({
+        db: store.db,
+        bus: createBus(),
+        config: workConfigSchema.parse(config.sections.work ?? {}),
+      });
+      const experience = createSkillExperience({
+        db: store.db,
+        ledger,
+        library,
+        config: skillsConfig.experience,
+        proposeWork: (work) => queue.submit({ ...work, source: 'skills' }),
+      });
+      return {
+        library,
+        experience,
+        staleAfterDays: skillsConfig.staleAfterDays,
         close: async () => {
           await queue.close();
           await store.close();

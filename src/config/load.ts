@@ -54,6 +54,7 @@ export interface AgentdConfig {
     | 'mcp'
     | 'sandbox'
     | 'workflows'
+    | 'skills'
   >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
@@ -250,6 +251,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       mcp: file.mcp,
       sandbox: file.sandbox,
       workflows: file.workflows,
+      skills: file.skills,
     },
     secrets: secrets.filter((secret) => secret.length >= 4),
     warnings,

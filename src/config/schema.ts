@@ -73,6 +73,7 @@ export const configFileSchema = z
     mcp: z.record(z.string(), z.unknown()).optional(),
     sandbox: z.record(z.string(), z.unknown()).optional(),
     workflows: z.record(z.string(), z.unknown()).optional(),
+    skills: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

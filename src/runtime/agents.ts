@@ -26,6 +26,7 @@ import type { Ledger } from '../ledger/index.js';
 import type { MemoryManager, MemoryService } from '../memory/index.js';
 import { toSpiderwebMemoryEvent } from '../memory/index.js';
 import { commandPresets, type LanguageModel, type ModelMessage } from '../model/index.js';
+import type { SkillLibrary } from '../skills/index.js';
 import type { Store } from '../store/index.js';
 import { createToolRegistry, type ToolDefinition, type ToolRegistry } from '../tools/index.js';
 import type { Clock } from '../util/clock.js';
@@ -76,6 +77,8 @@ export interface AgentsWiringOptions {
   memoryManager: MemoryManager;
   identity: IdentityLoader;
   ledger: Ledger;
+  /** Recently written skills, for the awareness digest's "Skills updated" section. */
+  skills?: Pick<SkillLibrary, 'recentlyUpdated'>;
   tools: ToolRegistry;
   chat: ChatService;
   methods: MethodTable;
@@ -199,6 +202,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       now: clock.now(),
       lookbackMs: workConfig.awareness.lookbackMs,
       systemKinds: workConfig.systemKinds,
+      ...(options.skills ? { skills: options.skills } : {}),
     });
     const params = Object.keys(item.params).length ? `\n\nParameters: ${JSON.stringify(item.params)}` : '';
     const earlier = await earlierLedger(item);

@@ -1,4 +1,18 @@
 export {
+  type CreateSkillExperienceOptions,
+  createSkillExperience,
+  type ProposeWork,
+  type SkillExperience,
+  type SkillExperienceConfig,
+  type SkillProposal,
+  type SkillProposalSource,
+  type SkillProposalStatus,
+  type SkillsConfig,
+  skillExperienceConfigSchema,
+  skillProposalStatuses,
+  skillsConfigSchema,
+} from './experience.js';
+export {
   type ParsedSkillFile,
   parseSkillFile,
   type SkillFrontmatter,
@@ -11,10 +25,12 @@ export {
   type ActivationContext,
   type CreateSkillLibraryOptions,
   createSkillLibrary,
+  type SkillCreationProvenance,
   type SkillLibrary,
   type SkillProblem,
   type SkillProvenanceRecord,
   type SkillSummary,
+  type SkillUpdate,
   type StaleSkill,
 } from './library.js';
 export { createSkillTools } from './tools.js';

@@ -105,11 +105,34 @@ export interface SkillLibrary {
   /** Writes (or updates, bumping the version) a skill in the writable folder and records its provenance. */
   create(
     input: { name: string; description: string; content: string; triggers?: string[] },
-    provenance: { workItemId?: string; ledgerEntrySeqs?: number[] },
+    provenance: SkillCreationProvenance,
   ): Promise<SkillSummary>;
   provenance(name: string): Promise<SkillProvenanceRecord[]>;
   /** Skills not used for `olderThanDays`: flagged for a human, never deleted. */
   staleSkills(options?: { olderThanDays?: number }): Promise<StaleSkill[]>;
+  /** Skill versions written (by create_skill or an approved proposal) since `sinceMs`, newest first. */
+  recentlyUpdated(options: { sinceMs: number; limit?: number }): Promise<SkillUpdate[]>;
+}
+
+/** Where a new skill version came from. */
+export interface SkillCreationProvenance {
+  /** The work item that wrote it (create_skill). */
+  workItemId?: string;
+  /** Ledger entries of `workItemId` it is based on. */
+  ledgerEntrySeqs?: number[];
+  /** Ledger entries of any work items (a pattern found across items): one provenance row each. */
+  sources?: ReadonlyArray<{ workItemId: string; seq: number }>;
+  /** `created_from` in the frontmatter; defaults to `work_item:<workItemId>`. */
+  createdFrom?: string;
+}
+
+export interface SkillUpdate {
+  name: string;
+  version: number;
+  description?: string;
+  updatedAt: number;
+  /** Distinct work items in its provenance. */
+  workItems: number;
 }
 
 export interface CreateSkillLibraryOptions {
@@ -395,7 +418,11 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
         version,
         ...(input.triggers?.length ? { triggers: { keywords: input.triggers }, auto_activate: true } : {}),
         created_by: 'agent',
-        ...(provenance.workItemId ? { created_from: `work_item:${provenance.workItemId}` } : {}),
+        ...(provenance.createdFrom
+          ? { created_from: provenance.createdFrom }
+          : provenance.workItemId
+            ? { created_from: `work_item:${provenance.workItemId}` }
+            : {}),
         updated_at: new Date(now).toISOString(),
       };
       const text = `---\n${stringifyYaml(frontmatter).trimEnd()}\n---\n\n${input.content.trim()}\n`;
@@ -410,32 +437,43 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
       await writeFile(temporary, text, 'utf8');
       await rename(temporary, path.join(folder, 'SKILL.md'));
 
-      const seqs = [...new Set(provenance.ledgerEntrySeqs ?? [])];
-      const snippets = new Map<number, string>();
-      if (ledger && provenance.workItemId && seqs.length > 0) {
-        for (const entry of await ledger.read(provenance.workItemId))
-          if (seqs.includes(entry.seq)) snippets.set(entry.seq, entry.content.slice(0, 500));
+      // Every ledger entry the skill is based on, from this work item or (a recurring pattern) from many.
+      const sources = [
+        ...[...new Set(provenance.ledgerEntrySeqs ?? [])].flatMap((seq) =>
+          provenance.workItemId ? [{ workItemId: provenance.workItemId, seq }] : [],
+        ),
+        ...(provenance.sources ?? []),
+      ];
+      const snippets = new Map<string, string>();
+      if (ledger) {
+        for (const workItemId of new Set(sources.map((source) => source.workItemId))) {
+          const wanted = new Set(sources.filter((s) => s.workItemId === workItemId).map((s) => s.seq));
+          for (const entry of await ledger.read(workItemId))
+            if (wanted.has(entry.seq))
+              snippets.set(`${workItemId}:${entry.seq}`, entry.content.slice(0, 500));
+        }
       }
+      const workItems = [
+        ...new Set([
+          ...(provenance.workItemId ? [provenance.workItemId] : []),
+          ...sources.map((source) => source.workItemId),
+        ]),
+      ];
       await db.transaction(async (tx) => {
         const insert = `INSERT INTO skill_provenance (skill_name, skill_version, source_type, work_item_id, ledger_seq, content_snippet, created_at)
           VALUES (?, ?, ?, ?, ?, ?, ?)`;
-        await tx.run(insert, [
-          input.name,
-          version,
-          'work_item',
-          provenance.workItemId ?? null,
-          null,
-          null,
-          now,
-        ]);
-        for (const seq of seqs) {
+        if (workItems.length === 0)
+          await tx.run(insert, [input.name, version, 'work_item', null, null, null, now]);
+        for (const workItemId of workItems)
+          await tx.run(insert, [input.name, version, 'work_item', workItemId, null, null, now]);
+        for (const source of sources) {
           await tx.run(insert, [
             input.name,
             version,
             'ledger_entry',
-            provenance.workItemId ?? null,
-            seq,
-            snippets.get(seq) ?? null,
+            source.workItemId,
+            source.seq,
+            snippets.get(`${source.workItemId}:${source.seq}`) ?? null,
             now,
           ]);
         }
@@ -484,6 +522,26 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
         ...(row.content_snippet !== null ? { contentSnippet: row.content_snippet } : {}),
         createdAt: Number(row.created_at),
       }));
+    },
+
+    async recentlyUpdated({ sinceMs, limit = 20 }) {
+      const rows = await db.all<{ skill_name: string; skill_version: number; at: number; items: number }>(
+        `SELECT skill_name, skill_version, MAX(created_at) AS at, COUNT(DISTINCT work_item_id) AS items
+         FROM skill_provenance WHERE created_at >= ? GROUP BY skill_name, skill_version
+         ORDER BY at DESC, skill_name LIMIT ?`,
+        [sinceMs, Math.min(Math.max(limit, 1), 500)],
+      );
+      const skills = (await current()).skills;
+      return rows.map((row) => {
+        const description = skills.get(row.skill_name)?.description;
+        return {
+          name: row.skill_name,
+          version: Number(row.skill_version),
+          ...(description !== undefined ? { description } : {}),
+          updatedAt: Number(row.at),
+          workItems: Number(row.items),
+        };
+      });
     },
 
     async staleSkills(staleOptions = {}) {

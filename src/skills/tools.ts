@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Ledger } from '../ledger/index.js';
 import { defineTool, type ToolDefinition } from '../tools/index.js';
+import type { SkillExperience } from './experience.js';
 import { skillNamePattern } from './frontmatter.js';
 import type { SkillLibrary } from './library.js';
 
@@ -9,7 +10,12 @@ import type { SkillLibrary } from './library.js';
  * triggers?, ledger_seqs?}`. activate_skill hands the body to the engage loop through result metadata; the
  * loop puts it in the system prompt, so it is not repeated in the transcript and survives compaction.
  */
-export function createSkillTools(options: { library: SkillLibrary; ledger?: Ledger }): ToolDefinition[] {
+export function createSkillTools(options: {
+  library: SkillLibrary;
+  ledger?: Ledger;
+  /** When the run's work item was proposed from a recurring pattern, the skill records its sources. */
+  experience?: Pick<SkillExperience, 'forWorkItem' | 'markCreated'>;
+}): ToolDefinition[] {
   const { library, ledger } = options;
 
   const discover = defineTool({
@@ -73,6 +79,9 @@ export function createSkillTools(options: { library: SkillLibrary; ledger?: Ledg
           .filter((entry) => entry.entryType === 'finding' || entry.entryType === 'decision')
           .map((entry) => entry.seq);
       }
+      const proposal = context.workItemId
+        ? await options.experience?.forWorkItem(context.workItemId)
+        : undefined;
       const skill = await library.create(
         {
           name: args.name,
@@ -83,8 +92,15 @@ export function createSkillTools(options: { library: SkillLibrary; ledger?: Ledg
         {
           ...(context.workItemId ? { workItemId: context.workItemId } : {}),
           ...(seqs ? { ledgerEntrySeqs: seqs } : {}),
+          ...(proposal
+            ? {
+                sources: proposal.sources.map(({ workItemId, seq }) => ({ workItemId, seq })),
+                createdFrom: `pattern:${proposal.patternKey}`,
+              }
+            : {}),
         },
       );
+      if (proposal) await options.experience?.markCreated(proposal.id, skill.version);
       return `Saved skill ${skill.name} v${skill.version}.`;
     },
   });

@@ -1,4 +1,5 @@
 import type { Ledger } from '../ledger/index.js';
+import type { SkillLibrary } from '../skills/index.js';
 import { type AwarenessConfig, awarenessConfigSchema, defaultSystemWorkKinds } from './config.js';
 import type { WorkQueue } from './queue.js';
 import { outcomeSummary } from './rows.js';
@@ -20,6 +21,8 @@ export interface BuildAwarenessDigestOptions {
   maxTokens?: number;
   /** Kinds of system work, left out of the digest (default: `defaultSystemWorkKinds`). */
   systemKinds?: ReadonlyArray<string>;
+  /** Skills written within the lookback (create_skill, approved proposals): the "Skills updated" section. */
+  skills?: Pick<SkillLibrary, 'recentlyUpdated'>;
 }
 
 const maxLineChars = 280;
@@ -42,7 +45,7 @@ function label(item: WorkItem): string {
 /**
  * seed 002's awareness digest: what else is going on, so parallel work stays coherent. Sections: running
  * work with each item's latest plan, blocked work with what it waits for, work completed within the lookback with its summary, recent findings
- * across agents, and this item's own child work (which is how a parent resumed after a restart learns
+ * across agents, skills written recently, and this item's own child work (which is how a parent resumed after a restart learns
  * what its children did). Returns '' when there is nothing to report. Bounded by `maxTokens`.
  */
 export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions): Promise<string> {
@@ -58,7 +61,7 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
   // System work (memory maintenance) is the runtime's upkeep, not something an agent coordinates with.
   const excludeKinds = options.systemKinds ?? defaultSystemWorkKinds;
 
-  const [running, blocked, completed, children, findings] = await Promise.all([
+  const [running, blocked, completed, children, findings, skillUpdates] = await Promise.all([
     maxRunning > 0
       ? queue.list({ states: ['running'], excludeKinds, limit: maxRunning + 1, order: 'oldest' })
       : Promise.resolve([]),
@@ -78,6 +81,7 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
     ledger && maxFindings > 0
       ? ledger.listRecentFindings({ sinceMs: since, limit: maxFindings + 5 })
       : Promise.resolve([]),
+    options.skills ? options.skills.recentlyUpdated({ sinceMs: since, limit: 10 }) : Promise.resolve([]),
   ]);
 
   const activeLines = await Promise.all(
@@ -122,12 +126,17 @@ export async function buildAwarenessDigest(options: BuildAwarenessDigestOptions)
       return `- ${label(child)}: ${child.state}${summary ? ` — ${oneLine(summary, 200)}` : ''}${error ? ` — error: ${oneLine(error, 160)}` : ''}`;
     });
 
+  const skillLines = skillUpdates.map((skill) => {
+    const origin = skill.workItems > 1 ? `, from ${skill.workItems} work items` : '';
+    return `- ${skill.name} v${skill.version} (${ago(now - skill.updatedAt)}${origin})${skill.description ? `: ${oneLine(skill.description, 160)}` : ''}`;
+  });
   const sections: Array<[string, string[]]> = [
     ['Your child work:', childLines],
     ['Currently active:', activeLines],
     ['Blocked (waiting for help):', blockedLines],
     ['Recently completed:', completedLines],
     ['Recent findings:', findingLines],
+    ['Skills updated (activate_skill to use one):', skillLines],
   ];
   if (sections.every(([, lines]) => lines.length === 0)) return '';
 
