@@ -477,6 +477,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
         .pipe(z.array(z.enum(workStates)).min(1))
         .optional(),
       kind: z.string().optional(),
+      parentId: z.string().optional(),
       agentId: z.string().optional(),
       sessionKey: z.string().optional(),
       /** `user` (default) hides system work such as memory maintenance; `system` shows only it. */
