@@ -102,6 +102,8 @@ export const ErrorCodes = {
   storeUnavailable: 'STORE_UNAVAILABLE',
   runInterrupted: 'RUN_INTERRUPTED',
   schemaTooNew: 'SCHEMA_TOO_NEW',
+  /** Stored JSON that is not JSON, too large, or not of the shape (or a version) this build can read. */
+  jsonUndecodable: 'JSON_UNDECODABLE',
   mcpUnavailable: 'MCP_UNAVAILABLE',
   internal: 'INTERNAL',
   toolModuleNotFound: 'TOOL_MODULE_NOT_FOUND',

@@ -1,5 +1,12 @@
 export { type Clock, createManualClock, sleep, systemClock } from './clock.js';
 export {
+  type DecodeJsonOptions,
+  decodeJson,
+  defaultDecodeMaxBytes,
+  type VersionUpgrades,
+  versioned,
+} from './decode-json.js';
+export {
   AgentdError,
   type AgentdErrorOptions,
   coerceError,

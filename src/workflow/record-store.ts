@@ -1,5 +1,14 @@
 import type { SqlDatabase } from '../store/index.js';
 import type { Artifact } from './artifacts.js';
+import {
+  decodeArtifactColumns,
+  decodeEvent,
+  decodeStage,
+  decodeTask,
+  encodeEvent,
+  encodeStage,
+  encodeTask,
+} from './records.js';
 import type { StageRecord, WorkflowTask } from './task.js';
 import type { TelemetryEvent } from './telemetry.js';
 
@@ -13,7 +22,8 @@ export interface PersistedRun {
 /**
  * Durable record of workflow runs (migration 0006). Stage records are written as each stage completes;
  * task rows when a task starts, waits and concludes; events and artifacts in one transaction at the end of
- * the run. `inspect` and `agentd inspect` read runs back, also from another process.
+ * the run. `inspect` and `agentd inspect` read runs back, also from another process. The JSON columns are
+ * versioned and read through `records.ts`.
  */
 export interface WorkflowRecordStore {
   saveTask(task: WorkflowTask): Promise<void>;
@@ -32,12 +42,6 @@ export interface WorkflowRecordStore {
   }): Promise<Array<{ taskId: string; workflowId: string; status: string; createdAt: number }>>;
 }
 
-/** The task row keeps the full task minus its history, which lives in workflow_stages. */
-function taskRecord(task: WorkflowTask): string {
-  const { history: _history, stageResults: _results, ...rest } = task;
-  return JSON.stringify(rest);
-}
-
 export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
   return {
     async saveTask(task) {
@@ -54,7 +58,7 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
           task.lineageType ?? null,
           task.lifecycle,
           task.state,
-          taskRecord(task),
+          encodeTask(task),
           task.createdAt,
           task.updatedAt,
           task.completedAt ?? null,
@@ -71,7 +75,7 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
           task.rootTaskId,
           stage.nodeId,
           stage.nodeStatus,
-          JSON.stringify(stage),
+          encodeStage(stage),
           stage.startedAt,
           stage.completedAt,
         ],
@@ -91,7 +95,7 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
               event.stageId ?? null,
               event.type,
               event.timestamp,
-              JSON.stringify(event),
+              encodeEvent(event),
             ],
           );
         }
@@ -130,11 +134,11 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
       const stagesByTask = new Map<string, StageRecord[]>();
       for (const row of stageRows) {
         const list = stagesByTask.get(row.task_id) ?? [];
-        list.push(JSON.parse(row.record) as StageRecord);
+        list.push(decodeStage(row.record));
         stagesByTask.set(row.task_id, list);
       }
       const tasks = taskRows.map((row) => {
-        const task = JSON.parse(row.record) as WorkflowTask;
+        const task = decodeTask(row.record);
         task.history = stagesByTask.get(task.taskId) ?? [];
         task.stageResults = {};
         for (const stage of task.history) task.stageResults[stage.nodeId] = stage;
@@ -146,7 +150,7 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
           'SELECT payload FROM workflow_events WHERE root_task_id = ? ORDER BY seq',
           [root],
         )
-      ).map((row) => JSON.parse(row.payload) as TelemetryEvent);
+      ).map((row) => decodeEvent(row.payload));
       const artifacts = (
         await db.all<{
           artifact_id: string;
@@ -167,8 +171,7 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
         nodeId: row.node_id ?? undefined,
         type: row.type,
         createdAt: Number(row.created_at),
-        payload: JSON.parse(row.payload),
-        metadata: JSON.parse(row.metadata),
+        ...decodeArtifactColumns(row.payload, row.metadata),
       }));
       return { tasks, events, artifacts };
     },
