@@ -6,7 +6,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
 import { coerceError } from '../util/errors.js';
-import { workStates } from '../work/index.js';
+import { workClassFilter, workStates } from '../work/index.js';
 
 const text = (value: string, isError = false): CallToolResult => ({
   content: [{ type: 'text', text: value }],
@@ -142,14 +142,23 @@ export function createAgentdMcpServer(runtime: Runtime): McpServer {
   server.registerTool(
     'work_list',
     {
-      description: 'Work items, newest first, optionally by state (queued, running, completed, failed, …).',
+      description:
+        'Work items, newest first, optionally by state (queued, running, completed, failed, …); system work such as memory maintenance is left out.',
       inputSchema: {
         state: z.enum(workStates).optional(),
         limit: z.number().int().min(1).max(200).default(50),
       },
     },
     guarded(async ({ state, limit }) =>
-      json(await runtime.work.queue.list({ limit, order: 'newest', ...(state ? { states: [state] } : {}) })),
+      json(
+        await runtime.work.queue.list({
+          limit,
+          order: 'newest',
+          ...(state ? { states: [state] } : {}),
+          // The runtime's own upkeep (memory maintenance) stays out of it, as in `agentd work list`.
+          ...workClassFilter('user', runtime.work.queue.config.systemKinds),
+        }),
+      ),
     ),
   );
 
