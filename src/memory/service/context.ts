@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import type { Bus } from '../../bus/index.js';
+import type { SqlDatabase, SqlExecutor } from '../../store/index.js';
+import {
+  type Clock,
+  createIdGenerator,
+  createKeyedMutex,
+  ErrorCodes,
+  formatZodIssues,
+  type IdGenerator,
+  type Logger,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../../util/index.js';
+import { type MemoryConfig, memoryConfigSchema } from '../config.js';
+import type { EmbeddingProvider } from '../embeddings.js';
+import { createLtmStore, type LtmStore, type StoredEntry } from '../ltm-store.js';
+import { createSummarizer, type Summarizer } from '../summarizer.js';
+import type { SessionRef } from '../types.js';
+import { embedderFromConfig, loadSqliteVec } from './embedding-indexer.js';
+import type { MemoryServiceOptions } from './types.js';
+import { createWriteRetryState } from './write-retry.js';
+
+/** One loaded session instance: its context in RAM, in the order the model sees it. */
+export interface RamSession {
+  ref: SessionRef;
+  /** Active entries and recent tombstones, in context order. */
+  entries: StoredEntry[];
+  pins: Map<number, number>;
+  /** Entries being summarized right now. */
+  busy: Set<number>;
+  lastActiveMs: number;
+  nextId: number;
+}
+
+/** A commit that could not be written yet, replayed in its own transaction when the database is back. */
+export type PendingWrite = (tx: SqlExecutor) => Promise<void>;
+
+/** The write-retry queue: set while the database cannot be written. */
+export interface WriteRetryState {
+  /** Why memory is degraded (RAM-only); undefined while the database is writable. */
+  degradedReason: string | undefined;
+  degradedSinceMs: number;
+  /**
+   * Writes accepted while the database could not be written, per session, in commit order. Kept apart from
+   * the RAM contexts so archiving a session does not drop them; written through by `retryWrites`.
+   */
+  readonly pendingWrites: Map<string, { ref: SessionRef; writes: PendingWrite[] }>;
+  /** The next free MemoryID of each key as handed out while degraded, so a new instance does not reuse one. */
+  readonly ramCounters: Map<string, number>;
+  retryDelayMs: number;
+  retryTimer: NodeJS.Timeout | undefined;
+}
+
+/** The embedding indexer's queue: entries written but not yet embedded. */
+export interface EmbeddingQueueState {
+  readonly pending: StoredEntry[];
+  draining: Promise<void> | undefined;
+}
+
+/**
+ * Everything the memory service's steps share. Built once by `createMemoryService`; every step module
+ * (RAM context, write-retry queue, recall, embedding indexer, snapshots, summarize) is a set of functions
+ * of this object.
+ */
+export interface MemoryContext {
+  readonly config: MemoryConfig;
+  readonly db: SqlDatabase;
+  readonly bus: Bus;
+  readonly clock: Clock;
+  readonly newId: IdGenerator;
+  readonly logger: Logger;
+  readonly ltm: LtmStore;
+  /** Per-session FIFO lock: every mutation and every load of a session runs under it. */
+  readonly mutex: ReturnType<typeof createKeyedMutex>;
+  /** Loaded RAM contexts by session id. */
+  readonly sessions: Map<string, RamSession>;
+  readonly summarizer: Summarizer;
+  readonly embedder: EmbeddingProvider | undefined;
+  readonly writes: WriteRetryState;
+  readonly embeddings: EmbeddingQueueState;
+}
+
+const maxContentChars = 1_000_000;
+
+const toolCallSchema = z.object({
+  id: z.string().min(1).max(512),
+  name: z.string().min(1).max(256),
+  arguments: z.record(z.string(), z.unknown()),
+});
+const metadataSchema = z.record(z.string(), z.unknown()).optional();
+export const appendInputSchema = z.discriminatedUnion('role', [
+  z.object({
+    role: z.enum(['user', 'system']),
+    content: z.string().max(maxContentChars),
+    metadata: metadataSchema,
+    createdAtMs: z.number().int().nonnegative().optional(),
+  }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.string().max(maxContentChars),
+    toolCalls: z.array(toolCallSchema).max(256).optional(),
+    metadata: metadataSchema,
+    createdAtMs: z.number().int().nonnegative().optional(),
+  }),
+  z.object({
+    role: z.literal('tool'),
+    content: z.string().max(maxContentChars),
+    toolCallId: z.string().min(1).max(512),
+    toolName: z.string().min(1).max(256),
+    isError: z.boolean().optional(),
+    metadata: metadataSchema,
+    createdAtMs: z.number().int().nonnegative().optional(),
+  }),
+]);
+
+const sessionRefSchema = z
+  .object({
+    sessionId: z.string().min(1).max(256),
+    sessionKey: z
+      .string()
+      .regex(/^agent:[^:]+:.+$/, 'must look like agent:<agentId>:<key>')
+      .max(512),
+    agentId: z.string().min(1).max(128),
+  })
+  .refine((ref) => ref.sessionKey.split(':')[1] === ref.agentId, {
+    message: 'sessionKey names another agent',
+  });
+
+export function invalid(
+  what: string,
+  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>,
+): UserInputError {
+  return new UserInputError({
+    code: ErrorCodes.invalidRequest,
+    message: `${what}: ${formatZodIssues(issues)}`,
+  });
+}
+
+export function checkRef(ref: SessionRef): SessionRef {
+  const parsed = sessionRefSchema.safeParse(ref);
+  if (!parsed.success) throw invalid('invalid session reference', parsed.error.issues);
+  return parsed.data;
+}
+
+/** Builds the shared state of one memory service (and loads sqlite-vec when embeddings are on). */
+export function createMemoryContext(options: MemoryServiceOptions): MemoryContext {
+  const config = memoryConfigSchema.parse(options.config ?? {});
+  const { db, bus } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = (options.logger ?? silentLogger).child({ component: 'memory' });
+  const vectorSupport = { sqliteVec: false };
+  const embedder = options.embedder ?? embedderFromConfig(config, options);
+  const ctx: MemoryContext = {
+    config,
+    db,
+    bus,
+    clock,
+    newId: options.idGenerator ?? createIdGenerator({ now: () => clock.now() }),
+    logger,
+    ltm: createLtmStore(db, vectorSupport),
+    mutex: createKeyedMutex(),
+    sessions: new Map(),
+    summarizer: createSummarizer({
+      model: options.model,
+      maxTokens: config.summaryMaxTokens,
+      timeoutMs: config.summaryTimeoutMs,
+      logger,
+    }),
+    embedder,
+    writes: createWriteRetryState(config.writeRetryMs),
+    embeddings: { pending: [], draining: undefined },
+  };
+  if (embedder && db.dialect === 'sqlite') vectorSupport.sqliteVec = loadSqliteVec(db, logger);
+  return ctx;
+}

@@ -1,0 +1,424 @@
+import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { byContextOrder, type StoredEntry } from '../ltm-store.js';
+import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
+import { appendInputSchema, checkRef, invalid, type MemoryContext, type RamSession } from './context.js';
+import { queueEmbedding } from './embedding-indexer.js';
+import { commit, enterDegraded } from './write-retry.js';
+
+/** A memory event's own fields; the session's identity is added from its RAM context. */
+export type EventDetail = Omit<MemoryEventPayload, 'sessionKey' | 'sessionId' | 'agentId'>;
+
+/** A deep enough copy for callers: RAM entries must not change under them, nor they under RAM. */
+export function publicCopy(entry: StoredEntry): MemoryEntry {
+  const { orderKey: _orderKey, rowId: _rowId, ...rest } = entry;
+  const copy: MemoryEntry = { ...rest };
+  if (rest.toolCalls)
+    copy.toolCalls = rest.toolCalls.map((call) => ({ ...call, arguments: { ...call.arguments } }));
+  if (rest.sourceIds) copy.sourceIds = [...rest.sourceIds];
+  if (rest.metadata) copy.metadata = { ...rest.metadata };
+  return copy;
+}
+
+export function activeOf(ram: RamSession): StoredEntry[] {
+  return ram.entries.filter((entry) => entry.state === 'active');
+}
+
+export function tokensOf(entries: ReadonlyArray<StoredEntry>): number {
+  let total = 0;
+  for (const entry of entries) total += entry.tokens;
+  return total;
+}
+
+export function entryTokens(input: {
+  content: string;
+  toolCalls?: ReadonlyArray<{ name: string; arguments: Record<string, unknown> }>;
+}): number {
+  let chars = input.content.length;
+  for (const call of input.toolCalls ?? []) chars += call.name.length + JSON.stringify(call.arguments).length;
+  return Math.ceil(chars / 4) + 4;
+}
+
+/** Where an entry lives: its MemoryID, its address and the session it belongs to. */
+export function entryIdentity(ram: RamSession, memoryId: number) {
+  return {
+    memoryId,
+    address: `${ram.ref.sessionKey}#${memoryId}`,
+    sessionId: ram.ref.sessionId,
+    sessionKey: ram.ref.sessionKey,
+    agentId: ram.ref.agentId,
+  };
+}
+
+/**
+ * The marker left where an entry was evicted or summarized: it keeps the replaced entry's context position
+ * and costs no tokens, so the context still shows what went and where to find it.
+ */
+export function tombstoneFor(
+  ram: RamSession,
+  memoryId: number,
+  replaced: StoredEntry,
+  content: string,
+  metadata: Record<string, unknown>,
+  nowMs: number,
+): StoredEntry {
+  return {
+    ...entryIdentity(ram, memoryId),
+    kind: 'entry',
+    role: 'system',
+    state: 'tombstone',
+    content,
+    relatedTo: replaced.memoryId,
+    tokens: 0,
+    createdAtMs: nowMs,
+    archivedAtMs: null,
+    metadata,
+    orderKey: replaced.orderKey,
+    rowId: undefined,
+  };
+}
+
+export function idRange(ids: ReadonlyArray<number>): string {
+  if (ids.length === 0) return '';
+  return ids.length === 1 ? `#${ids[0]}` : `#${ids[0]}–#${ids[ids.length - 1]}`;
+}
+
+export function statsOf(ram: RamSession): SessionStats {
+  const active = activeOf(ram);
+  return {
+    sessionId: ram.ref.sessionId,
+    sessionKey: ram.ref.sessionKey,
+    agentId: ram.ref.agentId,
+    activeEntries: active.length,
+    activeTokens: tokensOf(active),
+    tombstones: ram.entries.length - active.length,
+    pinned: ram.pins.size,
+    nextMemoryId: ram.nextId,
+    lastActiveMs: ram.lastActiveMs,
+  };
+}
+
+export function publishEvent(ctx: MemoryContext, ram: RamSession, detail: EventDetail): MemoryEventPayload {
+  const payload: MemoryEventPayload = {
+    sessionKey: ram.ref.sessionKey,
+    sessionId: ram.ref.sessionId,
+    agentId: ram.ref.agentId,
+    ...detail,
+  };
+  ctx.bus.publish('memory:event', payload, { sessionKey: ram.ref.sessionKey, agentId: ram.ref.agentId });
+  return payload;
+}
+
+/** The `memory_events` row recording `payload`. */
+export function eventRow(ctx: MemoryContext, ram: RamSession, payload: EventDetail, nowMs: number) {
+  return {
+    id: ctx.newId('mev'),
+    sessionId: ram.ref.sessionId,
+    sessionKey: ram.ref.sessionKey,
+    agentId: ram.ref.agentId,
+    kind: payload.kind,
+    count: payload.count,
+    tokensBefore: payload.tokensBefore,
+    tokensAfter: payload.tokensAfter,
+    memoryIds: payload.memoryIds,
+    message: payload.message,
+    ...(payload.reason ? { details: { reason: payload.reason } } : {}),
+    createdAtMs: nowMs,
+  };
+}
+
+/** LOAD: the session's RAM context, read from the database the first time (or from RAM while degraded). */
+export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise<RamSession> {
+  const { sessions, ltm, config } = ctx;
+  const existing = sessions.get(ref.sessionId);
+  if (existing) {
+    if (existing.ref.sessionKey !== ref.sessionKey) {
+      throw new UserInputError({
+        code: ErrorCodes.conflict,
+        message: `Session ${ref.sessionId} belongs to ${existing.ref.sessionKey}, not ${ref.sessionKey}.`,
+      });
+    }
+    return existing;
+  }
+  let entries: StoredEntry[] = [];
+  let nextId = ctx.writes.ramCounters.get(ref.sessionKey) ?? 1;
+  try {
+    const row = await ltm.getSession(ref.sessionId);
+    if (row?.archivedAtMs != null) {
+      throw new UserInputError({
+        code: ErrorCodes.conflict,
+        message: `Session ${ref.sessionId} (${ref.sessionKey}) was archived; start a new session instance to continue.`,
+      });
+    }
+    if (row && row.ref.sessionKey !== ref.sessionKey) {
+      throw new UserInputError({
+        code: ErrorCodes.conflict,
+        message: `Session ${ref.sessionId} belongs to ${row.ref.sessionKey}, not ${ref.sessionKey}.`,
+      });
+    }
+    entries = await ltm.loadRam(ref.sessionId, config.maxRamTombstones);
+    nextId = Math.max(nextId, await ltm.nextIdOf(ref.sessionKey));
+  } catch (error) {
+    if (UserInputError.isInstance(error) && error.fault === 'user') throw error;
+    enterDegraded(ctx, error);
+  }
+  // Ids handed out in RAM-only mode by another instance of this key must not be reused either.
+  for (const other of sessions.values())
+    if (other.ref.sessionKey === ref.sessionKey) nextId = Math.max(nextId, other.nextId);
+  const ram: RamSession = {
+    ref,
+    entries,
+    pins: new Map(),
+    busy: new Set(),
+    lastActiveMs: ctx.clock.now(),
+    nextId,
+  };
+  sessions.set(ref.sessionId, ram);
+  const active = activeOf(ram);
+  if (active.length > 0) {
+    publishEvent(ctx, ram, {
+      kind: 'restored',
+      count: active.length,
+      tokensBefore: 0,
+      tokensAfter: tokensOf(active),
+      memoryIds: active.map((entry) => entry.memoryId),
+      message: `restored ${active.length} active entries from the database`,
+    });
+    // A crash between an append and its eviction can leave one entry too many; restore the invariant.
+    await enforceLimits(ctx, ram);
+  }
+  return ram;
+}
+
+/** Runs `work` on the session's RAM context under the session's FIFO lock. */
+export function withSession<T>(
+  ctx: MemoryContext,
+  ref: SessionRef,
+  work: (ram: RamSession) => Promise<T>,
+): Promise<T> {
+  const checked = checkRef(ref);
+  return ctx.mutex.run(checked.sessionId, async () => work(await ensureLoaded(ctx, checked)));
+}
+
+function dropTombstoneOverflow(ctx: MemoryContext, ram: RamSession): void {
+  const { maxRamTombstones } = ctx.config;
+  const tombstones = ram.entries.filter((entry) => entry.state === 'tombstone');
+  if (tombstones.length <= maxRamTombstones) return;
+  const keep = new Set(
+    tombstones
+      .sort((left, right) => right.memoryId - left.memoryId)
+      .slice(0, maxRamTombstones)
+      .map((entry) => entry.memoryId),
+  );
+  ram.entries = ram.entries.filter((entry) => entry.state !== 'tombstone' || keep.has(entry.memoryId));
+}
+
+/** Swaps the entries `ids` for what replaced them (tombstones, a summary), keeping context order. */
+export function replaceInRam(
+  ctx: MemoryContext,
+  ram: RamSession,
+  ids: ReadonlyArray<number>,
+  replacements: StoredEntry[],
+): void {
+  const gone = new Set(ids);
+  ram.entries = [...ram.entries.filter((entry) => !gone.has(entry.memoryId)), ...replacements].sort(
+    byContextOrder,
+  );
+  dropTombstoneOverflow(ctx, ram);
+}
+
+/**
+ * The oldest active entries that may be replaced: whole groups (an assistant tool call with its tool
+ * results) from the front, stopping at the first pinned or busy entry, leaving `keepLatest` entries.
+ */
+export function pickOldest(
+  ram: RamSession,
+  wantMore: (takenCount: number, takenTokens: number) => boolean,
+  keepLatest: number,
+): StoredEntry[] {
+  const active = activeOf(ram);
+  const groups: StoredEntry[][] = [];
+  for (const entry of active) {
+    if (
+      entry.role === 'tool' &&
+      groups.length > 0 &&
+      groups[groups.length - 1]!.some((member) => member.toolCalls?.length)
+    ) {
+      groups[groups.length - 1]!.push(entry);
+    } else {
+      groups.push([entry]);
+    }
+  }
+  const taken: StoredEntry[] = [];
+  let takenTokens = 0;
+  for (const group of groups) {
+    if (!wantMore(taken.length, takenTokens)) break;
+    if (group.some((entry) => ram.pins.has(entry.memoryId) || ram.busy.has(entry.memoryId))) break;
+    if (active.length - taken.length - group.length < keepLatest) break;
+    taken.push(...group);
+    takenTokens += tokensOf(group);
+  }
+  return taken;
+}
+
+/** Moves `victims` to long-term memory, leaving tombstones in their place. */
+export async function evictEntries(
+  ctx: MemoryContext,
+  ram: RamSession,
+  victims: StoredEntry[],
+  reason: string,
+): Promise<number[]> {
+  if (victims.length === 0) return [];
+  const before = tokensOf(activeOf(ram));
+  const ids = victims.map((entry) => entry.memoryId);
+  const nowMs = ctx.clock.now();
+  const after = before - tokensOf(victims);
+  const detail = {
+    kind: 'evicted' as const,
+    count: victims.length,
+    tokensBefore: before,
+    tokensAfter: after,
+    memoryIds: ids,
+    message: `evicted ${victims.length} oldest entries (${idRange(ids)}) to long-term memory`,
+    reason,
+  };
+  const tombstones = await commit(
+    ctx,
+    ram,
+    victims.length,
+    (first) =>
+      victims.map((victim, index) =>
+        tombstoneFor(ram, first + index, victim, `[evicted:${victim.memoryId}]`, { reason }, nowMs),
+      ),
+    async (tx) => {
+      await ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs);
+      await ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
+    },
+  );
+  replaceInRam(ctx, ram, ids, tombstones);
+  publishEvent(ctx, ram, detail);
+  return ids;
+}
+
+/** The hard limit: evict the oldest groups until active entries and tokens fit (tombstones do not count). */
+export async function enforceLimits(ctx: MemoryContext, ram: RamSession): Promise<void> {
+  const { config } = ctx;
+  const active = activeOf(ram);
+  const count = active.length;
+  const tokens = tokensOf(active);
+  if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return;
+  const victims = pickOldest(
+    ram,
+    (takenCount, takenTokens) =>
+      count - takenCount > config.maxActiveEntries || tokens - takenTokens > config.maxActiveTokens,
+    1,
+  );
+  await evictEntries(ctx, ram, victims, 'limit');
+}
+
+export function buildEntry(
+  ram: RamSession,
+  input: AppendInput,
+  memoryId: number,
+  nowMs: number,
+): StoredEntry {
+  const entry: StoredEntry = {
+    ...entryIdentity(ram, memoryId),
+    kind: 'entry',
+    role: input.role,
+    state: 'active',
+    content: input.content,
+    relatedTo: null,
+    tokens: entryTokens(input),
+    createdAtMs: input.createdAtMs ?? nowMs,
+    archivedAtMs: null,
+    orderKey: memoryId,
+    rowId: undefined,
+  };
+  if (input.metadata) entry.metadata = input.metadata;
+  if (input.role === 'assistant' && input.toolCalls?.length) entry.toolCalls = input.toolCalls;
+  if (input.role === 'tool') {
+    entry.toolCallId = input.toolCallId;
+    entry.toolName = input.toolName;
+    entry.isError = input.isError ?? false;
+  }
+  return entry;
+}
+
+/** Pins the chosen active entries; the lease's `release` enforces the limits that pins held off. */
+export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: ReadonlyArray<number>) {
+  const { sessions, mutex, logger } = ctx;
+  const active = activeOf(ram);
+  const wanted = memoryIds ? new Set(memoryIds) : undefined;
+  const pinned = active.filter((entry) => !wanted || wanted.has(entry.memoryId));
+  for (const entry of pinned) ram.pins.set(entry.memoryId, (ram.pins.get(entry.memoryId) ?? 0) + 1);
+  let released = false;
+  return {
+    memoryIds: pinned.map((entry) => entry.memoryId),
+    entries: active.map(publicCopy),
+    release: () => {
+      if (released) return;
+      released = true;
+      for (const entry of pinned) {
+        const left = (ram.pins.get(entry.memoryId) ?? 1) - 1;
+        if (left <= 0) ram.pins.delete(entry.memoryId);
+        else ram.pins.set(entry.memoryId, left);
+      }
+      // Limits could not be enforced over pinned entries; do it now, in the session's queue.
+      if (sessions.get(ram.ref.sessionId) === ram) {
+        mutex
+          .run(ram.ref.sessionId, async () => {
+            if (sessions.get(ram.ref.sessionId) === ram) await enforceLimits(ctx, ram);
+          })
+          .catch((error) =>
+            logger.warn(
+              { err: error, sessionKey: ram.ref.sessionKey },
+              'enforcing limits after unpin failed',
+            ),
+          );
+      }
+    },
+  };
+}
+
+/** Drops an idle RAM context; false while pinned, busy, or holding entries not written through yet. */
+export function unload(ctx: MemoryContext, sessionId: string): Promise<boolean> {
+  return ctx.mutex.run(sessionId, async () => {
+    const ram = ctx.sessions.get(sessionId);
+    if (!ram) return true;
+    if (ram.pins.size > 0 || ram.busy.size > 0) return false;
+    // Entries not written through yet exist only in the RAM context.
+    if (ctx.writes.degradedReason !== undefined || ctx.writes.pendingWrites.has(sessionId)) return false;
+    ctx.sessions.delete(sessionId);
+    return true;
+  });
+}
+
+/** Validates and appends entries in one commit, queues them for embedding, then enforces the limits. */
+export async function appendBatch(
+  ctx: MemoryContext,
+  ref: SessionRef,
+  inputs: ReadonlyArray<AppendInput>,
+  also?: () => Promise<void>,
+): Promise<MemoryEntry[]> {
+  const parsed = inputs.map((input, index) => {
+    const result = appendInputSchema.safeParse(input);
+    if (!result.success) throw invalid(`invalid memory entry ${index}`, result.error.issues);
+    return result.data as AppendInput;
+  });
+  if (parsed.length === 0) return [];
+  return withSession(ctx, ref, async (ram) => {
+    const nowMs = ctx.clock.now();
+    const entries = await commit(
+      ctx,
+      ram,
+      parsed.length,
+      (first) => parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
+      also,
+    );
+    ram.entries.push(...entries);
+    ram.lastActiveMs = nowMs;
+    for (const entry of entries) queueEmbedding(ctx, entry);
+    await enforceLimits(ctx, ram);
+    return entries.map(publicCopy);
+  });
+}

@@ -1,0 +1,397 @@
+import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { parseMemoryAddress, toMemoryItem } from '../items.js';
+import { type EntryFilter, rowToEntry, type StoredEntry } from '../ltm-store.js';
+import { estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
+import type {
+  HistoryEntry,
+  HistoryOptions,
+  MemoryEntry,
+  MemoryItem,
+  QueryOptions,
+  RecallOptions,
+  SearchHit,
+  SearchOptions,
+} from '../types.js';
+import type { MemoryContext } from './context.js';
+import { activeOf, publicCopy } from './ram.js';
+import { readWithFallback } from './write-retry.js';
+
+/** Entries of the key accepted while degraded and not written yet: what database reads cannot see. */
+function unwrittenEntries(ctx: MemoryContext, sessionKey: string): StoredEntry[] {
+  const found: StoredEntry[] = [];
+  for (const ram of ctx.sessions.values())
+    if (ram.ref.sessionKey === sessionKey)
+      found.push(...ram.entries.filter((entry) => entry.rowId === undefined));
+  return found;
+}
+
+/** Loaded RAM entries of an agent (and key), newest first: what reads answer from while degraded. */
+function ramEntries(ctx: MemoryContext, filter: { agentId: string; sessionKey?: string }): StoredEntry[] {
+  const found: StoredEntry[] = [];
+  for (const ram of ctx.sessions.values()) {
+    if (ram.ref.agentId !== filter.agentId) continue;
+    if (filter.sessionKey !== undefined && ram.ref.sessionKey !== filter.sessionKey) continue;
+    found.push(...ram.entries);
+  }
+  return found.sort((left, right) => right.createdAtMs - left.createdAtMs || right.memoryId - left.memoryId);
+}
+
+function clampLimit(ctx: MemoryContext, limit: number | undefined, fallback: number): number {
+  return Math.max(1, Math.min(ctx.config.recall.maxLimit, Math.floor(limit ?? fallback)));
+}
+
+function resolveIds(ids: ReadonlyArray<number | string>, sessionKey: string | undefined) {
+  return ids.map((id) => {
+    if (typeof id === 'number') {
+      if (sessionKey === undefined) {
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: 'Numeric memory ids need a sessionKey; or pass addresses <sessionKey>#<n>.',
+        });
+      }
+      return { sessionKey, memoryId: id };
+    }
+    const parsed =
+      parseMemoryAddress(id) ??
+      (sessionKey !== undefined && /^\d+$/.test(id) ? { sessionKey, memoryId: Number(id) } : undefined);
+    if (!parsed)
+      throw new UserInputError({
+        code: ErrorCodes.invalidRequest,
+        message: `"${id}" is not a memory id or address.`,
+      });
+    return parsed;
+  });
+}
+
+/** Full-text, or hybrid (full-text fused with vector similarity) search over long-term memory. */
+export async function search(ctx: MemoryContext, searchOptions: SearchOptions): Promise<SearchHit[]> {
+  const { config, embedder, ltm } = ctx;
+  const limit = Math.max(
+    1,
+    Math.min(config.recall.maxLimit, Math.floor(searchOptions.limit ?? config.recall.searchDefaultLimit)),
+  );
+  const terms = queryTerms(searchOptions.query);
+  const exclude = searchOptions.excludeAddresses ?? new Set<string>();
+  const mode: 'fts' | 'hybrid' = searchOptions.mode === 'fts' || !embedder ? 'fts' : 'hybrid';
+  if (searchOptions.mode === 'hybrid' && !embedder) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: 'Hybrid search needs an embedding provider (memory.embeddings).',
+    });
+  }
+  const filter: EntryFilter = {
+    agentId: searchOptions.agentId,
+    ...(searchOptions.sessionKey !== undefined ? { sessionKey: searchOptions.sessionKey } : {}),
+    includeArchived: searchOptions.includeArchived ?? true,
+    ...(searchOptions.kind && searchOptions.kind !== 'all' ? { kind: searchOptions.kind } : {}),
+  };
+  const toHit = (entry: StoredEntry, score: number): SearchHit => ({
+    address: entry.address,
+    sessionKey: entry.sessionKey,
+    memoryId: entry.memoryId,
+    kind: entry.kind,
+    role: entry.role,
+    state: entry.state,
+    content: entry.content,
+    score,
+    createdAtMs: entry.createdAtMs,
+    source: entry.archivedAtMs !== null ? 'archive' : entry.state === 'active' ? 'ram' : 'ltm',
+    mode,
+  });
+  return readWithFallback(
+    ctx,
+    async () => {
+      if (mode === 'fts') {
+        const rows = await ltm.fullText(filter, terms, limit + exclude.size);
+        return rows
+          .map((row) => toHit(rowToEntry(row), row.rank))
+          .filter((hit) => !exclude.has(hit.address))
+          .slice(0, limit);
+      }
+      const candidates = config.embeddings.candidateCount + exclude.size;
+      const [rows, [queryVector]] = await Promise.all([
+        ltm.fullText(filter, terms, candidates),
+        embedder!.embed([searchOptions.query]),
+      ]);
+      const near = await ltm.nearest(filter, embedder!.model, queryVector!, candidates);
+      // Reciprocal-rank fusion: robust to the two rankings having unrelated score scales.
+      const fused = new Map<number, number>();
+      rows.forEach((row, index) => {
+        fused.set(Number(row.id), 1 / (60 + index + 1));
+      });
+      near.forEach((hit, index) => {
+        fused.set(hit.rowId, (fused.get(hit.rowId) ?? 0) + config.embeddings.vectorWeight / (60 + index + 1));
+      });
+      const order = [...fused.entries()].sort((left, right) => right[1] - left[1] || right[0] - left[0]);
+      const known = new Map(rows.map((row) => [Number(row.id), rowToEntry(row)] as const));
+      const missing = order.map(([rowId]) => rowId).filter((rowId) => !known.has(rowId));
+      for (const [rowId, entry] of await ltm.entriesByRowIds(missing)) known.set(rowId, entry);
+      const hits: SearchHit[] = [];
+      for (const [rowId, score] of order) {
+        const entry = known.get(rowId);
+        if (!entry || exclude.has(entry.address)) continue;
+        hits.push(toHit(entry, score));
+        if (hits.length >= limit) break;
+      }
+      return hits;
+    },
+    () => {
+      const wanted = new Set(terms);
+      return ramEntries(ctx, filter)
+        .filter((entry) => entry.state !== 'tombstone' && !exclude.has(entry.address))
+        .filter((entry) => !filter.kind || entry.kind === filter.kind)
+        .map((entry) => {
+          let score = 0;
+          for (const token of new Set(wordTokens(entry.content))) if (wanted.has(token)) score++;
+          return { entry, score };
+        })
+        .filter((scored) => scored.score > 0)
+        .sort((left, right) => right.score - left.score || right.entry.memoryId - left.entry.memoryId)
+        .slice(0, limit)
+        .map((scored) => ({ ...toHit(scored.entry, scored.score), mode: 'fts' as const }));
+    },
+  );
+}
+
+/** Summaries first, then active entries, then (optionally) replaced and archived ones, up to the limit. */
+export async function recall(ctx: MemoryContext, recallOptions: RecallOptions): Promise<MemoryItem[]> {
+  const { config, ltm } = ctx;
+  const limit = clampLimit(ctx, recallOptions.limit, config.recall.defaultLimit);
+  const includeFull = recallOptions.includeFull ?? false;
+  const includeArchived = recallOptions.includeArchived ?? true;
+  const itemOptions = { includeFull, previewChars: config.recall.previewChars };
+  const base = {
+    agentId: recallOptions.agentId,
+    ...(recallOptions.sessionKey !== undefined ? { sessionKey: recallOptions.sessionKey } : {}),
+  };
+  return readWithFallback(
+    ctx,
+    async () => {
+      const steps: EntryFilter[] = [
+        { ...base, includeArchived: false, kind: 'summary', states: ['active', 'summarized'] },
+        { ...base, includeArchived: false, kind: 'entry', states: ['active'] },
+        ...(includeFull
+          ? [
+              {
+                ...base,
+                includeArchived: false,
+                kind: 'entry' as const,
+                states: ['summarized', 'evicted'] as const,
+              },
+            ]
+          : []),
+        ...(includeArchived
+          ? [
+              {
+                ...base,
+                includeArchived: true,
+                archivedOnly: true,
+                kind: 'summary' as const,
+                states: ['active', 'summarized'] as const,
+              },
+              {
+                ...base,
+                includeArchived: true,
+                archivedOnly: true,
+                kind: 'entry' as const,
+                states: includeFull ? (['active', 'summarized', 'evicted'] as const) : (['active'] as const),
+              },
+            ]
+          : []),
+      ];
+      const items: MemoryItem[] = [];
+      for (const filter of steps) {
+        if (items.length >= limit) break;
+        const entries = await ltm.listEntries(filter, limit - items.length);
+        items.push(...entries.map((entry) => toMemoryItem(entry, itemOptions)));
+      }
+      return items;
+    },
+    () => {
+      const entries = ramEntries(ctx, base).filter((entry) => entry.state === 'active');
+      return [
+        ...entries.filter((entry) => entry.kind === 'summary'),
+        ...entries.filter((entry) => entry.kind === 'entry'),
+      ]
+        .slice(0, limit)
+        .map((entry) => toMemoryItem(entry, itemOptions));
+    },
+  );
+}
+
+/** Entries by ids or addresses, by topic, or simply the latest, with full content. */
+export async function query(ctx: MemoryContext, queryOptions: QueryOptions): Promise<MemoryItem[]> {
+  const { config, ltm } = ctx;
+  const limit = clampLimit(ctx, queryOptions.limit, config.recall.defaultLimit);
+  const kind = queryOptions.kind && queryOptions.kind !== 'all' ? queryOptions.kind : undefined;
+  const filter: EntryFilter = {
+    agentId: queryOptions.agentId,
+    ...(queryOptions.sessionKey !== undefined ? { sessionKey: queryOptions.sessionKey } : {}),
+    includeArchived: queryOptions.includeArchived ?? true,
+    ...(kind ? { kind } : {}),
+  };
+  const ids = queryOptions.memoryIds?.length
+    ? resolveIds(queryOptions.memoryIds, queryOptions.sessionKey)
+    : undefined;
+  const topic = queryOptions.topic?.trim() || undefined;
+  const itemOptions = { includeFull: true, previewChars: config.recall.previewChars };
+  return readWithFallback(
+    ctx,
+    async () => {
+      let entries: StoredEntry[];
+      if (ids) {
+        entries = await ltm.entriesByIds(filter, ids, topic ? config.recall.maxLimit : limit);
+        if (topic) {
+          const needle = topic.toLowerCase();
+          entries = entries.filter((entry) => entry.content.toLowerCase().includes(needle)).slice(0, limit);
+        }
+      } else if (topic) {
+        entries = await ltm.topic(filter, topic, limit);
+      } else {
+        entries = await ltm.listEntries(filter, limit);
+      }
+      return entries.map((entry) => toMemoryItem(entry, itemOptions));
+    },
+    () => {
+      const wanted = ids ? new Set(ids.map((id) => `${id.sessionKey}#${id.memoryId}`)) : undefined;
+      const needle = topic?.toLowerCase();
+      return ramEntries(ctx, filter)
+        .filter((entry) => !kind || entry.kind === kind)
+        .filter((entry) => !wanted || wanted.has(entry.address))
+        .filter((entry) => !needle || entry.content.toLowerCase().includes(needle))
+        .slice(0, limit)
+        .map((entry) => toMemoryItem(entry, itemOptions));
+    },
+  );
+}
+
+/** An entry by global address `<sessionKey>#<n>`. */
+export async function getEntry(ctx: MemoryContext, address: string): Promise<MemoryEntry | undefined> {
+  const parsed = parseMemoryAddress(address);
+  if (!parsed) return undefined;
+  return readWithFallback(
+    ctx,
+    async () => {
+      const entry =
+        (await ctx.ltm.entryByAddress(parsed.sessionKey, parsed.memoryId)) ??
+        unwrittenEntries(ctx, parsed.sessionKey).find((candidate) => candidate.memoryId === parsed.memoryId);
+      return entry ? publicCopy(entry) : undefined;
+    },
+    () => {
+      for (const ram of ctx.sessions.values()) {
+        const entry = ram.entries.find((candidate) => candidate.address === address);
+        if (entry) return publicCopy(entry);
+      }
+      return undefined;
+    },
+  );
+}
+
+/** User and assistant entries of a key, oldest first (the last `limit` before `beforeMemoryId`). */
+export async function history(
+  ctx: MemoryContext,
+  sessionKey: string,
+  historyOptions: HistoryOptions = {},
+): Promise<HistoryEntry[]> {
+  const limit = Math.max(1, Math.min(1000, Math.floor(historyOptions.limit ?? 200)));
+  const toHistory = (entry: StoredEntry): HistoryEntry => ({
+    memoryId: entry.memoryId,
+    address: entry.address,
+    sessionId: entry.sessionId,
+    role: entry.role as 'user' | 'assistant',
+    content: entry.content,
+    state: entry.state,
+    createdAtMs: entry.createdAtMs,
+    archived: entry.archivedAtMs !== null,
+  });
+  const wanted = (entry: StoredEntry) =>
+    entry.kind === 'entry' &&
+    (entry.role === 'user' || entry.role === 'assistant') &&
+    (historyOptions.beforeMemoryId === undefined || entry.memoryId < historyOptions.beforeMemoryId);
+  return readWithFallback(
+    ctx,
+    async () => {
+      const stored = (
+        await ctx.ltm.history(sessionKey, {
+          limit,
+          ...(historyOptions.beforeMemoryId !== undefined
+            ? { beforeMemoryId: historyOptions.beforeMemoryId }
+            : {}),
+          includeArchived: historyOptions.includeArchived ?? false,
+        })
+      ).map(toHistory);
+      // Stored history plus what was accepted while the database could not be written.
+      const unwritten = unwrittenEntries(ctx, sessionKey).filter(wanted).map(toHistory);
+      if (unwritten.length === 0) return stored;
+      const known = new Set(stored.map((entry) => entry.memoryId));
+      return [...stored, ...unwritten.filter((entry) => !known.has(entry.memoryId))]
+        .sort((left, right) => left.memoryId - right.memoryId)
+        .slice(-limit);
+    },
+    () =>
+      [...ctx.sessions.values()]
+        .filter((ram) => ram.ref.sessionKey === sessionKey)
+        .flatMap((ram) => ram.entries)
+        .filter(
+          (entry) =>
+            entry.kind === 'entry' &&
+            entry.state === 'active' &&
+            (entry.role === 'user' || entry.role === 'assistant'),
+        )
+        .filter(
+          (entry) =>
+            historyOptions.beforeMemoryId === undefined || entry.memoryId < historyOptions.beforeMemoryId,
+        )
+        .sort((left, right) => left.memoryId - right.memoryId)
+        .slice(-limit)
+        .map(toHistory),
+  );
+}
+
+/** A short block of relevant memories for the prompt, leaving out what is already in the context. */
+export async function recallForPrompt(
+  ctx: MemoryContext,
+  promptOptions: { agentId: string; sessionKey: string; query: string; maxTokens?: number },
+): Promise<string> {
+  const { config } = ctx;
+  const maxTokens = promptOptions.maxTokens ?? config.recall.promptMaxTokens;
+  if (!promptOptions.query.trim()) return '';
+  const inContext = new Set<string>();
+  for (const ram of ctx.sessions.values()) {
+    if (ram.ref.sessionKey !== promptOptions.sessionKey) continue;
+    for (const entry of activeOf(ram)) inContext.add(entry.address);
+  }
+  if (inContext.size === 0 && ctx.writes.degradedReason === undefined) {
+    const active = await ctx.ltm
+      .listEntries(
+        {
+          agentId: promptOptions.agentId,
+          sessionKey: promptOptions.sessionKey,
+          includeArchived: false,
+          states: ['active'],
+        },
+        config.maxActiveEntries * 4,
+      )
+      .catch(() => []);
+    for (const entry of active) inContext.add(entry.address);
+  }
+  const hits = await search(ctx, {
+    agentId: promptOptions.agentId,
+    query: promptOptions.query,
+    limit: config.recall.searchDefaultLimit,
+    excludeAddresses: inContext,
+  });
+  const header = 'Relevant memories from earlier conversations (may be outdated):';
+  const lines: string[] = [];
+  let used = estimateTokens(header);
+  for (const hit of hits) {
+    const date = new Date(hit.createdAtMs).toISOString().slice(0, 10);
+    const who = hit.kind === 'summary' ? 'summary' : hit.role;
+    const line = `- [${hit.address}, ${date}] ${who}: ${truncateText(hit.content.replace(/\s+/g, ' ').trim(), config.recall.previewChars).text}`;
+    const cost = estimateTokens(line);
+    if (used + cost > maxTokens) break;
+    lines.push(line);
+    used += cost;
+  }
+  return lines.length === 0 ? '' : `${header}\n${lines.join('\n')}`;
+}

@@ -1,0 +1,195 @@
+import type { SqlExecutor } from '../../store/index.js';
+import { coerceError, ErrorCodes, UserInputError } from '../../util/index.js';
+import type { StoredEntry } from '../ltm-store.js';
+import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
+
+/** The write-retry state of a writable database; `writeRetryMs` is the first retry delay. */
+export function createWriteRetryState(writeRetryMs: number): WriteRetryState {
+  return {
+    degradedReason: undefined,
+    degradedSinceMs: 0,
+    pendingWrites: new Map(),
+    ramCounters: new Map(),
+    retryDelayMs: writeRetryMs,
+    retryTimer: undefined,
+  };
+}
+
+/** Writes accepted while degraded and not written through yet. */
+export function pendingCount(ctx: MemoryContext): number {
+  let count = 0;
+  for (const pending of ctx.writes.pendingWrites.values()) count += pending.writes.length;
+  return count;
+}
+
+function maxRetryMs(ctx: MemoryContext): number {
+  return Math.max(ctx.config.writeRetryMs, ctx.config.maxWriteRetryMs);
+}
+
+/** Arms the retry timer (once), doubling the delay up to `maxWriteRetryMs` each time. */
+export function scheduleRetry(ctx: MemoryContext): void {
+  const state = ctx.writes;
+  if (state.retryTimer) return;
+  state.retryTimer = setTimeout(() => {
+    state.retryTimer = undefined;
+    void retryWrites(ctx);
+  }, state.retryDelayMs);
+  state.retryTimer.unref();
+  state.retryDelayMs = Math.min(maxRetryMs(ctx), state.retryDelayMs * 2);
+}
+
+/** The database failed: keep going in RAM, retry in the background, and say so once. */
+export function enterDegraded(ctx: MemoryContext, error: unknown): void {
+  const state = ctx.writes;
+  scheduleRetry(ctx);
+  if (state.degradedReason !== undefined) return;
+  const failure = coerceError(error);
+  state.degradedReason = failure.message;
+  state.degradedSinceMs = ctx.clock.now();
+  ctx.logger.error(
+    { err: error, location: ctx.db.location },
+    'memory database write failed; continuing in RAM and retrying until the database is back',
+  );
+  const message = `Memory could not be saved to ${ctx.db.location} (${failure.message}); new memories are kept in RAM and written through when the database is back. Until then a restart loses them.`;
+  ctx.bus.publish('memory:degraded', { reason: message, code: ErrorCodes.storeUnavailable });
+  ctx.bus.publish('system:error', { code: ErrorCodes.storeUnavailable, message, component: 'memory' });
+}
+
+/** Writes one session's queued writes through, oldest first; each commit is its own transaction. */
+async function flushSession(ctx: MemoryContext, sessionId: string): Promise<number> {
+  const pending = ctx.writes.pendingWrites.get(sessionId);
+  let written = 0;
+  while (pending && pending.writes.length > 0) {
+    await ctx.ltm.transaction(pending.writes[0]!);
+    pending.writes.shift();
+    written++;
+  }
+  ctx.writes.pendingWrites.delete(sessionId);
+  return written;
+}
+
+/** Tries the database again: writes everything queued through, and leaves degraded mode when that worked. */
+export async function retryWrites(ctx: MemoryContext): Promise<void> {
+  const state = ctx.writes;
+  if (state.degradedReason === undefined) return;
+  let written = 0;
+  try {
+    for (const sessionId of [...state.pendingWrites.keys()]) {
+      try {
+        written += await ctx.mutex.run(sessionId, () => flushSession(ctx, sessionId));
+      } catch (error) {
+        if (UserInputError.isInstance(error) && error.code === ErrorCodes.conflict) {
+          // Ids taken in the database meanwhile (the session could not even be read when it was loaded):
+          // these writes can never go through, and retrying them would keep memory degraded forever.
+          const dropped = state.pendingWrites.get(sessionId)?.writes.length ?? 0;
+          state.pendingWrites.delete(sessionId);
+          const message = `${dropped} memory write(s) of session ${sessionId} could not be written through: ${error.message}`;
+          ctx.logger.error({ err: error, sessionId }, message);
+          ctx.bus.publish('system:error', {
+            code: ErrorCodes.storeUnavailable,
+            message,
+            component: 'memory',
+          });
+          continue;
+        }
+        throw error;
+      }
+    }
+    // Nothing was queued (a read failed): a write transaction proves the database is usable again.
+    if (written === 0) await ctx.ltm.transaction(async (tx) => void (await tx.get('SELECT 1 AS ok')));
+  } catch (error) {
+    ctx.logger.warn({ err: error, written }, 'memory database still not writable; retrying later');
+    scheduleRetry(ctx);
+    return;
+  }
+  if (pendingCount(ctx) > 0) {
+    // Writes queued while this pass ran; the next pass takes them.
+    scheduleRetry(ctx);
+    return;
+  }
+  const degradedForMs = ctx.clock.now() - state.degradedSinceMs;
+  state.degradedReason = undefined;
+  state.retryDelayMs = ctx.config.writeRetryMs;
+  state.ramCounters.clear();
+  ctx.logger.warn(
+    { writtenThrough: written, degradedForMs },
+    'memory database writable again; left RAM-only mode',
+  );
+  ctx.bus.publish('memory:recovered', { writtenThrough: written, degradedForMs });
+}
+
+/** Runs a database read; on failure answers from RAM instead (and retries the database in the background). */
+export async function readWithFallback<T>(
+  ctx: MemoryContext,
+  fromDb: () => Promise<T>,
+  fromRam: () => T,
+): Promise<T> {
+  try {
+    return await fromDb();
+  } catch (error) {
+    enterDegraded(ctx, error);
+  }
+  return fromRam();
+}
+
+/**
+ * Reserves ids for `count` new entries, builds them, and commits them together with `also` in one
+ * transaction. While the database cannot be written (or earlier writes of the session still wait), the
+ * entries get ids from the RAM counter and the whole commit is queued to be written through in order.
+ */
+export async function commit(
+  ctx: MemoryContext,
+  ram: RamSession,
+  count: number,
+  build: (firstId: number) => StoredEntry[],
+  also?: (tx: SqlExecutor) => Promise<void>,
+): Promise<StoredEntry[]> {
+  const { ltm, writes: state } = ctx;
+  const nowMs = ctx.clock.now();
+  if (state.degradedReason === undefined && !state.pendingWrites.has(ram.ref.sessionId)) {
+    try {
+      const entries = await ltm.transaction(async (tx) => {
+        await ltm.touchSession(tx, ram.ref, nowMs);
+        const first =
+          count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
+        const built = build(first);
+        for (const entry of built) entry.rowId = await ltm.insertEntry(tx, entry);
+        if (also) await also(tx);
+        return built;
+      });
+      if (count > 0) ram.nextId = entries[0]!.memoryId + count;
+      return entries;
+    } catch (error) {
+      enterDegraded(ctx, error);
+    }
+  }
+  const firstId = ram.nextId;
+  const built = build(firstId);
+  ram.nextId += count;
+  state.ramCounters.set(
+    ram.ref.sessionKey,
+    Math.max(state.ramCounters.get(ram.ref.sessionKey) ?? 1, ram.nextId),
+  );
+  // The rows as they are now: later RAM changes (tombstones, summaries) are queued as their own writes.
+  const rows = built.map((entry) => ({ ...entry }));
+  const pending = state.pendingWrites.get(ram.ref.sessionId) ?? { ref: ram.ref, writes: [] };
+  pending.writes.push(async (tx) => {
+    await ltm.touchSession(tx, ram.ref, nowMs);
+    if (count > 0) {
+      const first = await ltm.reserveIds(tx, ram.ref.sessionKey, count, firstId);
+      if (first !== firstId)
+        throw new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `memory ids #${firstId}… of ${ram.ref.sessionKey} were taken in the database meanwhile`,
+        });
+    }
+    for (const [index, row] of rows.entries()) {
+      const rowId = await ltm.insertEntry(tx, row);
+      built[index]!.rowId = rowId;
+    }
+    if (also) await also(tx);
+  });
+  state.pendingWrites.set(ram.ref.sessionId, pending);
+  scheduleRetry(ctx);
+  return built;
+}

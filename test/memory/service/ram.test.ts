@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import type { RamSession } from '../../../src/memory/service/context.js';
+import {
+  appendBatch,
+  buildEntry,
+  enforceLimits,
+  entryTokens,
+  idRange,
+  pickOldest,
+  pinEntries,
+  publicCopy,
+  statsOf,
+  tombstoneFor,
+  unload,
+  withSession,
+} from '../../../src/memory/service/ram.js';
+import { describeEachDatabase } from '../../helpers/databases.js';
+import { sessionRef } from '../memory-fixtures.js';
+import { loaded, stepContext } from './helpers.js';
+
+function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): RamSession {
+  const ram: RamSession = {
+    ref: sessionRef(),
+    entries: [],
+    pins: new Map(),
+    busy: new Set(),
+    lastActiveMs: 0,
+    nextId: roles.length + 1,
+  };
+  ram.entries = roles.map((role, index) =>
+    buildEntry(
+      ram,
+      role === 'tool'
+        ? { role: 'tool', content: 'result', toolCallId: 'c1', toolName: 'read' }
+        : role === 'assistant-call'
+          ? { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'read', arguments: {} }] }
+          : { role, content: `entry ${index + 1}` },
+      index + 1,
+      1_000,
+    ),
+  );
+  return ram;
+}
+
+describe('memory RAM context: entries', () => {
+  it('picks whole tool-call groups from the front and stops at a pinned or busy entry', () => {
+    const ram = ramOf(['user', 'assistant-call', 'tool', 'tool', 'assistant', 'user']);
+    const ids = (entries: Array<{ memoryId: number }>) => entries.map((entry) => entry.memoryId);
+    expect(ids(pickOldest(ram, (count) => count < 2, 1))).toEqual([1, 2, 3, 4]);
+    expect(ids(pickOldest(ram, () => true, 2))).toEqual([1, 2, 3, 4]);
+    expect(ids(pickOldest(ram, () => true, 3))).toEqual([1]);
+    ram.busy.add(2);
+    expect(ids(pickOldest(ram, () => true, 1))).toEqual([1]);
+    ram.busy.clear();
+    ram.pins.set(1, 1);
+    expect(pickOldest(ram, () => true, 1)).toEqual([]);
+  });
+
+  it('counts tokens from text and tool calls, names id ranges, and copies entries deeply', () => {
+    expect(entryTokens({ content: 'abcdefgh' })).toBe(6);
+    expect(entryTokens({ content: '', toolCalls: [{ name: 'ab', arguments: { a: 1 } }] })).toBe(7);
+    expect([idRange([]), idRange([3]), idRange([3, 4, 5])]).toEqual(['', '#3', '#3–#5']);
+    const ram = ramOf(['assistant-call']);
+    const entry = ram.entries[0]!;
+    const copy = publicCopy(entry);
+    copy.toolCalls![0]!.arguments.injected = true;
+    expect(entry.toolCalls![0]!.arguments).toEqual({});
+    expect(copy).not.toHaveProperty('rowId');
+    const tombstone = tombstoneFor(ram, 9, entry, '[evicted:1]', {}, 2_000);
+    expect(tombstone).toMatchObject({
+      state: 'tombstone',
+      tokens: 0,
+      relatedTo: 1,
+      orderKey: entry.orderKey,
+    });
+    expect(statsOf(ram)).toMatchObject({ activeEntries: 1, tombstones: 0, nextMemoryId: 2 });
+  });
+});
+
+describeEachDatabase('memory RAM context', (getDb) => {
+  it('appends under the session lock, evicts over the limit, and reloads the same context', async () => {
+    const { ctx, events } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const ref = sessionRef();
+    const written = await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+      { role: 'user', content: 'three' },
+    ]);
+    expect(written.map((entry) => entry.memoryId)).toEqual([1, 2, 3]);
+    const ram = await loaded(ctx);
+    expect(statsOf(ram)).toMatchObject({ activeEntries: 2, tombstones: 1, nextMemoryId: 5 });
+    expect(events.at(-1)).toMatchObject({ type: 'memory:event', data: { kind: 'evicted', memoryIds: [1] } });
+    // A fresh context (a restart) restores the same active entries from the database.
+    const restarted = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const reloaded = await loaded(restarted.ctx);
+    expect(
+      reloaded.entries.filter((entry) => entry.state === 'active').map((entry) => entry.memoryId),
+    ).toEqual([2, 3]);
+    expect(restarted.events[0]).toMatchObject({ data: { kind: 'restored', count: 2 } });
+  });
+
+  it('refuses bad input and a session id reused by another key', async () => {
+    const { ctx } = stepContext(getDb());
+    await expect(
+      appendBatch(ctx, sessionRef(), [{ role: 'robot', content: 'x' } as never]),
+    ).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    });
+    // Checked before the session lock is taken: the call throws at once.
+    expect(() =>
+      withSession(ctx, { ...sessionRef(), sessionKey: 'agent:other:main' }, async () => 1),
+    ).toThrow('sessionKey names another agent');
+    await appendBatch(ctx, sessionRef('a', 'alpha', 'shared'), [{ role: 'user', content: 'x' }]);
+    await expect(
+      appendBatch(ctx, sessionRef('b', 'alpha', 'shared'), [{ role: 'user', content: 'y' }]),
+    ).rejects.toMatchObject({ code: 'CONFLICT' });
+  });
+
+  it('pinned entries outlive the limit until released, and a pinned session does not unload', async () => {
+    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'keep me' },
+      { role: 'assistant', content: 'and me' },
+    ]);
+    const lease = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
+    expect(lease.memoryIds).toEqual([1, 2]);
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'third' }]);
+    const ram = await loaded(ctx);
+    expect(statsOf(ram).activeEntries).toBe(3);
+    expect(await unload(ctx, ref.sessionId)).toBe(false);
+    lease.release();
+    lease.release();
+    await ctx.mutex.run(ref.sessionId, async () => undefined);
+    expect(statsOf(ram)).toMatchObject({ activeEntries: 2, pinned: 0 });
+    await enforceLimits(ctx, ram);
+    expect(await unload(ctx, ref.sessionId)).toBe(true);
+    expect(ctx.sessions.size).toBe(0);
+  });
+});
