@@ -1,6 +1,6 @@
 // Workflow engine overhead: the same graph shapes with pure-function nodes in agentd (in memory, and durable
 // with every stage record written to SQLite), LangGraph.js StateGraph and Mastra 0.24 workflows.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import v8 from 'node:v8';
@@ -9,6 +9,7 @@ import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { createStep, createWorkflow } from '@mastra/core/workflows';
 import { stringify } from 'yaml';
 import { z } from 'zod';
+import { createStore } from '../src/store/index.js';
 import {
   createWorkflowEngine,
   loadWorkflow,
@@ -63,9 +64,17 @@ async function agentdEngine(
     stringify({ version: 1, id: `bench-${nodes.length}`, nodes, edges }),
   );
   const workflow = await loadWorkflow(dir);
-  const stateDir = join(dir, 'state');
-  if (durable) mkdirSync(stateDir);
-  return createWorkflowEngine({ workflow, functions, ...(durable ? { stateDir, durable: true } : {}) });
+  if (!durable) return createWorkflowEngine({ workflow, functions });
+  // Durable: the platform store (a SQLite file under a temp state dir), handed to the engine as the runtime does.
+  const store = await createStore({ stateDir: join(dir, 'state') });
+  const engine = await createWorkflowEngine({ workflow, functions, database: store.db });
+  return {
+    ...engine,
+    async close() {
+      await engine.close();
+      await store.close();
+    },
+  };
 }
 
 async function agentdChain(length: number, durable: boolean): Promise<Contender> {

@@ -715,6 +715,9 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     get stateDir() {
       return configFrom(globals(), {}, true).home;
     },
+    get databaseUrl() {
+      return configFrom(globals(), {}, true).databaseUrl;
+    },
     stdout: io.stdout,
     stderr: io.stderr,
     modelOverride: () => globals().model,

@@ -61,7 +61,6 @@ export {
 } from './manifest-schemas.js';
 export {
   createInMemoryStore,
-  createJsonlMemoryStore,
   createSqlMemoryStore,
   type MemoryItem,
   type MemoryStore,

@@ -120,14 +120,23 @@ export const toolManifestSchema = z.strictObject({
 export type ToolManifest = z.output<typeof toolManifestSchema>;
 export type ToolManifestEntry = ToolManifest['tools'][number];
 
-export const memoryBackends = ['in_memory', 'jsonl', 'sqlite'] as const;
+export const memoryBackends = ['in_memory', 'sqlite'] as const;
 export type MemoryBackend = (typeof memoryBackends)[number];
+
+/**
+ * `jsonl` (and its older name `file`) kept a store in a JSON Lines file of its own; persistent stores now
+ * live in the platform's database, so both read as `sqlite` and old manifests keep loading.
+ */
+const persistentAliases = new Set(['jsonl', 'file']);
+const backendSchema = z.preprocess(
+  (value) => (typeof value === 'string' && persistentAliases.has(value) ? 'sqlite' : value),
+  z.enum(memoryBackends),
+);
 
 const storeConfigSchema = z
   .strictObject({
-    /** `file` is the seed's older name for `jsonl`. */
-    backend: z.preprocess((value) => (value === 'file' ? 'jsonl' : value), z.enum(memoryBackends)).optional(),
-    type: z.preprocess((value) => (value === 'file' ? 'jsonl' : value), z.enum(memoryBackends)).optional(),
+    backend: backendSchema.optional(),
+    type: backendSchema.optional(),
     retention: z.strictObject({ max_items: z.number().int().positive() }).optional(),
   })
   .transform((store) => ({

@@ -1,6 +1,6 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { z } from 'zod';
 import type { SqlDatabase } from '../store/index.js';
+import { decodeJson } from '../util/decode-json.js';
 import type { MemoryBackend } from './manifest-schemas.js';
 
 export type MemoryStoreKind = 'task' | 'project' | 'global';
@@ -26,7 +26,7 @@ export type NewMemoryItem = Omit<MemoryItem, 'seq' | 'store'>;
 export interface MemoryStore {
   readonly kind: MemoryStoreKind;
   readonly backend: MemoryBackend;
-  /** Where the data lives (`memory`, a file path, or the database location). */
+  /** Where the data lives (`memory`, or the database location). */
   readonly location: string;
   add(item: NewMemoryItem): Promise<MemoryItem>;
   /** Oldest first. `taskId` narrows a task store to one task's memory. */
@@ -66,76 +66,6 @@ export function createInMemoryStore(options: MemoryStoreOptions): MemoryStore {
   };
 }
 
-/**
- * JSON Lines: one item per line, appended and flushed on every write. Retention appends a tombstone line
- * (`{"$deleted":"<id>"}`) rather than rewriting the file; the file is compacted (rewritten atomically via a
- * temp file and rename) once tombstones outnumber live items.
- */
-export function createJsonlMemoryStore(options: MemoryStoreOptions & { path: string }): MemoryStore {
-  const { path } = options;
-  mkdirSync(dirname(path), { recursive: true });
-  const items: MemoryItem[] = [];
-  let lines = 0;
-  if (existsSync(path)) {
-    const deleted = new Set<string>();
-    const loaded: MemoryItem[] = [];
-    for (const line of readFileSync(path, 'utf8').split('\n')) {
-      if (!line.trim()) continue;
-      lines++;
-      let record: unknown;
-      try {
-        record = JSON.parse(line);
-      } catch {
-        // A torn last line after a crash: skip it, keep the rest.
-        continue;
-      }
-      if (typeof record !== 'object' || record === null) continue;
-      const deletedId = (record as { $deleted?: unknown }).$deleted;
-      if (typeof deletedId === 'string') deleted.add(deletedId);
-      else loaded.push(record as MemoryItem);
-    }
-    for (const item of loaded) if (!deleted.has(item.id)) items.push(item);
-  }
-  let seq = items.reduce((max, item) => Math.max(max, item.seq), 0);
-
-  const compact = () => {
-    const temporary = `${path}.tmp`;
-    writeFileSync(temporary, items.map((item) => `${JSON.stringify(item)}\n`).join(''));
-    renameSync(temporary, path);
-    lines = items.length;
-  };
-  const enforce = () => {
-    if (options.maxItems === undefined || items.length <= options.maxItems) return;
-    const removed = items.splice(0, items.length - options.maxItems);
-    appendFileSync(path, removed.map((item) => `${JSON.stringify({ $deleted: item.id })}\n`).join(''));
-    lines += removed.length;
-    if (lines > 2 * items.length + 16) compact();
-  };
-  enforce();
-
-  return {
-    kind: options.kind,
-    backend: 'jsonl',
-    location: path,
-    async add(item) {
-      const stored: MemoryItem = { ...item, store: options.kind, seq: ++seq };
-      appendFileSync(path, `${JSON.stringify(stored)}\n`);
-      lines++;
-      items.push(stored);
-      enforce();
-      return stored;
-    },
-    async list(filter = {}) {
-      return filter.taskId === undefined
-        ? items.slice()
-        : items.filter((item) => item.taskId === filter.taskId);
-    },
-    async count() {
-      return items.length;
-    },
-  };
-}
-
 interface MemoryRow {
   id: string;
   seq: number;
@@ -148,9 +78,11 @@ interface MemoryRow {
   created_at: number;
 }
 
+const tagsSchema = z.array(z.string());
+const metadataSchema = z.record(z.string(), z.unknown());
+
 /**
- * Rows of `workflow_memory` (migration 0006) in a SqlDatabase: the runtime's database, or a SQLite file
- * under the workflow's state dir. `scope` separates workflows; the global store uses the scope `*` so every
+ * Rows of `workflow_memory` (migration 0006) in the platform's database. `scope` separates workflows; the global store uses the scope `*` so every
  * workflow sharing the database sees it.
  */
 export async function createSqlMemoryStore(
@@ -169,10 +101,12 @@ export async function createSqlMemoryStore(
     seq: Number(row.seq),
     ...(row.task_id === null ? {} : { taskId: row.task_id }),
     projectId: row.project_id,
-    payload: JSON.parse(row.payload),
-    tags: JSON.parse(row.tags),
+    payload: decodeJson(row.payload, z.unknown(), { what: `workflow memory item ${row.id}` }),
+    tags: decodeJson(row.tags, tagsSchema, { what: `the tags of workflow memory item ${row.id}` }),
     protected: Number(row.protected) === 1,
-    metadata: JSON.parse(row.metadata),
+    metadata: decodeJson(row.metadata, metadataSchema, {
+      what: `the metadata of workflow memory item ${row.id}`,
+    }),
     createdAt: Number(row.created_at),
   });
   const columns = 'id, seq, task_id, project_id, payload, tags, protected, metadata, created_at';

@@ -1,7 +1,8 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
+import { createStore } from '../../src/store/index.js';
 import { createScriptedModel } from '../../src/testing.js';
 import {
   createWorkflowMethodHandlers,
@@ -253,6 +254,7 @@ describe('credentials', () => {
     });
     const { nodes, edges } = chainWorkflow(1);
     nodes[1] = { ...nodes[1]!, kind: 'agent', agent_id: 'writer' };
+    const store = await createStore({ stateDir: dir });
     const engine = await make(
       {
         'workflow.yaml': workflowYaml(nodes, edges),
@@ -286,7 +288,7 @@ describe('credentials', () => {
       },
       {
         env: { TEST_ANTHROPIC_KEY: secret },
-        stateDir: dir,
+        database: store.db,
         resolveModel: (_name, { credential }) => {
           handed = credential?.apiKey;
           return model;
@@ -310,7 +312,11 @@ describe('credentials', () => {
     expect(surfaces).not.toContain('file-secret-value-987654');
     expect(surfaces).toContain('[REDACTED]');
     await closeEngine(engine);
-    expect(readFileSync(join(dir, 'workflow.db')).includes(Buffer.from(secret))).toBe(false);
+    await store.close();
+    const stored = readdirSync(dir).filter((name) => name.startsWith('agentd.db'));
+    expect(stored).toContain('agentd.db');
+    for (const name of stored)
+      expect(readFileSync(join(dir, name)).includes(Buffer.from(secret))).toBe(false);
     expect(engine.credentials().map((entry) => [entry.id, entry.available])).toEqual([
       ['anthropic_main', true],
       ['from_file', true],

@@ -1,10 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { registerWorkflowCommands } from '../../src/cli/commands/workflow.js';
 import { resolveModel } from '../../src/model/index.js';
+import { createSqliteDatabase, migrate } from '../../src/store/index.js';
 import { edge, node, tempDir, workflowYaml, writeWorkflow } from './helpers.js';
 
 const exampleDir = resolve(import.meta.dirname, '../../examples/mini-editor');
@@ -57,6 +58,32 @@ describe('agentd workflow CLI', () => {
     expect(parsed.valid).toBe(false);
     expect(parsed.issues.map((issue) => issue.rule)).toContain('has-exit');
     expect(bad.exitCode()).toBe(2);
+  });
+
+  it('inspect also reads runs from the per-workflow databases earlier versions kept', async () => {
+    const session = cli();
+    const legacyDir = join(session.stateDir, 'workflows', 'fixture-flow');
+    mkdirSync(legacyDir, { recursive: true });
+    // Such a file was created and migrated by the engine itself; rebuild one from the record corpus.
+    const db = createSqliteDatabase({ path: join(legacyDir, 'workflow.db') });
+    await migrate(db);
+    const rows = JSON.parse(
+      readFileSync(resolve(import.meta.dirname, '../fixtures/workflow-records/v0-rows.json'), 'utf8'),
+    ) as Record<string, Array<Record<string, string | number | null>>>;
+    for (const [table, list] of Object.entries(rows)) {
+      for (const row of list) {
+        const columns = Object.keys(row);
+        await db.run(
+          `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+          columns.map((column) => row[column] ?? null),
+        );
+      }
+    }
+    await db.close();
+    await session.run('inspect', 'wft_fixture_branch');
+    expect(session.err()).toBe('');
+    expect(session.out()).toMatch(/task wft_fixture_branch \(fixture-flow\): partial/);
+    expect(session.out()).toMatch(/path: start → pick → fan → join → done/);
   });
 
   it('run executes the mini-editor with the local model, shows progress, and inspect reads it back', async () => {

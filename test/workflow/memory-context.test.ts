@@ -1,11 +1,9 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/util/index.js';
 import {
   assembleContext,
   type ContextProfile,
   createInMemoryStore,
-  createJsonlMemoryStore,
   createSqlMemoryStore,
   createSqlRecordStore,
   type MemoryStore,
@@ -176,19 +174,7 @@ describe('memory stores: retention and restart', () => {
     expect((await store.list()).map((entry) => entry.payload)).toEqual(['b', 'c']);
   });
 
-  it('jsonl keeps retention and survives a restart (and compacts tombstones)', async () => {
-    const path = join(tempDir(), 'memory', 'project_store.jsonl');
-    const first = createJsonlMemoryStore({ kind: 'project', maxItems: 3, path });
-    for (let index = 0; index < 40; index++) await first.add(item(`note ${index}`));
-    const reopened = createJsonlMemoryStore({ kind: 'project', maxItems: 3, path });
-    expect((await reopened.list()).map((entry) => entry.payload)).toEqual(['note 37', 'note 38', 'note 39']);
-    await reopened.add(item('note 40'));
-    expect((await reopened.list()).map((entry) => entry.seq)).toEqual([39, 40, 41]);
-    const { readFileSync } = await import('node:fs');
-    expect(readFileSync(path, 'utf8').trim().split('\n').length).toBeLessThan(25);
-  });
-
-  it('an engine with jsonl and sqlite stores under its state dir remembers across restart', async () => {
+  it('an engine with jsonl and sqlite stores remembers across restart, in the platform store it is given', async () => {
     const stateDir = tempDir();
     const files = {
       'workflow.yaml': workflowYaml([node('start', 'start'), node('done', 'exit')], [edge('start', 'done')], {
@@ -205,16 +191,37 @@ describe('memory stores: retention and restart', () => {
     const { writeWorkflow } = await import('./helpers.js');
     writeWorkflow(files, dir);
     const { createWorkflowEngine, loadWorkflow } = await import('../../src/workflow/index.js');
-    const open = async () =>
-      createWorkflowEngine({ workflow: await loadWorkflow(dir), stateDir, clock: createManualClock() });
+    const { createStore } = await import('../../src/store/index.js');
+    const open = async () => {
+      const store = await createStore({ stateDir });
+      const engine = await createWorkflowEngine({
+        workflow: await loadWorkflow(dir),
+        database: store.db,
+        clock: createManualClock(),
+      });
+      return { store, engine };
+    };
     const first = await open();
-    for (const text of ['p1', 'p2', 'p3']) await first.memory.add('project', text);
-    for (const text of ['g1', 'g2', 'g3']) await first.memory.add('global', text);
-    await first.close();
+    // `jsonl` is the old name of a persistent store: it reads as the platform store now.
+    expect(first.engine.workflow.memory.stores.project.backend).toBe('sqlite');
+    for (const text of ['p1', 'p2', 'p3']) await first.engine.memory.add('project', text);
+    for (const text of ['g1', 'g2', 'g3']) await first.engine.memory.add('global', text);
+    await first.engine.close();
+    await first.store.close();
     const second = await open();
-    engines.push(second);
-    expect((await second.memory.list('project')).map((entry) => entry.payload)).toEqual(['p2', 'p3']);
-    expect((await second.memory.list('global')).map((entry) => entry.payload)).toEqual(['g2', 'g3']);
+    try {
+      expect((await second.engine.memory.list('project')).map((entry) => entry.payload)).toEqual([
+        'p2',
+        'p3',
+      ]);
+      expect((await second.engine.memory.list('global')).map((entry) => entry.payload)).toEqual(['g2', 'g3']);
+      // Nothing of the engine's own lands beside the platform's database file.
+      const { readdirSync } = await import('node:fs');
+      expect(readdirSync(stateDir).filter((name) => !name.startsWith('agentd.db'))).toEqual([]);
+    } finally {
+      await second.engine.close();
+      await second.store.close();
+    }
   });
 });
 

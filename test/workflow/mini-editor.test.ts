@@ -2,25 +2,30 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { offlineDocumentNote, resolveModel } from '../../src/model/index.js';
+import { createStore } from '../../src/store/index.js';
 import { createWorkflowEngine, loadWorkflow, type WorkflowEngine } from '../../src/workflow/index.js';
 import { tempDir } from './helpers.js';
 
 const exampleDir = resolve(import.meta.dirname, '../../examples/mini-editor');
-const engines: WorkflowEngine[] = [];
+const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  await Promise.all(engines.splice(0).map((engine) => engine.close()));
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** The example over a platform store in `stateDir`, as the CLI runs it. */
 async function miniEditor(workDir: string, stateDir: string): Promise<WorkflowEngine> {
   const workflow = await loadWorkflow(exampleDir);
+  const store = await createStore({ stateDir });
+  cleanups.push(() => store.close());
   const engine = await createWorkflowEngine({
     workflow,
     resolveModel: (name) => resolveModel(name, { env: {} }),
     workDir,
+    database: store.db,
     stateDir,
     env: {},
   });
-  engines.push(engine);
+  cleanups.push(() => engine.close());
   return engine;
 }
 
@@ -66,7 +71,10 @@ describe('examples/mini-editor with the offline local model', () => {
       'How to Visit Safely',
       'Etiquette',
     ]);
-    expect(existsSync(join(workDir, '.state', 'memory', 'project_store.jsonl'))).toBe(true);
+    // The project memory (a persistent store) and the runs are in the platform store it was given.
+    expect(await engine.memory.list('project')).not.toEqual([]);
+    expect(existsSync(join(workDir, '.state', 'agentd.db'))).toBe(true);
+    expect(existsSync(join(workDir, '.state', 'memory'))).toBe(false);
   });
 
   it('its evaluation suite passes', async () => {

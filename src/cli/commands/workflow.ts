@@ -2,13 +2,15 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type LanguageModel, localModelMarker, offlineWorkNotice } from '../../model/index.js';
-import { createSqliteDatabase, type SqlDatabase } from '../../store/index.js';
+import { createSqliteDatabase, createStore, type SqlDatabase, type Store } from '../../store/index.js';
 import { AgentdError, coerceError, ErrorCodes, UserInputError } from '../../util/errors.js';
+import { silentLogger } from '../../util/logger.js';
 import {
   createSqlRecordStore,
   createWorkflowEngine,
   type InspectionReport,
   inspectPersistedRun,
+  type LoadedWorkflow,
   loadWorkflow,
   type RunAgentWithTools,
   runWorkflowRepl,
@@ -22,8 +24,13 @@ import {
 export interface WorkflowCommandDeps {
   /** `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow. */
   resolveModel(name?: string, options?: { apiKey?: string; baseUrl?: string }): LanguageModel;
-  /** agentd's state directory; each workflow keeps its state under `<stateDir>/workflows/<workflow id>`. */
+  /**
+   * agentd's state directory: runs and persistent memory go to its store (`agentd.db`, or `databaseUrl`);
+   * REPL history and evaluation baselines to `<stateDir>/workflows/<workflow id>`.
+   */
   stateDir: string;
+  /** The configured Postgres URL, when agentd runs on Postgres: the store is opened there instead. */
+  databaseUrl?: string;
   stdout(text: string): void;
   stderr(text: string): void;
   /** Input of `agentd repl`; default `process.stdin`. */
@@ -63,6 +70,16 @@ interface OfflineModelUse {
   used: boolean;
 }
 
+/** The platform store the CLI's runs are kept in: the same database the server uses. */
+function openStore(deps: WorkflowCommandDeps): Promise<Store> {
+  return createStore({
+    stateDir: deps.stateDir,
+    ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}),
+    logger: silentLogger,
+  });
+}
+
+/** An engine over the platform store; closing it closes the store too. */
 async function openEngine(
   deps: WorkflowCommandDeps,
   dir: string,
@@ -70,6 +87,29 @@ async function openEngine(
 ): Promise<WorkflowEngine> {
   const cwd = deps.cwd ?? process.cwd();
   const workflow = await loadWorkflow(resolve(cwd, dir));
+  const store = await openStore(deps);
+  try {
+    const engine = await createEngine(deps, workflow, store.db, cwd, offline);
+    return {
+      ...engine,
+      async close() {
+        await engine.close();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+function createEngine(
+  deps: WorkflowCommandDeps,
+  workflow: LoadedWorkflow,
+  database: SqlDatabase,
+  cwd: string,
+  offline: OfflineModelUse,
+): Promise<WorkflowEngine> {
   const override = deps.modelOverride?.();
   return createWorkflowEngine({
     workflow,
@@ -83,6 +123,7 @@ async function openEngine(
       if (model.provider === 'local') offline.used = true;
       return model;
     },
+    database,
     stateDir: workflowStateDir(deps, workflow.id),
     workDir: cwd,
     ...(override ? { modelOverride: override } : {}),
@@ -133,7 +174,10 @@ function parseInput(options: { input?: string; inputFile?: string }, cwd: string
   }
 }
 
-/** All persisted workflow databases under the state dir (one per workflow). */
+/**
+ * Workflow databases that earlier versions kept per workflow (`<stateDir>/workflows/<id>/workflow.db`):
+ * read only, so runs recorded there can still be inspected.
+ */
 function workflowDatabases(deps: WorkflowCommandDeps): string[] {
   const root = join(deps.stateDir, 'workflows');
   if (!existsSync(root)) return [];
@@ -299,8 +343,14 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .option('--json', 'print the full inspection report as JSON')
     .action(async (taskId: string, options: { json?: boolean }) => {
       try {
+        const store = await openStore(deps);
         let report: InspectionReport | undefined;
-        for (const path of workflowDatabases(deps)) {
+        try {
+          report = await inspectPersistedRun(createSqlRecordStore(store.db), taskId);
+        } finally {
+          await store.close();
+        }
+        for (const path of report ? [] : workflowDatabases(deps)) {
           const db: SqlDatabase = createSqliteDatabase({ path });
           try {
             report = await inspectPersistedRun(createSqlRecordStore(db), taskId);
@@ -312,7 +362,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         if (!report)
           throw new UserInputError({
             code: ErrorCodes.notFound,
-            message: `no workflow task ${taskId} under ${join(deps.stateDir, 'workflows')}`,
+            message: `no workflow task ${taskId} in the store of ${deps.stateDir}`,
           });
         if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
         else printReport(deps, report);

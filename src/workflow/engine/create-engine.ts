@@ -215,7 +215,6 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       await executor.drain();
       await Promise.all([...runs.values()].map((run) => run.persistQueue));
       await plugins.shutdown();
-      if (setup.ownedDatabase) await setup.ownedDatabase.close();
     },
   };
 }

@@ -1,5 +1,3 @@
-import { join } from 'node:path';
-import { createSqliteDatabase, migrate, type SqlDatabase } from '../../store/index.js';
 import { systemClock } from '../../util/clock.js';
 import { ErrorCodes, UserInputError } from '../../util/errors.js';
 import { silentLogger } from '../../util/logger.js';
@@ -9,7 +7,6 @@ import { type CredentialVault, loadCredentials, redactValue } from '../credentia
 import type { ContextProfile } from '../manifest-schemas.js';
 import {
   createInMemoryStore,
-  createJsonlMemoryStore,
   createSqlMemoryStore,
   type MemoryStore,
   type MemoryStoreKind,
@@ -77,8 +74,6 @@ export interface EngineSetup {
   adapters: AdapterRegistry;
   plugins: PluginHost;
   records: WorkflowRecordStore | undefined;
-  /** The database the engine opened itself (closed with the engine); undefined when it was given one. */
-  ownedDatabase: SqlDatabase | undefined;
 }
 
 /** Builds everything an engine's steps need from its options; nothing runs yet. */
@@ -106,41 +101,21 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
   const schemaChecks = new Map<string, (value: unknown) => string | undefined>();
   for (const [id, schema] of workflow.schemas) schemaChecks.set(id, compileInputCheck(schema));
 
-  // Storage: the runtime's database, else a SQLite file in the state dir when something needs one.
+  // Storage is the platform's: the engine keeps runs and `sqlite` memory in the database it is given
+  // (migrated by whoever opened it), and opens none itself.
+  const database = options.database;
+  const durable = options.durable ?? database !== undefined;
   const needsSql = Object.values(workflow.memory.stores).some((store) => store.backend === 'sqlite');
-  const durable = options.durable ?? (options.database !== undefined || options.stateDir !== undefined);
-  let database = options.database;
-  let ownedDatabase: SqlDatabase | undefined;
   if (!database && (durable || needsSql)) {
-    if (!options.stateDir) {
-      throw new UserInputError({
-        code: ErrorCodes.invalidConfig,
-        message: `workflow "${workflow.id}" needs a database (durable runs or a sqlite memory store): pass database or stateDir`,
-      });
-    }
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(options.stateDir, { recursive: true });
-    database = ownedDatabase = createSqliteDatabase({ path: join(options.stateDir, 'workflow.db'), logger });
-    await migrate(database, { logger });
+    throw new UserInputError({
+      code: ErrorCodes.invalidConfig,
+      message: `workflow "${workflow.id}" needs a database (${durable ? 'durable runs' : 'a sqlite memory store'}): pass the runtime's database as \`database\``,
+    });
   }
   const records = durable && database ? createSqlRecordStore(database) : undefined;
-
   const openStore = async (kind: MemoryStoreKind): Promise<MemoryStore> => {
     const plan = workflow.memory.stores[kind];
     const retention = plan.maxItems === undefined ? {} : { maxItems: plan.maxItems };
-    if (plan.backend === 'jsonl') {
-      if (!options.stateDir) {
-        throw new UserInputError({
-          code: ErrorCodes.invalidConfig,
-          message: `memory.yaml: ${kind}_store uses the jsonl backend, which needs the engine's stateDir`,
-        });
-      }
-      return createJsonlMemoryStore({
-        kind,
-        ...retention,
-        path: join(options.stateDir, 'memory', `${kind}_store.jsonl`),
-      });
-    }
     if (plan.backend === 'sqlite')
       return createSqlMemoryStore({ kind, ...retention, db: database!, scope: workflow.id });
     return createInMemoryStore({ kind, ...retention });
@@ -198,5 +173,5 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
     persist: createPersister(records, logger),
     addMemory,
   };
-  return { core, vault, adapters, plugins, ownedDatabase, records };
+  return { core, vault, adapters, plugins, records };
 }

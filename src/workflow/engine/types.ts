@@ -21,14 +21,14 @@ export interface CreateWorkflowEngineOptions {
   workflow: LoadedWorkflow;
   /** `provider/model` → LanguageModel; needed by agent nodes. The runtime passes the model registry's. */
   resolveModel?: WorkflowModelResolver;
-  /** The runtime's database (migrations applied). Holds run records and the `sqlite` memory stores. */
-  database?: SqlDatabase;
   /**
-   * The workflow's state directory: `jsonl` memory files, REPL history, evaluation baselines, and — when no
-   * `database` is given — `workflow.db`, a SQLite file for run records and `sqlite` memory stores.
+   * The platform's database (the runtime's store, migrated by whoever opened it): run records and `sqlite`
+   * memory stores live there. The engine never opens or migrates a database of its own.
    */
+  database?: SqlDatabase;
+  /** Where the REPL keeps its history and evaluations their baseline. Nothing else is written there. */
   stateDir?: string;
-  /** Persist every stage record, task, event and artifact. Default: true when `database` or `stateDir` is set. */
+  /** Persist every stage record, task, event and artifact. Default: true when `database` is given. */
   durable?: boolean;
   /** Receives every telemetry event as a `workflow:*` bus event (pass `bus.publish.bind(bus)`). */
   publish?: (type: WorkflowBusEventType, data: WorkflowBusEventData) => void;
