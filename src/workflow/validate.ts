@@ -1,7 +1,7 @@
+import { createPolicy } from '../tools/index.js';
 import { ErrorCodes, UserInputError } from '../util/errors.js';
 import { buildDag, canReachExit, findCycle, reachableFrom, type WorkflowDag } from './dag.js';
 import type { NodeRole, WorkflowManifests } from './manifest-schemas.js';
-import { isToolDenied } from './policy.js';
 
 /** One problem in a workflow directory: which file, where in it, and what was expected. */
 export interface WorkflowIssue {
@@ -243,6 +243,7 @@ export function validateReferences(
   const add = (file: string, path: string, rule: string, message: string) =>
     issues.push({ file, path, rule, message });
   const { workflow } = manifests;
+  const policy = createPolicy(manifests.policy);
   const nodeIndex = new Map<string, number>();
   workflow.nodes.forEach((node, index) => {
     if (!nodeIndex.has(node.id)) nodeIndex.set(node.id, index);
@@ -315,13 +316,13 @@ export function validateReferences(
           `expected the id of a tool in tools.yaml; "${toolId}" is not one`,
         );
       } else {
-        const denial = isToolDenied(manifests.policy, toolId);
-        if (denial)
+        const decision = policy.check({ target: 'tool', targetId: toolId });
+        if (!decision.allowed)
           add(
             workflowFile,
             `${path}.tools[${index}]`,
             'tools-allowed',
-            `tool "${toolId}" is denied by policy "${denial.policy}"${denial.reason ? ` (${denial.reason})` : ''}`,
+            `tool "${toolId}" is denied by policy "${decision.rule?.slice(0, decision.rule.lastIndexOf('#'))}" (${decision.reason})`,
           );
       }
     });

@@ -1,4 +1,5 @@
 import type { ModelRetryOptions } from '../../model/index.js';
+import type { Policy } from '../../tools/index.js';
 import type { Clock } from '../../util/clock.js';
 import type { IdGenerator } from '../../util/ids.js';
 import type { Logger } from '../../util/logger.js';
@@ -9,7 +10,6 @@ import type { LoadedWorkflow } from '../loader.js';
 import type { AgentDefinition, ContextProfile } from '../manifest-schemas.js';
 import type { MemoryItem, MemoryStore, MemoryStoreKind } from '../memory-store.js';
 import type { WorkflowMetrics } from '../metrics.js';
-import type { PolicyEvaluator } from '../policy.js';
 import type { WorkflowTask } from '../task.js';
 import type { LoadedTool, WorkflowFunction } from '../tools.js';
 import type { Emitter } from './emitter.js';
@@ -41,7 +41,8 @@ export interface EngineCore {
   readonly adapters: AdapterRegistry;
   readonly runAgentWithTools: RunAgentWithTools | undefined;
   readonly modelRetry: ModelRetryOptions | undefined;
-  readonly policy: PolicyEvaluator;
+  /** policy.yaml, evaluated by the platform's tool policy (the same rules engine as every tool call). */
+  readonly policy: Policy;
   readonly metrics: WorkflowMetrics;
   readonly artifacts: ArtifactStore;
   /** Compiled `schemas/*.json` checks by schema id: a message when the value does not match. */
@@ -72,4 +73,22 @@ export function addTask(core: EngineCore, run: Run, fields: NewTaskFields): Work
 /** A task record as persisted: with credentials redacted when the workflow has any. */
 export function cleanTask(core: EngineCore, task: WorkflowTask): WorkflowTask {
   return core.redact ? core.redact(task) : task;
+}
+
+/** A denial by policy.yaml: the policy that decided (its name) and why. */
+export interface PolicyDenial {
+  policy: string;
+  reason: string | undefined;
+}
+
+/** Asks the policy about a node, a context profile or a tool; undefined when it is allowed. */
+export function policyDenial(
+  core: EngineCore,
+  target: 'tool' | 'context' | 'node',
+  targetId: string,
+): PolicyDenial | undefined {
+  const decision = core.policy.check({ target, targetId });
+  if (decision.allowed) return undefined;
+  const rule = decision.rule ?? '';
+  return { policy: rule.slice(0, rule.lastIndexOf('#')) || 'default', reason: decision.reason };
 }

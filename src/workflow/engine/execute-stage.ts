@@ -5,7 +5,7 @@ import type { DagNode } from '../dag.js';
 import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
 import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
-import type { EngineCore } from './core.js';
+import { type EngineCore, policyDenial } from './core.js';
 import { decisionLabel, route, selectEdge, splitItemsOf } from './route.js';
 import { runBody } from './run-body.js';
 import { type MergeInput, nodeInput, type Run } from './run-state.js';
@@ -20,7 +20,7 @@ function denied(
   target: 'node' | 'context',
   targetId: string,
 ) {
-  const denial = core.policy.check(target, targetId);
+  const denial = policyDenial(core, target, targetId);
   if (!denial) return undefined;
   core.emitter.emit(run, 'policy_denied', task.taskId, node.id, {
     target,

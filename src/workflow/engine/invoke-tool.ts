@@ -3,7 +3,7 @@ import { errorShape } from '../agent-node.js';
 import type { DagNode } from '../dag.js';
 import type { ToolCallRecord, WorkflowTask } from '../task.js';
 import { type LoadedTool, ToolMisuseError, type WorkflowFunctionContext } from '../tools.js';
-import type { EngineCore } from './core.js';
+import { type EngineCore, policyDenial } from './core.js';
 import type { Run } from './run-state.js';
 
 export type ToolOutcome =
@@ -48,7 +48,7 @@ export async function invokeTool(
       message: `tool "${toolId}" is not listed on node "${node.id}"`,
     });
   }
-  const denial = core.policy.check('tool', toolId);
+  const denial = policyDenial(core, 'tool', toolId);
   if (denial) {
     emitter.emit(run, 'policy_denied', task.taskId, node.id, {
       target: 'tool',

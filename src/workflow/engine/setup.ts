@@ -1,3 +1,4 @@
+import { createPolicy } from '../../tools/index.js';
 import { systemClock } from '../../util/clock.js';
 import { ErrorCodes, UserInputError } from '../../util/errors.js';
 import { silentLogger } from '../../util/logger.js';
@@ -12,7 +13,6 @@ import {
   type MemoryStoreKind,
 } from '../memory-store.js';
 import { createWorkflowMetrics } from '../metrics.js';
-import { createPolicyEvaluator } from '../policy.js';
 import { createSqlRecordStore, type WorkflowRecordStore } from '../record-store.js';
 import { createPluginHost, type PluginHost } from '../telemetry.js';
 import { compileInputCheck, type LoadedTool, unknownFunctionError } from '../tools.js';
@@ -152,7 +152,7 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
     adapters,
     runAgentWithTools: options.runAgentWithTools,
     modelRetry: options.modelRetry,
-    policy: createPolicyEvaluator(workflow.manifests.policy),
+    policy: createPolicy(workflow.manifests.policy),
     metrics: createWorkflowMetrics(),
     artifacts: createArtifactStore(),
     schemaChecks,

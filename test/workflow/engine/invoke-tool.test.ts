@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createPolicy } from '../../../src/tools/index.js';
 import { invokeTool } from '../../../src/workflow/engine/invoke-tool.js';
 import type { WorkflowFunctionContext } from '../../../src/workflow/index.js';
 import type { PolicyManifest } from '../../../src/workflow/manifest-schemas.js';
-import { createPolicyEvaluator } from '../../../src/workflow/policy.js';
 import type { ToolCallRecord } from '../../../src/workflow/task.js';
 import { chainWorkflow, workflowYaml } from '../helpers.js';
 import { coreFor, runOf } from './core-helper.js';
@@ -35,7 +35,7 @@ async function setup(policy?: PolicyManifest) {
     },
   );
   // Policy is also checked when the workflow loads; a policy added later reaches only the call itself.
-  const core = policy ? { ...loaded, policy: createPolicyEvaluator(policy) } : loaded;
+  const core = policy ? { ...loaded, policy: createPolicy(policy) } : loaded;
   const run = runOf(core);
   const calls: ToolCallRecord[] = [];
   const node = core.workflow.dag.nodes.get('n1')!;
