@@ -26,7 +26,7 @@ export const localModelMarker = '[local model]';
 
 /** The one-line how-to every offline notice ends with. */
 export const realModelHowTo =
-  'For real results set OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with AGENTD_MODEL (for example AGENTD_MODEL=openai/gpt-4o-mini), and run it again.';
+  'A real model is needed for this: set OPENAI_API_KEY or ANTHROPIC_API_KEY, or choose a model with AGENTD_MODEL (for example AGENTD_MODEL=openai/gpt-4o-mini), and run it again.';
 
 /**
  * Said wherever the offline model's output could pass for real work (plans, task results, syntheses,
