@@ -71,6 +71,11 @@ export interface CreateHeartbeatOptions {
   onNudge?: (agentId: string, message: string) => void;
   /** Kind of speculative work items. */
   taskKind?: string;
+  /**
+   * Kinds of system work (memory maintenance): counted, but never reported as blocked or stalled, so they
+   * get no speculative proposals that would clutter the agents' work.
+   */
+  systemKinds?: ReadonlyArray<string>;
 }
 
 export interface SweepResult {
@@ -206,6 +211,7 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
   const config = heartbeatConfigSchema.parse(options.config ?? {});
   const defaultAgentId = options.defaultAgentId ?? 'main';
   const taskKind = options.taskKind ?? 'task';
+  const systemKinds = new Set(options.systemKinds ?? []);
   const policyFor = (agentId: string): HeartbeatPolicy =>
     typeof options.policy === 'function'
       ? options.policy(agentId)
@@ -319,7 +325,7 @@ export function createHeartbeat(options: CreateHeartbeatOptions): Heartbeat {
     });
     const concerns: Concern[] = [];
     for (const item of live) {
-      if (item.speculative) continue;
+      if (item.speculative || systemKinds.has(item.kind)) continue;
       if (item.state === 'blocked') {
         concerns.push({
           item,

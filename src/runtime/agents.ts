@@ -359,6 +359,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
         clock,
         logger,
         config: heartbeatConfig,
+        systemKinds: workConfig.systemKinds,
         agents: () => [
           ...new Set([
             'main',

@@ -145,6 +145,21 @@ describe('heartbeat sweep', () => {
     expect(stalled.proposals[0].rationale).toContain('1.9 s');
   });
 
+  it('never reports system work as stalled, so it gets no proposals', async () => {
+    heartbeat = createHeartbeat({
+      queue,
+      bus,
+      config: { sweepIntervalMs: 100, stallAfterMs: 1_000 },
+      systemKinds: ['memory.maintain'],
+    });
+    await queue.submit({ kind: 'memory.maintain', agentId: 'system', title: 'memory maintenance' });
+    await vi.advanceTimersByTimeAsync(5_000);
+    const result = await heartbeat.sweep();
+    expect(result.stalled).toEqual([]);
+    expect(result.proposals).toEqual([]);
+    expect(ofType('agent:blocked')).toEqual([]);
+  });
+
   it('formats waits in seconds, minutes and hours', () => {
     expect(formatWait(1_900)).toBe('1.9 s');
     expect(formatWait(42_400)).toBe('42 s');
