@@ -1,3 +1,4 @@
+import { estimateTokens } from '../model/index.js';
 import type { ContextProfile } from './manifest-schemas.js';
 import type { MemoryItem, MemoryStore, MemoryStoreKind } from './memory-store.js';
 
@@ -28,11 +29,6 @@ export interface AssembledContext {
   /** Oldest first, so a prompt reads in the order things happened. */
   items: ContextItem[];
   metadata: ContextMetadata;
-}
-
-/** Same estimate as the model layer: ceil(chars / 4). Deterministic, cheap, good enough for budgets. */
-export function estimateTextTokens(text: string): number {
-  return Math.ceil(text.length / 4);
 }
 
 function itemText(item: MemoryItem): string {
@@ -84,7 +80,7 @@ export async function assembleContext(options: AssembleContextOptions): Promise<
   }
   const candidates = [...byId.values()].map((item) => {
     const text = itemText(item);
-    return { item, text, tokens: estimateTextTokens(text) };
+    return { item, text, tokens: estimateTokens(text) };
   });
   // Newest first: created time, then insertion order within a store, then store name for a total order.
   const storeOrder: Record<MemoryStoreKind, number> = { task: 0, project: 1, global: 2 };

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { decodeJson } from '../util/decode-json.js';
 import { type LoadedWorkflow, locateWorkflowModule } from './loader.js';
 import type { EvaluationAssertion } from './manifest-schemas.js';
 import type { WorkflowOutcome } from './task.js';
@@ -131,8 +132,14 @@ export async function runEvaluationSuites(options: {
   const startedAt = options.now();
   let baseline: Record<string, boolean> | undefined;
   if (options.baselinePath && existsSync(options.baselinePath)) {
-    const parsed = baselineSchema.safeParse(JSON.parse(readFileSync(options.baselinePath, 'utf8')));
-    if (parsed.success) baseline = parsed.data.cases;
+    // A baseline that cannot be read counts as none: this run writes a fresh one.
+    try {
+      baseline = decodeJson(readFileSync(options.baselinePath, 'utf8'), baselineSchema, {
+        what: `the evaluation baseline ${options.baselinePath}`,
+      }).cases;
+    } catch {
+      baseline = undefined;
+    }
   }
   const report: EvaluationReport = {
     workflowId: workflow.id,

@@ -2,6 +2,8 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { decodeJson } from '../util/decode-json.js';
 import type { WorkflowEngine, WorkflowRunResult } from './engine/index.js';
 import { locateWorkflowModule } from './loader.js';
 import type { CliProfile } from './manifest-schemas.js';
@@ -24,14 +26,15 @@ export interface ReplOptions {
   prompt?: string;
 }
 
-interface HistoryEntry {
-  at: number;
-  request: string;
-  files: string[];
-  taskId: string;
-  status: string;
-  output: unknown;
-}
+const historyEntrySchema = z.object({
+  at: z.number(),
+  request: z.string(),
+  files: z.array(z.string()),
+  taskId: z.string(),
+  status: z.string(),
+  output: z.unknown(),
+});
+type HistoryEntry = z.output<typeof historyEntrySchema>;
 
 export interface ReplSession {
   profile: CliProfile;
@@ -96,7 +99,7 @@ export async function runWorkflowRepl(options: ReplOptions): Promise<void> {
     for (const line of readFileSync(path, 'utf8').split('\n')) {
       if (!line.trim()) continue;
       try {
-        entries.push(JSON.parse(line) as HistoryEntry);
+        entries.push(decodeJson(line, historyEntrySchema, { what: 'a REPL history line' }));
       } catch {
         // A torn line is skipped; the rest of the history stays usable.
       }

@@ -379,6 +379,11 @@ describe('evaluations', () => {
     broken = false;
     const third = await engine.runEvaluations();
     expect(third.fixed).toEqual([{ suite: 'basics', caseId: 'shape' }]);
+    // A baseline that cannot be read (torn write, hand edit) counts as none and is written afresh.
+    writeFileSync(third.baselinePath!, '{"cases": {"basics/shape": tr');
+    const fourth = await engine.runEvaluations();
+    expect(fourth.hadBaseline).toBe(false);
+    expect((await engine.runEvaluations()).hadBaseline).toBe(true);
   });
 });
 
