@@ -47,6 +47,7 @@ import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './r
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 import { registerWorkflowMethods, workflowsConfigSchema } from './runtime/workflow-methods.js';
+import { recordWorkflowMetrics } from './runtime/workflow-metrics.js';
 import { registerWorkflowViewMethods } from './runtime/workflow-view-methods.js';
 import {
   createExecuteCodeTool,
@@ -375,6 +376,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   bus.on('run:finished', (event) => turnsTotal.inc({ status: event.data.status }));
   bus.subscribe({ types: ['work:*'] }, (event) => workEvents.inc({ type: event.type }));
   bus.on('system:error', (event) => errorsTotal.inc({ component: event.data.component }));
+  recordWorkflowMetrics(bus, metrics);
   const healthSamples = createHealthSampler({
     clock,
     logger,
