@@ -769,6 +769,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       await chat.drain();
       await mcp.close();
       await agents.close();
+      skillExperience.stop();
       await skillExperience.idle();
       await workflows.close();
       await sandbox?.close();

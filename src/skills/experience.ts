@@ -47,6 +47,11 @@ export const skillExperienceConfigSchema = z
       .default(30 * 86_400_000),
     /** Most recent findings read per scan. */
     maxFindings: z.number().int().min(10).max(10_000).default(1_000),
+    /**
+     * Completions arriving faster than this share one scan (the first runs at once, the rest wait for the
+     * next slot). A scan of 1,000 findings takes about 20 ms on the event loop.
+     */
+    scanIntervalMs: z.number().int().min(0).default(10_000),
     /** `draft`: a draft for a person to approve; `work`: a work item asking an agent to write the skill. */
     mode: z.enum(['draft', 'work']).default('draft'),
     /** The agent that gets `work` proposals. */
@@ -108,7 +113,10 @@ export interface SkillExperience {
   readonly config: SkillExperienceConfig;
   /** Looks for recurring patterns now; returns the proposals it made (none when nothing new recurs). */
   scan(): Promise<SkillProposal[]>;
-  /** Runs `scan` soon, once, however often it is called meanwhile (after each completed work item). */
+  /**
+   * Runs `scan` soon, once, however often it is called meanwhile (after each completed work item): at
+   * most one scan per `scanIntervalMs`.
+   */
   scheduleScan(): void;
   proposals(filter?: { status?: SkillProposalStatus; limit?: number }): Promise<SkillProposal[]>;
   /** By proposal id, or the latest proposal of a skill name. */
@@ -120,8 +128,10 @@ export interface SkillExperience {
   forWorkItem(workItemId: string): Promise<SkillProposal | undefined>;
   /** Called by create_skill when the proposal's work item wrote the skill. */
   markCreated(id: string, version: number): Promise<void>;
-  /** Waits for a scheduled scan to finish (tests, shutdown). */
+  /** Waits for a running scan to finish (tests, shutdown). */
   idle(): Promise<void>;
+  /** Cancels a scan waiting for its slot. */
+  stop(): void;
 }
 
 export interface CreateSkillExperienceOptions {
@@ -186,20 +196,32 @@ interface Cluster {
 
 /**
  * Groups findings by keyword overlap with each group's first finding (oldest first, so the result does
- * not depend on the order the database returns): deterministic, linear in groups × findings.
+ * not depend on the order the database returns). An index from term to groups means a finding is only
+ * compared with the groups it shares a word with, so unrelated findings cost almost nothing.
  */
 function clusterFindings(findings: Finding[], similarity: number): Cluster[] {
   const clusters: Cluster[] = [];
+  const byTerm = new Map<string, number[]>();
   for (const finding of findings) {
     const keys = new Set(finding.terms.keys());
     if (keys.size === 0) continue;
-    let best: { cluster: Cluster; score: number } | undefined;
-    for (const cluster of clusters) {
-      const score = jaccard(keys, cluster.seed);
-      if (score >= similarity && (!best || score > best.score)) best = { cluster, score };
+    const candidates = new Set<number>();
+    for (const term of keys) for (const index of byTerm.get(term) ?? []) candidates.add(index);
+    let best: { index: number; score: number } | undefined;
+    for (const index of [...candidates].sort((left, right) => left - right)) {
+      const score = jaccard(keys, clusters[index]!.seed);
+      if (score >= similarity && (!best || score > best.score)) best = { index, score };
     }
-    if (best) best.cluster.members.push(finding);
-    else clusters.push({ seed: keys, members: [finding] });
+    if (best) {
+      clusters[best.index]!.members.push(finding);
+      continue;
+    }
+    const index = clusters.push({ seed: keys, members: [finding] }) - 1;
+    for (const term of keys) {
+      const list = byTerm.get(term);
+      if (list) list.push(index);
+      else byTerm.set(term, [index]);
+    }
   }
   return clusters;
 }
@@ -466,9 +488,24 @@ export function createSkillExperience(options: CreateSkillExperienceOptions): Sk
     return scanning;
   };
 
-  const scheduleScan = () => {
-    if (!config.enabled) return;
+  let lastScanAt = Number.NEGATIVE_INFINITY;
+  let pending: NodeJS.Timeout | undefined;
+  const scanNow = () => {
+    lastScanAt = clock.now();
     scan().catch((error: unknown) => logger.warn({ err: error }, 'skill pattern scan failed'));
+  };
+  const scheduleScan = () => {
+    if (!config.enabled || pending) return;
+    const wait = lastScanAt + config.scanIntervalMs - clock.now();
+    if (wait <= 0) {
+      scanNow();
+      return;
+    }
+    pending = setTimeout(() => {
+      pending = undefined;
+      scanNow();
+    }, wait);
+    pending.unref?.();
   };
 
   return {
@@ -541,6 +578,10 @@ export function createSkillExperience(options: CreateSkillExperienceOptions): Sk
     markCreated: (id, version) => setStatus(id, 'created', version),
     async idle() {
       while (scanning) await scanning.catch(() => undefined);
+    },
+    stop() {
+      if (pending) clearTimeout(pending);
+      pending = undefined;
     },
   };
 }

@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it, vi } from 'vitest';
 import { registerSkillCommands } from '../../src/cli/commands/skills.js';
@@ -5,7 +7,7 @@ import { createLedger } from '../../src/ledger/index.js';
 import type { LanguageModel, ModelRequest, ModelStreamEvent } from '../../src/model/index.js';
 import { createSkillExperience, createSkillLibrary } from '../../src/skills/index.js';
 import { createStore } from '../../src/store/index.js';
-import { startRuntime } from './helpers.js';
+import { startRuntime, tempHome } from './helpers.js';
 
 /** Each work item's run records the finding its description carries, then answers. */
 function findingModel(): LanguageModel & { requests: ModelRequest[] } {
@@ -65,7 +67,10 @@ async function cli(home: string, ...args: string[]): Promise<{ stdout: string; e
 describe('skills from experience, through the gateway and the CLI', () => {
   it('a finding that recurs across three work items becomes a draft; approved, it is a skill with its provenance', async () => {
     const model = findingModel();
-    const started = await startRuntime({ model });
+    // Scan after every completion at once (the default waits up to 10 s between scans).
+    const home = tempHome();
+    writeFileSync(join(home, 'agentd.yaml'), 'skills:\n  experience:\n    scanIntervalMs: 0\n');
+    const started = await startRuntime({ model, home });
     const client = await started.connect();
     const runTask = async (title: string, finding: string) => {
       const { id } = await client.call<{ id: string }>('work.submit', {
@@ -113,7 +118,7 @@ describe('skills from experience, through the gateway and the CLI', () => {
       expect((await client.call<{ proposals: unknown[] }>('skills.scan', {})).proposals).toEqual([]);
 
       // The CLI sees the proposal; then the gateway approves it.
-      const home = started.runtime.config.home;
+      expect(started.runtime.config.home).toBe(home);
       expect((await cli(home, 'skills', 'proposals')).stdout).toContain(`${proposal.id}  draft`);
       const approved = await client.call<{ skill: any; proposal: any }>('skills.approve', {
         id: proposal.id,

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { createLedger } from '../../src/ledger/index.js';
 import {
   createSkillExperience,
@@ -152,5 +152,44 @@ describeEachDatabase('skills from experience', (getDb) => {
       ['w1', 'w2'],
     );
     expect((await experience.get(proposal!.id))!).toMatchObject({ status: 'created', skillVersion: 1 });
+  });
+
+  it('completions arriving fast share one scan per scanIntervalMs', async () => {
+    const { ledger, library, db } = await setup();
+    const clock = createManualClock();
+    let reads = 0;
+    const counting = {
+      listRecentFindings: (options: { sinceMs: number; limit: number }) => {
+        reads++;
+        return ledger.listRecentFindings(options);
+      },
+    };
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const experience = createSkillExperience({
+        db,
+        ledger: counting,
+        library,
+        clock,
+        config: { scanIntervalMs: 10_000 },
+      });
+      experience.scheduleScan();
+      await experience.idle();
+      expect(reads).toBe(1);
+      for (let index = 0; index < 5; index++) experience.scheduleScan();
+      await experience.idle();
+      expect(reads).toBe(1);
+      clock.advance(10_000);
+      await vi.advanceTimersByTimeAsync(10_000);
+      await experience.idle();
+      expect(reads).toBe(2);
+      experience.scheduleScan();
+      experience.stop();
+      clock.advance(20_000);
+      await vi.advanceTimersByTimeAsync(20_000);
+      expect(reads).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
