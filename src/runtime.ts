@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
 import { type ChatService, createChatService, type PendingMessage, type RunningRun } from './chat/index.js';
 import { type AgentDefinition, type AgentdConfig, providerSettings } from './config/index.js';
+import { createCronScheduler } from './cron/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
 import {
   createGatewayServer,
@@ -32,6 +33,7 @@ import {
 import { contextWindowFor, defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
 import { type AgentsWiring, wireAgents } from './runtime/agents.js';
 import { parseSection } from './runtime/config-section.js';
+import { registerCronMethods } from './runtime/cron-methods.js';
 import {
   createGatewayServices,
   createModelCatalog,
@@ -42,6 +44,7 @@ import {
   type HealthSampler,
   registerHealthSamplesMethod,
 } from './runtime/health-samples.js';
+import { registerOpsMethods } from './runtime/ops-methods.js';
 import { registerSkillMethods } from './runtime/skill-methods.js';
 import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
@@ -66,6 +69,7 @@ import {
 import { createEventRecorder, createStore, type EventRecorder, type Store } from './store/index.js';
 import {
   createLogger,
+  createLogRing,
   createMetricsRegistry,
   createRedactor,
   type MetricsRegistry,
@@ -214,11 +218,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     ...mcpSecrets(mcpConfig).filter((secret) => secret.length >= 4),
     state.token,
   ]);
+  // The last lines the logger wrote (redacted), for `logs.tail`; empty when the caller brings its own logger.
+  const logRing = createLogRing();
   const logger =
     options.logger ??
     createLogger({
       level: config.logLevel,
       redactor,
+      ring: logRing,
       ...(options.logDestination ? { destination: options.logDestination } : {}),
     });
   for (const warning of config.warnings) logger.warn({ component: 'config' }, warning);
@@ -562,6 +569,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   });
   registerCoreMethods(methods, services, { clock });
   registerHealthSamplesMethod(methods, healthSamples);
+  registerOpsMethods({ methods, logs: logRing, clock });
 
   const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
     const provider = name.slice(0, name.indexOf('/')).toLowerCase();
@@ -646,11 +654,33 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     if (!systemKinds.has(event.data.kind)) skillExperience.scheduleScan();
   });
 
+  // Scheduled jobs: a due job sends a chat message or submits a work item, like a client would.
+  const cron = createCronScheduler({
+    db: store.db,
+    clock,
+    idGenerator,
+    logger,
+    actions: {
+      sendChat: async ({ sessionKey, agentId, text, idempotencyKey }) => {
+        const ack = await chat.send({ sessionKey, agentId, text, idempotencyKey });
+        return { runId: ack.runId };
+      },
+      submitWork: async (submission) => {
+        const submitted = agents.pool
+          ? await agents.pool.submit(submission)
+          : await agents.queue.submit(submission);
+        return { id: submitted.id };
+      },
+    },
+  });
+  registerCronMethods({ methods, cron });
+
   let gateway: GatewayServer | undefined;
   let closed = false;
   let background: Promise<void> | undefined;
   const startBackground = () => {
     healthSamples.start();
+    cron.start();
     background ??= agents.start();
     return background;
   };
@@ -765,6 +795,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       if (closed) return;
       closed = true;
       healthSamples.stop();
+      cron.stop();
       if (gateway) await gateway.close();
       await chat.drain();
       await mcp.close();

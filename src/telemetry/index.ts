@@ -1,3 +1,4 @@
+export { createLogRing, type LogRing, type LogTail } from './log-ring.js';
 export { type CreateLoggerOptions, createLogger } from './logger.js';
 export {
   type Counter,

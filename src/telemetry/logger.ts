@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import type { Logger } from '../util/logger.js';
+import type { LogRing } from './log-ring.js';
 import type { Redactor } from './redact.js';
 
 export interface CreateLoggerOptions {
@@ -8,6 +9,8 @@ export interface CreateLoggerOptions {
   /** Defaults to stderr so stdout stays clean for `--json` output. */
   destination?: NodeJS.WritableStream;
   bindings?: Record<string, unknown>;
+  /** Also keeps every (redacted) line written here, for `logs.tail`. */
+  ring?: LogRing;
 }
 
 /** pino JSON logs; every argument is passed through the redactor before it is serialized. */
@@ -25,9 +28,20 @@ export function createLogger(options: CreateLoggerOptions): Logger {
         },
       },
     },
-    (options.destination ?? process.stderr) as pino.DestinationStream,
+    tee((options.destination ?? process.stderr) as pino.DestinationStream, options.ring),
   );
   return wrap(base);
+}
+
+/** The destination, and the ring when there is one; lines reach both already redacted and serialized. */
+function tee(destination: pino.DestinationStream, ring: LogRing | undefined): pino.DestinationStream {
+  if (!ring) return destination;
+  return {
+    write(line: string) {
+      ring.write(line);
+      return destination.write(line);
+    },
+  };
 }
 
 function serializeError(error: unknown): unknown {

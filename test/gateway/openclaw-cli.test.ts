@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findOpenClaw, jsonOf, runOpenClaw } from '../helpers/openclaw.js';
+import { startRuntime } from '../runtime/helpers.js';
 import { startTestGateway, type TestGateway, testToken } from './helpers.js';
 
 const { bin, reason } = findOpenClaw();
@@ -154,5 +155,73 @@ describe.skipIf(!bin)('the real openclaw CLI against agentd', () => {
       expect(commands.map((command: { name: string }) => command.name)).toEqual(['new', 'reset', 'stop']);
     },
     commandTimeoutMs * 2,
+  );
+});
+
+describe.skipIf(!bin)('the real openclaw CLI against a running agentd (local model)', () => {
+  let started: Awaited<ReturnType<typeof startRuntime>>;
+  let home: string;
+
+  beforeAll(async () => {
+    started = await startRuntime();
+    home = mkdtempSync(join(tmpdir(), 'agentd-openclaw-home-'));
+  });
+
+  afterAll(async () => {
+    await started?.runtime.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  const call = async (method: string, params?: unknown) =>
+    jsonOf(
+      await runOpenClaw(
+        bin as string,
+        [
+          'gateway',
+          'call',
+          method,
+          '--url',
+          started.url,
+          '--token',
+          started.runtime.state.token,
+          '--json',
+          ...(params === undefined ? [] : ['--params', JSON.stringify(params)]),
+        ],
+        { home, timeoutMs: commandTimeoutMs },
+      ),
+    );
+
+  it(
+    'models.list, logs.tail and channels.status answer with agentd data',
+    async () => {
+      expect((await call('models.list', {})).models).toEqual([
+        expect.objectContaining({ id: 'agentd-local', provider: 'local', local: true }),
+      ]);
+      const logs = await call('logs.tail', { limit: 20 });
+      expect(logs.lines.length).toBeGreaterThan(0);
+      expect(logs.lines.join('\n')).not.toContain(started.runtime.state.token);
+      expect(await call('channels.status', {})).toMatchObject({ channelOrder: [], channels: {} });
+    },
+    commandTimeoutMs * 3,
+  );
+
+  it(
+    'cron.add, cron.list, cron.run and cron.remove drive agentd scheduler; the run is a work item',
+    async () => {
+      const job = await call('cron.add', {
+        name: 'cli job',
+        schedule: { kind: 'every', everyMs: 3_600_000 },
+        payload: { kind: 'task', description: 'Check the inbox.' },
+      });
+      expect(job).toMatchObject({ name: 'cli job', sessionKey: 'agent:main:main', enabled: true });
+      expect((await call('cron.list', {})).jobs.map((listed: { id: string }) => listed.id)).toEqual([job.id]);
+      const ran = await call('cron.run', { id: job.id });
+      expect(ran).toMatchObject({ ok: true, ran: true, status: 'ok', workItemId: expect.any(String) });
+      const item = await started.runtime.work.queue.get(ran.workItemId);
+      expect(item).toMatchObject({ description: 'Check the inbox.', source: `cron:${job.id}` });
+      expect(await call('cron.remove', { id: job.id })).toEqual({ ok: true, removed: true, id: job.id });
+      expect((await call('cron.list', {})).jobs).toEqual([]);
+    },
+    commandTimeoutMs * 5,
   );
 });

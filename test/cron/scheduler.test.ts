@@ -1,0 +1,245 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  type CronActions,
+  type CronScheduler,
+  createCronScheduler,
+  invalidScheduleCode,
+  nextRunAfter,
+} from '../../src/cron/index.js';
+import type { SqlDatabase } from '../../src/store/index.js';
+import { createIdGenerator, silentLogger } from '../../src/util/index.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+
+const start = Date.UTC(2026, 0, 1, 0, 0, 0);
+
+function recordingActions(options: { failChat?: boolean } = {}) {
+  const chats: Array<{ sessionKey: string; text: string; idempotencyKey: string }> = [];
+  const work: Array<Parameters<CronActions['submitWork']>[0]> = [];
+  const actions: CronActions = {
+    async sendChat(input) {
+      if (options.failChat) throw new Error('chat is down');
+      chats.push(input);
+      return { runId: input.idempotencyKey };
+    },
+    async submitWork(input) {
+      work.push(input);
+      return { id: `wi-${work.length}` };
+    },
+  };
+  return { actions, chats, work };
+}
+
+describe('nextRunAfter', () => {
+  it('computes cron (with a time zone), interval and one-shot schedules', () => {
+    expect(nextRunAfter({ kind: 'cron', expr: '*/5 * * * *' }, start, { createdAtMs: start })).toBe(
+      start + 5 * 60_000,
+    );
+    // 09:00 in Berlin is 08:00 UTC in January.
+    expect(
+      nextRunAfter({ kind: 'cron', expr: '0 9 * * *', tz: 'Europe/Berlin' }, start, { createdAtMs: start }),
+    ).toBe(start + 8 * 3_600_000);
+    const every = { kind: 'every' as const, everyMs: 60_000 };
+    expect(nextRunAfter(every, start, { createdAtMs: start })).toBe(start + 60_000);
+    expect(nextRunAfter(every, start + 90_000, { createdAtMs: start })).toBe(start + 120_000);
+    expect(nextRunAfter({ ...every, anchorMs: start + 10_000 }, start, { createdAtMs: start })).toBe(
+      start + 10_000,
+    );
+    const at = { kind: 'at' as const, at: '2026-01-02T00:00:00Z' };
+    expect(nextRunAfter(at, start, { createdAtMs: start })).toBe(start + 86_400_000);
+    expect(nextRunAfter(at, start, { createdAtMs: start, lastRunAtMs: start })).toBeUndefined();
+  });
+});
+
+describeEachDatabase('cron scheduler', (getDb) => {
+  let now = start;
+  const clock = { now: () => now };
+  let scheduler: CronScheduler | undefined;
+
+  const create = (db: SqlDatabase, actions: CronActions) =>
+    createCronScheduler({ db, actions, clock, idGenerator: createIdGenerator(), logger: silentLogger });
+
+  beforeEach(() => {
+    now = start;
+  });
+
+  afterEach(() => {
+    scheduler?.stop();
+    scheduler = undefined;
+    vi.useRealTimers();
+  });
+
+  it('refuses schedules that cannot fire with INVALID_REQUEST and a stable detail code', async () => {
+    scheduler = create(getDb(), recordingActions().actions);
+    const base = {
+      name: 'bad',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      payload: { kind: 'agentTurn' as const, message: 'hi' },
+    };
+    for (const schedule of [
+      { kind: 'cron' as const, expr: 'not a cron' },
+      { kind: 'cron' as const, expr: '* * * * *', tz: 'Nowhere/Atlantis' },
+      { kind: 'cron' as const, expr: '0 0 30 2 *' },
+      { kind: 'at' as const, at: 'tomorrow' },
+      { kind: 'at' as const, at: '2026-01-02T00:00:00' },
+    ]) {
+      await expect(scheduler.add({ ...base, schedule })).rejects.toMatchObject({
+        code: 'INVALID_REQUEST',
+        details: { code: invalidScheduleCode },
+      });
+    }
+    expect(await scheduler.list({ includeDisabled: true })).toEqual([]);
+  });
+
+  it('runs a due interval job on tick: a chat message, then again one interval later', async () => {
+    const { actions, chats } = recordingActions();
+    scheduler = create(getDb(), actions);
+    const job = await scheduler.add({
+      name: 'ping',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'every', everyMs: 60_000 },
+      payload: { kind: 'agentTurn', message: 'status please' },
+    });
+    expect(job).toMatchObject({ enabled: true, nextRunAtMs: start + 60_000, runCount: 0 });
+    expect(await scheduler.tick()).toEqual([]);
+    now = start + 60_000;
+    const [result] = await scheduler.tick();
+    expect(result).toMatchObject({ jobId: job.id, status: 'ok', runId: `cron:${job.id}:${now}` });
+    expect(chats).toEqual([
+      {
+        sessionKey: 'agent:main:main',
+        agentId: 'main',
+        text: 'status please',
+        idempotencyKey: result!.runId,
+      },
+    ]);
+    expect(await scheduler.get(job.id)).toMatchObject({
+      lastRunAtMs: start + 60_000,
+      lastRunStatus: 'ok',
+      lastRunId: result!.runId,
+      nextRunAtMs: start + 120_000,
+      runCount: 1,
+    });
+    // Nothing more until the next occurrence.
+    expect(await scheduler.tick()).toEqual([]);
+  });
+
+  it('submits a work item for task jobs, and records a failed run without losing the schedule', async () => {
+    const { actions, work } = recordingActions({ failChat: true });
+    scheduler = create(getDb(), actions);
+    const task = await scheduler.add({
+      name: 'digest',
+      agentId: 'main',
+      sessionKey: 'agent:main:reports',
+      schedule: { kind: 'cron', expr: '0 * * * *' },
+      payload: { kind: 'task', description: 'Summarise the last hour.', priority: 5 },
+    });
+    const result = await scheduler.run(task.id);
+    expect(result).toMatchObject({ status: 'ok', workItemId: 'wi-1' });
+    expect(work[0]).toMatchObject({
+      kind: 'task',
+      title: 'digest',
+      description: 'Summarise the last hour.',
+      agentId: 'main',
+      sessionKey: 'agent:main:reports',
+      priority: 5,
+      source: `cron:${task.id}`,
+    });
+    expect(await scheduler.get(task.id)).toMatchObject({
+      lastWorkItemId: 'wi-1',
+      nextRunAtMs: start + 3_600_000,
+    });
+
+    const chat = await scheduler.add({
+      name: 'broken',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'every', everyMs: 1_000 },
+      payload: { kind: 'agentTurn', message: 'hi' },
+    });
+    const failed = await scheduler.run(chat.id);
+    expect(failed).toMatchObject({ status: 'error', error: 'chat is down' });
+    expect(await scheduler.get(chat.id)).toMatchObject({
+      lastRunStatus: 'error',
+      lastError: 'chat is down',
+      nextRunAtMs: start + 1_000,
+    });
+  });
+
+  it('runs a one-shot job once, and deletes it after the run when asked', async () => {
+    const { actions, chats } = recordingActions();
+    scheduler = create(getDb(), actions);
+    const once = await scheduler.add({
+      name: 'once',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'at', at: '2026-01-01T00:10:00Z' },
+      payload: { kind: 'agentTurn', message: 'reminder' },
+    });
+    const gone = await scheduler.add({
+      name: 'gone',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      deleteAfterRun: true,
+      schedule: { kind: 'at', at: '2026-01-01T00:10:00Z' },
+      payload: { kind: 'agentTurn', message: 'vanish' },
+    });
+    now = start + 11 * 60_000;
+    expect((await scheduler.tick()).map((result) => result.jobId).sort()).toEqual([once.id, gone.id].sort());
+    expect(await scheduler.tick()).toEqual([]);
+    expect(chats.map((chat) => chat.text).sort()).toEqual(['reminder', 'vanish']);
+    const kept = await scheduler.get(once.id);
+    expect(kept).toMatchObject({ runCount: 1 });
+    expect(kept?.nextRunAtMs).toBeUndefined();
+    expect(await scheduler.get(gone.id)).toBeUndefined();
+  });
+
+  it('runs each occurrence once when two schedulers (two processes) share the database', async () => {
+    const first = recordingActions();
+    const second = recordingActions();
+    scheduler = create(getDb(), first.actions);
+    const other = create(getDb(), second.actions);
+    await scheduler.add({
+      name: 'shared',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'every', everyMs: 60_000 },
+      payload: { kind: 'agentTurn', message: 'once please' },
+    });
+    now = start + 60_000;
+    const results = await Promise.all([scheduler.tick(), other.tick()]);
+    expect(results.flat()).toHaveLength(1);
+    expect(first.chats.length + second.chats.length).toBe(1);
+  });
+
+  it('fires from its own timer (fake timers), keeps jobs across a restart, and removes them', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { actions, chats } = recordingActions();
+    const db = getDb();
+    const before = create(db, actions);
+    const job = await before.add({
+      name: 'tick',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'every', everyMs: 30_000 },
+      payload: { kind: 'agentTurn', message: 'tock' },
+    });
+    // A restart: a new scheduler on the same database finds the job and arms its timer.
+    scheduler = create(db, actions);
+    expect((await scheduler.list()).map((listed) => listed.id)).toEqual([job.id]);
+    scheduler.start();
+    now = start + 30_000;
+    // The timer is armed after a database read; keep moving fake time until it has fired.
+    await vi.waitFor(async () => {
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(chats).toHaveLength(1);
+    });
+    await scheduler.remove(job.id);
+    await expect(scheduler.remove(job.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(scheduler.run(job.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    now = start + 60_000;
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(chats).toHaveLength(1);
+  });
+});
