@@ -30,11 +30,8 @@ import { defaultAgentId, mainKey, mainSessionKey } from './session-key.js';
 
 export const minProtocolVersion = 3;
 
-/**
- * How long run events that were produced before their run's acknowledgement wait after it was written. Only
- * runs faster than their own acknowledgement (an offline model) pay it, once, before their first event.
- */
-const heldEventsDelayMs = 50;
+/** The longest held run events wait for the pong that follows their acknowledgement. */
+const heldEventsMaxWaitMs = 2_000;
 
 /** Requests whose acknowledgement must precede the events of the run they start. */
 const runStartingMethods = new Set(['chat.send', 'agent']);
@@ -182,28 +179,43 @@ export function acceptOpenClawConnection(
   let pending = 0;
 
   /**
-   * Run events wait while a request that starts a run is unanswered: its acknowledgement must reach the
-   * client first, in an earlier socket write. The OpenClaw TUI notes a run as its own when `chat.send`
-   * answers; a run whose events it had already read by then (in the same chunk) would stay "busy" forever.
+   * Run events wait until the client has read the answer to the request that started the run. The OpenClaw
+   * TUI notes a run as its own when `chat.send` answers; if it read run events in the same chunk as that
+   * answer, before its handler ran, it stayed "busy" forever — and a loaded client reads late, so the events
+   * of a fast run often shared the chunk. So every run-starting answer is followed by a ping, and run events
+   * are held from the request until that pong comes back: by then the client has read the answer. It costs
+   * one round trip before a run's first event; OpenClaw's own gateway takes longer to start a run.
    */
-  let runStartsPending = 0;
+  let unconfirmedAnswers = 0;
   const heldEvents: Array<() => void> = [];
+  const awaitedPongs = new Map<string, () => void>();
   const whenNotHolding = (send: () => void) => {
-    // Also while held events wait to go out, so nothing overtakes them.
-    if (runStartsPending > 0 || heldEvents.length > 0) heldEvents.push(send);
+    if (unconfirmedAnswers > 0) heldEvents.push(send);
     else send();
   };
-  const releaseHeldEvents = () => {
-    runStartsPending--;
-    if (runStartsPending > 0) return;
-    if (heldEvents.length === 0) return;
-    // A moment after the acknowledgement was written, so that even a busy client reads it on its own first.
-    const timer = setTimeout(() => {
-      if (runStartsPending > 0) return;
-      for (const send of heldEvents.splice(0)) send();
-    }, heldEventsDelayMs);
-    timer.unref();
+  const confirmAnswer = () => {
+    unconfirmedAnswers--;
+    if (unconfirmedAnswers > 0) return;
+    for (const send of heldEvents.splice(0)) send();
   };
+  /** After the answer was written: ping, and confirm it on the pong (or after a while, for a client that never answers). */
+  const awaitAnswerRead = () => {
+    if (ws.readyState !== ws.OPEN) {
+      confirmAnswer();
+      return;
+    }
+    const token = randomUUID();
+    const timer = setTimeout(() => settle(), heldEventsMaxWaitMs);
+    timer.unref();
+    const settle = () => {
+      if (!awaitedPongs.delete(token)) return;
+      clearTimeout(timer);
+      confirmAnswer();
+    };
+    awaitedPongs.set(token, settle);
+    ws.ping(token);
+  };
+  ws.on('pong', (data) => awaitedPongs.get(rawToString(data))?.());
 
   const sendEvent = (event: string, payload: unknown, droppable = false) => {
     if (phase !== 'connected') return;
@@ -552,30 +564,33 @@ export function acceptOpenClawConnection(
 
   const runRequest = async (id: string, method: string, params: unknown) => {
     const startsRun = runStartingMethods.has(method);
-    if (startsRun) runStartsPending++;
-    let released = !startsRun;
-    const release = () => {
-      if (released) return;
-      released = true;
-      releaseHeldEvents();
+    if (startsRun) unconfirmedAnswers++;
+    let answered = !startsRun;
+    const onAnswerWritten = () => {
+      if (answered) return;
+      answered = true;
+      awaitAnswerRead();
     };
     try {
       const result = await table.invoke(method, params, context);
       if (!isAsyncResult(result)) {
-        sendResult(id, result, startsRun ? release : undefined);
+        sendResult(id, result, startsRun ? onAnswerWritten : undefined);
         return;
       }
-      sendResult(id, result.accepted, startsRun ? release : undefined);
+      sendResult(id, result.accepted, startsRun ? onAnswerWritten : undefined);
+      // The final answer follows the run's events, which may still be held.
       try {
-        sendResult(id, await result.final);
+        const final = await result.final;
+        whenNotHolding(() => sendResult(id, final));
       } catch (error) {
-        sendError(id, toWireError(error, logger));
+        const wire = toWireError(error, logger);
+        whenNotHolding(() => sendError(id, wire));
       }
     } catch (error) {
-      sendError(id, toWireError(error, logger), startsRun ? release : undefined);
+      sendError(id, toWireError(error, logger), startsRun ? onAnswerWritten : undefined);
     } finally {
       // A frame that could not be written (closed socket) never calls back; nothing is held forever.
-      if (!out.open) release();
+      if (!out.open) onAnswerWritten();
     }
   };
 
@@ -660,6 +675,7 @@ export function acceptOpenClawConnection(
 
   ws.on('close', () => {
     phase = 'closed';
+    for (const settle of [...awaitedPongs.values()]) settle();
     clearTimeout(handshakeTimer);
     abort.abort();
     hub.detach(sink);

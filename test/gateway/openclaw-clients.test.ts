@@ -1,5 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { connectOpenClaw, fakeModel, startTestGateway, type TestGateway } from './helpers.js';
+import {
+  connectOpenClaw,
+  FrameClient,
+  fakeModel,
+  startTestGateway,
+  type TestGateway,
+  testToken,
+} from './helpers.js';
 
 /**
  * The methods OpenClaw's own TUI and CLI call besides chat, checked field by field against what those
@@ -22,6 +29,8 @@ describe('OpenClaw client methods', () => {
   it('sends the chat.send acknowledgement before any event of the run, even when the run ends first', async () => {
     const { url } = await start({ chat: { runBeforeAck: true, deltas: 2 } });
     const { client } = await connectOpenClaw(url, { caps: ['tool-events'] });
+    // Where the gateway's ping falls among the frames: between the acknowledgement and the run's events.
+    client.ws.on('ping', () => client.frames.push({ type: 'ping' }));
     await client.request('chat.history', { sessionKey: 'agent:main:fast' });
     await client.request('sessions.subscribe', {});
     const ack = await client.request('chat.send', {
@@ -44,12 +53,38 @@ describe('OpenClaw client methods', () => {
     expect(names).toContain('sessions.changed:start');
     expect(names).toContain('chat:final');
     expect(names.at(-1)).toBe('sessions.changed:end');
-    expect(runFrames.every(({ index }) => index > ackIndex)).toBe(true);
+    const pingIndex = client.frames.findIndex((frame) => frame.type === 'ping');
+    expect(ackIndex).toBeGreaterThan(-1);
+    expect(pingIndex).toBeGreaterThan(ackIndex);
+    expect(runFrames.every(({ index }) => index > pingIndex)).toBe(true);
     // The held events keep their order and their per-connection sequence numbers stay gapless.
     const seqs = client.frames
       .filter((frame) => frame.type === 'event' && frame.event !== 'connect.challenge')
       .map((frame) => frame.seq);
     expect(seqs).toEqual(seqs.map((_, index) => seqs[0] + index));
+  });
+
+  it('still delivers held events to a client that never answers pings', async () => {
+    const { url } = await start({ chat: { runBeforeAck: true } });
+    const client = await FrameClient.open(url, { autoPong: false });
+    await client.nextEvent('connect.challenge');
+    await client.request('connect', {
+      minProtocol: 4,
+      maxProtocol: 4,
+      client: { id: 'test', mode: 'cli' },
+      role: 'operator',
+      scopes: ['operator.read', 'operator.write'],
+      auth: { token: testToken },
+    });
+    const ack = await client.request('chat.send', {
+      sessionKey: 'agent:main:nopong',
+      message: 'hi',
+      idempotencyKey: 'np-1',
+    });
+    expect(ack.payload.status).toBe('started');
+    const final = await client.nextEvent('chat', (payload) => payload.state === 'final');
+    expect(client.frames.indexOf(final)).toBeGreaterThan(client.frames.indexOf(ack));
+    client.close();
   });
 
   it('holds run events only while the run-starting request is unanswered', async () => {
