@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { EngageContextOptions, EngageLimits, EngageOptions } from './loop.js';
+import type { EngageContextOptions, EngageLimits, EngageOptions } from './types.js';
 
 /** The `engage:` section of agentd.yaml (seed 002's `[faculty.engage]` names). */
 export const engageConfigSchema = z.object({

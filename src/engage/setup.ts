@@ -1,0 +1,91 @@
+import { estimateTokens, type ModelToolDefinition, type StreamModelOptions } from '../model/index.js';
+import { createSemaphore, type Semaphore } from '../util/index.js';
+import { type ContextWindow, createContextWindow } from './context-window.js';
+import type { RunState } from './run-state.js';
+
+/** What the run fixes before its first turn: the context window, the tools on offer, call options. */
+export interface RunSetup {
+  readonly window: ContextWindow;
+  readonly registry: NonNullable<RunState['options']['tools']>['registry'] | undefined;
+  readonly allowedNames: ReadonlySet<string>;
+  readonly modelTools: ModelToolDefinition[];
+  /** Tokens the tool definitions add to every request. */
+  readonly overheadTokens: number;
+  /** The ledger nudge applies only when the model can write the ledger. */
+  readonly canWriteLedger: boolean;
+  /** Above this the context is compacted. */
+  readonly maxContextTokens: number;
+  readonly streamOptions: StreamModelOptions;
+  /** Bounds the tool calls of one turn that run at once. */
+  readonly semaphore: Semaphore;
+}
+
+/**
+ * Builds the context window from the caller's messages (leading system messages become the system prompt),
+ * adds the orientation and the skill catalog, and activates skills the task message triggers.
+ */
+export async function prepareRun(state: RunState): Promise<RunSetup> {
+  const { options, contextOptions, scope, logger, signal } = state;
+  let leading = 0;
+  while (leading < options.messages.length && options.messages[leading]!.role === 'system') leading++;
+  const system = options.messages
+    .slice(0, leading)
+    .map((message) => message.content)
+    .join('\n\n');
+  const history = options.messages.slice(leading);
+  const extras = [...(options.systemPromptExtras ?? [])];
+  if (contextOptions.orient) extras.push(`== ORIENT ==\n${contextOptions.orient}`);
+
+  const registry = options.tools?.registry;
+  const allowedNames = registry
+    ? new Set(options.tools?.names ?? registry.list().map((tool) => tool.name))
+    : new Set<string>();
+  const modelTools = registry ? registry.toModelTools(allowedNames) : [];
+  const overheadTokens = modelTools.length ? estimateTokens(JSON.stringify(modelTools)) : 0;
+  const canWriteLedger = allowedNames.has('ledger_append') && options.ledger !== undefined;
+
+  const skills = options.skills;
+  if (skills && skills.catalog !== false) {
+    const catalog = await skills.library.catalog();
+    if (catalog) extras.push(catalog);
+  }
+  const window = createContextWindow({
+    system,
+    systemExtras: extras,
+    history,
+    truncateClosedBlocks: contextOptions.truncateClosedBlocks,
+  });
+  if (skills && skills.autoActivate !== false) {
+    const task = window.taskMessage();
+    if (task) {
+      const activated = await skills.library.autoActivate(task.content, {
+        runId: scope.runId,
+        agentId: scope.agentId,
+        workItemId: scope.workItemId,
+        ...(skills.maxAutoActivated !== undefined ? { maxSkills: skills.maxAutoActivated } : {}),
+        ...(skills.maxSkillPromptTokens !== undefined ? { maxTokens: skills.maxSkillPromptTokens } : {}),
+      });
+      for (const skill of activated) window.setSkill(skill.name, skill.body);
+    }
+  }
+  state.activeSkills = window.activeSkills();
+
+  return {
+    window,
+    registry,
+    allowedNames,
+    modelTools,
+    overheadTokens,
+    canWriteLedger,
+    maxContextTokens: Math.floor(options.model.contextWindowTokens * contextOptions.compactThreshold),
+    streamOptions: {
+      signal,
+      logger,
+      ...(options.modelCallOptions?.timeoutMs !== undefined
+        ? { timeoutMs: options.modelCallOptions.timeoutMs }
+        : {}),
+      ...(options.modelCallOptions?.retry ? { retry: options.modelCallOptions.retry } : {}),
+    },
+    semaphore: createSemaphore(state.limits.maxParallelTools),
+  };
+}

@@ -1,0 +1,138 @@
+import { type ModelMessage, type ModelStreamError, type ModelToolCall, streamModel } from '../model/index.js';
+import { ErrorCodes } from '../util/index.js';
+import { compactIfNeeded } from './compaction.js';
+import { abortedError, finish, recordInLedger } from './finish.js';
+import { addUsage, type RunState } from './run-state.js';
+import type { RunSetup } from './setup.js';
+import { EngageErrorCodes, type EngageResult } from './types.js';
+
+/** A turn either ends the run (`result`) or asks for tool calls, to be run before the next turn. */
+export type TurnOutcome = { result: EngageResult } | { assistant: ModelMessage; toolCalls: ModelToolCall[] };
+
+/**
+ * One model turn: compacts the context when it is over its threshold, lets `before_llm_call` hooks see
+ * (or block) the request, streams the model's answer, and records it. A provider error, an abort, a
+ * blocking hook or an answer without tool calls ends the run here.
+ */
+export async function runModelTurn(state: RunState, setup: RunSetup, turn: number): Promise<TurnOutcome> {
+  const { options, scope, logger, signal, contextOptions } = state;
+  const { model, bus, workItemId } = options;
+  const { runId, agentId, sessionKey } = scope;
+  const { window, modelTools, streamOptions } = setup;
+  if (signal.aborted) return { result: await finish(state, 'aborted', abortedError()) };
+
+  const compaction = await compactIfNeeded({
+    window,
+    maxTokens: setup.maxContextTokens,
+    overheadTokens: setup.overheadTokens,
+    keepRecent: contextOptions.compactKeepRecent,
+    minLedgerEntries: contextOptions.minLedgerEntries,
+    ledger: options.ledger,
+    workItemId,
+    model,
+    modelCallOptions: streamOptions,
+    logger,
+  });
+  if (compaction) {
+    state.compactions++;
+    addUsage(state, compaction.usage.inputTokens, compaction.usage.outputTokens);
+    const { usage: _usage, ...event } = compaction;
+    bus.publish('engage:compacted', { runId, ...event }, scope);
+    if (signal.aborted) return { result: await finish(state, 'aborted', abortedError()) };
+  }
+
+  let requestMessages = window.render();
+  if (options.hooks) {
+    const outcome = await options.hooks.run(
+      'before_llm_call',
+      {
+        runId,
+        agentId,
+        workItemId,
+        ...(sessionKey !== undefined ? { sessionKey } : {}),
+        turn,
+        model: `${model.provider}/${model.modelId}`,
+        messages: requestMessages,
+        toolNames: modelTools.map((tool) => tool.name),
+      },
+      { signal },
+    );
+    if (outcome.action === 'block') {
+      return {
+        result: await finish(state, 'blocked', {
+          code: EngageErrorCodes.hookBlocked,
+          message: `Blocked by hook ${outcome.hook}: ${outcome.reason}`,
+          retryable: false,
+        }),
+      };
+    }
+    requestMessages = outcome.payload.messages;
+  }
+
+  state.turns = turn;
+  let text = '';
+  const toolCalls: ModelToolCall[] = [];
+  let streamError: ModelStreamError | undefined;
+  for await (const event of streamModel(
+    model,
+    {
+      messages: requestMessages,
+      ...(modelTools.length ? { tools: modelTools } : {}),
+      ...(options.modelCallOptions?.maxTokens !== undefined
+        ? { maxTokens: options.modelCallOptions.maxTokens }
+        : {}),
+      ...(options.modelCallOptions?.temperature !== undefined
+        ? { temperature: options.modelCallOptions.temperature }
+        : {}),
+    },
+    streamOptions,
+  )) {
+    if (event.type === 'text-delta') {
+      text += event.text;
+      bus.publish('run:text-delta', { runId, delta: event.text, text }, scope);
+    } else if (event.type === 'tool-call') toolCalls.push(event.toolCall);
+    else if (event.type === 'usage') addUsage(state, event.usage.inputTokens, event.usage.outputTokens);
+    else if (event.type === 'error') streamError = event.error;
+  }
+  state.lastText = text;
+
+  if (streamError) {
+    // Partial text stays in the transcript; partial tool calls cannot (they would have no results).
+    if (text !== '') state.newMessages.push({ role: 'assistant', content: text });
+    if (streamError.code === ErrorCodes.aborted || signal.aborted)
+      return { result: await finish(state, 'aborted', abortedError()) };
+    if (options.hooks) {
+      await options.hooks.run('on_error', {
+        runId,
+        agentId,
+        workItemId,
+        where: 'model',
+        error: { code: streamError.code, message: streamError.message },
+      });
+    }
+    await recordInLedger(
+      options.ledger,
+      workItemId,
+      'error',
+      `run ${runId} failed on a model call: ${streamError.code}: ${streamError.message}`,
+      logger,
+    );
+    return {
+      result: await finish(state, 'error', {
+        code: streamError.code,
+        message: streamError.message,
+        retryable: streamError.retryable,
+      }),
+    };
+  }
+
+  const assistant: ModelMessage = toolCalls.length
+    ? { role: 'assistant', content: text, toolCalls }
+    : { role: 'assistant', content: text };
+  state.newMessages.push(assistant);
+  if (toolCalls.length === 0) {
+    window.appendTurn([assistant], []);
+    return { result: await finish(state, 'completed') };
+  }
+  return { assistant, toolCalls };
+}
