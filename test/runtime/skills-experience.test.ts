@@ -91,6 +91,10 @@ describe('skills from experience, through the gateway and the CLI', () => {
     try {
       const proposedEvents: any[] = [];
       started.runtime.bus.on('skill:proposed', (event) => proposedEvents.push(event.data));
+      const gatewayEvents: any[] = [];
+      client.onEvent((event, payload) => {
+        if (event === 'skill.proposed') gatewayEvents.push(payload);
+      });
       const first = await runTask('Sync orders', 'The vendor API rate limit is 10 requests per second.');
       await runTask('Fix the logo', 'The logo file is missing from the assets folder.');
       const second = await runTask(
@@ -114,6 +118,8 @@ describe('skills from experience, through the gateway and the CLI', () => {
       expect(proposedEvents).toEqual([
         expect.objectContaining({ proposalId: proposal.id, mode: 'draft', sources: 3, workItems: 3 }),
       ]);
+      await vi.waitFor(() => expect(gatewayEvents).toHaveLength(1), { timeout: 5_000 });
+      expect(gatewayEvents[0]).toMatchObject({ proposalId: proposal.id, name: proposal.skillName });
       // A scan finds nothing new: each pattern is proposed once.
       expect((await client.call<{ proposals: unknown[] }>('skills.scan', {})).proposals).toEqual([]);
 
