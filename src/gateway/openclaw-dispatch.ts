@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, formatZodIssues } from '../util/index.js';
+import { toWireError } from './connection.js';
+import { isAsyncResult, type MethodContext, type MethodTable } from './method-table.js';
+
+export const requestFrame = z.looseObject({
+  type: z.literal('req'),
+  id: z.string().min(1).max(256),
+  method: z.string().min(1).max(256),
+  params: z.unknown().optional(),
+});
+
+/** Requests whose answer the client must have read before any event of the run they start. */
+const runStartingMethods = new Set(['chat.send', 'agent']);
+
+/** The longest held run events wait for the pong that follows their run's answer. */
+export const heldEventsMaxWaitMs = 2_000;
+
+type WireError = ReturnType<typeof toWireError>;
+
+export interface OpenClawDispatcherDeps {
+  table: MethodTable;
+  context: MethodContext;
+  /** Writes one frame; `onWritten` runs once it was handed to the socket. False when it could not be. */
+  send(frame: Record<string, unknown>, onWritten?: () => void): boolean;
+  /** Whether frames can still be written. */
+  isOpen(): boolean;
+  /** Sends a WebSocket ping carrying `token`; the peer's pong echoes it (see `onPong`). */
+  ping(token: string): void;
+  maxPendingRequests: number;
+  logger: Logger;
+}
+
+export interface OpenClawDispatcher {
+  /** Handles one text frame of a connected client. */
+  onFrame(text: string): void;
+  /** Sends run events (and what must follow them) now, or once no run's answer awaits its pong. */
+  whenNotHolding(send: () => void): void;
+  /** A pong from the client, with its payload as text. */
+  onPong(token: string): void;
+  sendResult(id: string, payload: unknown, onWritten?: () => void): void;
+  sendError(id: string, error: WireError, onWritten?: () => void): void;
+  /** The connection closed: nothing is held any longer. */
+  close(): void;
+}
+
+/**
+ * The request side of a connected OpenClaw client: request frames become method-table calls, answered with
+ * one `res` (two for two-phase results such as `agent`).
+ *
+ * Run events wait until the client has read the answer to the request that started the run. The OpenClaw
+ * TUI notes a run as its own when `chat.send` answers; if it read run events in the same chunk as that
+ * answer, before its handler ran, it stayed "busy" forever — and a loaded client reads late, so the events
+ * of a fast run often shared the chunk. So every run-starting answer is followed by a ping, and run events
+ * are held from the request until that pong comes back: by then the client has read the answer. It costs
+ * one round trip before a run's first event; OpenClaw's own gateway takes longer to start a run.
+ */
+export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClawDispatcher {
+  const { table, context, logger } = deps;
+  let pending = 0;
+  let unconfirmedAnswers = 0;
+  const heldEvents: Array<() => void> = [];
+  const awaitedPongs = new Map<string, () => void>();
+
+  const sendResult = (id: string, payload: unknown, onWritten?: () => void) => {
+    deps.send({ type: 'res', id, ok: true, payload }, onWritten);
+  };
+  const sendError = (id: string, error: WireError, onWritten?: () => void) => {
+    deps.send({ type: 'res', id, ok: false, error }, onWritten);
+  };
+
+  const whenNotHolding = (send: () => void) => {
+    if (unconfirmedAnswers > 0) heldEvents.push(send);
+    else send();
+  };
+
+  const confirmAnswer = () => {
+    unconfirmedAnswers--;
+    if (unconfirmedAnswers > 0) return;
+    for (const send of heldEvents.splice(0)) send();
+  };
+
+  /** After a run's answer was written: ping, and confirm it on the pong (or after a while, for a client that never answers). */
+  const awaitAnswerRead = () => {
+    if (!deps.isOpen()) {
+      confirmAnswer();
+      return;
+    }
+    const token = randomUUID();
+    const settle = () => {
+      if (!awaitedPongs.delete(token)) return;
+      clearTimeout(timer);
+      confirmAnswer();
+    };
+    const timer = setTimeout(settle, heldEventsMaxWaitMs);
+    timer.unref();
+    awaitedPongs.set(token, settle);
+    deps.ping(token);
+  };
+
+  const runRequest = async (id: string, method: string, params: unknown) => {
+    const startsRun = runStartingMethods.has(method);
+    if (startsRun) unconfirmedAnswers++;
+    let answered = !startsRun;
+    const onAnswerWritten = () => {
+      if (answered) return;
+      answered = true;
+      awaitAnswerRead();
+    };
+    try {
+      const result = await table.invoke(method, params, context);
+      if (!isAsyncResult(result)) {
+        sendResult(id, result, startsRun ? onAnswerWritten : undefined);
+        return;
+      }
+      sendResult(id, result.accepted, startsRun ? onAnswerWritten : undefined);
+      // The final answer follows the run's events, which may still be held.
+      try {
+        const final = await result.final;
+        whenNotHolding(() => sendResult(id, final));
+      } catch (error) {
+        const wire = toWireError(error, logger);
+        whenNotHolding(() => sendError(id, wire));
+      }
+    } catch (error) {
+      sendError(id, toWireError(error, logger), startsRun ? onAnswerWritten : undefined);
+    } finally {
+      // A frame that could not be written (closed socket) never calls back; nothing is held forever.
+      if (!deps.isOpen()) onAnswerWritten();
+    }
+  };
+
+  return {
+    onFrame(text) {
+      let frame: unknown;
+      try {
+        frame = JSON.parse(text);
+      } catch {
+        // OpenClaw answers nothing to a frame that is not JSON and keeps the connection; so does agentd.
+        logger.debug({ bytes: text.length }, 'gateway: ignored a frame that is not JSON');
+        return;
+      }
+      const parsed = requestFrame.safeParse(frame);
+      if (!parsed.success) {
+        const id = (frame as { id?: unknown } | null)?.id;
+        if (typeof id === 'string' && id.length > 0 && id.length <= 256) {
+          sendError(id, {
+            code: ErrorCodes.invalidRequest,
+            message: `invalid request frame: ${formatZodIssues(parsed.error.issues)}`,
+            retryable: false,
+          });
+        } else {
+          logger.debug({}, 'gateway: ignored a frame that is not a request');
+        }
+        return;
+      }
+      const { id, method, params } = parsed.data;
+      if (method === 'connect') {
+        sendError(id, { code: ErrorCodes.invalidRequest, message: 'already connected', retryable: false });
+        return;
+      }
+      if (pending >= deps.maxPendingRequests) {
+        sendError(id, {
+          code: 'UNAVAILABLE',
+          message: `too many requests in flight on this connection (limit ${deps.maxPendingRequests})`,
+          retryable: true,
+        });
+        return;
+      }
+      pending++;
+      runRequest(id, method, params).finally(() => {
+        pending--;
+      });
+    },
+    whenNotHolding,
+    onPong(token) {
+      awaitedPongs.get(token)?.();
+    },
+    sendResult,
+    sendError,
+    close() {
+      for (const settle of [...awaitedPongs.values()]) settle();
+    },
+  };
+}
