@@ -67,7 +67,12 @@ export {
   type MemoryStoreKind,
 } from './memory-store.js';
 export type { MetricsSnapshot } from './metrics.js';
-export { createSqlRecordStore, type PersistedRun, type WorkflowRecordStore } from './record-store.js';
+export {
+  createSqlRecordStore,
+  type PersistedRun,
+  type WorkflowRecordStore,
+  type WorkflowRecordWriter,
+} from './record-store.js';
 export { type ReplIo, type ReplOptions, runWorkflowRepl } from './repl.js';
 export {
   createFifoExecutor,

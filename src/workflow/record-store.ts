@@ -1,4 +1,4 @@
-import type { SqlDatabase } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor } from '../store/index.js';
 import type { Artifact } from './artifacts.js';
 import {
   decodeArtifactColumns,
@@ -19,13 +19,8 @@ export interface PersistedRun {
   artifacts: Artifact[];
 }
 
-/**
- * Durable record of workflow runs (migration 0006). Stage records are written as each stage completes;
- * task rows when a task starts, waits and concludes; events and artifacts in one transaction at the end of
- * the run. `inspect` and `agentd inspect` read runs back, also from another process. The JSON columns are
- * versioned and read through `records.ts`.
- */
-export interface WorkflowRecordStore {
+/** The writes of a run: each as one statement, or as part of a batch (see `WorkflowRecordStore.batch`). */
+export interface WorkflowRecordWriter {
   saveTask(task: WorkflowTask): Promise<void>;
   appendStage(task: WorkflowTask, stage: StageRecord): Promise<void>;
   saveRunRecords(
@@ -33,6 +28,17 @@ export interface WorkflowRecordStore {
     events: ReadonlyArray<TelemetryEvent>,
     artifacts: ReadonlyArray<Artifact>,
   ): Promise<void>;
+}
+
+/**
+ * Durable record of workflow runs (migration 0006). Stage records are written as each stage completes;
+ * task rows when a task starts, waits and concludes; events and artifacts at the end of the run. `inspect`
+ * and `agentd inspect` read runs back, also from another process. The JSON columns are versioned and
+ * read through `records.ts`.
+ */
+export interface WorkflowRecordStore extends WorkflowRecordWriter {
+  /** Runs `work`'s writes in one transaction: all land or none do. */
+  batch(work: (writer: WorkflowRecordWriter) => Promise<void>): Promise<void>;
   /** The run containing `taskId` (any task of it), or undefined. */
   loadRun(taskId: string): Promise<PersistedRun | undefined>;
   /** Most recent root tasks first. */
@@ -42,7 +48,11 @@ export interface WorkflowRecordStore {
   }): Promise<Array<{ taskId: string; workflowId: string; status: string; createdAt: number }>>;
 }
 
-export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
+/** Writes through `db`; `atomically` runs a group of statements as one transaction (or inside the current one). */
+function createRecordWriter(
+  db: SqlExecutor,
+  atomically: (work: (tx: SqlExecutor) => Promise<void>) => Promise<void>,
+): WorkflowRecordWriter {
   return {
     async saveTask(task) {
       await db.run(
@@ -83,7 +93,7 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
     },
     async saveRunRecords(rootTaskId, events, artifacts) {
       if (events.length === 0 && artifacts.length === 0) return;
-      await db.transaction(async (tx) => {
+      await atomically(async (tx) => {
         for (const event of events) {
           await tx.run(
             'INSERT INTO workflow_events (event_id, root_task_id, task_id, seq, stage_id, type, at, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
@@ -116,6 +126,13 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
         }
       });
     },
+  };
+}
+
+export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
+  return {
+    ...createRecordWriter(db, (work) => db.transaction(work)),
+    batch: (work) => db.transaction((tx) => work(createRecordWriter(tx, (inner) => inner(tx)))),
     async loadRun(taskId) {
       const found = await db.get<{ root_task_id: string }>(
         'SELECT root_task_id FROM workflow_tasks WHERE task_id = ?',

@@ -56,6 +56,27 @@ it('refuses a stored record that lost a field, naming it', () => {
 });
 
 describeEachDatabase('workflow records of every version', (getDb) => {
+  it('a batch of writes lands whole or not at all', async () => {
+    const store = createSqlRecordStore(getDb());
+    const rows = corpus.at(-1)!.rows;
+    const task = decodeTask(String(rows.workflow_tasks![0]!.record));
+    const stage = decodeStage(String(rows.workflow_stages![0]!.record));
+    await expect(
+      store.batch(async (writer) => {
+        await writer.saveTask(task);
+        await writer.appendStage(task, stage);
+        await writer.appendStage(task, stage);
+      }),
+    ).rejects.toThrow();
+    expect(await store.loadRun(task.taskId)).toBeUndefined();
+    await store.batch(async (writer) => {
+      await writer.saveTask(task);
+      await writer.appendStage(task, stage);
+      await writer.saveRunRecords(task.taskId, [], []);
+    });
+    expect((await store.loadRun(task.taskId))?.tasks[0]?.history).toHaveLength(1);
+  });
+
   for (const { name, rows } of corpus) {
     it(`${name}: a stored run reads back and inspects`, async () => {
       const db = getDb();

@@ -1,24 +1,45 @@
 import type { Logger } from '../../util/logger.js';
-import type { WorkflowRecordStore } from '../record-store.js';
+import type { WorkflowRecordStore, WorkflowRecordWriter } from '../record-store.js';
 import type { Run } from './run-state.js';
 
-export type PersistWrite = (store: WorkflowRecordStore) => Promise<void>;
+export type PersistWrite = (writer: WorkflowRecordWriter) => Promise<void>;
 
 /**
- * Queues a write on the run's chain, so records land in order without blocking the next stage's work. A
- * failed write is logged and the chain continues: the run in memory stays authoritative for its caller.
- * Without a record store (an in-memory engine) it does nothing.
+ * Queues a write of a run. Writes gather until the event loop turns and then land in order, in one
+ * transaction: a burst of fast stages costs one commit instead of one per row, and a stage that waits on
+ * I/O lets everything before it land first. When a batch fails, its writes are retried one by one so
+ * that one bad record cannot take the others with it; a write that still fails is logged and the chain
+ * goes on — the run in memory stays authoritative for its caller. Without a record store (an in-memory
+ * engine) it does nothing.
  */
 export function createPersister(
   records: WorkflowRecordStore | undefined,
   logger: Logger,
 ): (run: Run, write: PersistWrite) => void {
   if (!records) return () => {};
+  const failed = (run: Run, error: unknown) =>
+    logger.error({ err: error, rootTaskId: run.root.taskId }, 'persisting a workflow record failed');
+  async function flush(run: Run, writes: PersistWrite[]): Promise<void> {
+    try {
+      await records!.batch(async (writer) => {
+        for (const write of writes) await write(writer);
+      });
+    } catch {
+      for (const write of writes) await write(records!).catch((error) => failed(run, error));
+    }
+  }
   return (run, write) => {
-    run.persistQueue = run.persistQueue.then(() =>
-      write(records).catch((error) => {
-        logger.error({ err: error, rootTaskId: run.root.taskId }, 'persisting a workflow record failed');
-      }),
-    );
+    if (run.pendingWrites) {
+      run.pendingWrites.push(write);
+      return;
+    }
+    const writes = [write];
+    run.pendingWrites = writes;
+    const turned = new Promise<void>((resolve) => setImmediate(resolve));
+    run.persistQueue = run.persistQueue.then(async () => {
+      await turned;
+      run.pendingWrites = undefined;
+      await flush(run, writes);
+    });
   };
 }

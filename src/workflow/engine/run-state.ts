@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { IdGenerator } from '../../util/ids.js';
+import type { WorkflowRecordWriter } from '../record-store.js';
 import type { TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
 import type { TelemetryEvent } from '../telemetry.js';
 import type { WorkflowRunResult } from './types.js';
@@ -42,6 +43,8 @@ export interface Run {
   result: Promise<WorkflowRunResult>;
   /** Writes of this run, chained so they land in order without blocking the next stage. */
   persistQueue: Promise<void>;
+  /** Writes gathered for the next batch (see `persistence.ts`); undefined when none is waiting. */
+  pendingWrites: Array<(writer: WorkflowRecordWriter) => Promise<void>> | undefined;
 }
 
 export type NewTaskFields = Partial<WorkflowTask> & Pick<WorkflowTask, 'taskId' | 'rootTaskId' | 'spec'>;
@@ -94,6 +97,7 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     resolve,
     result,
     persistQueue: Promise.resolve(),
+    pendingWrites: undefined,
   };
 }
 

@@ -2,36 +2,61 @@ import { describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../../src/util/index.js';
 import { createPersister } from '../../../src/workflow/engine/persistence.js';
 import { createRunState, newTaskRecord, rootSpec } from '../../../src/workflow/engine/run-state.js';
-import type { WorkflowRecordStore } from '../../../src/workflow/index.js';
+import type { WorkflowRecordStore, WorkflowRecordWriter } from '../../../src/workflow/index.js';
 
 const run = () =>
   createRunState(newTaskRecord('wf', 0, { taskId: 'r', rootTaskId: 'r', spec: rootSpec('r', 'x') }), 'start');
 
+/** A record store whose batches note how many writes they held; writes say which writer they got. */
+function fakeStore(options: { failBatch?: boolean } = {}) {
+  const batches: number[] = [];
+  const log: Array<{ name: string; batched: boolean }> = [];
+  const batchWriter = {} as WorkflowRecordWriter;
+  const store = {
+    async batch(work: (writer: WorkflowRecordWriter) => Promise<void>) {
+      const before = log.length;
+      await work(batchWriter);
+      batches.push(log.length - before);
+      if (options.failBatch) throw new Error('rolled back');
+    },
+  } as unknown as WorkflowRecordStore;
+  const write =
+    (name: string, fail = false) =>
+    async (writer: WorkflowRecordWriter) => {
+      if (fail && writer !== batchWriter) throw new Error('disk full');
+      log.push({ name, batched: writer === batchWriter });
+    };
+  return { store, batches, log, write };
+}
+
 describe('persistence', () => {
-  it('lands writes in order, one after another, and goes on past a failed one', async () => {
-    const order: string[] = [];
-    const error = vi.fn();
-    const persist = createPersister({} as WorkflowRecordStore, { ...silentLogger, error });
+  it('gathers the writes of one event-loop turn into one batch, in order, and later ones into the next', async () => {
+    const { store, batches, log, write } = fakeStore();
+    const persist = createPersister(store, silentLogger);
     const target = run();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    persist(target, async () => {
-      await gate;
-      order.push('first');
-    });
-    persist(target, async () => {
-      throw new Error('disk full');
-    });
-    persist(target, async () => {
-      order.push('third');
-    });
-    await Promise.resolve();
-    expect(order).toEqual([]);
-    release();
+    persist(target, write('a'));
+    persist(target, write('b'));
+    persist(target, write('c'));
+    expect(log).toEqual([]);
     await target.persistQueue;
-    expect(order).toEqual(['first', 'third']);
+    expect(log.map((entry) => entry.name)).toEqual(['a', 'b', 'c']);
+    expect(batches).toEqual([3]);
+    persist(target, write('d'));
+    await target.persistQueue;
+    expect(log.map((entry) => entry.name)).toEqual(['a', 'b', 'c', 'd']);
+    expect(batches).toEqual([3, 1]);
+  });
+
+  it('retries a failed batch write by write, logs what still fails and goes on', async () => {
+    const { store, log, write } = fakeStore({ failBatch: true });
+    const error = vi.fn();
+    const persist = createPersister(store, { ...silentLogger, error });
+    const target = run();
+    persist(target, write('first'));
+    persist(target, write('broken', true));
+    persist(target, write('third'));
+    await target.persistQueue;
+    expect(log.filter((entry) => !entry.batched).map((entry) => entry.name)).toEqual(['first', 'third']);
     expect(error).toHaveBeenCalledOnce();
   });
 
