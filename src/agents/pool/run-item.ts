@@ -1,0 +1,102 @@
+import { AgentdError } from '../../util/errors.js';
+import { outcomeSummary, WorkErrorCodes, type WorkItem } from '../../work/index.js';
+import { complete } from './completions.js';
+import {
+  type ClassState,
+  checkIdle,
+  errorPayload,
+  type PoolState,
+  progress,
+  type Running,
+  stoppingReason,
+  wakeClass,
+} from './state.js';
+
+/**
+ * Runs one claimed item to its end: renews the lease on a timer, completes it with the runner's value, or
+ * records the failure (retried by the queue when retryable). An abort (cancel, pause, block, lost lease)
+ * leaves the item's state to whoever aborted it; a stopping pool hands the item back.
+ */
+export async function runOne(
+  pool: PoolState,
+  state: ClassState,
+  item: WorkItem,
+  controller: AbortController,
+): Promise<void> {
+  const { queue, workerId, logger } = pool;
+  const runner = state.options.runItem ?? pool.runItem;
+  let timer: NodeJS.Timeout | undefined;
+  const startedAt = performance.now();
+  try {
+    progress(pool, 'worker-started', item, `started "${item.title}"`);
+    const heartbeat = async () => {
+      try {
+        await queue.heartbeat(item.id, workerId);
+      } catch (error) {
+        if (AgentdError.isInstance(error) && error.code === WorkErrorCodes.leaseExpired)
+          controller.abort(error);
+        throw error;
+      }
+    };
+    timer = setInterval(() => {
+      heartbeat().catch((error) => logger.warn({ err: error, workItemId: item.id }, 'lease renewal failed'));
+    }, pool.heartbeatIntervalMs);
+    if (controller.signal.aborted) throw controller.signal.reason;
+    const data = await runner(item, { signal: controller.signal, heartbeat, workerId });
+    if (controller.signal.aborted) throw controller.signal.reason;
+    const done = await complete(pool, {
+      id: item.id,
+      data,
+      durationMs: Math.round(performance.now() - startedAt),
+    });
+    progress(
+      pool,
+      'worker-completed',
+      done,
+      `completed "${done.title}"${outcomeSummary(done) ? `: ${outcomeSummary(done)}` : ''}`,
+    );
+  } catch (error) {
+    if (controller.signal.aborted || pool.stopped) {
+      // Cancel and pause already changed the item's state; a stopping pool hands its items back.
+      if (pool.stopped && !controller.signal.aborted) controller.abort(stoppingReason);
+      if (controller.signal.reason === stoppingReason) {
+        await queue.release(item.id, workerId).catch(() => undefined);
+      }
+      progress(pool, 'worker-cancelled', item, `stopped "${item.title}"`);
+      return;
+    }
+    const payload = errorPayload(error);
+    if (payload.code === WorkErrorCodes.leaseExpired) {
+      logger.warn({ workItemId: item.id }, 'lost the lease of a work item; its result was discarded');
+      return;
+    }
+    try {
+      const after = await queue.fail(item.id, workerId, payload);
+      progress(
+        pool,
+        'worker-failed',
+        after,
+        `"${item.title}" failed: ${payload.message}${after.state === 'queued' ? ' (will retry)' : ''}`,
+      );
+    } catch (failError) {
+      logger.warn({ err: failError, workItemId: item.id }, 'could not record a failed attempt');
+    }
+  } finally {
+    if (timer) clearInterval(timer);
+  }
+}
+
+/** Takes a slot of the class and runs the item; the slot is freed (and waiters woken) when it ends. */
+export function launch(pool: PoolState, state: ClassState, item: WorkItem): void {
+  state.active++;
+  state.admitted.delete(item.id);
+  const controller = new AbortController();
+  const entry: Running = { item, className: state.name, controller, done: Promise.resolve() };
+  pool.running.set(item.id, entry);
+  entry.done = runOne(pool, state, item, controller).finally(() => {
+    pool.running.delete(item.id);
+    state.active--;
+    wakeClass(state);
+    checkIdle(pool);
+  });
+}
