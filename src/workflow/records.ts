@@ -8,8 +8,8 @@ import { schedulerEventTypes, type TelemetryEvent, telemetryEventTypes } from '.
 /**
  * Persisted workflow JSON — task records, stage records and events — carries `schemaVersion`. Version 1 is
  * the first to say so; records written before (version 0) have the same fields and read as version 1. A
- * change of shape adds version 2 here with an upgrade from 1, and a fixture of version-1 records to the
- * corpus in test/fixtures/workflow-records that every test run reads back.
+ * change of shape adds version 2 here with an upgrade from 1, and `scripts/workflow-record-fixtures.ts`
+ * then writes the version-2 file of the corpus in test/fixtures/workflow-records that every test run reads.
  */
 export const workflowRecordVersion = 1;
 
