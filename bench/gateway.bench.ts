@@ -490,7 +490,7 @@ export default {
     return {
       rows: [...agentdResult.rows, ...runtimeResult.rows, ...echoResult.rows],
       notes: [
-        `frames per turn: ${agentdResult.frameBytes.length} (${agentdResult.frameBytes.join(', ')} bytes); the bare ws server sends the same sizes`,
+        `frames per turn: ${agentdResult.frameBytes.length} (${agentdResult.frameBytes.join(', ')} bytes); the bare ws server sends the same sizes; agentd also pings after each chat.send answer and sends the run's events on the pong (one round trip, so a client reads the answer first)`,
         `gateway cost vs floor: server CPU per turn ×${ratio(agentdSaturated!['server CPU µs/turn'], echoSaturated!['server CPU µs/turn'])} (saturated), ×${ratio(agentdPaced!['server CPU µs/turn'], echoPaced!['server CPU µs/turn'])} (paced); paced p50 ×${ratio(agentdPaced!['p50 ms'], echoPaced!['p50 ms'])}, paced p99 ×${ratio(agentdPaced!['p99 ms'], echoPaced!['p99 ms'])}, saturated throughput ×${ratio(echoSaturated!['turns/s'], agentdSaturated!['turns/s'])} (floor turns/s ÷ agentd turns/s)`,
         'servers run in child processes (RSS/conn = server RSS after connecting all clients minus before, after gc, ÷ clients); clients share this process',
         'server "agentd": the gateway with a chat service that replies instantly (one delta, then finished) — the protocol cost alone',
