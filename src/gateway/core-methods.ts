@@ -440,11 +440,18 @@ export function registerCoreMethods(
   table.register('sessions.delete', {
     scopes: [admin],
     params: keyed({ deleteTranscript: z.boolean().default(true) }),
-    async handler(params) {
+    async handler(params, context) {
       const result = await services.sessions.delete({
         sessionKey: params.key,
         deleteTranscript: params.deleteTranscript,
       });
+      if (result.deleted) {
+        context.sessionChanged({
+          sessionKey: params.key,
+          agentId: resolveSessionKey(params.key).agentId,
+          reason: 'delete',
+        });
+      }
       return { ok: true, key: params.key, deleted: result.deleted };
     },
   });
@@ -468,12 +475,18 @@ export function registerCoreMethods(
       model: z.string().max(200).nullable().optional(),
       thinkingLevel: z.string().max(40).nullable().optional(),
     }),
-    async handler(params) {
+    async handler(params, context) {
       const entry = await services.sessions.patch({
         sessionKey: params.key,
         ...(params.label !== undefined ? { label: params.label } : {}),
         ...(params.model !== undefined ? { model: params.model } : {}),
         ...(params.thinkingLevel !== undefined ? { thinkingLevel: params.thinkingLevel } : {}),
+      });
+      context.sessionChanged({
+        sessionKey: params.key,
+        agentId: entry.agentId,
+        reason: 'patch',
+        sessionId: entry.sessionId,
       });
       return { ok: true, key: params.key, entry };
     },

@@ -143,6 +143,19 @@ describe('OpenClaw client methods', () => {
     ).toBe(false);
   });
 
+  it('tells subscribers about patched and deleted sessions', async () => {
+    const { url } = await start();
+    const { client } = await connectOpenClaw(url);
+    await client.request('sessions.subscribe', {});
+    await client.request('sessions.create', { key: 'agent:main:gone' });
+    await client.request('sessions.patch', { key: 'agent:main:gone', label: 'Gone soon' });
+    const patched = await client.nextEvent('sessions.changed', (payload) => payload.reason === 'patch');
+    expect(patched.payload).toMatchObject({ key: 'agent:main:gone', agentId: 'main' });
+    await client.request('sessions.delete', { key: 'agent:main:gone' });
+    const deleted = await client.nextEvent('sessions.changed', (payload) => payload.reason === 'delete');
+    expect(deleted.payload).toMatchObject({ key: 'agent:main:gone', agentId: 'main' });
+  });
+
   it('sessions.subscribe with list parameters answers the first roster as well', async () => {
     const { url } = await start();
     const { client } = await connectOpenClaw(url);
