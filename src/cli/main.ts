@@ -1,9 +1,7 @@
-import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { Command, CommanderError, Option } from 'commander';
 import { createBus } from '../bus/index.js';
-import { type AgentdConfig, loadConfig, providerSettings } from '../config/index.js';
+import { providerSettings } from '../config/index.js';
 import { createLedger } from '../ledger/index.js';
 import { defaultModelName, type ProviderCredentials, resolveModel } from '../model/index.js';
 import { packageVersion } from '../runtime/state-dir.js';
@@ -16,137 +14,15 @@ import { createIdGenerator } from '../util/ids.js';
 import { silentLogger } from '../util/logger.js';
 import { createWorkQueue, workConfigSchema } from '../work/index.js';
 import { registerAcpCommand } from './commands/acp.js';
+import { registerChatCommands } from './commands/chat.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerSkillCommands } from './commands/skills.js';
+import { registerStatusCommands } from './commands/status.js';
 import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
-import { connectGateway, type GatewayClient } from './gateway-client.js';
+import { configFrom, type GlobalOptions, parsePortOption, parsePositiveInt } from './options.js';
 import { type CliIo, ExitCodes, printJson, processIo, reportError } from './output.js';
-
-interface GlobalOptions {
-  config?: string;
-  home?: string;
-  model?: string;
-}
-
-interface RemoteOptions {
-  url?: string;
-  token?: string;
-}
-
-function configFrom(
-  globals: GlobalOptions,
-  extra: Partial<Pick<AgentdConfig, 'host' | 'port'>> = {},
-  quiet = false,
-): AgentdConfig {
-  const config = loadConfig({
-    ...(globals.config ? { configPath: globals.config } : {}),
-    overrides: {
-      ...(globals.home ? { home: globals.home } : {}),
-      ...(globals.model ? { model: globals.model } : {}),
-      ...extra,
-    },
-  });
-  // One-shot commands keep stderr quiet unless the user asked for a log level.
-  if (quiet && !process.env.AGENTD_LOG_LEVEL) config.logLevel = 'warn';
-  return config;
-}
-
-function parsePortOption(value: string): number {
-  const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UserInputError({
-      code: ErrorCodes.invalidRequest,
-      message: `--port must be 0–65535, got "${value}"`,
-    });
-  }
-  return port;
-}
-
-function parsePositiveInt(name: string) {
-  return (value: string): number => {
-    const number = Number(value);
-    if (!Number.isInteger(number) || number <= 0) {
-      throw new UserInputError({
-        code: ErrorCodes.invalidRequest,
-        message: `${name} must be a positive integer, got "${value}"`,
-      });
-    }
-    return number;
-  };
-}
-
-function remoteToken(options: RemoteOptions): string | undefined {
-  return options.token ?? process.env.AGENTD_TOKEN;
-}
-
-/** Connects to the `--url` gateway with `--token` (or $AGENTD_TOKEN). */
-function connectFromOptions(options: RemoteOptions): Promise<GatewayClient> {
-  const token = remoteToken(options);
-  return connectGateway({ url: options.url!, ...(token ? { token } : {}) });
-}
-
-function sessionKeyFor(agent: string, session: string | undefined): string {
-  if (!session) return `agent:${agent}:main`;
-  return session.startsWith('agent:') ? session : `agent:${agent}:${session}`;
-}
-
-/** Sends one turn over the gateway and resolves with the final text, streaming deltas to `onDelta`. */
-async function remoteTurn(
-  client: GatewayClient,
-  sessionKey: string,
-  text: string,
-  timeoutMs: number,
-  onDelta: (delta: string) => void,
-) {
-  const idempotencyKey = `cli-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
-  return new Promise<{
-    runId: string;
-    status: string;
-    text: string;
-    error?: { code: string; message: string };
-  }>((resolve, reject) => {
-    const timer = setTimeout(
-      () =>
-        reject(
-          new AgentdError({
-            code: ErrorCodes.timeout,
-            message: `no final reply within ${timeoutMs} ms`,
-            fault: 'system',
-          }),
-        ),
-      timeoutMs,
-    );
-    const off = client.onEvent((event, payload) => {
-      if (event !== 'chat' || payload?.runId !== idempotencyKey) return;
-      if (payload.state === 'delta' && typeof payload.deltaText === 'string') onDelta(payload.deltaText);
-      if (payload.state === 'final' || payload.state === 'aborted' || payload.state === 'error') {
-        clearTimeout(timer);
-        off();
-        const finalText =
-          payload.message?.content?.map((part: { text?: string }) => part.text ?? '').join('') ?? '';
-        resolve({
-          runId: idempotencyKey,
-          status: payload.state === 'final' ? 'completed' : payload.state,
-          text: finalText,
-          ...(payload.state === 'error'
-            ? {
-                error: {
-                  code: payload.errorKind ?? 'ERROR',
-                  message: payload.errorMessage ?? 'the run failed',
-                },
-              }
-            : {}),
-        });
-      }
-    });
-    client.call('chat.send', { sessionKey, message: text, idempotencyKey }).catch((error) => {
-      clearTimeout(timer);
-      off();
-      reject(error);
-    });
-  });
-}
+import { connectFromOptions, type RemoteOptions, sessionKeyFor } from './remote.js';
 
 function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
@@ -213,6 +89,13 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     .exitOverride();
 
   const globals = () => program.opts<GlobalOptions>();
+  const commandDeps = {
+    config: () => configFrom(globals(), {}, true),
+    io,
+    setExitCode: (code: number) => {
+      exitCode = code;
+    },
+  };
   const fail = (error: unknown, json: boolean) => {
     exitCode = reportError(io, error, json);
   };
@@ -303,236 +186,9 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
       }
     });
 
-  program
-    .command('send')
-    .description('send one chat message and print the reply (in-process, or to a running server with --url)')
-    .argument('<text>', 'the message')
-    .option('-a, --agent <id>', 'agent id', 'main')
-    .option('-s, --session <key>', 'session key (default agent:<agent>:main)')
-    .option('--url <url>', 'a running agentd gateway, e.g. ws://127.0.0.1:7777')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
-    .option('--timeout-ms <ms>', 'give up after this long', parsePositiveInt('--timeout-ms'), 120_000)
-    .option('--json', 'print the result as JSON')
-    .action(
-      async (
-        text: string,
-        options: RemoteOptions & { agent: string; session?: string; timeoutMs: number; json?: boolean },
-      ) => {
-        const json = options.json ?? false;
-        const sessionKey = sessionKeyFor(options.agent, options.session);
-        let result: {
-          runId: string;
-          status: string;
-          text: string;
-          error?: { code: string; message: string };
-        };
-        try {
-          if (options.url) {
-            const client = await connectFromOptions(options);
-            try {
-              result = await remoteTurn(client, sessionKey, text, options.timeoutMs, (delta) => {
-                if (!json) io.stdout(delta);
-              });
-            } finally {
-              await client.close();
-            }
-            if (!json) io.stdout('\n');
-          } else {
-            const runtime = await createRuntime({ config: configFrom(globals(), {}, true) });
-            try {
-              const off = runtime.bus.subscribe(
-                { sessionKey, types: ['run:text-delta', 'run:tool-started'] },
-                (event) => {
-                  if (json) return;
-                  if (event.type === 'run:text-delta') io.stdout((event.data as { delta: string }).delta);
-                  else io.stderr(`[tool ${(event.data as { toolName: string }).toolName}]\n`);
-                },
-              );
-              result = await runtime.sendMessage({
-                text,
-                agentId: options.agent,
-                sessionKey,
-                timeoutMs: options.timeoutMs,
-              });
-              off();
-              if (!json) io.stdout('\n');
-            } finally {
-              await runtime.close();
-            }
-          }
-        } catch (error) {
-          fail(error, json);
-          return;
-        }
-        if (json) printJson(io, { sessionKey, ...result });
-        if (result.status !== 'completed') {
-          if (!json)
-            io.stderr(
-              `agentd: the run ended with status ${result.status}${result.error ? `: ${result.error.message} (${result.error.code})` : ''}\n`,
-            );
-          exitCode = ExitCodes.failure;
-        }
-      },
-    );
+  registerChatCommands(program, commandDeps);
 
-  program
-    .command('chat')
-    .description(
-      'an interactive chat (in-process, or with a running server with --url); /new, /goal, /stop work here too',
-    )
-    .option('-a, --agent <id>', 'agent id', 'main')
-    .option('-s, --session <key>', 'session key')
-    .option('--url <url>', 'a running agentd gateway')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
-    .option('--json', 'one JSON object per reply instead of streamed text (for scripts driving the REPL)')
-    .action(async (options: RemoteOptions & { agent: string; session?: string; json?: boolean }) => {
-      const sessionKey = sessionKeyFor(options.agent, options.session);
-      const json = options.json ?? false;
-      let runtime: Runtime | undefined;
-      let client: GatewayClient | undefined;
-      try {
-        if (options.url) client = await connectFromOptions(options);
-        else runtime = await createRuntime({ config: configFrom(globals(), {}, true) });
-        if (!json) io.stdout(`agentd chat — session ${sessionKey}. Type a message; /exit quits.\n`);
-        const lines = createInterface({ input: process.stdin, terminal: process.stdin.isTTY ?? false });
-        const write = (delta: string) => {
-          if (!json) io.stdout(delta);
-        };
-        const prompt = () => {
-          if (!json) io.stdout('> ');
-        };
-        const off = runtime?.bus.subscribe({ sessionKey, types: ['run:text-delta'] }, (event) =>
-          write((event.data as { delta: string }).delta),
-        );
-        prompt();
-        for await (const line of lines) {
-          const text = line.trim();
-          if (text === '/exit' || text === '/quit') break;
-          if (text) {
-            const result = client
-              ? await remoteTurn(client, sessionKey, text, 600_000, write)
-              : await runtime!.sendMessage({ text, agentId: options.agent, sessionKey });
-            if (json) io.stdout(`${JSON.stringify({ sessionKey, ...result })}\n`);
-            else {
-              if (result.status !== 'completed')
-                io.stdout(`\n[${result.status}${result.error ? `: ${result.error.message}` : ''}]`);
-              io.stdout('\n');
-            }
-          }
-          prompt();
-        }
-        off?.();
-      } catch (error) {
-        fail(error, json);
-      } finally {
-        await client?.close();
-        await runtime?.close();
-      }
-    });
-
-  program
-    .command('status')
-    .description('runtime status: store, model, sessions, runs (of a running server with --url)')
-    .option('--url <url>', 'a running agentd gateway')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
-    .option('--json', 'print JSON')
-    .action(async (options: RemoteOptions & { json?: boolean }) => {
-      const json = options.json ?? false;
-      try {
-        let status: Record<string, unknown>;
-        if (options.url) {
-          const client = await connectFromOptions(options);
-          try {
-            status = await client.call<Record<string, unknown>>('status');
-          } finally {
-            await client.close();
-          }
-        } else {
-          const runtime = await createRuntime({ config: configFrom(globals(), {}, true) });
-          try {
-            status = (await runtime.services.health.status()) as Record<string, unknown>;
-            status.sessions = (await runtime.store.sessions.list({ limit: 1000 })).length;
-          } finally {
-            await runtime.close();
-          }
-        }
-        if (json) printJson(io, status);
-        else
-          for (const [key, value] of Object.entries(status))
-            io.stdout(
-              `${key.padEnd(10)} ${typeof value === 'object' ? JSON.stringify(value) : String(value)}\n`,
-            );
-      } catch (error) {
-        fail(error, json);
-      }
-    });
-
-  program
-    .command('doctor')
-    .description('check Node, the store, model credentials and the port')
-    .option('--json', 'print JSON')
-    .action(async (options: { json?: boolean }) => {
-      const json = options.json ?? false;
-      const checks: Array<{ check: string; ok: boolean; detail: string }> = [];
-      try {
-        const config = configFrom(globals(), {}, true);
-        const major = Number(process.versions.node.split('.')[0]);
-        checks.push({
-          check: 'node',
-          ok: major >= 20,
-          detail: `Node ${process.versions.node} (needs 20 or newer)`,
-        });
-        try {
-          const store = await createStore({
-            stateDir: config.home,
-            ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
-            logger: silentLogger,
-          });
-          checks.push({
-            check: 'store',
-            ok: store.mode !== 'memory',
-            detail:
-              store.mode === 'memory'
-                ? `RAM-only: ${store.degradedReason}`
-                : `${store.mode} at ${store.db.location}`,
-          });
-          await store.close();
-        } catch (error) {
-          checks.push({ check: 'store', ok: false, detail: (error as Error).message });
-        }
-        const credentials = providerSettings(config.credentials);
-        const name = config.model ?? defaultModelName(process.env, credentials);
-        try {
-          resolveModel(name, { credentials });
-          checks.push({
-            check: 'model',
-            ok: true,
-            detail: `${name}${config.credentials.length ? ` (credentials: ${config.credentials.map((credential) => credential.source).join(', ')})` : ''}`,
-          });
-        } catch (error) {
-          checks.push({ check: 'model', ok: false, detail: (error as Error).message });
-        }
-        const portFree = await new Promise<boolean>((resolve) => {
-          const server = createServer();
-          server.once('error', () => resolve(false));
-          server.listen(config.port, config.host, () => server.close(() => resolve(true)));
-        });
-        checks.push({
-          check: 'port',
-          ok: portFree,
-          detail: `${config.host}:${config.port} ${portFree ? 'is free' : 'is in use (is agentd already running?)'}`,
-        });
-        for (const warning of config.warnings) checks.push({ check: 'config', ok: false, detail: warning });
-      } catch (error) {
-        fail(error, json);
-        return;
-      }
-      if (json) printJson(io, { ok: checks.every((check) => check.ok), checks });
-      else
-        for (const check of checks)
-          io.stdout(`${check.ok ? 'ok  ' : 'FAIL'} ${check.check.padEnd(6)} ${check.detail}\n`);
-      if (!checks.every((check) => check.ok)) exitCode = ExitCodes.failure;
-    });
+  registerStatusCommands(program, commandDeps);
 
   registerWorkCommands(program, {
     io,
@@ -732,13 +388,6 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     },
   });
 
-  const commandDeps = {
-    config: () => configFrom(globals(), {}, true),
-    io,
-    setExitCode: (code: number) => {
-      exitCode = code;
-    },
-  };
   registerMcpCommands(program, commandDeps);
   registerAcpCommand(program, commandDeps);
 

@@ -1,0 +1,51 @@
+import { type AgentdConfig, loadConfig } from '../config/index.js';
+import { ErrorCodes, UserInputError } from '../util/errors.js';
+
+export interface GlobalOptions {
+  config?: string;
+  home?: string;
+  model?: string;
+}
+
+/** The configuration with the global options (`--config`, `--home`, `--model`) applied. */
+export function configFrom(
+  globals: GlobalOptions,
+  extra: Partial<Pick<AgentdConfig, 'host' | 'port'>> = {},
+  quiet = false,
+): AgentdConfig {
+  const config = loadConfig({
+    ...(globals.config ? { configPath: globals.config } : {}),
+    overrides: {
+      ...(globals.home ? { home: globals.home } : {}),
+      ...(globals.model ? { model: globals.model } : {}),
+      ...extra,
+    },
+  });
+  // One-shot commands keep stderr quiet unless the user asked for a log level.
+  if (quiet && !process.env.AGENTD_LOG_LEVEL) config.logLevel = 'warn';
+  return config;
+}
+
+export function parsePortOption(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UserInputError({
+      code: ErrorCodes.invalidRequest,
+      message: `--port must be 0–65535, got "${value}"`,
+    });
+  }
+  return port;
+}
+
+export function parsePositiveInt(name: string) {
+  return (value: string): number => {
+    const number = Number(value);
+    if (!Number.isInteger(number) || number <= 0) {
+      throw new UserInputError({
+        code: ErrorCodes.invalidRequest,
+        message: `${name} must be a positive integer, got "${value}"`,
+      });
+    }
+    return number;
+  };
+}
