@@ -1,5 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -59,6 +60,8 @@ export async function startTmux(
     ...command,
   ]);
   const tmux = async (...args: string[]) => (await run('tmux', [...socket, ...args])).stdout;
+  // tmux leaves its socket file behind when the server is killed; remember it to remove it.
+  const socketPath = (await tmux('display-message', '-p', '-t', name, '#{socket_path}')).trim();
   const capture = async () => await tmux('capture-pane', '-p', '-t', name);
   return {
     name,
@@ -89,6 +92,7 @@ export async function startTmux(
     },
     async kill() {
       await run('tmux', [...socket, 'kill-server']).catch(() => undefined);
+      if (socketPath) rmSync(socketPath, { force: true });
     },
   };
 }
