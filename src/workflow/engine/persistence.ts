@@ -4,6 +4,9 @@ import type { Run } from './run-state.js';
 
 export type PersistWrite = (writer: WorkflowRecordWriter) => Promise<void>;
 
+// Taken at load, so a test that fakes timers later does not stall every durable run's writes.
+const nextTurn = setImmediate;
+
 /**
  * Queues a write of a run. Writes gather until the event loop turns and then land in order, in one
  * transaction: a burst of fast stages costs one commit instead of one per row, and a stage that waits on
@@ -35,7 +38,7 @@ export function createPersister(
     }
     const writes = [write];
     run.pendingWrites = writes;
-    const turned = new Promise<void>((resolve) => setImmediate(resolve));
+    const turned = new Promise<void>((resolve) => nextTurn(resolve));
     run.persistQueue = run.persistQueue.then(async () => {
       await turned;
       run.pendingWrites = undefined;

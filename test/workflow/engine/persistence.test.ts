@@ -70,3 +70,19 @@ describe('persistence', () => {
     expect(write).not.toHaveBeenCalled();
   });
 });
+
+describe('persistence under fake timers', () => {
+  it('still lands the writes when a test fakes setImmediate', async () => {
+    vi.useFakeTimers({ toFake: ['setImmediate', 'setTimeout'] });
+    try {
+      const { store, batches, write } = fakeStore();
+      const persist = createPersister(store, silentLogger);
+      const target = run();
+      persist(target, write('a'));
+      await target.persistQueue;
+      expect(batches).toEqual([1]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
