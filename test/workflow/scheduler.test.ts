@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { createFifoExecutor, type ScheduledJob } from '../../src/workflow/index.js';
+
+/** A job that runs until the test settles it. */
+function gatedJob(taskId: string, started: string[]) {
+  let settle!: (result: 'completed' | 'failed') => void;
+  const job: ScheduledJob = {
+    taskId,
+    run: () => {
+      started.push(taskId);
+      return new Promise((resolve) => {
+        settle = resolve;
+      });
+    },
+  };
+  return { job, settle: (result: 'completed' | 'failed' = 'completed') => settle(result) };
+}
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('FIFO scheduler', () => {
+  it('starts jobs in order, never more than max_concurrency at once', async () => {
+    const started: string[] = [];
+    const events: string[] = [];
+    const executor = createFifoExecutor({
+      maxConcurrency: 2,
+      maxQueueSize: null,
+      now: () => 0,
+      listener: {
+        queued: (taskId, depth) => events.push(`queued ${taskId} ${depth}`),
+        dequeued: (taskId, _waited, depth) => events.push(`dequeued ${taskId} ${depth}`),
+      },
+    });
+    const jobs = ['a', 'b', 'c', 'd'].map((id) => gatedJob(id, started));
+    for (const { job } of jobs) executor.submit(job);
+    expect(started).toEqual(['a', 'b']);
+    expect([executor.running, executor.queueDepth]).toEqual([2, 2]);
+    expect(executor.stateOf('c')).toBe('queued');
+    jobs[1]!.settle('failed');
+    await flush();
+    expect(started).toEqual(['a', 'b', 'c']);
+    expect(executor.stateOf('b')).toBe('failed');
+    jobs[0]!.settle();
+    jobs[2]!.settle();
+    await flush();
+    jobs[3]!.settle();
+    await executor.drain();
+    expect(executor.stateOf('d')).toBe('completed');
+    expect(events.slice(0, 3)).toEqual(['queued a 1', 'dequeued a 0', 'queued b 1']);
+  });
+
+  it('rejects a job beyond max_queue_size at once with QUEUE_FULL, and never runs it', () => {
+    const started: string[] = [];
+    const rejected: string[] = [];
+    const executor = createFifoExecutor({
+      maxConcurrency: 1,
+      maxQueueSize: 1,
+      now: () => 0,
+      listener: { rejected: (taskId) => rejected.push(taskId) },
+    });
+    executor.submit(gatedJob('running', started).job);
+    executor.submit(gatedJob('waiting', started).job);
+    expect(() => executor.submit(gatedJob('extra', started).job)).toThrow(
+      expect.objectContaining({ code: 'QUEUE_FULL', retryable: true }),
+    );
+    expect(rejected).toEqual(['extra']);
+    expect(executor.stateOf('extra')).toBeUndefined();
+  });
+
+  it('holds queued jobs while paused, withdraws one, and drains when nothing runs', async () => {
+    const started: string[] = [];
+    const executor = createFifoExecutor({ maxConcurrency: 1, maxQueueSize: null, now: () => 0 });
+    executor.pause();
+    const first = gatedJob('first', started);
+    executor.submit(first.job);
+    executor.submit(gatedJob('second', started).job);
+    expect(started).toEqual([]);
+    await executor.drain();
+    expect(executor.withdraw('second')).toBe(true);
+    expect(executor.withdraw('second')).toBe(false);
+    executor.resume();
+    expect(started).toEqual(['first']);
+    const drained = executor.drain();
+    first.settle();
+    await drained;
+    expect([executor.running, executor.queueDepth, executor.paused]).toEqual([0, 0, false]);
+  });
+
+  it('remembers the states of a bounded number of jobs', async () => {
+    const executor = createFifoExecutor({
+      maxConcurrency: 4,
+      maxQueueSize: null,
+      now: () => 0,
+      maxRemembered: 2,
+    });
+    for (const taskId of ['a', 'b', 'c']) executor.submit({ taskId, run: async () => 'completed' });
+    await executor.drain();
+    expect(['a', 'b', 'c'].map((taskId) => executor.stateOf(taskId))).toEqual([
+      undefined,
+      'completed',
+      'completed',
+    ]);
+  });
+});
