@@ -48,9 +48,11 @@ export {
 } from './config/index.js';
 /** Models: the provider-neutral spec, one factory per provider, and `provider/model` name resolution. */
 export {
+  type AcpModelOptions,
   type AnthropicModelOptions,
   type CommandModelOptions,
   commandPresets,
+  createAcpModel,
   createAnthropicModel,
   createCommandModel,
   createLocalModel,
@@ -103,8 +105,10 @@ export {
   type ToolResult,
   type ToolResultMetadata,
 } from './tools/index.js';
-/** Errors: three classes by fault, each with a stable code from `ErrorCodes`. */
-/** Injectable collaborators: a clock, an id generator and a logger. */
+/**
+ * Errors: three classes by fault, each with a stable code from `ErrorCodes`; and the injectable
+ * collaborators (a clock, an id generator and a logger).
+ */
 export {
   AgentdError,
   type AgentdErrorOptions,

@@ -97,6 +97,9 @@ import { AgentdError, ErrorCodes, UserInputError } from './util/errors.js';
 import { createIdGenerator, type IdGenerator } from './util/ids.js';
 import type { Logger } from './util/logger.js';
 
+/**
+ * Options of `createRuntime`: the config plus what a program adds or overrides (model, tools, agents, collaborators).
+ */
 export interface CreateRuntimeOptions {
   /** The effective configuration, from `loadConfig` (an empty directory gives the defaults). */
   config: AgentdConfig;
@@ -124,6 +127,10 @@ export interface RuntimeWorkflowRun {
   result: unknown;
 }
 
+/**
+ * A running agentd: its subsystems, in-process chat, goals and workflows, and the gateway on demand.
+ * `close()` it when done.
+ */
 export interface Runtime {
   readonly version: string;
   readonly config: AgentdConfig;
@@ -189,6 +196,11 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/**
+ * Builds a runtime from a config: opens the store (SQLite, Postgres or RAM), resolves the model,
+ * registers the built-in, `tools.modules`, MCP and given tools, and wires memory, agents and workflows.
+ * Background work and the gateway start only when asked (`startBackground`, `startGateway`).
+ */
 export async function createRuntime(options: CreateRuntimeOptions): Promise<Runtime> {
   const config = withExtraAgents(options.config, options.agents ?? []);
   const env = options.env ?? process.env;

@@ -4,13 +4,18 @@ import type { Logger } from '../util/logger.js';
 import { silentLogger } from '../util/logger.js';
 import type { BusEvent, BusEventMap, BusEventScope, BusEventType } from './events.js';
 
+/** Which events a subscriber receives: the scope fields narrow by session, agent, work item or run. */
 export interface BusFilter extends BusEventScope {
   /** Only these event types; all types when omitted. Entries ending in `:*` match a whole subsystem. */
   types?: ReadonlyArray<string>;
 }
 
+/** Called synchronously for each matching event; a throwing handler is logged and skipped. */
 export type BusHandler<K extends BusEventType = BusEventType> = (event: BusEvent<K>) => void;
 
+/**
+ * The typed event bus of one runtime (`runtime.bus`): every subsystem publishes its `BusEventMap` events here.
+ */
 export interface Bus {
   /** Delivers synchronously to every matching subscriber. Never throws because of a subscriber. */
   publish<K extends BusEventType>(type: K, data: BusEventMap[K], scope?: BusEventScope): BusEvent<K>;

@@ -52,6 +52,7 @@ export interface BusEventMap {
 /** How a run ended. `max_turns`, `budget_exceeded` and `blocked` are clean stops, not crashes. */
 export type RunStatus = 'completed' | 'aborted' | 'error' | 'max_turns' | 'budget_exceeded' | 'blocked';
 
+/** The name of an event, `<subsystem>:<what-happened>` (a key of `BusEventMap`). */
 export type BusEventType = keyof BusEventMap & string;
 
 /** Routing context carried by every event, used by subscription filters and the audit log. */
@@ -62,6 +63,7 @@ export interface BusEventScope {
   runId?: string;
 }
 
+/** One published event: its type, payload (`data`), routing scope and position (`seq`, `at`). */
 export interface BusEvent<K extends BusEventType = BusEventType> extends BusEventScope {
   type: K;
   /** Process-local monotonically increasing sequence number. */

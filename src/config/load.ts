@@ -26,6 +26,9 @@ export interface ResolvedCredential {
   source: string;
 }
 
+/**
+ * The effective configuration `loadConfig` returns: `agentd.yaml` and the environment merged, paths resolved.
+ */
 export interface AgentdConfig {
   /** The file that was read, if any. */
   configPath: string | undefined;
@@ -61,6 +64,9 @@ export interface AgentdConfig {
   warnings: string[];
 }
 
+/**
+ * Where `loadConfig` looks: the working directory for `agentd.yaml`, the environment, a `--config` path and overrides.
+ */
 export interface LoadConfigOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;

@@ -77,6 +77,9 @@ export const configFileSchema = z
   })
   .strict();
 
+/** The parsed shape of `agentd.yaml` (see `configFileSchema`). */
 export type ConfigFile = z.infer<typeof configFileSchema>;
+/** The `features:` switches of `agentd.yaml`. */
 export type FeatureFlags = z.infer<typeof featureFlagsSchema>;
+/** One agent of `agents:` in `agentd.yaml`, or from `defineAgent` in code. */
 export type AgentDefinition = z.infer<typeof agentDefinitionSchema>;

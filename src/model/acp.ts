@@ -8,6 +8,7 @@ import { abortedError, timeoutError } from './provider-errors.js';
 import { renderConversation } from './render.js';
 import type { LanguageModel, ModelStopReason, ModelStreamError, ModelStreamEvent } from './spec.js';
 
+/** Options of `createAcpModel` (`acp/<command>` in config): the ACP agent to spawn and how to answer it. */
 export interface AcpModelOptions {
   command: string;
   args?: string[];

@@ -23,6 +23,7 @@ export const anthropicDefaultBaseUrl = 'https://api.anthropic.com';
 /** The Messages API requires max_tokens; used when the request does not say. */
 const defaultMaxTokens = 4096;
 
+/** Options of `createAnthropicModel` (`anthropic/<model>` in config). */
 export interface AnthropicModelOptions {
   model: string;
   apiKey: string;

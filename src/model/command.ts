@@ -7,6 +7,9 @@ import { abortedError, timeoutError } from './provider-errors.js';
 import { renderConversation } from './render.js';
 import type { LanguageModel, ModelStreamError, ModelStreamEvent, ModelUsage } from './spec.js';
 
+/**
+ * Options of `createCommandModel` (`command/<name>` in config): a CLI that answers the rendered conversation.
+ */
 export interface CommandModelOptions {
   command: string;
   args?: string[];

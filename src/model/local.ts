@@ -42,6 +42,7 @@ export function isOfflineModelText(text: string): boolean {
 /** The line put at the top of a document the offline model returns, after its title if it has one. */
 export const offlineDocumentNote = `> **Offline draft** ${localModelMarker}: ${offlineWorkNotice}`;
 
+/** Options of `createLocalModel`, the offline model used when no real one is configured. */
 export interface LocalModelOptions {
   /** Default `agentd-local`. */
   modelId?: string;

@@ -20,6 +20,9 @@ import { parseToolArguments } from './tool-arguments.js';
 
 export const openAIDefaultBaseUrl = 'https://api.openai.com/v1';
 
+/**
+ * Options of `createOpenAIModel` (`openai/<model>` and `ollama/<model>` in config, or any OpenAI-compatible server).
+ */
 export interface OpenAIModelOptions {
   /** The model id the server knows (`gpt-4o-mini`, `llama3.2`, …). */
   model: string;

@@ -20,6 +20,7 @@ export interface ProviderSettings {
 
 export type ProviderCredentials = Record<string, ProviderSettings>;
 
+/** Where `resolveModel` finds keys and endpoints for a `provider/model` name. */
 export interface ResolveModelOptions {
   /** Default `process.env`: keys for providers without an entry in `credentials`, and default base URLs. */
   env?: Record<string, string | undefined>;

@@ -14,12 +14,14 @@ export interface ModelToolCall {
   arguments: Record<string, unknown>;
 }
 
+/** One message of a conversation in the provider-neutral form every provider maps from. */
 export type ModelMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string; toolCalls?: ModelToolCall[] }
   | { role: 'tool'; toolCallId: string; toolName: string; content: string; isError?: boolean };
 
+/** A tool offered to the model: its name, description and JSON Schema for the arguments. */
 export interface ModelToolDefinition {
   name: string;
   description: string;
@@ -27,6 +29,7 @@ export interface ModelToolDefinition {
   inputSchema: Record<string, unknown>;
 }
 
+/** One model call: the conversation, the tools on offer and the sampling options. */
 export interface ModelRequest {
   messages: ModelMessage[];
   tools?: ModelToolDefinition[];
@@ -40,6 +43,7 @@ export interface ModelRequest {
   metadata?: Record<string, unknown>;
 }
 
+/** Why a model stream finished. */
 export type ModelStopReason =
   | 'end_turn'
   | 'tool_calls'
@@ -49,11 +53,13 @@ export type ModelStopReason =
   | 'aborted'
   | 'error';
 
+/** Tokens a model call consumed, as the provider counted them. */
 export interface ModelUsage {
   inputTokens: number;
   outputTokens: number;
 }
 
+/** The error that ends a model stream; providers never throw, they end with this. */
 export interface ModelStreamError {
   /** Stable code from ErrorCodes (PROVIDER_RATE_LIMITED, PROVIDER_TIMEOUT, ABORTED, …). */
   code: string;
@@ -64,6 +70,7 @@ export interface ModelStreamError {
   retryAfterMs?: number;
 }
 
+/** What a model stream yields: text and tool-call deltas, usage, then exactly one `finish` or `error`. */
 export type ModelStreamEvent =
   | { type: 'text-delta'; text: string }
   | { type: 'tool-call'; toolCall: ModelToolCall }
@@ -71,10 +78,12 @@ export type ModelStreamEvent =
   | { type: 'finish'; stopReason: ModelStopReason }
   | { type: 'error'; error: ModelStreamError };
 
+/** Per-call options of `LanguageModel.doStream`. */
 export interface ModelCallOptions {
   signal?: AbortSignal;
 }
 
+/** The model spec v1: what every provider factory returns and `createRuntime({ model })` accepts. */
 export interface LanguageModel {
   readonly specificationVersion: 'v1';
   /** `openai`, `anthropic`, `command`, `local`, `scripted`, … */

@@ -26,6 +26,9 @@ export interface SqlExecutor {
   run(sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult>;
 }
 
+/**
+ * The SQL connection every store writes through, one interface for SQLite and Postgres (`dialect` tells which).
+ */
 export interface SqlDatabase extends SqlExecutor {
   /**
    * Runs `work` in one transaction on one connection; commits when it resolves, rolls back when it throws.

@@ -12,6 +12,7 @@ import {
   type TransactionScope,
 } from './transaction-scope.js';
 
+/** Options of `createPostgresDatabase`. */
 export interface PostgresDatabaseOptions {
   connectionString: string;
   /** Sets `search_path` on every connection; tests use it to isolate themselves in a schema. */

@@ -13,6 +13,7 @@ import {
   type TransactionScope,
 } from './transaction-scope.js';
 
+/** Options of `createSqliteDatabase`. */
 export interface SqliteDatabaseOptions {
   /** A file path, or `:memory:` for a RAM-only database. */
   path: string;

@@ -18,6 +18,7 @@ import { createSqliteDatabase } from './sqlite-database.js';
 /** `memory` is RAM-only: either asked for (tests) or the fallback when the database file is unusable. */
 export type StoreMode = 'sqlite' | 'postgres' | 'memory';
 
+/** agentd's persistence: the database and the core stores on it (sessions, events, key-value). */
 export interface Store {
   readonly db: SqlDatabase;
   readonly sessions: SessionStore;
@@ -29,6 +30,7 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** Options of `createStore`: Postgres with a URL, otherwise SQLite in the state directory. */
 export interface CreateStoreOptions {
   /** A `postgres://` URL (usually DATABASE_URL) selects Postgres; without it the store is a SQLite file. */
   databaseUrl?: string;

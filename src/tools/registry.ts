@@ -3,6 +3,7 @@ import type { ModelToolDefinition } from '../model/index.js';
 import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { ToolDefinition } from './tool.js';
 
+/** The tools a runtime offers its agents (`runtime.tools`), by name. */
 export interface ToolRegistry {
   /** Throws CONFLICT when a tool of that name is already registered. */
   register(tool: ToolDefinition): void;

@@ -39,6 +39,7 @@ export interface ToolResult {
   metadata?: ToolResultMetadata;
 }
 
+/** Extra facts a tool reports with its result, for the loop rather than the model. */
 export interface ToolResultMetadata {
   /** Set by tools that wrote a ledger entry: resets the nudge counter, and a `step` closes a context block. */
   ledgerEntry?: { workItemId: string; seq: number; entryType: string; content: string };
@@ -47,6 +48,7 @@ export interface ToolResultMetadata {
   [key: string]: unknown;
 }
 
+/** A tool as the runtime registers it; build one with `defineTool`, which validates `Input` with zod. */
 export interface ToolDefinition<Input = any> {
   /** `[A-Za-z0-9_-]{1,64}`: the intersection of what OpenAI and Anthropic accept. */
   readonly name: string;

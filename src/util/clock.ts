@@ -4,6 +4,7 @@ export interface Clock {
   now(): number;
 }
 
+/** The wall clock (`Date.now()`). */
 export const systemClock: Clock = { now: () => Date.now() };
 
 /** A manually advanced clock for tests. */

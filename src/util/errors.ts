@@ -9,8 +9,10 @@
  */
 const marker = Symbol.for('agentd.error');
 
+/** Whose fault an error is: the caller's input, a model provider, or agentd's own system. */
 export type ErrorFault = 'user' | 'provider' | 'system';
 
+/** What every agentd error carries: a stable code, a message and its fault. */
 export interface AgentdErrorOptions {
   code: string;
   message: string;
@@ -20,6 +22,7 @@ export interface AgentdErrorOptions {
   cause?: unknown;
 }
 
+/** The base of every error agentd throws; `code` is stable (one of `ErrorCodes`), `message` is for people. */
 export class AgentdError extends Error {
   readonly [marker] = true;
   readonly code: string;
