@@ -92,10 +92,23 @@ import {
   toolModuleNameTaken,
   toolsConfigSchema,
 } from './tools/index.js';
-import { type Clock, systemClock } from './util/clock.js';
-import { AgentdError, ErrorCodes, UserInputError } from './util/errors.js';
-import { createIdGenerator, type IdGenerator } from './util/ids.js';
-import type { Logger } from './util/logger.js';
+import type { Logger } from './util/index.js';
+import {
+  AgentdError,
+  type Clock,
+  createIdGenerator,
+  ErrorCodes,
+  type IdGenerator,
+  systemClock,
+  UserInputError,
+} from './util/index.js';
+
+// The composition root's helpers that the CLI uses on its own (version, `agentd mcp`, workflow commands);
+// runtime.ts is the one entry to src/runtime/ for other folders.
+export { parseSection } from './runtime/config-section.js';
+export { createAgentdMcpServer, startAgentdMcpHttpServer } from './runtime/mcp-server.js';
+export { packageVersion } from './runtime/state-dir.js';
+export { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 
 /**
  * Options of `createRuntime`: the config plus what a program adds or overrides (model, tools, agents, collaborators).

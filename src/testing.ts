@@ -11,4 +11,4 @@ export {
   type ScriptedStep,
   UnexpectedModelCallError,
   unexpectedModelCallCode,
-} from './model/scripted.js';
+} from './model/index.js';

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../tools/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import { formatZodIssues } from '../util/safe-json.js';
+import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import type { Planner } from './planner.js';
 import type { WorkerPool } from './pool.js';
 import {

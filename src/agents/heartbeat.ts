@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import type { Bus, BusEventMap } from '../bus/index.js';
 import { completeModel, type LanguageModel } from '../model/index.js';
-import { type Clock, systemClock } from '../util/clock.js';
-import { type Logger, silentLogger } from '../util/logger.js';
+import { type Clock, type Logger, silentLogger, systemClock } from '../util/index.js';
 import { outcomeSummary, type WorkItem, type WorkQueue } from '../work/index.js';
 import './events.js';
 

@@ -2,10 +2,17 @@ import { z } from 'zod';
 import type { Bus, BusEvent } from '../bus/index.js';
 import type { LanguageModel } from '../model/index.js';
 import { completeModel, isOfflineModelText, localModelMarker, offlineWorkNotice } from '../model/index.js';
-import { AgentdError, ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
-import { createIdGenerator, type IdGenerator } from '../util/ids.js';
-import { type Logger, silentLogger } from '../util/logger.js';
-import { parseUntrustedJson } from '../util/safe-json.js';
+import {
+  AgentdError,
+  createIdGenerator,
+  ErrorCodes,
+  type IdGenerator,
+  type Logger,
+  ProviderError,
+  parseUntrustedJson,
+  silentLogger,
+  UserInputError,
+} from '../util/index.js';
 import {
   isTerminalWorkState,
   outcomeSummary,

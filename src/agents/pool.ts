@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import { isTerminalWorkState, type WorkState } from '../work/index.js';
 import './events.js';
 import { admit } from './pool/admission.js';

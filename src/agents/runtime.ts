@@ -1,11 +1,17 @@
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { SqlDatabase, SqlValue } from '../store/index.js';
-import { type Clock, systemClock } from '../util/clock.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import { createIdGenerator, type IdGenerator } from '../util/ids.js';
-import { type Logger, silentLogger } from '../util/logger.js';
-import { createSemaphore } from '../util/semaphore.js';
+import {
+  type Clock,
+  createIdGenerator,
+  createSemaphore,
+  ErrorCodes,
+  type IdGenerator,
+  type Logger,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
 import {
   clampToWorld,
   type Decision,

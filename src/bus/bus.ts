@@ -1,7 +1,5 @@
-import type { Clock } from '../util/clock.js';
-import { systemClock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
-import { silentLogger } from '../util/logger.js';
+import type { Clock, Logger } from '../util/index.js';
+import { silentLogger, systemClock } from '../util/index.js';
 import type { BusEvent, BusEventMap, BusEventScope, BusEventType } from './events.js';
 
 /** Which events a subscriber receives: the scope fields narrow by session, agent, work item or run. */

@@ -5,11 +5,17 @@ import type { MemoryEntry, MemoryService, SessionRef } from '../memory/index.js'
 import { toModelMessages } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
 import type { SessionStore } from '../store/index.js';
-import { type Clock, systemClock } from '../util/clock.js';
-import { AgentdError, ErrorCodes, UserInputError } from '../util/errors.js';
-import type { IdGenerator } from '../util/ids.js';
-import { type Logger, silentLogger } from '../util/logger.js';
-import { createKeyedMutex } from '../util/semaphore.js';
+import type { IdGenerator } from '../util/index.js';
+import {
+  AgentdError,
+  type Clock,
+  createKeyedMutex,
+  ErrorCodes,
+  type Logger,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
 
 /** What `runTurn` gets: everything the engage loop needs for one chat run, prepared by the chat service. */
 export interface ChatTurnInput {

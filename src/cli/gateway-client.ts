@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
-import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/errors.js';
+import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/index.js';
 
 /** An OpenClaw-protocol (v4) client, used by `agentd send|chat|status --url` and by tests and benchmarks. */
 export interface GatewayClient {

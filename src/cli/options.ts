@@ -1,5 +1,5 @@
 import { type AgentdConfig, loadConfig } from '../config/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 
 export interface GlobalOptions {
   config?: string;

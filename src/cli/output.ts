@@ -1,4 +1,4 @@
-import { AgentdError, coerceError } from '../util/errors.js';
+import { AgentdError, coerceError } from '../util/index.js';
 
 /** Where CLI commands write; injected so tests can capture output. */
 export interface CliIo {

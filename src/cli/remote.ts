@@ -1,4 +1,4 @@
-import { AgentdError, ErrorCodes } from '../util/errors.js';
+import { AgentdError, ErrorCodes } from '../util/index.js';
 import { connectGateway, type GatewayClient } from './gateway-client.js';
 
 export interface RemoteOptions {

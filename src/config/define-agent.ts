@@ -1,5 +1,4 @@
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import { formatZodIssues } from '../util/safe-json.js';
+import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import { type AgentDefinition, agentDefinitionSchema } from './schema.js';
 
 /**

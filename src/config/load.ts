@@ -1,8 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import { formatZodIssues } from '../util/safe-json.js';
+import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import {
   type AgentDefinition,
   type ConfigFile,

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import { type ClientConnection, client, ndJsonStream, type StopReason } from '@agentclientprotocol/sdk';
-import { ErrorCodes } from '../util/errors.js';
+import { ErrorCodes } from '../util/index.js';
 import { createEventQueue } from './command.js';
 import { contextWindowFor } from './context-windows.js';
 import { abortedError, timeoutError } from './provider-errors.js';

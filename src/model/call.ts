@@ -1,7 +1,6 @@
 import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
-import { sleep as defaultSleep } from '../util/clock.js';
-import { ErrorCodes } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { sleep as defaultSleep, ErrorCodes } from '../util/index.js';
 import { abortedError, errorEvent, timeoutError } from './provider-errors.js';
 import type {
   LanguageModel,

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
-import { ErrorCodes } from '../util/errors.js';
+import { ErrorCodes } from '../util/index.js';
 import { contextWindowFor } from './context-windows.js';
 import { abortedError, timeoutError } from './provider-errors.js';
 import { renderConversation } from './render.js';

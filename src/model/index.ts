@@ -33,6 +33,16 @@ export {
   resolveModel,
 } from './registry.js';
 export { renderConversation } from './render.js';
+export {
+  createScriptedModel,
+  type ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedReply,
+  type ScriptedResponder,
+  type ScriptedStep,
+  UnexpectedModelCallError,
+  unexpectedModelCallCode,
+} from './scripted.js';
 export type {
   LanguageModel,
   ModelCallOptions,

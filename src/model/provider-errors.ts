@@ -1,4 +1,4 @@
-import { ErrorCodes } from '../util/errors.js';
+import { ErrorCodes } from '../util/index.js';
 import type { ModelStreamError, ModelStreamEvent } from './spec.js';
 
 /** Builds the final `error` event of a stream. */

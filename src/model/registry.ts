@@ -1,5 +1,5 @@
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import { createAcpModel, parseAcpModelName } from './acp.js';
 import { createAnthropicModel } from './anthropic.js';
 import { type CommandModelOptions, commandPresets, createCommandModel } from './command.js';

@@ -1,4 +1,4 @@
-import { sleep } from '../util/clock.js';
+import { sleep } from '../util/index.js';
 import { abortedError } from './provider-errors.js';
 import type {
   LanguageModel,

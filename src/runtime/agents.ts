@@ -29,10 +29,8 @@ import { commandPresets, type LanguageModel, type ModelMessage } from '../model/
 import type { SkillLibrary } from '../skills/index.js';
 import type { Store } from '../store/index.js';
 import { createToolRegistry, type ToolDefinition, type ToolRegistry } from '../tools/index.js';
-import type { Clock } from '../util/clock.js';
-import { ErrorCodes, ProviderError, UserInputError } from '../util/errors.js';
-import type { IdGenerator } from '../util/ids.js';
-import type { Logger } from '../util/logger.js';
+import type { Clock, IdGenerator, Logger } from '../util/index.js';
+import { ErrorCodes, ProviderError, UserInputError } from '../util/index.js';
 import {
   blockWorkItem,
   buildAwarenessDigest,

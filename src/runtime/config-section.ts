@@ -1,6 +1,5 @@
 import type { z } from 'zod';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import { formatZodIssues } from '../util/safe-json.js';
+import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 
 /** Parses one subsystem section of agentd.yaml with that subsystem's schema; errors name the section and path. */
 export function parseSection<Schema extends z.ZodType>(

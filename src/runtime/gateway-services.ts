@@ -12,7 +12,7 @@ import type {
 import type { MemoryService } from '../memory/index.js';
 import type { KvStore, SessionRecord, SessionStore } from '../store/index.js';
 import { parseSessionKey } from '../store/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 
 /** `agent:main:web#12` → `12`. */
 function localMemoryId(address: string): string {

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import type { MethodTable } from '../gateway/index.js';
 import { OperatorScopes } from '../gateway/index.js';
-import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
+import type { Clock, Logger } from '../util/index.js';
 
 /** One point of the health charts: gauges read at `at`, counts and latency over the interval before it. */
 export interface HealthSample {

@@ -5,7 +5,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
-import { coerceError } from '../util/errors.js';
+import { coerceError } from '../util/index.js';
 import { workClassFilter, workStates } from '../work/index.js';
 
 const text = (value: string, isError = false): CallToolResult => ({

@@ -6,7 +6,7 @@ import {
   type SkillSummary,
   skillProposalStatuses,
 } from '../skills/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 
 const nameParams = z.object({ name: z.string().min(1).max(128) });
 

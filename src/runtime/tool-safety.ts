@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { type ChildIsolation, hookEvents, namespaceLauncher, type ToolsConfig } from '../tools/index.js';
-import { ErrorCodes, SystemError, UserInputError } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, SystemError, UserInputError } from '../util/index.js';
 
 export interface ToolSafety {
   /** Where executable hooks are loaded from: never inside the workspace. */

@@ -2,8 +2,7 @@ import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import { runEngage } from '../engage/index.js';
 import { createToolRegistry, defineTool, type ToolDefinition } from '../tools/index.js';
-import type { IdGenerator } from '../util/ids.js';
-import type { Logger } from '../util/logger.js';
+import type { IdGenerator, Logger } from '../util/index.js';
 import type { AgentToolSpec, RunAgentWithTools } from '../workflow/index.js';
 
 function toEngageTool(spec: AgentToolSpec): ToolDefinition {

@@ -1,4 +1,4 @@
-import { ErrorCodes, SystemError } from '../util/errors.js';
+import { ErrorCodes, SystemError } from '../util/index.js';
 import type { WorkItem, WorkQueue } from '../work/index.js';
 
 export const workflowRunKind = 'workflow.run';

@@ -6,8 +6,8 @@ import type { MethodTable } from '../gateway/index.js';
 import { OperatorScopes } from '../gateway/index.js';
 import type { LanguageModel } from '../model/index.js';
 import type { SqlDatabase } from '../store/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import {
   busEventTypeOf,
   createWorkflowEngine,

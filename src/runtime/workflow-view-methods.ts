@@ -4,8 +4,8 @@ import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { MethodTable } from '../gateway/index.js';
 import { OperatorScopes } from '../gateway/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import { loadWorkflow } from '../workflow/index.js';
 import type { WorkflowMethods } from './workflow-methods.js';
 

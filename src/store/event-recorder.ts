@@ -1,6 +1,6 @@
 import type { Bus, BusEvent } from '../bus/index.js';
-import type { Logger } from '../util/logger.js';
-import { silentLogger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { silentLogger } from '../util/index.js';
 import type { EventInput, EventStore } from './event-store.js';
 
 export interface EventRecorderOptions {

@@ -1,5 +1,5 @@
-import type { Clock } from '../util/clock.js';
-import { systemClock } from '../util/clock.js';
+import type { Clock } from '../util/index.js';
+import { systemClock } from '../util/index.js';
 import type { SqlDatabase } from './database.js';
 
 export interface KvEntry {

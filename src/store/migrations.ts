@@ -1,9 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCodes, SystemError } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
-import { silentLogger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlDialect, SqlExecutor } from './database.js';
 
 export interface Migration {

@@ -1,7 +1,6 @@
 import pg from 'pg';
-import { ErrorCodes, SystemError } from '../util/errors.js';
-import type { Logger } from '../util/logger.js';
-import { silentLogger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
+import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
 import { createPlaceholderCache } from './placeholders.js';
 import {

@@ -1,8 +1,5 @@
-import type { Clock } from '../util/clock.js';
-import { systemClock } from '../util/clock.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import type { IdGenerator } from '../util/ids.js';
-import { createIdGenerator } from '../util/ids.js';
+import type { Clock, IdGenerator } from '../util/index.js';
+import { createIdGenerator, ErrorCodes, systemClock, UserInputError } from '../util/index.js';
 import type { SqlDatabase, SqlValue } from './database.js';
 
 export type SessionStatus = 'active' | 'archived';

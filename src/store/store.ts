@@ -1,12 +1,15 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Bus } from '../bus/index.js';
-import type { Clock } from '../util/clock.js';
-import { systemClock } from '../util/clock.js';
-import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/errors.js';
-import type { IdGenerator } from '../util/ids.js';
-import type { Logger } from '../util/logger.js';
-import { silentLogger } from '../util/logger.js';
+import type { Clock, IdGenerator, Logger } from '../util/index.js';
+import {
+  AgentdError,
+  ErrorCodes,
+  SystemError,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
 import type { SqlDatabase } from './database.js';
 import { createEventStore, type EventStore } from './event-store.js';
 import { createKvStore, type KvStore } from './kv-store.js';

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
 import type { LogRing } from './log-ring.js';
 import type { Redactor } from './redact.js';
 

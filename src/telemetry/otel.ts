@@ -1,4 +1,4 @@
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
 
 export interface TelemetryHandle {
   /** True when an OpenTelemetry SDK was started from OTEL_* variables. */

@@ -2,8 +2,7 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
-import { formatZodIssues } from '../util/safe-json.js';
+import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import { type ToolDefinition, toolNamePattern } from './tool.js';
 
 export interface LoadToolModulesOptions {

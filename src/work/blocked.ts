@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Ledger } from '../ledger/index.js';
 import { defineTool, type ToolDefinition } from '../tools/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { WorkQueue } from './queue.js';
 import type { WorkItem } from './types.js';
 

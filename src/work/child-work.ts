@@ -4,7 +4,7 @@ import type { Bus, BusEvent } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { formatLedgerEntries } from '../ledger/index.js';
 import { defineTool, type ToolContext, type ToolDefinition } from '../tools/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { WorkQueue } from './queue.js';
 import { isTerminalWorkState, WorkErrorCodes } from './states.js';
 import type { WorkItem } from './types.js';

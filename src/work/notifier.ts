@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { z } from 'zod';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
 
 export interface WorkNotifier {
   /** Resolves once LISTEN is active (or the notifier was closed first). */

@@ -1,8 +1,6 @@
 import type { Bus } from '../bus/index.js';
 import type { SqlDatabase } from '../store/index.js';
-import type { Clock } from '../util/clock.js';
-import type { IdGenerator } from '../util/ids.js';
-import type { Logger } from '../util/logger.js';
+import type { Clock, IdGenerator, Logger } from '../util/index.js';
 import type { WorkConfig } from './config.js';
 import type { WorkErrorPayload } from './events.js';
 import { createPostgresNotifier, type WorkNotifier } from './notifier.js';

@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 
 /**
  * Work item states. The life of an item:

@@ -1,5 +1,5 @@
 import type { LanguageModel } from '../model/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { CredentialVault, ResolvedCredential } from './credentials.js';
 import type { AgentDefinition } from './manifest-schemas.js';
 

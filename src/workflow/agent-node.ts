@@ -5,7 +5,7 @@ import {
   type ModelRequest,
   type ModelRetryOptions,
 } from '../model/index.js';
-import { AgentdError, ProviderError, UserInputError } from '../util/errors.js';
+import { AgentdError, ProviderError, UserInputError } from '../util/index.js';
 import type { ContextItem } from './context.js';
 import type { AgentDefinition, WorkflowNodeManifest } from './manifest-schemas.js';
 

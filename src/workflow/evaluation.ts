@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { decodeJson } from '../util/decode-json.js';
+import { decodeJson } from '../util/index.js';
 import { type LoadedWorkflow, locateWorkflowModule } from './loader.js';
 import type { EvaluationAssertion } from './manifest-schemas.js';
 import type { WorkflowOutcome } from './task.js';

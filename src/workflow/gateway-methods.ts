@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { WorkflowEngine, WorkflowRunResult } from './engine/index.js';
 import type { TaskStatusView } from './task.js';
 

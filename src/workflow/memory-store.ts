@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { SqlDatabase } from '../store/index.js';
-import { decodeJson } from '../util/decode-json.js';
+import { decodeJson } from '../util/index.js';
 import type { MemoryBackend } from './manifest-schemas.js';
 
 export type MemoryStoreKind = 'task' | 'project' | 'global';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeJson, versioned } from '../util/decode-json.js';
+import { decodeJson, versioned } from '../util/index.js';
 import type { Artifact } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import type { StageRecord, WorkflowTask } from './task.js';

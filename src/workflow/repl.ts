@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
-import { decodeJson } from '../util/decode-json.js';
+import { decodeJson } from '../util/index.js';
 import type { WorkflowEngine, WorkflowRunResult } from './engine/index.js';
 import { locateWorkflowModule } from './loader.js';
 import type { CliProfile } from './manifest-schemas.js';

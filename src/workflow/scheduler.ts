@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 
 export type ScheduledTaskState = 'queued' | 'running' | 'completed' | 'failed';
 

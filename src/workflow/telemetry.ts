@@ -1,5 +1,5 @@
 import type { BusEventType } from '../bus/index.js';
-import type { Logger } from '../util/logger.js';
+import type { Logger } from '../util/index.js';
 
 /** The 18 event types of the seed's TelemetryBus, plus the scheduler's three. */
 export const telemetryEventTypes = [

@@ -1,5 +1,5 @@
 import { createPolicy } from '../tools/index.js';
-import { ErrorCodes, UserInputError } from '../util/errors.js';
+import { ErrorCodes, UserInputError } from '../util/index.js';
 import { buildDag, canReachExit, findCycle, reachableFrom, type WorkflowDag } from './dag.js';
 import type { NodeRole, WorkflowManifests } from './manifest-schemas.js';
 

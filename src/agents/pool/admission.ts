@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { isTerminalWorkState, type SubmitResult, type WorkSubmission } from '../../work/index.js';
 import { checkIdle, classFor, type PoolState } from './state.js';
 

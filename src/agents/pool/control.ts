@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import type { WorkItem, WorkState } from '../../work/index.js';
 import { checkIdle, type PoolState, wakeAll } from './state.js';
 import type { PoolSelector, WorkerPoolSnapshot } from './types.js';

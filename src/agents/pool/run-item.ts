@@ -1,4 +1,4 @@
-import { AgentdError } from '../../util/errors.js';
+import { AgentdError } from '../../util/index.js';
 import { outcomeSummary, WorkErrorCodes, type WorkItem } from '../../work/index.js';
 import { complete } from './completions.js';
 import {

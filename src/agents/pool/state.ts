@@ -1,7 +1,5 @@
 import type { Bus } from '../../bus/index.js';
-import { coerceError } from '../../util/errors.js';
-import { createIdGenerator } from '../../util/ids.js';
-import { type Logger, silentLogger } from '../../util/logger.js';
+import { coerceError, createIdGenerator, type Logger, silentLogger } from '../../util/index.js';
 import type { WorkCompletion, WorkItem, WorkQueue } from '../../work/index.js';
 import type { CreateWorkerPoolOptions, RunItem, WorkerClassOptions } from './types.js';
 

@@ -1,6 +1,5 @@
 import type { Bus } from '../../bus/index.js';
-import type { IdGenerator } from '../../util/ids.js';
-import type { Logger } from '../../util/logger.js';
+import type { IdGenerator, Logger } from '../../util/index.js';
 import type { SubmitResult, WorkItem, WorkQueue, WorkSubmission } from '../../work/index.js';
 
 export interface RunItemContext {

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { createAcpAgent } from '../../acp/index.js';
 import type { AgentdConfig } from '../../config/index.js';
 import { createRuntime, type Runtime } from '../../runtime.js';
-import { createIdGenerator } from '../../util/ids.js';
+import { createIdGenerator } from '../../util/index.js';
 import { type CliIo, reportError } from '../output.js';
 
 export interface AcpCommandDeps {

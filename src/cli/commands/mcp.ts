@@ -4,12 +4,15 @@ import type { Command } from 'commander';
 import { createBus } from '../../bus/index.js';
 import type { AgentdConfig } from '../../config/index.js';
 import { createMcpClientManager, type McpServerStatus, mcpConfigSchema } from '../../mcp/index.js';
-import { parseSection } from '../../runtime/config-section.js';
-import { createAgentdMcpServer, startAgentdMcpHttpServer } from '../../runtime/mcp-server.js';
-import { createRuntime, type Runtime } from '../../runtime.js';
+import {
+  createAgentdMcpServer,
+  createRuntime,
+  parseSection,
+  type Runtime,
+  startAgentdMcpHttpServer,
+} from '../../runtime.js';
 import { createToolRegistry } from '../../tools/index.js';
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
-import { silentLogger } from '../../util/logger.js';
+import { ErrorCodes, silentLogger, UserInputError } from '../../util/index.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 
 export interface McpCommandDeps {

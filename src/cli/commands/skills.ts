@@ -6,7 +6,7 @@ import {
   type SkillProposalStatus,
   skillProposalStatuses,
 } from '../../skills/index.js';
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { type CliIo, printJson, processIo, reportError } from '../output.js';
 
 export interface SkillCommandDeps {

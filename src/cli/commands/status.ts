@@ -4,7 +4,7 @@ import { providerSettings } from '../../config/index.js';
 import { defaultModelName, resolveModel } from '../../model/index.js';
 import { createRuntime } from '../../runtime.js';
 import { createStore } from '../../store/index.js';
-import { silentLogger } from '../../util/logger.js';
+import { silentLogger } from '../../util/index.js';
 import { ExitCodes, printJson, reportError } from '../output.js';
 import { connectFromOptions, type RemoteOptions } from '../remote.js';
 import type { CliCommandDeps } from './chat.js';

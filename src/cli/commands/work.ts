@@ -6,8 +6,7 @@ import {
   type LedgerEntryType,
   ledgerEntryTypes,
 } from '../../ledger/index.js';
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
-import { parseUntrustedJson } from '../../util/safe-json.js';
+import { ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
 import {
   blockWorkItem,
   outcomeSummary,

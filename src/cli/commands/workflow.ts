@@ -3,8 +3,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type LanguageModel, localModelMarker, offlineWorkNotice } from '../../model/index.js';
 import { createSqliteDatabase, createStore, type SqlDatabase, type Store } from '../../store/index.js';
-import { AgentdError, coerceError, ErrorCodes, UserInputError } from '../../util/errors.js';
-import { silentLogger } from '../../util/logger.js';
+import { AgentdError, coerceError, ErrorCodes, silentLogger, UserInputError } from '../../util/index.js';
 import {
   createSqlRecordStore,
   createWorkflowEngine,

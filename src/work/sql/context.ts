@@ -1,8 +1,13 @@
 import type { Bus } from '../../bus/index.js';
 import type { SqlDatabase } from '../../store/index.js';
-import { type Clock, systemClock } from '../../util/clock.js';
-import { createIdGenerator, type IdGenerator } from '../../util/ids.js';
-import { type Logger, silentLogger } from '../../util/logger.js';
+import {
+  type Clock,
+  createIdGenerator,
+  type IdGenerator,
+  type Logger,
+  silentLogger,
+  systemClock,
+} from '../../util/index.js';
 import { type WorkConfig, workConfigSchema } from '../config.js';
 
 export type QueueConfig = Readonly<Omit<WorkConfig, 'awareness'>>;

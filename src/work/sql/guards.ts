@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { canTransition, WorkErrorCodes, type WorkState, workStates } from '../states.js';
 import type { WorkItem } from '../types.js';
 

@@ -1,7 +1,6 @@
 import type { z } from 'zod';
 import type { SqlValue } from '../../store/index.js';
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
-import { formatZodIssues } from '../../util/safe-json.js';
+import { ErrorCodes, formatZodIssues, UserInputError } from '../../util/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import { isTerminalWorkState, liveWorkStates, WorkErrorCodes, type WorkState } from '../states.js';
 import { type SubmitResult, type WorkSubmission, workSubmissionSchema } from '../types.js';

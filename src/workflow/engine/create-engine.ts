@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { runEvaluationSuites } from '../evaluation.js';
 import { buildInspection, type InspectionReport } from '../inspector.js';
 import { createFifoExecutor } from '../scheduler.js';

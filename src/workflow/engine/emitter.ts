@@ -1,5 +1,4 @@
-import type { Clock } from '../../util/clock.js';
-import type { Logger } from '../../util/logger.js';
+import type { Clock, Logger } from '../../util/index.js';
 import {
   busEventTypeOf,
   type PluginHost,

@@ -1,4 +1,4 @@
-import { ErrorCodes } from '../../util/errors.js';
+import { ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import { outcomeOf } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';

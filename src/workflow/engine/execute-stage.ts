@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import { type AssembledContext, assembleContext, type ContextItem } from '../context.js';
 import type { DagNode } from '../dag.js';

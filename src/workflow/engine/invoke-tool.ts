@@ -1,4 +1,4 @@
-import { AgentdError } from '../../util/errors.js';
+import { AgentdError } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import type { DagNode } from '../dag.js';
 import type { ToolCallRecord, WorkflowTask } from '../task.js';

@@ -1,4 +1,4 @@
-import type { Logger } from '../../util/logger.js';
+import type { Logger } from '../../util/index.js';
 import type { WorkflowRecordStore, WorkflowRecordWriter } from '../record-store.js';
 import type { Run } from './run-state.js';
 

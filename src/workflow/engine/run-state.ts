@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { IdGenerator } from '../../util/ids.js';
+import type { IdGenerator } from '../../util/index.js';
 import type { WorkflowRecordWriter } from '../record-store.js';
 import type { TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
 import type { TelemetryEvent } from '../telemetry.js';

@@ -1,7 +1,5 @@
 import { createPolicy } from '../../tools/index.js';
-import { systemClock } from '../../util/clock.js';
-import { ErrorCodes, UserInputError } from '../../util/errors.js';
-import { silentLogger } from '../../util/logger.js';
+import { ErrorCodes, silentLogger, systemClock, UserInputError } from '../../util/index.js';
 import { type AdapterRegistry, createAdapterRegistry } from '../adapters.js';
 import { createArtifactStore } from '../artifacts.js';
 import { type CredentialVault, loadCredentials, redactValue } from '../credentials.js';

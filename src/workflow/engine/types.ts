@@ -1,8 +1,6 @@
 import type { ModelRetryOptions } from '../../model/index.js';
 import type { SqlDatabase } from '../../store/index.js';
-import type { Clock } from '../../util/clock.js';
-import type { IdGenerator } from '../../util/ids.js';
-import type { Logger } from '../../util/logger.js';
+import type { Clock, IdGenerator, Logger } from '../../util/index.js';
 import type { AdapterMetadata, WorkflowModelResolver } from '../adapters.js';
 import type { RunAgentWithTools } from '../agent-node.js';
 import type { Artifact, ArtifactQuery } from '../artifacts.js';
