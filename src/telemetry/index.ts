@@ -10,3 +10,27 @@ export {
 } from './metrics.js';
 export { startTelemetry, type TelemetryHandle } from './otel.js';
 export { createRedactor, type Redactor } from './redact.js';
+export {
+  type CreateSloMetricsOptions,
+  createSloMetrics,
+  type RecallOutcome,
+  type SloMetrics,
+  type WorkerType,
+} from './slo-metrics.js';
+export {
+  agentdTracer,
+  type Context,
+  contextWithSpan,
+  errorCodeOf,
+  isTraced,
+  markSpanFailed,
+  runInSpan,
+  type Span,
+  SpanAttributes,
+  SpanKind,
+  SpanStatusCode,
+  type StartSpanOptions,
+  startSpan,
+  tracerName,
+  withSpan,
+} from './tracing.js';

@@ -1,0 +1,136 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from '@opentelemetry/api';
+
+/**
+ * Span helpers shared by every subsystem that traces its work. They go through the global OpenTelemetry API:
+ * until an SDK registers a tracer provider (see `startTelemetry`) every span is a non-recording no-op, and
+ * `runInSpan` then skips the context switch entirely, so an untraced process pays one small object per span.
+ *
+ * Span names and `gen_ai.*` attributes follow the OpenTelemetry GenAI semantic conventions where they
+ * define the operation (`invoke_agent {agent}`, `chat {model}`, `execute_tool {tool}`); agentd's own
+ * operations (`chat_run`, `engage_turn`, `code_run`, `work_item`, `workflow_run`, …) carry `agentd.*`
+ * attributes. Span contents never include prompts, tool arguments, results or error messages: those can
+ * hold secrets and user data. Errors are described by their stable code in `error.type`.
+ */
+export const tracerName = 'agentd';
+
+/** The attribute keys in use, so producers and tests agree on the spelling. */
+export const SpanAttributes = {
+  operationName: 'gen_ai.operation.name',
+  providerName: 'gen_ai.provider.name',
+  agentId: 'gen_ai.agent.id',
+  agentName: 'gen_ai.agent.name',
+  conversationId: 'gen_ai.conversation.id',
+  requestModel: 'gen_ai.request.model',
+  toolName: 'gen_ai.tool.name',
+  toolCallId: 'gen_ai.tool.call.id',
+  toolType: 'gen_ai.tool.type',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  errorType: 'error.type',
+  runId: 'agentd.run.id',
+  runStatus: 'agentd.run.status',
+  runTurns: 'agentd.run.turns',
+  sessionKey: 'agentd.session.key',
+  turn: 'agentd.turn',
+  workItemId: 'agentd.work_item.id',
+  workItemKind: 'agentd.work_item.kind',
+  workItemParentId: 'agentd.work_item.parent_id',
+  workItemAttempt: 'agentd.work_item.attempt',
+  workerType: 'agentd.worker.type',
+  codeLanguage: 'agentd.code.language',
+  executionId: 'agentd.code.execution_id',
+  workflowId: 'agentd.workflow.id',
+  workflowTaskId: 'agentd.workflow.task_id',
+  workflowNodeId: 'agentd.workflow.node_id',
+  workflowNodeRole: 'agentd.workflow.node_role',
+  workflowStatus: 'agentd.workflow.status',
+} as const;
+
+export interface StartSpanOptions {
+  attributes?: Attributes;
+  kind?: SpanKind;
+  /** The parent's context; defaults to the active one. Pass it when the work runs later (queues, lanes). */
+  parent?: Context;
+  /** Starts a new trace, for work that is not caused by what happens to be active (timers, claimed items). */
+  root?: boolean;
+}
+
+/** The tracer, looked up per span: a tracer provider registered after startup (or by a test) takes effect. */
+export function agentdTracer() {
+  return trace.getTracer(tracerName);
+}
+
+export function startSpan(name: string, options: StartSpanOptions = {}): Span {
+  return agentdTracer().startSpan(
+    name,
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+      ...(options.root ? { root: true } : {}),
+    },
+    options.parent ?? context.active(),
+  );
+}
+
+/** False for the no-op spans of an untraced process: nothing below them needs a context of their own. */
+export function isTraced(span: Span): boolean {
+  return span.isRecording() || trace.isSpanContextValid(span.spanContext());
+}
+
+/** Runs `fn` with `span` as the active span, so spans started inside (also across awaits) are its children. */
+export function runInSpan<T>(span: Span, fn: () => T, parent: Context = context.active()): T {
+  if (!isTraced(span)) return fn();
+  return context.with(trace.setSpan(parent, span), fn);
+}
+
+/** The context in which `span` is the parent: for callbacks that run later, outside the active context. */
+export function contextWithSpan(span: Span, parent: Context = context.active()): Context {
+  return trace.setSpan(parent, span);
+}
+
+/** Marks the span failed with a stable code; the message stays out (it can carry user data). */
+export function markSpanFailed(span: Span, code: string): void {
+  span.setAttribute(SpanAttributes.errorType, code);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+}
+
+/** The stable code of a thrown value: an agentd error's `code`, else the error's class name. */
+export function errorCodeOf(error: unknown): string {
+  if (typeof error === 'object' && error !== null) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== '') return code;
+    if (error instanceof Error) return error.name;
+  }
+  return 'Error';
+}
+
+/**
+ * Runs `fn` inside a new span that ends when `fn` settles; a throw marks the span failed (with the thrown
+ * value's code) and is rethrown.
+ */
+export async function withSpan<T>(
+  name: string,
+  options: StartSpanOptions,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = options.parent ?? context.active();
+  const span = startSpan(name, options);
+  try {
+    return await runInSpan(span, () => fn(span), parent);
+  } catch (error) {
+    markSpanFailed(span, errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+export { type Context, type Span, SpanKind, SpanStatusCode };
