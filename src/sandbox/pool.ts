@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { type Logger, silentLogger } from '../util/index.js';
 import {
   type HostToWorker,
@@ -8,6 +8,7 @@ import {
   type SandboxFile,
   type SandboxLanguage,
   type SandboxWorkerData,
+  type ToolReply,
   type WorkerDone,
   workerMessageSchema,
 } from './protocol.js';
@@ -73,6 +74,9 @@ export interface SandboxPool {
 
 interface Slot {
   worker: Worker;
+  /** Where answers to tool calls go; see `SandboxWorkerData.replyPort`. */
+  replyPort: MessagePort;
+  replySignal: Int32Array;
   language: SandboxLanguage;
   ready: Promise<void>;
   busy: boolean;
@@ -94,6 +98,7 @@ function spawnWorker(workerData: SandboxWorkerData, memoryLimitBytes: number): W
   const fromSource = here.endsWith('.ts');
   const options = {
     workerData,
+    transferList: [workerData.replyPort] as MessagePort[],
     // No inherited environment: the provider keys live there.
     env: {},
     stdout: true,
@@ -131,6 +136,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
 
   const start = (language: SandboxLanguage): Slot => {
     indexUrl ??= pyodideIndexUrl();
+    const replies = new MessageChannel();
+    const replySignal = new SharedArrayBuffer(4);
     const worker = spawnWorker(
       {
         language,
@@ -138,11 +145,21 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
         maxStackBytes: options.maxStackBytes ?? 512 * 1024,
         recursionLimit: options.recursionLimit ?? 500,
         pyodideIndexUrl: indexUrl,
+        replyPort: replies.port2,
+        replySignal,
       },
       memoryLimitBytes,
     );
     started++;
-    const slot: Slot = { worker, language, busy: false, exited: false, ready: Promise.resolve() };
+    const slot: Slot = {
+      worker,
+      replyPort: replies.port1,
+      replySignal: new Int32Array(replySignal),
+      language,
+      busy: false,
+      exited: false,
+      ready: Promise.resolve(),
+    };
     slot.ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         reject(new Error(`the ${language} sandbox did not start within ${startTimeoutMs} ms`));
@@ -163,6 +180,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
         slot.onMessage?.(parsed.data);
       });
       const onGone = (reason: { kind: SandboxErrorKind; message: string }) => {
+        slot.replyPort.close();
         if (slot.exited) return;
         slot.exited = true;
         clearTimeout(timer);
@@ -216,6 +234,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
     slot.exited = true;
     const index = slots.indexOf(slot);
     if (index >= 0) slots.splice(index, 1);
+    slot.replyPort.close();
     void slot.worker.terminate();
     replaced++;
     // The replacement starts now, so the next execution finds a warm worker.
@@ -281,31 +300,31 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
         const parsed = message as Exclude<ReturnType<typeof workerMessageSchema.parse>, { type: 'ready' }>;
         if (parsed.executionId !== request.executionId) return;
         if (parsed.type === 'tool-call') {
+          const { callId } = parsed;
           void request.onToolCall(parsed.name, parsed.argsJson).then(
-            (reply) => post({ type: 'tool-result', callId: parsed.callId, ...reply }),
-            (error: Error) =>
-              post({
-                type: 'tool-result',
-                callId: parsed.callId,
-                ok: false,
-                content: String(error?.message),
-              }),
+            (reply) => answer({ callId, ok: reply.ok, content: reply.content }),
+            (error: Error) => answer({ callId, ok: false, content: String(error?.message) }),
           );
           return;
         }
         finish(fromDone(parsed, elapsed(), cold), true);
       };
-      const post = (message: HostToWorker) => {
-        if (!settled) slot.worker.postMessage(message);
+      const answer = (reply: ToolReply) => {
+        if (settled) return;
+        // Posted before the signal moves, so the woken worker always finds it on the port.
+        slot.replyPort.postMessage(reply);
+        Atomics.add(slot.replySignal, 0, 1);
+        Atomics.notify(slot.replySignal, 0);
       };
-      post({
+      const run: HostToWorker = {
         type: 'run',
         executionId: request.executionId,
         code: request.code,
         maxOutputBytes: request.maxOutputBytes,
         maxResultBytes: request.maxResultBytes,
         files: request.files ?? [],
-      });
+      };
+      slot.worker.postMessage(run);
     });
   };
 

@@ -1,3 +1,4 @@
+import type { MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 
 /** Languages `execute_code` runs. */
@@ -15,6 +16,21 @@ export interface SandboxWorkerData {
   recursionLimit: number;
   /** Folder holding pyodide.asm.wasm and python_stdlib.zip. */
   pyodideIndexUrl: string;
+  /**
+   * The answers to tool calls travel on their own port, which the worker reads synchronously
+   * (`receiveMessageOnPort`) while it sleeps in `Atomics.wait` on `replySignal`; the host bumps the
+   * signal's first Int32 after every answer. So a program waiting for a tool wakes without a turn of the
+   * worker's event loop, which is most of what a message round trip costs.
+   */
+  replyPort: MessagePort;
+  replySignal: SharedArrayBuffer;
+}
+
+/** A tool call's answer, on `replyPort`. */
+export interface ToolReply {
+  callId: number;
+  ok: boolean;
+  content: string;
 }
 
 /** A file of the virtual workspace: granted by policy, copied in before a run. */
@@ -24,16 +40,14 @@ export interface SandboxFile {
   writable: boolean;
 }
 
-export type HostToWorker =
-  | {
-      type: 'run';
-      executionId: string;
-      code: string;
-      maxOutputBytes: number;
-      maxResultBytes: number;
-      files: SandboxFile[];
-    }
-  | { type: 'tool-result'; callId: number; ok: boolean; content: string };
+export interface HostToWorker {
+  type: 'run';
+  executionId: string;
+  code: string;
+  maxOutputBytes: number;
+  maxResultBytes: number;
+  files: SandboxFile[];
+}
 
 export type SandboxErrorKind = 'syntax' | 'exception' | 'memory' | 'timeout' | 'result' | 'limit' | 'crash';
 

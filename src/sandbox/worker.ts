@@ -1,28 +1,35 @@
 /**
  * The sandbox worker thread: one engine (QuickJS or Pyodide), reused for many executions, one at a time.
- * It talks to the host only through `parentPort`; tools are called by posting `tool-call` and waiting for
- * the matching `tool-result`. Nothing here is reachable from the guest program except the functions that
- * are installed into the engine on purpose (console/print output and the tool bridge).
+ * It talks to the host through `parentPort` (runs in, calls and results out) and reads the answers to its
+ * tool calls from `replyPort`, synchronously: a program that has nothing left to do but wait for a tool
+ * sleeps in `Atomics.wait` and resumes inside the same event-loop turn. Nothing here is reachable from the
+ * guest program except the functions that are installed into the engine on purpose (console/print output
+ * and the tool bridge).
  */
 import { createRequire, syncBuiltinESMExports } from 'node:module';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import type { QuickJSDeferredPromise } from 'quickjs-emscripten-core';
 import type {
   HostToWorker,
   SandboxErrorKind,
   SandboxFile,
   SandboxWorkerData,
+  ToolReply,
   WorkerMessage,
 } from './protocol.js';
 
 const data = workerData as SandboxWorkerData;
 const port = parentPort!;
 const now = () => performance.now();
+// Kept before `lockDownNodeModules` replaces the module's functions (the import is a live binding).
+const receiveReply = receiveMessageOnPort;
+const replySignal = new Int32Array(data.replySignal);
 
 interface RunState {
   executionId: string;
   stdout: OutputBuffer;
   stderr: OutputBuffer;
-  /** Time spent waiting for tool results; subtracted from wall time to give the engine's own time. */
+  /** Time spent blocked on tool answers; subtracted from wall time to give the engine's own time. */
   waitedMs: number;
 }
 
@@ -57,23 +64,61 @@ function createOutput(maxBytes: number) {
   return { write, isTruncated: () => truncated };
 }
 
+// Ids run on across executions, so a late answer to a call of an earlier run can never be taken for one
+// of this run's.
 let nextCallId = 1;
-const pendingCalls = new Map<number, (reply: { ok: boolean; content: string }) => void>();
+/** Calls of the current run sent to the host and not yet claimed by the program. */
+const outstanding = new Set<number>();
+/** Answers that arrived while the program was waiting for another one. */
+const arrived = new Map<number, ToolReply>();
 let current: RunState | undefined;
 
-/** Posts a tool call for the current run; resolves with the host's verdict. */
-function callTool(name: string, argsJson: string): Promise<{ ok: boolean; content: string }> {
+/** Sends a tool call of the current run to the host without waiting; the answer is claimed by its id. */
+function submitCall(name: string, argsJson: string): number | undefined {
   const run = current;
-  if (!run) return Promise.resolve({ ok: false, content: 'No execution is running.' });
+  if (!run) return undefined;
   const callId = nextCallId++;
+  outstanding.add(callId);
+  send({ type: 'tool-call', executionId: run.executionId, callId, name, argsJson });
+  return callId;
+}
+
+/**
+ * The next answer to any outstanding call, blocking the thread until one comes. The host posts an answer
+ * before it moves the signal, so reading the signal first and the port second never misses a wake-up.
+ */
+function nextReply(): ToolReply {
   const startedAt = now();
-  return new Promise((resolve) => {
-    pendingCalls.set(callId, (reply) => {
-      run.waitedMs += now() - startedAt;
-      resolve(reply);
-    });
-    send({ type: 'tool-call', executionId: run.executionId, callId, name, argsJson });
-  });
+  try {
+    for (;;) {
+      const seen = Atomics.load(replySignal, 0);
+      const received = receiveReply(data.replyPort);
+      if (received) {
+        const reply = received.message as ToolReply;
+        // Answers to an earlier run's calls (it ended without awaiting them) are dropped.
+        if (outstanding.delete(reply.callId)) return reply;
+        continue;
+      }
+      Atomics.wait(replySignal, 0, seen);
+    }
+  } finally {
+    if (current) current.waitedMs += now() - startedAt;
+  }
+}
+
+/** The answer to one call, blocking until it is there; answers to other calls are kept for later. */
+function claimReply(callId: number): ToolReply {
+  for (;;) {
+    const kept = arrived.get(callId);
+    if (kept) {
+      arrived.delete(callId);
+      return kept;
+    }
+    if (!outstanding.has(callId)) return { callId, ok: false, content: 'No such tool call is waiting.' };
+    const reply = nextReply();
+    if (reply.callId === callId) return reply;
+    arrived.set(reply.callId, reply);
+  }
 }
 
 function send(message: WorkerMessage) {
@@ -240,9 +285,9 @@ async function createJavaScriptEngine() {
       get(_target, name) {
         if (typeof name !== 'string' || name === 'then') return undefined;
         return async (args) => {
-          const reply = JSON.parse(await call(name, JSON.stringify(args === undefined ? {} : args)));
-          if (!reply.ok) throw new ToolError(reply.content);
-          return reply.content;
+          const json = JSON.stringify(args === undefined ? {} : args);
+          // The bridge's promise rejects with the tool's message when the call failed or was refused.
+          try { return await call(name, json); } catch (message) { throw new ToolError(message); }
         };
       },
     });
@@ -277,7 +322,7 @@ async function createJavaScriptEngine() {
     runtime.setMemoryLimit(data.memoryLimitBytes);
     runtime.setMaxStackSize(data.maxStackBytes);
     const vm = runtime.newContext();
-    const deferreds: Array<{ alive: boolean; dispose(): void }> = [];
+    const pending = new Map<number, QuickJSDeferredPromise>();
     try {
       const emit = vm.newFunction('emit', (stream, text) => {
         const value = vm.getString(text);
@@ -285,18 +330,28 @@ async function createJavaScriptEngine() {
       });
       vm.setProp(vm.global, '__agentd_emit', emit);
       emit.dispose();
+      // Sends the call and hands the guest a promise; the drive loop below settles it when the answer
+      // comes. Not waiting here keeps `Promise.all` over several tools concurrent on the host.
       const bridge = vm.newFunction('call', (name, args) => {
         const deferred = vm.newPromise();
-        deferreds.push(deferred);
-        void callTool(vm.getString(name), vm.getString(args)).then((reply) => {
-          if (!deferred.alive) return;
-          const text = vm.newString(JSON.stringify(reply));
-          deferred.resolve(text);
-          text.dispose();
-          runtime.executePendingJobs();
-        });
+        const callId = submitCall(vm.getString(name), vm.getString(args));
+        if (callId === undefined) {
+          const message = vm.newString('No execution is running.');
+          deferred.reject(message);
+          message.dispose();
+        } else pending.set(callId, deferred);
         return deferred.handle;
       });
+      const settle = (reply: ToolReply) => {
+        const deferred = pending.get(reply.callId);
+        if (!deferred) return;
+        pending.delete(reply.callId);
+        const text = vm.newString(reply.content);
+        if (reply.ok) deferred.resolve(text);
+        else deferred.reject(text);
+        text.dispose();
+        deferred.dispose();
+      };
       vm.setProp(vm.global, '__agentd_call', bridge);
       bridge.dispose();
       vm.unwrapResult(vm.evalCode(prelude, 'prelude.js')).dispose();
@@ -318,17 +373,42 @@ async function createJavaScriptEngine() {
       const evaluated = vm.evalCode(wrapped, 'code.js');
       if (evaluated.error) return { ok: false, error: consumeError(vm, evaluated.error) };
       const promise = evaluated.value;
-      const settled = vm.resolvePromise(promise);
-      promise.dispose();
-      runtime.executePendingJobs();
-      const result = await settled;
-      if (result.error)
-        return { ok: false, error: consumeError(vm, result.error), writtenFiles: writtenFiles() };
-      const json = vm.getString(result.value);
-      result.value.dispose();
-      return { ok: true, resultJson: json, writtenFiles: writtenFiles() };
+      try {
+        // The program runs in this loop, synchronously: its jobs until it waits on tools, then the thread
+        // sleeps until the host answers one, which settles that call's promise and lets it go on.
+        for (;;) {
+          const jobs = runtime.executePendingJobs();
+          if (jobs.error) {
+            // A job threw past its promise; the queue stopped there, so run the rest before deciding.
+            jobs.error.dispose();
+            continue;
+          }
+          const state = vm.getPromiseState(promise);
+          if (state.type === 'rejected')
+            return { ok: false, error: consumeError(vm, state.error), writtenFiles: writtenFiles() };
+          if (state.type === 'fulfilled') {
+            const json = vm.getString(state.value);
+            state.value.dispose();
+            return { ok: true, resultJson: json, writtenFiles: writtenFiles() };
+          }
+          if (pending.size === 0) {
+            // QuickJS has no timers: with no tool call to wait for, nothing can ever settle the program.
+            return {
+              ok: false,
+              error: {
+                kind: 'exception',
+                message: 'Error: the program awaits a promise that nothing can settle',
+              },
+              writtenFiles: writtenFiles(),
+            };
+          }
+          settle(nextReply());
+        }
+      } finally {
+        promise.dispose();
+      }
     } finally {
-      for (const deferred of deferreds) if (deferred.alive) deferred.dispose();
+      for (const deferred of pending.values()) deferred.dispose();
       vm.dispose();
       runtime.dispose();
     }
@@ -372,18 +452,24 @@ async function createPythonEngine() {
   pyodide.setStdout(writer(1));
   pyodide.setStderr(writer(2));
 
+  // Synchronous on purpose: the Python side sends, then blocks for its answer, so a call costs no turn of
+  // the event loop. The answer is the content behind '1' (the tool succeeded) or '0' (it failed).
   pyodide.registerJsModule('_agentd_host', {
-    call: async (name: string, argsJson: string) => JSON.stringify(await callTool(name, argsJson)),
+    submit: (name: string, argsJson: string) => submitCall(name, argsJson) ?? -1,
+    claim: (callId: number) => {
+      const reply = claimReply(callId);
+      return (reply.ok ? '1' : '0') + reply.content;
+    },
   });
   pyodide.runPython(`
-import json as _json, sys as _sys, traceback as _traceback
+import asyncio as _asyncio, json as _json, sys as _sys, traceback as _traceback
 from pyodide.code import eval_code_async as _eval_code_async
 import _agentd_host
 
 class ToolError(Exception):
     pass
 
-def _agentd_tools(host_call):
+def _agentd_tools(host_submit, host_claim):
     class _Tools:
         __slots__ = ()
         def __getattr__(self, name):
@@ -394,16 +480,23 @@ def _agentd_tools(host_call):
                     raise TypeError(f'tools.{name} takes keyword arguments or one dict')
                 payload = dict(args[0]) if args else {}
                 payload.update(kwargs)
-                reply = _json.loads(await host_call(name, _json.dumps(payload)))
-                if not reply['ok']:
-                    raise ToolError(reply['content'])
-                return reply['content']
+                call_id = host_submit(name, _json.dumps(payload))
+                if call_id < 0:
+                    raise ToolError('No execution is running.')
+                if len(_asyncio.all_tasks()) > 1:
+                    # Other tasks (asyncio.gather over tools) get to send their calls before this one
+                    # blocks, so the host still runs them at the same time.
+                    await _asyncio.sleep(0)
+                reply = host_claim(call_id)
+                if reply[0] != '1':
+                    raise ToolError(reply[1:])
+                return reply[1:]
             return call
     return _Tools()
 
 _sys.setrecursionlimit(${Number(data.recursionLimit)})
 _agentd_clean_modules = set(_sys.modules)
-_agentd_state = {'tools': _agentd_tools(_agentd_host.call), 'ToolError': ToolError}
+_agentd_state = {'tools': _agentd_tools(_agentd_host.submit, _agentd_host.claim), 'ToolError': ToolError}
 del _agentd_host
 
 def _agentd_error(error):
@@ -518,15 +611,7 @@ async function main() {
   lockDownNodeModules();
   hardenRealm();
 
-  port.on('message', (message: HostToWorker) => {
-    if (message.type === 'tool-result') {
-      const resolve = pendingCalls.get(message.callId);
-      pendingCalls.delete(message.callId);
-      resolve?.({ ok: message.ok, content: message.content });
-      return;
-    }
-    void execute(message);
-  });
+  port.on('message', (message: HostToWorker) => void execute(message));
   send({ type: 'ready', initMs: now() - startedAt });
 
   async function execute(message: Extract<HostToWorker, { type: 'run' }>) {
@@ -550,6 +635,8 @@ async function main() {
       };
     }
     current = undefined;
+    outstanding.clear();
+    arrived.clear();
     if (
       outcome.ok &&
       outcome.resultJson !== undefined &&
