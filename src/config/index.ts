@@ -5,7 +5,6 @@ export {
   loadConfig,
   providerSettings,
   type ResolvedCredential,
-  redactUrl,
 } from './load.js';
 export {
   type AgentDefinition,

@@ -272,13 +272,3 @@ function passwordOf(url: string): string | undefined {
   }
 }
 
-/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '[unparseable url]';
-  }
-}

@@ -29,7 +29,6 @@ export {
   createGatewayServer,
   type GatewayServer,
   type GatewayServerOptions,
-  generateGatewayToken,
   type HttpRoute,
   isLoopbackHost,
 } from './server.js';

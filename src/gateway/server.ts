@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -435,7 +434,3 @@ export function isLoopbackHost(host: string): boolean {
   return loopbackHosts.has(host) || isLoopbackAddress(host);
 }
 
-/** A random token for development setups that did not configure one. */
-export function generateGatewayToken(): string {
-  return randomBytes(24).toString('base64url');
-}

@@ -54,15 +54,3 @@ export function formatZodIssues(
     .join('; ');
 }
 
-/** JSON.stringify that never throws (cycles, BigInt) — for logs and events. */
-export function safeStringify(value: unknown): string {
-  const seen = new WeakSet<object>();
-  return JSON.stringify(value, (_key, inner) => {
-    if (typeof inner === 'bigint') return inner.toString();
-    if (typeof inner === 'object' && inner !== null) {
-      if (seen.has(inner)) return '[Circular]';
-      seen.add(inner);
-    }
-    return inner;
-  });
-}

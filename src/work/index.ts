@@ -35,7 +35,6 @@ export {
 } from './queue.js';
 export { outcomeSummary } from './rows.js';
 export {
-  assertTransition,
   canTransition,
   isTerminalWorkState,
   liveWorkStates,

@@ -1,4 +1,4 @@
-import { ErrorCodes, UserInputError } from '../util/index.js';
+import { ErrorCodes } from '../util/index.js';
 
 /**
  * Work item states. The life of an item:
@@ -63,17 +63,6 @@ export function statesThatCanEnter(to: WorkState): WorkState[] {
 
 export function isTerminalWorkState(state: WorkState): boolean {
   return terminalWorkStates.has(state);
-}
-
-/** Throws UserInputError `INVALID_TRANSITION` when the transition table does not allow `from → to`. */
-export function assertTransition(id: string, from: WorkState, to: WorkState): void {
-  if (!canTransition(from, to)) {
-    throw new UserInputError({
-      code: WorkErrorCodes.invalidTransition,
-      message: `work item ${id} cannot go from ${from} to ${to}.`,
-      details: { workItemId: id, from, to },
-    });
-  }
 }
 
 /** Stable error codes of the work subsystem (documented in docs/work.md). */

@@ -107,7 +107,6 @@ export {
 } from './tools.js';
 export {
   type ValidateWorkflowOptions,
-  validateWorkflow,
   type WorkflowIssue,
   WorkflowValidationError,
 } from './validate.js';

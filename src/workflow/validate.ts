@@ -64,17 +64,6 @@ export interface ValidateWorkflowOptions {
   agentToolsSupported?: boolean;
 }
 
-/**
- * Checks every rule that needs more than one field: references between manifests and the DAG invariants.
- * Returns all problems found; an empty list means the workflow is valid.
- */
-export function validateWorkflow(
-  manifests: WorkflowManifests,
-  options: ValidateWorkflowOptions = {},
-): WorkflowIssue[] {
-  return [...validateReferences(manifests, options), ...validateDagInvariants(manifests)];
-}
-
 /** Load step 4: the DAG invariants (acyclic, one default START, exits, reachability, edge counts per role). */
 export function validateDagInvariants(manifests: WorkflowManifests): WorkflowIssue[] {
   const issues: WorkflowIssue[] = [];
