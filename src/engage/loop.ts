@@ -4,6 +4,7 @@ import { abortedError, finish, recordInLedger } from './finish.js';
 import { createRunState, overBudget } from './run-state.js';
 import { prepareRun } from './setup.js';
 import { recordToolResults, runToolBatch } from './tool-batch.js';
+import { type RunTrace, traceRun } from './tracing.js';
 import { runModelTurn } from './turn.js';
 import { EngageErrorCodes, type EngageOptions, type EngageResult } from './types.js';
 
@@ -28,7 +29,11 @@ const nudgeText = (turns: number) =>
  * The steps are modules of their own, sharing one `RunState`: `setup.ts` (context window, tools, skills),
  * `turn.ts` (one model call), `tool-batch.ts` (the turn's tool calls and their results), `finish.ts`.
  */
-export async function runEngage(options: EngageOptions): Promise<EngageResult> {
+export function runEngage(options: EngageOptions): Promise<EngageResult> {
+  return traceRun(options, (spans) => runLoop(options, spans));
+}
+
+async function runLoop(options: EngageOptions, spans: RunTrace): Promise<EngageResult> {
   const state = createRunState(options);
   const { model, bus, workItemId } = options;
   const { scope, logger, signal, limits, contextOptions, usage } = state;
@@ -51,11 +56,11 @@ export async function runEngage(options: EngageOptions): Promise<EngageResult> {
     let turnsWithoutLedgerWrite = 0;
 
     for (let turn = 1; turn <= limits.maxTurns; turn++) {
-      const step = await runModelTurn(state, setup, turn);
+      const step = await spans.turn(turn, () => runModelTurn(state, setup, turn));
       if ('result' in step) return step.result;
 
       const budgetExceeded = overBudget(state);
-      const batch = await runToolBatch(state, setup, step.toolCalls, budgetExceeded);
+      const batch = await spans.inTurn(() => runToolBatch(state, setup, step.toolCalls, budgetExceeded));
       const { wroteLedger } = recordToolResults(state, setup, step.assistant, batch);
 
       if (budgetExceeded) {

@@ -1,8 +1,9 @@
 import { estimateTokens, type ModelMessage, type ModelToolCall } from '../model/index.js';
-import { executeToolCall, type ToolCallOutcome } from '../tools/index.js';
+import type { ToolCallOutcome } from '../tools/index.js';
 import type { LearnedEntry, StepMarker } from './context-window.js';
 import type { RunState } from './run-state.js';
 import type { RunSetup } from './setup.js';
+import { executeTracedToolCall } from './tracing.js';
 
 /** What one turn's tool calls produced, with the calls tools made themselves (a sandboxed program's). */
 export interface ToolBatchResult {
@@ -27,7 +28,7 @@ async function invokeTool(
     scope,
   );
   const startedAt = clock.now();
-  const outcome = await executeToolCall(call, {
+  const outcome = await executeTracedToolCall(call, {
     registry: setup.registry!,
     allowedNames: setup.allowedNames,
     ...(options.policy ? { policy: options.policy } : {}),

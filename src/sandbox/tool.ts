@@ -1,5 +1,6 @@
 import './events.js';
 import { z } from 'zod';
+import { markSpanFailed, runInSpan, SpanAttributes, withSpan } from '../telemetry/index.js';
 import { defineTool, type ToolContext, type ToolDefinition } from '../tools/index.js';
 import {
   type Clock,
@@ -70,123 +71,139 @@ export function createExecuteCodeTool(options: ExecuteCodeToolOptions): ToolDefi
         .describe(`Wall-time limit; default ${config.timeout_ms}`),
     }),
     policyResource: (args) => args.language,
-    async execute(args, context) {
+    execute: (args, context) => {
       const executionId = ids('exec');
-      const scope = {
-        runId: context.runId,
-        agentId: context.agentId,
-        ...(context.sessionKey !== undefined ? { sessionKey: context.sessionKey } : {}),
-        ...(context.workItemId !== undefined ? { workItemId: context.workItemId } : {}),
-      };
-      const files = await loadFiles(config, context);
-      const calls: Array<{ id: string; name: string; status: string }> = [];
-      let refusedOverLimit = 0;
-
-      const onToolCall = async (name: string, argsJson: string) => {
-        if (calls.length >= config.max_tool_calls) {
-          refusedOverLimit++;
-          return {
-            ok: false,
-            content: `Tool call limit reached: a program may make ${config.max_tool_calls} tool calls.`,
-          };
-        }
-        const id = `${context.toolCallId}.${calls.length + 1}`;
-        const record = { id, name, status: 'error' };
-        calls.push(record);
-        if (name === executeCodeToolName) {
-          record.status = 'denied';
-          return { ok: false, content: 'execute_code cannot be called from inside a program.' };
-        }
-        if (!context.callTool) {
-          return { ok: false, content: 'Tools cannot be called from code in this run.' };
-        }
-        let parsedArgs: Record<string, unknown>;
-        try {
-          parsedArgs = parseUntrustedJson(argsJson, argumentsSchema, { maxBytes: maxToolArgumentBytes });
-        } catch (error) {
-          record.status = 'invalid_arguments';
-          return { ok: false, content: `Invalid arguments for ${name}: ${(error as Error).message}` };
-        }
-        const startedAt = clock.now();
-        const outcome = await context.callTool({ id, name, arguments: parsedArgs });
-        record.status = outcome.status;
-        context.bus.publish(
-          'sandbox:tool-call',
-          {
+      // A child of the `execute_tool execute_code` span; the program's own tool calls are its children.
+      return withSpan(
+        `code_run ${args.language}`,
+        {
+          attributes: {
+            [SpanAttributes.codeLanguage]: args.language,
+            [SpanAttributes.executionId]: executionId,
+          },
+        },
+        async (span) => {
+          const scope = {
             runId: context.runId,
-            executionId,
-            toolCallId: id,
-            toolName: name,
-            status: outcome.status,
-            durationMs: clock.now() - startedAt,
-          },
-          scope,
-        );
-        return { ok: !outcome.isError, content: outcome.content };
-      };
+            agentId: context.agentId,
+            ...(context.sessionKey !== undefined ? { sessionKey: context.sessionKey } : {}),
+            ...(context.workItemId !== undefined ? { workItemId: context.workItemId } : {}),
+          };
+          const files = await loadFiles(config, context);
+          const calls: Array<{ id: string; name: string; status: string }> = [];
+          let refusedOverLimit = 0;
 
-      context.bus.publish(
-        'sandbox:started',
-        {
-          runId: context.runId,
-          executionId,
-          toolCallId: context.toolCallId,
-          language: args.language,
-          codeBytes: Buffer.byteLength(args.code),
+          const onToolCall = async (name: string, argsJson: string) => {
+            if (calls.length >= config.max_tool_calls) {
+              refusedOverLimit++;
+              return {
+                ok: false,
+                content: `Tool call limit reached: a program may make ${config.max_tool_calls} tool calls.`,
+              };
+            }
+            const id = `${context.toolCallId}.${calls.length + 1}`;
+            const record = { id, name, status: 'error' };
+            calls.push(record);
+            if (name === executeCodeToolName) {
+              record.status = 'denied';
+              return { ok: false, content: 'execute_code cannot be called from inside a program.' };
+            }
+            if (!context.callTool) {
+              return { ok: false, content: 'Tools cannot be called from code in this run.' };
+            }
+            let parsedArgs: Record<string, unknown>;
+            try {
+              parsedArgs = parseUntrustedJson(argsJson, argumentsSchema, { maxBytes: maxToolArgumentBytes });
+            } catch (error) {
+              record.status = 'invalid_arguments';
+              return { ok: false, content: `Invalid arguments for ${name}: ${(error as Error).message}` };
+            }
+            const startedAt = clock.now();
+            // Called from the worker's message handler, outside the run's context: the parent is explicit.
+            const outcome = await runInSpan(span, () =>
+              context.callTool!({ id, name, arguments: parsedArgs }),
+            );
+            record.status = outcome.status;
+            context.bus.publish(
+              'sandbox:tool-call',
+              {
+                runId: context.runId,
+                executionId,
+                toolCallId: id,
+                toolName: name,
+                status: outcome.status,
+                durationMs: clock.now() - startedAt,
+              },
+              scope,
+            );
+            return { ok: !outcome.isError, content: outcome.content };
+          };
+
+          context.bus.publish(
+            'sandbox:started',
+            {
+              runId: context.runId,
+              executionId,
+              toolCallId: context.toolCallId,
+              language: args.language,
+              codeBytes: Buffer.byteLength(args.code),
+            },
+            scope,
+          );
+          let result = await pool.execute({
+            language: args.language,
+            code: args.code,
+            executionId,
+            timeoutMs: Math.min(args.timeoutMs ?? config.timeout_ms, config.max_timeout_ms),
+            maxOutputBytes: config.max_output_bytes,
+            maxResultBytes: config.max_result_bytes,
+            files,
+            onToolCall,
+            signal: context.signal,
+          });
+          if (refusedOverLimit > 0 && result.ok) {
+            result = {
+              ...result,
+              ok: false,
+              error: {
+                kind: 'limit',
+                message: `The program tried ${config.max_tool_calls + refusedOverLimit} tool calls; only ${config.max_tool_calls} are allowed per execution and the rest were refused.`,
+              },
+            };
+          }
+          const written = await writeBack(result, files, context);
+          context.bus.publish(
+            'sandbox:finished',
+            {
+              runId: context.runId,
+              executionId,
+              toolCallId: context.toolCallId,
+              language: args.language,
+              ok: result.ok,
+              ...(result.error ? { errorKind: result.error.kind } : {}),
+              wallMs: result.wallMs,
+              cpuMs: result.cpuMs,
+              toolCalls: calls.length,
+              coldStart: result.coldStart,
+            },
+            scope,
+          );
+          const report = {
+            ...(result.ok
+              ? { result: JSON.parse(result.resultJson ?? 'null') as unknown }
+              : { error: result.error }),
+            ...(result.stdout ? { stdout: result.stdout } : {}),
+            ...(result.stderr ? { stderr: result.stderr } : {}),
+            ...(result.outputTruncated ? { outputTruncated: true } : {}),
+            toolCalls: calls,
+            ...(written.length ? { filesWritten: written } : {}),
+            wallMs: Math.round(result.wallMs),
+            cpuMs: Math.round(result.cpuMs),
+          };
+          if (result.error) markSpanFailed(span, result.error.kind);
+          return { content: JSON.stringify(report), isError: !result.ok };
         },
-        scope,
       );
-      let result = await pool.execute({
-        language: args.language,
-        code: args.code,
-        executionId,
-        timeoutMs: Math.min(args.timeoutMs ?? config.timeout_ms, config.max_timeout_ms),
-        maxOutputBytes: config.max_output_bytes,
-        maxResultBytes: config.max_result_bytes,
-        files,
-        onToolCall,
-        signal: context.signal,
-      });
-      if (refusedOverLimit > 0 && result.ok) {
-        result = {
-          ...result,
-          ok: false,
-          error: {
-            kind: 'limit',
-            message: `The program tried ${config.max_tool_calls + refusedOverLimit} tool calls; only ${config.max_tool_calls} are allowed per execution and the rest were refused.`,
-          },
-        };
-      }
-      const written = await writeBack(result, files, context);
-      context.bus.publish(
-        'sandbox:finished',
-        {
-          runId: context.runId,
-          executionId,
-          toolCallId: context.toolCallId,
-          language: args.language,
-          ok: result.ok,
-          ...(result.error ? { errorKind: result.error.kind } : {}),
-          wallMs: result.wallMs,
-          cpuMs: result.cpuMs,
-          toolCalls: calls.length,
-          coldStart: result.coldStart,
-        },
-        scope,
-      );
-      const report = {
-        ...(result.ok
-          ? { result: JSON.parse(result.resultJson ?? 'null') as unknown }
-          : { error: result.error }),
-        ...(result.stdout ? { stdout: result.stdout } : {}),
-        ...(result.stderr ? { stderr: result.stderr } : {}),
-        ...(result.outputTruncated ? { outputTruncated: true } : {}),
-        toolCalls: calls,
-        ...(written.length ? { filesWritten: written } : {}),
-        wallMs: Math.round(result.wallMs),
-        cpuMs: Math.round(result.cpuMs),
-      };
-      return { content: JSON.stringify(report), isError: !result.ok };
     },
   });
 }

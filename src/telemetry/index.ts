@@ -18,6 +18,7 @@ export {
   type WorkerType,
 } from './slo-metrics.js';
 export {
+  activeContext,
   agentdTracer,
   type Context,
   contextWithSpan,

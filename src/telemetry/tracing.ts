@@ -85,6 +85,11 @@ export function isTraced(span: Span): boolean {
   return span.isRecording() || trace.isSpanContextValid(span.spanContext());
 }
 
+/** The active context, to be passed as `parent` to work that starts later (a queue, a session lane). */
+export function activeContext(): Context {
+  return context.active();
+}
+
 /** Runs `fn` with `span` as the active span, so spans started inside (also across awaits) are its children. */
 export function runInSpan<T>(span: Span, fn: () => T, parent: Context = context.active()): T {
   if (!isTraced(span)) return fn();

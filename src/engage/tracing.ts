@@ -1,0 +1,110 @@
+import type { ModelToolCall } from '../model/index.js';
+import {
+  errorCodeOf,
+  isTraced,
+  markSpanFailed,
+  runInSpan,
+  type Span,
+  SpanAttributes,
+  startSpan,
+} from '../telemetry/index.js';
+import { type ExecuteToolCallOptions, executeToolCall, type ToolCallOutcome } from '../tools/index.js';
+import type { EngageOptions, EngageResult } from './types.js';
+
+/**
+ * The spans of one run: `invoke_agent {agent}` for the run, one `engage_turn` per loop iteration (the model
+ * call and that turn's tool calls are its children). A run in an untraced process gets a no-op span and
+ * `turn`/`inTurn` call straight through: the loop pays nothing per turn.
+ */
+export interface RunTrace {
+  /** Ends the previous turn's span and runs `fn` as the first step of turn `turn`. */
+  turn<T>(turn: number, fn: () => Promise<T>): Promise<T>;
+  /** Runs `fn` inside the current turn's span. */
+  inTurn<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+const noTurns: RunTrace = { turn: (_turn, fn) => fn(), inTurn: (fn) => fn() };
+
+/** Runs the loop `body` inside the run's `invoke_agent` span and records its outcome on it. */
+export async function traceRun(
+  options: EngageOptions,
+  body: (trace: RunTrace) => Promise<EngageResult>,
+): Promise<EngageResult> {
+  const { agentId, runId, sessionKey } = options.scope;
+  const span = startSpan(`invoke_agent ${agentId}`, {
+    attributes: {
+      [SpanAttributes.operationName]: 'invoke_agent',
+      [SpanAttributes.agentId]: agentId,
+      [SpanAttributes.agentName]: agentId,
+      [SpanAttributes.providerName]: options.model.provider,
+      [SpanAttributes.requestModel]: options.model.modelId,
+      [SpanAttributes.runId]: runId,
+      [SpanAttributes.workItemId]: options.workItemId,
+      ...(sessionKey !== undefined
+        ? { [SpanAttributes.conversationId]: sessionKey, [SpanAttributes.sessionKey]: sessionKey }
+        : {}),
+    },
+  });
+  if (!isTraced(span)) return body(noTurns);
+  let turnSpan: Span | undefined;
+  const endTurn = () => {
+    turnSpan?.end();
+    turnSpan = undefined;
+  };
+  const trace: RunTrace = {
+    turn(turn, fn) {
+      endTurn();
+      const current = startSpan('engage_turn', {
+        attributes: { [SpanAttributes.turn]: turn, [SpanAttributes.runId]: runId },
+      });
+      turnSpan = current;
+      return runInSpan(current, fn);
+    },
+    inTurn(fn) {
+      return turnSpan ? runInSpan(turnSpan, fn) : fn();
+    },
+  };
+  try {
+    const result = await runInSpan(span, () => body(trace));
+    endTurn();
+    span.setAttribute(SpanAttributes.runStatus, result.status);
+    span.setAttribute(SpanAttributes.runTurns, result.turns);
+    span.setAttribute(SpanAttributes.inputTokens, result.usage.inputTokens);
+    span.setAttribute(SpanAttributes.outputTokens, result.usage.outputTokens);
+    if (result.status === 'error') markSpanFailed(span, result.error?.code ?? 'error');
+    return result;
+  } catch (error) {
+    endTurn();
+    markSpanFailed(span, errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** `executeToolCall` as an `execute_tool {tool}` span, a child of the active turn (or of a code run). */
+export async function executeTracedToolCall(
+  call: ModelToolCall,
+  options: ExecuteToolCallOptions,
+): Promise<ToolCallOutcome> {
+  const execute = () => executeToolCall(call, options);
+  const span = startSpan(`execute_tool ${call.name}`, {
+    attributes: {
+      [SpanAttributes.operationName]: 'execute_tool',
+      [SpanAttributes.toolName]: call.name,
+      [SpanAttributes.toolCallId]: call.id,
+      [SpanAttributes.toolType]: 'function',
+    },
+  });
+  if (!isTraced(span)) return execute();
+  try {
+    const outcome = await runInSpan(span, execute);
+    if (outcome.isError) markSpanFailed(span, outcome.status);
+    return outcome;
+  } catch (error) {
+    markSpanFailed(span, errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
