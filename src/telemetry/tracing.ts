@@ -44,6 +44,8 @@ export const SpanAttributes = {
   workItemKind: 'agentd.work_item.kind',
   workItemParentId: 'agentd.work_item.parent_id',
   workItemAttempt: 'agentd.work_item.attempt',
+  workItemOutcome: 'agentd.work_item.outcome',
+  recallOutcome: 'agentd.recall.outcome',
   workerType: 'agentd.worker.type',
   codeLanguage: 'agentd.code.language',
   executionId: 'agentd.code.execution_id',

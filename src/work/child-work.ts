@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Bus, BusEvent } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { formatLedgerEntries } from '../ledger/index.js';
+import { SpanAttributes, withSpan } from '../telemetry/index.js';
 import { defineTool, type ToolContext, type ToolDefinition } from '../tools/index.js';
 import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { WorkQueue } from './queue.js';
@@ -141,17 +142,31 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
         (child) => child.dedupKey === fingerprint && child.state !== 'merged',
       );
       if (existing) return JSON.stringify({ id: existing.id, state: existing.state, existing: true });
-      const result = await queue.submit({
-        kind,
-        agentId: input.agent ?? parent.agentId ?? undefined,
-        title: input.title,
-        description: input.description,
-        params: input.params ?? {},
-        ...(input.priority !== undefined ? { priority: input.priority } : {}),
-        parentId,
-        dedupKey: fingerprint,
-        source: 'spawn_child_work',
-      });
+      // The child runs later in its own trace (a worker claims it); this span names it for correlation.
+      const result = await withSpan(
+        `submit_work_item ${kind}`,
+        {
+          attributes: {
+            [SpanAttributes.workItemKind]: kind,
+            [SpanAttributes.workItemParentId]: parentId,
+          },
+        },
+        async (span) => {
+          const submitted = await queue.submit({
+            kind,
+            agentId: input.agent ?? parent.agentId ?? undefined,
+            title: input.title,
+            description: input.description,
+            params: input.params ?? {},
+            ...(input.priority !== undefined ? { priority: input.priority } : {}),
+            parentId,
+            dedupKey: fingerprint,
+            source: 'spawn_child_work',
+          });
+          span.setAttribute(SpanAttributes.workItemId, submitted.id);
+          return submitted;
+        },
+      );
       return JSON.stringify({ id: result.id, state: 'queued', existing: result.merged });
     },
   });

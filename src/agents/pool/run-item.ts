@@ -1,3 +1,4 @@
+import { markSpanFailed, runInSpan, SpanAttributes, startSpan } from '../../telemetry/index.js';
 import { AgentdError } from '../../util/index.js';
 import { outcomeSummary, WorkErrorCodes, type WorkItem } from '../../work/index.js';
 import { complete } from './completions.js';
@@ -27,6 +28,18 @@ export async function runOne(
   const runner = state.options.runItem ?? pool.runItem;
   let timer: NodeJS.Timeout | undefined;
   const startedAt = performance.now();
+  // A claimed item starts its own trace: whatever was active in the claim loop did not cause it.
+  const span = startSpan(`work_item ${item.kind}`, {
+    root: true,
+    attributes: {
+      [SpanAttributes.workItemId]: item.id,
+      [SpanAttributes.workItemKind]: item.kind,
+      [SpanAttributes.workItemAttempt]: item.attempts,
+      [SpanAttributes.workerType]: state.name,
+      ...(item.parentId ? { [SpanAttributes.workItemParentId]: item.parentId } : {}),
+      ...(item.agentId ? { [SpanAttributes.agentId]: item.agentId } : {}),
+    },
+  });
   try {
     progress(pool, 'worker-started', item, `started "${item.title}"`);
     const heartbeat = async () => {
@@ -42,7 +55,9 @@ export async function runOne(
       heartbeat().catch((error) => logger.warn({ err: error, workItemId: item.id }, 'lease renewal failed'));
     }, pool.heartbeatIntervalMs);
     if (controller.signal.aborted) throw controller.signal.reason;
-    const data = await runner(item, { signal: controller.signal, heartbeat, workerId });
+    const data = await runInSpan(span, () =>
+      runner(item, { signal: controller.signal, heartbeat, workerId }),
+    );
     if (controller.signal.aborted) throw controller.signal.reason;
     const done = await complete(pool, {
       id: item.id,
@@ -63,9 +78,11 @@ export async function runOne(
         await queue.release(item.id, workerId).catch(() => undefined);
       }
       progress(pool, 'worker-cancelled', item, `stopped "${item.title}"`);
+      span.setAttribute(SpanAttributes.workItemOutcome, 'cancelled');
       return;
     }
     const payload = errorPayload(error);
+    markSpanFailed(span, payload.code);
     if (payload.code === WorkErrorCodes.leaseExpired) {
       logger.warn({ workItemId: item.id }, 'lost the lease of a work item; its result was discarded');
       return;
@@ -83,6 +100,7 @@ export async function runOne(
     }
   } finally {
     if (timer) clearInterval(timer);
+    span.end();
   }
 }
 
