@@ -1,3 +1,4 @@
+import { errorCodeOf, markSpanFailed, type Span, SpanAttributes, withSpan } from '../telemetry/index.js';
 import type { Clock, Logger } from '../util/index.js';
 import { silentLogger, systemClock } from '../util/index.js';
 import type { MemoryService } from './service.js';
@@ -11,6 +12,8 @@ export interface MemoryManagerOptions {
   logger?: Logger;
   /** Apply retention and embedding backfill every this many ticks (default: about every 30 minutes). */
   retentionEveryTicks?: number;
+  /** Told the code of each failure the manager logs and moves past (for the errors-by-worker metric). */
+  onError?: (code: string) => void;
 }
 
 export interface MemoryManagerTickResult {
@@ -90,7 +93,7 @@ export function createMemoryManager(options: MemoryManagerOptions): MemoryManage
     }
   };
 
-  const runTick = async (): Promise<MemoryManagerTickResult> => {
+  const runTick = async (span: Span): Promise<MemoryManagerTickResult> => {
     ticks++;
     const result: MemoryManagerTickResult = {
       sessionsChecked: 0,
@@ -103,9 +106,14 @@ export function createMemoryManager(options: MemoryManagerOptions): MemoryManage
     for (const stats of memory.loadedSessions()) {
       result.sessionsChecked++;
       try {
-        await maintain(stats, result);
+        await withSpan(
+          'memory_maintain',
+          { attributes: { [SpanAttributes.sessionKey]: stats.sessionKey } },
+          () => maintain(stats, result),
+        );
       } catch (error) {
         // One session's failure (e.g. archived meanwhile) must not stop maintenance of the others.
+        options.onError?.(errorCodeOf(error));
         logger.warn({ err: error, sessionKey: stats.sessionKey }, 'memory maintenance failed for a session');
       }
     }
@@ -115,6 +123,8 @@ export function createMemoryManager(options: MemoryManagerOptions): MemoryManage
         result.retention = true;
         result.embeddingsBackfilled = await memory.backfillEmbeddings(500);
       } catch (error) {
+        markSpanFailed(span, errorCodeOf(error));
+        options.onError?.(errorCodeOf(error));
         logger.warn({ err: error }, 'memory retention failed');
       }
     }
@@ -123,7 +133,16 @@ export function createMemoryManager(options: MemoryManagerOptions): MemoryManage
 
   const tick = (): Promise<MemoryManagerTickResult> => {
     if (current) return current;
-    current = runTick().finally(() => {
+    // A pass of its own (a timer started it), not part of whatever was active.
+    current = withSpan('memory_manager tick', { root: true }, async (span) => {
+      const result = await runTick(span);
+      span.setAttributes({
+        'agentd.memory.sessions_checked': result.sessionsChecked,
+        'agentd.memory.summaries': result.summaries,
+        'agentd.memory.unloaded': result.unloaded,
+      });
+      return result;
+    }).finally(() => {
       current = undefined;
     });
     return current;
