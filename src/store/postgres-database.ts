@@ -235,13 +235,6 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
           () => work(executorFor(outer)),
         );
       }
-      let client: pg.PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (error) {
-        throw translateError(error);
-      }
-      const scope = createTransactionScope(owner, client);
       let broken: Error | undefined;
       // A checked-out client whose connection is terminated emits 'error'; the pool only listens on idle
       // ones, and an unheard 'error' would take the whole process down. The next query fails with it anyway.
@@ -249,7 +242,25 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         broken = error;
         logger.warn({ err: error, location }, 'postgres connection lost inside a transaction');
       };
-      client.on('error', onConnectionError);
+      let client: pg.PoolClient;
+      try {
+        // The listener goes on inside the pool's callback, not after an `await`: a connection handed over
+        // by a query that just finished may have its termination notice in the same packet, parsed before
+        // any promise continuation runs.
+        client = await new Promise<pg.PoolClient>((resolve, reject) => {
+          pool.connect((error, connected) => {
+            if (error || !connected) {
+              reject(error ?? new Error('connection error: the pool gave no client'));
+              return;
+            }
+            connected.on('error', onConnectionError);
+            resolve(connected);
+          });
+        });
+      } catch (error) {
+        throw translateError(error);
+      }
+      const scope = createTransactionScope(owner, client);
       try {
         await query(client, 'BEGIN', undefined);
         try {

@@ -1,7 +1,9 @@
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
 import type { Runtime } from '../../src/runtime.js';
+import { createPostgresDatabase } from '../../src/store/index.js';
 import { postgresTestBackend } from '../helpers/databases.js';
 import { startRuntime, tempHome } from '../runtime/helpers.js';
 
@@ -11,6 +13,77 @@ interface HistoryMessage {
 }
 const textOf = (message: HistoryMessage) =>
   typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
+
+/** The ErrorResponse a backend sends when `pg_terminate_backend` ends it. */
+function terminationMessage(): Buffer {
+  const fields = Buffer.concat(
+    [
+      ['S', 'FATAL'],
+      ['V', 'FATAL'],
+      ['C', '57P01'],
+      ['M', 'terminating connection due to administrator command'],
+    ].map(([field, value]) => Buffer.from(`${field}${value}\0`)),
+  );
+  const body = Buffer.concat([fields, Buffer.from([0])]);
+  const header = Buffer.alloc(5);
+  header.write('E', 0);
+  header.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([header, body]);
+}
+
+/**
+ * A TCP proxy in front of the real server that, once armed, delivers the next ReadyForQuery together with a
+ * termination notice in one packet and closes the connection: the exact moment a kill can hit a pooled
+ * connection that was just handed from a finished query to a waiting transaction.
+ */
+async function startTerminatingProxy(
+  target: URL,
+): Promise<{ url: string; arm(): void; close(): Promise<void> }> {
+  let armed = false;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    sockets.add(client).add(upstream);
+    client.on('data', (chunk) => upstream.write(chunk));
+    client.on('close', () => upstream.destroy());
+    client.on('error', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    upstream.on('error', () => client.destroy());
+    let pending = Buffer.alloc(0);
+    upstream.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      let end = 0;
+      while (pending.length - end >= 5) {
+        const length = pending.readInt32BE(end + 1);
+        if (pending.length - end < length + 1) break;
+        const type = String.fromCharCode(pending[end]!);
+        end += length + 1;
+        if (armed && type === 'Z') {
+          armed = false;
+          client.end(Buffer.concat([pending.subarray(0, end), terminationMessage()]));
+          upstream.destroy();
+          return;
+        }
+      }
+      client.write(pending.subarray(0, end));
+      pending = pending.subarray(end);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    arm: () => {
+      armed = true;
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 describe('Postgres connections terminated under load', () => {
   let runtime: Runtime | undefined;
@@ -121,4 +194,38 @@ describe('Postgres connections terminated under load', () => {
       `[postgres faults] backends terminated=${terminated} acknowledged=${acknowledged.size}/16 items=${items.size}/8`,
     );
   }, 60_000);
+
+  it('a termination in the packet that hands a connection to a waiting transaction does not crash agentd', async () => {
+    const backend = await postgresTestBackend();
+    if (backend.kind !== 'server')
+      throw new Error('this test needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
+    const proxy = await startTerminatingProxy(new URL(backend.url));
+    const db = createPostgresDatabase({ connectionString: proxy.url, poolSize: 1 });
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.on('uncaughtException', onUncaught);
+    cleanups.push(async () => {
+      process.off('uncaughtException', onUncaught);
+      await db.close();
+      await proxy.close();
+    });
+    await db.all('SELECT 1');
+
+    proxy.arm();
+    // The pool's one connection runs the query; the transaction waits for it and receives it the moment
+    // the query's ReadyForQuery is read, with the termination notice right behind it in the same packet.
+    const [query, transaction] = await Promise.allSettled([
+      db.all('SELECT pg_sleep(0.05)'),
+      db.transaction((tx) => tx.all('SELECT 1')),
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(uncaught).toEqual([]);
+    expect(query.status).toBe('fulfilled');
+    expect(transaction).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'STORE_UNAVAILABLE', retryable: true },
+    });
+    // The broken connection is gone; the next transaction gets a fresh one.
+    expect(await db.transaction((tx) => tx.get('SELECT 1 AS one'))).toEqual({ one: 1 });
+  });
 });
