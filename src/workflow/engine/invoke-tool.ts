@@ -5,6 +5,7 @@ import type { ToolCallRecord, WorkflowTask } from '../task.js';
 import { type LoadedTool, ToolMisuseError, type WorkflowFunctionContext } from '../tools.js';
 import { type EngineCore, policyDenial } from './core.js';
 import type { Run } from './run-state.js';
+import { traceWorkflowTool } from './tracing.js';
 
 export type ToolOutcome =
   | { ok: true; value: unknown }
@@ -69,7 +70,7 @@ export async function invokeTool(
     });
   emitter.emit(run, 'tool_invoked', task.taskId, node.id, { toolId });
   try {
-    const value = await tool.invoke!(input, makeContext(tool));
+    const value = await traceWorkflowTool(toolId, () => tool.invoke!(input, makeContext(tool)));
     const completedAt = clock.now();
     calls.push({ toolId, input, output: value, status: 'success', misuse: false, startedAt, completedAt });
     core.metrics.recordDuration('tool.duration_ms', `tool=${toolId}`, completedAt - startedAt);

@@ -1,0 +1,96 @@
+import {
+  type Context,
+  errorCodeOf,
+  isTraced,
+  markSpanFailed,
+  runInSpan,
+  SpanAttributes,
+  startSpan,
+} from '../../telemetry/index.js';
+import type { DagNode } from '../dag.js';
+import { outcomeOf, type WorkflowTask } from '../task.js';
+import type { EngineCore } from './core.js';
+import type { Run } from './run-state.js';
+
+/**
+ * A run as the `workflow_run {workflow}` span. `parent` is the context of the `enqueue` that accepted it:
+ * the scheduler starts the run later, from wherever a slot freed.
+ */
+export async function traceWorkflowRun(
+  core: EngineCore,
+  run: Run,
+  parent: Context,
+  execute: () => Promise<void>,
+): Promise<void> {
+  const workflowId = core.workflow.id;
+  const span = startSpan(`workflow_run ${workflowId}`, {
+    parent,
+    attributes: {
+      [SpanAttributes.workflowId]: workflowId,
+      [SpanAttributes.workflowTaskId]: run.root.taskId,
+    },
+  });
+  if (!isTraced(span)) return execute();
+  try {
+    await runInSpan(span, execute, parent);
+    const status = outcomeOf(run.root.state) ?? 'failure';
+    span.setAttribute(SpanAttributes.workflowStatus, status);
+    if (status === 'failure') markSpanFailed(span, run.root.error?.code ?? run.root.state);
+  } catch (error) {
+    markSpanFailed(span, errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** One stage as the `workflow_node {node}` span; the node's tool calls and agent runs are its children. */
+export async function traceNode(
+  task: WorkflowTask,
+  node: DagNode,
+  execute: () => Promise<void>,
+): Promise<void> {
+  const span = startSpan(`workflow_node ${node.id}`, {
+    attributes: {
+      [SpanAttributes.workflowNodeId]: node.id,
+      [SpanAttributes.workflowNodeRole]: node.role,
+      [SpanAttributes.workflowTaskId]: task.taskId,
+    },
+  });
+  if (!isTraced(span)) return execute();
+  const recorded = task.history.length;
+  try {
+    await runInSpan(span, execute);
+    // The stage this node just recorded (none when the run was cancelled before it started).
+    const stage = task.history.length > recorded ? task.history[task.history.length - 1] : undefined;
+    if (stage) {
+      span.setAttribute(SpanAttributes.workflowStatus, stage.nodeStatus);
+      if (stage.error) markSpanFailed(span, stage.error.code);
+    }
+  } catch (error) {
+    markSpanFailed(span, errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** A tool call of a node as an `execute_tool {tool}` span (a throw marks it failed). */
+export async function traceWorkflowTool<T>(toolId: string, invoke: () => T | Promise<T>): Promise<T> {
+  const span = startSpan(`execute_tool ${toolId}`, {
+    attributes: {
+      [SpanAttributes.operationName]: 'execute_tool',
+      [SpanAttributes.toolName]: toolId,
+      [SpanAttributes.toolType]: 'function',
+    },
+  });
+  if (!isTraced(span)) return invoke();
+  try {
+    return await runInSpan(span, invoke);
+  } catch (error) {
+    markSpanFailed(span, errorCodeOf(error));
+    throw error;
+  } finally {
+    span.end();
+  }
+}
