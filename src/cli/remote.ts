@@ -21,13 +21,24 @@ export function sessionKeyFor(agent: string, session: string | undefined): strin
   return session.startsWith('agent:') ? session : `agent:${agent}:${session}`;
 }
 
-/** Sends one turn over the gateway and resolves with the final text, streaming deltas to `onDelta`. */
+/** `chat.send`'s answer to a session command instead of a started run. */
+interface CommandAnswer {
+  reset?: { sessionId?: string };
+  aborted?: boolean;
+}
+
+/**
+ * Sends one turn over the gateway and resolves with the final text, streaming deltas to `onDelta` and the
+ * name of each tool call as it starts to `onTool`. `/new`, `/reset` and `/stop` are answered by the
+ * `chat.send` response itself (no run, so no final `chat` event): they resolve with that answer.
+ */
 export async function remoteTurn(
   client: GatewayClient,
   sessionKey: string,
   text: string,
   timeoutMs: number,
   onDelta: (delta: string) => void,
+  onTool: (name: string) => void = () => {},
 ) {
   const idempotencyKey = `cli-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   return new Promise<{
@@ -48,7 +59,10 @@ export async function remoteTurn(
       timeoutMs,
     );
     const off = client.onEvent((event, payload) => {
-      if (event !== 'chat' || payload?.runId !== idempotencyKey) return;
+      if (payload?.runId !== idempotencyKey) return;
+      if (event === 'agent' && payload.stream === 'tool' && payload.data?.phase === 'start')
+        onTool(String(payload.data.name));
+      if (event !== 'chat') return;
       if (payload.state === 'delta' && typeof payload.deltaText === 'string') onDelta(payload.deltaText);
       if (payload.state === 'final' || payload.state === 'aborted' || payload.state === 'error') {
         clearTimeout(timer);
@@ -70,10 +84,23 @@ export async function remoteTurn(
         });
       }
     });
-    client.call('chat.send', { sessionKey, message: text, idempotencyKey }).catch((error) => {
-      clearTimeout(timer);
-      off();
-      reject(error);
-    });
+    client.call<CommandAnswer>('chat.send', { sessionKey, message: text, idempotencyKey }).then(
+      (answer) => {
+        if (answer?.reset === undefined && answer?.aborted === undefined) return;
+        clearTimeout(timer);
+        off();
+        const said = answer.reset
+          ? `New session${answer.reset.sessionId ? ` ${answer.reset.sessionId}` : ''} under ${sessionKey}.`
+          : answer.aborted
+            ? 'Stopped.'
+            : 'Nothing is running.';
+        resolve({ runId: idempotencyKey, status: 'completed', text: said });
+      },
+      (error) => {
+        clearTimeout(timer);
+        off();
+        reject(error);
+      },
+    );
   });
 }

@@ -1,11 +1,14 @@
-import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
 import { createRuntime, type Runtime } from '../../runtime.js';
+import { type ChatBackend, runChatRepl } from '../chat-repl.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 import { connectFromOptions, type RemoteOptions, remoteTurn, sessionKeyFor } from '../remote.js';
+
+/** A REPL turn over the gateway waits this long for its final event; `/stop` and Ctrl-C end it sooner. */
+const remoteTurnTimeoutMs = 600_000;
 
 /** What the commands need from the program: the configuration, the output, the exit code. */
 export interface CliCommandDeps {
@@ -96,7 +99,7 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
   program
     .command('chat')
     .description(
-      'an interactive chat (in-process, or with a running server with --url); /new, /goal, /stop work here too',
+      'an interactive chat (in-process, or with a running server with --url); /help lists its commands',
     )
     .option('-a, --agent <id>', 'agent id', 'main')
     .option('-s, --session <key>', 'session key')
@@ -109,37 +112,22 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
       let runtime: Runtime | undefined;
       let client: GatewayClient | undefined;
       try {
-        if (options.url) client = await connectFromOptions(options);
-        else runtime = await createRuntime({ config: deps.config() });
-        if (!json) deps.io.stdout(`agentd chat — session ${sessionKey}. Type a message; /exit quits.\n`);
-        const lines = createInterface({ input: process.stdin, terminal: process.stdin.isTTY ?? false });
-        const write = (delta: string) => {
-          if (!json) deps.io.stdout(delta);
-        };
-        const prompt = () => {
-          if (!json) deps.io.stdout('> ');
-        };
-        const off = runtime?.bus.subscribe({ sessionKey, types: ['run:text-delta'] }, (event) =>
-          write((event.data as { delta: string }).delta),
-        );
-        prompt();
-        for await (const line of lines) {
-          const text = line.trim();
-          if (text === '/exit' || text === '/quit') break;
-          if (text) {
-            const result = client
-              ? await remoteTurn(client, sessionKey, text, 600_000, write)
-              : await runtime!.sendMessage({ text, agentId: options.agent, sessionKey });
-            if (json) deps.io.stdout(`${JSON.stringify({ sessionKey, ...result })}\n`);
-            else {
-              if (result.status !== 'completed')
-                deps.io.stdout(`\n[${result.status}${result.error ? `: ${result.error.message}` : ''}]`);
-              deps.io.stdout('\n');
-            }
-          }
-          prompt();
+        let backend: ChatBackend;
+        if (options.url) {
+          client = await connectFromOptions(options);
+          backend = remoteChatBackend(client, sessionKey);
+        } else {
+          runtime = await createRuntime({ config: deps.config() });
+          backend = localChatBackend(runtime, options.agent, sessionKey);
         }
-        off?.();
+        await runChatRepl({
+          backend,
+          sessionKey,
+          input: process.stdin,
+          ...(process.stdin.isTTY && !json ? { terminal: process.stdout } : {}),
+          io: deps.io,
+          json,
+        });
       } catch (error) {
         fail(deps, error, json);
       } finally {
@@ -148,4 +136,57 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
       }
     });
   return program;
+}
+
+/** A status object as one line: its plain fields, `key value` separated by middots. */
+function statusLine(status: Record<string, unknown>): string {
+  return Object.entries(status)
+    .filter(([, value]) => ['string', 'number', 'boolean'].includes(typeof value))
+    .map(([key, value]) => `${key} ${String(value)}`)
+    .join(' · ');
+}
+
+/** The REPL against a running gateway: turns by `chat.send`, `/stop` by `chat.abort`, `/new` by `sessions.reset`. */
+export function remoteChatBackend(client: GatewayClient, sessionKey: string): ChatBackend {
+  return {
+    turn: (text, on) => remoteTurn(client, sessionKey, text, remoteTurnTimeoutMs, on.delta, on.tool),
+    async stop() {
+      const result = await client.call<{ aborted: boolean }>('chat.abort', { sessionKey });
+      return { aborted: result.aborted };
+    },
+    async reset(reason) {
+      const result = await client.call<{ sessionId?: string }>('sessions.reset', { key: sessionKey, reason });
+      return result.sessionId ? { sessionId: result.sessionId } : {};
+    },
+    status: async () => statusLine(await client.call<Record<string, unknown>>('status')),
+  };
+}
+
+/** The REPL in this process: the runtime's chat service and session store. */
+export function localChatBackend(runtime: Runtime, agentId: string, sessionKey: string): ChatBackend {
+  return {
+    async turn(text, on) {
+      const off = runtime.bus.subscribe(
+        { sessionKey, types: ['run:text-delta', 'run:tool-started'] },
+        (event) => {
+          if (event.type === 'run:text-delta') on.delta((event.data as { delta: string }).delta);
+          else on.tool((event.data as { toolName: string }).toolName);
+        },
+      );
+      try {
+        return await runtime.sendMessage({ text, agentId, sessionKey });
+      } finally {
+        off();
+      }
+    },
+    async stop() {
+      const result = await runtime.chat.abort({ sessionKey });
+      return { aborted: result.aborted };
+    },
+    async reset(reason) {
+      const result = await runtime.services.sessions.reset({ sessionKey, reason, archive: true });
+      return { sessionId: result.sessionId };
+    },
+    status: async () => statusLine((await runtime.services.health.status()) as Record<string, unknown>),
+  };
 }
