@@ -200,10 +200,11 @@ export interface Runtime {
    */
   goal(input: { text: string; agentId?: string; sessionKey?: string }): Promise<string>;
   /**
-   * Runs the workflow in `dir` (a directory with workflow.yaml below the working directory or the
-   * workspace) with `input`, and waits for the run to end.
+   * Runs the workflow in `dir` (a directory with workflow.yaml) with `input`, and waits for the run to end.
+   * The program's own directories are trusted; with `confined` (a request relayed from a client) only
+   * directories under `workflows.dirs` are accepted, as for the gateway's `workflow.run`.
    */
-  runWorkflow(input: { dir: string; input?: unknown }): Promise<RuntimeWorkflowRun>;
+  runWorkflow(input: { dir: string; input?: unknown; confined?: boolean }): Promise<RuntimeWorkflowRun>;
   health(): Record<string, unknown>;
   /** Graceful stop: no new connections, running turns aborted and persisted, database closed. */
   close(): Promise<void>;
@@ -794,8 +795,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       });
     },
 
-    async runWorkflow({ dir, input }) {
-      return workflows.run({ dir, input });
+    async runWorkflow({ dir, input, confined }) {
+      return workflows.run({ dir, input, ...(confined ? { confined } : {}) });
     },
 
     async sendMessage({ text, agentId = 'main', sessionKey, timeoutMs }) {

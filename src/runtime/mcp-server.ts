@@ -166,11 +166,12 @@ export function createAgentdMcpServer(runtime: Runtime): McpServer {
     'workflow_run',
     {
       description:
-        'Run an agentd workflow (a directory with workflow.yaml, under the working directory or the workspace) and wait for its result.',
+        "Run an agentd workflow (a directory with workflow.yaml under one of agentd's configured workflow directories, workflows.dirs; a relative path is taken from the first) and wait for its result.",
       inputSchema: { dir: z.string().min(1).max(1_000), input: z.unknown().optional() },
     },
     guarded(async ({ dir, input }) =>
-      json(await runtime.runWorkflow({ dir, ...(input !== undefined ? { input } : {}) })),
+      // A workflow names code to run: a client gets the gateway's confinement, never the program's trust.
+      json(await runtime.runWorkflow({ dir, confined: true, ...(input !== undefined ? { input } : {}) })),
     ),
   );
 

@@ -23,8 +23,15 @@ import {
 import type { WorkflowDispatch } from './workflow-dispatch.js';
 
 export interface WorkflowMethods {
-  /** `workflow.run` in-process, waiting for the result. */
-  run(params: { dir: string; input?: unknown }): Promise<{ taskId: string; result: unknown }>;
+  /**
+   * `workflow.run` in-process, waiting for the result. The embedding program's own directories are trusted;
+   * `confined` (a client's request, e.g. over MCP) accepts only directories under the configured roots.
+   */
+  run(params: {
+    dir: string;
+    input?: unknown;
+    confined?: boolean;
+  }): Promise<{ taskId: string; result: unknown }>;
   /** The directories workflows may be loaded from (resolved). */
   roots: string[];
   engineFor(dir: string): Promise<WorkflowEngine>;
@@ -158,10 +165,11 @@ export function registerWorkflowMethods(options: {
   }
 
   return {
-    async run({ dir, input }) {
-      const absolute = resolve(dir);
-      trustedDirs.add(realOrSelf(absolute));
-      const outcome = (await handlers.run({ dir: absolute, input, wait: true })) as {
+    async run({ dir, input, confined = false }) {
+      // Confined, `dir` goes to engineFor as a client's would: relative to the first root, checked by real path.
+      const target = confined ? dir : resolve(dir);
+      if (!confined) trustedDirs.add(realOrSelf(target));
+      const outcome = (await handlers.run({ dir: target, input, wait: true })) as {
         taskId: string;
         result?: unknown;
       };

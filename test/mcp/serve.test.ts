@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -115,4 +115,39 @@ describe('agentd mcp serve', () => {
     const listed = await client.callTool({ name: 'work_list', arguments: { state: 'queued' } });
     expect(JSON.parse(textOf(listed))).toEqual([]);
   });
+
+  it('runs workflows from the configured workflow directories only', async () => {
+    const home = tempHome('agentd-mcp-serve-wf-');
+    const example = fileURLToPath(new URL('../../examples/mini-editor', import.meta.url));
+    // One copy in the default workflow library, one in the workspace, where the agent's tools can write.
+    cpSync(example, join(home, 'workflow-library', 'mini-editor'), { recursive: true });
+    cpSync(example, join(home, 'workspace', 'mini-editor'), { recursive: true });
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [bin, '--home', home, 'mcp', 'serve'],
+        // The offline model: the example workflow runs without a key.
+        env: { ...(process.env as Record<string, string>), AGENTD_MODEL: '' },
+        stderr: 'pipe',
+      }),
+    );
+    cleanups.push(() => client.close());
+    const input = { request: 'Create a note about tide pools' };
+
+    for (const dir of [join(home, 'workspace', 'mini-editor'), '../workspace/mini-editor', example]) {
+      const refused = await client.callTool({ name: 'workflow_run', arguments: { dir, input } });
+      expect(refused.isError, dir).toBe(true);
+      expect(textOf(refused), dir).toMatch(/FORBIDDEN.*not in a configured workflow directory/);
+    }
+    const ran = await client.callTool(
+      { name: 'workflow_run', arguments: { dir: 'mini-editor', input } },
+      undefined,
+      { timeout: 60_000 },
+    );
+    expect(ran.isError).toBeFalsy();
+    expect(JSON.parse(textOf(ran))).toMatchObject({
+      result: { status: 'success', output: { title: expect.any(String) } },
+    });
+  }, 90_000);
 });
