@@ -210,6 +210,13 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
+/** A changed identity file is seen within this time (at once after a restart). */
+const identityRevalidateMs = 1_000;
+/** Chat turns of one session this close together share one automatic recall (see the chat service). */
+const autoRecallRefreshMs = 2_000;
+/** Audit-log events gather this long into one commit (several chat turns' worth under load). */
+const auditBatchDelayMs = 20;
+
 /**
  * Builds a runtime from a config: opens the store (SQLite, Postgres or RAM), resolves the model,
  * registers the built-in, `tools.modules`, MCP and given tools, and wires memory, agents and workflows.
@@ -274,7 +281,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     clock,
     idGenerator,
   });
-  const recorder: EventRecorder = createEventRecorder({ bus, events: store.events, logger });
+  const recorder: EventRecorder = createEventRecorder({
+    bus,
+    events: store.events,
+    logger,
+    batchDelayMs: auditBatchDelayMs,
+  });
 
   const credentials = providerSettings(config.credentials);
   const modelName = options.model
@@ -295,7 +307,13 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     env,
   });
   const memoryManager = createMemoryManager({ memory, clock, logger });
-  const identity = createIdentityLoader({ workspaceDir: state.workspaceDir, logger });
+  // Identity files are checked at most once a second, not on every chat turn.
+  const identity = createIdentityLoader({
+    workspaceDir: state.workspaceDir,
+    logger,
+    revalidateMs: identityRevalidateMs,
+    clock,
+  });
   const ledger = createLedger({ db: store.db, bus, clock });
   const skills = createSkillLibrary({
     dirs: [`${state.workspaceDir}/skills`],
@@ -501,6 +519,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           ? agentsWiring.goal({ argument, sessionKey, agentId })
           : Promise.resolve('Planning is not available.'),
     },
+    recallRefreshMs: autoRecallRefreshMs,
     onTurnActivity: (agentId, active) =>
       userTurns.set(agentId, (userTurns.get(agentId) ?? 0) + (active ? 1 : -1)),
     clock,

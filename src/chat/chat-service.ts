@@ -103,6 +103,15 @@ export interface CreateChatServiceOptions {
   /** Adds relevant long-term memories to the system prompt. Default true. */
   autoRecall?: boolean;
   recallMaxTokens?: number;
+  /**
+   * How long a session reuses its last automatic recall instead of searching long-term memory again
+   * (default 0: every turn searches). The full-text search ranks every stored entry that shares a word with
+   * the message, so its cost grows with long-term memory; turns that follow each other within this time
+   * (a fast exchange, a client replaying messages) share one search. The recalled block only ever names
+   * entries outside the session's context, and the context only gains entries, so a reused block stays
+   * true; it may miss what other sessions wrote in the meantime.
+   */
+  recallRefreshMs?: number;
   /** Longest accepted user message, in characters. */
   maxMessageChars?: number;
   /** How many finished runs are remembered for `wait` and idempotency. */
@@ -208,6 +217,10 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   const maxMessageChars = options.maxMessageChars ?? 100_000;
   const maxRememberedRuns = options.maxRememberedRuns ?? 1_000;
   const autoRecall = options.autoRecall ?? true;
+  const recallRefreshMs = options.recallRefreshMs ?? 0;
+  /** The last automatic recall of each session instance (by session id), for `recallRefreshMs`. */
+  const recentRecalls = new Map<string, { block: string; atMs: number }>();
+  const maxRecentRecalls = 10_000;
   const lanes = createKeyedMutex();
   const live = new Map<string, LiveRun>();
   const finished = new Map<string, ChatRunRecord>();
@@ -244,6 +257,35 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     options.sessions.touch(sessionId, { messageDelta, at: clock.now() }).catch((error: unknown) => {
       logger.warn({ err: error, sessionId }, 'could not update the session record');
     });
+
+  /** The recalled-memory block for the prompt: a fresh search, or the session's last one while it is recent. */
+  const recallBlock = async (ref: SessionRef, query: string): Promise<string> => {
+    const now = clock.now();
+    const recent = recentRecalls.get(ref.sessionId);
+    if (recallRefreshMs > 0 && recent && now - recent.atMs < recallRefreshMs) return recent.block;
+    const block = await options.memory
+      .recallForPrompt({
+        agentId: ref.agentId,
+        sessionKey: ref.sessionKey,
+        query,
+        maxTokens: options.recallMaxTokens ?? 400,
+      })
+      .catch((error: unknown) => {
+        logger.warn(
+          { err: error, sessionKey: ref.sessionKey },
+          'automatic recall failed; the turn continues without it',
+        );
+        return undefined;
+      });
+    if (block === undefined) return '';
+    if (recallRefreshMs > 0) {
+      recentRecalls.delete(ref.sessionId);
+      recentRecalls.set(ref.sessionId, { block, atMs: now });
+      if (recentRecalls.size > maxRecentRecalls)
+        recentRecalls.delete(recentRecalls.keys().next().value as string);
+    }
+    return block;
+  };
 
   const refFor = async (sessionKey: string, agentId: string): Promise<SessionRef> => {
     const session = await options.sessions.ensureActive(sessionKey, agentId);
@@ -319,42 +361,30 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     const userEntry = await options.memory.append(
       ref,
       { role: 'user', content: text, metadata: { runId: record.runId } },
-      // One transaction: the message is in the transcript and no longer pending, or neither.
-      inbox
-        ? async () => {
-            await inbox.delete(record.runId);
-            await inbox.markRunning({
-              runId: record.runId,
-              sessionKey: ref.sessionKey,
-              agentId: ref.agentId,
-              startedAt: record.startedAt,
-            });
-          }
-        : undefined,
+      // One transaction: the message is in the transcript and no longer pending, or neither. The session
+      // record's count joins it too, which saves a commit per turn.
+      async () => {
+        if (inbox) {
+          await inbox.delete(record.runId);
+          await inbox.markRunning({
+            runId: record.runId,
+            sessionKey: ref.sessionKey,
+            agentId: ref.agentId,
+            startedAt: record.startedAt,
+          });
+        }
+        await touchSession(ref.sessionId, 1);
+      },
     );
     running.add(record.runId);
     record.userMemoryId = userEntry.address;
-    await touchSession(ref.sessionId, 1);
 
     const lease = await options.memory.pin(ref);
     try {
       const identity = await options.identity.load(ref.agentId);
       const system: string[] = [identity.systemPrompt];
       if (autoRecall) {
-        const recalled = await options.memory
-          .recallForPrompt({
-            agentId: ref.agentId,
-            sessionKey: ref.sessionKey,
-            query: text,
-            maxTokens: options.recallMaxTokens ?? 400,
-          })
-          .catch((error: unknown) => {
-            logger.warn(
-              { err: error, sessionKey: ref.sessionKey },
-              'automatic recall failed; the turn continues without it',
-            );
-            return '';
-          });
+        const recalled = await recallBlock(ref, text);
         if (recalled) system.push(recalled);
       }
       const messages: ModelMessage[] = [
@@ -407,8 +437,14 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
               ),
           );
           if (kept.length === 0) return;
-          const entries = await options.memory.appendBatch(ref, kept);
-          await touchSession(ref.sessionId, entries.length);
+          // The reply, the session record and the end of the run in one transaction: with the reply durable
+          // the run is over, so a crash after it is no interruption to report.
+          const endsRun = inbox !== undefined && running.has(record.runId);
+          const entries = await options.memory.appendBatch(ref, kept, async () => {
+            await touchSession(ref.sessionId, kept.length);
+            if (endsRun) await inbox.markEnded(record.runId);
+          });
+          if (endsRun) running.delete(record.runId);
           const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');
           if (lastAssistant) record.assistantMemoryId = lastAssistant.address;
         },

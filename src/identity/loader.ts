@@ -2,7 +2,14 @@ import { existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ErrorCodes, type Logger, silentLogger, UserInputError } from '../util/index.js';
+import {
+  type Clock,
+  ErrorCodes,
+  type Logger,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
 import { type MarkdownSection, splitSections } from './markdown-sections.js';
 
 /** Precedence order, highest first. AGENT.md wins over AGENTS.md when both exist. */
@@ -54,6 +61,13 @@ export interface IdentityLoaderOptions {
   maxFileBytes?: number;
   /** Where the default texts live; defaults to the package's `defaults/workspace`. */
   defaultsDir?: string;
+  /**
+   * How long a built identity is used without checking its files again (default 0: every load checks).
+   * The check stats every candidate file, most of them absent, which costs more than the rest of a chat
+   * turn's bookkeeping; a change is then seen at the first load after this time (at once with `watch`).
+   */
+  revalidateMs?: number;
+  clock?: Clock;
 }
 
 export interface IdentityLoader {
@@ -111,7 +125,9 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
   const logger = (options.logger ?? silentLogger).child({ component: 'identity' });
   const defaultAgentId = options.defaultAgentId ?? 'main';
   const maxFileBytes = options.maxFileBytes ?? 1024 * 1024;
-  const cache = new Map<string, { signature: string; packet: IdentityPacket }>();
+  const revalidateMs = options.revalidateMs ?? 0;
+  const clock = options.clock ?? systemClock;
+  const cache = new Map<string, { signature: string; packet: IdentityPacket; checkedAtMs: number }>();
   const listeners = new Set<(agentId: string) => void>();
   const watchers = new Map<string, FSWatcher>();
   const watchedAgents = new Map<string, Set<string>>();
@@ -248,11 +264,17 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
         });
       }
       ensureWatching(agentId);
-      const signature = await signatureOf(agentId);
+      const now = clock.now();
       const cached = cache.get(agentId);
-      if (cached && cached.signature === signature) return structuredClone(cached.packet);
+      if (cached && revalidateMs > 0 && now - cached.checkedAtMs < revalidateMs)
+        return structuredClone(cached.packet);
+      const signature = await signatureOf(agentId);
+      if (cached && cached.signature === signature) {
+        cached.checkedAtMs = now;
+        return structuredClone(cached.packet);
+      }
       const packet = await build(agentId);
-      cache.set(agentId, { signature, packet });
+      cache.set(agentId, { signature, packet, checkedAtMs: now });
       return structuredClone(packet);
     },
     onChange(listener) {

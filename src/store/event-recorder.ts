@@ -12,6 +12,13 @@ export interface EventRecorderOptions {
    * which are many per run and fully represented by `run:finished`.
    */
   exclude?: ReadonlyArray<string>;
+  /**
+   * How long events gather before they are written in one transaction (default 0: what one synchronous
+   * stretch of code published). Each transaction is a commit; a chat turn publishes its events across many
+   * event-loop turns, so a few milliseconds here make one commit of what would be several. The audit log is
+   * not what acknowledges a message: nothing waits for these writes but `flush` and `stop`.
+   */
+  batchDelayMs?: number;
 }
 
 export interface EventRecorder {
@@ -34,10 +41,16 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   const excludedPrefixes = exclude.filter((type) => type.endsWith(':*')).map((type) => type.slice(0, -1));
   let buffer: EventInput[] = [];
   let writing: Promise<void> = Promise.resolve();
+  const batchDelayMs = options.batchDelayMs ?? 0;
   let scheduled = false;
+  let timer: NodeJS.Timeout | undefined;
 
   const write = () => {
     scheduled = false;
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
     const batch = buffer;
     buffer = [];
     if (batch.length === 0) return writing;
@@ -63,7 +76,8 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     buffer.push(input);
     if (!scheduled) {
       scheduled = true;
-      queueMicrotask(write);
+      if (batchDelayMs > 0) timer = setTimeout(write, batchDelayMs);
+      else queueMicrotask(write);
     }
   });
 

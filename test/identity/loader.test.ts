@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createIdentityLoader, type IdentityLoader, splitSections } from '../../src/identity/index.js';
-import { createRecordingLogger } from '../../src/util/index.js';
+import { createManualClock, createRecordingLogger } from '../../src/util/index.js';
 
 describe('identity loader', () => {
   let workspace: string;
@@ -114,6 +114,20 @@ describe('identity loader', () => {
     const packet = await loader.load('ren');
     expect(packet.systemPrompt).toContain('New user file.');
     expect(packet.layers[3]).toMatchObject({ present: true });
+  });
+
+  it('checks the files at most once per revalidateMs', async () => {
+    const path = write('agents/rev/SOUL.md', '# Soul\n\nVersion one.\n');
+    const clock = createManualClock();
+    loader = createIdentityLoader({ workspaceDir: workspace, revalidateMs: 1_000, clock });
+    expect((await loader.load('rev')).systemPrompt).toContain('Version one.');
+    writeFileSync(path, '# Soul\n\nVersion two.\n');
+    const later = new Date(Date.now() + 5_000);
+    utimesSync(path, later, later);
+    clock.advance(999);
+    expect((await loader.load('rev')).systemPrompt).toContain('Version one.');
+    clock.advance(1);
+    expect((await loader.load('rev')).systemPrompt).toContain('Version two.');
   });
 
   it('announces changes to watchers with watch: true', async () => {

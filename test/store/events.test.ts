@@ -1,4 +1,4 @@
-import { beforeEach, expect, it } from 'vitest';
+import { beforeEach, expect, it, vi } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
 import { createEventRecorder, createEventStore, type EventStore } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/index.js';
@@ -109,5 +109,38 @@ describeEachDatabase('EventStore', (getDb) => {
     expect(listed.map((event) => event.type)).toEqual(['run:started', 'store:degraded', 'system:error']);
     expect(listed[0]).toMatchObject({ at: 500, runId: 'r', agentId: 'main', data: { model: 'local' } });
     expect(listed[2]).toMatchObject({ sessionKey: 'agent:main:main', data: { code: 'E' } });
+  });
+
+  it('gathers the events of batchDelayMs into one write', async () => {
+    vi.useFakeTimers();
+    try {
+      const bus = createBus();
+      const batches: number[] = [];
+      const counted: EventStore = Object.create(events);
+      counted.appendMany = (inputs) => {
+        batches.push(inputs.length);
+        return events.appendMany(inputs);
+      };
+      const recorder = createEventRecorder({ bus, events: counted, batchDelayMs: 20 });
+      bus.publish('store:degraded', { reason: 'one' });
+      await vi.advanceTimersByTimeAsync(5);
+      bus.publish('store:degraded', { reason: 'two' });
+      await vi.advanceTimersByTimeAsync(5);
+      bus.publish('store:degraded', { reason: 'three' });
+      expect(batches).toEqual([]);
+      await vi.advanceTimersByTimeAsync(20);
+      expect(batches).toEqual([3]);
+      bus.publish('store:degraded', { reason: 'four' });
+      await recorder.stop();
+      expect(batches).toEqual([3, 1]);
+      expect((await events.list()).map((event) => (event.data as { reason: string }).reason)).toEqual([
+        'one',
+        'two',
+        'three',
+        'four',
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

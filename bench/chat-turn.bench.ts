@@ -1,0 +1,483 @@
+// Whole-runtime chat turn: OpenClaw-protocol WebSocket clients over loopback sending chat turns through
+// agentd's gateway to the whole runtime (createRuntime: durable store, memory write-through of both
+// messages, identity, engage loop, local model) at 1, 10 and 100 clients, on SQLite and on Postgres, with a
+// bare `ws` server answering every turn with the same frames (the floor) in the same run, interleaved per
+// client count. Then 1,000 idle sessions with history: the runtime's RSS after their clients left.
+//
+// Every server runs in its own child process (its CPU time and RSS are its own); the clients share this
+// process. AGENTD_BENCH_CPU_PROF=<dir> profiles the runtime servers' CPU during each measured phase (not the
+// start-up) and writes <dir>/<server>-<clients>.cpuprofile (summarize with bench/profile-summary.ts).
+// AGENTD_BENCH_PG_URL (default postgres://127.0.0.1:5432/test) names the Postgres server; each run uses a
+// fresh schema that is dropped afterwards. Without a reachable server the Postgres rows are left out.
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { cpus, loadavg, tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import WebSocket, { WebSocketServer } from 'ws';
+import { loadConfig } from '../src/config/index.js';
+import { createRuntime } from '../src/runtime.js';
+
+const clientCounts = [1, 10, 100];
+const warmupMs = 500;
+const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
+const idleSessions = 1000;
+const idleTurnsPerSession = 2;
+const idleClients = 100;
+const token = 'bench-token';
+const role = process.env.AGENTD_CHAT_TURN_BENCH_ROLE;
+/** Without a user name in the URL, the OS user's (as psql does; pg would send none when USER is unset). */
+const pgUrl = (() => {
+  const url = new URL(process.env.AGENTD_BENCH_PG_URL ?? 'postgres://127.0.0.1:5432/test');
+  if (!url.username) url.username = userInfo().username;
+  return url.toString();
+})();
+
+type ServerName = 'echo' | 'sqlite' | 'postgres';
+
+// --- servers (child processes) --------------------------------------------------------------------------
+
+async function serveRuntime(
+  databaseUrl: string | undefined,
+): Promise<{ port: number; stop(): Promise<void> }> {
+  const home = mkdtempSync(join(tmpdir(), 'agentd-chat-turn-bench-'));
+  const env = { AGENTD_HOME: home, AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
+  const runtime = await createRuntime({
+    config: loadConfig({ cwd: home, env, overrides: { port: 0, ...(databaseUrl ? { databaseUrl } : {}) } }),
+    env,
+  });
+  const { server } = await runtime.startGateway({ port: 0 });
+  return {
+    port: server.address()!.port,
+    stop: async () => {
+      await runtime.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The floor: the same frames of the same sizes per turn, no protocol logic. */
+async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
+  const pad = (text: string, bytes: number) =>
+    text.length >= bytes
+      ? text
+      : `${text.slice(0, -1)},"p":"${'x'.repeat(Math.max(0, bytes - text.length - 7))}"}`;
+  const challenge = JSON.stringify({
+    type: 'event',
+    event: 'connect.challenge',
+    payload: { nonce: 'n', ts: 0 },
+  });
+  const wss = new WebSocketServer({
+    host: '127.0.0.1',
+    port: 0,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  wss.on('connection', (ws) => {
+    let connected = false;
+    ws.send(challenge);
+    ws.on('message', (data) => {
+      const text = data.toString();
+      const id = /"id":"([^"]+)"/.exec(text)?.[1] ?? '';
+      if (!connected) {
+        connected = true;
+        ws.send(
+          pad(JSON.stringify({ type: 'res', id, ok: true, payload: { type: 'hello-ok' } }), helloBytes),
+        );
+        return;
+      }
+      const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
+      turnFrameBytes.forEach((bytes, index) => {
+        const last = index === turnFrameBytes.length - 1;
+        const frame =
+          index === 0
+            ? { type: 'res', id, ok: true, payload: { runId, status: 'started' } }
+            : {
+                type: 'event',
+                event: last ? 'chat' : 'agent',
+                payload: { runId, state: last ? 'final' : 'x' },
+                seq: index,
+              };
+        ws.send(pad(JSON.stringify(frame), bytes));
+      });
+    });
+  });
+  await new Promise((resolve) => wss.once('listening', resolve));
+  return (wss.address() as { port: number }).port;
+}
+
+if (role) {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  let stopRuntime: (() => Promise<void>) | undefined;
+  let port: number;
+  if (role === 'echo') {
+    port = await serveEcho(
+      Number(process.env.AGENTD_BENCH_HELLO_BYTES),
+      JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
+    );
+  } else {
+    const served = await serveRuntime(
+      role === 'postgres' ? process.env.AGENTD_BENCH_DATABASE_URL : undefined,
+    );
+    port = served.port;
+    stopRuntime = served.stop;
+  }
+  const profiler = new Session();
+  process.on('message', async (message: { type: string; file?: string }) => {
+    if (message.type === 'profile-start') {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+      await profiler.post('Profiler.setSamplingInterval', { interval: 200 });
+      await profiler.post('Profiler.start');
+      process.send!({ type: 'profile-start', value: 0 });
+    }
+    if (message.type === 'profile-stop') {
+      const { profile } = await profiler.post('Profiler.stop');
+      profiler.disconnect();
+      writeFileSync(message.file!, JSON.stringify(profile));
+      process.send!({ type: 'profile-stop', value: 0 });
+    }
+    if (message.type === 'rss') {
+      gc?.();
+      gc?.();
+      process.send!({ type: 'rss', value: process.memoryUsage().rss });
+    }
+    if (message.type === 'cpu') {
+      const usage = process.cpuUsage();
+      process.send!({ type: 'cpu', value: usage.user + usage.system });
+    }
+    if (message.type === 'stop') {
+      void (stopRuntime?.() ?? Promise.resolve()).finally(() => process.exit(0));
+    }
+  });
+  process.send!({ type: 'ready', port });
+}
+
+// --- clients (this process) -----------------------------------------------------------------------------
+
+interface Target {
+  name: ServerName;
+  port: number;
+  rss(): Promise<number>;
+  /** Server process CPU time so far, in microseconds. */
+  cpu(): Promise<number>;
+  /** Starts profiling when `file` is given; the returned function stops and writes the profile. */
+  profile(file: string | undefined): Promise<() => Promise<void>>;
+  stop(): Promise<void>;
+}
+
+async function startTarget(name: ServerName, env: Record<string, string> = {}): Promise<Target> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: ['--import', 'tsx', '--expose-gc'],
+    env: { ...process.env, AGENTD_CHAT_TURN_BENCH_ROLE: name, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const ready = await new Promise<{ port: number }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
+    child.on('message', (message: { type: string; port: number }) => {
+      if (message.type === 'ready') resolve(message);
+    });
+  });
+  const ask = (type: 'rss' | 'cpu' | 'profile-start' | 'profile-stop', file?: string) =>
+    new Promise<number>((resolve) => {
+      const onMessage = (message: { type: string; value: number }) => {
+        if (message.type !== type) return;
+        child.off('message', onMessage);
+        resolve(message.value);
+      };
+      child.on('message', onMessage);
+      child.send({ type, file });
+    });
+  return {
+    name,
+    port: ready.port,
+    rss: () => ask('rss'),
+    cpu: () => ask('cpu'),
+    profile: async (file) => {
+      if (file) await ask('profile-start');
+      return async () => {
+        if (file) await ask('profile-stop', file);
+      };
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.removeAllListeners('exit');
+        child.once('exit', () => resolve());
+        child.send({ type: 'stop' });
+      }),
+  };
+}
+
+interface Client {
+  ws: WebSocket;
+  name: string;
+  turn: number;
+  sessionKey: string;
+  onTurnEnd: (() => void) | undefined;
+  /** Bytes of each frame of the last turn (sizes the floor's frames). */
+  frames: number[];
+  helloBytes: number;
+}
+
+function openClient(port: number, name: string): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false });
+    const client: Client = {
+      ws,
+      name,
+      turn: 0,
+      sessionKey: `agent:main:${name}`,
+      onTurnEnd: undefined,
+      frames: [],
+      helloBytes: 0,
+    };
+    let connected = false;
+    ws.once('error', reject);
+    ws.on('message', (data: Buffer) => {
+      const frame = JSON.parse(data.toString()) as {
+        type: string;
+        event?: string;
+        payload?: { state?: string; runId?: string; type?: string };
+      };
+      if (!connected) {
+        if (frame.event === 'connect.challenge') {
+          ws.send(
+            JSON.stringify({
+              type: 'req',
+              id: `c-${name}`,
+              method: 'connect',
+              params: {
+                minProtocol: 4,
+                maxProtocol: 4,
+                client: { id: 'bench', version: '1', platform: 'linux', mode: 'cli' },
+                role: 'operator',
+                scopes: ['operator.write'],
+                auth: { token },
+              },
+            }),
+          );
+        } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
+          connected = true;
+          client.helloBytes = data.length;
+          resolve(client);
+        }
+        return;
+      }
+      client.frames.push(data.length);
+      if (
+        frame.event === 'chat' &&
+        frame.payload?.state === 'final' &&
+        frame.payload.runId === `${name}-${client.turn}`
+      ) {
+        const done = client.onTurnEnd;
+        client.onTurnEnd = undefined;
+        done?.();
+      }
+    });
+  });
+}
+
+function sendTurn(client: Client, onEnd: (latencyMs: number) => void): void {
+  client.turn++;
+  client.frames = [];
+  const sentAt = performance.now();
+  client.onTurnEnd = () => onEnd(performance.now() - sentAt);
+  client.ws.send(
+    JSON.stringify({
+      type: 'req',
+      id: `t-${client.name}-${client.turn}`,
+      method: 'chat.send',
+      params: {
+        sessionKey: client.sessionKey,
+        message: `turn ${client.turn}`,
+        idempotencyKey: `${client.name}-${client.turn}`,
+      },
+    }),
+  );
+}
+
+/** Closed loop: every client keeps exactly one turn in flight until `durationMs` has passed. */
+async function closedLoop(
+  clients: Client[],
+  durationMs: number,
+): Promise<{ latencies: number[]; elapsedMs: number }> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + durationMs;
+  await Promise.all(
+    clients.map(
+      (client) =>
+        new Promise<void>((resolve) => {
+          const next = () => {
+            if (performance.now() >= deadline) return resolve();
+            sendTurn(client, (latency) => {
+              latencies.push(latency);
+              next();
+            });
+          };
+          next();
+        }),
+    ),
+  );
+  return { latencies, elapsedMs: performance.now() - started };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+
+async function connect(target: Target, count: number, prefix: string): Promise<Client[]> {
+  const clients: Client[] = [];
+  for (let start = 0; start < count; start += 100) {
+    clients.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(100, count - start) }, (_, offset) =>
+          openClient(target.port, `${prefix}-${start + offset}`),
+        ),
+      )),
+    );
+  }
+  return clients;
+}
+
+async function phase(target: Target, count: number) {
+  const clients = await connect(target, count, `c${count}`);
+  await closedLoop(clients, warmupMs);
+  const profileDir = process.env.AGENTD_BENCH_CPU_PROF;
+  const stopProfile = await target.profile(
+    profileDir && target.name !== 'echo' ? join(profileDir, `${target.name}-${count}.cpuprofile`) : undefined,
+  );
+  const cpuBefore = await target.cpu();
+  const result = await closedLoop(clients, phaseMs);
+  const cpuUs = (await target.cpu()) - cpuBefore;
+  await stopProfile();
+  for (const client of clients) client.ws.terminate();
+  const rss = await target.rss();
+  const sorted = result.latencies.slice().sort((a, b) => a - b);
+  const turns = sorted.length;
+  return {
+    server: target.name,
+    clients: count,
+    turns,
+    'turns/s': Math.round((turns * 1000) / result.elapsedMs),
+    'p50 ms': round(percentile(sorted, 50), 3),
+    'p99 ms': round(percentile(sorted, 99), 3),
+    'max ms': round(sorted[sorted.length - 1] ?? Number.NaN, 1),
+    'server CPU µs/turn': Math.round(cpuUs / turns),
+    'RSS MiB': round(rss / 1024 / 1024, 1),
+  };
+}
+
+/** 1,000 sessions, each with `idleTurnsPerSession` turns of history, then every client gone. */
+async function idleSessionsRss(target: Target): Promise<{ before: number; after: number; turns: number }> {
+  const before = await target.rss();
+  const clients = await connect(target, idleClients, 'idle');
+  const perClient = idleSessions / idleClients;
+  let turns = 0;
+  await Promise.all(
+    clients.map(async (client) => {
+      for (let session = 0; session < perClient; session++) {
+        client.sessionKey = `agent:main:${client.name}-s${session}`;
+        for (let turn = 0; turn < idleTurnsPerSession; turn++) {
+          await new Promise<void>((resolve) => sendTurn(client, () => resolve()));
+          turns++;
+        }
+      }
+    }),
+  );
+  for (const client of clients) client.ws.terminate();
+  return { before, after: await target.rss(), turns };
+}
+
+async function freshPostgresSchema(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const schema = `agentd_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 1000 });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  } catch {
+    await admin.end().catch(() => {});
+    return undefined;
+  }
+  const url = new URL(pgUrl);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    url: url.toString(),
+    drop: async () => {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});
+      await admin.end().catch(() => {});
+    },
+  };
+}
+
+export default {
+  name: 'chat-turn',
+  description:
+    'whole-runtime chat turn through the gateway (durable store, memory, identity, engage loop, local model) at 1/10/100 clients on SQLite and Postgres vs a bare ws server sending the same frames',
+  async run() {
+    const schema = await freshPostgresSchema();
+    const targets: Target[] = [];
+    const rows: Array<Record<string, string | number>> = [];
+    let idle: Awaited<ReturnType<typeof idleSessionsRss>> | undefined;
+    let frameBytes: number[] = [];
+    try {
+      const sqlite = await startTarget('sqlite');
+      targets.push(sqlite);
+      // One turn sizes the floor's frames.
+      const [probe] = await connect(sqlite, 1, 'probe');
+      await new Promise<void>((resolve) => sendTurn(probe!, () => resolve()));
+      frameBytes = probe!.frames.slice();
+      probe!.ws.terminate();
+      const echo = await startTarget('echo', {
+        AGENTD_BENCH_HELLO_BYTES: String(probe!.helloBytes),
+        AGENTD_BENCH_FRAME_BYTES: JSON.stringify(frameBytes),
+      });
+      targets.unshift(echo);
+      if (schema) targets.push(await startTarget('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
+      for (const count of clientCounts) for (const target of targets) rows.push(await phase(target, count));
+      idle = await idleSessionsRss(sqlite);
+    } finally {
+      await Promise.all(targets.map((target) => target.stop()));
+      await schema?.drop();
+    }
+    const row = (server: ServerName, count: number) =>
+      rows.find((r) => r.server === server && r.clients === count);
+    const ratios = clientCounts.map((count) => {
+      const floor = row('echo', count)!;
+      const parts = (['sqlite', 'postgres'] as const).flatMap((server) => {
+        const r = row(server, count);
+        if (!r) return [];
+        return [
+          `${server} p50 ×${round(Number(r['p50 ms']) / Number(floor['p50 ms']))}, CPU/turn ×${round(Number(r['server CPU µs/turn']) / Number(floor['server CPU µs/turn']))}`,
+        ];
+      });
+      return `${count} client(s) vs floor: ${parts.join('; ')}`;
+    });
+    const one = row('sqlite', 1)!;
+    return {
+      rows,
+      notes: [
+        `frames per turn: ${frameBytes.length} (${frameBytes.join(', ')} bytes); the bare ws server ("echo") sends the same sizes`,
+        ...ratios,
+        `stalls at 1 client (SQLite): p99 ÷ p50 = ${round(Number(one['p99 ms']) / Number(one['p50 ms']))}`,
+        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, sqlite, postgres) so load hits all alike`,
+        'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',
+        idle
+          ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc: RSS ${round(idle.after / 1024 / 1024, 1)} MiB (${round(idle.before / 1024 / 1024, 1)} MiB before them)`
+          : 'idle sessions: not measured',
+        schema
+          ? `Postgres: ${pgUrl.replace(/\/\/[^@/]*@/, '//')} with a fresh schema, dropped afterwards`
+          : `Postgres: ${pgUrl} did not answer; no Postgres rows`,
+        `machine: ${cpus().length} cores shared with other work; load average at the end ${loadavg()
+          .map((value) => value.toFixed(1))
+          .join(' / ')}`,
+      ],
+    };
+  },
+};

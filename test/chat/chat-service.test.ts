@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest';
+import { createBus } from '../../src/bus/index.js';
+import {
+  type ChatInbox,
+  type ChatService,
+  createChatService,
+  type PendingMessage,
+  type RunningRun,
+} from '../../src/chat/index.js';
+import { createIdentityLoader } from '../../src/identity/index.js';
+import { createMemoryService, type MemoryService } from '../../src/memory/index.js';
+import { createKvStore, createSessionStore, type SqlDatabase } from '../../src/store/index.js';
+import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+import { tempHome } from '../runtime/helpers.js';
+
+const sessionKey = 'agent:main:main';
+
+function inboxOn(db: SqlDatabase): ChatInbox {
+  const kv = createKvStore(db);
+  return {
+    put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
+    delete: async (runId) => {
+      await kv.delete('inbox', runId);
+    },
+    list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
+    markRunning: (run) => kv.set('running', run.runId, JSON.stringify(run)),
+    markEnded: async (runId) => {
+      await kv.delete('running', runId);
+    },
+    listRunning: async () => (await kv.list('running')).map((entry) => JSON.parse(entry.value) as RunningRun),
+  };
+}
+
+/** The database with its top-level transactions counted (nested ones are savepoints of those). */
+function countingTransactions(db: SqlDatabase): { db: SqlDatabase; count(): number } {
+  let count = 0;
+  let depth = 0;
+  const counted: SqlDatabase = Object.create(db);
+  counted.transaction = async (work) => {
+    if (depth === 0) count++;
+    depth++;
+    try {
+      return await db.transaction(work);
+    } finally {
+      depth--;
+    }
+  };
+  return { db: counted, count: () => count };
+}
+
+function chatOn(
+  db: SqlDatabase,
+  extra: { memory?: MemoryService; recallRefreshMs?: number; clock?: ReturnType<typeof createManualClock> },
+): ChatService {
+  const bus = createBus();
+  return createChatService({
+    sessions: createSessionStore(db),
+    inbox: inboxOn(db),
+    memory: extra.memory ?? createMemoryService({ db, bus }),
+    identity: createIdentityLoader({ workspaceDir: tempHome('agentd-identity-') }),
+    bus,
+    autoRecall: extra.recallRefreshMs !== undefined,
+    ...(extra.recallRefreshMs !== undefined ? { recallRefreshMs: extra.recallRefreshMs } : {}),
+    ...(extra.clock ? { clock: extra.clock } : {}),
+    idGenerator: createSequentialIdGenerator(),
+    runTurn: async (input) => {
+      const result = {
+        status: 'completed' as const,
+        text: 'answer',
+        newMessages: [{ role: 'assistant' as const, content: 'answer' }],
+        usage: { inputTokens: 1, outputTokens: 1 },
+        turns: 1,
+        activeSkills: [],
+        compactions: 0,
+      };
+      await input.beforeFinish(result);
+      return result;
+    },
+  });
+}
+
+async function turn(chat: ChatService, text: string, runId: string) {
+  await chat.send({ sessionKey, agentId: 'main', text, idempotencyKey: runId });
+  return chat.wait(runId);
+}
+
+describeEachDatabase('chat service writes', (getDb) => {
+  it('keeps a turn in two transactions: the message with its dequeue, the reply with the end of the run', async () => {
+    const counting = countingTransactions(getDb());
+    const chat = chatOn(counting.db, {});
+    expect((await turn(chat, 'first', 'run-1')).status).toBe('completed');
+    const before = counting.count();
+    expect((await turn(chat, 'second', 'run-2')).status).toBe('completed');
+    expect(counting.count() - before).toBe(2);
+
+    const inbox = inboxOn(getDb());
+    expect(await inbox.list()).toEqual([]);
+    expect(await inbox.listRunning()).toEqual([]);
+    const session = await createSessionStore(getDb()).getActive(sessionKey);
+    expect(session?.messageCount).toBe(4);
+    const history = await createMemoryService({ db: getDb(), bus: createBus() }).history(sessionKey);
+    expect(history.map((entry) => entry.content)).toEqual(['first', 'answer', 'second', 'answer']);
+  });
+});
+
+describe('chat service automatic recall', () => {
+  it('reuses a session recall for turns within recallRefreshMs and searches again after it', async () => {
+    const { createMemoryStore } = await import('../../src/store/index.js');
+    const store = await createMemoryStore();
+    const clock = createManualClock();
+    const real = createMemoryService({ db: store.db, bus: createBus() });
+    const queries: string[] = [];
+    const memory: MemoryService = Object.create(real);
+    memory.recallForPrompt = (options) => {
+      queries.push(options.query);
+      return real.recallForPrompt(options);
+    };
+    const chat = chatOn(store.db, { memory, recallRefreshMs: 1_000, clock });
+    await turn(chat, 'alpha question', 'r1');
+    clock.advance(500);
+    await turn(chat, 'beta question', 'r2');
+    expect(queries).toEqual(['alpha question']);
+    clock.advance(600);
+    await turn(chat, 'gamma question', 'r3');
+    expect(queries).toEqual(['alpha question', 'gamma question']);
+    await store.close();
+  });
+
+  it('searches on every turn without recallRefreshMs', async () => {
+    const { createMemoryStore } = await import('../../src/store/index.js');
+    const store = await createMemoryStore();
+    const real = createMemoryService({ db: store.db, bus: createBus() });
+    const queries: string[] = [];
+    const memory: MemoryService = Object.create(real);
+    memory.recallForPrompt = (options) => {
+      queries.push(options.query);
+      return real.recallForPrompt(options);
+    };
+    const chat = chatOn(store.db, { memory, recallRefreshMs: 0 });
+    await turn(chat, 'alpha question', 'r1');
+    await turn(chat, 'beta question', 'r2');
+    expect(queries).toEqual(['alpha question', 'beta question']);
+    await store.close();
+  });
+});
