@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { activeContext, type Context } from '../../telemetry/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { runEvaluationSuites } from '../evaluation.js';
 import { buildInspection, type InspectionReport } from '../inspector.js';
@@ -9,6 +10,7 @@ import { executeRun, finishRun } from './execute-run.js';
 import { createRunRegistry } from './registry.js';
 import { abortRun, createRunState, newTaskRecord, type Run, rootSpec } from './run-state.js';
 import { setupEngine } from './setup.js';
+import { traceWorkflowRun } from './tracing.js';
 import type {
   CreateWorkflowEngineOptions,
   QueueStatus,
@@ -67,8 +69,8 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     registry.retire(run);
   }
 
-  async function execute(run: Run): Promise<'completed' | 'failed'> {
-    await executeRun(core, run);
+  async function execute(run: Run, traceParent: Context): Promise<'completed' | 'failed'> {
+    await traceWorkflowRun(core, run, traceParent, () => executeRun(core, run));
     finish(run);
     return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
   }
@@ -108,11 +110,15 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   ): { taskId: string; result: Promise<WorkflowRunResult> } {
     const run = startRun(input, runOptions);
     const taskId = run.root.taskId;
+    // The scheduler starts the run from wherever a slot frees: its span's parent is what enqueued it.
+    const traceParent = activeContext();
     try {
       const dispatch = options.dispatch;
       executor.submit({
         taskId,
-        run: dispatch ? () => dispatch(taskId, () => execute(run)) : () => execute(run),
+        run: dispatch
+          ? () => dispatch(taskId, () => execute(run, traceParent))
+          : () => execute(run, traceParent),
       });
     } catch (error) {
       registry.remove(run);

@@ -5,6 +5,7 @@ import { conclude, concludeOpen } from './conclude.js';
 import { cleanTask, type EngineCore } from './core.js';
 import { executeStage } from './execute-stage.js';
 import { nextStage, type Run } from './run-state.js';
+import { traceNode } from './tracing.js';
 import type { WorkflowRunResult } from './types.js';
 
 /**
@@ -26,7 +27,8 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
   try {
     for (let item = nextStage(run); item && !run.cancelled; item = nextStage(run)) {
       if (item.task.lifecycle === 'concluded') continue;
-      await executeStage(core, run, item.task, nodes.get(item.nodeId)!);
+      const node = nodes.get(item.nodeId)!;
+      await traceNode(item.task, node, () => executeStage(core, run, item.task, node));
     }
     if (run.cancelled) {
       concludeOpen(core, run, 'cancelled', { code: ErrorCodes.aborted, message: 'the run was cancelled' });
