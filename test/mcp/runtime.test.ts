@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,6 +53,16 @@ describe('MCP servers configured in agentd.yaml', () => {
         },
       }),
     );
+    // An operator's hook that records every call it is asked about: MCP tools pass through hooks too.
+    const hookSaw = join(home, 'hook-saw');
+    mkdirSync(hookSaw);
+    mkdirSync(join(home, 'hooks'));
+    writeFileSync(
+      join(home, 'hooks', 'before_tool_call.record'),
+      // One file per call: the calls of a batch run side by side (each hook in its own PID namespace).
+      `#!/bin/sh\ncat > "$(mktemp ${hookSaw}/call.XXXXXX)"\necho '{"action":"allow"}'\n`,
+    );
+    chmodSync(join(home, 'hooks', 'before_tool_call.record'), 0o755);
     const env = { AGENTD_HOME: home, OPENAI_BASE_URL: model.baseURL, AGENTD_MODEL: 'openai/gpt-test' };
     const runtime: Runtime = await createRuntime({
       config: loadConfig({ cwd: home, env }),
@@ -79,6 +89,8 @@ describe('MCP servers configured in agentd.yaml', () => {
     );
     const denied: string[] = [];
     runtime.bus.on('tool:policy-denied', (event) => denied.push(event.data.toolName));
+    const finished: Array<[string, boolean]> = [];
+    runtime.bus.on('run:tool-finished', (event) => finished.push([event.data.toolName, event.data.isError]));
     const result = await runtime.sendMessage({ text: 'add 2 and 3, then read the docs' });
     expect(result).toMatchObject({ status: 'completed', text: '2 + 3 is 5.' });
 
@@ -101,6 +113,23 @@ describe('MCP servers configured in agentd.yaml', () => {
     // The server's JSON Schema is enforced before the call leaves agentd.
     expect(byId.call_bad).toMatch(/Invalid arguments for mcp__calc__add: .*a must be number/);
     expect(denied).toEqual(['mcp__docs__secret']);
+    // The same run events as built-in tools (what the ledger, the gateway and the dashboard see)…
+    expect(finished).toEqual(
+      expect.arrayContaining([
+        ['mcp__calc__add', false],
+        ['mcp__docs__lookup', false],
+      ]),
+    );
+    // …and the same hooks, with the call's arguments.
+    const hooked = readdirSync(hookSaw).map(
+      (file) => JSON.parse(readFileSync(join(hookSaw, file), 'utf8')) as { toolName: string },
+    );
+    expect(hooked).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ toolName: 'mcp__calc__add', arguments: { a: 2, b: 3 } }),
+        expect.objectContaining({ toolName: 'mcp__docs__lookup', arguments: { topic: 'mcp' } }),
+      ]),
+    );
     expect(docs.headers.some((headers) => headers.authorization === 'Bearer docs-token-123')).toBe(true);
     expect(runtime.health().mcp).toEqual({
       calc: { state: 'ready', tools: 4 },
