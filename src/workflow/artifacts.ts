@@ -68,7 +68,14 @@ export function createArtifactStore(): ArtifactStore {
       const artifacts = byRun.get(rootTaskId);
       if (!artifacts) return;
       byRun.delete(rootTaskId);
-      for (const artifact of artifacts) byTask.delete(artifact.taskId);
+      // Neighbouring artifacts mostly belong to the same task (every stage of a chain does): skip the
+      // repeated deletes of one id.
+      let last: string | undefined;
+      for (const artifact of artifacts) {
+        if (artifact.taskId === last) continue;
+        last = artifact.taskId;
+        byTask.delete(last);
+      }
     },
   };
 }

@@ -8,9 +8,10 @@ export interface ScheduledJob {
   run(): Promise<'completed' | 'failed'>;
 }
 
+/** `at` is the scheduler's own reading of `now()` for the transition, so a listener need not read it again. */
 export interface SchedulerListener {
-  queued?(taskId: string, queueDepth: number): void;
-  dequeued?(taskId: string, waitedMs: number, queueDepth: number): void;
+  queued?(taskId: string, queueDepth: number, at: number): void;
+  dequeued?(taskId: string, waitedMs: number, queueDepth: number, at: number): void;
   rejected?(taskId: string, queueDepth: number): void;
 }
 
@@ -56,15 +57,32 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
   let head = 0;
   let running = 0;
   let paused = false;
-  const states = new Map<string, ScheduledTaskState>();
-  const maxRemembered = options.maxRemembered ?? 10_000;
+  // Queued and running jobs are always known; finished ones are remembered in the order they finished,
+  // `maxRemembered` at most, through a ring of their ids. (Evicting a map's first key instead would walk
+  // over every key deleted before it: thousands of steps per job once the map is full.)
+  const live = new Map<string, 'queued' | 'running'>();
+  const finished = new Map<string, { state: 'completed' | 'failed'; slot: number }>();
+  const maxRemembered = Math.max(0, options.maxRemembered ?? 10_000);
+  const finishOrder: Array<string | undefined> = [];
+  let finishCount = 0;
   let idleWaiters: Array<() => void> = [];
 
   const depth = () => queue.length - head;
   const remember = (taskId: string, state: ScheduledTaskState) => {
-    states.delete(taskId);
-    states.set(taskId, state);
-    if (states.size > maxRemembered) states.delete(states.keys().next().value!);
+    if (state === 'queued' || state === 'running') {
+      finished.delete(taskId);
+      live.set(taskId, state);
+      return;
+    }
+    live.delete(taskId);
+    if (maxRemembered === 0) return;
+    const slot = finishCount++ % maxRemembered;
+    const evicted = finishOrder[slot];
+    // The id leaves only if its entry is still the one this slot recorded (not a later finish of a
+    // resubmitted task with the same id).
+    if (evicted !== undefined && finished.get(evicted)?.slot === slot) finished.delete(evicted);
+    finishOrder[slot] = taskId;
+    finished.set(taskId, { state, slot });
   };
   const settleIdle = () => {
     if (running === 0 && (paused || depth() === 0) && idleWaiters.length > 0) {
@@ -83,7 +101,10 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
       }
       running++;
       remember(entry.job.taskId, 'running');
-      options.listener?.dequeued?.(entry.job.taskId, options.now() - entry.queuedAt, depth());
+      if (options.listener?.dequeued) {
+        const at = options.now();
+        options.listener.dequeued(entry.job.taskId, at - entry.queuedAt, depth(), at);
+      }
       entry.job.run().then(
         (result) => finish(entry.job.taskId, result),
         () => finish(entry.job.taskId, 'failed'),
@@ -112,23 +133,24 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
           details: { queueDepth: depth(), maxQueueSize: options.maxQueueSize },
         });
       }
-      queue.push({ job, queuedAt: options.now() });
+      const queuedAt = options.now();
+      queue.push({ job, queuedAt });
       remember(job.taskId, 'queued');
-      options.listener?.queued?.(job.taskId, depth());
+      options.listener?.queued?.(job.taskId, depth(), queuedAt);
       pump();
     },
     withdraw(taskId) {
       for (let index = head; index < queue.length; index++) {
         if (queue[index]?.job.taskId === taskId) {
           queue.splice(index, 1);
-          states.delete(taskId);
+          live.delete(taskId);
           settleIdle();
           return true;
         }
       }
       return false;
     },
-    stateOf: (taskId) => states.get(taskId),
+    stateOf: (taskId) => live.get(taskId) ?? finished.get(taskId)?.state,
     get queueDepth() {
       return depth();
     },

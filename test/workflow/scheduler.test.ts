@@ -86,6 +86,46 @@ describe('FIFO scheduler', () => {
     expect([executor.running, executor.queueDepth, executor.paused]).toEqual([0, 0, false]);
   });
 
+  it('always knows queued and running jobs; the bound applies to finished ones, in finishing order', async () => {
+    const executor = createFifoExecutor({
+      maxConcurrency: 1,
+      maxQueueSize: null,
+      now: () => 0,
+      maxRemembered: 1,
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    executor.submit({
+      taskId: 'slow',
+      run: async () => {
+        await held;
+        return 'failed';
+      },
+    });
+    for (const taskId of ['a', 'b', 'c']) executor.submit({ taskId, run: async () => 'completed' });
+    expect(['slow', 'a', 'b', 'c'].map((taskId) => executor.stateOf(taskId))).toEqual([
+      'running',
+      'queued',
+      'queued',
+      'queued',
+    ]);
+    release();
+    await executor.drain();
+    expect(['slow', 'a', 'b', 'c'].map((taskId) => executor.stateOf(taskId))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      'completed',
+    ]);
+    // A finished id submitted again runs again, and its new end is what is remembered.
+    executor.submit({ taskId: 'a', run: async () => 'failed' });
+    expect(executor.stateOf('a')).toBe('running');
+    await executor.drain();
+    expect([executor.stateOf('a'), executor.stateOf('c')]).toEqual(['failed', undefined]);
+  });
+
   it('remembers the states of a bounded number of jobs', async () => {
     const executor = createFifoExecutor({
       maxConcurrency: 4,

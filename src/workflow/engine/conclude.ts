@@ -4,7 +4,8 @@ import { type MergeInput, type Run, settledState } from './run-state.js';
 
 /**
  * Ends a task: sets its terminal state, reports it, writes it, and — for a child — lets its parent move on
- * once all its siblings have ended too. A concluded task is never concluded again.
+ * once all its siblings have ended too. A concluded task is never concluded again. `now` is the time the
+ * caller already read when the end follows from what it just recorded (the stage that reached an EXIT).
  */
 export function conclude(
   core: EngineCore,
@@ -12,24 +13,24 @@ export function conclude(
   task: WorkflowTask,
   state: TaskState,
   error?: WorkflowTask['error'],
+  now: number = core.clock.now(),
 ): void {
   if (task.lifecycle === 'concluded') return;
   task.state = state;
   task.lifecycle = 'concluded';
   if (error) task.error = error;
-  task.completedAt = task.updatedAt = core.clock.now();
+  task.completedAt = task.updatedAt = now;
   const outcome = outcomeOf(state)!;
+  const payload: Record<string, unknown> = { status: outcome, state };
+  if (task.error) payload.error = task.error;
+  if (task.parentTaskId) payload.parentTaskId = task.parentTaskId;
   core.emitter.emit(
     run,
     outcome === 'failure' ? 'task_failed' : 'task_completed',
     task.taskId,
     task.currentStageId,
-    {
-      status: outcome,
-      state,
-      ...(task.error ? { error: task.error } : {}),
-      ...(task.parentTaskId ? { parentTaskId: task.parentTaskId } : {}),
-    },
+    payload,
+    now,
   );
   core.persist(run, (store) => store.saveTask(cleanTask(core, task)));
   if (task.parentTaskId) childSettled(core, run, task);

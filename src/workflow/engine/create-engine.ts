@@ -39,9 +39,10 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     type: 'task_queued' | 'task_dequeued' | 'queue_full',
     taskId: string,
     payload: Record<string, unknown>,
+    at?: number,
   ) => {
     const run = runs.get(taskId);
-    if (run) core.emitter.emit(run, type, taskId, undefined, payload);
+    if (run) core.emitter.emit(run, type, taskId, undefined, payload, at);
     else core.emitter.emitLoose(type, taskId, payload);
   };
   const executor =
@@ -49,11 +50,14 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     createFifoExecutor({
       maxConcurrency: schedulerConfig.enabled ? schedulerConfig.max_concurrency : 1,
       maxQueueSize: schedulerConfig.max_queue_size,
+      // `queueStatus` asks only about the runs this engine retains; the executor's default of 10,000
+      // finished states kept that many entries alive, a garbage-collection cost on every short run.
+      maxRemembered: retainRuns,
       now: () => clock.now(),
       listener: {
-        queued: (taskId, depth) => emitScheduler('task_queued', taskId, { queueDepth: depth }),
-        dequeued: (taskId, waitedMs, depth) =>
-          emitScheduler('task_dequeued', taskId, { waitedMs, queueDepth: depth }),
+        queued: (taskId, depth, at) => emitScheduler('task_queued', taskId, { queueDepth: depth }, at),
+        dequeued: (taskId, waitedMs, depth, at) =>
+          emitScheduler('task_dequeued', taskId, { waitedMs, queueDepth: depth }, at),
         rejected: (taskId, depth) =>
           emitScheduler('queue_full', taskId, {
             queueDepth: depth,

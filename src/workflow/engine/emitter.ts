@@ -11,13 +11,18 @@ import {
 import type { Run } from './run-state.js';
 
 export interface Emitter {
-  /** Records an event in the run's log and hands it to listeners, plugins and the bus. */
+  /**
+   * Records an event in the run's log and hands it to listeners, plugins and the bus. `timestamp` is the
+   * moment the caller already read for what the event reports (a stage's start or end): reading the clock
+   * again would cost a system call per event for the same millisecond.
+   */
   emit(
     run: Run,
     type: TelemetryEventType,
     taskId: string,
     stageId: string | undefined,
     payload: Record<string, unknown>,
+    timestamp?: number,
   ): void;
   /** An event of no run's sequence (a scheduler event for a run not yet known): delivered, not logged. */
   emitLoose(type: TelemetryEventType, taskId: string, payload: Record<string, unknown>): void;
@@ -73,14 +78,14 @@ export function createEmitter(options: EmitterOptions): Emitter {
   }
 
   return {
-    emit(run, type, taskId, stageId, payload) {
+    emit(run, type, taskId, stageId, payload, timestamp) {
       const event: TelemetryEvent = {
         eventId: `${run.root.taskId}:${++run.seq}`,
         rootTaskId: run.root.taskId,
         taskId,
         stageId,
         type,
-        timestamp: clock.now(),
+        timestamp: timestamp ?? clock.now(),
         payload: redact ? redact(payload) : payload,
         metadata: eventMetadata,
       };

@@ -17,10 +17,16 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
   const { root } = run;
   root.lifecycle = 'active';
   root.state = 'in_progress';
-  core.emitter.emit(run, 'task_started', root.taskId, undefined, {
-    startNodeId: run.startNodeId,
-    request: root.spec.request,
-  });
+  // The START stage begins at the moment the run is reported started: one clock reading for both.
+  let startedAt: number | undefined = core.clock.now();
+  core.emitter.emit(
+    run,
+    'task_started',
+    root.taskId,
+    undefined,
+    { startNodeId: run.startNodeId, request: root.spec.request },
+    startedAt,
+  );
   core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
   run.queue.push({ task: root, nodeId: run.startNodeId });
   const nodes = core.workflow.dag.nodes;
@@ -28,7 +34,9 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
     for (let item = nextStage(run); item && !run.cancelled; item = nextStage(run)) {
       if (item.task.lifecycle === 'concluded') continue;
       const node = nodes.get(item.nodeId)!;
-      await traceNode(item.task, node, () => executeStage(core, run, item.task, node));
+      const stageStartedAt = startedAt;
+      await traceNode(item.task, node, () => executeStage(core, run, item.task, node, stageStartedAt));
+      startedAt = undefined;
     }
     if (run.cancelled) {
       concludeOpen(core, run, 'cancelled', { code: ErrorCodes.aborted, message: 'the run was cancelled' });
@@ -62,7 +70,7 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     taskId: root.taskId,
     nodeId: undefined,
     type: 'telemetry_snapshot',
-    createdAt: core.clock.now(),
+    createdAt: root.completedAt ?? core.clock.now(),
     payload: { eventCounts: counts, events: run.events.length },
     metadata: { ...workflow.metadata },
   });

@@ -31,6 +31,13 @@ function denied(
   return denial;
 }
 
+type StageContext = { items: ContextItem[]; metadata: Record<string, unknown> | undefined };
+/** What a node with `context: none` gets; shared, so the common case allocates nothing. */
+const noContext: StageContext = Object.freeze({
+  items: Object.freeze([]) as unknown as ContextItem[],
+  metadata: undefined,
+});
+
 /** The node's context profile assembled from the memory stores; none when the node asks for `none`. */
 export async function stageContext(
   core: EngineCore,
@@ -38,9 +45,9 @@ export async function stageContext(
   task: WorkflowTask,
   node: DagNode,
   input: unknown,
-): Promise<{ items: ContextItem[]; metadata: Record<string, unknown> | undefined }> {
+): Promise<StageContext> {
   const profileId = node.manifest.context;
-  if (profileId === 'none') return { items: [], metadata: undefined };
+  if (profileId === 'none') return noContext;
   const profile = core.profiles.get(profileId)!;
   const denial = denied(core, run, task, node, 'context', profile.id);
   if (denial) {
@@ -124,7 +131,8 @@ async function performStage(
       message: `node "${node.id}" is denied by policy "${nodeDenial.policy}"`,
     });
   }
-  const context = await stageContext(core, run, task, node, input);
+  // Awaited only when there is a profile to assemble: an await per stage is a turn of the microtask queue.
+  const context = manifest.context === 'none' ? noContext : await stageContext(core, run, task, node, input);
   outcome.contextMetadata = context.metadata;
   if (manifest.inputs_schema_id && !mergeInputs)
     checkSchema(core, manifest.inputs_schema_id, input, 'INPUT_INVALID', `input of node "${node.id}"`);
@@ -174,19 +182,38 @@ async function performStage(
   }
 }
 
-const labelCache = new WeakMap<DagNode, Record<'node' | WorkflowOutcome, string>>();
-function metricLabels(node: DagNode): Record<'node' | WorkflowOutcome, string> {
-  let labels = labelCache.get(node);
-  if (!labels) {
-    labels = {
-      node: `node=${node.id}`,
-      success: `node=${node.id},status=success`,
-      failure: `node=${node.id},status=failure`,
-      partial: `node=${node.id},status=partial`,
-    };
-    labelCache.set(node, labels);
+/**
+ * What every stage of a node reports the same way, built once per node: metric labels, the `node_started`
+ * payload and the artifact metadata per status. Frozen, since every event and artifact of the node shares
+ * them.
+ */
+interface NodeStatics {
+  labels: Readonly<Record<'node' | WorkflowOutcome, string>>;
+  started: Readonly<Record<string, unknown>>;
+  artifactMetadata: Readonly<Record<WorkflowOutcome, Readonly<Record<string, unknown>>>>;
+}
+const staticsCache = new WeakMap<DagNode, NodeStatics>();
+function staticsOf(node: DagNode): NodeStatics {
+  let statics = staticsCache.get(node);
+  if (!statics) {
+    const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });
+    statics = Object.freeze({
+      labels: Object.freeze({
+        node: `node=${node.id}`,
+        success: `node=${node.id},status=success`,
+        failure: `node=${node.id},status=failure`,
+        partial: `node=${node.id},status=partial`,
+      }),
+      started: Object.freeze({ role: node.role, kind: node.manifest.kind }),
+      artifactMetadata: Object.freeze({
+        success: metadata('success'),
+        failure: metadata('failure'),
+        partial: metadata('partial'),
+      }),
+    });
+    staticsCache.set(node, statics);
   }
-  return labels;
+  return statics;
 }
 
 /** Roles whose `continue_on_failure` lets the task go on along their single out-edge. */
@@ -200,21 +227,24 @@ function mayContinue(node: DagNode, error: StageError): boolean {
 
 /**
  * Executes one node for one task: runs the stage, records it (history, metrics, artifact, database, task
- * memory), and then either concludes the task on a failure or routes it on.
+ * memory), and then either concludes the task on a failure or routes it on. The clock is read twice per
+ * stage (start and end; `startedAt` when the caller has just read it) and every record of the stage uses
+ * those two readings.
  */
 export async function executeStage(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
   node: DagNode,
+  startedAt: number = core.clock.now(),
 ): Promise<void> {
   const { clock, emitter } = core;
   const manifest = node.manifest;
-  const startedAt = clock.now();
+  const statics = staticsOf(node);
   task.lifecycle = 'active';
   if (task.state === 'pending') task.state = 'in_progress';
   task.currentStageId = node.id;
-  emitter.emit(run, 'node_started', task.taskId, node.id, { role: node.role, kind: manifest.kind });
+  emitter.emit(run, 'node_started', task.taskId, node.id, statics.started, startedAt);
 
   const mergeInputs = node.role === 'merge' ? run.pendingMerges.get(task.taskId) : undefined;
   if (mergeInputs) run.pendingMerges.delete(task.taskId);
@@ -257,7 +287,7 @@ export async function executeStage(
   task.updatedAt = completedAt;
   // A DECISION routes and does not transform: its verdict stays in the stage record, the payload flows on.
   if (!error && node.role !== 'decision') task.currentOutput = outcome.output;
-  const labels = metricLabels(node);
+  const labels = statics.labels;
   core.metrics.recordDuration('node.duration_ms', labels.node, completedAt - startedAt);
   core.metrics.increment('node.executions', labels[stage.nodeStatus]);
   core.artifacts.add({
@@ -268,7 +298,7 @@ export async function executeStage(
     type: 'node_output',
     createdAt: completedAt,
     payload: core.redact ? core.redact(stage.output) : stage.output,
-    metadata: { status: stage.nodeStatus, role: node.role },
+    metadata: statics.artifactMetadata[stage.nodeStatus],
   });
   core.persist(run, (store) => store.appendStage(task, core.redact ? core.redact(stage) : stage));
   if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
@@ -277,21 +307,36 @@ export async function executeStage(
 
   if (error) {
     task.failureSignatures.push(`${node.id}:${error.code}`);
-    emitter.emit(run, 'node_failed', task.taskId, node.id, { error, durationMs: completedAt - startedAt });
+    emitter.emit(
+      run,
+      'node_failed',
+      task.taskId,
+      node.id,
+      { error, durationMs: completedAt - startedAt },
+      completedAt,
+    );
     if (!mayContinue(node, error)) {
-      conclude(core, run, task, error.code === ErrorCodes.aborted ? 'cancelled' : 'failed', {
-        ...error,
-        nodeId: node.id,
-      });
+      conclude(
+        core,
+        run,
+        task,
+        error.code === ErrorCodes.aborted ? 'cancelled' : 'failed',
+        { ...error, nodeId: node.id },
+        completedAt,
+      );
       return;
     }
     task.toleratedFailure = true;
   } else {
-    emitter.emit(run, 'node_completed', task.taskId, node.id, {
-      status: stage.nodeStatus,
-      durationMs: completedAt - startedAt,
-    });
+    emitter.emit(
+      run,
+      'node_completed',
+      task.taskId,
+      node.id,
+      { status: stage.nodeStatus, durationMs: completedAt - startedAt },
+      completedAt,
+    );
     if (outcome.partial) task.toleratedFailure = true;
   }
-  route(core, run, task, node, outcome.selected, outcome.splitItems);
+  route(core, run, task, node, outcome.selected, outcome.splitItems, completedAt);
 }

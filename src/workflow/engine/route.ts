@@ -40,13 +40,17 @@ export function splitItemsOf(output: unknown): unknown[] | undefined {
   return undefined;
 }
 
-/** Follows one edge: queues the target, or — for a child reaching a MERGE — hands the child to its parent. */
+/**
+ * Follows one edge: queues the target, or — for a child reaching a MERGE — hands the child to its parent.
+ * `now` is when the stage that routes here completed.
+ */
 export function advance(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
   from: DagNode,
   edge: WorkflowEdgeManifest,
+  now?: number,
 ): void {
   task.routingTrace.push(
     edge.label
@@ -57,7 +61,7 @@ export function advance(
   if (target.role === 'merge' && task.parentTaskId !== undefined) {
     // Inside a clone or subtask the first MERGE reached collects the child into its parent.
     task.arrivedAtMerge = target.id;
-    conclude(core, run, task, settledState(task));
+    conclude(core, run, task, settledState(task), undefined, now);
     return;
   }
   run.queue.push({ task, nodeId: edge.to });
@@ -78,7 +82,7 @@ function suspend(
 /**
  * Moves a task on after a successful (or tolerated) stage, by the node's role: EXIT concludes, DECISION
  * follows the selected edge, BRANCH clones the task per edge, SPLIT creates a subtask per item, and every
- * other role follows its single edge.
+ * other role follows its single edge. `now` is when that stage completed (read once by the caller).
  */
 export function route(
   core: EngineCore,
@@ -87,6 +91,7 @@ export function route(
   node: DagNode,
   selected: WorkflowEdgeManifest | undefined,
   splitItems: unknown[] | undefined,
+  now?: number,
 ): void {
   switch (node.role) {
     case 'exit': {
@@ -99,13 +104,14 @@ export function route(
         state === 'failed' && !task.error
           ? { code: 'ALWAYS_FAIL', message: `EXIT "${node.id}" has always_fail`, nodeId: node.id }
           : undefined,
+        now,
       );
       return;
     }
     case 'decision': {
       const label = (selected!.label ?? selected!.condition)!;
-      core.emitter.emit(run, 'routing_decision', task.taskId, node.id, { label, to: selected!.to });
-      advance(core, run, task, node, selected!);
+      core.emitter.emit(run, 'routing_decision', task.taskId, node.id, { label, to: selected!.to }, now);
+      advance(core, run, task, node, selected!, now);
       return;
     }
     case 'branch':
@@ -115,7 +121,7 @@ export function route(
       split(core, run, task, node, splitItems!);
       return;
     default:
-      advance(core, run, task, node, node.outEdges[0]!);
+      advance(core, run, task, node, node.outEdges[0]!, now);
   }
 }
 
