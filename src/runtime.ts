@@ -72,6 +72,7 @@ import {
   createLogRing,
   createMetricsRegistry,
   createRedactor,
+  createSloMetrics,
   type MetricsRegistry,
   type Redactor,
   startTelemetry,
@@ -306,7 +307,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     config: memoryConfig,
     env,
   });
-  const memoryManager = createMemoryManager({ memory, clock, logger });
+  const memoryManager = createMemoryManager({
+    memory,
+    clock,
+    logger,
+    onError: (code) => slo.recordError('memory_manager', code),
+  });
   // Identity files are checked at most once a second, not on every chat turn.
   const identity = createIdentityLoader({
     workspaceDir: state.workspaceDir,
@@ -417,24 +423,39 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const approvers = new Map<string, ToolApprover>();
 
   const metrics = createMetricsRegistry();
-  const turnLatency = metrics.histogram(
-    'agentd_response_seconds',
-    'Time from a chat message to the end of its run',
-  );
+  // The seed's SLOs: OpenTelemetry instruments (exported when OTEL_* started an SDK above) and /metrics.
+  const slo = createSloMetrics({ registry: metrics });
   const turnsTotal = metrics.counter('agentd_turns_total', 'Chat runs by final status');
   const errorsTotal = metrics.counter('agentd_errors_total', 'Errors by component');
   const workEvents = metrics.counter('agentd_work_events_total', 'Work item lifecycle events by type');
   bus.on('run:finished', (event) => turnsTotal.inc({ status: event.data.status }));
   bus.subscribe({ types: ['work:*'] }, (event) => workEvents.inc({ type: event.type }));
   bus.on('system:error', (event) => errorsTotal.inc({ component: event.data.component }));
+  bus.on('system:error', (event) =>
+    slo.recordError('system', event.data.code, { 'agentd.component': event.data.component }),
+  );
+  const workFailed = (data: { kind: string; error: { code: string }; remote?: boolean }) => {
+    // A failure in another process is counted there.
+    if (!data.remote) slo.recordError('work', data.error.code, { 'agentd.work_item.kind': data.kind });
+  };
+  bus.on('work:failed', (event) => workFailed(event.data));
+  bus.on('work:dead', (event) => workFailed(event.data));
+  bus.on('workflow:task-failed', (event) => {
+    const { taskId, rootTaskId, payload } = event.data;
+    const error = payload.error as { code?: unknown } | undefined;
+    if (taskId === rootTaskId)
+      slo.recordError('workflow', typeof error?.code === 'string' ? error.code : 'failed');
+  });
   recordWorkflowMetrics(bus, metrics);
   const healthSamples = createHealthSampler({
     clock,
     logger,
     gauges: async () => {
       const counts = agentsWiring ? await agentsWiring.queue.counts() : undefined;
+      const queueDepth = counts ? (counts.queued ?? 0) + (counts.running ?? 0) : 0;
+      slo.setQueueDepth(queueDepth);
       return {
-        queueDepth: counts ? (counts.queued ?? 0) + (counts.running ?? 0) : 0,
+        queueDepth,
         activeRuns: chat.activeRuns().length,
         agents: agentsWiring?.agents?.listStates().length ?? 0,
       };
@@ -501,15 +522,20 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     runTurn: async (input) => {
       const started = clock.now();
       let failed = true;
+      let status = 'error';
+      let code: string = ErrorCodes.internal;
       try {
         const result = await runTurn(input);
         failed = result.status === 'error';
+        status = result.status;
+        code = result.error?.code ?? code;
         // Provider error texts can echo request data; they reach clients through `wait`, so scrub them here.
         if (result.error)
           result.error = { ...result.error, message: redactor.redactText(result.error.message) };
         return result;
       } finally {
-        turnLatency.observe((clock.now() - started) / 1000);
+        slo.recordResponse((clock.now() - started) / 1000, status);
+        if (failed) slo.recordError('chat', code);
         healthSamples.observeTurn(clock.now() - started, failed);
       }
     },
@@ -520,6 +546,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           : Promise.resolve('Planning is not available.'),
     },
     recallRefreshMs: autoRecallRefreshMs,
+    onRecall: (outcome) => slo.recordRecall(outcome),
     onTurnActivity: (agentId, active) =>
       userTurns.set(agentId, (userTurns.get(agentId) ?? 0) + (active ? 1 : -1)),
     clock,

@@ -5,7 +5,9 @@ import type { MemoryEntry, MemoryService, SessionRef } from '../memory/index.js'
 import { toModelMessages } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
 import type { SessionStore } from '../store/index.js';
+import { activeContext, type RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
+import { traceChatRun, traceRecall } from './tracing.js';
 import {
   AgentdError,
   type Clock,
@@ -118,6 +120,8 @@ export interface CreateChatServiceOptions {
   maxRememberedRuns?: number;
   /** Tells the memory manager and heartbeat that a user-led turn is running for the agent. */
   onTurnActivity?: (agentId: string, active: boolean) => void;
+  /** How each automatic recall ended (the recall-success SLO); a reused recall is not reported. */
+  onRecall?: (outcome: RecallOutcome) => void;
   clock?: Clock;
   idGenerator: IdGenerator;
   logger?: Logger;
@@ -263,20 +267,20 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     const now = clock.now();
     const recent = recentRecalls.get(ref.sessionId);
     if (recallRefreshMs > 0 && recent && now - recent.atMs < recallRefreshMs) return recent.block;
-    const block = await options.memory
-      .recallForPrompt({
+    const block = await traceRecall(options.onRecall, () =>
+      options.memory.recallForPrompt({
         agentId: ref.agentId,
         sessionKey: ref.sessionKey,
         query,
         maxTokens: options.recallMaxTokens ?? 400,
-      })
-      .catch((error: unknown) => {
-        logger.warn(
-          { err: error, sessionKey: ref.sessionKey },
-          'automatic recall failed; the turn continues without it',
-        );
-        return undefined;
-      });
+      }),
+    ).catch((error: unknown) => {
+      logger.warn(
+        { err: error, sessionKey: ref.sessionKey },
+        'automatic recall failed; the turn continues without it',
+      );
+      return undefined;
+    });
     if (block === undefined) return '';
     if (recallRefreshMs > 0) {
       recentRecalls.delete(ref.sessionId);
@@ -555,6 +559,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   }) => {
     const trimmed = message.trim();
     const record = newRecord(runId, sessionKey, agentId);
+    // The turn runs later, in the session's lane: its span's parent is what accepted the message.
+    const traceParent = activeContext();
     const controller = new AbortController();
     const done = lanes.run(sessionKey, async () => {
       options.onTurnActivity?.(agentId, true);
@@ -578,7 +584,10 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           // A command is not replayed after a crash: it may have acted already.
           await options.inbox?.delete(runId);
           await runLocalReply(record, ref, handler);
-        } else await runModelTurn(record, ref, message, controller.signal);
+        } else
+          await traceChatRun(record, ref.sessionId, traceParent, () =>
+            runModelTurn(record, ref, message, controller.signal),
+          );
       } catch (error) {
         logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
         record.status = 'error';
