@@ -7,7 +7,6 @@ import type { ModelMessage } from '../model/index.js';
 import type { SessionStore } from '../store/index.js';
 import { activeContext, type RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
-import { traceChatRun, traceRecall } from './tracing.js';
 import {
   AgentdError,
   type Clock,
@@ -18,6 +17,7 @@ import {
   systemClock,
   UserInputError,
 } from '../util/index.js';
+import { traceChatRun, traceRecall } from './tracing.js';
 
 /** What `runTurn` gets: everything the engage loop needs for one chat run, prepared by the chat service. */
 export interface ChatTurnInput {
