@@ -125,6 +125,12 @@ function filterSql(filter: EntryFilter, params: SqlValue[]): string {
   return clauses.join(' AND ');
 }
 
+/** Weights of a match in the previous and in the next conversational turn, relative to the entry's own words. */
+export interface ContextWeights {
+  before: number;
+  after: number;
+}
+
 export interface RankedRow extends EntryRow {
   rank: number;
 }
@@ -455,45 +461,85 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return found;
     },
 
-    /** Full-text ranking; `rank` is higher-is-better on both dialects. */
-    async fullText(filter: EntryFilter, terms: ReadonlyArray<string>, limit: number): Promise<RankedRow[]> {
+    /**
+     * Full-text ranking over each entry's words and those of its neighbouring turns (migration 0014), the
+     * neighbours counting `weights.before` / `weights.after` of the entry's own words; `rank` is
+     * higher-is-better on both dialects. Returns up to `limit` rows; when filters leave fewer than
+     * `enough`, the ranking is redone over every match instead of the best-ranked ones.
+     */
+    async fullText(
+      filter: EntryFilter,
+      terms: ReadonlyArray<string>,
+      limit: number,
+      weights: ContextWeights,
+      enough = limit,
+    ): Promise<RankedRow[]> {
       if (terms.length === 0) return [];
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
         const match = ftsAnyOf(terms);
         const where = filterSql(filter, params);
+        const bm25 = 'bm25(memory_fts, 1.0, ?, ?)';
+        const columnWeights = [weights.before, weights.after];
         // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
         // before ranking costs far more. When filters drop too many candidates, rank over the full join.
-        const candidates = Math.max(limit * 5, 50);
+        const candidates = Math.max(limit * 2, 50);
         let rows = await db.all<RankedRow>(
-          `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts ` +
+          `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, ${bm25} AS rank FROM memory_fts ` +
             `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
-          [match, candidates, ...params, limit],
+          [...columnWeights, match, candidates, ...params, limit],
         );
-        if (rows.length < limit) {
+        if (rows.length < Math.min(enough, limit)) {
           const total = await db.get<{ n: number }>(
             'SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
             [match, candidates],
           );
           if (Number(total?.n ?? 0) >= candidates) {
             rows = await db.all<RankedRow>(
-              `SELECT ${entryColumns}, bm25(memory_fts) AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+              `SELECT ${entryColumns}, ${bm25} AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
                 `WHERE memory_fts MATCH ? AND ${where} ORDER BY rank LIMIT ?`,
-              [match, ...params, limit],
+              [...columnWeights, match, ...params, limit],
             );
           }
         }
         // bm25() is lower-is-better.
         return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
       }
-      params.push(tsqueryAnyOf(terms));
+      // ts_rank weights are listed {D, C, B, A}: the entry's own words carry A, the turn before B, after C.
+      params.push(`{0, ${Number(weights.after)}, ${Number(weights.before)}, 1}`, tsqueryAnyOf(terms));
       const where = filterSql(filter, params);
       const rows = await db.all<RankedRow>(
-        `SELECT ${entryColumns}, ts_rank(e.search_vector, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
-          `WHERE e.search_vector @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+        `SELECT ${entryColumns}, ts_rank(?::real[], e.context_vector, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+          `WHERE e.context_vector @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
         [...params, limit],
       );
       return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
+    },
+
+    /**
+     * Conversational turns (user and assistant entries, not tombstones) at the given addresses that pass
+     * the filter: the neighbours a search lifts by the score of a matching turn next to them.
+     */
+    async turnsAt(
+      filter: EntryFilter,
+      ids: ReadonlyArray<{ sessionKey: string; memoryId: number }>,
+    ): Promise<StoredEntry[]> {
+      if (ids.length === 0) return [];
+      const params: SqlValue[] = [];
+      const where = filterSql(filter, params);
+      const byKey = new Map<string, number[]>();
+      for (const id of ids) byKey.set(id.sessionKey, [...(byKey.get(id.sessionKey) ?? []), id.memoryId]);
+      const groups: string[] = [];
+      for (const [key, memoryIds] of byKey) {
+        groups.push(`(e.session_key = ? AND e.memory_id IN (${placeholders(memoryIds.length)}))`);
+        params.push(key, ...memoryIds);
+      }
+      const rows = await db.all<EntryRow>(
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} AND (${groups.join(' OR ')}) ` +
+          "AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'",
+        params,
+      );
+      return rows.map(rowToEntry);
     },
 
     /** Entries whose words contain `topic` as a phrase, newest first. */
@@ -502,7 +548,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (dialect === 'sqlite') {
         const phrase = ftsPhrase(topic);
         if (!phrase) return [];
-        params.push(phrase);
+        // Only the entry's own words: the neighbour columns would match the turns around it too.
+        params.push(`content : ${phrase}`);
         const where = filterSql(filter, params);
         const rows = await db.all<EntryRow>(
           `SELECT ${entryColumns} FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +

@@ -122,8 +122,10 @@ describeEachDatabase('long-term memory', (getDb) => {
       content: 'Biscuit the puppy belongs to another agent',
     });
     const hits = await memory.search({ agentId: 'alpha', query: 'What is the name of the puppy Biscuit?' });
-    expect(hits.map((hit) => hit.address)).toEqual(['agent:alpha:a#1', 'agent:alpha:b#1']);
+    // b#2 holds none of the words: it follows b#1, so it ranks through its neighbour, below both matches.
+    expect(hits.map((hit) => hit.address)).toEqual(['agent:alpha:a#1', 'agent:alpha:b#1', 'agent:alpha:b#2']);
     expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+    expect(hits[1]!.score).toBeGreaterThan(hits[2]!.score);
     expect(hits[0]).toMatchObject({
       mode: 'fts',
       source: 'ram',
@@ -131,14 +133,17 @@ describeEachDatabase('long-term memory', (getDb) => {
       role: 'user',
       sessionKey: 'agent:alpha:a',
     });
-    // Stemming: "running" matches "run".
-    expect((await memory.search({ agentId: 'alpha', query: 'run' })).map((hit) => hit.memoryId)).toEqual([2]);
+    // Stemming: "running" matches "run"; the turn before it follows through its neighbour.
+    expect((await memory.search({ agentId: 'alpha', query: 'run' })).map((hit) => hit.address)).toEqual([
+      'agent:alpha:b#2',
+      'agent:alpha:b#1',
+    ]);
     expect(await memory.search({ agentId: 'alpha', query: '!!!' })).toEqual([]);
     expect(
       (await memory.search({ agentId: 'alpha', query: 'puppy', sessionKey: 'agent:alpha:b' })).map(
         (hit) => hit.address,
       ),
-    ).toEqual(['agent:alpha:b#1']);
+    ).toEqual(['agent:alpha:b#1', 'agent:alpha:b#2']);
   });
 
   it('hybrid search fuses BM25 with vectors from the hashing embedder', async () => {

@@ -1,6 +1,7 @@
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { parseMemoryAddress, toMemoryItem } from '../items.js';
 import { type EntryFilter, rowToEntry, type StoredEntry } from '../ltm-store.js';
+import { fuseRankings, rrfRankConstant, spreadToNeighbours } from '../ranking.js';
 import { estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
 import type {
   HistoryEntry,
@@ -34,6 +35,15 @@ function ramEntries(ctx: MemoryContext, filter: { agentId: string; sessionKey?: 
     found.push(...ram.entries);
   }
   return found.sort((left, right) => right.createdAtMs - left.createdAtMs || right.memoryId - left.memoryId);
+}
+
+/** A user or assistant message: what neighbour smoothing treats as a conversational turn. */
+function isTurn(entry: StoredEntry): boolean {
+  return (
+    entry.kind === 'entry' &&
+    (entry.role === 'user' || entry.role === 'assistant') &&
+    entry.state !== 'tombstone'
+  );
 }
 
 function clampLimit(ctx: MemoryContext, limit: number | undefined, fallback: number): number {
@@ -98,39 +108,74 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
     source: entry.archivedAtMs !== null ? 'archive' : entry.state === 'active' ? 'ram' : 'ltm',
     mode,
   });
+  /**
+   * The lexical ranking: BM25 over each entry and its neighbouring turns, then neighbour smoothing over
+   * the candidates; entries only reached through a neighbour are read afterwards. At most `needed` entries.
+   */
+  const lexical = async (needed: number): Promise<Array<{ entry: StoredEntry; score: number }>> => {
+    const { recall: settings } = config;
+    const rows = await ltm.fullText(
+      filter,
+      terms,
+      Math.max(needed, settings.candidateCount),
+      settings.contextWeights,
+      needed,
+    );
+    const known = new Map<string, StoredEntry>();
+    const candidates = rows.map((row) => {
+      const entry = rowToEntry(row);
+      known.set(entry.address, entry);
+      return {
+        sessionKey: entry.sessionKey,
+        memoryId: entry.memoryId,
+        score: row.rank,
+        spreads: isTurn(entry),
+      };
+    });
+    const ranked = spreadToNeighbours(candidates, settings.neighbourWeights);
+    const found: Array<{ entry: StoredEntry; score: number }> = [];
+    let next = 0;
+    while (found.length < needed && next < ranked.length) {
+      // Read the unknown neighbours among the next best in one query; some are not turns and drop out.
+      const window = ranked.slice(next, next + 2 * (needed - found.length));
+      next += window.length;
+      const missing = window.filter((turn) => !known.has(`${turn.sessionKey}#${turn.memoryId}`));
+      for (const entry of await ltm.turnsAt(filter, missing)) known.set(entry.address, entry);
+      for (const turn of window) {
+        const entry = known.get(`${turn.sessionKey}#${turn.memoryId}`);
+        if (entry && found.length < needed) found.push({ entry, score: turn.score });
+      }
+    }
+    return found;
+  };
   return readWithFallback(
     ctx,
     async () => {
       if (mode === 'fts') {
-        const rows = await ltm.fullText(filter, terms, limit + exclude.size);
-        return rows
-          .map((row) => toHit(rowToEntry(row), row.rank))
-          .filter((hit) => !exclude.has(hit.address))
-          .slice(0, limit);
+        return (await lexical(limit + exclude.size))
+          .filter(({ entry }) => !exclude.has(entry.address))
+          .slice(0, limit)
+          .map(({ entry, score }) => toHit(entry, score));
       }
       const candidates = config.embeddings.candidateCount + exclude.size;
-      const [rows, [queryVector]] = await Promise.all([
-        ltm.fullText(filter, terms, candidates),
+      const [words, [queryVector]] = await Promise.all([
+        lexical(candidates),
         embedder!.embed([searchOptions.query]),
       ]);
       const near = await ltm.nearest(filter, embedder!.model, queryVector!, candidates);
-      // Reciprocal-rank fusion: robust to the two rankings having unrelated score scales.
-      const fused = new Map<number, number>();
-      rows.forEach((row, index) => {
-        fused.set(Number(row.id), 1 / (60 + index + 1));
-      });
-      near.forEach((hit, index) => {
-        fused.set(hit.rowId, (fused.get(hit.rowId) ?? 0) + config.embeddings.vectorWeight / (60 + index + 1));
-      });
-      const order = [...fused.entries()].sort((left, right) => right[1] - left[1] || right[0] - left[0]);
-      const known = new Map(rows.map((row) => [Number(row.id), rowToEntry(row)] as const));
-      const missing = order.map(([rowId]) => rowId).filter((rowId) => !known.has(rowId));
+      const known = new Map(words.map(({ entry }) => [entry.rowId!, entry] as const));
+      const order = fuseRankings([
+        { items: words.map(({ entry }) => entry.rowId!), weight: 1 },
+        { items: near.map((hit) => hit.rowId), weight: config.embeddings.vectorWeight },
+      ]);
+      const missing = order.filter((rowId) => !known.has(rowId));
       for (const [rowId, entry] of await ltm.entriesByRowIds(missing)) known.set(rowId, entry);
       const hits: SearchHit[] = [];
-      for (const [rowId, score] of order) {
+      for (const [index, rowId] of order.entries()) {
         const entry = known.get(rowId);
         if (!entry || exclude.has(entry.address)) continue;
-        hits.push(toHit(entry, score));
+        // The fused order is what counts; the score only has to fall with it.
+        hits.push(toHit(entry, 1 / (rrfRankConstant + index + 1)));
         if (hits.length >= limit) break;
       }
       return hits;
