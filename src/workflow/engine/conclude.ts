@@ -32,7 +32,7 @@ export function conclude(
     payload,
     now,
   );
-  core.persist(run, (store) => store.saveTask(cleanTask(core, task)));
+  if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, task)));
   if (task.parentTaskId) childSettled(core, run, task);
 }
 

@@ -27,7 +27,7 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
     { startNodeId: run.startNodeId, request: root.spec.request },
     startedAt,
   );
-  core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
+  if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
   run.queue.push({ task: root, nodeId: run.startNodeId });
   const nodes = core.workflow.dag.nodes;
   try {
@@ -35,7 +35,9 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
       if (item.task.lifecycle === 'concluded') continue;
       const node = nodes.get(item.nodeId)!;
       const stageStartedAt = startedAt;
-      await traceNode(item.task, node, () => executeStage(core, run, item.task, node, stageStartedAt));
+      if (run.traced)
+        await traceNode(item.task, node, () => executeStage(core, run, item.task, node, stageStartedAt));
+      else await executeStage(core, run, item.task, node, stageStartedAt);
       startedAt = undefined;
     }
     if (run.cancelled) {

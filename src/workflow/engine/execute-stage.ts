@@ -300,7 +300,9 @@ export async function executeStage(
     payload: core.redact ? core.redact(stage.output) : stage.output,
     metadata: statics.artifactMetadata[stage.nodeStatus],
   });
-  core.persist(run, (store) => store.appendStage(task, core.redact ? core.redact(stage) : stage));
+  // Guarded here rather than only inside `persist`: the closure alone is an allocation per stage.
+  if (core.durable)
+    core.persist(run, (store) => store.appendStage(task, core.redact ? core.redact(stage) : stage));
   if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
     await core.addMemory('task', outcome.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] });
   }

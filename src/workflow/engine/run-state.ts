@@ -38,6 +38,12 @@ export interface Run {
   /** Parents whose children are all terminal and that will execute a MERGE with these inputs. */
   pendingMerges: Map<string, MergeInput[]>;
   startNodeId: string;
+  /**
+   * False once the run's own span turned out to be a no-op (no tracer registered, no traced parent): its
+   * stages then skip their spans too, which would be no-ops as well but cost a span object and a context
+   * check each.
+   */
+  traced: boolean;
   finished: boolean;
   resolve: (result: WorkflowRunResult) => void;
   result: Promise<WorkflowRunResult>;
@@ -93,6 +99,7 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     head: 0,
     pendingMerges: new Map(),
     startNodeId,
+    traced: true,
     finished: false,
     resolve,
     result,

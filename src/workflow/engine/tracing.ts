@@ -30,7 +30,10 @@ export async function traceWorkflowRun(
       [SpanAttributes.workflowTaskId]: run.root.taskId,
     },
   });
-  if (!isTraced(span)) return execute();
+  if (!isTraced(span)) {
+    run.traced = false;
+    return execute();
+  }
   try {
     await runInSpan(span, execute, parent);
     const status = outcomeOf(run.root.state) ?? 'failure';
