@@ -1,4 +1,4 @@
-import type { SqlDatabase, SqlExecutor } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
 import type { Artifact } from './artifacts.js';
 import {
   decodeArtifactColumns,
@@ -48,83 +48,186 @@ export interface WorkflowRecordStore extends WorkflowRecordWriter {
   }): Promise<Array<{ taskId: string; workflowId: string; status: string; createdAt: number }>>;
 }
 
-/** Writes through `db`; `atomically` runs a group of statements as one transaction (or inside the current one). */
+// The rows of the four tables, as the statements below bind them.
+function taskRow(task: WorkflowTask): SqlValue[] {
+  return [
+    task.taskId,
+    task.rootTaskId,
+    task.workflowId,
+    task.parentTaskId ?? null,
+    task.lineageType ?? null,
+    task.lifecycle,
+    task.state,
+    encodeTask(task),
+    task.createdAt,
+    task.updatedAt,
+    task.completedAt ?? null,
+  ];
+}
+
+function stageRow(task: WorkflowTask, stage: StageRecord): SqlValue[] {
+  return [
+    task.taskId,
+    stage.index,
+    task.rootTaskId,
+    stage.nodeId,
+    stage.nodeStatus,
+    encodeStage(stage),
+    stage.startedAt,
+    stage.completedAt,
+  ];
+}
+
+function eventRow(rootTaskId: string, event: TelemetryEvent): SqlValue[] {
+  return [
+    event.eventId,
+    rootTaskId,
+    event.taskId,
+    Number(event.eventId.slice(event.eventId.lastIndexOf(':') + 1)),
+    event.stageId ?? null,
+    event.type,
+    event.timestamp,
+    encodeEvent(event),
+  ];
+}
+
+function artifactRow(rootTaskId: string, artifact: Artifact): SqlValue[] {
+  return [
+    artifact.artifactId,
+    rootTaskId,
+    artifact.taskId,
+    artifact.nodeId ?? null,
+    artifact.type,
+    artifact.createdAt,
+    JSON.stringify(artifact.payload ?? null),
+    JSON.stringify(artifact.metadata),
+  ];
+}
+
+/** One table's INSERT, cut where its VALUES go, with the prepared texts for each number of rows. */
+interface RowInsert {
+  head: string;
+  columns: number;
+  tail: string;
+  texts: Map<number, string>;
+}
+
+function rowInsert(head: string, columns: number, tail = ''): RowInsert {
+  return { head, columns, tail, texts: new Map() };
+}
+
+const taskInsert = rowInsert(
+  'INSERT INTO workflow_tasks (task_id, root_task_id, workflow_id, parent_task_id, lineage_type, lifecycle, status, record, created_at, updated_at, completed_at) VALUES',
+  11,
+  ` ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record,
+           updated_at = excluded.updated_at, completed_at = excluded.completed_at`,
+);
+const stageInsert = rowInsert(
+  'INSERT INTO workflow_stages (task_id, stage_index, root_task_id, node_id, node_status, record, started_at, completed_at) VALUES',
+  8,
+);
+const eventInsert = rowInsert(
+  'INSERT INTO workflow_events (event_id, root_task_id, task_id, seq, stage_id, type, at, payload) VALUES',
+  8,
+);
+const artifactInsert = rowInsert(
+  'INSERT INTO workflow_artifacts (artifact_id, root_task_id, task_id, node_id, type, created_at, payload, metadata) VALUES',
+  8,
+);
+
+function insertText(insert: RowInsert, rows: number): string {
+  let text = insert.texts.get(rows);
+  if (text === undefined) {
+    const tuple = `(${Array.from({ length: insert.columns }, () => '?').join(', ')})`;
+    text = `${insert.head} ${Array.from({ length: rows }, () => tuple).join(', ')}${insert.tail}`;
+    insert.texts.set(rows, text);
+  }
+  return text;
+}
+
+/**
+ * Rows per statement, largest first. A statement per row costs a driver call, a bind and a step each (on
+ * Postgres a round trip each); these few sizes keep the statement count of n rows under n/64 + 9 while only
+ * four texts per table are ever prepared, so they stay in the driver's statement cache.
+ */
+const chunkSizes = [64, 16, 4, 1];
+
+async function insertRows(
+  db: SqlExecutor,
+  insert: RowInsert,
+  rows: ReadonlyArray<SqlValue[]>,
+): Promise<void> {
+  let next = 0;
+  for (const size of chunkSizes) {
+    while (rows.length - next >= size) {
+      const params: SqlValue[] = [];
+      for (let index = next; index < next + size; index++) {
+        for (const value of rows[index]!) params.push(value);
+      }
+      await db.run(insertText(insert, size), params);
+      next += size;
+    }
+  }
+}
+
+/** Writes through `db`, a statement per record; `atomically` runs a group as one transaction. */
 function createRecordWriter(
   db: SqlExecutor,
   atomically: (work: (tx: SqlExecutor) => Promise<void>) => Promise<void>,
 ): WorkflowRecordWriter {
   return {
     async saveTask(task) {
-      await db.run(
-        `INSERT INTO workflow_tasks (task_id, root_task_id, workflow_id, parent_task_id, lineage_type, lifecycle, status, record, created_at, updated_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record,
-           updated_at = excluded.updated_at, completed_at = excluded.completed_at`,
-        [
-          task.taskId,
-          task.rootTaskId,
-          task.workflowId,
-          task.parentTaskId ?? null,
-          task.lineageType ?? null,
-          task.lifecycle,
-          task.state,
-          encodeTask(task),
-          task.createdAt,
-          task.updatedAt,
-          task.completedAt ?? null,
-        ],
-      );
+      await insertRows(db, taskInsert, [taskRow(task)]);
     },
     async appendStage(task, stage) {
-      await db.run(
-        `INSERT INTO workflow_stages (task_id, stage_index, root_task_id, node_id, node_status, record, started_at, completed_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          task.taskId,
-          stage.index,
-          task.rootTaskId,
-          stage.nodeId,
-          stage.nodeStatus,
-          encodeStage(stage),
-          stage.startedAt,
-          stage.completedAt,
-        ],
-      );
+      await insertRows(db, stageInsert, [stageRow(task, stage)]);
     },
     async saveRunRecords(rootTaskId, events, artifacts) {
       if (events.length === 0 && artifacts.length === 0) return;
       await atomically(async (tx) => {
-        for (const event of events) {
-          await tx.run(
-            'INSERT INTO workflow_events (event_id, root_task_id, task_id, seq, stage_id, type, at, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-            [
-              event.eventId,
-              rootTaskId,
-              event.taskId,
-              Number(event.eventId.slice(event.eventId.lastIndexOf(':') + 1)),
-              event.stageId ?? null,
-              event.type,
-              event.timestamp,
-              encodeEvent(event),
-            ],
-          );
-        }
-        for (const artifact of artifacts) {
-          await tx.run(
-            'INSERT INTO workflow_artifacts (artifact_id, root_task_id, task_id, node_id, type, created_at, payload, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-            [
-              artifact.artifactId,
-              rootTaskId,
-              artifact.taskId,
-              artifact.nodeId ?? null,
-              artifact.type,
-              artifact.createdAt,
-              JSON.stringify(artifact.payload ?? null),
-              JSON.stringify(artifact.metadata),
-            ],
-          );
-        }
+        await insertRows(
+          tx,
+          eventInsert,
+          events.map((event) => eventRow(rootTaskId, event)),
+        );
+        await insertRows(
+          tx,
+          artifactInsert,
+          artifacts.map((artifact) => artifactRow(rootTaskId, artifact)),
+        );
       });
+    },
+  };
+}
+
+/**
+ * The writer of a batch: records are encoded when written (so each shows the state it had then) and their
+ * rows gathered per table, to be inserted together by `flush` inside the batch's transaction. A task written
+ * twice in one batch is inserted once with its last row — what the upsert would have left.
+ */
+function createBatchWriter(tx: SqlExecutor): { writer: WorkflowRecordWriter; flush(): Promise<void> } {
+  const tasks = new Map<string, SqlValue[]>();
+  const stages: SqlValue[][] = [];
+  const events: SqlValue[][] = [];
+  const artifacts: SqlValue[][] = [];
+  return {
+    writer: {
+      async saveTask(task) {
+        tasks.set(task.taskId, taskRow(task));
+      },
+      async appendStage(task, stage) {
+        stages.push(stageRow(task, stage));
+      },
+      async saveRunRecords(rootTaskId, runEvents, runArtifacts) {
+        for (const event of runEvents) events.push(eventRow(rootTaskId, event));
+        for (const artifact of runArtifacts) artifacts.push(artifactRow(rootTaskId, artifact));
+      },
+    },
+    async flush() {
+      await insertRows(tx, taskInsert, [...tasks.values()]);
+      await insertRows(tx, stageInsert, stages);
+      await insertRows(tx, eventInsert, events);
+      await insertRows(tx, artifactInsert, artifacts);
     },
   };
 }
@@ -132,7 +235,12 @@ function createRecordWriter(
 export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
   return {
     ...createRecordWriter(db, (work) => db.transaction(work)),
-    batch: (work) => db.transaction((tx) => work(createRecordWriter(tx, (inner) => inner(tx)))),
+    batch: (work) =>
+      db.transaction(async (tx) => {
+        const batch = createBatchWriter(tx);
+        await work(batch.writer);
+        await batch.flush();
+      }),
     async loadRun(taskId) {
       const found = await db.get<{ root_task_id: string }>(
         'SELECT root_task_id FROM workflow_tasks WHERE task_id = ?',
