@@ -1,7 +1,12 @@
 import { createServer } from 'node:net';
 import type { Command } from 'commander';
 import { providerSettings } from '../../config/index.js';
-import { defaultModelName, resolveModel } from '../../model/index.js';
+import {
+  defaultModelName,
+  ollamaDefaultBaseUrl,
+  type ProviderCredentials,
+  resolveModel,
+} from '../../model/index.js';
 import { createRuntime } from '../../runtime.js';
 import { createStore } from '../../store/index.js';
 import { silentLogger } from '../../util/index.js';
@@ -89,10 +94,12 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
         const name = config.model ?? defaultModelName(process.env, credentials);
         try {
           resolveModel(name, { credentials });
+          const endpoint = modelEndpoint(name, credentials, process.env);
+          const probe = endpoint ? await probeModelEndpoint(endpoint) : undefined;
           checks.push({
             check: 'model',
-            ok: true,
-            detail: `${name}${config.credentials.length ? ` (credentials: ${config.credentials.map((credential) => credential.source).join(', ')})` : ''}`,
+            ok: probe?.ok ?? true,
+            detail: `${name}${config.credentials.length ? ` (credentials: ${config.credentials.map((credential) => credential.source).join(', ')})` : ''}${probe ? `: ${probe.detail}` : ''}`,
           });
         } catch (error) {
           checks.push({ check: 'model', ok: false, detail: (error as Error).message });
@@ -102,10 +109,15 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
           server.once('error', () => resolve(false));
           server.listen(config.port, config.host, () => server.close(() => resolve(true)));
         });
+        const running = portFree ? undefined : await runningAgentd(config.host, config.port);
         checks.push({
           check: 'port',
-          ok: portFree,
-          detail: `${config.host}:${config.port} ${portFree ? 'is free' : 'is in use (is agentd already running?)'}`,
+          ok: portFree || running !== undefined,
+          detail: portFree
+            ? `${config.host}:${config.port} is free`
+            : running
+              ? `agentd ${running} is already running on ${config.host}:${config.port}`
+              : `${config.host}:${config.port} is in use by another program (set AGENTD_PORT or --port)`,
         });
         for (const warning of config.warnings) checks.push({ check: 'config', ok: false, detail: warning });
       } catch (error) {
@@ -119,4 +131,78 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
       if (!checks.every((check) => check.ok)) deps.setExitCode(ExitCodes.failure);
     });
   return program;
+}
+
+/** How long doctor waits for the model endpoint and for a server on the port. */
+const probeTimeoutMs = 3_000;
+
+interface ModelEndpoint {
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The HTTP endpoint behind a model name, for the providers that have one (the offline model, CLIs and ACP
+ * agents have none): the configured entry's base URL, else the provider's `*_BASE_URL`, else its public API.
+ */
+function modelEndpoint(
+  name: string,
+  credentials: ProviderCredentials,
+  env: NodeJS.ProcessEnv,
+): ModelEndpoint | undefined {
+  const provider = name.slice(0, name.indexOf('/')).toLowerCase();
+  const entry = credentials[provider];
+  const pick = (envName: string, fallback: string) =>
+    (entry?.baseUrl || env[envName] || fallback).replace(/\/+$/, '');
+  switch (provider) {
+    case 'openai': {
+      const apiKey = entry ? entry.apiKey : env.OPENAI_API_KEY;
+      return {
+        url: `${pick('OPENAI_BASE_URL', 'https://api.openai.com/v1')}/models`,
+        headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+      };
+    }
+    case 'ollama':
+      return { url: `${pick('OLLAMA_BASE_URL', ollamaDefaultBaseUrl)}/models`, headers: {} };
+    case 'anthropic': {
+      const apiKey = entry ? entry.apiKey : env.ANTHROPIC_API_KEY;
+      return {
+        url: `${pick('ANTHROPIC_BASE_URL', 'https://api.anthropic.com')}/v1/models`,
+        headers: { 'anthropic-version': '2023-06-01', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+      };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Asks the endpoint for its model list: unreachable or a refused key is a failure, any other answer is not. */
+async function probeModelEndpoint(endpoint: ModelEndpoint): Promise<{ ok: boolean; detail: string }> {
+  const where = new URL(endpoint.url).origin;
+  try {
+    const response = await fetch(endpoint.url, {
+      headers: endpoint.headers,
+      signal: AbortSignal.timeout(probeTimeoutMs),
+    });
+    await response.body?.cancel();
+    if (response.status === 401 || response.status === 403)
+      return { ok: false, detail: `${where} refused the credentials (HTTP ${response.status})` };
+    return { ok: true, detail: `${where} answers (HTTP ${response.status})` };
+  } catch (error) {
+    const reason = (error as Error & { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+    return { ok: false, detail: `cannot reach ${where} (${reason})` };
+  }
+}
+
+/** The version of the agentd answering `GET /health` on the port, or undefined when something else is there. */
+async function runningAgentd(host: string, port: number): Promise<string | undefined> {
+  try {
+    const response = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}/health`, {
+      signal: AbortSignal.timeout(probeTimeoutMs),
+    });
+    const body = (await response.json()) as { status?: unknown; version?: unknown };
+    return typeof body.status === 'string' && typeof body.version === 'string' ? body.version : undefined;
+  } catch {
+    return undefined;
+  }
 }

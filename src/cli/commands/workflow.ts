@@ -168,8 +168,8 @@ function parseInput(options: { input?: string; inputFile?: string }, cwd: string
   try {
     return JSON.parse(text);
   } catch {
-    // Plain text is a valid request too: `--input "Create a note about …"`.
-    return text;
+    // Plain text is the request, in the shape the REPL gives a typed line: `--input "Create a note about …"`.
+    return { request: text };
   }
 }
 
