@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { defaultGatewayLimits } from './connection.js';
 
-/** `gateway:` in agentd.yaml. The token itself comes from the environment (AGENTD_GATEWAY_TOKEN), never the file. */
+/** `gateway:` in agentd.yaml. The token itself comes from the environment (AGENTD_TOKEN), never the file. */
 export const gatewayConfigSchema = z.object({
   host: z.string().default('127.0.0.1'),
-  port: z.number().int().min(0).max(65_535).default(18_789),
+  port: z.number().int().min(0).max(65_535).default(7_777),
   allowedOrigins: z.array(z.string()).default([]),
   /**
    * `Host` header values served besides loopback (`agentd.example.com`, or `name:port` for one port). A

@@ -156,7 +156,7 @@ async function authenticate(
           throw authFailure(
             'AUTH_TOKEN_MISMATCH',
             'token_mismatch',
-            "gateway token mismatch (use this gateway's token: AGENTD_GATEWAY_TOKEN)",
+            "gateway token mismatch (use this gateway's token: AGENTD_TOKEN)",
           );
         }
         if (deviceToken !== undefined) {

@@ -156,7 +156,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     throw new UserInputError({
       code: ErrorCodes.invalidConfig,
       message:
-        'the gateway needs a token (AGENTD_GATEWAY_TOKEN); use --no-auth only for loopback development.',
+        'the gateway needs a token (AGENTD_TOKEN); use --no-auth only for loopback development.',
     });
   }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
