@@ -80,6 +80,12 @@ export async function runBody(
   merging: boolean,
 ): Promise<BodyResult> {
   const manifest = node.manifest;
+  // The common deterministic node first, before any closure is made for the tool and agent paths.
+  const registered = manifest.kind === 'agent' ? undefined : core.functions[node.id];
+  if (registered) {
+    const functionContext = new FunctionContext(core, task, node.id, context, run, '.');
+    return { output: await registered(input, functionContext), toolErrors: false };
+  }
   const makeContext = (tool?: LoadedTool): WorkflowFunctionContext =>
     new FunctionContext(core, task, node.id, context, run, tool?.manifest.permissions.root ?? '.');
   if (manifest.kind === 'agent') {
@@ -118,8 +124,6 @@ export async function runBody(
     if (misuse) throw new ToolMisuseError(`agent node "${node.id}" misused a tool: ${misuse.error!.message}`);
     return { output, toolErrors: calls.some((call) => call.status === 'failure') };
   }
-  const registered = core.functions[node.id];
-  if (registered) return { output: await registered(input, makeContext()), toolErrors: false };
   if (manifest.tools.length > 0) {
     let value = input;
     let toolErrors = false;
