@@ -387,7 +387,11 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
   registerMcpCommands(program, commandDeps);
   registerAcpCommand(program, commandDeps);
 
-  program.addOption(new Option('--log-level <level>', 'log level').hideHelp().env('AGENTD_LOG_LEVEL'));
+  program.addOption(
+    new Option('--log-level <level>', 'fatal, error, warn, info (serve), debug, trace or silent').env(
+      'AGENTD_LOG_LEVEL',
+    ),
+  );
   return { program, exitCode: () => exitCode };
 }
 

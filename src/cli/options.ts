@@ -5,7 +5,11 @@ export interface GlobalOptions {
   config?: string;
   home?: string;
   model?: string;
+  /** `--log-level` (or $AGENTD_LOG_LEVEL): pino's levels, `silent` for none. */
+  logLevel?: string;
 }
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** The configuration with the global options (`--config`, `--home`, `--model`) applied. */
 export function configFrom(
@@ -21,8 +25,17 @@ export function configFrom(
       ...extra,
     },
   });
-  // One-shot commands keep stderr quiet unless the user asked for a log level.
-  if (quiet && !process.env.AGENTD_LOG_LEVEL) config.logLevel = 'warn';
+  if (globals.logLevel !== undefined) {
+    if (!logLevels.includes(globals.logLevel))
+      throw new UserInputError({
+        code: ErrorCodes.invalidRequest,
+        message: `--log-level must be one of ${logLevels.join(', ')}, got "${globals.logLevel}"`,
+      });
+    config.logLevel = globals.logLevel;
+  } else if (quiet) {
+    // One-shot commands keep stderr quiet unless the user asked for a log level.
+    config.logLevel = 'warn';
+  }
   return config;
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
-import { parsePortOption, parsePositiveInt } from '../../src/cli/options.js';
+import { configFrom, parsePortOption, parsePositiveInt } from '../../src/cli/options.js';
 import { remoteTurn, sessionKeyFor } from '../../src/cli/remote.js';
 
 /** A gateway client that answers `chat.send` with the given chat events for the sent run. */
@@ -75,5 +75,12 @@ describe('CLI options and remote turns', () => {
     await expect(remoteTurn(refused.client, 'agent:main:main', 'hi', 10_000, () => {})).rejects.toThrow(
       'not allowed',
     );
+  });
+
+  it('applies --log-level over the quiet default of one-shot commands, and refuses an unknown level', () => {
+    expect(configFrom({}, {}, true).logLevel).toBe('warn');
+    expect(configFrom({ logLevel: 'debug' }, {}, true).logLevel).toBe('debug');
+    expect(configFrom({ logLevel: 'silent' }).logLevel).toBe('silent');
+    expect(() => configFrom({ logLevel: 'loud' })).toThrow(/--log-level must be one of fatal, error/);
   });
 });
