@@ -107,7 +107,7 @@ import {
 // The composition root's helpers that the CLI uses on its own (version, `agentd mcp`, workflow commands);
 // runtime.ts is the one entry to src/runtime/ for other folders.
 export { parseSection } from './runtime/config-section.js';
-export { createAgentdMcpServer, startAgentdMcpHttpServer } from './runtime/mcp-server.js';
+export { serveAgentdMcpStdio, startAgentdMcpHttpServer } from './runtime/mcp-server.js';
 export { packageVersion } from './runtime/state-dir.js';
 export { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -29,8 +30,10 @@ function guarded<Args>(run: (args: Args) => Promise<CallToolResult>) {
 /**
  * agentd's own MCP server: chat with an agent, plan a goal, search memory, submit and inspect work, run a
  * workflow. One server object per connection (stdio) or per request (stateless HTTP); all share `runtime`.
+ * Not exported: the exported functions below keep the SDK's types out of agentd's published typings (its
+ * declarations need DOM types a Node project does not have).
  */
-export function createAgentdMcpServer(runtime: Runtime): McpServer {
+function createAgentdMcpServer(runtime: Runtime): McpServer {
   const server = new McpServer({ name: 'agentd', version: runtime.version });
   const agentId = z.string().min(1).max(64).default('main').describe('agent id (default main)');
 
@@ -176,6 +179,21 @@ export function createAgentdMcpServer(runtime: Runtime): McpServer {
   );
 
   return server;
+}
+
+/**
+ * Serves agentd over MCP on this process's stdin and stdout (which then carry only the protocol) until the
+ * client closes stdin or `stopped` resolves.
+ */
+export async function serveAgentdMcpStdio(runtime: Runtime, stopped: Promise<void>): Promise<void> {
+  const server = createAgentdMcpServer(runtime);
+  const closed = new Promise<void>((resolve) => {
+    server.server.onclose = () => resolve();
+  });
+  await server.connect(new StdioServerTransport());
+  process.stdin.once('end', () => void server.close());
+  await Promise.race([closed, stopped]);
+  await server.close();
 }
 
 export interface AgentdMcpHttpServer {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectGateway } from '../../src/cli/gateway-client.js';
 import { type FakeOpenAIServer, startFakeOpenAIServer } from '../helpers/fake-openai-server.js';
@@ -67,8 +68,11 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('the packed package', () => {
   it('type-checks the library example with tsc and runs a chat turn that calls its custom tool', async () => {
+    // tsc prints its diagnostics on stdout: put them in the failure, not just the command line.
     await run(process.execPath, [join(repo, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], {
       cwd: project,
+    }).catch((error: { stdout?: string; message: string }) => {
+      throw new Error(`${error.message}\n${error.stdout ?? ''}`);
     });
     const example = await run(process.execPath, ['dist/main.js'], {
       cwd: project,
@@ -77,6 +81,45 @@ describe('the packed package', () => {
     expect(example.stdout).toContain('tool word_count: 4 words');
     expect(example.stdout).toContain('completed: The text has 4 words.');
   }, 120_000);
+
+  it('documents every export of its typings with TSDoc, and has a model factory per provider', () => {
+    const entry = join(project, 'node_modules', 'agentd', 'dist', 'index.d.ts');
+    const program = ts.createProgram([entry], {
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      noEmit: true,
+    });
+    const checker = program.getTypeChecker();
+    const exported = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(entry)!)!);
+    const undocumented = exported
+      .filter((symbol) => {
+        const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+        return ts.displayPartsToString(target.getDocumentationComment(checker)).trim() === '';
+      })
+      .map((symbol) => symbol.name);
+    expect(undocumented).toEqual([]);
+    expect(exported.map((symbol) => symbol.name)).toEqual(
+      expect.arrayContaining([
+        'createRuntime',
+        'defineTool',
+        'defineAgent',
+        'loadConfig',
+        // openai/ and ollama/ share the OpenAI-compatible client.
+        'createOpenAIModel',
+        'createAnthropicModel',
+        'createCommandModel',
+        'createAcpModel',
+        'createLocalModel',
+        'resolveModel',
+        'createStore',
+        'ErrorCodes',
+        'UserInputError',
+        'ProviderError',
+        'SystemError',
+      ]),
+    );
+  });
 
   describe('agentd serve from the installed package', () => {
     let server: ChildProcess | undefined;

@@ -1,14 +1,13 @@
 import { dirname } from 'node:path';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Command } from 'commander';
 import { createBus } from '../../bus/index.js';
 import type { AgentdConfig } from '../../config/index.js';
 import { createMcpClientManager, type McpServerStatus, mcpConfigSchema } from '../../mcp/index.js';
 import {
-  createAgentdMcpServer,
   createRuntime,
   parseSection,
   type Runtime,
+  serveAgentdMcpStdio,
   startAgentdMcpHttpServer,
 } from '../../runtime.js';
 import { createToolRegistry } from '../../tools/index.js';
@@ -105,14 +104,7 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
           await http.close();
         } else {
           // stdout carries the protocol; logs go to stderr.
-          const server = createAgentdMcpServer(active);
-          const closed = new Promise<void>((resolve) => {
-            server.server.onclose = () => resolve();
-          });
-          await server.connect(new StdioServerTransport());
-          process.stdin.once('end', () => void server.close());
-          await Promise.race([closed, stopped]);
-          await server.close();
+          await serveAgentdMcpStdio(active, stopped);
         }
       } catch (error) {
         deps.setExitCode(reportError(deps.io, error, false));
