@@ -255,6 +255,20 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
     return { agentId, systemPrompt, layers, shadowed, warnings };
   };
 
+  const checking = new Map<string, Promise<IdentityPacket>>();
+  const revalidate = async (agentId: string): Promise<IdentityPacket> => {
+    const now = clock.now();
+    const signature = await signatureOf(agentId);
+    const cached = cache.get(agentId);
+    if (cached && cached.signature === signature) {
+      cached.checkedAtMs = now;
+      return cached.packet;
+    }
+    const packet = await build(agentId);
+    cache.set(agentId, { signature, packet, checkedAtMs: now });
+    return packet;
+  };
+
   return {
     async load(agentId) {
       if (!agentIdPattern.test(agentId)) {
@@ -264,18 +278,16 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
         });
       }
       ensureWatching(agentId);
-      const now = clock.now();
       const cached = cache.get(agentId);
-      if (cached && revalidateMs > 0 && now - cached.checkedAtMs < revalidateMs)
+      if (cached && revalidateMs > 0 && clock.now() - cached.checkedAtMs < revalidateMs)
         return structuredClone(cached.packet);
-      const signature = await signatureOf(agentId);
-      if (cached && cached.signature === signature) {
-        cached.checkedAtMs = now;
-        return structuredClone(cached.packet);
+      // Loads that find the cache due at the same moment share one check instead of each statting the files.
+      let check = revalidateMs > 0 ? checking.get(agentId) : undefined;
+      if (!check) {
+        check = revalidate(agentId).finally(() => checking.delete(agentId));
+        if (revalidateMs > 0) checking.set(agentId, check);
       }
-      const packet = await build(agentId);
-      cache.set(agentId, { signature, packet, checkedAtMs: now });
-      return structuredClone(packet);
+      return structuredClone(await check);
     },
     onChange(listener) {
       listeners.add(listener);

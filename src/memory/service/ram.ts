@@ -1,3 +1,4 @@
+import type { SqlExecutor } from '../../store/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { byContextOrder, type StoredEntry } from '../ltm-store.js';
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
@@ -260,6 +261,39 @@ export function pickOldest(
   return taken;
 }
 
+/** What evicting `victims` writes and announces: the event, the tombstones, the rows' new state. */
+function evictionOf(
+  ctx: MemoryContext,
+  ram: RamSession,
+  victims: StoredEntry[],
+  reason: string,
+  tokensBefore: number,
+  nowMs: number,
+) {
+  const ids = victims.map((entry) => entry.memoryId);
+  const detail = {
+    kind: 'evicted' as const,
+    count: victims.length,
+    tokensBefore,
+    tokensAfter: tokensBefore - tokensOf(victims),
+    memoryIds: ids,
+    message: `evicted ${victims.length} oldest entries (${idRange(ids)}) to long-term memory`,
+    reason,
+  };
+  return {
+    ids,
+    detail,
+    tombstones: (first: number) =>
+      victims.map((victim, index) =>
+        tombstoneFor(ram, first + index, victim, `[evicted:${victim.memoryId}]`, { reason }, nowMs),
+      ),
+    write: async (tx: SqlExecutor) => {
+      await ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs);
+      await ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
+    },
+  };
+}
+
 /** Moves `victims` to long-term memory, leaving tombstones in their place. */
 export async function evictEntries(
   ctx: MemoryContext,
@@ -268,35 +302,33 @@ export async function evictEntries(
   reason: string,
 ): Promise<number[]> {
   if (victims.length === 0) return [];
-  const before = tokensOf(activeOf(ram));
-  const ids = victims.map((entry) => entry.memoryId);
   const nowMs = ctx.clock.now();
-  const after = before - tokensOf(victims);
-  const detail = {
-    kind: 'evicted' as const,
-    count: victims.length,
-    tokensBefore: before,
-    tokensAfter: after,
-    memoryIds: ids,
-    message: `evicted ${victims.length} oldest entries (${idRange(ids)}) to long-term memory`,
-    reason,
-  };
-  const tombstones = await commit(
-    ctx,
+  const eviction = evictionOf(ctx, ram, victims, reason, tokensOf(activeOf(ram)), nowMs);
+  const tombstones = await commit(ctx, ram, victims.length, eviction.tombstones, eviction.write);
+  replaceInRam(ctx, ram, eviction.ids, tombstones);
+  publishEvent(ctx, ram, eviction.detail);
+  return eviction.ids;
+}
+
+/**
+ * The oldest entries the limits would evict once `incoming` entries are appended, so the append can evict
+ * them in its own commit. None when an incoming entry is a tool result: it may belong to an older tool
+ * call's group, which only the eviction after the append can see whole.
+ */
+function victimsAfterAppend(ctx: MemoryContext, ram: RamSession, incoming: ReadonlyArray<StoredEntry>) {
+  const { config } = ctx;
+  if (incoming.some((entry) => entry.role === 'tool')) return [];
+  const active = activeOf(ram);
+  const count = active.length + incoming.length;
+  const tokens = tokensOf(active) + tokensOf(incoming);
+  if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return [];
+  return pickOldest(
     ram,
-    victims.length,
-    (first) =>
-      victims.map((victim, index) =>
-        tombstoneFor(ram, first + index, victim, `[evicted:${victim.memoryId}]`, { reason }, nowMs),
-      ),
-    async (tx) => {
-      await ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs);
-      await ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
-    },
+    (takenCount, takenTokens) =>
+      count - takenCount > config.maxActiveEntries || tokens - takenTokens > config.maxActiveTokens,
+    // The incoming entries are the latest; of the others none has to stay.
+    0,
   );
-  replaceInRam(ctx, ram, ids, tombstones);
-  publishEvent(ctx, ram, detail);
-  return ids;
 }
 
 /** The hard limit: evict the oldest groups until active entries and tokens fit (tombstones do not count). */
@@ -408,15 +440,45 @@ export async function appendBatch(
   if (parsed.length === 0) return [];
   return withSession(ctx, ref, async (ram) => {
     const nowMs = ctx.clock.now();
-    const entries = await commit(
+    // What the append pushes over the limits is evicted in the append's own commit: one commit, not two.
+    const victims = victimsAfterAppend(
       ctx,
       ram,
-      parsed.length,
-      (first) => parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
-      also,
+      parsed.map((input) => buildEntry(ram, input, 0, nowMs)),
     );
+    const eviction =
+      victims.length > 0
+        ? evictionOf(
+            ctx,
+            ram,
+            victims,
+            'limit',
+            tokensOf(activeOf(ram)) + parsed.reduce((sum, input) => sum + entryTokens(input), 0),
+            nowMs,
+          )
+        : undefined;
+    const written = await commit(
+      ctx,
+      ram,
+      parsed.length + victims.length,
+      (first) => [
+        ...parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
+        ...(eviction ? eviction.tombstones(first + parsed.length) : []),
+      ],
+      eviction
+        ? async (tx) => {
+            await eviction.write(tx);
+            if (also) await also();
+          }
+        : also,
+    );
+    const entries = written.slice(0, parsed.length);
     ram.entries.push(...entries);
     ram.lastActiveMs = nowMs;
+    if (eviction) {
+      replaceInRam(ctx, ram, eviction.ids, written.slice(parsed.length));
+      publishEvent(ctx, ram, eviction.detail);
+    }
     for (const entry of entries) queueEmbedding(ctx, entry);
     await enforceLimits(ctx, ram);
     return entries.map(publicCopy);

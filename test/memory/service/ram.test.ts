@@ -116,6 +116,42 @@ describeEachDatabase('memory RAM context', (getDb) => {
     ).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 
+  it("evicts what an append pushes over the limits in the append's own commit", async () => {
+    const db = getDb();
+    let transactions = 0;
+    const counted: typeof db = Object.create(db);
+    counted.transaction = (work) => {
+      transactions++;
+      return db.transaction(work);
+    };
+    const { ctx, events } = stepContext(counted, { config: { maxActiveEntries: 2 } });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    const before = transactions;
+    const [third] = await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
+    expect(transactions - before).toBe(1);
+    expect(third).toMatchObject({ memoryId: 3, content: 'three' });
+    const ram = await loaded(ctx);
+    expect(statsOf(ram)).toMatchObject({ activeEntries: 2, tombstones: 1, nextMemoryId: 5 });
+    expect(ram.entries.map((entry) => [entry.memoryId, entry.state, entry.content])).toEqual([
+      [4, 'tombstone', '[evicted:1]'],
+      [2, 'active', 'two'],
+      [3, 'active', 'three'],
+    ]);
+    const evicted = events.find((event) => event.type === 'memory:event');
+    expect(evicted?.data).toMatchObject({ kind: 'evicted', memoryIds: [1], reason: 'limit' });
+    // What the database kept: the same as RAM, read back by a fresh load.
+    const { ctx: fresh } = stepContext(db, { config: { maxActiveEntries: 2 } });
+    expect((await loaded(fresh)).entries.map((entry) => [entry.memoryId, entry.state])).toEqual([
+      [4, 'tombstone'],
+      [2, 'active'],
+      [3, 'active'],
+    ]);
+  });
+
   it('pinned entries outlive the limit until released, and a pinned session does not unload', async () => {
     const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
     const ref = sessionRef();
