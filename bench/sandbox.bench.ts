@@ -150,7 +150,6 @@ export default {
   async run() {
     if (!existsSync(distEntry)) throw new Error('dist/sandbox is missing: run `npm run build` first');
     const sandbox = (await import(distEntry)) as SandboxModule;
-    const config = sandboxConfigFor(sandbox);
     const rows: Array<Record<string, string | number>> = [];
     const notes: string[] = [];
     const row = (measure: string, samples: number[], unit: 'ms' | 'µs', target = '') => {
@@ -185,34 +184,12 @@ export default {
       row(`cold start, ${language} (worker + engine ready)`, samples, 'ms');
     }
 
-    const pool: SandboxPool = sandbox.createSandboxPool({});
     const registry = createToolRegistry([noop]);
-    const executeCode: ToolDefinition = sandbox.createExecuteCodeTool({ pool, config });
-    const withCode = createToolRegistry([noop, executeCode]);
-    let sequence = 0;
-    const contextFor = (id: string) => {
-      const context = toolContext(id);
-      context.callTool = (call) =>
-        executeToolCall(call, { registry: withCode, context: { ...context, toolCallId: call.id } });
-      return context;
-    };
-    const runCode = (language: Language, code: string) => {
-      const id = `c${++sequence}`;
-      return executeToolCall(
-        { id, name: 'execute_code', arguments: { language, code } },
-        { registry: withCode, context: contextFor(id) },
-      );
-    };
-    const poolRun = (language: Language, code: string) =>
-      pool.execute({
-        language,
-        code,
-        executionId: `p${++sequence}`,
-        timeoutMs: 30_000,
-        maxOutputBytes: 65_536,
-        maxResultBytes: 65_536,
-        onToolCall: async () => ({ ok: true, content: 'ok' }),
-      });
+    const { pool, withCode, runCode, poolRun } = harness(sandbox);
+    // Another build's sandbox (e.g. the previous commit's, built into a scratch folder) measured in the same
+    // run, interleaved sample by sample, so the per-call figures compare under the same machine load.
+    const baselineEntry = process.env.SANDBOX_BENCH_BASELINE;
+    const baseline = baselineEntry ? harness((await import(baselineEntry)) as SandboxModule) : undefined;
 
     try {
       const trivial = { javascript: 'return 1', python: '1' } as const;
@@ -255,23 +232,48 @@ export default {
           without: `import asyncio\nfor i in range(${calls}):\n    await asyncio.sleep(0)\n1`,
         },
       };
+      const perCallOf = async (
+        run: (language: Language, code: string) => Promise<unknown>,
+        language: Language,
+      ) => {
+        const [withCalls] = await timeIt(1, () => run(language, loops[language].with));
+        const [withoutCalls] = await timeIt(1, () => run(language, loops[language].without));
+        return (withCalls! - withoutCalls!) / calls;
+      };
       for (const language of ['javascript', 'python'] as const) {
-        const perCall: number[] = [];
-        for (let index = 0; index < 7; index++) {
-          const [withCalls] = await timeIt(1, () => runCode(language, loops[language].with));
-          const [withoutCalls] = await timeIt(1, () => runCode(language, loops[language].without));
-          perCall.push((withCalls! - withoutCalls!) / calls);
+        if (baseline) await baseline.pool.warm(language);
+        const builds = [
+          { label: '', harness: { runCode, poolRun }, perCall: [] as number[], bridgeOnly: [] as number[] },
+          ...(baseline
+            ? [
+                {
+                  label: ' [baseline build]',
+                  harness: baseline,
+                  perCall: [] as number[],
+                  bridgeOnly: [] as number[],
+                },
+              ]
+            : []),
+        ];
+        for (let index = 0; index < 11; index++) {
+          for (const build of builds) {
+            build.perCall.push(await perCallOf(build.harness.runCode, language));
+            build.bridgeOnly.push(await perCallOf(build.harness.poolRun, language));
+          }
         }
-        row(`tool call from code, ${language} (per call, loop of ${calls})`, perCall, 'µs');
-        const overhead = perCall.map((value) => value - directMedian);
-        row(`  overhead over the direct call, ${language}`, overhead, 'µs', '≤ 50 µs');
-        const bridgeOnly: number[] = [];
-        for (let index = 0; index < 7; index++) {
-          const [withCalls] = await timeIt(1, () => poolRun(language, loops[language].with));
-          const [withoutCalls] = await timeIt(1, () => poolRun(language, loops[language].without));
-          bridgeOnly.push((withCalls! - withoutCalls!) / calls);
+        for (const { label, perCall, bridgeOnly } of builds) {
+          row(`tool call from code, ${language} (per call, loop of ${calls})${label}`, perCall, 'µs');
+          const overhead = perCall.map((value) => value - directMedian);
+          row(`  overhead over the direct call, ${language}${label}`, overhead, 'µs', '≤ 50 µs');
+          row(`  of which the bridge alone (host answers at once), ${language}${label}`, bridgeOnly, 'µs');
         }
-        row(`  of which the bridge alone (host answers at once), ${language}`, bridgeOnly, 'µs');
+        if (baseline) {
+          const ratio = (key: 'perCall' | 'bridgeOnly') =>
+            round(stats(builds[1]![key]).median / stats(builds[0]![key]).median, 2);
+          notes.push(
+            `${language}: the baseline build's call from code took ${ratio('perCall')}× this build's, its bridge alone ${ratio('bridgeOnly')}× (medians of the same interleaved samples).`,
+          );
+        }
       }
       const floor: number[] = [];
       const eventLoopFloor: number[] = [];
@@ -284,6 +286,7 @@ export default {
 
       // --- 100 tool calls: one program vs 100 model turns ----------------------------------------------
       const turns = 100;
+      let runs = 0;
       const engage = (steps: ScriptedStep[]) =>
         runEngage({
           model: createScriptedModel({ steps }),
@@ -291,7 +294,7 @@ export default {
           tools: { registry: withCode },
           workspaceDir: process.cwd(),
           workItemId: 'wi-bench',
-          scope: { runId: `r${++sequence}`, agentId: 'main' },
+          scope: { runId: `r${++runs}`, agentId: 'main' },
           bus: createBus(),
           limits: { maxTurns: turns + 5 },
           context: { ledgerNudgeInterval: 0 },
@@ -337,6 +340,7 @@ export default {
       );
     } finally {
       await pool.close();
+      await baseline?.pool.close();
     }
 
     notes.push(
@@ -350,6 +354,43 @@ export default {
     return { rows, notes };
   },
 };
+
+/** A pool of one sandbox build, its `execute_code` tool, and the two ways the benchmark runs programs. */
+function harness(sandbox: SandboxModule) {
+  const pool: SandboxPool = sandbox.createSandboxPool({});
+  const executeCode: ToolDefinition = sandbox.createExecuteCodeTool({
+    pool,
+    config: sandboxConfigFor(sandbox),
+  });
+  const withCode = createToolRegistry([noop, executeCode]);
+  let sequence = 0;
+  const contextFor = (id: string) => {
+    const context = toolContext(id);
+    context.callTool = (call) =>
+      executeToolCall(call, { registry: withCode, context: { ...context, toolCallId: call.id } });
+    return context;
+  };
+  /** Through the whole tool pipeline: execute_code, and every call from the program as a tool call. */
+  const runCode = (language: Language, code: string) => {
+    const id = `c${++sequence}`;
+    return executeToolCall(
+      { id, name: 'execute_code', arguments: { language, code } },
+      { registry: withCode, context: contextFor(id) },
+    );
+  };
+  /** The pool alone, with a host that answers every call from the program at once. */
+  const poolRun = (language: Language, code: string) =>
+    pool.execute({
+      language,
+      code,
+      executionId: `p${++sequence}`,
+      timeoutMs: 30_000,
+      maxOutputBytes: 65_536,
+      maxResultBytes: 65_536,
+      onToolCall: async () => ({ ok: true, content: 'ok' }),
+    });
+  return { pool, withCode, runCode, poolRun };
+}
 
 function sandboxConfigFor(sandbox: SandboxModule) {
   return sandbox.sandboxConfigSchema.parse({ max_tool_calls: 10_000, timeout_ms: 30_000 });
