@@ -108,7 +108,7 @@ function parseInteger(name: string, value: string | undefined): number | undefin
   return parsed;
 }
 
-/** `agentd work submit|list|show|cancel` and `agentd ledger show <id>` (seed 002's CLI); `--json` everywhere. */
+/** `agentd work submit|list|show|cancel` and `agentd ledger show <id>`; `--json` everywhere. */
 export function registerWorkCommands(program: Command, deps: WorkCommandDeps): void {
   const io = deps.io ?? processIo;
 
@@ -328,7 +328,9 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--last <n>', 'only the last n entries')
     .option('--json', 'print JSON')
     .action(async (id: string, options: JsonOption & { type?: string; last?: string }) =>
-      run(options.json, async ({ ledger }) => {
+      run(options.json, async ({ queue, ledger }) => {
+        if (!(await queue.get(id)))
+          throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
         if (options.type && !(ledgerEntryTypes as ReadonlyArray<string>).includes(options.type)) {
           throw new UserInputError({
             code: ErrorCodes.invalidRequest,
