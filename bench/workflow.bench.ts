@@ -331,7 +331,7 @@ export default {
     notes.push(
       `Each figure is the median (and p90) of ${rounds} interleaved batches; a batch awaits N runs one after another (3-node: 200, 10-node: 100, 100-node: 8, fan-out: 150). µs/node divides by the function nodes only.`,
       'agentd runs each shape as a YAML workflow with deterministic nodes bound to functions; it also executes its mandatory START and EXIT stages (and a BRANCH + MERGE for the fan-out), goes through the FIFO scheduler, records stage history, routing trace, 3+ telemetry events and a node_output artifact per stage.',
-      'agentd durable: the platform store (a SQLite file, WAL, synchronous=NORMAL) under a temp state dir, handed to the engine; stage records, task rows, events and artifacts are written as they happen, gathered per event-loop turn into one transaction; run() resolves after all writes.',
+      'agentd durable: the platform store (a SQLite file, WAL, synchronous=NORMAL) under a temp state dir, handed to the engine; stage records, task rows, events and artifacts are written as they happen, gathered per event-loop turn into one transaction in which each table's rows go in multi-row INSERTs; run() resolves after all writes.',
       'LangGraph.js: compiled StateGraph, no checkpointer, invoke(); fan-out via 5 edges from START and a join with a list reducer. Mastra: createWorkflow().then(step)…commit(), createRunAsync().start() per run, no storage configured; fan-out via .parallel([5 steps]).then(join).',
       'heap KiB/run: heapUsed growth after forced GC across a batch of runs, divided by the runs (retained memory per run). agentd keeps the last 100 finished runs in memory for status/inspect by default (retainRuns), which this figure includes.',
     );

@@ -77,6 +77,57 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     expect((await store.loadRun(task.taskId))?.tasks[0]?.history).toHaveLength(1);
   });
 
+  it('a batch of many rows lands in order, with the last state of a task written twice', async () => {
+    const store = createSqlRecordStore(getDb());
+    const rows = corpus.at(-1)!.rows;
+    const stored = decodeTask(String(rows.workflow_tasks![0]!.record));
+    const task = { ...stored, taskId: 'wft_many', rootTaskId: 'wft_many', parentTaskId: undefined };
+    const template = decodeStage(String(rows.workflow_stages![0]!.record));
+    const event = decodeEvent(String(rows.workflow_events![0]!.payload));
+    // 64 + 16 + 4 + 1 + 2: every statement size, and the remainder.
+    const count = 87;
+    const stages = Array.from({ length: count }, (_, index) => ({
+      ...template,
+      index,
+      nodeId: `n${index}`,
+      output: { index },
+    }));
+    const events = Array.from({ length: count }, (_, index) => ({
+      ...event,
+      eventId: `wft_many:${index + 1}`,
+      rootTaskId: 'wft_many',
+      taskId: 'wft_many',
+    }));
+    const artifacts = stages.map((stage) => ({
+      artifactId: `wft_many:${stage.index}`,
+      rootTaskId: 'wft_many',
+      taskId: 'wft_many',
+      nodeId: stage.nodeId,
+      type: 'node_output' as const,
+      // Read back by time, then id: distinct times keep the order of the numbered ids.
+      createdAt: stage.completedAt + stage.index,
+      payload: stage.output,
+      metadata: { status: 'success' },
+    }));
+    await store.batch(async (writer) => {
+      await writer.saveTask({ ...task, lifecycle: 'active', state: 'in_progress' });
+      for (const stage of stages) await writer.appendStage(task, stage);
+      await writer.saveTask({ ...task, lifecycle: 'concluded', state: 'completed' });
+      await writer.saveRunRecords('wft_many', events, artifacts);
+    });
+    const run = await store.loadRun('wft_many');
+    expect(run?.tasks).toHaveLength(1);
+    expect([run!.tasks[0]!.lifecycle, run!.tasks[0]!.state]).toEqual(['concluded', 'completed']);
+    expect(run!.tasks[0]!.history.map((stage) => stage.output)).toEqual(stages.map((stage) => stage.output));
+    expect(run!.events.map((entry) => entry.eventId)).toEqual(events.map((entry) => entry.eventId));
+    expect(run!.artifacts.map((entry) => entry.payload)).toEqual(artifacts.map((entry) => entry.payload));
+    // A later batch updates the row the first one inserted.
+    await store.batch(async (writer) => {
+      await writer.saveTask({ ...task, lifecycle: 'concluded', state: 'failed' });
+    });
+    expect((await store.loadRun('wft_many'))?.tasks[0]?.state).toBe('failed');
+  });
+
   for (const { name, rows } of corpus) {
     it(`${name}: a stored run reads back and inspects`, async () => {
       const db = getDb();
