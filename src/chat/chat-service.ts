@@ -17,6 +17,7 @@ import {
   systemClock,
   UserInputError,
 } from '../util/index.js';
+import { createAutoRecall } from './auto-recall.js';
 import { traceChatRun, traceRecall } from './tracing.js';
 
 /** What `runTurn` gets: everything the engage loop needs for one chat run, prepared by the chat service. */
@@ -109,11 +110,11 @@ export interface CreateChatServiceOptions {
    * How long a session reuses its last automatic recall instead of searching long-term memory again
    * (default 0: every turn searches). The full-text search ranks every stored entry that shares a word with
    * the message, so its cost grows with long-term memory; turns that follow each other within this time
-   * (a fast exchange, a client replaying messages) share one search. The recalled block only ever names
-   * entries outside the session's context, and the context only gains entries, so a reused block stays
-   * true; it may miss what other sessions wrote in the meantime.
+   * (a fast exchange, a client replaying messages) share one search. See `createAutoRecall`.
    */
   recallRefreshMs?: number;
+  /** With `recallRefreshMs`: the share of time searches of stale sessions may take (default 0.1). */
+  recallMaxShare?: number;
   /** Longest accepted user message, in characters. */
   maxMessageChars?: number;
   /** How many finished runs are remembered for `wait` and idempotency. */
@@ -221,10 +222,21 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   const maxMessageChars = options.maxMessageChars ?? 100_000;
   const maxRememberedRuns = options.maxRememberedRuns ?? 1_000;
   const autoRecall = options.autoRecall ?? true;
-  const recallRefreshMs = options.recallRefreshMs ?? 0;
-  /** The last automatic recall of each session instance (by session id), for `recallRefreshMs`. */
-  const recentRecalls = new Map<string, { block: string; atMs: number }>();
-  const maxRecentRecalls = 10_000;
+  const autoRecallBlocks = createAutoRecall({
+    search: (ref, query) =>
+      traceRecall(options.onRecall, () =>
+        options.memory.recallForPrompt({
+          agentId: ref.agentId,
+          sessionKey: ref.sessionKey,
+          query,
+          maxTokens: options.recallMaxTokens ?? 400,
+        }),
+      ),
+    clock,
+    logger,
+    refreshMs: options.recallRefreshMs ?? 0,
+    maxShare: options.recallMaxShare ?? 0.1,
+  });
   const lanes = createKeyedMutex();
   const live = new Map<string, LiveRun>();
   const finished = new Map<string, ChatRunRecord>();
@@ -261,35 +273,6 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     options.sessions.touch(sessionId, { messageDelta, at: clock.now() }).catch((error: unknown) => {
       logger.warn({ err: error, sessionId }, 'could not update the session record');
     });
-
-  /** The recalled-memory block for the prompt: a fresh search, or the session's last one while it is recent. */
-  const recallBlock = async (ref: SessionRef, query: string): Promise<string> => {
-    const now = clock.now();
-    const recent = recentRecalls.get(ref.sessionId);
-    if (recallRefreshMs > 0 && recent && now - recent.atMs < recallRefreshMs) return recent.block;
-    const block = await traceRecall(options.onRecall, () =>
-      options.memory.recallForPrompt({
-        agentId: ref.agentId,
-        sessionKey: ref.sessionKey,
-        query,
-        maxTokens: options.recallMaxTokens ?? 400,
-      }),
-    ).catch((error: unknown) => {
-      logger.warn(
-        { err: error, sessionKey: ref.sessionKey },
-        'automatic recall failed; the turn continues without it',
-      );
-      return undefined;
-    });
-    if (block === undefined) return '';
-    if (recallRefreshMs > 0) {
-      recentRecalls.delete(ref.sessionId);
-      recentRecalls.set(ref.sessionId, { block, atMs: now });
-      if (recentRecalls.size > maxRecentRecalls)
-        recentRecalls.delete(recentRecalls.keys().next().value as string);
-    }
-    return block;
-  };
 
   const refFor = async (sessionKey: string, agentId: string): Promise<SessionRef> => {
     const session = await options.sessions.ensureActive(sessionKey, agentId);
@@ -388,7 +371,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       const identity = await options.identity.load(ref.agentId);
       const system: string[] = [identity.systemPrompt];
       if (autoRecall) {
-        const recalled = await recallBlock(ref, text);
+        const recalled = await autoRecallBlocks.block(ref, text);
         if (recalled) system.push(recalled);
       }
       const messages: ModelMessage[] = [
@@ -818,6 +801,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     },
 
     async drain() {
+      autoRecallBlocks.close();
       const running = [...live.values()];
       for (const run of running)
         run.controller.abort(

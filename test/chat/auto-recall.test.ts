@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createAutoRecall } from '../../src/chat/auto-recall.js';
+import type { SessionRef } from '../../src/memory/index.js';
+import { createManualClock, silentLogger } from '../../src/util/index.js';
+
+const ref = (name: string): SessionRef => ({
+  sessionId: `s-${name}`,
+  sessionKey: `agent:main:${name}`,
+  agentId: 'main',
+});
+
+/** A search that takes `durationMs` of the manual clock and answers with the session and the query. */
+function harness(durationMs: number, options: { refreshMs: number; maxShare: number }) {
+  const clock = createManualClock(0);
+  const searches: string[] = [];
+  const recall = createAutoRecall({
+    search: async (session, query) => {
+      searches.push(`${session.sessionKey}:${query}`);
+      clock.advance(durationMs);
+      return `block for ${query}`;
+    },
+    clock,
+    logger: silentLogger,
+    ...options,
+  });
+  return { clock, searches, recall };
+}
+
+describe('automatic recall', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('searches on every turn without refreshMs', async () => {
+    const { recall, searches } = harness(0, { refreshMs: 0, maxShare: 0.1 });
+    expect(await recall.block(ref('a'), 'one')).toBe('block for one');
+    expect(await recall.block(ref('a'), 'two')).toBe('block for two');
+    expect(searches).toEqual(['agent:main:a:one', 'agent:main:a:two']);
+  });
+
+  it('reuses a session block within refreshMs and searches again after it while within its share', async () => {
+    const { recall, searches, clock } = harness(0, { refreshMs: 1_000, maxShare: 0.1 });
+    expect(await recall.block(ref('a'), 'one')).toBe('block for one');
+    clock.advance(999);
+    expect(await recall.block(ref('a'), 'two')).toBe('block for one');
+    clock.advance(1);
+    expect(await recall.block(ref('a'), 'three')).toBe('block for three');
+    expect(searches).toEqual(['agent:main:a:one', 'agent:main:a:three']);
+  });
+
+  it('past its share, keeps a stale block and searches later in the background, paced', async () => {
+    vi.useFakeTimers();
+    // Searches take 100 ms; a share of 0.1 leaves 900 ms free after each.
+    const { recall, searches, clock } = harness(100, { refreshMs: 1_000, maxShare: 0.1 });
+    expect(await recall.block(ref('a'), 'a1')).toBe('block for a1'); // 0 → 100, free at 1000
+    // A session's first turn always searches, even past the share.
+    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // 100 → 200, free at 1100
+    clock.set(1_150);
+    expect(await recall.block(ref('a'), 'a2')).toBe('block for a2'); // stale, share free: 1150 → 1250
+    clock.set(1_300);
+    expect(await recall.block(ref('b'), 'b2')).toBe('block for b1'); // stale, free only at 2150
+    expect(await recall.block(ref('b'), 'b3')).toBe('block for b1');
+    expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a2']);
+    await vi.advanceTimersByTimeAsync(849);
+    expect(searches).toHaveLength(3);
+    clock.set(2_150);
+    await vi.advanceTimersByTimeAsync(1);
+    // The latest message of the session is the one searched for.
+    expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a2', 'agent:main:b:b3']);
+    clock.set(2_300);
+    expect(await recall.block(ref('b'), 'b4')).toBe('block for b3');
+    recall.close();
+  });
+
+  it('turns a failed search into the last block, or none', async () => {
+    const clock = createManualClock(0);
+    let fail = false;
+    const recall = createAutoRecall({
+      search: async (_session, query) => {
+        if (fail) throw new Error('database gone');
+        return `block for ${query}`;
+      },
+      clock,
+      logger: silentLogger,
+      refreshMs: 10,
+      maxShare: 0.5,
+    });
+    expect(await recall.block(ref('a'), 'one')).toBe('block for one');
+    fail = true;
+    clock.advance(10);
+    expect(await recall.block(ref('a'), 'two')).toBe('block for one');
+    expect(await recall.block(ref('b'), 'three')).toBe('');
+  });
+});
