@@ -14,7 +14,7 @@ import type { EngageOptions, EngageResult } from './types.js';
 /**
  * The spans of one run: `invoke_agent {agent}` for the run, one `engage_turn` per loop iteration (the model
  * call and that turn's tool calls are its children). A run in an untraced process gets a no-op span and
- * `turn`/`inTurn` call straight through: the loop pays nothing per turn.
+ * `turn`/`inTurn` call straight through: a turn then costs the loop only the closure it passes.
  */
 export interface RunTrace {
   /** Ends the previous turn's span and runs `fn` as the first step of turn `turn`. */
