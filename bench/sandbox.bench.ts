@@ -229,7 +229,9 @@ export default {
         },
         python: {
           with: `for i in range(${calls}):\n    await tools.noop(n=i)\n1`,
-          without: `import asyncio\nfor i in range(${calls}):\n    await asyncio.sleep(0)\n1`,
+          // No yield to the event loop: the bridge no longer makes one per call, so subtracting a loop that
+          // does would hide that much of each call's cost.
+          without: `for i in range(${calls}):\n    payload = {'n': i}\n1`,
         },
       };
       const perCallOf = async (
@@ -347,7 +349,7 @@ export default {
       'Cold start: a fresh pool per sample, timed until the worker reports its engine ready (Pyodide loads its wasm and stdlib from node_modules).',
       'Warm execution: pool.execute of `return 1` / `1` on a reused worker: a fresh QuickJS runtime+context per run (no state crosses runs), or a fresh globals dict on the warm Pyodide; includes both postMessage hops. "Inside the worker" is the engine time the worker reports.',
       'End to end: executeToolCall of execute_code (validation, policy/hook pipeline, bus events, JSON report).',
-      'Tool call from code: (loop with N awaited tools.noop calls − the same loop awaiting nothing) / N; each call goes worker → host → executeToolCall (zod, policy, hooks) → back. Overhead = that minus a direct executeToolCall of the same tool. "The bridge alone" runs the same loops with a host that answers every call at once, without the tool pipeline.',
+      'Tool call from code: (loop with N awaited tools.noop calls − the same loop without the call: awaiting a resolved promise in JavaScript, building the arguments dict in Python) / N; each call goes worker → host → executeToolCall (zod, policy, hooks) → back. Overhead = that minus a direct executeToolCall of the same tool. "The bridge alone" runs the same loops with a host that answers every call at once, without the tool pipeline.',
       "The floor: a bare worker thread posting a message and waiting for the answer, N times; no engine, no validation. As the bridge does it, the worker sleeps in Atomics.wait and reads the answer from a second port synchronously; the older way, the answer arrived as a message on the worker's event loop. A call from code cannot cost less than the first while programs run in their own thread, which is what lets a runaway program be killed without touching the server.",
       'Figures come from a shared 2-core machine with other jobs running; medians and p90 of interleaved samples.',
     );
