@@ -21,6 +21,12 @@ export interface SqliteDatabaseOptions {
   busyTimeoutMs?: number;
   /** Prepared statements kept per connection, keyed by SQL text. */
   statementCacheSize?: number;
+  /**
+   * Most transactions that share one commit (default 64; 1 commits each on its own). Transactions that
+   * queue for the connection while one runs join its commit, each under its own SAVEPOINT, and each
+   * caller's promise settles only once that commit is done: what a caller was told is committed is.
+   */
+  maxGroupCommit?: number;
 }
 
 /** A SqlDatabase on better-sqlite3, with the driver exposed for SQLite-only needs (extensions, backup). */
@@ -96,6 +102,34 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
 
   const owner = {};
   const lock = createFifoLock();
+  const maxGroupCommit = Math.max(1, Math.floor(options.maxGroupCommit ?? 64));
+  /** Transactions waiting for the lock: when there are, the one holding it leaves the commit to them. */
+  let transactionsWaiting = 0;
+  /**
+   * The open group commit: transactions whose work is done and whose changes wait for one COMMIT. Its
+   * members' scopes share one SAVEPOINT counter, since they run on one SQLite transaction.
+   */
+  let group:
+    | {
+        settle: Array<(error: unknown) => void>;
+        savepoints: { next: number };
+      }
+    | undefined;
+
+  /** Commits the open group and settles its members. Runs with the lock held. */
+  const commitGroup = () => {
+    const open = group;
+    if (!open) return;
+    group = undefined;
+    let failure: unknown;
+    try {
+      driver.exec('COMMIT');
+    } catch (error) {
+      if (driver.inTransaction) driver.exec('ROLLBACK');
+      failure = translate(error);
+    }
+    for (const settle of open.settle) settle(failure);
+  };
   const statements = new Map<string, Database.Statement>();
   let closed = false;
 
@@ -148,11 +182,15 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     return { changes: prepared.run(...toDriverParams(params)).changes };
   };
 
-  /** Runs now when nobody holds the lock or the caller is inside the holder's transaction; else queues. */
+  /**
+   * Runs now when nobody holds the lock or the caller is inside the holder's transaction; else queues. A
+   * statement of its own commits an open group first: it must not join a commit that comes later.
+   */
   const schedule = <T>(task: () => T): Promise<T> => {
     if (lock.held && currentTransactionScope(owner) === undefined) {
       return lock.acquire().then(() => {
         try {
+          commitGroup();
           return task();
         } catch (error) {
           throw translate(error);
@@ -203,27 +241,55 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
           () => work(executorFor(outer)),
         );
       }
+      transactionsWaiting++;
       await lock.acquire();
-      const scope = createTransactionScope(owner, driver);
+      transactionsWaiting--;
+      // SQLite's own rollback on some errors may have ended a group's transaction under it.
+      if (group && !driver.inTransaction) commitGroup();
+      const joined = group;
+      const scope: TransactionScope = joined
+        ? { ...createTransactionScope(owner, driver), savepoints: joined.savepoints }
+        : createTransactionScope(owner, driver);
+      let result: Awaited<ReturnType<typeof work>>;
       try {
-        try {
-          driver.exec('BEGIN IMMEDIATE');
-        } catch (error) {
-          throw translate(error);
+        if (joined) {
+          // Only this transaction's changes roll back when it fails; the group's stay.
+          result = await runSavepoint(
+            scope,
+            async (sql) => driver.exec(sql),
+            () => work(executorFor(scope)),
+          );
+        } else {
+          try {
+            driver.exec('BEGIN IMMEDIATE');
+          } catch (error) {
+            throw translate(error);
+          }
+          try {
+            result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+          } catch (error) {
+            if (driver.inTransaction) driver.exec('ROLLBACK');
+            throw error;
+          }
         }
-        try {
-          const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
-          driver.exec('COMMIT');
-          return result;
-        } catch (error) {
-          // A failed COMMIT (or SQLite's own rollback on some errors) may have ended the transaction already.
-          if (driver.inTransaction) driver.exec('ROLLBACK');
-          throw translate(error);
-        }
-      } finally {
+      } catch (error) {
         scope.finished = true;
+        if (group && !driver.inTransaction) commitGroup();
+        if (group && transactionsWaiting === 0) commitGroup();
         lock.release();
+        throw translate(error);
       }
+      scope.finished = true;
+      const open = group ?? { settle: [], savepoints: scope.savepoints };
+      group = open;
+      const committed = new Promise<void>((resolve, reject) => {
+        open.settle.push((failure) => (failure === undefined ? resolve() : reject(failure)));
+      });
+      // Transactions are waiting: the last of them commits for all. Else, or when the group is full, now.
+      if (transactionsWaiting === 0 || open.settle.length >= maxGroupCommit) commitGroup();
+      lock.release();
+      await committed;
+      return result;
     },
     async close() {
       if (closed) return;
@@ -231,6 +297,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       // Let a running transaction finish before the connection goes away.
       await lock.acquire();
       try {
+        commitGroup();
         statements.clear();
         driver.close();
       } finally {

@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSqliteDatabase, type SqliteDatabase } from '../../src/store/index.js';
+
+describe('SQLite group commit', () => {
+  let dir: string;
+  let db: SqliteDatabase;
+  let commits: number;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agentd-group-commit-'));
+    db = createSqliteDatabase({ path: join(dir, 'test.db') });
+    await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)');
+    commits = 0;
+    const exec = db.driver.exec.bind(db.driver);
+    db.driver.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits++;
+      return exec(sql);
+    };
+  });
+  afterEach(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** What another connection sees: only committed rows. */
+  const committedRows = () => {
+    const reader = createSqliteDatabase({ path: join(dir, 'test.db') });
+    try {
+      return (reader.driver.prepare('SELECT v FROM t ORDER BY id').all() as Array<{ v: string }>).map(
+        (row) => row.v,
+      );
+    } finally {
+      reader.driver.close();
+    }
+  };
+
+  it('commits transactions that queued behind each other once, and settles each only after it', async () => {
+    const settledBeforeCommit: string[] = [];
+    const write = (v: string) =>
+      db
+        .transaction(async (tx) => {
+          await tx.run('INSERT INTO t (v) VALUES (?)', [v]);
+          return v;
+        })
+        .then((value) => {
+          if (!committedRows().includes(v)) settledBeforeCommit.push(v);
+          return value;
+        });
+    expect(await Promise.all(['a', 'b', 'c', 'd'].map(write))).toEqual(['a', 'b', 'c', 'd']);
+    expect(commits).toBe(1);
+    expect(settledBeforeCommit).toEqual([]);
+    expect(committedRows()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('rolls back only the failed member of a group', async () => {
+    const results = await Promise.allSettled([
+      db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a'])),
+      db.transaction(async (tx) => {
+        await tx.run('INSERT INTO t (v) VALUES (?)', ['b']);
+        await tx.run('INSERT INTO t (v) VALUES (?)', ['a']);
+      }),
+      db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['c'])),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(committedRows()).toEqual(['a', 'c']);
+  });
+
+  it('commits an open group before a statement of its own runs', async () => {
+    const grouped = Promise.all([
+      db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a'])),
+      db.run('INSERT INTO t (v) VALUES (?)', ['plain']),
+      db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['b'])),
+    ]);
+    await grouped;
+    expect(committedRows()).toEqual(['a', 'plain', 'b']);
+    expect(commits).toBe(2);
+  });
+
+  it('commits each on its own with maxGroupCommit 1', async () => {
+    await db.close();
+    db = createSqliteDatabase({ path: join(dir, 'test.db'), maxGroupCommit: 1 });
+    commits = 0;
+    const exec = db.driver.exec.bind(db.driver);
+    db.driver.exec = (sql: string) => {
+      if (sql === 'COMMIT') commits++;
+      return exec(sql);
+    };
+    await Promise.all(
+      ['a', 'b', 'c'].map((v) => db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]))),
+    );
+    expect(commits).toBe(3);
+  });
+});
