@@ -257,7 +257,7 @@ export default {
               ]
             : []),
         ];
-        for (let index = 0; index < 11; index++) {
+        for (let index = 0; index < 21; index++) {
           for (const build of builds) {
             build.perCall.push(await perCallOf(build.harness.runCode, language));
             build.bridgeOnly.push(await perCallOf(build.harness.poolRun, language));
