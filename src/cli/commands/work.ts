@@ -329,8 +329,12 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--json', 'print JSON')
     .action(async (id: string, options: JsonOption & { type?: string; last?: string }) =>
       run(options.json, async ({ queue, ledger }) => {
-        if (!(await queue.get(id)))
-          throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
+        // Chat sessions keep a ledger too (`session:<key>`), with no work item behind it.
+        if (!(await queue.get(id)) && (await ledger.read(id, { lastN: 1 })).length === 0)
+          throw new UserInputError({
+            code: ErrorCodes.notFound,
+            message: `no work item or ledger named ${id}.`,
+          });
         if (options.type && !(ledgerEntryTypes as ReadonlyArray<string>).includes(options.type)) {
           throw new UserInputError({
             code: ErrorCodes.invalidRequest,
