@@ -3,6 +3,7 @@
 // 100 model turns with an instant scripted model. The sandbox is loaded from dist/ (run `npm run build`
 // first) so the workers are the plain-JavaScript ones a deployment runs, not tsx-transpiled sources.
 import { existsSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { z } from 'zod';
@@ -150,6 +151,7 @@ export default {
   async run() {
     if (!existsSync(distEntry)) throw new Error('dist/sandbox is missing: run `npm run build` first');
     const sandbox = (await import(distEntry)) as SandboxModule;
+    const loadAtStart = loadavg()[0]!;
     const rows: Array<Record<string, string | number>> = [];
     const notes: string[] = [];
     const row = (measure: string, samples: number[], unit: 'ms' | 'µs', target = '') => {
@@ -351,7 +353,7 @@ export default {
       'End to end: executeToolCall of execute_code (validation, policy/hook pipeline, bus events, JSON report).',
       'Tool call from code: (loop with N awaited tools.noop calls − the same loop without the call: awaiting a resolved promise in JavaScript, building the arguments dict in Python) / N; each call goes worker → host → executeToolCall (zod, policy, hooks) → back. Overhead = that minus a direct executeToolCall of the same tool. "The bridge alone" runs the same loops with a host that answers every call at once, without the tool pipeline.',
       "The floor: a bare worker thread posting a message and waiting for the answer, N times; no engine, no validation. As the bridge does it, the worker sleeps in Atomics.wait and reads the answer from a second port synchronously; the older way, the answer arrived as a message on the worker's event loop. A call from code cannot cost less than the first while programs run in their own thread, which is what lets a runaway program be killed without touching the server.",
-      'Figures come from a shared 2-core machine with other jobs running; medians and p90 of interleaved samples.',
+      `Figures come from a shared machine with other jobs running (1-minute load average ${round(loadAtStart, 1)} at the start, ${round(loadavg()[0]!, 1)} at the end); medians and p90 of interleaved samples. Under load, thread wake-ups are cheap (the cores never idle) but every figure swings; compare builds only within one run.`,
     );
     return { rows, notes };
   },
