@@ -1,11 +1,11 @@
 -- Memory search over conversational context (src/memory/ltm-store.ts, docs/memory.md).
 --
 -- A turn's words often do not say what it is about ("Yes, every Sunday!"): the question it answers is in the
--- turn before it. The full-text index therefore holds three columns per entry: its own content, the content
--- of the previous conversational turn (user or assistant entry of the same session key) and that of the next
--- one. Search ranks with bm25 column weights, so a match in the turn itself counts most and a match in a
--- neighbour still lifts it. The index keeps its own copy of the text (it is not an external-content table)
--- because the neighbour columns come from other rows.
+-- turns before it. The full-text index therefore holds three columns per entry: its own content, the content
+-- of the two previous conversational turns (user or assistant entries of the same session key) and that of
+-- the two next ones. Search ranks with bm25 column weights, so a match in the turn itself counts most and a
+-- match in a neighbour still lifts it. The index keeps its own copy of the text (it is not an
+-- external-content table) because the neighbour columns come from other rows.
 
 DROP TRIGGER memory_entries_fts_insert;
 DROP TRIGGER memory_entries_fts_delete;
@@ -25,19 +25,21 @@ CREATE TRIGGER memory_entries_fts_insert AFTER INSERT ON memory_entries WHEN new
     new.id,
     new.content,
     CASE WHEN new.kind = 'entry' AND new.role IN ('user', 'assistant') THEN coalesce((
-      SELECT p.content FROM memory_entries p
-      WHERE p.session_key = new.session_key AND p.memory_id < new.memory_id
-        AND p.kind = 'entry' AND p.role IN ('user', 'assistant') AND p.state <> 'tombstone'
-      ORDER BY p.memory_id DESC LIMIT 1), '') ELSE '' END,
+      SELECT group_concat(content, char(10)) FROM (
+        SELECT p.content FROM memory_entries p
+        WHERE p.session_key = new.session_key AND p.memory_id < new.memory_id
+          AND p.kind = 'entry' AND p.role IN ('user', 'assistant') AND p.state <> 'tombstone'
+        ORDER BY p.memory_id DESC LIMIT 2)), '') ELSE '' END,
     ''
   );
-  -- The previous turn learns its successor; turns are appended in MemoryID order, so it had none yet.
-  UPDATE memory_fts SET after = new.content
-  WHERE new.kind = 'entry' AND new.role IN ('user', 'assistant') AND rowid = (
+  -- The two previous turns learn their successor; turns are appended in MemoryID order, so each receives
+  -- exactly its next two.
+  UPDATE memory_fts SET after = CASE WHEN after = '' THEN new.content ELSE after || char(10) || new.content END
+  WHERE new.kind = 'entry' AND new.role IN ('user', 'assistant') AND rowid IN (
     SELECT p.id FROM memory_entries p
     WHERE p.session_key = new.session_key AND p.memory_id < new.memory_id
       AND p.kind = 'entry' AND p.role IN ('user', 'assistant') AND p.state <> 'tombstone'
-    ORDER BY p.memory_id DESC LIMIT 1);
+    ORDER BY p.memory_id DESC LIMIT 2);
 END;
 
 CREATE TRIGGER memory_entries_fts_delete AFTER DELETE ON memory_entries WHEN old.state <> 'tombstone' BEGIN
@@ -54,8 +56,12 @@ SELECT id, content, coalesce(before, ''), coalesce(after, '') FROM (
   SELECT
     id,
     content,
-    CASE WHEN turn = 1 THEN lag(content) OVER (PARTITION BY session_key, turn ORDER BY memory_id) END AS before,
-    CASE WHEN turn = 1 THEN lead(content) OVER (PARTITION BY session_key, turn ORDER BY memory_id) END AS after
+    CASE WHEN turn = 1 THEN nullif(concat_ws(char(10),
+      lag(content, 2) OVER (PARTITION BY session_key, turn ORDER BY memory_id),
+      lag(content, 1) OVER (PARTITION BY session_key, turn ORDER BY memory_id)), '') END AS before,
+    CASE WHEN turn = 1 THEN nullif(concat_ws(char(10),
+      lead(content, 1) OVER (PARTITION BY session_key, turn ORDER BY memory_id),
+      lead(content, 2) OVER (PARTITION BY session_key, turn ORDER BY memory_id)), '') END AS after
   FROM (
     SELECT id, session_key, memory_id, content,
       CASE WHEN kind = 'entry' AND role IN ('user', 'assistant') THEN 1 ELSE 0 END AS turn

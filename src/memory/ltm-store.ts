@@ -462,7 +462,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     /**
-     * Full-text ranking over each entry's words and those of its neighbouring turns (migration 0014), the
+     * Full-text ranking over each entry's words and those of the two turns before and after it (migration 0014), the
      * neighbours counting `weights.before` / `weights.after` of the entry's own words; `rank` is
      * higher-is-better on both dialects. Returns up to `limit` rows; when filters leave fewer than
      * `enough`, the ranking is redone over every match instead of the best-ranked ones.
@@ -505,12 +505,14 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         // bm25() is lower-is-better.
         return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
       }
-      // ts_rank weights are listed {D, C, B, A}: the entry's own words carry A, the turn before B, after C.
-      params.push(`{0, ${Number(weights.after)}, ${Number(weights.before)}, 1}`, tsqueryAnyOf(terms));
+      // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns after C, before B.
+      params.push(`{1, ${Number(weights.after)}, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
       const where = filterSql(filter, params);
+      // The same expression as the GIN index of migration 0014, so the planner uses it.
+      const words = '(e.search_vector || e.context_before || e.context_after)';
       const rows = await db.all<RankedRow>(
-        `SELECT ${entryColumns}, ts_rank(?::real[], e.context_vector, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
-          `WHERE e.context_vector @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+        `SELECT ${entryColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+          `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
         [...params, limit],
       );
       return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
