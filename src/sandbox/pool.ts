@@ -301,10 +301,16 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SandboxPool
         if (parsed.executionId !== request.executionId) return;
         if (parsed.type === 'tool-call') {
           const { callId } = parsed;
-          void request.onToolCall(parsed.name, parsed.argsJson).then(
-            (reply) => answer({ callId, ok: reply.ok, content: reply.content }),
-            (error: Error) => answer({ callId, ok: false, content: String(error?.message) }),
-          );
+          const refused = (error: Error) => answer({ callId, ok: false, content: String(error?.message) });
+          // The worker sleeps until this call is answered, so even a handler that throws answers it.
+          let pending: Promise<{ ok: boolean; content: string }>;
+          try {
+            pending = request.onToolCall(parsed.name, parsed.argsJson);
+          } catch (error) {
+            refused(error as Error);
+            return;
+          }
+          void pending.then((reply) => answer({ callId, ok: reply.ok, content: reply.content }), refused);
           return;
         }
         finish(fromDone(parsed, elapsed(), cold), true);

@@ -148,6 +148,17 @@ except ToolError as error:
 });
 
 describe('the JavaScript bridge', () => {
+  it('answers a call whose host handler throws at once, so the waiting program goes on', async () => {
+    const result = await execute(
+      'javascript',
+      'try { await tools.broken({}); return "ran"; } catch (e) { return e.name + ": " + e.message; }',
+      () => {
+        throw new Error('handler failed');
+      },
+    );
+    expect(JSON.parse(result.resultJson!)).toBe('ToolError: handler failed');
+  });
+
   it('ends a program that awaits what nothing can settle at once, instead of at its time limit', async () => {
     const replacedBefore = pool.stats().replaced;
     const result = await execute('javascript', 'await new Promise(() => {}); return 1;', async () => ({
