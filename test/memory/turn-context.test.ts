@@ -1,0 +1,114 @@
+import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createBus } from '../../src/bus/index.js';
+import { createMemoryService } from '../../src/memory/index.js';
+import { defaultMigrationsDir, migrate } from '../../src/store/index.js';
+import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
+import { createHarness, sessionRef } from './memory-fixtures.js';
+
+// A question, the turns answering it without its words, and unrelated talk around them.
+const dialogue = [
+  'Do you still go swimming at the lake?',
+  'Not much lately, the water is cold.',
+  'Which sport do you practise now?',
+  'Guess!',
+  'Tennis?',
+  'Bouldering, three evenings a week!',
+  'My cousin bakes sourdough bread.',
+  'Does she sell it?',
+];
+
+describeEachDatabase('memory search over neighbouring turns', (getDb) => {
+  it('finds a turn through the turns before it, and topic lookups stay on the own words', async () => {
+    const { memory } = createHarness(getDb());
+    await memory.appendBatch(
+      sessionRef(),
+      dialogue.map((content, index) => ({
+        role: index % 2 ? ('assistant' as const) : ('user' as const),
+        content,
+      })),
+    );
+    const hits = await memory.search({ agentId: 'alpha', query: 'Which sport?', limit: 5 });
+    // #3 names the sport; #4 and #5 follow it one and two turns later without the word; #8 is far off.
+    const addresses = hits.map((hit) => hit.address);
+    expect(addresses[0]).toBe('agent:alpha:main#3');
+    expect(addresses.slice(1, 3).sort()).toEqual(['agent:alpha:main#4', 'agent:alpha:main#5']);
+    expect(addresses).not.toContain('agent:alpha:main#8');
+    expect(hits.map((hit) => hit.score)).toEqual([...hits.map((hit) => hit.score)].sort((a, b) => b - a));
+    // Only the entry's own words count for a topic phrase.
+    const topic = await memory.query({ agentId: 'alpha', topic: 'which sport' });
+    expect(topic.map((item) => item.id)).toEqual([3]);
+    expect(await memory.query({ agentId: 'alpha', topic: 'tennis sport' })).toEqual([]);
+  });
+
+  it('links turns across eviction tombstones, not across session keys', async () => {
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 4 } });
+    for (const [index, content] of dialogue.entries()) {
+      await memory.append(sessionRef(), { role: index % 2 ? 'assistant' : 'user', content });
+    }
+    await memory.append(sessionRef('other'), { role: 'user', content: 'Chess, mostly.' });
+    const hits = await memory.search({ agentId: 'alpha', query: 'Which sport?', limit: 3, kind: 'entry' });
+    // Evictions put tombstones between the turns' MemoryIDs; the two turns after the question still link.
+    expect(hits.map((hit) => hit.content).sort()).toEqual([
+      'Guess!',
+      'Tennis?',
+      'Which sport do you practise now?',
+    ]);
+    expect(hits.every((hit) => hit.sessionKey === 'agent:alpha:main' && hit.state !== 'tombstone')).toBe(
+      true,
+    );
+    expect(await memory.search({ agentId: 'alpha', query: 'chess' })).toMatchObject([
+      { address: 'agent:alpha:other#1' },
+    ]);
+  });
+});
+
+describe('migration 0014 indexes existing entries with their neighbours', () => {
+  for (const dialect of ['sqlite', 'postgres'] as const) {
+    it(`backfills ${dialect} and keeps indexing new turns`, async () => {
+      const db = await openTestDatabase(dialect, { migrate: false });
+      const before = mkdtempSync(join(tmpdir(), 'agentd-migrations-'));
+      try {
+        for (const folder of ['sqlite', 'postgres']) {
+          for (const file of readdirSync(join(defaultMigrationsDir(), folder)).filter(
+            (name) => name < '0014',
+          )) {
+            cpSync(join(defaultMigrationsDir(), folder, file), join(before, folder, file), {
+              recursive: true,
+            });
+          }
+        }
+        await migrate(db, { dir: before });
+        const old = createMemoryService({ db, bus: createBus() });
+        await old.appendBatch(
+          sessionRef(),
+          dialogue.slice(0, 6).map((content, index) => ({
+            role: index % 2 ? ('assistant' as const) : ('user' as const),
+            content,
+          })),
+        );
+        expect((await migrate(db)).applied).toContain(14);
+        const memory = createMemoryService({ db, bus: createBus() });
+        const found = async () =>
+          (await memory.search({ agentId: 'alpha', query: 'Which sport?', limit: 10 })).map(
+            (hit) => hit.memoryId,
+          );
+        expect(await found()).toEqual(expect.arrayContaining([3, 4, 5, 6]));
+        expect(await found()).not.toContain(7);
+        // A turn written after the migration is linked to the ones before it by the trigger.
+        await memory.append(sessionRef(), { role: 'user', content: 'My cousin bakes sourdough bread.' });
+        expect(await found()).toContain(7);
+        expect(
+          (await memory.search({ agentId: 'alpha', query: 'sourdough', limit: 10 })).map(
+            (hit) => hit.memoryId,
+          ),
+        ).toEqual(expect.arrayContaining([7, 6, 5]));
+      } finally {
+        rmSync(before, { recursive: true, force: true });
+        await db.close();
+      }
+    });
+  }
+});
