@@ -21,9 +21,11 @@ describe('search ranking steps', () => {
     expect(score('a', 9)).toBeCloseTo(0.1 * 4);
     expect(score('b', 1)).toBeUndefined();
     expect(score('b', 2)).toBe(3);
-    expect(ranked.map((turn) => `${turn.sessionKey}#${turn.memoryId}`).slice(0, 3)).toEqual([
+    // a#4 and a#7 tie at 5: the lower MemoryID first.
+    expect(ranked.map((turn) => `${turn.sessionKey}#${turn.memoryId}`).slice(0, 4)).toEqual([
       'a#5',
       'a#6',
+      'a#4',
       'a#7',
     ]);
     // MemoryIDs start at 1: nothing is spread below.
