@@ -173,7 +173,7 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
     // The planner's tasks run after the turn that made the plan; their progress still updates the plan.
     session.unsubscribe.push(
       host.bus.subscribe({ sessionKey: session.sessionKey, types: ['agent:plan'] }, (event) => {
-        const { tasks } = (event as BusEvent<'agent:plan'>).data;
+        const { tasks } = event.data;
         session.plan = new Map(
           tasks.map((task) => [
             task.workItemId,
@@ -185,8 +185,7 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
       host.bus.subscribe(
         { types: ['work:started', 'work:completed', 'work:dead', 'work:cancelled'] },
         (event) => {
-          const data = event.data as { workItemId: string };
-          const entry = session.plan.get(data.workItemId);
+          const entry = session.plan.get(event.data.workItemId);
           if (!entry) return;
           entry.status = event.type === 'work:started' ? 'in_progress' : 'completed';
           void sendPlan(client, session);
@@ -239,19 +238,19 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
       if (session.busy) throw RequestError.invalidRequest(undefined, 'a prompt is already running');
       session.busy = true;
       session.cancelled = false;
-      const early: BusEvent[] = [];
+      type RunEvent = BusEvent<'run:text-delta' | 'run:tool-started' | 'run:tool-finished'>;
+      const early: RunEvent[] = [];
       let runId: string | undefined;
-      const forward = (event: BusEvent) => {
-        const data = event.data as { runId: string };
-        if (data.runId !== runId) return;
+      const forward = (event: RunEvent) => {
+        if (event.data.runId !== runId) return;
         if (event.type === 'run:text-delta') {
-          const { delta } = (event as BusEvent<'run:text-delta'>).data;
+          const { delta } = event.data;
           void send(client, session.sessionId, {
             sessionUpdate: 'agent_message_chunk',
             content: { type: 'text', text: delta },
           });
         } else if (event.type === 'run:tool-started') {
-          const started = (event as BusEvent<'run:tool-started'>).data;
+          const started = event.data;
           void send(client, session.sessionId, {
             sessionUpdate: 'tool_call',
             toolCallId: started.toolCallId,
@@ -261,7 +260,7 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
             rawInput: started.arguments,
           });
         } else if (event.type === 'run:tool-finished') {
-          const finished = (event as BusEvent<'run:tool-finished'>).data;
+          const finished = event.data;
           void send(client, session.sessionId, {
             sessionUpdate: 'tool_call_update',
             toolCallId: finished.toolCallId,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Bus, BusEvent } from '../bus/index.js';
+import type { Bus } from '../bus/index.js';
 import type { LanguageModel } from '../model/index.js';
 import { completeModel, isOfflineModelText, localModelMarker, offlineWorkNotice } from '../model/index.js';
 import {
@@ -346,8 +346,8 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
             'work:blocked',
           ],
         },
-        (event: BusEvent) => {
-          const data = event.data as { workItemId: string; state: WorkState; summary?: string };
+        (event) => {
+          const { data } = event;
           if (tracked.get(data.workItemId)?.last === undefined) return;
           // The hold while the plan is announced is the planner's own bookkeeping, not a task state change.
           if (
@@ -355,7 +355,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
             (event.type === 'work:resumed' && resumedHeld.delete(data.workItemId))
           )
             return;
-          publishStatus(data.workItemId, data.state, data.summary);
+          publishStatus(data.workItemId, data.state, 'summary' in data ? data.summary : undefined);
         },
       );
 

@@ -1,5 +1,5 @@
 import { ErrorCodes, UserInputError } from '../util/index.js';
-import { isTerminalWorkState, type WorkState } from '../work/index.js';
+import { isTerminalWorkState } from '../work/index.js';
 import './events.js';
 import { admit } from './pool/admission.js';
 import { claimLoop } from './pool/claim-loop.js';
@@ -35,9 +35,8 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
   const unsubscribe = bus?.subscribe(
     { types: ['work:cancelled', 'work:paused', 'work:blocked'] },
     (event) => {
-      const data = event.data as { workItemId: string };
       running
-        .get(data.workItemId)
+        .get(event.data.workItemId)
         ?.controller.abort(
           new UserInputError({ code: ErrorCodes.aborted, message: `work item ${event.type.slice(5)}` }),
         );
@@ -50,7 +49,7 @@ export function createWorkerPool(options: CreateWorkerPoolOptions): WorkerPool {
       types: ['work:claimed', 'work:paused', 'work:completed', 'work:failed', 'work:dead', 'work:cancelled'],
     },
     (event) => {
-      const data = event.data as { workItemId: string; state: WorkState };
+      const { data } = event;
       if (event.type !== 'work:claimed' && event.type !== 'work:paused' && !isTerminalWorkState(data.state))
         return;
       for (const state of classes) if (state.admitted.delete(data.workItemId)) checkIdle(pool);

@@ -17,7 +17,15 @@ export type BusHandler<K extends BusEventType = BusEventType> = (event: BusEvent
 export interface Bus {
   /** Delivers synchronously to every matching subscriber. Never throws because of a subscriber. */
   publish<K extends BusEventType>(type: K, data: BusEventMap[K], scope?: BusEventScope): BusEvent<K>;
-  /** Returns the unsubscribe function. */
+  /**
+   * Returns the unsubscribe function. With exact event types in `filter.types` the handler receives only
+   * those events, typed as such (its `event.data` narrows by `event.type`); with `subsystem:*` prefixes or
+   * no types, any event.
+   */
+  subscribe<const T extends BusEventType>(
+    filter: BusEventScope & { types: ReadonlyArray<T> },
+    handler: BusHandler<T>,
+  ): () => void;
   subscribe(filter: BusFilter, handler: BusHandler): () => void;
   /** Typed single-type subscription. */
   on<K extends BusEventType>(type: K, handler: BusHandler<K>, scope?: BusEventScope): () => void;
@@ -67,7 +75,7 @@ export function createBus(options: CreateBusOptions = {}): Bus {
   let subscriptions: Subscription[] = [];
   let seq = 0;
 
-  const subscribe = (filter: BusFilter, handler: BusHandler) => {
+  const subscribe = (filter: BusFilter, handler: BusHandler): (() => void) => {
     const exact = filter.types?.filter((type) => !type.endsWith(':*'));
     const prefixes = filter.types?.filter((type) => type.endsWith(':*')).map((type) => type.slice(0, -1));
     const subscription: Subscription = {
@@ -102,7 +110,7 @@ export function createBus(options: CreateBusOptions = {}): Bus {
       }
       return event;
     },
-    subscribe,
+    subscribe: subscribe as Bus['subscribe'],
     on(type, handler, scope = {}) {
       return subscribe({ ...scope, types: [type] }, handler as BusHandler);
     },

@@ -64,7 +64,8 @@ export interface BusEventScope {
 }
 
 /** One published event: its type, payload (`data`), routing scope and position (`seq`, `at`). */
-export interface BusEvent<K extends BusEventType = BusEventType> extends BusEventScope {
+/** One event of the type `K`. */
+export interface BusEventOf<K extends BusEventType> extends BusEventScope {
   type: K;
   /** Process-local monotonically increasing sequence number. */
   seq: number;
@@ -72,3 +73,9 @@ export interface BusEvent<K extends BusEventType = BusEventType> extends BusEven
   at: number;
   data: BusEventMap[K];
 }
+
+/**
+ * A bus event. Without a type argument it is the union of every event correlated by `type`, so a handler
+ * narrows `data` with `if (event.type === 'run:finished')` or a `switch`, without casts.
+ */
+export type BusEvent<K extends BusEventType = BusEventType> = { [P in K]: BusEventOf<P> }[K];

@@ -333,7 +333,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
                 message: 'planning is off: features.agent_runtime_v1 is false',
               });
             const off = runtime.bus.subscribe({ sessionKey, types: ['agent:progress'] }, (event) =>
-              show(`· ${(event.data as { message: string }).message}`),
+              show(`· ${event.data.message}`),
             );
             const plan = await runtime.work.planner.plan({ goal: text, sessionKey, agentId: options.agent });
             const finished = options.detach ? undefined : await withTimeout(plan.finished, options.timeoutMs);

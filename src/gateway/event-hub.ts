@@ -1,4 +1,4 @@
-import type { Bus, BusEvent, BusEventMap, RunStatus } from '../bus/index.js';
+import type { Bus, BusEvent, RunStatus } from '../bus/index.js';
 import type { Clock, Logger } from '../util/index.js';
 import type { ForwardedEvent, MethodTable } from './method-table.js';
 import { scopeSatisfied } from './scopes.js';
@@ -103,13 +103,17 @@ interface RunState {
 /** The gateway relays chat deltas at most this often per run, like OpenClaw does. */
 export const chatDeltaIntervalMs = 150;
 
-const runEventTypes = new Set([
+const runEventTypes = new Set<string>([
   'run:started',
   'run:text-delta',
   'run:tool-started',
   'run:tool-finished',
   'run:finished',
 ]);
+type RunBusEvent = BusEvent<
+  'run:started' | 'run:text-delta' | 'run:tool-started' | 'run:tool-finished' | 'run:finished'
+>;
+const isRunEvent = (event: BusEvent): event is RunBusEvent => runEventTypes.has(event.type);
 
 const readScope = 'operator.read';
 
@@ -217,8 +221,8 @@ export function createEventHub(options: {
     );
   };
 
-  const runFor = (event: BusEvent): RunState => {
-    const runId = (event.data as { runId: string }).runId;
+  const runFor = (event: RunBusEvent): RunState => {
+    const { runId } = event.data;
     let run = runs.get(runId);
     if (!run) {
       run = {
@@ -237,10 +241,10 @@ export function createEventHub(options: {
     return run;
   };
 
-  const onRunEvent = (event: BusEvent) => {
+  const onRunEvent = (event: RunBusEvent) => {
     switch (event.type) {
       case 'run:started': {
-        const data = event.data as BusEventMap['run:started'];
+        const { data } = event;
         const run = runFor(event);
         run.sessionKey = data.sessionKey ?? run.sessionKey;
         run.agentId = data.agentId;
@@ -265,7 +269,7 @@ export function createEventHub(options: {
         return;
       }
       case 'run:text-delta': {
-        const data = event.data as BusEventMap['run:text-delta'];
+        const { data } = event;
         const run = runFor(event);
         run.text = data.text;
         emitRun(run, (ref) => ({ kind: 'assistant', run: ref, text: data.text, delta: data.delta }));
@@ -281,7 +285,7 @@ export function createEventHub(options: {
         return;
       }
       case 'run:tool-started': {
-        const data = event.data as BusEventMap['run:tool-started'];
+        const { data } = event;
         emitRun(runFor(event), (ref) => ({
           kind: 'tool',
           run: ref,
@@ -293,7 +297,7 @@ export function createEventHub(options: {
         return;
       }
       case 'run:tool-finished': {
-        const data = event.data as BusEventMap['run:tool-finished'];
+        const { data } = event;
         emitRun(runFor(event), (ref) => ({
           kind: 'tool',
           run: ref,
@@ -306,7 +310,7 @@ export function createEventHub(options: {
         return;
       }
       case 'run:finished': {
-        const data = event.data as BusEventMap['run:finished'];
+        const { data } = event;
         const run = runFor(event);
         runs.delete(run.runId);
         const stopReason = data.status === 'completed' ? 'stop' : data.status;
@@ -357,7 +361,7 @@ export function createEventHub(options: {
   };
 
   const unsubscribe = bus.subscribe({}, (event) => {
-    if (runEventTypes.has(event.type)) onRunEvent(event);
+    if (isRunEvent(event)) onRunEvent(event);
     const forwards = forwardsFor(event.type);
     if (!forwards) return;
     for (const entry of forwards)

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { BusEvent } from '../bus/index.js';
+import type { BusEvent, BusEventType } from '../bus/index.js';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import { missingScope } from './scopes.js';
@@ -92,10 +92,10 @@ export interface ForwardedEvent {
   toPayload: (event: BusEvent) => Record<string, unknown>;
 }
 
-export interface ForwardOptions {
+export interface ForwardOptions<K extends BusEventType = BusEventType> {
   scopes?: ReadonlyArray<string>;
   spiderweb?: 'legacy' | 'additive';
-  toPayload?: (event: BusEvent) => Record<string, unknown>;
+  toPayload?: (event: BusEvent<K>) => Record<string, unknown>;
 }
 
 export interface MethodTable {
@@ -109,7 +109,7 @@ export interface MethodTable {
   declareEvents(names: ReadonlyArray<string>): void;
   events(): string[];
   /** Forwards a bus event type to clients as `wireName` (OpenClaw event / Spiderweb message type). */
-  forwardBusEvent(busType: string, wireName: string, options?: ForwardOptions): void;
+  forwardBusEvent<K extends BusEventType>(busType: K, wireName: string, options?: ForwardOptions<K>): void;
   forwardedEvents(): ReadonlyArray<ForwardedEvent>;
 }
 
@@ -184,7 +184,8 @@ export function createMethodTable(): MethodTable {
         wireName,
         scopes: options.scopes ?? ['operator.read'],
         spiderweb: options.spiderweb ?? 'additive',
-        toPayload: options.toPayload ?? defaultPayload,
+        // The hub calls it only with events of `busType`.
+        toPayload: (options.toPayload as ForwardedEvent['toPayload'] | undefined) ?? defaultPayload,
       });
       events.add(wireName);
     },

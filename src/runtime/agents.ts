@@ -411,25 +411,25 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
     const runtimeRef = agentRuntime;
     methods.forwardBusEvent('agent:state', 'agent.state_update', {
       toPayload: (event) => {
-        const data = event.data as { agentId: string };
+        const { data } = event;
         try {
           return toAgentStateUpdate(runtimeRef.getState(data.agentId));
         } catch {
           return {
             type: 'agent_state_update',
             agent_id: data.agentId,
-            state: (event.data as { to: string }).to,
+            state: data.to,
           };
         }
       },
     });
     methods.forwardBusEvent('agent:spoke', 'agent.speech', {
-      toPayload: (event) => toAgentSpeech(event.data as { agentId: string; content: string }),
+      toPayload: (event) => toAgentSpeech(event.data),
     });
     methods.forwardBusEvent('agent:broadcast', 'agent.broadcast');
     methods.forwardBusEvent('agent:moved', 'agent.moved', {
       toPayload: (event) => {
-        const data = event.data as { agentId: string; from: unknown; to: unknown; reason?: string };
+        const { data } = event;
         return {
           type: 'agent_moved',
           agent_id: data.agentId,
@@ -454,11 +454,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   methods.forwardBusEvent('agent:blocked', 'agent.blocked');
   methods.forwardBusEvent('memory:event', 'memory.event', {
     spiderweb: 'legacy',
-    toPayload: (event) =>
-      toSpiderwebMemoryEvent(event.data as Parameters<typeof toSpiderwebMemoryEvent>[0], null) as Record<
-        string,
-        unknown
-      >,
+    toPayload: (event) => toSpiderwebMemoryEvent(event.data, null) as Record<string, unknown>,
   });
 
   methods.register('work.submit', {

@@ -30,13 +30,7 @@ export function recordWorkflowMetrics(bus: Bus, metrics: MetricsRegistry): () =>
       ],
     },
     (event) => {
-      const data = event.data as {
-        workflowId: string;
-        rootTaskId: string;
-        taskId: string;
-        nodeId?: string;
-        payload: Record<string, unknown>;
-      };
+      const { data } = event;
       const workflow = data.workflowId;
       switch (event.type) {
         case 'workflow:node-completed':

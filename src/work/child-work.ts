@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Bus, BusEvent } from '../bus/index.js';
+import type { Bus } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { formatLedgerEntries } from '../ledger/index.js';
 import { SpanAttributes, withSpan } from '../telemetry/index.js';
@@ -52,7 +52,7 @@ const awaitInput = z.object({
 
 const checkInput = z.object({ ids: idsSchema });
 
-const terminalEventTypes = ['work:completed', 'work:failed', 'work:dead', 'work:cancelled'];
+const terminalEventTypes = ['work:completed', 'work:failed', 'work:dead', 'work:cancelled'] as const;
 
 function requireWorkItem(context: ToolContext): string {
   if (!context.workItemId) {
@@ -191,9 +191,8 @@ export function createChildWorkTools(options: CreateChildWorkToolsOptions): Tool
         wakeUp();
       };
       // Subscribe before the first read so an event between the read and the wait is not lost.
-      const unsubscribe = bus.subscribe({ types: terminalEventTypes }, (event: BusEvent) => {
-        const data = event.data as { workItemId?: string; state?: string };
-        if (data.workItemId && pending.has(data.workItemId)) changed();
+      const unsubscribe = bus.subscribe({ types: terminalEventTypes }, (event) => {
+        if (pending.has(event.data.workItemId)) changed();
       });
       const parent = await queue.get(parentId);
       const leaseOwner = parent?.state === 'running' ? parent.leaseOwner : null;

@@ -64,9 +64,8 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
                 { sessionKey, types: ['run:text-delta', 'run:tool-started'] },
                 (event) => {
                   if (json) return;
-                  if (event.type === 'run:text-delta')
-                    deps.io.stdout((event.data as { delta: string }).delta);
-                  else deps.io.stderr(`[tool ${(event.data as { toolName: string }).toolName}]\n`);
+                  if (event.type === 'run:text-delta') deps.io.stdout(event.data.delta);
+                  else deps.io.stderr(`[tool ${event.data.toolName}]\n`);
                 },
               );
               result = await runtime.sendMessage({
@@ -169,8 +168,8 @@ export function localChatBackend(runtime: Runtime, agentId: string, sessionKey: 
       const off = runtime.bus.subscribe(
         { sessionKey, types: ['run:text-delta', 'run:tool-started'] },
         (event) => {
-          if (event.type === 'run:text-delta') on.delta((event.data as { delta: string }).delta);
-          else on.tool((event.data as { toolName: string }).toolName);
+          if (event.type === 'run:text-delta') on.delta(event.data.delta);
+          else on.tool(event.data.toolName);
         },
       );
       try {
