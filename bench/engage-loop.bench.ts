@@ -1,6 +1,7 @@
 // Loop overhead of agentd's engage loop against LangGraph.js, the OpenAI Agents SDK and Mastra on the same
 // scripted scenario: every run is N tool turns (each turn: K parallel calls of no-op tools) and one final
 // answer, with an instant in-process model. Also allocation per run and heap growth over 10,000 runs.
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
@@ -341,7 +342,17 @@ export function mastraContender(scenario: Scenario): Contender {
     version: versionOf('@mastra/core'),
     async run() {
       executions = 0;
-      const result = await agent.generate('go', { maxSteps: scenario.toolTurns + 1 });
+      // Mastra's workflow engine adds an abort listener to the run's signal for every step and never removes
+      // it, so 11 steps print Node's MaxListenersExceededWarning (seen with --trace-warnings: Workflow.execute
+      // in @mastra/core). Signals created during a Mastra run get room for its steps; agentd's keep Node's 10.
+      const defaultMax = EventEmitter.defaultMaxListeners;
+      EventEmitter.defaultMaxListeners = Math.max(defaultMax, scenario.toolTurns + 1 + defaultMax);
+      let result: Awaited<ReturnType<typeof agent.generate>>;
+      try {
+        result = await agent.generate('go', { maxSteps: scenario.toolTurns + 1 });
+      } finally {
+        EventEmitter.defaultMaxListeners = defaultMax;
+      }
       if (result.text !== finalText)
         throw new Error(`Mastra run did not finish (text ${JSON.stringify(result.text)})`);
       return executions;
