@@ -39,7 +39,8 @@ try {
     agentId: 'main',
   });
 
-  const dir = join(runtime.state.workspaceDir, 'workflows', 'mini-editor');
+  // The gateway runs workflows only from its configured directories (by default <home>/workflow-library).
+  const dir = join(runtime.state.home, 'workflow-library', 'mini-editor');
   cpSync(join(root, 'examples', 'mini-editor'), dir, { recursive: true });
 
   const page = await browser.newPage({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
@@ -72,6 +73,7 @@ try {
   await page.screenshot({ path: join(out, 'dashboard-work.png') });
 
   await page.goto(`${base}/#workflows`);
+  await page.getByLabel('Workflow', { exact: true }).selectOption(dir);
   await page.locator('.node').first().waitFor();
   await page.getByRole('button', { name: 'Start run' }).click();
   await page.locator('#run-status .run-completed').waitFor({ timeout: 60_000 });
