@@ -148,7 +148,8 @@ async function performStage(
     // EXIT is read-only; a MERGE reached without children (e.g. after a DECISION) passes the output through.
     outcome.output = input;
   } else {
-    const body = await runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
+    const pending = runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
+    const body = pending instanceof Promise ? await pending : pending;
     outcome.output = body.output === undefined ? null : body.output;
     if (body.toolErrors) outcome.partial = true;
   }

@@ -67,9 +67,41 @@ export interface BodyResult {
 /**
  * Runs what a node does with its input: an agent (through its model, with the node's tools), a registered
  * function, its tools in order (each output feeding the next), the default MERGE (outputs of the children
- * that count), or nothing (the input passes through).
+ * that count), or nothing (the input passes through). A registered function that returns a plain value
+ * gives its result at once, not as a promise: the stage then goes on without two more microtask turns.
+ * A function that throws gives a rejected promise, as an async body would.
  */
-export async function runBody(
+export function runBody(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  input: unknown,
+  context: ContextItem[],
+  calls: ToolCallRecord[],
+  merging: boolean,
+): BodyResult | Promise<BodyResult> {
+  const manifest = node.manifest;
+  const registered = manifest.kind === 'agent' ? undefined : core.functions[node.id];
+  if (!registered) {
+    // Nothing to do (a START without a function, say): the input passes through, also at once.
+    if (manifest.kind !== 'agent' && manifest.tools.length === 0 && !merging)
+      return { output: input, toolErrors: false };
+    return runOtherBody(core, run, task, node, input, context, calls, merging);
+  }
+  let output: unknown;
+  try {
+    output = registered(input, new FunctionContext(core, task, node.id, context, run, '.'));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (typeof (output as PromiseLike<unknown> | null)?.then === 'function')
+    return Promise.resolve(output).then((value) => ({ output: value, toolErrors: false }));
+  return { output, toolErrors: false };
+}
+
+/** An agent, tools, the default MERGE or a pass-through. */
+async function runOtherBody(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
@@ -80,12 +112,6 @@ export async function runBody(
   merging: boolean,
 ): Promise<BodyResult> {
   const manifest = node.manifest;
-  // The common deterministic node first, before any closure is made for the tool and agent paths.
-  const registered = manifest.kind === 'agent' ? undefined : core.functions[node.id];
-  if (registered) {
-    const functionContext = new FunctionContext(core, task, node.id, context, run, '.');
-    return { output: await registered(input, functionContext), toolErrors: false };
-  }
   const makeContext = (tool?: LoadedTool): WorkflowFunctionContext =>
     new FunctionContext(core, task, node.id, context, run, tool?.manifest.permissions.root ?? '.');
   if (manifest.kind === 'agent') {
