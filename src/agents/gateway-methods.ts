@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../tools/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
+import type { Heartbeat } from './heartbeat.js';
 import type { Planner } from './planner.js';
 import type { WorkerPool } from './pool.js';
 import {
@@ -157,6 +158,9 @@ export const agentControlParamsSchema = z.discriminatedUnion('action', [
     ids: z.array(z.string()).optional(),
   }),
   z.object({ action: z.literal('state'), sessionKey: z.string().min(1) }),
+  z.object({ action: z.literal('status'), sessionKey: z.string().min(1) }),
+  z.object({ action: z.literal('heartbeat'), sessionKey: z.string().min(1) }),
+  z.object({ action: z.literal('plan'), sessionKey: z.string().min(1) }),
 ]);
 
 export interface AgentGatewayMethod<Schema extends z.ZodType = z.ZodType> {
@@ -169,6 +173,8 @@ export interface CreateAgentGatewayMethodsOptions {
   /** Needed for `agent.control`; without planner and pool that method is not offered. */
   planner?: Planner;
   pool?: WorkerPool;
+  /** For `agent.control {action:"heartbeat"}`: a sweep now. Without it the action says the heartbeat is off. */
+  heartbeat?: Pick<Heartbeat, 'sweep'>;
 }
 
 /** The agent that short session keys (`main`) belong to. */
@@ -192,7 +198,7 @@ function parse<Schema extends z.ZodType>(schema: Schema, params: unknown): z.out
 export function createAgentGatewayMethods(
   options: CreateAgentGatewayMethodsOptions,
 ): Record<string, AgentGatewayMethod> {
-  const { runtime, planner, pool } = options;
+  const { runtime, planner, pool, heartbeat } = options;
   const methods: Record<string, AgentGatewayMethod> = {
     'agents.spawn': {
       params: agentsSpawnParamsSchema,
@@ -339,6 +345,36 @@ export function createAgentGatewayMethods(
             };
           case 'state':
             return { action: 'state', ...(await pool.snapshot({ sessionKey: params.sessionKey })) };
+          case 'status': {
+            // The session's work as the pool sees it, plus the agents of the world and what they are doing.
+            const snapshot = await pool.snapshot({ sessionKey: params.sessionKey });
+            return {
+              action: 'status',
+              counts: snapshot.counts,
+              active: snapshot.active,
+              paused: snapshot.paused,
+              agents: runtime
+                .listStates()
+                .map((agent) => ({ id: agent.id, name: agent.name, state: agent.state })),
+            };
+          }
+          case 'heartbeat': {
+            if (!heartbeat)
+              throw new UserInputError({
+                code: ErrorCodes.invalidConfig,
+                message: 'the heartbeat is off: features.agent_runtime_v1 is false',
+              });
+            return { action: 'heartbeat', ...(await heartbeat.sweep()) };
+          }
+          case 'plan': {
+            const plan = await planner.latest(params.sessionKey);
+            if (!plan)
+              throw new UserInputError({
+                code: ErrorCodes.notFound,
+                message: `no plan for ${params.sessionKey}: send a goal first (/goal <text>)`,
+              });
+            return { action: 'plan', ...plan };
+          }
         }
       },
     };

@@ -123,8 +123,18 @@ export interface PlanRequest {
   signal?: AbortSignal;
 }
 
+/** The last plan of a session as it stands now (`agent.control {action:"plan"}`). */
+export interface PlanSnapshot {
+  planId: string;
+  goal: string;
+  reply: string;
+  tasks: Array<{ workItemId: string; title: string; state: WorkState }>;
+}
+
 export interface Planner {
   plan(request: PlanRequest): Promise<PlanResult>;
+  /** The session's most recent plan with its tasks' current states; undefined when it has none here. */
+  latest(sessionKey: string): Promise<PlanSnapshot | undefined>;
 }
 
 /** The JSON object in a reply, whether bare, fenced or surrounded by prose. */
@@ -294,6 +304,8 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
     });
 
   const finishHooks = new Map<string, () => void>();
+  // Only the most recent plan per session: the queue keeps the tasks, this keeps which ones formed it.
+  const latestPlans = new Map<string, { planId: string; goal: string; reply: string; taskIds: string[] }>();
 
   return {
     async plan(request) {
@@ -392,6 +404,12 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         ? `${modelPlan.reply}\n(${rejected.length} task(s) were refused because the workers are saturated.)`
         : modelPlan.reply;
       bus.publish('agent:plan', { planId, goal, reply: replyText, tasks, ...scope }, scope);
+      latestPlans.set(request.sessionKey, {
+        planId,
+        goal,
+        reply: replyText,
+        taskIds: tasks.map((task) => task.workItemId),
+      });
       if (options.memoryWriter) {
         const lines = tasks.map(
           (task, index) => `${index + 1}. ${task.title} — ${task.description} [${task.workItemId}]`,
@@ -432,6 +450,17 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         await queue.resume(task.workItemId);
       }
       return { planId, reply: replyText, tasks, rejected, finished };
+    },
+    async latest(sessionKey) {
+      const plan = latestPlans.get(sessionKey);
+      if (!plan) return undefined;
+      const items = await queue.getMany(plan.taskIds);
+      return {
+        planId: plan.planId,
+        goal: plan.goal,
+        reply: plan.reply,
+        tasks: items.map((item) => ({ workItemId: item.id, title: item.title, state: item.state })),
+      };
     },
   };
 }

@@ -114,11 +114,29 @@ export function acceptSpiderwebConnection(
     }
   };
 
+  // `/goal` from this client: its synthesis comes back to it as the reply, a `session.receive` answering the
+  // request. A synthesis can beat the goal's own answer (fast tasks), so recent ones wait here briefly.
+  const goalRequests = new Map<string, string | undefined>();
+  const unclaimedSyntheses = new Map<string, string>();
+  const receiveSynthesis = (request: string | undefined, planId: string, text: string) =>
+    send({ type: 'session.receive', request, sessionKey, content: text, planId });
+
   const sink: EventSink = {
     connId,
     scopes,
     onRunEvent,
     onForwardedEvent(entry, event) {
+      if (event.type === 'agent:synthesis' && event.sessionKey === sessionKey) {
+        const { planId, text } = event.data;
+        if (goalRequests.has(planId)) {
+          receiveSynthesis(goalRequests.get(planId), planId, text);
+          goalRequests.delete(planId);
+        } else {
+          unclaimedSyntheses.set(planId, text);
+          if (unclaimedSyntheses.size > 16)
+            unclaimedSyntheses.delete(unclaimedSyntheses.keys().next().value!);
+        }
+      }
       if (
         entry.spiderweb === 'additive' &&
         !capabilities.has(spiderwebCapabilities.events) &&
@@ -238,12 +256,19 @@ export function acceptSpiderwebConnection(
             request,
             'agent.control',
             { sessionKey, agentId, action: 'goal', goal },
-            (result) => ({
-              type: 'agent.control',
-              request,
-              sessionKey,
-              ...(isRecord(result) ? result : {}),
-            }),
+            (result) => {
+              const planId =
+                isRecord(result) && typeof result.planId === 'string' ? result.planId : undefined;
+              if (planId !== undefined) {
+                const early = unclaimedSyntheses.get(planId);
+                if (early !== undefined) {
+                  unclaimedSyntheses.delete(planId);
+                  // After the goal's answer below, as if the synthesis had arrived later.
+                  queueMicrotask(() => receiveSynthesis(request, planId, early));
+                } else goalRequests.set(planId, request);
+              }
+              return { type: 'agent.control', request, sessionKey, ...(isRecord(result) ? result : {}) };
+            },
           );
         }
         return await chat(request, content);

@@ -387,6 +387,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       runtime: agentRuntime,
       ...(planner ? { planner } : {}),
       ...(pool ? { pool } : {}),
+      ...(heartbeat ? { heartbeat } : {}),
     });
     const scopesOf: Record<string, string[]> = {
       'agents.spawn': [admin],

@@ -1,6 +1,11 @@
 import type { Bus } from '../../bus/index.js';
 import { coerceError, createIdGenerator, type Logger, silentLogger } from '../../util/index.js';
-import type { WorkCompletion, WorkItem, WorkQueue } from '../../work/index.js';
+import {
+  defaultSystemWorkKinds,
+  type WorkCompletion,
+  type WorkItem,
+  type WorkQueue,
+} from '../../work/index.js';
 import type { CreateWorkerPoolOptions, RunItem, WorkerClassOptions } from './types.js';
 
 /** One concurrency class at run time. */
@@ -142,6 +147,9 @@ export function progress(
   item: WorkItem,
   message: string,
 ): void {
+  // The runtime's own upkeep (memory maintenance every interval) is no news for chat clients: its effects,
+  // when there are any, arrive as their own events (memory.event).
+  if (item.sessionKey === null && defaultSystemWorkKinds.includes(item.kind)) return;
   pool.bus?.publish(
     'agent:progress',
     {

@@ -1,0 +1,103 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { Runtime } from '../../src/runtime.js';
+import { memoryMaintenanceKind } from '../../src/work/index.js';
+import { startRuntime } from '../runtime/helpers.js';
+
+/** A Spiderweb client that keeps every frame and waits for matching ones. */
+async function spiderweb(url: string) {
+  const socket = new WebSocket(url);
+  const received: any[] = [];
+  socket.on('message', (data) => received.push(JSON.parse(String(data))));
+  await new Promise((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+  });
+  const next = async (match: (message: any) => boolean) => {
+    for (;;) {
+      const found = received.find(match);
+      if (found) return found;
+      await new Promise((resolve) => socket.once('message', resolve));
+    }
+  };
+  return { socket, received, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
+}
+
+let runtime: Runtime | undefined;
+afterEach(async () => {
+  await runtime?.close();
+  runtime = undefined;
+});
+
+async function connect() {
+  const started = await startRuntime();
+  runtime = started.runtime;
+  const base = started.url.replace(/\/$/, '');
+  const client = await spiderweb(
+    `${base}/v1/agents/main/stream?session=control&token=${encodeURIComponent(started.runtime.state.token)}`,
+  );
+  await client.next((message) => message.type === 'session.ack');
+  return { started, client };
+}
+
+describe('Spiderweb agent.control and agent.heartbeat against a running agentd', () => {
+  it('sends /goal, receives the synthesis as a session.receive answering it, then reads status and plan', async () => {
+    const { client } = await connect();
+    client.send({ type: 'session.send', id: 'g1', content: '/goal Count the boats. Then paint the fence.' });
+    const plan = await client.next((message) => message.type === 'agent.control' && message.request === 'g1');
+    expect(plan.tasks.map((task: { title: string }) => task.title)).toEqual([
+      'Count the boats',
+      'Then paint the fence',
+    ]);
+    const synthesis = await client.next(
+      (message) => message.type === 'session.receive' && message.request === 'g1',
+    );
+    expect(synthesis).toMatchObject({ sessionKey: 'agent:main:control', planId: plan.planId });
+    expect(synthesis.content).toContain('Results for "Count the boats. Then paint the fence."');
+    // The goal's answer came first.
+    expect(client.received.indexOf(plan)).toBeLessThan(client.received.indexOf(synthesis));
+
+    client.send({ type: 'agent.control', id: 's1', action: 'status' });
+    expect(await client.next((message) => message.request === 's1')).toMatchObject({
+      type: 'agent.control',
+      action: 'status',
+      counts: { queued: 0, active: 0 },
+      agents: expect.any(Array),
+    });
+
+    client.send({ type: 'agent.control', id: 'p1', action: 'plan' });
+    const current = await client.next((message) => message.request === 'p1');
+    expect(current).toMatchObject({ type: 'agent.control', action: 'plan', planId: plan.planId });
+    expect(current.tasks.map((task: { state: string }) => task.state)).toEqual(['completed', 'completed']);
+  });
+
+  it('accepts an inbound agent.heartbeat (and agent.control heartbeat) and answers with the sweep', async () => {
+    const { client } = await connect();
+    client.send({ type: 'agent.heartbeat', id: 'h1' });
+    const beat = await client.next((message) => message.request === 'h1');
+    expect(beat).toMatchObject({
+      type: 'agent.control',
+      action: 'heartbeat',
+      blocked: [],
+      stalled: [],
+      agents: expect.any(Array),
+    });
+    client.send({ type: 'agent.control', id: 'h2', action: 'heartbeat' });
+    expect(await client.next((message) => message.request === 'h2')).toMatchObject({ action: 'heartbeat' });
+  });
+
+  it('answers plan without a goal with an error, and pushes no progress for memory maintenance', async () => {
+    const { started, client } = await connect();
+    client.send({ type: 'agent.control', id: 'p0', action: 'plan' });
+    expect(await client.next((message) => message.request === 'p0')).toMatchObject({ type: 'error' });
+
+    await started.runtime.startBackground();
+    const pool = started.runtime.work.pool!;
+    await pool.submit({ kind: memoryMaintenanceKind, title: 'memory maintenance', agentId: 'system' });
+    await pool.idle();
+    // A ping answered after the maintenance ended: everything sent before it has arrived.
+    client.send({ type: 'ping', id: 'after' });
+    await client.next((message) => message.type === 'pong' && message.request === 'after');
+    expect(client.received.filter((message) => message.type === 'agent.progress')).toEqual([]);
+  });
+});
