@@ -36,7 +36,7 @@ export interface ChatHistoryMessage {
   runId?: string;
 }
 
-export interface ChatService {
+export interface GatewayChatService {
   /**
    * Starts a run for one user message (the engage loop publishes its `run:*` events on the bus). Runs of one
    * session are serialized by the service. `status: 'in_flight'` when a run with this idempotency key exists.
@@ -131,7 +131,7 @@ export interface SessionService {
  * `{kind:"summary", source, id, source_id, created_at_ms, text}` and
  * `{kind:"entry", source, id, role, state, related_to, content}`.
  */
-export type MemoryItem = { kind: 'summary' | 'entry' } & Record<string, unknown>;
+export type GatewayMemoryItem = { kind: 'summary' | 'entry' } & Record<string, unknown>;
 
 export interface MemoryQueryService {
   query(input: {
@@ -142,14 +142,14 @@ export interface MemoryQueryService {
     kind: 'summary' | 'entry' | 'all';
     limit: number;
     includeArchived: boolean;
-  }): Promise<{ items: MemoryItem[] }>;
+  }): Promise<{ items: GatewayMemoryItem[] }>;
   recall(input: {
     sessionKey: string;
     agentId: string;
     limit: number;
     includeArchived: boolean;
     includeFull: boolean;
-  }): Promise<{ items: MemoryItem[] }>;
+  }): Promise<{ items: GatewayMemoryItem[] }>;
 }
 
 export interface HealthService {
@@ -183,7 +183,7 @@ export interface AgentDirectoryService {
 }
 
 export interface GatewayServices {
-  chat: ChatService;
+  chat: GatewayChatService;
   sessions: SessionService;
   models: ModelCatalogService;
   agents: AgentDirectoryService;

@@ -3,7 +3,7 @@ export { createFileTools, type FileToolsOptions } from './builtin/files.js';
 export { createHttpFetchTool, type HttpFetchToolOptions } from './builtin/http-fetch.js';
 export { type BuiltinToolsOptions, createBuiltinTools } from './builtin/index.js';
 export { createLedgerTools } from './builtin/ledger.js';
-export { createMemoryTools, type MemoryAccess } from './builtin/memory.js';
+export { createMemoryTools, type MemoryToolBackend } from './builtin/memory.js';
 export { type ChildIsolation, namespaceLauncher } from './child-process.js';
 export { type ToolsConfig, toolsConfigSchema } from './config.js';
 export {

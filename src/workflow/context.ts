@@ -1,6 +1,6 @@
 import { estimateTokens } from '../model/index.js';
 import type { ContextProfile } from './manifest-schemas.js';
-import type { MemoryItem, MemoryStore, MemoryStoreKind } from './memory-store.js';
+import type { MemoryStore, MemoryStoreKind, WorkflowMemoryItem } from './memory-store.js';
 
 export interface ContextItem {
   id: string;
@@ -31,7 +31,7 @@ export interface AssembledContext {
   metadata: ContextMetadata;
 }
 
-function itemText(item: MemoryItem): string {
+function itemText(item: WorkflowMemoryItem): string {
   return typeof item.payload === 'string' ? item.payload : JSON.stringify(item.payload);
 }
 
@@ -67,7 +67,7 @@ export interface AssembleContextOptions {
  */
 export async function assembleContext(options: AssembleContextOptions): Promise<AssembledContext> {
   const { profile } = options;
-  const byId = new Map<string, MemoryItem>();
+  const byId = new Map<string, WorkflowMemoryItem>();
   for (const source of profile.sources) {
     const items = await options.stores[source.store].list(
       source.store === 'task' ? { taskId: options.taskId } : {},

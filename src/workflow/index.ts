@@ -62,9 +62,9 @@ export {
 export {
   createInMemoryStore,
   createSqlMemoryStore,
-  type MemoryItem,
   type MemoryStore,
   type MemoryStoreKind,
+  type WorkflowMemoryItem,
 } from './memory-store.js';
 export type { MetricsSnapshot } from './metrics.js';
 export {

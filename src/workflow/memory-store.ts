@@ -5,7 +5,7 @@ import type { MemoryBackend } from './manifest-schemas.js';
 
 export type MemoryStoreKind = 'task' | 'project' | 'global';
 
-export interface MemoryItem {
+export interface WorkflowMemoryItem {
   id: string;
   store: MemoryStoreKind;
   /** Order of insertion within the store; newest has the highest. */
@@ -21,16 +21,16 @@ export interface MemoryItem {
   createdAt: number;
 }
 
-export type NewMemoryItem = Omit<MemoryItem, 'seq' | 'store'>;
+export type NewWorkflowMemoryItem = Omit<WorkflowMemoryItem, 'seq' | 'store'>;
 
 export interface MemoryStore {
   readonly kind: MemoryStoreKind;
   readonly backend: MemoryBackend;
   /** Where the data lives (`memory`, or the database location). */
   readonly location: string;
-  add(item: NewMemoryItem): Promise<MemoryItem>;
+  add(item: NewWorkflowMemoryItem): Promise<WorkflowMemoryItem>;
   /** Oldest first. `taskId` narrows a task store to one task's memory. */
-  list(filter?: { taskId?: string }): Promise<MemoryItem[]>;
+  list(filter?: { taskId?: string }): Promise<WorkflowMemoryItem[]>;
   count(): Promise<number>;
 }
 
@@ -42,14 +42,14 @@ export interface MemoryStoreOptions {
 
 /** RAM only; gone when the process exits. */
 export function createInMemoryStore(options: MemoryStoreOptions): MemoryStore {
-  const items: MemoryItem[] = [];
+  const items: WorkflowMemoryItem[] = [];
   let seq = 0;
   return {
     kind: options.kind,
     backend: 'in_memory',
     location: 'memory',
     async add(item) {
-      const stored: MemoryItem = { ...item, store: options.kind, seq: ++seq };
+      const stored: WorkflowMemoryItem = { ...item, store: options.kind, seq: ++seq };
       items.push(stored);
       if (options.maxItems !== undefined && items.length > options.maxItems)
         items.splice(0, items.length - options.maxItems);
@@ -95,7 +95,7 @@ export async function createSqlMemoryStore(
     [scope, kind],
   );
   let seq = Number(top?.seq ?? 0);
-  const fromRow = (row: MemoryRow): MemoryItem => ({
+  const fromRow = (row: MemoryRow): WorkflowMemoryItem => ({
     id: row.id,
     store: kind,
     seq: Number(row.seq),
@@ -115,7 +115,7 @@ export async function createSqlMemoryStore(
     backend: 'sqlite',
     location: db.location,
     async add(item) {
-      const stored: MemoryItem = { ...item, store: kind, seq: ++seq };
+      const stored: WorkflowMemoryItem = { ...item, store: kind, seq: ++seq };
       await db.transaction(async (tx) => {
         await tx.run(
           `INSERT INTO workflow_memory (id, scope, store, seq, task_id, project_id, payload, tags, protected, metadata, created_at)

@@ -4,13 +4,13 @@ import { createBus } from '../../src/bus/index.js';
 import {
   type ChatHistoryMessage,
   type ChatRunResult,
-  type ChatService,
   createGatewayServer,
   createMethodTable,
+  type GatewayChatService,
   type GatewayLimits,
+  type GatewayMemoryItem,
   type GatewayServer,
   type GatewayServices,
-  type MemoryItem,
   type MethodTable,
   registerCoreMethods,
   type SessionSummary,
@@ -191,7 +191,7 @@ export function createFakeChat(bus: Bus, options: FakeChatOptions = {}) {
     });
   };
 
-  const service: ChatService = {
+  const service: GatewayChatService = {
     async send(input) {
       sent.push(input);
       const existing = runs.get(input.idempotencyKey);
@@ -297,7 +297,7 @@ export function createFakeServices(bus: Bus, chatOptions: FakeChatOptions = {}) 
     updatedAt: 2,
     messageCount: chat.transcripts.get(key)?.length ?? 0,
   });
-  const memoryItems = (sessionKey: string): MemoryItem[] =>
+  const memoryItems = (sessionKey: string): GatewayMemoryItem[] =>
     (chat.transcripts.get(sessionKey) ?? []).map((message) => ({
       kind: 'entry',
       source: 'ram',

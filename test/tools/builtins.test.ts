@@ -6,7 +6,7 @@ import {
   createBuiltinTools,
   createHttpFetchTool,
   createMemoryTools,
-  type MemoryAccess,
+  type MemoryToolBackend,
 } from '../../src/tools/index.js';
 import { createToolContext, useTempDirs } from './helpers.js';
 
@@ -117,7 +117,7 @@ describe('http_fetch', () => {
 describe('memory tools', () => {
   it('search is scoped to the calling agent and get returns full text', async () => {
     const calls: unknown[] = [];
-    const memory: MemoryAccess = {
+    const memory: MemoryToolBackend = {
       search: async (query) => {
         calls.push(query);
         return [{ id: 'main#4', content: 'The user prefers tea.', score: 0.9, createdAt: 0 }];

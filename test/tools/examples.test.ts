@@ -5,7 +5,7 @@ import { createBus } from '../../src/bus/index.js';
 import type { Ledger } from '../../src/ledger/index.js';
 import { createExecuteCodeTool, type SandboxPool, sandboxConfigSchema } from '../../src/sandbox/index.js';
 import { createSkillTools, type SkillLibrary } from '../../src/skills/index.js';
-import type { MemoryAccess } from '../../src/tools/builtin/memory.js';
+import type { MemoryToolBackend } from '../../src/tools/builtin/memory.js';
 import { createBuiltinTools, createToolRegistry, type ToolDefinition } from '../../src/tools/index.js';
 import { createChildWorkTools, createReportBlockedTool, type WorkQueue } from '../../src/work/index.js';
 
@@ -15,7 +15,7 @@ function everyBuiltinTool(): ToolDefinition[] {
   return [
     ...createBuiltinTools({
       ledger: unused as Ledger,
-      memory: unused as MemoryAccess,
+      memory: unused as MemoryToolBackend,
       bash: { enabled: true },
       httpFetch: { enabled: true, allowedHosts: ['example.com'] },
     }),

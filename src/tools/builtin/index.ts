@@ -4,13 +4,13 @@ import { type BashToolOptions, createBashTool } from './bash.js';
 import { createFileTools, type FileToolsOptions } from './files.js';
 import { createHttpFetchTool, type HttpFetchToolOptions } from './http-fetch.js';
 import { createLedgerTools } from './ledger.js';
-import { createMemoryTools, type MemoryAccess } from './memory.js';
+import { createMemoryTools, type MemoryToolBackend } from './memory.js';
 
 export interface BuiltinToolsOptions {
   /** Adds ledger_append and ledger_read. */
   ledger?: Ledger;
   /** Adds memory_search and memory_get. */
-  memory?: MemoryAccess;
+  memory?: MemoryToolBackend;
   /** File tools are on unless `false`. */
   files?: FileToolsOptions | false;
   /** Off unless given with `enabled: true`. */

@@ -5,7 +5,7 @@ import { defineTool, type ToolDefinition } from '../tool.js';
  * What the memory tools need from the memory subsystem. Implemented by src/memory; wired by the runtime.
  * Defined here (L2 tools) so tools do not depend on memory's internals.
  */
-export interface MemoryAccess {
+export interface MemoryToolBackend {
   search(query: {
     agentId: string;
     query: string;
@@ -15,7 +15,7 @@ export interface MemoryAccess {
 }
 
 /** `memory_search {query, limit?}` and `memory_get {id}` over the agent's long-term memory. */
-export function createMemoryTools(memory: MemoryAccess): ToolDefinition[] {
+export function createMemoryTools(memory: MemoryToolBackend): ToolDefinition[] {
   const search = defineTool({
     name: 'memory_search',
     description:

@@ -6,7 +6,7 @@ import type { RunAgentWithTools } from '../agent-node.js';
 import type { ArtifactStore } from '../artifacts.js';
 import type { LoadedWorkflow } from '../loader.js';
 import type { AgentDefinition, ContextProfile } from '../manifest-schemas.js';
-import type { MemoryItem, MemoryStore, MemoryStoreKind } from '../memory-store.js';
+import type { MemoryStore, MemoryStoreKind, WorkflowMemoryItem } from '../memory-store.js';
 import type { WorkflowMetrics } from '../metrics.js';
 import type { WorkflowTask } from '../task.js';
 import type { LoadedTool, WorkflowFunction } from '../tools.js';
@@ -57,7 +57,7 @@ export interface EngineCore {
   /** Runs are written to the database as they execute. */
   readonly durable: boolean;
   persist(run: Run, write: PersistWrite): void;
-  addMemory(store: MemoryStoreKind, payload: unknown, options: MemoryAddOptions): Promise<MemoryItem>;
+  addMemory(store: MemoryStoreKind, payload: unknown, options: MemoryAddOptions): Promise<WorkflowMemoryItem>;
 }
 
 /** Creates a task of `run` and indexes it. */

@@ -8,7 +8,7 @@ import type { CredentialMetadata } from '../credentials.js';
 import type { CustomAssertion, EvaluationReport } from '../evaluation.js';
 import type { InspectionReport } from '../inspector.js';
 import type { LoadedWorkflow, WorkflowMetadata } from '../loader.js';
-import type { MemoryItem, MemoryStoreKind } from '../memory-store.js';
+import type { MemoryStoreKind, WorkflowMemoryItem } from '../memory-store.js';
 import type { MetricsSnapshot } from '../metrics.js';
 import type { ScheduledTaskState, TaskExecutor } from '../scheduler.js';
 import type { TaskSpec, TaskState, TaskStatusView, WorkflowOutcome } from '../task.js';
@@ -120,8 +120,8 @@ export interface WorkflowEngine {
       store: MemoryStoreKind,
       payload: unknown,
       options?: { taskId?: string; tags?: string[]; protected?: boolean },
-    ): Promise<MemoryItem>;
-    list(store: MemoryStoreKind, filter?: { taskId?: string }): Promise<MemoryItem[]>;
+    ): Promise<WorkflowMemoryItem>;
+    list(store: MemoryStoreKind, filter?: { taskId?: string }): Promise<WorkflowMemoryItem[]>;
   };
   metrics(): MetricsSnapshot;
   adapters(): AdapterMetadata[];
