@@ -65,6 +65,30 @@ describeEachDatabase('memory search over neighbouring turns', (getDb) => {
   });
 });
 
+describeEachDatabase('search with excluded addresses', (getDb) => {
+  it('widens the ranking until enough entries outside the exclusions are found', async () => {
+    const { memory } = createHarness(getDb());
+    await memory.appendBatch(
+      sessionRef('many'),
+      Array.from({ length: 12 }, (_, index) => ({
+        role: 'user' as const,
+        content: `kiwi ${'kiwi '.repeat(12 - index)}note ${index}`,
+      })),
+    );
+    const all = await memory.search({ agentId: 'alpha', query: 'kiwi', limit: 12, mode: 'fts' });
+    expect(all).toHaveLength(12);
+    const excluded = new Set(all.slice(0, 10).map((hit) => hit.address));
+    const rest = await memory.search({
+      agentId: 'alpha',
+      query: 'kiwi',
+      limit: 2,
+      mode: 'fts',
+      excludeAddresses: excluded,
+    });
+    expect(rest.map((hit) => hit.address)).toEqual(all.slice(10).map((hit) => hit.address));
+  });
+});
+
 describe('migration 0014 indexes existing entries with their neighbours', () => {
   for (const dialect of ['sqlite', 'postgres'] as const) {
     it(`backfills ${dialect} and keeps indexing new turns`, async () => {

@@ -151,34 +151,41 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
   return readWithFallback(
     ctx,
     async () => {
-      if (mode === 'fts') {
-        return (await lexical(limit + exclude.size))
-          .filter(({ entry }) => !exclude.has(entry.address))
-          .slice(0, limit)
-          .map(({ entry, score }) => toHit(entry, score));
-      }
-      const candidates = config.embeddings.candidateCount + exclude.size;
-      const [words, [queryVector]] = await Promise.all([
-        lexical(candidates),
-        embedder!.embed([searchOptions.query]),
-      ]);
-      const near = await ltm.nearest(filter, embedder!.model, queryVector!, candidates);
-      const known = new Map(words.map(({ entry }) => [entry.rowId!, entry] as const));
-      const order = fuseRankings([
-        { items: words.map(({ entry }) => entry.rowId!), weight: 1 },
-        { items: near.map((hit) => hit.rowId), weight: config.embeddings.vectorWeight },
-      ]);
-      const missing = order.filter((rowId) => !known.has(rowId));
-      for (const [rowId, entry] of await ltm.entriesByRowIds(missing)) known.set(rowId, entry);
-      const hits: SearchHit[] = [];
-      for (const [index, rowId] of order.entries()) {
-        const entry = known.get(rowId);
-        if (!entry || exclude.has(entry.address)) continue;
+      // A prompt excludes everything in its context (up to a thousand entries) while few of them rank: ask
+      // for a little more than the limit and widen only while excluded entries crowd the top.
+      const widening = async (
+        rank: (count: number) => Promise<Array<{ entry: StoredEntry; score: number }>>,
+        first: number,
+      ) => {
+        for (let count = first; ; count *= 4) {
+          const ranked = await rank(count);
+          const kept = ranked.filter(({ entry }) => !exclude.has(entry.address)).slice(0, limit);
+          if (kept.length >= limit || ranked.length < count || count >= first + exclude.size)
+            return kept.map(({ entry, score }) => toHit(entry, score));
+        }
+      };
+      const headroom = Math.min(exclude.size, limit);
+      if (mode === 'fts') return widening(lexical, limit + headroom);
+      const [queryVector] = await embedder!.embed([searchOptions.query]);
+      const fused = async (candidates: number) => {
+        const [words, near] = await Promise.all([
+          lexical(candidates),
+          ltm.nearest(filter, embedder!.model, queryVector!, candidates),
+        ]);
+        const known = new Map(words.map(({ entry }) => [entry.rowId!, entry] as const));
+        const order = fuseRankings([
+          { items: words.map(({ entry }) => entry.rowId!), weight: 1 },
+          { items: near.map((hit) => hit.rowId), weight: config.embeddings.vectorWeight },
+        ]).slice(0, candidates);
+        const missing = order.filter((rowId) => !known.has(rowId));
+        for (const [rowId, entry] of await ltm.entriesByRowIds(missing)) known.set(rowId, entry);
         // The fused order is what counts; the score only has to fall with it.
-        hits.push(toHit(entry, 1 / (rrfRankConstant + index + 1)));
-        if (hits.length >= limit) break;
-      }
-      return hits;
+        return order.flatMap((rowId, index) => {
+          const entry = known.get(rowId);
+          return entry ? [{ entry, score: 1 / (rrfRankConstant + index + 1) }] : [];
+        });
+      };
+      return widening(fused, config.embeddings.candidateCount + headroom);
     },
     () => {
       const wanted = new Set(terms);
