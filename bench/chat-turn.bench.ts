@@ -9,6 +9,7 @@
 // start-up) and writes <dir>/<server>-<clients>.cpuprofile (summarize with bench/profile-summary.ts).
 // AGENTD_BENCH_PG_URL (default postgres://127.0.0.1:5432/test) names the Postgres server; each run uses a
 // fresh schema that is dropped afterwards. Without a reachable server the Postgres rows are left out.
+// AGENTD_BENCH_FROM_DIST=1 runs the servers on the compiled dist/ (npm run build) instead of src/ via tsx.
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -17,8 +18,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import WebSocket, { WebSocketServer } from 'ws';
-import { loadConfig } from '../src/config/index.js';
-import { createRuntime } from '../src/runtime.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -42,6 +41,10 @@ type ServerName = 'echo' | 'sqlite' | 'postgres';
 async function serveRuntime(
   databaseUrl: string | undefined,
 ): Promise<{ port: number; stop(): Promise<void> }> {
+  // The compiled package when asked (its RSS is what a deployment has; tsx's compiled copies add to it).
+  const from = process.env.AGENTD_BENCH_FROM_DIST ? '../dist' : '../src';
+  const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
+  const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
   const home = mkdtempSync(join(tmpdir(), 'agentd-chat-turn-bench-'));
   const env = { AGENTD_HOME: home, AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
   const runtime = await createRuntime({
@@ -471,6 +474,7 @@ export default {
         idle
           ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc: RSS ${round(idle.after / 1024 / 1024, 1)} MiB (${round(idle.before / 1024 / 1024, 1)} MiB before them)`
           : 'idle sessions: not measured',
+        `servers run ${process.env.AGENTD_BENCH_FROM_DIST ? 'the compiled dist/' : 'src/ through tsx (its compiled copies are in the RSS)'}`,
         schema
           ? `Postgres: ${pgUrl.replace(/\/\/[^@/]*@/, '//')} with a fresh schema, dropped afterwards`
           : `Postgres: ${pgUrl} did not answer; no Postgres rows`,
