@@ -3,10 +3,11 @@
  * tokenization and a small English stopword list. Keyword search drops stopwords because an OR query over
  * "the" or "what" matches nearly every row: that costs latency and adds nothing to the BM25 ranking.
  */
+import { estimateTokens as estimateModelTokens } from '../model/index.js';
 
-/** Rough tokens of a text for a model: ~4 characters per token, plus a small per-message overhead. */
+/** Tokens of a text as one message of a conversation: the model layer's one estimate, overhead included. */
 export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4) + 4;
+  return estimateModelTokens([{ role: 'user', content: text }]);
 }
 
 const stopwords = new Set(

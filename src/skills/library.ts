@@ -3,6 +3,7 @@ import path from 'node:path';
 import { stringify as stringifyYaml } from 'yaml';
 import type { Bus } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
+import { estimateTokens } from '../model/index.js';
 import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
@@ -147,8 +148,6 @@ export interface CreateSkillLibraryOptions {
   clock?: Clock;
   logger?: Logger;
 }
-
-const estimateTokens = (text: string) => Math.ceil(text.length / 4);
 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
