@@ -1,6 +1,5 @@
 import type { SessionRef } from '../memory/index.js';
-import type { Clock } from '../util/clock.js';
-import type { Logger } from '../util/logger.js';
+import type { Clock, Logger } from '../util/index.js';
 
 export interface AutoRecallOptions {
   /** One search: the block for the prompt (empty when nothing relevant was found). */
