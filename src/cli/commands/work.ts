@@ -3,14 +3,16 @@ import { z } from 'zod';
 import {
   formatLedgerEntries,
   type Ledger,
+  type LedgerEntry,
   type LedgerEntryType,
   ledgerEntryTypes,
 } from '../../ledger/index.js';
-import { ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
+import { AgentdError, ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
 import {
   blockWorkItem,
   outcomeSummary,
   unblockWorkItem,
+  type WorkClass,
   type WorkItem,
   type WorkQueue,
   type WorkState,
@@ -18,6 +20,7 @@ import {
   workStates,
 } from '../../work/index.js';
 import { type CliIo, printJson, processIo, reportError } from '../output.js';
+import { connectFromOptions, type RemoteOptions } from '../remote.js';
 
 export interface WorkCommandDeps {
   /** Opens the work queue and ledger on the configured database; `close` releases them. */
@@ -28,6 +31,70 @@ export interface WorkCommandDeps {
 
 interface JsonOption {
   json?: boolean;
+}
+
+/** `--url`/`--token` on the commands that read: they ask a running server instead of the database. */
+type ReadOptions = JsonOption & RemoteOptions;
+
+interface WorkListFilter {
+  states?: WorkState[];
+  kind?: string;
+  agentId?: string;
+  sessionKey?: string;
+  parentId?: string;
+  workClass: WorkClass;
+  limit: number;
+  /** Oldest first (children in the order they were made); newest first otherwise. */
+  oldestFirst?: boolean;
+}
+
+/** What `work list|show` and `ledger show` read, from the database or from a server's work.* methods. */
+interface WorkReader {
+  get(id: string): Promise<WorkItem | undefined>;
+  list(filter: WorkListFilter): Promise<WorkItem[]>;
+  ledger(id: string): Promise<LedgerEntry[]>;
+  close(): Promise<void>;
+}
+
+function localReader(work: Awaited<ReturnType<WorkCommandDeps['openWork']>>): WorkReader {
+  const { queue, ledger } = work;
+  return {
+    get: (id) => queue.get(id),
+    list: ({ states, workClass, kind, oldestFirst, ...filter }) =>
+      queue.list({
+        ...filter,
+        ...(oldestFirst ? { order: 'oldest' as const } : {}),
+        ...(states ? { states } : {}),
+        // An explicit kind shows that kind even when it is system work.
+        ...(kind ? { kind } : workClassFilter(workClass, queue.config.systemKinds)),
+      }),
+    ledger: (id) => ledger.read(id),
+    close: () => work.close(),
+  };
+}
+
+async function remoteReader(options: RemoteOptions): Promise<WorkReader> {
+  const client = await connectFromOptions(options);
+  return {
+    async get(id) {
+      try {
+        return (await client.call<{ item: WorkItem }>('work.get', { id })).item;
+      } catch (error) {
+        if (AgentdError.isInstance(error) && error.code === ErrorCodes.notFound) return undefined;
+        throw error;
+      }
+    },
+    async list({ states, workClass, oldestFirst, ...filter }) {
+      const { items } = await client.call<{ items: WorkItem[] }>('work.list', {
+        ...filter,
+        ...(states ? { state: states.join(',') } : {}),
+        class: workClass,
+      });
+      return oldestFirst ? [...items].reverse() : items;
+    },
+    ledger: async (id) => (await client.call<{ ledger: LedgerEntry[] }>('work.get', { id })).ledger,
+    close: () => client.close(),
+  };
 }
 
 const paramsSchema = z.record(z.string(), z.unknown());
@@ -127,6 +194,18 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     }
   };
 
+  const read = async (options: ReadOptions, action: (reader: WorkReader) => Promise<void>) => {
+    let reader: WorkReader | undefined;
+    try {
+      reader = options.url ? await remoteReader(options) : localReader(await deps.openWork());
+      await action(reader);
+    } catch (error) {
+      deps.setExitCode(reportError(io, error, options.json === true));
+    } finally {
+      await reader?.close();
+    }
+  };
+
   const work = program
     .command('work')
     .description('durable work items: submit, list, show, cancel, block, unblock');
@@ -197,9 +276,11 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--all', 'include system work (memory maintenance), which is hidden by default')
     .option('--system', 'only system work')
     .option('--json', 'print JSON')
+    .option('--url <url>', 'ask a running agentd gateway instead of the database')
+    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
     .action(
       async (
-        options: JsonOption & {
+        options: ReadOptions & {
           state?: string;
           kind?: string;
           agent?: string;
@@ -210,7 +291,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           system?: boolean;
         },
       ) =>
-        run(options.json, async ({ queue }) => {
+        read(options, async (reader) => {
           const states = parseStates(options.state);
           if (options.all && options.system) {
             throw new UserInputError({
@@ -219,10 +300,9 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
             });
           }
           const workClass = options.system ? 'system' : options.all ? 'all' : 'user';
-          const items = await queue.list({
+          const items = await reader.list({
             ...(states ? { states } : {}),
-            // An explicit --kind shows that kind even when it is system work.
-            ...(options.kind ? {} : workClassFilter(workClass, queue.config.systemKinds)),
+            workClass,
             ...(options.kind ? { kind: options.kind } : {}),
             ...(options.agent ? { agentId: options.agent } : {}),
             ...(options.session ? { sessionKey: options.session } : {}),
@@ -250,14 +330,16 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .description('one work item with its children and ledger')
     .argument('<id>')
     .option('--json', 'print JSON')
-    .action(async (id: string, options: JsonOption) =>
-      run(options.json, async ({ queue, ledger }) => {
-        const item = await queue.get(id);
+    .option('--url <url>', 'ask a running agentd gateway instead of the database')
+    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .action(async (id: string, options: ReadOptions) =>
+      read(options, async (reader) => {
+        const item = await reader.get(id);
         if (!item)
           throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
         const [children, entries] = await Promise.all([
-          queue.list({ parentId: id, order: 'oldest', limit: 1_000 }),
-          ledger.read(id),
+          reader.list({ parentId: id, workClass: 'all', limit: 1_000, oldestFirst: true }),
+          reader.ledger(id),
         ]);
         if (options.json) {
           printJson(io, { item, children, ledger: entries });
