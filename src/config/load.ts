@@ -271,4 +271,3 @@ function passwordOf(url: string): string | undefined {
     return undefined;
   }
 }
-

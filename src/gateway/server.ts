@@ -155,8 +155,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   if (!noAuth && !token) {
     throw new UserInputError({
       code: ErrorCodes.invalidConfig,
-      message:
-        'the gateway needs a token (AGENTD_TOKEN); use --no-auth only for loopback development.',
+      message: 'the gateway needs a token (AGENTD_TOKEN); use --no-auth only for loopback development.',
     });
   }
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
@@ -433,4 +432,3 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
 export function isLoopbackHost(host: string): boolean {
   return loopbackHosts.has(host) || isLoopbackAddress(host);
 }
-

@@ -53,4 +53,3 @@ export function formatZodIssues(
     .map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`)
     .join('; ');
 }
-

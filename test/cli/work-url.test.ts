@@ -44,7 +44,13 @@ describe('agentd work list|show --url', () => {
       'Count the red ones',
       'Count the boats',
     ]);
-    const table = await run(['work', 'list', ...remote, '--state', 'queued,claimed,running,completed,failed,dead']);
+    const table = await run([
+      'work',
+      'list',
+      ...remote,
+      '--state',
+      'queued,claimed,running,completed,failed,dead',
+    ]);
     expect(table.out.split('\n')[0]).toMatch(/^ID\s+STATE\s+KIND/);
     expect(table.out).toContain('Count the boats');
 
