@@ -496,7 +496,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     inbox: {
       put: async (message) => {
         try {
-          await store.kv.set(inboxNamespace, message.runId, JSON.stringify(message));
+          // A transaction, not a statement of its own: on SQLite it can share the commit of transactions
+          // queued with it (the put still settles only after that commit, so the ack follows the disk).
+          await store.db.transaction(() =>
+            store.kv.set(inboxNamespace, message.runId, JSON.stringify(message)),
+          );
         } catch (error) {
           // The client gets STORE_UNAVAILABLE; health and the other clients must see the store degraded too.
           if (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
