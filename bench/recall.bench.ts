@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { createBus } from '../src/bus/index.js';
 import { createMemoryService, type MemoryService } from '../src/memory/index.js';
+import { ftsAnyOf, queryTerms, tsqueryAnyOf } from '../src/memory/text.js';
 import {
   createPostgresDatabase,
   createSqliteDatabase,
@@ -13,7 +14,8 @@ import {
   type SqlDatabase,
 } from '../src/store/index.js';
 
-const memoryCount = 100_000;
+// AGENTD_BENCH_RECALL_MEMORIES=1000000 measures the 1M point (SQLite only: AGENTD_BENCH_RECALL_POSTGRES=0).
+const memoryCount = Number(process.env.AGENTD_BENCH_RECALL_MEMORIES ?? 100_000);
 const sessions = 100;
 const batchSize = 500;
 const queriesPerKind = 500;
@@ -93,6 +95,36 @@ async function ingest(memory: MemoryService): Promise<number> {
   return performance.now() - start;
 }
 
+/**
+ * The same-run reference: BM25 over the entries' own words only (the index before migration 0014), queried
+ * as memory.search queried it then. The shared machine's load moves absolute figures; the ratio to this
+ * row does not move as much.
+ */
+async function plainBm25(db: SqlDatabase): Promise<(query: string) => Promise<number>> {
+  if (db.dialect === 'sqlite') {
+    await db.run(
+      "CREATE VIRTUAL TABLE bench_plain_fts USING fts5 (content, content = 'memory_entries', content_rowid = 'id', tokenize = 'porter unicode61')",
+    );
+    await db.run("INSERT INTO bench_plain_fts (bench_plain_fts) VALUES ('rebuild')");
+    return async (query) => {
+      const rows = await db.all(
+        'SELECT e.id, e.content, f.rank FROM (SELECT rowid, bm25(bench_plain_fts) AS rank FROM bench_plain_fts WHERE bench_plain_fts MATCH ? ' +
+          "ORDER BY rank LIMIT 50) f JOIN memory_entries e ON e.id = f.rowid WHERE e.agent_id = 'bench' ORDER BY f.rank LIMIT 10",
+        [ftsAnyOf(queryTerms(query))],
+      );
+      return rows.length;
+    };
+  }
+  return async (query) => {
+    const rows = await db.all(
+      "SELECT e.id, e.content, ts_rank(e.search_vector, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q " +
+        "WHERE e.search_vector @@ q AND e.agent_id = 'bench' ORDER BY rank DESC, e.id DESC LIMIT 10",
+      [tsqueryAnyOf(queryTerms(query))],
+    );
+    return rows.length;
+  };
+}
+
 async function measure(
   label: string,
   db: SqlDatabase,
@@ -108,9 +140,17 @@ async function measure(
   // Fresh statistics, as autovacuum would have them on a live Postgres (and ANALYZE helps SQLite's planner too).
   await db.run('ANALYZE');
   const next = random(7);
-  const timings = { topic: [] as number[], search: [] as number[] };
+  const baseline = await plainBm25(db);
+  const timings = {
+    topic: [] as number[],
+    search: [] as number[],
+    plain: [] as number[],
+    prompt: [] as number[],
+  };
   let topicItems = 0;
   let searchHits = 0;
+  let plainHits = 0;
+  let promptLines = 0;
   // Warm-up, then interleave the two kinds so load on the machine hits both alike.
   for (let index = 0; index < 50; index++)
     await memory.search({ agentId: 'bench', query: sentence(next).text.split(' ').slice(0, 4).join(' ') });
@@ -123,6 +163,14 @@ async function measure(
     start = performance.now();
     searchHits += (await memory.search({ agentId: 'bench', query, limit: 10 })).length;
     timings.search.push(performance.now() - start);
+    start = performance.now();
+    plainHits += await baseline(query);
+    timings.plain.push(performance.now() - start);
+    // Automatic recall: what a chat turn costs before the model call (search, minus what is in context).
+    start = performance.now();
+    const block = await memory.recallForPrompt({ agentId: 'bench', sessionKey: 'agent:bench:s0', query });
+    timings.prompt.push(performance.now() - start);
+    promptLines += block === '' ? 0 : block.split('\n').length - 1;
   }
   const row = (kind: string, values: number[], found: number) => {
     const sorted = [...values].sort((left, right) => left - right);
@@ -133,12 +181,14 @@ async function measure(
       'p90 ms': Number(percentile(sorted, 0.9).toFixed(3)),
       'p99 ms': Number(percentile(sorted, 0.99).toFixed(3)),
       'results per query': Number((found / values.length).toFixed(1)),
-      'ingest s (100k)': Number((ingestMs / 1000).toFixed(1)),
+      [`ingest s (${memoryCount / 1000}k)`]: Number((ingestMs / 1000).toFixed(1)),
     };
   };
   return [
     row('query by topic (limit 25)', timings.topic, topicItems),
     row('FTS search (limit 10)', timings.search, searchHits),
+    row('reference: plain BM25, own words only (limit 10)', timings.plain, plainHits),
+    row('automatic recall: recallForPrompt', timings.prompt, promptLines),
   ];
 }
 
@@ -161,7 +211,9 @@ async function run() {
     `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${batchSize} per transaction), then ANALYZE; ` +
       'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
     `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first); ` +
-      'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank).',
+      'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns each side, then neighbour smoothing). ' +
+      'The reference row runs, in the same loop, the single query memory.search ran before turn context (own words only, index built in the same database). ' +
+      'recallForPrompt = memory.recallForPrompt for session s0 (search with the in-context entries excluded); its results column counts memory lines in the block.',
   ];
   const dir = mkdtempSync(join(tmpdir(), 'agentd-bench-recall-'));
   try {
@@ -175,7 +227,7 @@ async function run() {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  if (await postgresReachable()) {
+  if (process.env.AGENTD_BENCH_RECALL_POSTGRES !== '0' && (await postgresReachable())) {
     const schema = `agentd_bench_recall_${Date.now().toString(36)}`;
     const admin = new pg.Client({ connectionString: postgresUrl });
     await admin.connect();
