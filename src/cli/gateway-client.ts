@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
 import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/index.js';
+import { CliErrorCodes } from './output.js';
 
 /** An OpenClaw-protocol (v4) client, used by `agentd send|chat|status --url` and by tests and benchmarks. */
 export interface GatewayClient {
@@ -80,7 +81,7 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
       clearTimeout(timer);
       reject(
         new SystemError({
-          code: 'GATEWAY_UNREACHABLE',
+          code: CliErrorCodes.gatewayUnreachable,
           message: `cannot reach ${options.url}: ${error.message}`,
           cause: error,
         }),
@@ -124,7 +125,7 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
   socket.on('close', (code, reason) => {
     failAll(
       new SystemError({
-        code: 'GATEWAY_CLOSED',
+        code: CliErrorCodes.gatewayClosed,
         message: `gateway closed the connection (${code} ${String(reason)})`,
       }),
     );
@@ -137,7 +138,9 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
   ) =>
     new Promise<T>((resolve, reject) => {
       if (socket.readyState !== WebSocket.OPEN) {
-        reject(new SystemError({ code: 'GATEWAY_CLOSED', message: 'the gateway connection is closed' }));
+        reject(
+          new SystemError({ code: CliErrorCodes.gatewayClosed, message: 'the gateway connection is closed' }),
+        );
         return;
       }
       const id = `agentd-${nextId++}`;
@@ -182,7 +185,7 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
     socket.close();
     throw AgentdError.isInstance(error)
       ? error
-      : new SystemError({ code: 'GATEWAY_CONNECT_FAILED', message: String(error) });
+      : new SystemError({ code: CliErrorCodes.gatewayConnectFailed, message: String(error) });
   }
 
   return {

@@ -1,4 +1,4 @@
-import { AgentdError, coerceError } from '../util/index.js';
+import { AgentdError, coerceError, ErrorCodes } from '../util/index.js';
 
 /** Where CLI commands write; injected so tests can capture output. */
 export interface CliIo {
@@ -10,6 +10,13 @@ export const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
 };
+
+/** Error codes of the CLI's own gateway client (`--url`). */
+export const CliErrorCodes = {
+  gatewayUnreachable: 'GATEWAY_UNREACHABLE',
+  gatewayClosed: 'GATEWAY_CLOSED',
+  gatewayConnectFailed: 'GATEWAY_CONNECT_FAILED',
+} as const;
 
 /** Exit codes shared by every command. */
 export const ExitCodes = {
@@ -29,7 +36,7 @@ export function reportError(io: CliIo, error: unknown, json: boolean): number {
   if (json) printJson(io, { error: failure.toJSON() });
   else io.stderr(`agentd: ${failure.message} (${failure.code})\n`);
   if (AgentdError.isInstance(failure) && failure.fault === 'user') return ExitCodes.usage;
-  if (failure.code === 'GATEWAY_UNREACHABLE' || failure.code === 'STORE_UNAVAILABLE')
+  if (failure.code === CliErrorCodes.gatewayUnreachable || failure.code === ErrorCodes.storeUnavailable)
     return ExitCodes.unavailable;
   return ExitCodes.failure;
 }

@@ -1,4 +1,5 @@
 import { createHash, createHmac, createPublicKey, timingSafeEqual, verify } from 'node:crypto';
+import { GatewayErrorCodes } from './error-codes.js';
 
 /** Compares secrets in constant time, whatever their lengths. */
 export function secretsEqual(given: string, expected: string): boolean {
@@ -15,13 +16,13 @@ export interface DeviceBlock {
   nonce?: string | undefined;
 }
 
-export type DeviceAuthFailure =
-  | 'DEVICE_AUTH_NONCE_REQUIRED'
-  | 'DEVICE_AUTH_NONCE_MISMATCH'
-  | 'DEVICE_AUTH_SIGNATURE_INVALID'
-  | 'DEVICE_AUTH_SIGNATURE_EXPIRED'
-  | 'DEVICE_AUTH_DEVICE_ID_MISMATCH'
-  | 'DEVICE_AUTH_PUBLIC_KEY_INVALID';
+export type DeviceAuthFailure = (typeof GatewayErrorCodes)[
+  | 'deviceAuthNonceRequired'
+  | 'deviceAuthNonceMismatch'
+  | 'deviceAuthSignatureInvalid'
+  | 'deviceAuthSignatureExpired'
+  | 'deviceAuthDeviceIdMismatch'
+  | 'deviceAuthPublicKeyInvalid'];
 
 /** Clock skew tolerated between the device's `signedAt` and the gateway's clock. */
 export const deviceSignatureMaxSkewMs = 10 * 60_000;
@@ -92,16 +93,20 @@ export function verifyDeviceBlock(input: {
 }): { ok: true } | { ok: false; code: DeviceAuthFailure; message: string } {
   const { device } = input;
   if (!device.nonce)
-    return { ok: false, code: 'DEVICE_AUTH_NONCE_REQUIRED', message: 'device nonce required' };
+    return { ok: false, code: GatewayErrorCodes.deviceAuthNonceRequired, message: 'device nonce required' };
   if (!secretsEqual(device.nonce, input.challengeNonce)) {
     return {
       ok: false,
-      code: 'DEVICE_AUTH_NONCE_MISMATCH',
+      code: GatewayErrorCodes.deviceAuthNonceMismatch,
       message: 'device nonce does not match the challenge',
     };
   }
   if (Math.abs(input.nowMs - device.signedAt) > deviceSignatureMaxSkewMs) {
-    return { ok: false, code: 'DEVICE_AUTH_SIGNATURE_EXPIRED', message: 'device signature expired' };
+    return {
+      ok: false,
+      code: GatewayErrorCodes.deviceAuthSignatureExpired,
+      message: 'device signature expired',
+    };
   }
   const raw = Buffer.from(device.publicKey, 'base64url');
   let key: ReturnType<typeof createPublicKey>;
@@ -111,14 +116,14 @@ export function verifyDeviceBlock(input: {
   } catch {
     return {
       ok: false,
-      code: 'DEVICE_AUTH_PUBLIC_KEY_INVALID',
+      code: GatewayErrorCodes.deviceAuthPublicKeyInvalid,
       message: 'device public key is not a raw Ed25519 key',
     };
   }
   if (deviceIdForPublicKey(raw) !== device.id) {
     return {
       ok: false,
-      code: 'DEVICE_AUTH_DEVICE_ID_MISMATCH',
+      code: GatewayErrorCodes.deviceAuthDeviceIdMismatch,
       message: 'device id does not match its public key',
     };
   }
@@ -141,7 +146,11 @@ export function verifyDeviceBlock(input: {
       if (verify(null, Buffer.from(payload, 'utf8'), key, signature)) return { ok: true };
     }
   }
-  return { ok: false, code: 'DEVICE_AUTH_SIGNATURE_INVALID', message: 'device signature invalid' };
+  return {
+    ok: false,
+    code: GatewayErrorCodes.deviceAuthSignatureInvalid,
+    message: 'device signature invalid',
+  };
 }
 
 /** A device the gateway has paired: the role and scopes its device token carries, for good. */

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { BusEvent, BusEventType } from '../bus/index.js';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
+import { GatewayErrorCodes } from './error-codes.js';
 import { missingScope } from './scopes.js';
 
 /** A session change a method reports (see `SessionChange` in event-hub.ts). */
@@ -145,7 +146,7 @@ export function createMethodTable(): MethodTable {
         throw new UserInputError({
           code: ErrorCodes.invalidRequest,
           message: `unknown method: ${name}`,
-          details: { code: 'UNKNOWN_METHOD', method: name },
+          details: { code: ErrorCodes.unknownMethod, method: name },
         });
       }
       const missing = missingScope(definition.scopes, context.scopes);
@@ -153,7 +154,11 @@ export function createMethodTable(): MethodTable {
         throw new UserInputError({
           code: ErrorCodes.forbidden,
           message: `missing scope: ${missing}`,
-          details: { code: 'MISSING_SCOPE', missingScope: missing, requiredScopes: [...definition.scopes] },
+          details: {
+            code: GatewayErrorCodes.missingScope,
+            missingScope: missing,
+            requiredScopes: [...definition.scopes],
+          },
         });
       }
       const parsed = definition.params.safeParse(rawParams ?? {});

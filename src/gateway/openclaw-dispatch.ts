@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, formatZodIssues } from '../util/index.js';
 import { toWireError } from './connection.js';
+import { GatewayErrorCodes } from './error-codes.js';
 import { isAsyncResult, type MethodContext, type MethodTable } from './method-table.js';
 
 export const requestFrame = z.looseObject({
@@ -163,7 +164,7 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
       }
       if (pending >= deps.maxPendingRequests) {
         sendError(id, {
-          code: 'UNAVAILABLE',
+          code: GatewayErrorCodes.unavailable,
           message: `too many requests in flight on this connection (limit ${deps.maxPendingRequests})`,
           retryable: true,
         });

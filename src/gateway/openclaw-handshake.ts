@@ -10,6 +10,7 @@ import {
   secretsEqual,
   verifyDeviceBlock,
 } from './device-auth.js';
+import { GatewayErrorCodes } from './error-codes.js';
 import type { ClientInfo } from './method-table.js';
 import { CloseCodes } from './outbound.js';
 import { OperatorScopes, scopeSatisfied } from './scopes.js';
@@ -154,15 +155,23 @@ async function authenticate(
       if (method !== 'device-token') {
         if (token !== undefined) {
           throw authFailure(
-            'AUTH_TOKEN_MISMATCH',
+            GatewayErrorCodes.authTokenMismatch,
             'token_mismatch',
             "gateway token mismatch (use this gateway's token: AGENTD_TOKEN)",
           );
         }
         if (deviceToken !== undefined) {
-          throw authFailure('AUTH_DEVICE_TOKEN_MISMATCH', 'device_token_mismatch', 'device token mismatch');
+          throw authFailure(
+            GatewayErrorCodes.authDeviceTokenMismatch,
+            'device_token_mismatch',
+            'device token mismatch',
+          );
         }
-        throw authFailure('AUTH_TOKEN_MISSING', 'token_missing', 'gateway token missing (set auth.token)');
+        throw authFailure(
+          GatewayErrorCodes.authTokenMissing,
+          'token_missing',
+          'gateway token missing (set auth.token)',
+        );
       }
     }
   }
@@ -241,7 +250,7 @@ export async function negotiateConnect(
         message: `protocol mismatch: agentd speaks protocol ${minProtocolVersion}..${maxProtocolVersion}, the client ${params.minProtocol}..${params.maxProtocol}`,
         retryable: false,
         details: {
-          code: 'PROTOCOL_MISMATCH',
+          code: GatewayErrorCodes.protocolMismatch,
           expectedProtocol: maxProtocolVersion,
           minProtocol: minProtocolVersion,
           maxProtocol: maxProtocolVersion,
@@ -257,7 +266,7 @@ export async function negotiateConnect(
         code: ErrorCodes.invalidRequest,
         message: `role ${JSON.stringify(role)} is not supported; agentd accepts operator clients`,
         retryable: false,
-        details: { code: 'ROLE_UNSUPPORTED' },
+        details: { code: GatewayErrorCodes.roleUnsupported },
       },
       CloseCodes.policyViolation,
     );

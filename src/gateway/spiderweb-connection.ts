@@ -1,4 +1,5 @@
 import type WebSocket from 'ws';
+import { ErrorCodes } from '../util/index.js';
 import {
   type ConnectionDeps,
   closeGraceMs,
@@ -475,7 +476,7 @@ export function acceptSpiderwebConnection(
       if (health.status === 'degraded' && !closed) {
         send({
           type: 'error',
-          code: 'STORE_UNAVAILABLE',
+          code: ErrorCodes.storeUnavailable,
           // RAM-only from the start loses everything at exit; a store that stopped taking writes is retried.
           message: `${
             store?.mode === 'memory'

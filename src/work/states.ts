@@ -72,6 +72,8 @@ export const WorkErrorCodes = {
   depthLimit: 'DEPTH_LIMIT',
   fanOutLimit: 'FAN_OUT_LIMIT',
   childWorkTimeout: 'CHILD_WORK_TIMEOUT',
+  /** A failed item whose outcome carries no error (written by an older version or another process). */
+  noErrorRecorded: 'UNKNOWN',
   notFound: ErrorCodes.notFound,
   queueFull: ErrorCodes.queueFull,
 } as const;

@@ -7,6 +7,7 @@ import {
 } from '../model/index.js';
 import { AgentdError, ProviderError, UserInputError } from '../util/index.js';
 import type { ContextItem } from './context.js';
+import { WorkflowErrorCodes } from './error-codes.js';
 import type { AgentDefinition, WorkflowNodeManifest } from './manifest-schemas.js';
 
 /** A workflow tool as offered to an engage loop: invoking it goes through the engine's policy and telemetry. */
@@ -138,7 +139,7 @@ export async function runAgentNode(options: AgentCallOptions): Promise<unknown> 
   if (node.tools.length > 0) {
     if (!options.runAgentWithTools) {
       throw new UserInputError({
-        code: 'AGENT_TOOLS_UNAVAILABLE',
+        code: WorkflowErrorCodes.agentToolsUnavailable,
         message: `agent node "${node.id}" lists tools but the engine has no runAgentWithTools`,
       });
     }
@@ -189,7 +190,7 @@ export async function runAgentNode(options: AgentCallOptions): Promise<unknown> 
     // A DECISION reply may be the bare label; the router matches it against the edges.
     if (labels) return text.trim().split('\n')[0]!.trim();
     throw new ProviderError({
-      code: 'OUTPUT_INVALID',
+      code: WorkflowErrorCodes.outputInvalid,
       message: `agent node "${node.id}" was asked for JSON matching "${node.outputs_schema_id}" but replied with text that is not JSON`,
     });
   }
@@ -197,6 +198,6 @@ export async function runAgentNode(options: AgentCallOptions): Promise<unknown> 
 
 export function errorShape(error: unknown): { code: string; message: string } {
   if (AgentdError.isInstance(error)) return { code: error.code, message: error.message };
-  if (error instanceof Error) return { code: 'NODE_ERROR', message: error.message };
-  return { code: 'NODE_ERROR', message: String(error) };
+  if (error instanceof Error) return { code: WorkflowErrorCodes.nodeError, message: error.message };
+  return { code: WorkflowErrorCodes.nodeError, message: String(error) };
 }

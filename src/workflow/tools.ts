@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { pathOutsideWorkspaceCode, resolveWorkspacePath, type WorkspacePath } from '../tools/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import type { ContextItem } from './context.js';
+import { WorkflowErrorCodes } from './error-codes.js';
 import type { ToolManifestEntry } from './manifest-schemas.js';
 import type { MemoryStoreKind } from './memory-store.js';
 
@@ -59,7 +60,7 @@ export type WorkflowFunction = (input: unknown, context: WorkflowFunctionContext
  */
 export class ToolMisuseError extends UserInputError {
   constructor(message: string, details?: Record<string, unknown>) {
-    super({ code: 'TOOL_MISUSE', message, ...(details ? { details } : {}) });
+    super({ code: WorkflowErrorCodes.toolMisuse, message, ...(details ? { details } : {}) });
   }
 }
 

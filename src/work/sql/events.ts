@@ -1,6 +1,7 @@
 import type { BusEventMap } from '../../bus/index.js';
 import type { WorkEventBase } from '../events.js';
 import { outcomeSummary } from '../rows.js';
+import { WorkErrorCodes } from '../states.js';
 import type { WorkItem } from '../types.js';
 import { type QueueContext, wake } from './context.js';
 
@@ -31,7 +32,11 @@ export function publish<K extends keyof BusEventMap & `work:${string}`>(
 
 /** Announces an item that reached a terminal state (nothing for any other state). */
 export function publishTerminal(ctx: QueueContext, item: WorkItem, remote?: boolean): void {
-  const error = item.outcome?.error ?? { code: 'UNKNOWN', message: 'no error recorded', retryable: false };
+  const error = item.outcome?.error ?? {
+    code: WorkErrorCodes.noErrorRecorded,
+    message: 'no error recorded',
+    retryable: false,
+  };
   switch (item.state) {
     case 'completed': {
       const summary = outcomeSummary(item);

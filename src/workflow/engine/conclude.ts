@@ -1,3 +1,4 @@
+import { WorkflowErrorCodes } from '../error-codes.js';
 import { outcomeOf, type TaskState, type WorkflowTask } from '../task.js';
 import { cleanTask, type EngineCore } from './core.js';
 import { type MergeInput, type Run, settledState } from './run-state.js';
@@ -100,7 +101,7 @@ export function childSettled(core: EngineCore, run: Run, child: WorkflowTask): v
   parent.updatedAt = now;
   if (merges.length > 1) {
     conclude(core, run, parent, 'failed', {
-      code: 'MERGE_CONFLICT',
+      code: WorkflowErrorCodes.mergeConflict,
       message: `the children of ${parent.taskId} reached different MERGE nodes (${merges.join(', ')}); a fan-out must join at one merge`,
     });
     return;
@@ -119,7 +120,10 @@ export function childSettled(core: EngineCore, run: Run, child: WorkflowTask): v
     parent,
     state,
     state === 'failed'
-      ? { code: 'CHILDREN_FAILED', message: `all ${inputs.length} children of ${parent.taskId} failed` }
+      ? {
+          code: WorkflowErrorCodes.childrenFailed,
+          message: `all ${inputs.length} children of ${parent.taskId} failed`,
+        }
       : undefined,
   );
 }

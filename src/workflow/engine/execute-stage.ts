@@ -2,6 +2,7 @@ import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import { type AssembledContext, assembleContext, type ContextItem } from '../context.js';
 import type { DagNode } from '../dag.js';
+import { WorkflowErrorCodes } from '../error-codes.js';
 import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
 import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
@@ -56,7 +57,7 @@ export async function stageContext(
       reason: 'policy_denied',
     });
     throw new UserInputError({
-      code: 'POLICY_DENIED',
+      code: WorkflowErrorCodes.policyDenied,
       message: `context profile "${profile.id}" is denied by policy "${denial.policy}"`,
     });
   }
@@ -89,12 +90,15 @@ export function checkMergeInputs(node: DagNode, inputs: ReadonlyArray<MergeInput
   const mode = node.manifest.merge_failure_mode;
   if (mode === 'fail_on_any' && failures > 0) {
     throw new UserInputError({
-      code: 'MERGE_CHILD_FAILED',
+      code: WorkflowErrorCodes.mergeChildFailed,
       message: `${failures} of ${inputs.length} children failed (merge_failure_mode fail_on_any)`,
     });
   }
   if (failures === inputs.length) {
-    throw new UserInputError({ code: 'MERGE_CHILD_FAILED', message: `all ${inputs.length} children failed` });
+    throw new UserInputError({
+      code: WorkflowErrorCodes.mergeChildFailed,
+      message: `all ${inputs.length} children failed`,
+    });
   }
   return mode === 'partial' && (failures > 0 || inputs.some((entry) => entry.status === 'partial'));
 }
@@ -127,7 +131,7 @@ async function performStage(
   const nodeDenial = denied(core, run, task, node, 'node', node.id);
   if (nodeDenial) {
     throw new UserInputError({
-      code: 'POLICY_DENIED',
+      code: WorkflowErrorCodes.policyDenied,
       message: `node "${node.id}" is denied by policy "${nodeDenial.policy}"`,
     });
   }
@@ -135,7 +139,13 @@ async function performStage(
   const context = manifest.context === 'none' ? noContext : await stageContext(core, run, task, node, input);
   outcome.contextMetadata = context.metadata;
   if (manifest.inputs_schema_id && !mergeInputs)
-    checkSchema(core, manifest.inputs_schema_id, input, 'INPUT_INVALID', `input of node "${node.id}"`);
+    checkSchema(
+      core,
+      manifest.inputs_schema_id,
+      input,
+      WorkflowErrorCodes.inputInvalid,
+      `input of node "${node.id}"`,
+    );
   if (mergeInputs) {
     if (checkMergeInputs(node, mergeInputs)) outcome.partial = true;
     core.emitter.emit(run, 'routing_merge', task.taskId, node.id, {
@@ -158,7 +168,7 @@ async function performStage(
       core,
       manifest.outputs_schema_id,
       outcome.output,
-      'OUTPUT_INVALID',
+      WorkflowErrorCodes.outputInvalid,
       `output of node "${node.id}"`,
     );
   if (node.role === 'decision') {
@@ -167,7 +177,7 @@ async function performStage(
     if (!outcome.selected) {
       const known = node.outEdges.map((edge) => edge.label ?? edge.condition).join(', ');
       throw new UserInputError({
-        code: 'ROUTE_UNKNOWN_LABEL',
+        code: WorkflowErrorCodes.routeUnknownLabel,
         message: `DECISION "${node.id}" selected ${label === undefined ? 'no label' : `"${label}"`}; expected one of ${known}`,
       });
     }
@@ -175,7 +185,7 @@ async function performStage(
     const items = splitItemsOf(outcome.output);
     if (!items || items.length === 0) {
       throw new UserInputError({
-        code: 'SPLIT_INVALID_OUTPUT',
+        code: WorkflowErrorCodes.splitInvalidOutput,
         message: `SPLIT "${node.id}" must output a non-empty list or {subtask_inputs: [...]}`,
       });
     }

@@ -1,6 +1,7 @@
 import { AgentdError } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import type { DagNode } from '../dag.js';
+import { WorkflowErrorCodes } from '../error-codes.js';
 import type { ToolCallRecord, WorkflowTask } from '../task.js';
 import { type LoadedTool, ToolMisuseError, type WorkflowFunctionContext } from '../tools.js';
 import { type EngineCore, policyDenial } from './core.js';
@@ -45,7 +46,7 @@ export async function invokeTool(
   const tool = core.tools.get(toolId);
   if (!tool || !node.manifest.tools.includes(toolId)) {
     return fail(true, {
-      code: 'TOOL_MISUSE',
+      code: WorkflowErrorCodes.toolMisuse,
       message: `tool "${toolId}" is not listed on node "${node.id}"`,
     });
   }
@@ -58,14 +59,14 @@ export async function invokeTool(
       reason: denial.reason,
     });
     return fail(true, {
-      code: 'POLICY_DENIED',
+      code: WorkflowErrorCodes.policyDenied,
       message: `tool "${toolId}" is denied by policy "${denial.policy}"`,
     });
   }
   const problem = tool.checkInput(input);
   if (problem)
     return fail(true, {
-      code: 'TOOL_MISUSE',
+      code: WorkflowErrorCodes.toolMisuse,
       message: `tool "${toolId}" input does not match its input_schema: ${problem}`,
     });
   emitter.emit(run, 'tool_invoked', task.taskId, node.id, { toolId });
@@ -91,7 +92,8 @@ export async function invokeTool(
     return { ok: true, value };
   } catch (error) {
     const misuse =
-      error instanceof ToolMisuseError || (AgentdError.isInstance(error) && error.code === 'TOOL_MISUSE');
+      error instanceof ToolMisuseError ||
+      (AgentdError.isInstance(error) && error.code === WorkflowErrorCodes.toolMisuse);
     return fail(misuse, errorShape(error));
   }
 }

@@ -1,4 +1,5 @@
 import type { DagNode } from '../dag.js';
+import { WorkflowErrorCodes } from '../error-codes.js';
 import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
 import type { WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
@@ -102,7 +103,11 @@ export function route(
         task,
         state,
         state === 'failed' && !task.error
-          ? { code: 'ALWAYS_FAIL', message: `EXIT "${node.id}" has always_fail`, nodeId: node.id }
+          ? {
+              code: WorkflowErrorCodes.alwaysFail,
+              message: `EXIT "${node.id}" has always_fail`,
+              nodeId: node.id,
+            }
           : undefined,
         now,
       );
