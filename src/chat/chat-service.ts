@@ -423,6 +423,9 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
                 !('toolCalls' in input && input.toolCalls?.length)
               ),
           );
+          // The run no longer needs its context pinned; releasing before the reply's append lets that append
+          // evict what the turn pushed over the limits in its own commit.
+          lease.release();
           if (kept.length === 0) return;
           // The reply, the session record and the end of the run in one transaction: with the reply durable
           // the run is over, so a crash after it is no interruption to report.

@@ -76,6 +76,11 @@ export interface MemoryContext {
   readonly mutex: ReturnType<typeof createKeyedMutex>;
   /** Loaded RAM contexts by session id. */
   readonly sessions: Map<string, RamSession>;
+  /**
+   * Appends queued for a session (by id) and not started yet. The limits a released pin held off are then
+   * left to the first of them, which evicts in its own commit, instead of costing a commit of their own.
+   */
+  readonly appendsWaiting: Map<string, number>;
   readonly summarizer: Summarizer;
   readonly embedder: EmbeddingProvider | undefined;
   readonly writes: WriteRetryState;
@@ -162,6 +167,7 @@ export function createMemoryContext(options: MemoryServiceOptions): MemoryContex
     ltm: createLtmStore(db, vectorSupport),
     mutex: createKeyedMutex(),
     sessions: new Map(),
+    appendsWaiting: new Map(),
     summarizer: createSummarizer({
       model: options.model,
       maxTokens: config.summaryMaxTokens,

@@ -399,6 +399,8 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
       if (sessions.get(ram.ref.sessionId) === ram) {
         mutex
           .run(ram.ref.sessionId, async () => {
+            // An append queued behind this evicts what is over the limits in its own commit.
+            if ((ctx.appendsWaiting.get(ram.ref.sessionId) ?? 0) > 0) return;
             if (sessions.get(ram.ref.sessionId) === ram) await enforceLimits(ctx, ram);
           })
           .catch((error) =>
@@ -438,49 +440,64 @@ export async function appendBatch(
     return result.data as AppendInput;
   });
   if (parsed.length === 0) return [];
-  return withSession(ctx, ref, async (ram) => {
-    const nowMs = ctx.clock.now();
-    // What the append pushes over the limits is evicted in the append's own commit: one commit, not two.
-    const victims = victimsAfterAppend(
-      ctx,
-      ram,
-      parsed.map((input) => buildEntry(ram, input, 0, nowMs)),
-    );
-    const eviction =
-      victims.length > 0
-        ? evictionOf(
-            ctx,
-            ram,
-            victims,
-            'limit',
-            tokensOf(activeOf(ram)) + parsed.reduce((sum, input) => sum + entryTokens(input), 0),
-            nowMs,
-          )
-        : undefined;
-    const written = await commit(
-      ctx,
-      ram,
-      parsed.length + victims.length,
-      (first) => [
-        ...parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
-        ...(eviction ? eviction.tombstones(first + parsed.length) : []),
-      ],
-      eviction
-        ? async (tx) => {
-            await eviction.write(tx);
-            if (also) await also();
-          }
-        : also,
-    );
-    const entries = written.slice(0, parsed.length);
-    ram.entries.push(...entries);
-    ram.lastActiveMs = nowMs;
-    if (eviction) {
-      replaceInRam(ctx, ram, eviction.ids, written.slice(parsed.length));
-      publishEvent(ctx, ram, eviction.detail);
-    }
-    for (const entry of entries) queueEmbedding(ctx, entry);
-    await enforceLimits(ctx, ram);
-    return entries.map(publicCopy);
-  });
+  const { appendsWaiting } = ctx;
+  let waiting = true;
+  const started = () => {
+    if (!waiting) return;
+    waiting = false;
+    const left = (appendsWaiting.get(ref.sessionId) ?? 1) - 1;
+    if (left > 0) appendsWaiting.set(ref.sessionId, left);
+    else appendsWaiting.delete(ref.sessionId);
+  };
+  appendsWaiting.set(ref.sessionId, (appendsWaiting.get(ref.sessionId) ?? 0) + 1);
+  try {
+    return await withSession(ctx, ref, async (ram) => {
+      started();
+      const nowMs = ctx.clock.now();
+      // What the append pushes over the limits is evicted in the append's own commit: one commit, not two.
+      const victims = victimsAfterAppend(
+        ctx,
+        ram,
+        parsed.map((input) => buildEntry(ram, input, 0, nowMs)),
+      );
+      const eviction =
+        victims.length > 0
+          ? evictionOf(
+              ctx,
+              ram,
+              victims,
+              'limit',
+              tokensOf(activeOf(ram)) + parsed.reduce((sum, input) => sum + entryTokens(input), 0),
+              nowMs,
+            )
+          : undefined;
+      const written = await commit(
+        ctx,
+        ram,
+        parsed.length + victims.length,
+        (first) => [
+          ...parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
+          ...(eviction ? eviction.tombstones(first + parsed.length) : []),
+        ],
+        eviction
+          ? async (tx) => {
+              await eviction.write(tx);
+              if (also) await also();
+            }
+          : also,
+      );
+      const entries = written.slice(0, parsed.length);
+      ram.entries.push(...entries);
+      ram.lastActiveMs = nowMs;
+      if (eviction) {
+        replaceInRam(ctx, ram, eviction.ids, written.slice(parsed.length));
+        publishEvent(ctx, ram, eviction.detail);
+      }
+      for (const entry of entries) queueEmbedding(ctx, entry);
+      await enforceLimits(ctx, ram);
+      return entries.map(publicCopy);
+    });
+  } finally {
+    started();
+  }
 }

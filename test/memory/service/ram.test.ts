@@ -152,6 +152,35 @@ describeEachDatabase('memory RAM context', (getDb) => {
     ]);
   });
 
+  it("leaves what a released pin held off to an append queued behind it, in the append's commit", async () => {
+    const db = getDb();
+    let transactions = 0;
+    const counted: typeof db = Object.create(db);
+    counted.transaction = (work) => {
+      transactions++;
+      return db.transaction(work);
+    };
+    const { ctx } = stepContext(counted, { config: { maxActiveEntries: 2 } });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    const lease = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
+    expect(statsOf(await loaded(ctx)).activeEntries).toBe(3);
+    const before = transactions;
+    lease.release();
+    await appendBatch(ctx, ref, [{ role: 'assistant', content: 'four' }]);
+    expect(transactions - before).toBe(1);
+    const ram = await loaded(ctx);
+    expect(ram.entries.filter((entry) => entry.state === 'active').map((entry) => entry.content)).toEqual([
+      'three',
+      'four',
+    ]);
+    expect(ctx.appendsWaiting.size).toBe(0);
+  });
+
   it('pinned entries outlive the limit until released, and a pinned session does not unload', async () => {
     const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
     const ref = sessionRef();
