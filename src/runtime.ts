@@ -423,7 +423,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const approvers = new Map<string, ToolApprover>();
 
   const metrics = createMetricsRegistry();
-  // The seed's SLOs: OpenTelemetry instruments (exported when OTEL_* started an SDK above) and /metrics.
+  // agentd's SLOs: OpenTelemetry instruments (exported when OTEL_* started an SDK above) and /metrics.
   const slo = createSloMetrics({ registry: metrics });
   const turnsTotal = metrics.counter('agentd_turns_total', 'Chat runs by final status');
   const errorsTotal = metrics.counter('agentd_errors_total', 'Errors by component');

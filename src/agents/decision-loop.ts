@@ -9,7 +9,7 @@ export interface WorldPosition {
 }
 
 /**
- * An agent acting on its own (seed 004's autonomous decision): every `intervalMs`, while idle with an empty
+ * An agent acting on its own (move, wait or speak): every `intervalMs`, while idle with an empty
  * mailbox, it moves, waits or speaks. Offline rules decide unless `useModel` is set; then each decision is
  * one model call, at most `maxModelCalls` of them (the budget), after which the rules take over again.
  */

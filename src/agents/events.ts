@@ -1,6 +1,6 @@
 import type { WorkState } from '../work/index.js';
 
-/** Phases of `agent:progress` (seed 000's planner/worker lifecycle plus saturation). */
+/** Phases of `agent:progress` (the planner/worker lifecycle plus saturation). */
 export type AgentProgressPhase =
   | 'planner-received'
   | 'planner-ready'
@@ -100,7 +100,7 @@ declare module '../bus/events.js' {
     'agent:decided': { agentId: string; action: 'move' | 'wait' | 'speak' };
     'agent:spawned': { agentId: string; name: string; role: string };
     'agent:terminated': { agentId: string; forced: boolean };
-    /** seed 004's message bus, one event per topic. */
+    /** The agents' message bus, one event per topic. */
     'agent:spoke': { agentId: string; content: string; recipient?: string };
     'agent:message': { from: string; to: string; content: string };
     'agent:broadcast': { agentId: string; data: string };

@@ -11,7 +11,7 @@ import {
   agentConfigSchema,
 } from './runtime.js';
 
-/** seed 004's `agent_spawn_request` as it arrives on the flat protocol. */
+/** The world's `agent_spawn_request` as it arrives on the flat protocol. */
 export const agentSpawnRequestSchema = z.object({
   type: z.literal('agent_spawn_request'),
   agent_config: z.object({
@@ -26,7 +26,7 @@ export const agentSpawnRequestSchema = z.object({
 
 export type AgentSpawnRequest = z.input<typeof agentSpawnRequestSchema>;
 
-/** Maps seed 004's snake_case spawn request onto an agent configuration. */
+/** Maps the snake_case spawn request onto an agent configuration. */
 export function agentConfigFromSpawnRequest(
   request: z.output<typeof agentSpawnRequestSchema>,
 ): AgentConfigInput {
@@ -41,7 +41,7 @@ export function agentConfigFromSpawnRequest(
   };
 }
 
-/** seed 004's `agent_state_update` frame for an agent snapshot. */
+/** The `agent_state_update` frame for an agent snapshot. */
 export function toAgentStateUpdate(agent: AgentSnapshot): {
   type: 'agent_state_update';
   agent_id: string;
@@ -58,7 +58,7 @@ export function toAgentStateUpdate(agent: AgentSnapshot): {
   };
 }
 
-/** seed 004's `agent_speech` frame for an `agent:spoke` event. */
+/** The `agent_speech` frame for an `agent:spoke` event. */
 export function toAgentSpeech(event: { agentId: string; content: string; recipient?: string }): {
   type: 'agent_speech';
   agent_id: string;
@@ -74,7 +74,7 @@ export function toAgentSpeech(event: { agentId: string; content: string; recipie
 }
 
 /**
- * `agents.spawn` params in camelCase: the agent configuration plus seed 004's fields under their camelCase
+ * `agents.spawn` params in camelCase: the agent configuration plus the flat protocol's spawn fields under their camelCase
  * names (`cliBackend`, `initialPosition`), which the Spiderweb adapter passes through.
  */
 export const agentSpawnParamsSchema = agentConfigSchema.extend({

@@ -198,7 +198,7 @@ function proposalsFor(concern: Concern): Array<{ title: string; description: str
 }
 
 /**
- * The heartbeat (seed 000 M7, OpenClaw's heartbeat): a cheap sweep every few seconds that finds blocked
+ * The heartbeat (as OpenClaw's): a cheap sweep every few seconds that finds blocked
  * and stalled work, reports it and proposes speculative low-risk next tasks; plus optional model-driven
  * checks with HEARTBEAT.md as the checklist, in an isolated session, skipped when nothing changed and
  * never during a user-led turn.

@@ -24,7 +24,7 @@ import {
 import type { PlannedTaskSummary } from './events.js';
 import './events.js';
 
-/** What the model must return for a goal (seed 000 M4: an immediate reply and a short task list). */
+/** What the model must return for a goal (an immediate reply and a short task list). */
 export const planSchema = z.object({
   reply: z.string().min(1),
   tasks: z
@@ -177,7 +177,7 @@ export function synthesize(goal: string, tasks: PlanTaskResult[]): string {
 }
 
 /**
- * The Primary Brain planner (seed 000 M4): a goal becomes an immediate reply, a task list of work items
+ * The Primary Brain planner: a goal becomes an immediate reply, a task list of work items
  * and a memory write, using the agent's model with structured JSON output; it follows the tasks and
  * publishes one synthesis when all have ended.
  */

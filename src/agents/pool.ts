@@ -19,7 +19,7 @@ export type {
 } from './pool/types.js';
 
 /**
- * Worker sub-brains (seed 000 M5): claims work items from the durable queue and runs them with bounded
+ * Worker sub-brains: claims work items from the durable queue and runs them with bounded
  * concurrency per class. The memory manager gets its own class so it never takes a chat slot.
  *
  * The steps live in `pool/`, functions of one `PoolState`: admission (`admission.ts`), the claim loops

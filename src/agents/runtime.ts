@@ -27,7 +27,7 @@ import type { AgentRuntimeState } from './events.js';
 import { canAgentTransition } from './state-machine.js';
 import './events.js';
 
-/** An agent as spawned at run time or defined in agentd.yaml (seed 004's AgentConfig, plus a model). */
+/** An agent as spawned at run time or defined in agentd.yaml (name, role, prompt, position, plus a model). */
 export const agentConfigSchema = z.object({
   id: z
     .string()
@@ -35,7 +35,7 @@ export const agentConfigSchema = z.object({
     .optional(),
   name: z.string().min(1).max(100),
   role: z.string().max(500).default(''),
-  /** `provider/model`, or a CLI backend (`claude`, `gemini`) as in seed 004. */
+  /** `provider/model`, or a CLI backend (`claude`, `gemini`). */
   model: z.string().min(1).max(200).optional(),
   systemPrompt: z.string().max(20_000).optional(),
   initialContext: z.string().max(20_000).optional(),
@@ -200,7 +200,7 @@ function notFound(id: string): UserInputError {
 }
 
 /**
- * seed 004's multi-agent runtime: each agent has a mailbox and its own loop, a checked state machine whose
+ * The multi-agent runtime: each agent has a mailbox and its own loop, a checked state machine whose
  * every accepted transition is published (`agent:state`) and persisted (`agent_state_history`), and
  * persisted conversations and tasks. Agents survive a restart.
  */

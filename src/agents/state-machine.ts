@@ -9,7 +9,7 @@ export const agentRuntimeStates: ReadonlyArray<AgentRuntimeState> = [
 ];
 
 /**
- * seed 004's transitions: idle → listening | thinking | idle, listening → thinking | idle,
+ * The transitions: idle → listening | thinking | idle, listening → thinking | idle,
  * thinking → speaking | idle, speaking → idle, error → idle, and any state → error.
  * speaking → thinking and idle → speaking are refused.
  */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** seed 003's `provider_credentials` entry: where an API key comes from. Never the key itself. */
+/** A `provider_credentials` entry: where an API key comes from. Never the key itself. */
 export const providerCredentialSchema = z.object({
   id: z.string().min(1),
   provider: z.string().min(1),
@@ -24,11 +24,11 @@ export type ProviderCredentialConfig = z.infer<typeof providerCredentialSchema>;
 
 const featureFlagsSchema = z
   .object({
-    /** seed 000: planner, workers, heartbeat and the multi-agent runtime. */
+    /** Planner, workers, heartbeat and the multi-agent runtime. */
     agent_runtime_v1: z.boolean().default(true),
-    /** seed 000: RAM/LTM memory, recall and the memory manager. */
+    /** RAM/LTM memory, recall and the memory manager. */
     memory_v1: z.boolean().default(true),
-    /** seed 000: the worker pool that runs delegated tasks. */
+    /** The worker pool that runs delegated tasks. */
     workers_v1: z.boolean().default(true),
   })
   .default({ agent_runtime_v1: true, memory_v1: true, workers_v1: true });

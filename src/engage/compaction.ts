@@ -113,7 +113,7 @@ function renderForSummary(messages: ReadonlyArray<ModelMessage>, maxChars: numbe
 }
 
 /**
- * Layers 2 and 3 of seed 002's compaction, run before a model call when the context is above the budget.
+ * Layers 2 and 3 of compaction, run before a model call when the context is above the budget.
  * Layer 2 rebuilds from the ledger: [system] + [task] + [ledger] + the recent messages (the whole open block
  * when that fits, else the last `keepRecent`). Layer 3, when the ledger is too thin or that still does not
  * fit: the model summarises what is dropped. Tool calls and their results are never separated.

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { EngageContextOptions, EngageLimits, EngageOptions } from './types.js';
 
-/** The `engage:` section of agentd.yaml (seed 002's `[faculty.engage]` names). */
+/** The `engage:` section of agentd.yaml (snake_case names, as in the other sections). */
 export const engageConfigSchema = z.object({
   max_turns: z.number().int().positive().default(50),
   /** false forces sequential tool execution, like max_parallel_tools: 1. */

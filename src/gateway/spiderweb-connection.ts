@@ -468,7 +468,7 @@ export function acceptSpiderwebConnection(
   hub.watch(sink, sessionKey);
   send({ type: 'session.ack', sessionKey, agentId, capabilities: serverCapabilities });
   logger.info({ agentId, capabilities: [...capabilities] }, 'gateway: Spiderweb client connected');
-  // seed 000: a client of a server running without its database is told so explicitly, every time.
+  // A client of a server running without its database is told so explicitly, every time.
   void Promise.resolve()
     .then(() => deps.services.health.health())
     .then((health) => {

@@ -21,7 +21,7 @@ const layerFiles: ReadonlyArray<{ layer: 'SOUL' | 'AGENT' | 'IDENTITY' | 'USER';
     { layer: 'USER', names: ['USER.md'] },
   ];
 
-/** The seed's fallback when not even the packaged defaults can be found. */
+/** The last-resort prompt when not even the packaged defaults can be found. */
 const lastResortPrompt = 'You are a helpful AI assistant.';
 
 export interface IdentityLayer {

@@ -10,7 +10,7 @@ declare module '../bus/events.js' {
   }
 }
 
-/** Exactly seed 002's entry types. */
+/** The ledger's entry types (a closed set: tools and the CLI validate against it). */
 export const ledgerEntryTypes = ['plan', 'finding', 'decision', 'step', 'error', 'note'] as const;
 export type LedgerEntryType = (typeof ledgerEntryTypes)[number];
 
@@ -153,7 +153,7 @@ export function createLedger(options: CreateLedgerOptions): Ledger {
   };
 }
 
-/** seed 002's `ledger_read` format: one `[seq] type: content` line per entry. */
+/** The `ledger_read` format: one `[seq] type: content` line per entry. */
 export function formatLedgerEntries(entries: ReadonlyArray<LedgerEntry>): string {
   return entries.map((entry) => `[${entry.seq}] ${entry.entryType}: ${entry.content}`).join('\n');
 }

@@ -12,7 +12,7 @@ declare module '../bus/events.js' {
   }
 }
 
-/** The Spiderweb wire message for a memory event (seed 000 shape, plus additive detail fields). */
+/** The Spiderweb wire message for a memory event (the original shape, plus additive detail fields). */
 export function toSpiderwebMemoryEvent(payload: MemoryEventPayload, request: string | null) {
   const wire: Record<MemoryEventPayload['kind'], { event: string; status: string }> = {
     summarized: { event: 'summarize', status: 'summarized' },

@@ -35,7 +35,7 @@ export interface MemoryManager {
 }
 
 /**
- * The background memory manager (seed 000 M6, finished). On its own timer, for each loaded session it:
+ * The background memory manager. On its own timer, for each loaded session it:
  * summarizes the oldest entries while the context is over `summarizeRatio` of its entry or token limit
  * (at most `maxSummariesPerTick`), summarizes an idle session down to `keepRecentEntries`, persists a
  * snapshot when it changed something, and unloads RAM contexts idle for `unloadIdleAfterMs`. Pinned

@@ -70,7 +70,7 @@ export type AppendInput =
 /** Where an item came from, as reported in Spiderweb `memory.query` / `memory.recall` items. */
 export type MemorySource = 'ram' | 'ltm' | 'archive';
 
-/** Spiderweb item shapes (seed 000), plus additive fields `sessionKey`, `address`, `created_at_ms`. */
+/** Spiderweb item shapes, plus additive fields `sessionKey`, `address`, `created_at_ms`. */
 export interface MemorySummaryItem {
   kind: 'summary';
   source: MemorySource;

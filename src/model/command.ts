@@ -43,7 +43,7 @@ export const commandPresets = {
 const stderrKeepChars = 2000;
 
 /**
- * A CLI as the model (seed 004): the rendered conversation goes to stdin, the reply comes from stdout.
+ * A CLI as the model (for agents of the world that run on `claude` or `gemini`): the rendered conversation goes to stdin, the reply comes from stdout.
  * A non-zero exit or an empty reply is PROVIDER_ERROR with the end of stderr in the message.
  */
 export function createCommandModel(options: CommandModelOptions): LanguageModel {

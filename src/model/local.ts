@@ -376,7 +376,7 @@ function schemaAsksForTasks(schema: Record<string, unknown> | undefined): boolea
 }
 
 /**
- * Splits a goal the way seed 000's planner did, a little smarter: bullet or numbered lines, else `;`,
+ * Splits a goal into tasks: bullet or numbered lines, else `;`,
  * else sentences, each further split on "then" clauses, else on " and ". A goal that does not split gets
  * three generic steps. Duplicates are dropped and at most `limit` tasks are kept.
  */

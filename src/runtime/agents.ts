@@ -118,7 +118,7 @@ function readChecklist(workspaceDir: string, agentId: string): string | undefine
 }
 
 /**
- * Issue 5's subsystems as one unit: the durable queue, the worker pool (chat and background classes), the
+ * Work and agents as one unit: the durable queue, the worker pool (chat and background classes), the
  * planner behind `/goal`, the heartbeat, the multi-agent runtime and their gateway methods. The feature
  * flags decide what runs: `workers_v1` the pool, `agent_runtime_v1` planner, heartbeat and agents.
  */
@@ -445,7 +445,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
     methods.forwardBusEvent('agent:spawned', 'agent.spawned');
     methods.forwardBusEvent('agent:terminated', 'agent.terminated');
   }
-  // Failures operators and clients must hear about (seed 000: explicit error events, e.g. RAM-only mode).
+  // Failures operators and clients must hear about (explicit error events, e.g. RAM-only mode).
   methods.forwardBusEvent('system:error', 'system.error');
   methods.forwardBusEvent('agent:plan', 'agent.plan', { spiderweb: 'legacy' });
   methods.forwardBusEvent('agent:progress', 'agent.progress', { spiderweb: 'legacy' });

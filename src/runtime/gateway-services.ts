@@ -60,7 +60,7 @@ export function createGatewayServices(options: {
           runId: record.runId,
           status: record.status === 'running' ? 'error' : record.status,
           text: record.text,
-          // The per-session MemoryID (seed 000's wire form); the run's session key makes it global.
+          // The per-session MemoryID (the Spiderweb wire form); the run's session key makes it global.
           ...(record.assistantMemoryId ? { assistantMemoryId: localMemoryId(record.assistantMemoryId) } : {}),
           ...(record.userMemoryId ? { userMemoryId: localMemoryId(record.userMemoryId) } : {}),
           ...(record.error ? { error: record.error } : {}),

@@ -301,7 +301,7 @@ function toProposal(row: ProposalRow): SkillProposal {
 }
 
 /**
- * Skills from experience (seed 002): findings that recur across work items — the same keywords in the
+ * Skills from experience: findings that recur across work items — the same keywords in the
  * findings of at least `threshold` different items — become a skill proposal, made once per pattern: a
  * draft a person approves (`skills approve`), or a work item asking an agent to write the skill with
  * create_skill. Either way the skill's provenance lists every finding it came from.

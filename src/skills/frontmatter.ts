@@ -17,8 +17,9 @@ export function skillNameProblem(name: string): string | undefined {
 const keywordList = z.array(z.string().min(1)).default([]);
 
 /**
- * The SKILL.md frontmatter: the Agent Skills fields plus seed 002's. Unknown keys (OpenClaw's
- * `user-invocable`, `homepage`, …) are kept, not rejected, so skills written for other runtimes load.
+ * The SKILL.md frontmatter: the Agent Skills fields plus agentd's own (`triggers`, `auto_activate`, `version`,
+ * provenance). Unknown keys (OpenClaw's `user-invocable`, `homepage`, …) are kept, not rejected, so skills
+ * written for other runtimes load.
  */
 export const skillFrontmatterSchema = z
   .object({

@@ -1,5 +1,5 @@
 /**
- * A small Prometheus registry (text exposition format 0.0.4) for `/metrics`. The SLO metrics of seed 000
+ * A small Prometheus registry (text exposition format 0.0.4) for `/metrics`. The SLO metrics
  * (response latency, queue depth, recall success, errors by worker type) are registered by the runtime.
  */
 export type Labels = Record<string, string>;

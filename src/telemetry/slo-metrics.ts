@@ -32,7 +32,7 @@ export interface CreateSloMetricsOptions {
 const responseBucketsSeconds = [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 30, 60, 120];
 
 /**
- * The seed's SLOs (p95 response latency, queue depth, recall success, errors by worker type) as
+ * agentd's SLOs (p95 response latency, queue depth, recall success, errors by worker type) as
  * OpenTelemetry instruments, exported by whatever the `OTEL_*` variables set up, and as Prometheus series
  * on `/metrics`. One call records both, so the two views never disagree.
  *

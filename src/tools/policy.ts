@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * seed 003's `policy.yaml` shape, extended with `agent` and `resource` patterns:
+ * The `policy.yaml` shape of workflows, extended with `agent` and `resource` patterns:
  *
  * ```yaml
  * default_action: allow

@@ -43,7 +43,7 @@ function label(item: WorkItem): string {
 }
 
 /**
- * seed 002's awareness digest: what else is going on, so parallel work stays coherent. Sections: running
+ * The awareness digest: what else is going on, so parallel work stays coherent. Sections: running
  * work with each item's latest plan, blocked work with what it waits for, work completed within the lookback with its summary, recent findings
  * across agents, skills written recently, and this item's own child work (which is how a parent resumed after a restart learns
  * what its children did). Returns '' when there is nothing to report. Bounded by `maxTokens`.

@@ -93,7 +93,7 @@ function childFingerprint(parentId: string, input: z.output<typeof spawnInput>, 
 }
 
 /**
- * The three child-work tools of seed 002: `spawn_child_work` (returns at once), `await_child_work`
+ * The three child-work tools: `spawn_child_work` (returns at once), `await_child_work`
  * (wakes on completion events, never polls), `check_child_work` (never blocks).
  */
 export function createChildWorkTools(options: CreateChildWorkToolsOptions): ToolDefinition[] {

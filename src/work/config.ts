@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Awareness digest options (seed 002's `[faculty.awareness]`). */
+/** Awareness digest options. */
 export const awarenessConfigSchema = z
   .object({
     enabled: z.boolean().default(true),

@@ -24,7 +24,7 @@ export interface InspectionSummary {
   eventCounts: Record<string, number>;
 }
 
-/** Everything known about one task and the run it belongs to (the seed's inspector mode). */
+/** Everything known about one task and the run it belongs to (`agentd inspect`). */
 export interface InspectionReport {
   task: TaskStatusView & {
     spec: WorkflowTask['spec'];

@@ -86,7 +86,7 @@ interface RawManifest {
 }
 
 /**
- * Loads a workflow directory (the seed's `Engine.from_config_dir`) in seven steps:
+ * Loads a workflow directory in seven steps:
  * 1. read the manifests (YAML) and `schemas/*.json`;
  * 2. validate each manifest against its schema, then the references between them;
  * 3. build nodes, edges and the DAG;

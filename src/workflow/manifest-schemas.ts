@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The manifests of a workflow directory, one zod schema per file. Field names are the seed's (snake_case),
+ * The manifests of a workflow directory, one zod schema per file. Field names are snake_case,
  * because they are the on-disk contract; objects are strict so a misspelt field is an error, not a silent
  * default. `scripts/generate-schemas.ts` turns these into JSON Schema files for editors (`schemas/`).
  */

@@ -14,7 +14,7 @@ export interface MetricsSnapshot {
 }
 
 /**
- * Per-node timers, counters and gauges kept in process (the seed's metrics layer). Keys carry their labels
+ * Per-node timers, counters and gauges kept in process (the engine's metrics layer). Keys carry their labels
  * inline (`node.executions{node=a,status=success}`) so the snapshot is plain JSON for `inspect` and the CLI.
  */
 export interface WorkflowMetrics {

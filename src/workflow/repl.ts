@@ -71,7 +71,7 @@ const builtinHelp: Array<[string, string]> = [
 ];
 
 /**
- * The seed's reusable REPL over one workflow engine: a plain line is a request; `/commands` manage
+ * A reusable REPL over one workflow engine: a plain line is a request; `/commands` manage
  * attachments, history (persisted per profile), retries, edits and the task queue. Reads lines from
  * `io.input` until it ends or `/quit`.
  */

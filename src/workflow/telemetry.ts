@@ -1,7 +1,7 @@
 import type { BusEventType } from '../bus/index.js';
 import type { Logger } from '../util/index.js';
 
-/** The 18 event types of the seed's TelemetryBus, plus the scheduler's three. */
+/** The engine's 18 telemetry event types, plus the scheduler's three. */
 export const telemetryEventTypes = [
   'task_started',
   'task_completed',
