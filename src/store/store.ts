@@ -128,14 +128,11 @@ function assemble(
   };
 }
 
-async function openPostgres(
-  options: CreateStoreOptions,
-  databaseUrl: string,
-  logger: Logger,
-): Promise<Store> {
+async function openPostgres(options: CreateStoreOptions, databaseUrl: string, base: Logger): Promise<Store> {
+  const logger = base.child({ component: 'store' });
   const db = createPostgresDatabase({
     connectionString: databaseUrl,
-    logger,
+    logger: base,
     ...(options.schema ? { schema: options.schema } : {}),
     ...(options.poolSize ? { poolSize: options.poolSize } : {}),
   });
@@ -152,7 +149,7 @@ async function openPostgres(
     });
   }
   try {
-    await migrate(db, { logger, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) });
+    await migrate(db, { logger: base, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) });
   } catch (error) {
     await db.close().catch(() => {});
     throw error;
@@ -172,8 +169,11 @@ async function openPostgres(
  * (`SCHEMA_TOO_NEW`) is not a disk problem and is thrown.
  */
 export async function createStore(options: CreateStoreOptions): Promise<Store> {
-  const logger = (options.logger ?? silentLogger).child({ component: 'store' });
-  const migrateOptions = { logger, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) };
+  // The database and the migrations runner name their own component; given this logger's child they would
+  // log the key twice.
+  const base = options.logger ?? silentLogger;
+  const logger = base.child({ component: 'store' });
+  const migrateOptions = { logger: base, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) };
   const databaseUrl = options.databaseUrl?.trim();
   if (databaseUrl) {
     if (!/^postgres(ql)?:\/\//i.test(databaseUrl)) {
@@ -182,13 +182,13 @@ export async function createStore(options: CreateStoreOptions): Promise<Store> {
         message: 'DATABASE_URL must be a postgres:// or postgresql:// URL; leave it unset to use SQLite',
       });
     }
-    return openPostgres(options, databaseUrl, logger);
+    return openPostgres(options, databaseUrl, base);
   }
 
   const path = join(options.stateDir, sqliteFileName);
   const fallBackToMemory = async (error: unknown): Promise<Store> => {
     const reason = `cannot use the database file ${path}: ${(error as Error).message}`;
-    const memory = createSqliteDatabase({ path: ':memory:', logger });
+    const memory = createSqliteDatabase({ path: ':memory:', logger: base });
     await migrate(memory, migrateOptions);
     logger.error(
       { err: error, path, mode: 'memory' },
@@ -210,7 +210,7 @@ export async function createStore(options: CreateStoreOptions): Promise<Store> {
   checkSharedMemoryWritable(options.stateDir, path, options);
   let db: SqlDatabase | undefined;
   try {
-    db = createSqliteDatabase({ path, logger });
+    db = createSqliteDatabase({ path, logger: base });
     await migrate(db, migrateOptions);
     createPrivateDatabaseFile(options.stateDir, path);
     logger.info({ location: path }, 'store opened on sqlite');
