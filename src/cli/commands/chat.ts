@@ -5,6 +5,7 @@ import { type ChatBackend, runChatRepl } from '../chat-repl.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
+import { terminalLogDestination } from '../pretty-log.js';
 import { connectFromOptions, type RemoteOptions, remoteTurn, sessionKeyFor } from '../remote.js';
 
 /** A REPL turn over the gateway waits this long for its final event; `/stop` and Ctrl-C end it sooner. */
@@ -58,7 +59,7 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
             }
             if (!json) deps.io.stdout('\n');
           } else {
-            const runtime = await createRuntime({ config: deps.config() });
+            const runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
             try {
               const off = runtime.bus.subscribe(
                 { sessionKey, types: ['run:text-delta', 'run:tool-started'] },
@@ -116,7 +117,7 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
           client = await connectFromOptions(options);
           backend = remoteChatBackend(client, sessionKey);
         } else {
-          runtime = await createRuntime({ config: deps.config() });
+          runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
           backend = localChatBackend(runtime, options.agent, sessionKey);
         }
         await runChatRepl({

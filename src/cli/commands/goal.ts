@@ -3,6 +3,7 @@ import { createRuntime } from '../../runtime.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, printJson, reportError } from '../output.js';
+import { terminalLogDestination } from '../pretty-log.js';
 import { connectFromOptions, type RemoteOptions, sessionKeyFor } from '../remote.js';
 import type { CliCommandDeps } from './chat.js';
 
@@ -123,7 +124,7 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
             }
             return;
           }
-          const runtime = await createRuntime({ config: deps.config() });
+          const runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
           try {
             await runtime.startBackground();
             if (!runtime.work.planner)

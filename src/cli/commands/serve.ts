@@ -3,6 +3,7 @@ import type { AgentdConfig } from '../../config/index.js';
 import { createRuntime, type Runtime } from '../../runtime.js';
 import { parsePortOption } from '../options.js';
 import { type CliIo, printJson, reportError } from '../output.js';
+import { terminalLogDestination } from '../pretty-log.js';
 
 export interface ServeCommandDeps {
   /** The configuration with `serve`'s own overrides (port, host) applied. */
@@ -46,7 +47,7 @@ export function registerServeCommand(program: Command, deps: ServeCommandDeps): 
           ...(options.port !== undefined ? { port: options.port } : {}),
           ...(options.host ? { host: options.host } : {}),
         });
-        runtime = await createRuntime({ config });
+        runtime = await createRuntime({ config, ...terminalLogDestination() });
         const { url: gatewayUrl } = await runtime.startGateway({ noAuth: !options.auth });
         await ensureDefaultWorldAgent(runtime);
         const url = gatewayUrl.replace(/^ws/, 'http');

@@ -11,6 +11,7 @@ import { createRuntime } from '../../runtime.js';
 import { createStore } from '../../store/index.js';
 import { silentLogger } from '../../util/index.js';
 import { ExitCodes, printJson, reportError } from '../output.js';
+import { terminalLogDestination } from '../pretty-log.js';
 import { connectFromOptions, type RemoteOptions } from '../remote.js';
 import type { CliCommandDeps } from './chat.js';
 
@@ -38,7 +39,7 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
             await client.close();
           }
         } else {
-          const runtime = await createRuntime({ config: deps.config() });
+          const runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
           try {
             status = (await runtime.services.health.status()) as Record<string, unknown>;
             status.sessions = (await runtime.store.sessions.list({ limit: 1000 })).length;
