@@ -19,6 +19,7 @@ import {
   type WorkflowEngine,
   WorkflowValidationError,
 } from '../../workflow/index.js';
+import { connectFromOptions, type RemoteOptions } from '../remote.js';
 
 export interface WorkflowCommandDeps {
   /** `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow. */
@@ -340,16 +341,27 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .command('inspect <taskId>')
     .description('show a workflow task: stage history, routing, lineage, events, artifacts')
     .option('--json', 'print the full inspection report as JSON')
-    .action(async (taskId: string, options: { json?: boolean }) => {
+    .option('--url <url>', "ask a running agentd gateway (its workflows' runs) instead of the database")
+    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .action(async (taskId: string, options: RemoteOptions & { json?: boolean }) => {
       try {
-        const store = await openStore(deps);
         let report: InspectionReport | undefined;
-        try {
-          report = await inspectPersistedRun(createSqlRecordStore(store.db), taskId);
-        } finally {
-          await store.close();
+        if (options.url) {
+          const client = await connectFromOptions(options);
+          try {
+            report = (await client.call<{ report: InspectionReport }>('workflow.inspect', { taskId })).report;
+          } finally {
+            await client.close();
+          }
+        } else {
+          const store = await openStore(deps);
+          try {
+            report = await inspectPersistedRun(createSqlRecordStore(store.db), taskId);
+          } finally {
+            await store.close();
+          }
         }
-        for (const path of report ? [] : workflowDatabases(deps)) {
+        for (const path of report || options.url ? [] : workflowDatabases(deps)) {
           const db: SqlDatabase = createSqliteDatabase({ path });
           try {
             report = await inspectPersistedRun(createSqlRecordStore(db), taskId);

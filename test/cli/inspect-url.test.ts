@@ -1,0 +1,57 @@
+import { cpSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import type { CliIo } from '../../src/cli/output.js';
+import type { Runtime } from '../../src/runtime.js';
+import { startRuntime } from '../runtime/helpers.js';
+
+const example = join(import.meta.dirname, '..', '..', 'examples', 'mini-editor');
+
+async function run(args: string[]) {
+  let out = '';
+  const io: CliIo = {
+    stdout: (text) => {
+      out += text;
+    },
+    stderr: () => {},
+  };
+  const code = await main(['node', 'agentd', ...args], io);
+  return { code, out };
+}
+
+let runtime: Runtime | undefined;
+afterEach(async () => {
+  await runtime?.close();
+  runtime = undefined;
+});
+
+describe('agentd inspect --url', () => {
+  it("shows a run of a running server's workflows, and NOT_FOUND for an unknown task", async () => {
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const dir = join(started.runtime.state.home, 'workflow-library', 'mini-editor');
+    cpSync(example, dir, { recursive: true });
+    const client = await started.connect();
+    const { taskId } = await client.call<{ taskId: string }>(
+      'workflow.run',
+      { dir, input: { request: 'Create a note about tide pools' } },
+      { timeoutMs: 60_000 },
+    );
+    await client.close();
+    const remote = ['--url', started.url, '--token', started.runtime.state.token];
+
+    const shown = await run(['inspect', taskId, ...remote, '--json']);
+    expect(shown.code).toBe(0);
+    const report = JSON.parse(shown.out);
+    expect(JSON.stringify(report)).toContain(taskId);
+    expect(JSON.stringify(report)).toContain('normalize_request');
+
+    const text = await run(['inspect', taskId, ...remote]);
+    expect(text.out).toContain('normalize_request');
+
+    const missing = await run(['inspect', 'wft_nope', ...remote, '--json']);
+    expect(JSON.parse(missing.out).error.code).toBe('NOT_FOUND');
+    expect(missing.code).toBe(2);
+  }, 60_000);
+});
