@@ -5,11 +5,41 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import MiniSearch from 'minisearch';
+import pg from 'pg';
 import { createBus } from '../src/bus/index.js';
 import { createHashingEmbedder, createMemoryService, type MemoryService } from '../src/memory/index.js';
-import { createSqliteDatabase, migrate } from '../src/store/index.js';
+import {
+  createPostgresDatabase,
+  createSqliteDatabase,
+  migrate,
+  type SqlDatabase,
+} from '../src/store/index.js';
 
 const dataDir = process.env.AGENTD_LOCOMO_DIR ?? '/work/shared/bench-data/locomo10';
+// Set to a Postgres URL to measure on Postgres (a fresh schema, dropped afterwards) instead of SQLite.
+const postgresUrl = process.env.AGENTD_BENCH_LOCOMO_PG_URL;
+
+async function openDatabase(): Promise<{ db: SqlDatabase; drop: () => Promise<void> }> {
+  if (!postgresUrl) return { db: createSqliteDatabase({ path: ':memory:' }), drop: async () => {} };
+  const schema = `agentd_bench_locomo_${Date.now().toString(36)}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: postgresUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE SCHEMA ${schema}`);
+  const db = createPostgresDatabase({
+    connectionString: postgresUrl,
+    schema,
+    poolSize: 4,
+    settings: { synchronous_commit: 'off' },
+  });
+  return { db, drop: () => admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+}
 
 interface Turn {
   speaker: string;
@@ -120,7 +150,7 @@ async function run() {
   const files = readdirSync(dataDir)
     .filter((file) => file.endsWith('.json'))
     .sort();
-  const db = createSqliteDatabase({ path: ':memory:' });
+  const { db, drop } = await openDatabase();
   await migrate(db);
   // Default memory limits: the RAM context keeps 64 entries; everything older is evicted to LTM and must
   // be found there.
@@ -182,6 +212,7 @@ async function run() {
     }
   } finally {
     await db.close();
+    await drop();
   }
   const percent = (value: number, count: number) => Number(((100 * value) / count).toFixed(1));
   const rows = (
@@ -210,6 +241,7 @@ async function run() {
   return {
     rows,
     notes: [
+      `Database: ${postgresUrl ? `Postgres (${postgresUrl.replace(/\/\/[^@]*@/, '//')}, ts_rank)` : 'SQLite in memory (FTS5 bm25)'}.`,
       `${files.length} conversations, ${turns} turns, each conversation one agent and one session, ingested with memory.appendBatch per LoCoMo session ` +
         '(default limits: 64 active entries, so older turns are evicted to long-term memory and found there).',
       'Turn text is "<speaker>: <text>" plus the image caption when the turn shares a photo; the baseline indexes exactly the same strings.',
