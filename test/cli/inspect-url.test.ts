@@ -10,14 +10,17 @@ const example = join(import.meta.dirname, '..', '..', 'examples', 'mini-editor')
 
 async function run(args: string[]) {
   let out = '';
+  let err = '';
   const io: CliIo = {
     stdout: (text) => {
       out += text;
     },
-    stderr: () => {},
+    stderr: (text) => {
+      err += text;
+    },
   };
   const code = await main(['node', 'agentd', ...args], io);
-  return { code, out };
+  return { code, out, err };
 }
 
 let runtime: Runtime | undefined;
@@ -53,5 +56,25 @@ describe('agentd inspect --url', () => {
     const missing = await run(['inspect', 'wft_nope', ...remote, '--json']);
     expect(JSON.parse(missing.out).error.code).toBe('NOT_FOUND');
     expect(missing.code).toBe(2);
+  }, 60_000);
+});
+
+describe('agentd run --url', () => {
+  it("runs a workflow of the server's library there, printing its result, and refuses a directory outside it", async () => {
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const dir = join(started.runtime.state.home, 'workflow-library', 'mini-editor');
+    cpSync(example, dir, { recursive: true });
+    const remote = ['--url', started.url, '--token', started.runtime.state.token];
+    const result = await run(['run', dir, '--input', 'Create a note about tide pools', ...remote, '--json']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.out)).toMatchObject({ status: 'success', taskId: expect.any(String) });
+    // Node progress of this run, from the server's events.
+    expect(result.err).toMatch(/▸ start \(start\)\n/);
+    expect(result.err).toMatch(/✓ normalize_request \d+ ms\n/);
+
+    const refused = await run(['run', example, ...remote, '--json']);
+    expect(JSON.parse(refused.out).error.code).toBe('FORBIDDEN');
+    expect(refused.code).toBe(2);
   }, 60_000);
 });

@@ -156,6 +156,59 @@ export function formatProgress(event: TelemetryEvent): string | undefined {
   }
 }
 
+/** The result of `workflow.run` as `run` prints it, whether it ran here or on a server. */
+function printRunResult(
+  deps: WorkflowCommandDeps,
+  result: { status: string; taskId: string; output?: unknown; error?: { code: string; message: string } },
+  json: boolean,
+): void {
+  if (json) {
+    deps.stdout(`${JSON.stringify(result, null, 2)}\n`);
+    return;
+  }
+  deps.stdout(
+    `[${result.status}] task ${result.taskId}${result.error ? ` — ${result.error.code}: ${result.error.message}` : ''}\n`,
+  );
+  deps.stdout(
+    `${typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2)}\n`,
+  );
+}
+
+/**
+ * `run --url`: `workflow.run` on the server, with the progress of this run from its `workflow.*` events
+ * (the first task that starts after the request is this run's root).
+ */
+async function runRemote(
+  deps: WorkflowCommandDeps,
+  dir: string,
+  input: unknown,
+  options: RemoteOptions & { json?: boolean; quiet?: boolean },
+): Promise<void> {
+  const client = await connectFromOptions(options);
+  try {
+    let rootTaskId: string | undefined;
+    if (!options.quiet)
+      client.onEvent((event, payload) => {
+        if (!event.startsWith('workflow.') || typeof payload?.rootTaskId !== 'string') return;
+        if (rootTaskId === undefined && event === 'workflow.task-started') rootTaskId = payload.rootTaskId;
+        if (payload.rootTaskId !== rootTaskId) return;
+        const line = formatProgress({ ...payload, stageId: payload.nodeId } as TelemetryEvent);
+        if (line) deps.stderr(`${line}\n`);
+      });
+    const { taskId, result } = await client.call<{
+      taskId: string;
+      result: { status: string; output?: unknown; error?: { code: string; message: string } };
+    }>('workflow.run', { dir, ...(input !== null ? { input } : {}) }, { timeoutMs: remoteRunTimeoutMs });
+    printRunResult(deps, { ...result, taskId }, options.json === true);
+    if (result.status === 'failure') deps.setExitCode(exitFailure);
+  } finally {
+    await client.close();
+  }
+}
+
+/** How long `run --url` waits for the server's run to end. */
+const remoteRunTimeoutMs = 3_600_000;
+
 function parseInput(options: { input?: string; inputFile?: string }, cwd: string): unknown {
   if (options.input !== undefined && options.inputFile !== undefined) {
     throw new UserInputError({
@@ -257,14 +310,23 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .option('--input-file <file>', 'read the input from a file (JSON or text)')
     .option('--json', 'print the result as JSON on stdout (progress still goes to stderr)')
     .option('--quiet', 'no progress display')
+    .option(
+      '--url <url>',
+      "run it on a running agentd gateway (<dir> is then the server's path, in workflows.dirs)",
+    )
+    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
     .action(
       async (
         dir: string,
-        options: { input?: string; inputFile?: string; json?: boolean; quiet?: boolean },
+        options: RemoteOptions & { input?: string; inputFile?: string; json?: boolean; quiet?: boolean },
       ) => {
         let engine: WorkflowEngine | undefined;
         try {
           const input = parseInput(options, cwd());
+          if (options.url) {
+            await runRemote(deps, dir, input, options);
+            return;
+          }
           const offline: OfflineModelUse = { used: false };
           engine = await openEngine(deps, dir, offline);
           if (!options.quiet) {
@@ -274,15 +336,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
             });
           }
           const result = await engine.run(input);
-          if (options.json) deps.stdout(`${JSON.stringify(result, null, 2)}\n`);
-          else {
-            deps.stdout(
-              `[${result.status}] task ${result.taskId}${result.error ? ` — ${result.error.code}: ${result.error.message}` : ''}\n`,
-            );
-            deps.stdout(
-              `${typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2)}\n`,
-            );
-          }
+          printRunResult(deps, result, options.json === true);
           // Said on stderr so `--json` output stays machine-readable; documents carry their own note.
           if (offline.used)
             deps.stderr(
