@@ -17,7 +17,8 @@ import { cpus, loadavg, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
+import { serveEcho } from './echo-floor.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -59,56 +60,6 @@ async function serveRuntime(
       rmSync(home, { recursive: true, force: true });
     },
   };
-}
-
-/** The floor: the same frames of the same sizes per turn, no protocol logic. */
-async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
-  const pad = (text: string, bytes: number) =>
-    text.length >= bytes
-      ? text
-      : `${text.slice(0, -1)},"p":"${'x'.repeat(Math.max(0, bytes - text.length - 7))}"}`;
-  const challenge = JSON.stringify({
-    type: 'event',
-    event: 'connect.challenge',
-    payload: { nonce: 'n', ts: 0 },
-  });
-  const wss = new WebSocketServer({
-    host: '127.0.0.1',
-    port: 0,
-    perMessageDeflate: false,
-    clientTracking: false,
-  });
-  wss.on('connection', (ws) => {
-    let connected = false;
-    ws.send(challenge);
-    ws.on('message', (data) => {
-      const text = data.toString();
-      const id = /"id":"([^"]+)"/.exec(text)?.[1] ?? '';
-      if (!connected) {
-        connected = true;
-        ws.send(
-          pad(JSON.stringify({ type: 'res', id, ok: true, payload: { type: 'hello-ok' } }), helloBytes),
-        );
-        return;
-      }
-      const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
-      turnFrameBytes.forEach((bytes, index) => {
-        const last = index === turnFrameBytes.length - 1;
-        const frame =
-          index === 0
-            ? { type: 'res', id, ok: true, payload: { runId, status: 'started' } }
-            : {
-                type: 'event',
-                event: last ? 'chat' : 'agent',
-                payload: { runId, state: last ? 'final' : 'x' },
-                seq: index,
-              };
-        ws.send(pad(JSON.stringify(frame), bytes));
-      });
-    });
-  });
-  await new Promise((resolve) => wss.once('listening', resolve));
-  return (wss.address() as { port: number }).port;
 }
 
 if (role) {

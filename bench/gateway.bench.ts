@@ -8,18 +8,19 @@ import { mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import WebSocket, { WebSocketServer } from 'ws';
+import WebSocket from 'ws';
 import { createBus } from '../src/bus/index.js';
 import { loadConfig } from '../src/config/index.js';
 import {
   type ChatRunResult,
-  type ChatService,
+  type GatewayChatService,
   createGatewayServer,
   createMethodTable,
   type GatewayServices,
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { createRuntime } from '../src/runtime.js';
+import { serveEcho } from './echo-floor.js';
 
 const clientCount = 1000;
 const connectBatch = 100;
@@ -33,7 +34,7 @@ const role = process.env.AGENTD_GATEWAY_BENCH_ROLE;
 
 // --- servers (child processes) --------------------------------------------------------------------------
 
-function instantChat(bus: ReturnType<typeof createBus>): ChatService {
+function instantChat(bus: ReturnType<typeof createBus>): GatewayChatService {
   const results = new Map<string, ChatRunResult>();
   const waiters = new Map<string, (result: ChatRunResult) => void>();
   return {
@@ -135,56 +136,6 @@ async function serveRuntime(): Promise<number> {
   });
   const { server } = await runtime.startGateway({ port: 0 });
   return server.address()!.port;
-}
-
-/** The floor: the same frames, no protocol logic. Frame sizes come from the agentd run. */
-async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
-  const pad = (text: string, bytes: number) =>
-    text.length >= bytes
-      ? text
-      : `${text.slice(0, -1)},"p":"${'x'.repeat(Math.max(0, bytes - text.length - 7))}"}`;
-  const challenge = JSON.stringify({
-    type: 'event',
-    event: 'connect.challenge',
-    payload: { nonce: 'n', ts: 0 },
-  });
-  const wss = new WebSocketServer({
-    host: '127.0.0.1',
-    port: 0,
-    perMessageDeflate: false,
-    clientTracking: false,
-  });
-  wss.on('connection', (ws) => {
-    let connected = false;
-    ws.send(challenge);
-    ws.on('message', (data) => {
-      const text = data.toString();
-      const id = /"id":"([^"]+)"/.exec(text)?.[1] ?? '';
-      if (!connected) {
-        connected = true;
-        ws.send(
-          pad(JSON.stringify({ type: 'res', id, ok: true, payload: { type: 'hello-ok' } }), helloBytes),
-        );
-        return;
-      }
-      const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
-      turnFrameBytes.forEach((bytes, index) => {
-        const last = index === turnFrameBytes.length - 1;
-        const frame =
-          index === 0
-            ? { type: 'res', id, ok: true, payload: { runId, status: 'started' } }
-            : {
-                type: 'event',
-                event: last ? 'chat' : 'agent',
-                payload: { runId, state: last ? 'final' : 'x' },
-                seq: index,
-              };
-        ws.send(pad(JSON.stringify(frame), bytes));
-      });
-    });
-  });
-  await new Promise((resolve) => wss.once('listening', resolve));
-  return (wss.address() as { port: number }).port;
 }
 
 if (role) {

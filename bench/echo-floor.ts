@@ -1,0 +1,55 @@
+import { WebSocketServer } from 'ws';
+
+/**
+ * The floor for the gateway benchmarks: a bare `ws` server that answers the OpenClaw handshake and every
+ * chat turn with frames of the same sizes as agentd's (measured in the agentd run), with no protocol logic.
+ * Returns the port it listens on (loopback).
+ */
+export async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
+  const pad = (text: string, bytes: number) =>
+    text.length >= bytes
+      ? text
+      : `${text.slice(0, -1)},"p":"${'x'.repeat(Math.max(0, bytes - text.length - 7))}"}`;
+  const challenge = JSON.stringify({
+    type: 'event',
+    event: 'connect.challenge',
+    payload: { nonce: 'n', ts: 0 },
+  });
+  const wss = new WebSocketServer({
+    host: '127.0.0.1',
+    port: 0,
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  wss.on('connection', (ws) => {
+    let connected = false;
+    ws.send(challenge);
+    ws.on('message', (data) => {
+      const text = data.toString();
+      const id = /"id":"([^"]+)"/.exec(text)?.[1] ?? '';
+      if (!connected) {
+        connected = true;
+        ws.send(
+          pad(JSON.stringify({ type: 'res', id, ok: true, payload: { type: 'hello-ok' } }), helloBytes),
+        );
+        return;
+      }
+      const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
+      turnFrameBytes.forEach((bytes, index) => {
+        const last = index === turnFrameBytes.length - 1;
+        const frame =
+          index === 0
+            ? { type: 'res', id, ok: true, payload: { runId, status: 'started' } }
+            : {
+                type: 'event',
+                event: last ? 'chat' : 'agent',
+                payload: { runId, state: last ? 'final' : 'x' },
+                seq: index,
+              };
+        ws.send(pad(JSON.stringify(frame), bytes));
+      });
+    });
+  });
+  await new Promise((resolve) => wss.once('listening', resolve));
+  return (wss.address() as { port: number }).port;
+}
