@@ -91,6 +91,21 @@ function toolDataOf(entry: MemoryEntry): string | null {
   return null;
 }
 
+/** `(session = ? AND memory_id IN (…)) OR …` for a list of addresses, grouped by session. */
+function addressesSql(
+  ids: ReadonlyArray<{ sessionKey: string; memoryId: number }>,
+  params: SqlValue[],
+): string {
+  const byKey = new Map<string, number[]>();
+  for (const id of ids) byKey.set(id.sessionKey, [...(byKey.get(id.sessionKey) ?? []), id.memoryId]);
+  const groups: string[] = [];
+  for (const [key, memoryIds] of byKey) {
+    groups.push(`(e.session_key = ? AND e.memory_id IN (${placeholders(memoryIds.length)}))`);
+    params.push(key, ...memoryIds);
+  }
+  return `(${groups.join(' OR ')})`;
+}
+
 function placeholders(count: number): string {
   return new Array(count).fill('?').join(', ');
 }
@@ -426,16 +441,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     ) {
       if (ids.length === 0) return [];
       const params: SqlValue[] = [];
-      const where = filterSql(filter, params);
-      const byKey = new Map<string, number[]>();
-      for (const id of ids) byKey.set(id.sessionKey, [...(byKey.get(id.sessionKey) ?? []), id.memoryId]);
-      const groups: string[] = [];
-      for (const [key, memoryIds] of byKey) {
-        groups.push(`(e.session_key = ? AND e.memory_id IN (${placeholders(memoryIds.length)}))`);
-        params.push(key, ...memoryIds);
-      }
+      const where = `${filterSql(filter, params)} AND ${addressesSql(ids, params)}`;
       const rows = await db.all<EntryRow>(
-        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} AND (${groups.join(' OR ')}) ` +
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ` +
           'ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?',
         [...params, limit],
       );
@@ -528,16 +536,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     ): Promise<StoredEntry[]> {
       if (ids.length === 0) return [];
       const params: SqlValue[] = [];
-      const where = filterSql(filter, params);
-      const byKey = new Map<string, number[]>();
-      for (const id of ids) byKey.set(id.sessionKey, [...(byKey.get(id.sessionKey) ?? []), id.memoryId]);
-      const groups: string[] = [];
-      for (const [key, memoryIds] of byKey) {
-        groups.push(`(e.session_key = ? AND e.memory_id IN (${placeholders(memoryIds.length)}))`);
-        params.push(key, ...memoryIds);
-      }
+      const where = `${filterSql(filter, params)} AND ${addressesSql(ids, params)}`;
       const rows = await db.all<EntryRow>(
-        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} AND (${groups.join(' OR ')}) ` +
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ` +
           "AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'",
         params,
       );
