@@ -1,9 +1,23 @@
+import { Option } from 'commander';
 import { AgentdError, ErrorCodes } from '../util/index.js';
 import { connectGateway, type GatewayClient } from './gateway-client.js';
 
 export interface RemoteOptions {
   url?: string;
   token?: string;
+}
+
+/**
+ * `--url` for a command that can talk to a server. The one place it is declared, so `$AGENTD_URL` is its
+ * default on every such command (commander reads the variable when the command line is parsed).
+ */
+export function urlOption(description = 'a running agentd gateway, e.g. ws://127.0.0.1:7777'): Option {
+  return new Option('--url <url>', `${description} (default $AGENTD_URL)`).env('AGENTD_URL');
+}
+
+/** `--token` beside `--url`; $AGENTD_TOKEN is read when connecting (see `connectFromOptions`). */
+export function tokenOption(): Option {
+  return new Option('--token <token>', 'gateway token (default $AGENTD_TOKEN)');
 }
 
 function remoteToken(options: RemoteOptions): string | undefined {

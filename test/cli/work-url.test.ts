@@ -1,8 +1,10 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { CliIo } from '../../src/cli/output.js';
 import type { Runtime } from '../../src/runtime.js';
-import { startRuntime } from '../runtime/helpers.js';
+import { startRuntime, tempHome } from '../runtime/helpers.js';
 
 async function run(args: string[]) {
   let out = '';
@@ -63,5 +65,79 @@ describe('agentd work list|show --url', () => {
     const missing = await run(['work', 'show', 'work_nope', ...remote, '--json']);
     expect(JSON.parse(missing.out).error.code).toBe('NOT_FOUND');
     expect(missing.code).toBe(2);
+  });
+
+  it('submits, blocks, unblocks and cancels on the server, and reads ledgers from it', async () => {
+    // No worker pool, so nothing runs the items while the commands change them.
+    const home = tempHome();
+    writeFileSync(join(home, 'agentd.yaml'), 'features:\n  workers_v1: false\n');
+    const started = await startRuntime({ home });
+    runtime = started.runtime;
+    const remote = ['--url', started.url, '--token', started.runtime.state.token];
+
+    const submitted = await run(['work', 'submit', 'task', 'Sort', 'the', 'nets', ...remote, '--json']);
+    expect(submitted.code).toBe(0);
+    const { id } = JSON.parse(submitted.out) as { id: string };
+    expect((await started.runtime.work.queue.get(id))?.description).toBe('Sort the nets');
+
+    const blocked = await run(['work', 'block', id, '--reason', 'no nets here', ...remote]);
+    expect(blocked.code).toBe(0);
+    expect(blocked.out).toBe(`${id} blocked: no nets here\n`);
+    expect((await started.runtime.work.queue.get(id))?.state).toBe('blocked');
+
+    await started.runtime.ledger.append(id, { entryType: 'finding', content: 'forty nets' });
+    const ledger = await run(['ledger', 'show', id, '--type', 'finding', ...remote, '--json']);
+    expect(ledger.code).toBe(0);
+    expect(JSON.parse(ledger.out).entries).toEqual([
+      expect.objectContaining({ entryType: 'finding', content: 'forty nets' }),
+    ]);
+    const last = await run(['ledger', 'show', id, '--last', '1', ...remote, '--json']);
+    expect(JSON.parse(last.out).entries.map((entry: { content: string }) => entry.content)).toEqual([
+      'forty nets',
+    ]);
+
+    const cancelled = await run(['work', 'cancel', id, ...remote]);
+    expect(cancelled.code).toBe(0);
+    expect((await started.runtime.work.queue.get(id))?.state).toBe('cancelled');
+
+    // A second item to unblock.
+    const other = JSON.parse(
+      (await run(['work', 'submit', 'task', 'Tar the hull', ...remote, '--json'])).out,
+    );
+    await run(['work', 'block', other.id, '--reason', 'no tar', ...remote]);
+    const unblocked = await run(['work', 'unblock', other.id, '--note', 'tar is in the shed', ...remote]);
+    expect(unblocked.code).toBe(0);
+    expect(unblocked.out).toBe(`${other.id} queued again\n`);
+    expect((await started.runtime.work.queue.get(other.id))?.state).toBe('queued');
+
+    const missing = await run(['ledger', 'show', 'work_nope', ...remote, '--json']);
+    expect(JSON.parse(missing.out).error.code).toBe('NOT_FOUND');
+    expect(missing.code).toBe(2);
+  });
+
+  it('takes --url from $AGENTD_URL and the token from $AGENTD_TOKEN', async () => {
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const item = await started.runtime.work.queue.submit({ kind: 'task', title: 'Mend the sail' });
+    const saved = { url: process.env.AGENTD_URL, token: process.env.AGENTD_TOKEN };
+    process.env.AGENTD_URL = started.url;
+    process.env.AGENTD_TOKEN = started.runtime.state.token;
+    try {
+      // --home points at an empty directory: only the server knows this item.
+      const shown = await run(['--home', '/nonexistent/agentd-home', 'work', 'show', item.id, '--json']);
+      expect(shown.code).toBe(0);
+      expect(JSON.parse(shown.out).item.title).toBe('Mend the sail');
+      process.env.AGENTD_URL = 'ws://127.0.0.1:1';
+      const unreachable = await run(['work', 'list', '--json']);
+      expect(unreachable.code).toBe(3);
+    } finally {
+      for (const [name, value] of [
+        ['AGENTD_URL', saved.url],
+        ['AGENTD_TOKEN', saved.token],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 });

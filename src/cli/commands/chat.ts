@@ -6,7 +6,14 @@ import type { GatewayClient } from '../gateway-client.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
-import { connectFromOptions, type RemoteOptions, remoteTurn, sessionKeyFor } from '../remote.js';
+import {
+  connectFromOptions,
+  type RemoteOptions,
+  remoteTurn,
+  sessionKeyFor,
+  tokenOption,
+  urlOption,
+} from '../remote.js';
 
 /** A REPL turn over the gateway waits this long for its final event; `/stop` and Ctrl-C end it sooner. */
 const remoteTurnTimeoutMs = 600_000;
@@ -30,8 +37,8 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
     .argument('<text>', 'the message')
     .option('-a, --agent <id>', 'agent id', 'main')
     .option('-s, --session <key>', 'session key (default agent:<agent>:main)')
-    .option('--url <url>', 'a running agentd gateway, e.g. ws://127.0.0.1:7777')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption('a running agentd gateway, e.g. ws://127.0.0.1:7777'))
+    .addOption(tokenOption())
     .option('--timeout-ms <ms>', 'give up after this long', parsePositiveInt('--timeout-ms'), 120_000)
     .option('--json', 'print the result as JSON')
     .action(
@@ -103,8 +110,8 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
     )
     .option('-a, --agent <id>', 'agent id', 'main')
     .option('-s, --session <key>', 'session key')
-    .option('--url <url>', 'a running agentd gateway')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption('a running agentd gateway'))
+    .addOption(tokenOption())
     .option('--json', 'one JSON object per reply instead of streamed text (for scripts driving the REPL)')
     .action(async (options: RemoteOptions & { agent: string; session?: string; json?: boolean }) => {
       const sessionKey = sessionKeyFor(options.agent, options.session);

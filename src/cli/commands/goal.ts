@@ -4,7 +4,7 @@ import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
-import { connectFromOptions, type RemoteOptions, sessionKeyFor } from '../remote.js';
+import { connectFromOptions, type RemoteOptions, sessionKeyFor, tokenOption, urlOption } from '../remote.js';
 import type { CliCommandDeps } from './chat.js';
 
 function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
@@ -66,8 +66,8 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
     .option('-a, --agent <id>', 'agent id', 'main')
     .option('-s, --session <key>', 'session key (default agent:<agent>:main)')
     .option('--detach', 'return once the plan is made; the tasks run in the background (on a running server)')
-    .option('--url <url>', 'send the goal to a running agentd gateway')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption('send the goal to a running agentd gateway'))
+    .addOption(tokenOption())
     .option(
       '--timeout-ms <ms>',
       'give up waiting for the tasks after this long',

@@ -12,7 +12,7 @@ import { createStore } from '../../store/index.js';
 import { silentLogger } from '../../util/index.js';
 import { ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
-import { connectFromOptions, type RemoteOptions } from '../remote.js';
+import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
 import type { CliCommandDeps } from './chat.js';
 
 function fail(deps: CliCommandDeps, error: unknown, json: boolean): void {
@@ -24,8 +24,8 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
   program
     .command('status')
     .description('runtime status: store, model, sessions, runs (of a running server with --url)')
-    .option('--url <url>', 'a running agentd gateway')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption('a running agentd gateway'))
+    .addOption(tokenOption())
     .option('--json', 'print JSON')
     .action(async (options: RemoteOptions & { json?: boolean }) => {
       const json = options.json ?? false;

@@ -19,8 +19,9 @@ import {
   workClassFilter,
   workStates,
 } from '../../work/index.js';
+import type { GatewayClient } from '../gateway-client.js';
 import { type CliIo, printJson, processIo, reportError } from '../output.js';
-import { connectFromOptions, type RemoteOptions } from '../remote.js';
+import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
 
 export interface WorkCommandDeps {
   /** Opens the work queue and ledger on the configured database; `close` releases them. */
@@ -33,7 +34,7 @@ interface JsonOption {
   json?: boolean;
 }
 
-/** `--url`/`--token` on the commands that read: they ask a running server instead of the database. */
+/** `--url`/`--token` (or $AGENTD_URL): the command asks a running server instead of the database. */
 type ReadOptions = JsonOption & RemoteOptions;
 
 interface WorkListFilter {
@@ -98,6 +99,13 @@ async function remoteReader(options: RemoteOptions): Promise<WorkReader> {
 }
 
 const paramsSchema = z.record(z.string(), z.unknown());
+
+/** What `work submit` prints: the queue's answer, from the database or from `work.submit`. */
+interface SubmitAnswer {
+  id: string;
+  merged?: boolean;
+  mergedRecordId?: string;
+}
 
 function ago(ms: number): string {
   if (ms < 60_000) return `${Math.round(ms / 1000)}s`;
@@ -194,6 +202,27 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     }
   };
 
+  /**
+   * A command that changes work: in-process on the database, or with `--url` through the server's work.*
+   * method (so the server's pool, not a second process, cancels a running item).
+   */
+  const change = async (
+    options: ReadOptions,
+    local: (work: Awaited<ReturnType<WorkCommandDeps['openWork']>>) => Promise<void>,
+    remote: (client: GatewayClient) => Promise<void>,
+  ) => {
+    if (!options.url) return run(options.json, local);
+    let client: GatewayClient | undefined;
+    try {
+      client = await connectFromOptions(options);
+      await remote(client);
+    } catch (error) {
+      deps.setExitCode(reportError(io, error, options.json === true));
+    } finally {
+      await client?.close();
+    }
+  };
+
   const read = async (options: ReadOptions, action: (reader: WorkReader) => Promise<void>) => {
     let reader: WorkReader | undefined;
     try {
@@ -223,11 +252,13 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--parent <id>', 'parent work item')
     .option('--session <key>', 'session the work belongs to')
     .option('--json', 'print JSON')
+    .addOption(urlOption('submit to a running agentd gateway instead of the database'))
+    .addOption(tokenOption())
     .action(
       async (
         kind: string,
         words: string[],
-        options: JsonOption & {
+        options: ReadOptions & {
           title?: string;
           agent?: string;
           priority?: string;
@@ -236,13 +267,13 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           parent?: string;
           session?: string;
         },
-      ) =>
-        run(options.json, async ({ queue }) => {
+      ) => {
+        const submission = () => {
           const params = options.params
             ? parseUntrustedJson(options.params, paramsSchema, { maxBytes: 64 * 1024, what: '--params' })
             : {};
           const priority = parseInteger('--priority', options.priority);
-          const result = await queue.submit({
+          return {
             kind,
             description: words.join(' '),
             params,
@@ -253,7 +284,9 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
             ...(options.dedupKey ? { dedupKey: options.dedupKey } : {}),
             ...(options.parent ? { parentId: options.parent } : {}),
             ...(options.session ? { sessionKey: options.session } : {}),
-          });
+          };
+        };
+        const print = (result: SubmitAnswer) => {
           if (options.json) printJson(io, result);
           else
             io.stdout(
@@ -261,7 +294,13 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
                 ? `merged into ${result.id} (record ${result.mergedRecordId})\n`
                 : `${result.id}\n`,
             );
-        }),
+        };
+        await change(
+          options,
+          async ({ queue }) => print(await queue.submit(submission())),
+          async (client) => print(await client.call<SubmitAnswer>('work.submit', submission())),
+        );
+      },
     );
 
   work
@@ -276,8 +315,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--all', 'include system work (memory maintenance), which is hidden by default')
     .option('--system', 'only system work')
     .option('--json', 'print JSON')
-    .option('--url <url>', 'ask a running agentd gateway instead of the database')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption('ask a running agentd gateway instead of the database'))
+    .addOption(tokenOption())
     .action(
       async (
         options: ReadOptions & {
@@ -330,8 +369,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .description('one work item with its children and ledger')
     .argument('<id>')
     .option('--json', 'print JSON')
-    .option('--url <url>', 'ask a running agentd gateway instead of the database')
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption('ask a running agentd gateway instead of the database'))
+    .addOption(tokenOption())
     .action(async (id: string, options: ReadOptions) =>
       read(options, async (reader) => {
         const item = await reader.get(id);
@@ -359,14 +398,24 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .command('cancel')
     .description('cancel a work item and its live children')
     .argument('<id>')
-    .option('--reason <text>', 'why')
+    .option('--reason <text>', 'why (in-process only: the server records its own reason)')
     .option('--json', 'print JSON')
-    .action(async (id: string, options: JsonOption & { reason?: string }) =>
-      run(options.json, async ({ queue }) => {
-        const item = await queue.cancel(id, { reason: options.reason ?? 'cancelled from the CLI' });
-        if (options.json) printJson(io, { item });
-        else io.stdout(`${item.id} cancelled\n`);
-      }),
+    .addOption(urlOption('cancel it on a running agentd gateway'))
+    .addOption(tokenOption())
+    .action(async (id: string, options: ReadOptions & { reason?: string }) =>
+      change(
+        options,
+        async ({ queue }) => {
+          const item = await queue.cancel(id, { reason: options.reason ?? 'cancelled from the CLI' });
+          if (options.json) printJson(io, { item });
+          else io.stdout(`${item.id} cancelled\n`);
+        },
+        async (client) => {
+          const answer = await client.call<{ cancelled: unknown[] }>('work.cancel', { id });
+          if (options.json) printJson(io, answer);
+          else io.stdout(`${id} cancelled\n`);
+        },
+      ),
     );
 
   work
@@ -376,16 +425,20 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .requiredOption('--reason <text>', 'what stops it')
     .option('--needs <text>', 'what would unblock it')
     .option('--json', 'print JSON')
-    .action(async (id: string, options: JsonOption & { reason: string; needs?: string }) =>
-      run(options.json, async ({ queue, ledger }) => {
-        const item = await blockWorkItem(queue, ledger, id, {
-          reason: options.reason,
-          ...(options.needs ? { needs: options.needs } : {}),
-        });
+    .addOption(urlOption('block it on a running agentd gateway'))
+    .addOption(tokenOption())
+    .action(async (id: string, options: ReadOptions & { reason: string; needs?: string }) => {
+      const block = { reason: options.reason, ...(options.needs ? { needs: options.needs } : {}) };
+      const print = (item: WorkItem) => {
         if (options.json) printJson(io, { item });
         else io.stdout(`${item.id} blocked: ${item.stateReason}\n`);
-      }),
-    );
+      };
+      await change(
+        options,
+        async ({ queue, ledger }) => print(await blockWorkItem(queue, ledger, id, block)),
+        async (client) => print((await client.call<{ item: WorkItem }>('work.block', { id, ...block })).item),
+      );
+    });
 
   work
     .command('unblock')
@@ -393,13 +446,21 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .argument('<id>')
     .option('--note <text>', 'the answer or the missing piece')
     .option('--json', 'print JSON')
-    .action(async (id: string, options: JsonOption & { note?: string }) =>
-      run(options.json, async ({ queue, ledger }) => {
-        const item = await unblockWorkItem(queue, ledger, id, options.note ? { note: options.note } : {});
+    .addOption(urlOption('unblock it on a running agentd gateway'))
+    .addOption(tokenOption())
+    .action(async (id: string, options: ReadOptions & { note?: string }) => {
+      const unblock = options.note ? { note: options.note } : {};
+      const print = (item: WorkItem) => {
         if (options.json) printJson(io, { item });
         else io.stdout(`${item.id} queued again\n`);
-      }),
-    );
+      };
+      await change(
+        options,
+        async ({ queue, ledger }) => print(await unblockWorkItem(queue, ledger, id, unblock)),
+        async (client) =>
+          print((await client.call<{ item: WorkItem }>('work.unblock', { id, ...unblock })).item),
+      );
+    });
 
   const ledgerCommand = program.command('ledger').description('the typed work ledger');
   ledgerCommand
@@ -409,28 +470,47 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--type <type>', `only one entry type: ${ledgerEntryTypes.join(', ')}`)
     .option('--last <n>', 'only the last n entries')
     .option('--json', 'print JSON')
-    .action(async (id: string, options: JsonOption & { type?: string; last?: string }) =>
-      run(options.json, async ({ queue, ledger }) => {
-        // Chat sessions keep a ledger too (`session:<key>`), with no work item behind it.
-        if (!(await queue.get(id)) && (await ledger.read(id, { lastN: 1 })).length === 0)
-          throw new UserInputError({
-            code: ErrorCodes.notFound,
-            message: `no work item or ledger named ${id}.`,
-          });
+    .addOption(urlOption("read a work item's ledger from a running agentd gateway (work.get)"))
+    .addOption(tokenOption())
+    .action(async (id: string, options: ReadOptions & { type?: string; last?: string }) => {
+      const print = (entries: LedgerEntry[]) => {
+        if (options.json) printJson(io, { workItemId: id, entries });
+        else
+          io.stdout(entries.length ? `${formatLedgerEntries(entries)}\n` : `no ledger entries for ${id}\n`);
+      };
+      const check = () => {
         if (options.type && !(ledgerEntryTypes as ReadonlyArray<string>).includes(options.type)) {
           throw new UserInputError({
             code: ErrorCodes.invalidRequest,
             message: `unknown entry type ${options.type}; types are ${ledgerEntryTypes.join(', ')}.`,
           });
         }
-        const lastN = parseInteger('--last', options.last);
-        const entries = await ledger.read(id, {
-          ...(options.type ? { entryType: options.type as LedgerEntryType } : {}),
-          ...(lastN !== undefined ? { lastN } : {}),
-        });
-        if (options.json) printJson(io, { workItemId: id, entries });
-        else
-          io.stdout(entries.length ? `${formatLedgerEntries(entries)}\n` : `no ledger entries for ${id}\n`);
-      }),
-    );
+        return parseInteger('--last', options.last);
+      };
+      await change(
+        options,
+        async ({ queue, ledger }) => {
+          const lastN = check();
+          // Chat sessions keep a ledger too (`session:<key>`), with no work item behind it.
+          if (!(await queue.get(id)) && (await ledger.read(id, { lastN: 1 })).length === 0)
+            throw new UserInputError({
+              code: ErrorCodes.notFound,
+              message: `no work item or ledger named ${id}.`,
+            });
+          print(
+            await ledger.read(id, {
+              ...(options.type ? { entryType: options.type as LedgerEntryType } : {}),
+              ...(lastN !== undefined ? { lastN } : {}),
+            }),
+          );
+        },
+        async (client) => {
+          const lastN = check();
+          // work.get answers with the item's whole ledger; the filters apply here, as ledger.read's would.
+          const { ledger } = await client.call<{ ledger: LedgerEntry[] }>('work.get', { id });
+          const typed = options.type ? ledger.filter((entry) => entry.entryType === options.type) : ledger;
+          print(lastN !== undefined ? typed.slice(Math.max(0, typed.length - lastN)) : typed);
+        },
+      );
+    });
 }

@@ -19,7 +19,7 @@ import {
   type WorkflowEngine,
   WorkflowValidationError,
 } from '../../workflow/index.js';
-import { connectFromOptions, type RemoteOptions } from '../remote.js';
+import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
 
 export interface WorkflowCommandDeps {
   /** `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow. */
@@ -310,11 +310,10 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .option('--input-file <file>', 'read the input from a file (JSON or text)')
     .option('--json', 'print the result as JSON on stdout (progress still goes to stderr)')
     .option('--quiet', 'no progress display')
-    .option(
-      '--url <url>',
-      "run it on a running agentd gateway (<dir> is then the server's path, in workflows.dirs)",
+    .addOption(
+      urlOption("run it on a running agentd gateway (<dir> is then the server's path, in workflows.dirs)"),
     )
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(tokenOption())
     .action(
       async (
         dir: string,
@@ -395,8 +394,8 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .command('inspect <taskId>')
     .description('show a workflow task: stage history, routing, lineage, events, artifacts')
     .option('--json', 'print the full inspection report as JSON')
-    .option('--url <url>', "ask a running agentd gateway (its workflows' runs) instead of the database")
-    .option('--token <token>', 'gateway token (default $AGENTD_TOKEN)')
+    .addOption(urlOption("ask a running agentd gateway (its workflows' runs) instead of the database"))
+    .addOption(tokenOption())
     .action(async (taskId: string, options: RemoteOptions & { json?: boolean }) => {
       try {
         let report: InspectionReport | undefined;
