@@ -149,6 +149,17 @@ export function registerWorkflowMethods(options: {
     params: workflowRunParamsSchema,
     handler: (params, context) => handlers.run(params, { signal: context.signal }),
   });
+  // `agentd eval --url`: the evaluation suites of a workflow in the server's library, run there.
+  options.methods.register('workflow.eval', {
+    scopes: [admin],
+    params: z.object({
+      dir: z.string().min(1),
+      suites: z.array(z.string().min(1)).min(1).optional(),
+    }),
+    handler: async ({ dir, suites }) => ({
+      report: await (await engineFor(dir)).runEvaluations(suites ? { suites } : {}),
+    }),
+  });
   options.methods.register('workflow.status', {
     scopes: [read],
     params: workflowStatusParamsSchema,

@@ -78,3 +78,22 @@ describe('agentd run --url', () => {
     expect(refused.code).toBe(2);
   }, 60_000);
 });
+
+describe('agentd eval --url', () => {
+  it("runs the evaluation suites of a workflow in the server's library there", async () => {
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const dir = join(started.runtime.state.home, 'workflow-library', 'mini-editor');
+    cpSync(example, dir, { recursive: true });
+    const remote = ['--url', started.url, '--token', started.runtime.state.token];
+    const result = await run(['eval', dir, ...remote, '--json']);
+    const report = JSON.parse(result.out);
+    expect(report.totals.cases).toBeGreaterThan(0);
+    expect(report.suites.length).toBeGreaterThan(0);
+    expect(result.code).toBe(report.totals.failed > 0 ? 1 : 0);
+
+    const refused = await run(['eval', example, ...remote, '--json']);
+    expect(JSON.parse(refused.out).error.code).toBe('FORBIDDEN');
+    expect(refused.code).toBe(2);
+  }, 120_000);
+});

@@ -7,6 +7,7 @@ import { AgentdError, coerceError, ErrorCodes, silentLogger, UserInputError } fr
 import {
   createSqlRecordStore,
   createWorkflowEngine,
+  type EvaluationReport,
   type InspectionReport,
   inspectPersistedRun,
   type LoadedWorkflow,
@@ -355,11 +356,28 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .description('run the evaluation suites of evaluations.yaml and report regressions against the last run')
     .option('--suite <name...>', 'only these suites')
     .option('--json', 'print the report as JSON')
-    .action(async (dir: string, options: { suite?: string[]; json?: boolean }) => {
+    .addOption(urlOption("run them on a running agentd gateway (<dir> is then the server's path)"))
+    .addOption(tokenOption())
+    .action(async (dir: string, options: RemoteOptions & { suite?: string[]; json?: boolean }) => {
       let engine: WorkflowEngine | undefined;
       try {
-        engine = await openEngine(deps, dir);
-        const report = await engine.runEvaluations(options.suite ? { suites: options.suite } : {});
+        const suites = options.suite ? { suites: options.suite } : {};
+        let report: EvaluationReport;
+        if (options.url) {
+          const client = await connectFromOptions(options);
+          try {
+            ({ report } = await client.call<{ report: EvaluationReport }>(
+              'workflow.eval',
+              { dir, ...suites },
+              { timeoutMs: remoteRunTimeoutMs },
+            ));
+          } finally {
+            await client.close();
+          }
+        } else {
+          engine = await openEngine(deps, dir);
+          report = await engine.runEvaluations(suites);
+        }
         if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
         else {
           for (const suite of report.suites) {
