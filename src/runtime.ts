@@ -31,7 +31,8 @@ import {
   memoryConfigSchema,
 } from './memory/index.js';
 import { contextWindowFor, defaultModelName, type LanguageModel, resolveModel } from './model/index.js';
-import { type AgentsWiring, wireAgents } from './runtime/agents.js';
+import { type AgentsWiring, createWorkCore, wireAgents } from './runtime/agents.js';
+import { createAnnouncePort } from './runtime/announce-port.js';
 import { parseSection } from './runtime/config-section.js';
 import { registerCronMethods } from './runtime/cron-methods.js';
 import {
@@ -108,6 +109,15 @@ import {
 // runtime.ts is the one entry to src/runtime/ for other folders.
 export { parseSection } from './runtime/config-section.js';
 export { serveAgentdMcpStdio, startAgentdMcpHttpServer } from './runtime/mcp-server.js';
+export {
+  checkMcpServers,
+  createStandaloneWorkflowRunner,
+  openStandaloneSkills,
+  openStandaloneWork,
+  resolveStandaloneModel,
+  type StandaloneSkills,
+  type StandaloneWork,
+} from './runtime/standalone.js';
 export { packageVersion } from './runtime/state-dir.js';
 export { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 
@@ -329,17 +339,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     clock,
     logger,
   });
-  // Work proposals go through the queue, which is wired further down; until then there is no work mode.
-  let agentsWiring: AgentsWiring | undefined;
+  // The queue comes before everything that submits to it or counts it (skill experience, health, gateway).
+  const workCore = createWorkCore({ config, bus, store, clock, idGenerator });
   const skillExperience = createSkillExperience({
     db: store.db,
     ledger,
     library: skills,
     config: skillsConfig.experience,
-    proposeWork: async (work) => {
-      if (!agentsWiring) throw new Error('the work queue is not wired yet');
-      return agentsWiring.queue.submit({ ...work, source: 'skills' });
-    },
+    proposeWork: (work) => workCore.queue.submit({ ...work, source: 'skills' }),
     bus,
     clock,
     idGenerator,
@@ -368,6 +375,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   ];
   const takenByBuiltin = moduleTools.find((entry) => baseTools.some((tool) => tool.name === entry.tool.name));
   if (takenByBuiltin) {
+    await workCore.queue.close();
     await recorder.stop();
     await store.close();
     await telemetry.shutdown();
@@ -447,17 +455,69 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       slo.recordError('workflow', typeof error?.code === 'string' ? error.code : 'failed');
   });
   recordWorkflowMetrics(bus, metrics);
+
+  const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
+    const provider = name.slice(0, name.indexOf('/')).toLowerCase();
+    return resolveModel(name, {
+      env,
+      // The workflow's credential replaces the whole entry: its key goes to its own base URL, never to the
+      // endpoint configured for the main model.
+      credentials: credential
+        ? { ...credentials, [provider]: { apiKey: credential.apiKey, baseUrl: credential.baseUrl } }
+        : credentials,
+      logger,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+  };
+  const methods = createMethodTable();
+  const userTurns = new Map<string, number>();
+  // Agents come before chat, whose `/goal` is the planner's; what they announce reaches chat through this
+  // port, bound right after the chat service is created (nothing announces before `startBackground`).
+  const announcements = createAnnouncePort();
+  const agents = wireAgents({
+    config,
+    bus,
+    store,
+    skills,
+    memory,
+    memoryManager,
+    identity,
+    ledger,
+    tools,
+    work: workCore,
+    announce: announcements.announce,
+    methods,
+    model,
+    modelFor: (name) => workflowModel(name),
+    engage: {
+      workspaceDir: state.workspaceDir,
+      policy,
+      hooks,
+      ledger,
+      skills: { library: skills, ...engageDefaults.skills },
+      limits: engageDefaults.limits,
+      context: engageDefaults.context,
+      modelCallOptions: engageDefaults.modelCallOptions,
+      logger,
+      clock,
+    },
+    workspaceDir: state.workspaceDir,
+    isUserTurnActive: (agentId) => (userTurns.get(agentId) ?? 0) > 0,
+    clock,
+    idGenerator,
+    logger,
+  });
   const healthSamples = createHealthSampler({
     clock,
     logger,
     gauges: async () => {
-      const counts = agentsWiring ? await agentsWiring.queue.counts() : undefined;
-      const queueDepth = counts ? (counts.queued ?? 0) + (counts.running ?? 0) : 0;
+      const counts = await workCore.queue.counts();
+      const queueDepth = (counts.queued ?? 0) + (counts.running ?? 0);
       slo.setQueueDepth(queueDepth);
       return {
         queueDepth,
         activeRuns: chat.activeRuns().length,
-        agents: agentsWiring?.agents?.listStates().length ?? 0,
+        agents: agents.agents?.listStates().length ?? 0,
       };
     },
   });
@@ -488,7 +548,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       clock,
     });
 
-  const userTurns = new Map<string, number>();
   const inboxNamespace = 'chat-inbox';
   const runningNamespace = 'chat-running';
   const chat = createChatService({
@@ -544,10 +603,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       }
     },
     slashCommands: {
-      goal: ({ argument, sessionKey, agentId }) =>
-        agentsWiring
-          ? agentsWiring.goal({ argument, sessionKey, agentId })
-          : Promise.resolve('Planning is not available.'),
+      goal: ({ argument, sessionKey, agentId }) => agents.goal({ argument, sessionKey, agentId }),
     },
     recallRefreshMs: autoRecallRefreshMs,
     onRecall: (outcome) => slo.recordRecall(outcome),
@@ -557,6 +613,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     idGenerator,
     logger,
   });
+  announcements.bind(chat);
 
   const health = (): Record<string, unknown> => {
     // A store that cannot take writes right now is degraded like one that fell back to RAM at start.
@@ -597,7 +654,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     };
   };
 
-  const methods = createMethodTable();
   const services = createGatewayServices({
     chat,
     sessions: store.sessions,
@@ -605,7 +661,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     models: createModelCatalog({ defaultModel: modelName, agents: config.agents, contextWindowFor }),
     agents: {
       list: () => {
-        const live = agentsWiring?.agents?.listStates() ?? [];
+        const live = agents.agents?.listStates() ?? [];
         const configured = [{ id: 'main' }, ...config.agents];
         return [
           ...live.map((agent) => ({ id: agent.id, name: agent.name })),
@@ -617,7 +673,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
             })),
         ];
       },
-      workCounts: async () => (agentsWiring ? await agentsWiring.queue.counts() : undefined),
+      workCounts: () => workCore.queue.counts(),
     },
     health: {
       health,
@@ -632,13 +688,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
             ] as const;
           }),
         );
-        const work = agentsWiring ? await agentsWiring.queue.counts() : undefined;
         return {
           ...health(),
           memory: memory.status(),
           loadedSessions: memory.loadedSessions().length,
           identity: Object.fromEntries(identities),
-          ...(work ? { work } : {}),
+          work: await workCore.queue.counts(),
         };
       },
     },
@@ -647,19 +702,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   registerHealthSamplesMethod(methods, healthSamples);
   registerOpsMethods({ methods, logs: logRing, clock });
 
-  const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
-    const provider = name.slice(0, name.indexOf('/')).toLowerCase();
-    return resolveModel(name, {
-      env,
-      // The workflow's credential replaces the whole entry: its key goes to its own base URL, never to the
-      // endpoint configured for the main model.
-      credentials: credential
-        ? { ...credentials, [provider]: { apiKey: credential.apiKey, baseUrl: credential.baseUrl } }
-        : credentials,
-      logger,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
-  };
   const workflowsConfig = parseSection(workflowsConfigSchema, config.sections.workflows, 'workflows');
   const workflowRoots = workflowsConfig.dirs
     ? workflowsConfig.dirs.map((dir) =>
@@ -680,44 +722,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       logger,
       redactText: redactor.redactText,
     }),
-    dispatch: () => agentsWiring?.workflowDispatch,
+    dispatch: () => workCore.workflowDispatch,
     logger,
   });
   registerWorkflowViewMethods({ methods, bus, workflows, logger });
 
-  agentsWiring = wireAgents({
-    config,
-    bus,
-    store,
-    skills,
-    memory,
-    memoryManager,
-    identity,
-    ledger,
-    tools,
-    chat,
-    methods,
-    model,
-    modelFor: (name) => workflowModel(name),
-    engage: {
-      workspaceDir: state.workspaceDir,
-      policy,
-      hooks,
-      ledger,
-      skills: { library: skills, ...engageDefaults.skills },
-      limits: engageDefaults.limits,
-      context: engageDefaults.context,
-      modelCallOptions: engageDefaults.modelCallOptions,
-      logger,
-      clock,
-    },
-    workspaceDir: state.workspaceDir,
-    isUserTurnActive: (agentId) => (userTurns.get(agentId) ?? 0) > 0,
-    clock,
-    idGenerator,
-    logger,
-  });
-  const agents = agentsWiring;
   registerSkillMethods({
     methods,
     library: skills,

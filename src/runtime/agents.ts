@@ -39,6 +39,7 @@ import {
   createWorkQueue,
   memoryMaintenanceKind,
   unblockWorkItem,
+  type WorkConfig,
   type WorkItem,
   type WorkQueue,
   workClasses,
@@ -78,7 +79,10 @@ export interface AgentsWiringOptions {
   /** Recently written skills, for the awareness digest's "Skills updated" section. */
   skills?: Pick<SkillLibrary, 'recentlyUpdated'>;
   tools: ToolRegistry;
-  chat: ChatService;
+  /** The queue and workflow dispatch, built first: services created before the agents submit to them. */
+  work: WorkCore;
+  /** Posts planner syntheses and heartbeat nudges to chat. */
+  announce: ChatService['announce'];
   methods: MethodTable;
   /** The default model; agents with their own `model` get theirs from `modelFor`. */
   model: LanguageModel;
@@ -91,6 +95,45 @@ export interface AgentsWiringOptions {
   clock: Clock;
   idGenerator: IdGenerator;
   logger: Logger;
+}
+
+/** The durable work queue and the workflow dispatch on it: no agent, planner or pool depends on them yet. */
+export interface WorkCore {
+  queue: WorkQueue;
+  /** The parsed `work:` section (the queue keeps all of it but `awareness`). */
+  config: WorkConfig;
+  /** Runs workflow tasks as `workflow.run` work items; undefined when the pool is off. */
+  workflowDispatch: WorkflowDispatch | undefined;
+}
+
+/**
+ * The queue on its own, so that the services the agents use (skill experience proposing work, health
+ * gauges, workflow methods) can take it directly instead of waiting for the agents to be wired.
+ */
+export function createWorkCore(options: {
+  config: AgentdConfig;
+  bus: Bus;
+  store: Store;
+  clock: Clock;
+  idGenerator: IdGenerator;
+}): WorkCore {
+  const { config, bus, store, clock, idGenerator } = options;
+  const workConfig = parseSection(workConfigSchema, config.sections.work, 'work');
+  const queue = createWorkQueue({
+    db: store.db,
+    bus,
+    clock,
+    idGenerator,
+    config: workConfig,
+    ...(store.mode === 'postgres' && config.databaseUrl
+      ? { listenConnectionString: config.databaseUrl }
+      : {}),
+  });
+  return {
+    queue,
+    config: workConfig,
+    workflowDispatch: config.features.workers_v1 ? createWorkflowDispatch(queue) : undefined,
+  };
 }
 
 export interface AgentsWiring {
@@ -124,27 +167,15 @@ function readChecklist(workspaceDir: string, agentId: string): string | undefine
  */
 export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   const { config, bus, store, memory, identity, ledger, methods, clock, idGenerator, logger } = options;
-  const workConfig = parseSection(workConfigSchema, config.sections.work, 'work');
+  const { queue, config: workConfig, workflowDispatch } = options.work;
   const workersConfig = parseSection(workersConfigSchema, config.sections.workers, 'workers');
   const heartbeatConfig = parseSection(heartbeatConfigSchema, config.sections.heartbeat, 'heartbeat');
   const features = config.features;
-
-  const queue = createWorkQueue({
-    db: store.db,
-    bus,
-    clock,
-    idGenerator,
-    config: workConfig,
-    ...(store.mode === 'postgres' && config.databaseUrl
-      ? { listenConnectionString: config.databaseUrl }
-      : {}),
-  });
 
   const childTools = [
     ...createChildWorkTools({ queue, bus, ledger }),
     createReportBlockedTool({ queue, ledger }),
   ];
-  const workflowDispatch = features.workers_v1 ? createWorkflowDispatch(queue) : undefined;
   let agentRuntime: AgentRuntime | undefined;
   const workTools = (): ToolRegistry => {
     const extra: ToolDefinition[] = [...childTools];
@@ -271,7 +302,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
           );
         },
         onSynthesis: (synthesis) => {
-          void options.chat.announce({
+          void options.announce({
             sessionKey: synthesis.sessionKey,
             agentId: synthesis.agentId,
             text: synthesis.text,
@@ -370,7 +401,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
         isUserTurnActive: options.isUserTurnActive,
         onNudge: (agentId, message) => {
           // An isolated session: heartbeat nudges never flood the main conversation.
-          void options.chat.announce({
+          void options.announce({
             sessionKey: `agent:${agentId}:heartbeat`,
             agentId,
             text: message,
