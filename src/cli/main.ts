@@ -1,14 +1,11 @@
-import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { createBus } from '../bus/index.js';
-import { providerSettings } from '../config/index.js';
-import { createLedger } from '../ledger/index.js';
-import { defaultModelName, type ProviderCredentials, resolveModel } from '../model/index.js';
-import { createWorkflowAgentRunner, packageVersion } from '../runtime.js';
-import { createSkillExperience, createSkillLibrary, skillsConfigSchema } from '../skills/index.js';
-import { createStore } from '../store/index.js';
-import { createIdGenerator, silentLogger } from '../util/index.js';
-import { createWorkQueue, workConfigSchema } from '../work/index.js';
+import {
+  createStandaloneWorkflowRunner,
+  openStandaloneSkills,
+  openStandaloneWork,
+  packageVersion,
+  resolveStandaloneModel,
+} from '../runtime.js';
 import { registerAcpCommand } from './commands/acp.js';
 import { registerChatCommands } from './commands/chat.js';
 import { registerGoalCommand } from './commands/goal.js';
@@ -61,27 +58,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     setExitCode: (code) => {
       exitCode = code;
     },
-    openWork: async () => {
-      const config = configFrom(globals(), {}, true);
-      const store = await createStore({
-        stateDir: config.home,
-        ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
-        logger: silentLogger,
-      });
-      const queue = createWorkQueue({
-        db: store.db,
-        bus: createBus(),
-        config: workConfigSchema.parse(config.sections.work ?? {}),
-      });
-      return {
-        queue,
-        ledger: createLedger({ db: store.db }),
-        close: async () => {
-          await queue.close();
-          await store.close();
-        },
-      };
-    },
+    openWork: () => openStandaloneWork(configFrom(globals(), {}, true)),
   });
 
   registerSkillCommands(program, {
@@ -89,58 +66,13 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     setExitCode: (code) => {
       exitCode = code;
     },
-    openSkills: async () => {
-      const config = configFrom(globals(), {}, true);
-      const store = await createStore({
-        stateDir: config.home,
-        ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
-        logger: silentLogger,
-      });
-      const skillsConfig = skillsConfigSchema.parse(config.sections.skills ?? {});
-      const ledger = createLedger({ db: store.db });
-      const library = createSkillLibrary({
-        dirs: [join(config.home, 'workspace', 'skills')],
-        db: store.db,
-        ledger,
-      });
-      const queue = createWorkQueue({
-        db: store.db,
-        bus: createBus(),
-        config: workConfigSchema.parse(config.sections.work ?? {}),
-      });
-      const experience = createSkillExperience({
-        db: store.db,
-        ledger,
-        library,
-        config: skillsConfig.experience,
-        proposeWork: (work) => queue.submit({ ...work, source: 'skills' }),
-      });
-      return {
-        library,
-        experience,
-        staleAfterDays: skillsConfig.staleAfterDays,
-        close: async () => {
-          await queue.close();
-          await store.close();
-        },
-      };
-    },
+    openSkills: () => openStandaloneSkills(configFrom(globals(), {}, true)),
   });
 
   registerGoalCommand(program, commandDeps);
 
-  const modelFor = (name?: string, override?: { apiKey?: string; baseUrl?: string }) => {
-    const config = configFrom(globals(), {}, true);
-    const credentials: ProviderCredentials = providerSettings(config.credentials);
-    const modelName = name ?? config.model ?? defaultModelName(process.env, credentials);
-    const provider = modelName.slice(0, modelName.indexOf('/')).toLowerCase();
-    // An override replaces the provider's entry as a whole, so its key only goes to its own base URL.
-    if (override?.apiKey || override?.baseUrl)
-      credentials[provider] = { apiKey: override.apiKey, baseUrl: override.baseUrl };
-    return resolveModel(modelName, { credentials, env: process.env });
-  };
   registerWorkflowCommands(program, {
-    resolveModel: modelFor,
+    resolveModel: (name, override) => resolveStandaloneModel(configFrom(globals(), {}, true), name, override),
     get stateDir() {
       return configFrom(globals(), {}, true).home;
     },
@@ -150,12 +82,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     stdout: io.stdout,
     stderr: io.stderr,
     modelOverride: () => globals().model,
-    runAgentWithTools: createWorkflowAgentRunner({
-      bus: createBus(),
-      workspaceDir: process.cwd(),
-      idGenerator: createIdGenerator(),
-      logger: silentLogger,
-    }),
+    runAgentWithTools: createStandaloneWorkflowRunner(),
     setExitCode: (code) => {
       exitCode = code;
     },

@@ -1,17 +1,14 @@
-import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { createBus } from '../../bus/index.js';
 import type { AgentdConfig } from '../../config/index.js';
-import { createMcpClientManager, type McpServerStatus, mcpConfigSchema } from '../../mcp/index.js';
+import type { McpServerStatus } from '../../mcp/index.js';
 import {
+  checkMcpServers,
   createRuntime,
-  parseSection,
   type Runtime,
   serveAgentdMcpStdio,
   startAgentdMcpHttpServer,
 } from '../../runtime.js';
-import { createToolRegistry } from '../../tools/index.js';
-import { ErrorCodes, silentLogger, UserInputError } from '../../util/index.js';
+import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 
 export interface McpCommandDeps {
@@ -44,17 +41,7 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
     .action(async (options: { json?: boolean }) => {
       const json = options.json ?? false;
       try {
-        const config = deps.config();
-        const manager = createMcpClientManager({
-          config: parseSection(mcpConfigSchema, config.sections.mcp, 'mcp'),
-          registry: createToolRegistry(),
-          bus: createBus(),
-          logger: silentLogger,
-          ...(config.configPath ? { cwd: dirname(config.configPath) } : {}),
-        });
-        await manager.start();
-        const servers = manager.list();
-        await manager.close();
+        const servers = await checkMcpServers(deps.config());
         // The listing shows the state the first attempt reached, not the `closed` the shutdown left.
         if (json) printJson(deps.io, { servers });
         else printServers(deps.io, servers);
