@@ -20,8 +20,9 @@ import {
   workStates,
 } from '../../work/index.js';
 import type { GatewayClient } from '../gateway-client.js';
-import { type CliIo, printJson, processIo, reportError } from '../output.js';
+import { type CliIo, printJson, processIo, reportError, terminalOf } from '../output.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
+import { paintState } from '../terminal.js';
 
 export interface WorkCommandDeps {
   /** Opens the work queue and ledger on the configured database; `close` releases them. */
@@ -118,7 +119,7 @@ function pad(text: string, width: number): string {
   return text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width);
 }
 
-function itemLine(item: WorkItem, now: number): string {
+function itemLine(item: WorkItem, now: number, color: boolean): string {
   // A blocked item's reason is what someone has to act on, so the list shows it.
   const title =
     item.state === 'blocked' && item.stateReason
@@ -126,7 +127,8 @@ function itemLine(item: WorkItem, now: number): string {
       : item.title;
   return [
     pad(item.id, 32),
-    pad(item.state, 10),
+    // Padded before painting: the escape codes take no columns.
+    paintState(color, item.state, pad(item.state, 10)),
     pad(item.kind, 14),
     pad(item.agentId ?? '-', 12),
     pad(`${item.attempts}/${item.maxAttempts}`, 6),
@@ -135,9 +137,9 @@ function itemLine(item: WorkItem, now: number): string {
   ].join(' ');
 }
 
-function describeItem(item: WorkItem): string {
+function describeItem(item: WorkItem, color: boolean): string {
   const lines = [
-    `${item.id}  ${item.state}${item.speculative ? ' (speculative)' : ''}`,
+    `${item.id}  ${paintState(color, item.state)}${item.speculative ? ' (speculative)' : ''}`,
     `  kind:      ${item.kind}${item.agentId ? `  agent: ${item.agentId}` : ''}  priority: ${item.priority}`,
     `  title:     ${item.title}`,
   ];
@@ -360,7 +362,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           io.stdout(
             `${['ID'.padEnd(32), 'STATE'.padEnd(10), 'KIND'.padEnd(14), 'AGENT'.padEnd(12), 'TRIES'.padEnd(6), 'AGE'.padEnd(6), 'TITLE'].join(' ')}\n`,
           );
-          for (const item of items) io.stdout(`${itemLine(item, now)}\n`);
+          const { color } = terminalOf(io);
+          for (const item of items) io.stdout(`${itemLine(item, now, color)}\n`);
         }),
     );
 
@@ -384,10 +387,12 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           printJson(io, { item, children, ledger: entries });
           return;
         }
-        io.stdout(`${describeItem(item)}\n`);
+        const { color } = terminalOf(io);
+        io.stdout(`${describeItem(item, color)}\n`);
         if (children.length > 0) {
           io.stdout('  children:\n');
-          for (const child of children) io.stdout(`    ${child.id}  ${child.state}  ${child.title}\n`);
+          for (const child of children)
+            io.stdout(`    ${child.id}  ${paintState(color, child.state)}  ${child.title}\n`);
         }
         if (entries.length > 0)
           io.stdout(`  ledger:\n${formatLedgerEntries(entries).replace(/^/gm, '    ')}\n`);

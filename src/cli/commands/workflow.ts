@@ -20,7 +20,10 @@ import {
   type WorkflowEngine,
   WorkflowValidationError,
 } from '../../workflow/index.js';
+import { terminalOf } from '../output.js';
+import { createProgressDisplay, type ProgressDisplay } from '../progress.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
+import { paintState, type Terminal } from '../terminal.js';
 
 export interface WorkflowCommandDeps {
   /** `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow. */
@@ -47,6 +50,8 @@ export interface WorkflowCommandDeps {
   env?: Record<string, string | undefined>;
   /** Base of relative paths and of tool roots; default `process.cwd()`. */
   cwd?: string;
+  /** Colour and live progress; default: the process's when `stdout` is its writer, plain otherwise. */
+  terminal?: Terminal;
 }
 
 const exitFailure = 1;
@@ -157,6 +162,24 @@ export function formatProgress(event: TelemetryEvent): string | undefined {
   }
 }
 
+/**
+ * Shows an engine event on `display`: a node's line is live from its start to its end (keyed by task and
+ * node, so clones and subtasks each have theirs), every other event is a line of its own.
+ */
+export function showProgress(display: ProgressDisplay, event: TelemetryEvent): void {
+  const line = formatProgress(event);
+  if (!line) return;
+  const key =
+    event.type === 'node_started' || event.type === 'node_completed' || event.type === 'node_failed'
+      ? `${event.taskId}/${event.stageId}`
+      : undefined;
+  display.update(line, key === undefined ? {} : { key, done: event.type !== 'node_started' });
+}
+
+function progressFor(deps: WorkflowCommandDeps): ProgressDisplay {
+  return createProgressDisplay(deps.stderr, terminalOf(deps));
+}
+
 /** The result of `workflow.run` as `run` prints it, whether it ran here or on a server. */
 function printRunResult(
   deps: WorkflowCommandDeps,
@@ -188,13 +211,13 @@ async function runRemote(
   const client = await connectFromOptions(options);
   try {
     let rootTaskId: string | undefined;
+    const display = progressFor(deps);
     if (!options.quiet)
       client.onEvent((event, payload) => {
         if (!event.startsWith('workflow.') || typeof payload?.rootTaskId !== 'string') return;
         if (rootTaskId === undefined && event === 'workflow.task-started') rootTaskId = payload.rootTaskId;
         if (payload.rootTaskId !== rootTaskId) return;
-        const line = formatProgress({ ...payload, stageId: payload.nodeId } as TelemetryEvent);
-        if (line) deps.stderr(`${line}\n`);
+        showProgress(display, { ...payload, stageId: payload.nodeId } as TelemetryEvent);
       });
     const { taskId, result } = await client.call<{
       taskId: string;
@@ -242,11 +265,14 @@ function workflowDatabases(deps: WorkflowCommandDeps): string[] {
 
 function printReport(deps: WorkflowCommandDeps, report: InspectionReport): void {
   const { summary } = report;
-  deps.stdout(`task ${report.task.taskId} (${summary.workflowId}): ${summary.status ?? report.task.state}\n`);
+  const { color } = terminalOf(deps);
+  deps.stdout(
+    `task ${report.task.taskId} (${summary.workflowId}): ${paintState(color, summary.status ?? report.task.state)}\n`,
+  );
   deps.stdout(`path: ${summary.path.join(' → ')}\n`);
   for (const stage of report.history) {
     deps.stdout(
-      `  ${String(stage.index).padStart(2)}. ${stage.nodeId.padEnd(24)} ${stage.nodeStatus.padEnd(8)} ${stage.completedAt - stage.startedAt} ms${stage.error ? `  ${stage.error.code}: ${stage.error.message}` : ''}\n`,
+      `  ${String(stage.index).padStart(2)}. ${stage.nodeId.padEnd(24)} ${paintState(color, stage.nodeStatus, stage.nodeStatus.padEnd(8))} ${stage.completedAt - stage.startedAt} ms${stage.error ? `  ${stage.error.code}: ${stage.error.message}` : ''}\n`,
     );
   }
   if (report.lineage.length > 1) {
@@ -330,10 +356,8 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           const offline: OfflineModelUse = { used: false };
           engine = await openEngine(deps, dir, offline);
           if (!options.quiet) {
-            engine.subscribe((event) => {
-              const line = formatProgress(event);
-              if (line) deps.stderr(`${line}\n`);
-            });
+            const display = progressFor(deps);
+            engine.subscribe((event) => showProgress(display, event));
           }
           const result = await engine.run(input);
           printRunResult(deps, result, options.json === true);
@@ -356,57 +380,66 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .description('run the evaluation suites of evaluations.yaml and report regressions against the last run')
     .option('--suite <name...>', 'only these suites')
     .option('--json', 'print the report as JSON')
+    .option('--quiet', 'no progress display')
     .addOption(urlOption("run them on a running agentd gateway (<dir> is then the server's path)"))
     .addOption(tokenOption())
-    .action(async (dir: string, options: RemoteOptions & { suite?: string[]; json?: boolean }) => {
-      let engine: WorkflowEngine | undefined;
-      try {
-        const suites = options.suite ? { suites: options.suite } : {};
-        let report: EvaluationReport;
-        if (options.url) {
-          const client = await connectFromOptions(options);
-          try {
-            ({ report } = await client.call<{ report: EvaluationReport }>(
-              'workflow.eval',
-              { dir, ...suites },
-              { timeoutMs: remoteRunTimeoutMs },
-            ));
-          } finally {
-            await client.close();
-          }
-        } else {
-          engine = await openEngine(deps, dir);
-          report = await engine.runEvaluations(suites);
-        }
-        if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
-        else {
-          for (const suite of report.suites) {
-            deps.stdout(`suite ${suite.name}: ${suite.passed} passed, ${suite.failed} failed\n`);
-            for (const result of suite.cases) {
-              deps.stdout(
-                `  ${result.pass ? 'PASS' : 'FAIL'} ${result.caseId} (${result.status}, ${result.durationMs} ms)\n`,
-              );
-              for (const assertion of result.assertions.filter((entry) => !entry.pass))
-                deps.stdout(`       ${assertion.type}: ${assertion.message}\n`);
+    .action(
+      async (dir: string, options: RemoteOptions & { suite?: string[]; json?: boolean; quiet?: boolean }) => {
+        let engine: WorkflowEngine | undefined;
+        try {
+          const suites = options.suite ? { suites: options.suite } : {};
+          let report: EvaluationReport;
+          if (options.url) {
+            const client = await connectFromOptions(options);
+            try {
+              ({ report } = await client.call<{ report: EvaluationReport }>(
+                'workflow.eval',
+                { dir, ...suites },
+                { timeoutMs: remoteRunTimeoutMs },
+              ));
+            } finally {
+              await client.close();
             }
+          } else {
+            engine = await openEngine(deps, dir);
+            // The node progress of each case's run, as `run` shows it (stderr, so --json stays clean).
+            if (!options.quiet && !options.json) {
+              const display = progressFor(deps);
+              engine.subscribe((event) => showProgress(display, event));
+            }
+            report = await engine.runEvaluations(suites);
           }
-          deps.stdout(`total: ${report.totals.passed}/${report.totals.cases} passed\n`);
-          if (report.regressions.length > 0)
-            deps.stdout(
-              `regressions: ${report.regressions.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
-            );
-          if (report.fixed.length > 0)
-            deps.stdout(
-              `fixed: ${report.fixed.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
-            );
+          if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
+          else {
+            const { color } = terminalOf(deps);
+            for (const suite of report.suites) {
+              deps.stdout(`suite ${suite.name}: ${suite.passed} passed, ${suite.failed} failed\n`);
+              for (const result of suite.cases) {
+                deps.stdout(
+                  `  ${paintState(color, result.pass ? 'PASS' : 'FAIL')} ${result.caseId} (${paintState(color, result.status)}, ${result.durationMs} ms)\n`,
+                );
+                for (const assertion of result.assertions.filter((entry) => !entry.pass))
+                  deps.stdout(`       ${assertion.type}: ${assertion.message}\n`);
+              }
+            }
+            deps.stdout(`total: ${report.totals.passed}/${report.totals.cases} passed\n`);
+            if (report.regressions.length > 0)
+              deps.stdout(
+                `regressions: ${report.regressions.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
+              );
+            if (report.fixed.length > 0)
+              deps.stdout(
+                `fixed: ${report.fixed.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
+              );
+          }
+          if (report.totals.failed > 0) deps.setExitCode(exitFailure);
+        } catch (error) {
+          fail(deps, error, options.json === true);
+        } finally {
+          await engine?.close();
         }
-        if (report.totals.failed > 0) deps.setExitCode(exitFailure);
-      } catch (error) {
-        fail(deps, error, options.json === true);
-      } finally {
-        await engine?.close();
-      }
-    });
+      },
+    );
 
   program
     .command('inspect <taskId>')
