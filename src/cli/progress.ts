@@ -37,3 +37,28 @@ export function createProgressDisplay(write: (text: string) => void, terminal: T
     },
   };
 }
+
+/** What `goal` shows of an `agent:progress` event: each delegated task's line lives until its worker ends. */
+export function showAgentProgress(
+  display: ProgressDisplay,
+  data: { phase: string; message: string; workItemId?: string },
+): void {
+  const key = data.workItemId;
+  switch (data.phase) {
+    case 'delegated':
+      display.update(`· ${data.message}`, key ? { key } : {});
+      return;
+    case 'worker-started':
+      display.update(`▸ ${data.message}`, key ? { key } : {});
+      return;
+    case 'worker-completed':
+      display.update(`✓ ${data.message}`, key ? { key, done: true } : {});
+      return;
+    case 'worker-failed':
+    case 'worker-cancelled':
+      display.update(`✗ ${data.message}`, key ? { key, done: true } : {});
+      return;
+    default:
+      display.update(`· ${data.message}`);
+  }
+}

@@ -5,7 +5,7 @@ import { registerWorkflowCommands } from '../../src/cli/commands/workflow.js';
 import { main } from '../../src/cli/main.js';
 import type { CliIo } from '../../src/cli/output.js';
 import { processIo, terminalOf } from '../../src/cli/output.js';
-import { createProgressDisplay } from '../../src/cli/progress.js';
+import { createProgressDisplay, showAgentProgress } from '../../src/cli/progress.js';
 import { paintState, plainTerminal, processTerminal, type Terminal } from '../../src/cli/terminal.js';
 import { resolveModel } from '../../src/model/index.js';
 import { tempHome } from '../runtime/helpers.js';
@@ -191,4 +191,34 @@ describe('progress', () => {
     expect(plain.err()).toMatch(/✓ normalize_request \d+ ms\n/);
     expect(plain.out() + plain.err()).not.toContain(esc);
   }, 60_000);
+
+  it('goal keeps a line per delegated task until its worker ends', () => {
+    let written = '';
+    const display = createProgressDisplay(
+      (text) => {
+        written += text;
+      },
+      { color: false, progressColor: false, live: true },
+    );
+    showAgentProgress(display, { phase: 'delegated', message: 'delegated "a" to w', workItemId: 'wi_a' });
+    showAgentProgress(display, { phase: 'worker-started', message: 'w started "a"', workItemId: 'wi_a' });
+    showAgentProgress(display, { phase: 'worker-completed', message: 'w finished "a"', workItemId: 'wi_a' });
+    expect(written).toBe(
+      `\r${esc}[J· delegated "a" to w\n\r${esc}[1A${esc}[J▸ w started "a"\n\r${esc}[1A${esc}[J✓ w finished "a"\n`,
+    );
+  });
+
+  it('goal in-process: live task lines on a terminal, plain lines and no escape codes elsewhere', async () => {
+    const goal = ['goal', 'Collect the open questions. Then draft an answer for each.'];
+    const live = await run(['--home', tempHome(), ...goal], colourTerminal);
+    expect(live.code).toBe(0);
+    expect(live.err).toContain(`\r${esc}[J`);
+    expect(live.err).toContain(`${esc}[32m✓${esc}[0m`);
+
+    const plain = await run(['--home', tempHome(), ...goal]);
+    expect(plain.code).toBe(0);
+    expect(plain.err).toMatch(/^▸ .*\n/m);
+    expect(plain.err).toMatch(/^✓ .*\n/m);
+    expect(plain.err + plain.out).not.toContain(esc);
+  }, 120_000);
 });

@@ -2,8 +2,9 @@ import type { Command } from 'commander';
 import { createRuntime } from '../../runtime.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
 import { parsePositiveInt } from '../options.js';
-import { type CliIo, printJson, reportError } from '../output.js';
+import { type CliIo, printJson, reportError, terminalOf } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
+import { createProgressDisplay, showAgentProgress } from '../progress.js';
 import { connectFromOptions, type RemoteOptions, sessionKeyFor, tokenOption, urlOption } from '../remote.js';
 import type { CliCommandDeps } from './chat.js';
 
@@ -88,8 +89,9 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
       ) => {
         const json = options.json ?? false;
         const sessionKey = sessionKeyFor(options.agent, options.session);
-        const show = (line: string) => {
-          if (!json) io.stderr(`${line}\n`);
+        const display = createProgressDisplay(io.stderr, terminalOf(io));
+        const show = (data: { phase: string; message: string; workItemId?: string }) => {
+          if (!json) showAgentProgress(display, data);
         };
         try {
           if (options.url) {
@@ -101,7 +103,7 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
               const pending: any[] = [];
               const synthesis = new Promise<any>((resolve) => {
                 client.onEvent((event, payload) => {
-                  if (event === 'agent.progress') show(`· ${payload.message}`);
+                  if (event === 'agent.progress') show(payload);
                   if (event === 'agent.synthesis') {
                     if (planId === undefined) pending.push(payload);
                     else if (payload.planId === planId) resolve(payload);
@@ -133,7 +135,7 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
                 message: 'planning is off: features.agent_runtime_v1 is false',
               });
             const off = runtime.bus.subscribe({ sessionKey, types: ['agent:progress'] }, (event) =>
-              show(`· ${event.data.message}`),
+              show(event.data),
             );
             const plan = await runtime.work.planner.plan({ goal: text, sessionKey, agentId: options.agent });
             const finished = options.detach ? undefined : await withTimeout(plan.finished, options.timeoutMs);
