@@ -18,6 +18,11 @@ import {
   UserInputError,
 } from '../util/index.js';
 import { createAutoRecall } from './auto-recall.js';
+import type { ChatContext } from './service/context.js';
+import { runLocalReply } from './service/local-reply.js';
+import { newRecord, refFor, settle, touchSession } from './service/records.js';
+import { failInterrupted, markEnded } from './service/recovery.js';
+import { compactSession, resetSession } from './service/session-commands.js';
 import { traceChatRun, traceRecall } from './tracing.js';
 
 /** What `runTurn` gets: everything the engage loop needs for one chat run, prepared by the chat service. */
@@ -179,12 +184,6 @@ export interface ChatService {
   }): Promise<ChatRunRecord>;
 }
 
-interface LiveRun {
-  record: ChatRunRecord;
-  controller: AbortController;
-  done: Promise<ChatRunRecord>;
-}
-
 // C0 control characters other than tab, newline and carriage return.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly the characters stripped
 const controlCharacters = /[\u0001-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
@@ -237,111 +236,21 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     refreshMs: options.recallRefreshMs ?? 0,
     maxShare: options.recallMaxShare ?? 0.1,
   });
-  const lanes = createKeyedMutex();
-  const live = new Map<string, LiveRun>();
-  const finished = new Map<string, ChatRunRecord>();
-  const waiters = new Map<string, Array<(record: ChatRunRecord) => void>>();
-  /** Runs marked running in the inbox, to be marked ended once their turn is over. */
-  const running = new Set<string>();
-
-  const remember = (record: ChatRunRecord) => {
-    finished.set(record.runId, record);
-    if (finished.size > maxRememberedRuns) finished.delete(finished.keys().next().value as string);
+  const ctx: ChatContext = {
+    options,
+    clock,
+    logger,
+    maxMessageChars,
+    maxRememberedRuns,
+    autoRecall,
+    autoRecallBlocks,
+    lanes: createKeyedMutex(),
+    live: new Map(),
+    finished: new Map(),
+    waiters: new Map(),
+    running: new Set(),
   };
-
-  const settle = (record: ChatRunRecord) => {
-    live.delete(record.runId);
-    remember(record);
-    for (const resolve of waiters.get(record.runId) ?? []) resolve(record);
-    waiters.delete(record.runId);
-  };
-
-  const newRecord = (runId: string, sessionKey: string, agentId: string): ChatRunRecord => ({
-    runId,
-    sessionKey,
-    agentId,
-    status: 'running',
-    text: '',
-    startedAt: clock.now(),
-  });
-
-  /**
-   * Session bookkeeping (message count, last activity) must not fail a turn whose transcript memory kept,
-   * which it does even while the database cannot be written.
-   */
-  const touchSession = (sessionId: string, messageDelta: number) =>
-    options.sessions.touch(sessionId, { messageDelta, at: clock.now() }).catch((error: unknown) => {
-      logger.warn({ err: error, sessionId }, 'could not update the session record');
-    });
-
-  const refFor = async (sessionKey: string, agentId: string): Promise<SessionRef> => {
-    const session = await options.sessions.ensureActive(sessionKey, agentId);
-    return { sessionId: session.id, sessionKey, agentId };
-  };
-
-  /** Runs a turn that does not call the model (slash commands): same events, same persistence. */
-  const runLocalReply = async (
-    record: ChatRunRecord,
-    ref: SessionRef,
-    reply: () => Promise<string>,
-    metadata: Record<string, unknown> = { command: true },
-  ) => {
-    const scope = { runId: record.runId, sessionKey: record.sessionKey, agentId: record.agentId };
-    options.bus.publish(
-      'run:started',
-      {
-        runId: record.runId,
-        sessionKey: record.sessionKey,
-        agentId: record.agentId,
-        model: 'agentd/command',
-      },
-      scope,
-    );
-    let text: string;
-    try {
-      text = await reply();
-    } catch (error) {
-      const failure = UserInputError.isInstance(error)
-        ? { code: error.code, message: error.message, retryable: error.retryable }
-        : { code: ErrorCodes.internal, message: (error as Error).message, retryable: false };
-      record.status = 'error';
-      record.error = failure;
-      options.bus.publish(
-        'run:finished',
-        {
-          runId: record.runId,
-          status: 'error',
-          text: '',
-          error: failure,
-          usage: { inputTokens: 0, outputTokens: 0 },
-          turns: 0,
-        },
-        scope,
-      );
-      return;
-    }
-    const entry = await options.memory.append(ref, {
-      role: 'assistant',
-      content: text,
-      metadata: { runId: record.runId, ...metadata },
-    });
-    await touchSession(ref.sessionId, 1);
-    record.assistantMemoryId = entry.address;
-    record.text = text;
-    record.status = 'completed';
-    options.bus.publish('run:text-delta', { runId: record.runId, delta: text, text }, scope);
-    options.bus.publish(
-      'run:finished',
-      {
-        runId: record.runId,
-        status: 'completed',
-        text,
-        usage: { inputTokens: 0, outputTokens: 0 },
-        turns: 0,
-      },
-      scope,
-    );
-  };
+  const { lanes, live, finished, waiters, running } = ctx;
 
   const runModelTurn = async (record: ChatRunRecord, ref: SessionRef, text: string, signal: AbortSignal) => {
     const inbox = options.inbox;
@@ -360,7 +269,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
             startedAt: record.startedAt,
           });
         }
-        await touchSession(ref.sessionId, 1);
+        await touchSession(ctx, ref.sessionId, 1);
       },
     );
     running.add(record.runId);
@@ -431,7 +340,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           // the run is over, so a crash after it is no interruption to report.
           const endsRun = inbox !== undefined && running.has(record.runId);
           const entries = await options.memory.appendBatch(ref, kept, async () => {
-            await touchSession(ref.sessionId, kept.length);
+            await touchSession(ctx, ref.sessionId, kept.length);
             if (endsRun) await inbox.markEnded(record.runId);
           });
           if (endsRun) running.delete(record.runId);
@@ -460,7 +369,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       case 'new':
       case 'reset':
         return async () => {
-          const result = await resetSession({
+          const result = await resetSession(ctx, {
             sessionKey: ref.sessionKey,
             agentId: ref.agentId,
             reason: argument || name,
@@ -472,7 +381,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         };
       case 'compact':
         return async () => {
-          const result = await compactSession({ sessionKey: ref.sessionKey, agentId: ref.agentId });
+          const result = await compactSession(ctx, { sessionKey: ref.sessionKey, agentId: ref.agentId });
           return result.compacted
             ? `Compacted the session: ${result.entriesBefore} → ${result.entriesAfter} active entries, ${result.tokensBefore} → ${result.tokensAfter} tokens.`
             : 'Nothing to compact yet.';
@@ -490,34 +399,6 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           });
       }
     }
-  };
-
-  const resetSession: ChatService['reset'] = async ({ sessionKey, agentId, reason, archive }) => {
-    const previous = await options.sessions.getActive(sessionKey);
-    let archived = false;
-    if (previous) {
-      if (archive) {
-        await options.memory.archive(previous.id, reason);
-        archived = true;
-      }
-      await options.sessions.archive(sessionKey, reason);
-    }
-    const next = await options.sessions.ensureActive(sessionKey, agentId);
-    return { sessionId: next.id, ...(previous ? { previousSessionId: previous.id } : {}), archived };
-  };
-
-  const compactSession: ChatService['compact'] = async ({ sessionKey, agentId }) => {
-    const ref = await refFor(sessionKey, agentId);
-    const before = await options.memory.stats(ref);
-    const result = await options.memory.summarize(ref, { reason: 'compact requested' });
-    const after = await options.memory.stats(ref);
-    return {
-      compacted: result.summarizedIds.length > 0,
-      tokensBefore: before.activeTokens,
-      tokensAfter: after.activeTokens,
-      entriesBefore: before.activeEntries,
-      entriesAfter: after.activeEntries,
-    };
   };
 
   const abort: ChatService['abort'] = async ({ sessionKey, runId }) => {
@@ -544,7 +425,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     text: string;
   }) => {
     const trimmed = message.trim();
-    const record = newRecord(runId, sessionKey, agentId);
+    const record = newRecord(ctx, runId, sessionKey, agentId);
     // The turn runs later, in the session's lane: its span's parent is what accepted the message.
     const traceParent = activeContext();
     const controller = new AbortController();
@@ -555,7 +436,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           record.status = 'aborted';
           return record;
         }
-        const ref = await refFor(sessionKey, agentId);
+        const ref = await refFor(ctx, sessionKey, agentId);
         const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
         const handler = command
           ? builtInCommand(
@@ -569,7 +450,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         if (handler) {
           // A command is not replayed after a crash: it may have acted already.
           await options.inbox?.delete(runId);
-          await runLocalReply(record, ref, handler);
+          await runLocalReply(ctx, record, ref, handler);
         } else
           await traceChatRun(record, ref.sessionId, traceParent, () =>
             runModelTurn(record, ref, message, controller.signal),
@@ -607,77 +488,12 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       } finally {
         options.onTurnActivity?.(agentId, false);
         record.endedAt = clock.now();
-        if (running.delete(runId)) await markEnded(record);
-        settle(record);
+        if (running.delete(runId)) await markEnded(ctx, record);
+        settle(ctx, record);
       }
       return record;
     });
     live.set(runId, { record, controller, done });
-  };
-
-  /** In the session's write order, after the transcript the turn wrote (queued with it while degraded). */
-  const markEnded = async (record: ChatRunRecord) => {
-    const inbox = options.inbox;
-    if (!inbox) return;
-    try {
-      const ref = await refFor(record.sessionKey, record.agentId);
-      await options.memory.persist(ref, () => inbox.markEnded(record.runId));
-    } catch (error) {
-      // The run is over for every client already; at worst the next start reports it interrupted.
-      logger.warn({ err: error, runId: record.runId }, 'could not record the end of a chat run');
-    }
-  };
-
-  /**
-   * Runs marked running at start were cut off by a crash: their clients get an error final (and the
-   * transcript a note) instead of silence. They are not run again: their tools may have acted already.
-   */
-  const failInterrupted = async () => {
-    const inbox = options.inbox;
-    if (!inbox) return [];
-    const interrupted = (await inbox.listRunning()).sort((a, b) => a.startedAt - b.startedAt);
-    for (const run of interrupted) {
-      if (live.has(run.runId) || finished.has(run.runId)) continue;
-      const record = newRecord(run.runId, run.sessionKey, run.agentId);
-      record.startedAt = run.startedAt;
-      record.status = 'error';
-      record.error = {
-        code: ErrorCodes.runInterrupted,
-        message: 'agentd stopped before this reply was finished; send the message again to retry',
-        retryable: true,
-      };
-      const ref = await refFor(run.sessionKey, run.agentId);
-      const note = await options.memory.append(
-        ref,
-        {
-          role: 'assistant',
-          content:
-            '(No reply: agentd stopped before this reply was finished. Send the message again to retry.)',
-          metadata: { runId: run.runId, interrupted: true },
-        },
-        () => inbox.markEnded(run.runId),
-      );
-      record.assistantMemoryId = note.address;
-      record.endedAt = clock.now();
-      logger.warn(
-        { runId: run.runId, sessionKey: run.sessionKey },
-        'a chat run was interrupted by a restart',
-      );
-      options.bus.publish(
-        'run:finished',
-        {
-          runId: run.runId,
-          status: 'error',
-          text: '',
-          error: record.error,
-          usage: { inputTokens: 0, outputTokens: 0 },
-          turns: 0,
-        },
-        { runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId },
-      );
-      remember(record);
-    }
-    return interrupted.map((run) => run.runId);
   };
 
   return {
@@ -690,15 +506,15 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       // `/stop` must not queue behind the run it stops.
       if (trimmed === '/stop') {
         const result = await abort({ sessionKey });
-        const record = newRecord(idempotencyKey, sessionKey, agentId);
+        const record = newRecord(ctx, idempotencyKey, sessionKey, agentId);
         const controller = new AbortController();
         const done = (async () => {
-          const ref = await refFor(sessionKey, agentId);
-          await runLocalReply(record, ref, async () =>
+          const ref = await refFor(ctx, sessionKey, agentId);
+          await runLocalReply(ctx, record, ref, async () =>
             result.aborted ? `Stopped ${result.runIds.length} run(s).` : 'Nothing is running.',
           );
           record.endedAt = clock.now();
-          settle(record);
+          settle(ctx, record);
           return record;
         })();
         live.set(idempotencyKey, { record, controller, done });
@@ -718,7 +534,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     async resumePending() {
       if (!options.inbox) return [];
-      await failInterrupted();
+      await failInterrupted(ctx);
       const pending = (await options.inbox.list()).sort((a, b) => a.receivedAt - b.receivedAt);
       const resumed: string[] = [];
       for (const item of pending) {
@@ -767,35 +583,35 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     abort,
 
     async inject({ sessionKey, agentId, role, text, label }) {
-      const ref = await refFor(sessionKey, agentId);
+      const ref = await refFor(ctx, sessionKey, agentId);
       const entry = await options.memory.append(ref, {
         role,
         content: normalizeMessage(text, maxMessageChars),
         metadata: { injected: true, ...(label ? { label } : {}) },
       });
-      await touchSession(ref.sessionId, 1);
+      await touchSession(ctx, ref.sessionId, 1);
       return { memoryId: entry.address };
     },
 
-    reset: resetSession,
-    compact: compactSession,
+    reset: (input) => resetSession(ctx, input),
+    compact: (input) => compactSession(ctx, input),
     get: (runId) => live.get(runId)?.record ?? finished.get(runId),
     activeRuns: () => [...live.values()].map((run) => run.record),
 
     announce({ sessionKey, agentId, text, label }) {
       const runId = options.idGenerator('announce');
-      const record = newRecord(runId, sessionKey, agentId);
+      const record = newRecord(ctx, runId, sessionKey, agentId);
       const controller = new AbortController();
       const done = lanes.run(sessionKey, async () => {
         try {
-          const ref = await refFor(sessionKey, agentId);
-          await runLocalReply(record, ref, async () => text, { announcement: label });
+          const ref = await refFor(ctx, sessionKey, agentId);
+          await runLocalReply(ctx, record, ref, async () => text, { announcement: label });
         } catch (error) {
           logger.error({ err: error, runId, sessionKey }, 'posting an announcement failed');
           record.status = 'error';
         } finally {
           record.endedAt = clock.now();
-          settle(record);
+          settle(ctx, record);
         }
         return record;
       });

@@ -1,0 +1,31 @@
+import type { Clock, createKeyedMutex, Logger } from '../../util/index.js';
+import type { AutoRecall } from '../auto-recall.js';
+import type { ChatRunRecord, CreateChatServiceOptions } from '../chat-service.js';
+
+/** A run that has not settled yet: its record, what aborts it and the promise of its end. */
+export interface LiveRun {
+  record: ChatRunRecord;
+  controller: AbortController;
+  done: Promise<ChatRunRecord>;
+}
+
+/**
+ * The chat service's state, created once per service and passed to every step. The maps are the service's
+ * only mutable state; the steps change them in place.
+ */
+export interface ChatContext {
+  readonly options: CreateChatServiceOptions;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly maxMessageChars: number;
+  readonly maxRememberedRuns: number;
+  readonly autoRecall: boolean;
+  readonly autoRecallBlocks: AutoRecall;
+  /** One lane per session key: runs of a session are serialized. */
+  readonly lanes: ReturnType<typeof createKeyedMutex>;
+  readonly live: Map<string, LiveRun>;
+  readonly finished: Map<string, ChatRunRecord>;
+  readonly waiters: Map<string, Array<(record: ChatRunRecord) => void>>;
+  /** Runs marked running in the inbox, to be marked ended once their turn is over. */
+  readonly running: Set<string>;
+}

@@ -1,0 +1,49 @@
+import type { SessionRef } from '../../memory/index.js';
+import type { ChatRunRecord } from '../chat-service.js';
+import type { ChatContext } from './context.js';
+
+export function remember(ctx: ChatContext, record: ChatRunRecord): void {
+  ctx.finished.set(record.runId, record);
+  if (ctx.finished.size > ctx.maxRememberedRuns)
+    ctx.finished.delete(ctx.finished.keys().next().value as string);
+}
+
+export function settle(ctx: ChatContext, record: ChatRunRecord): void {
+  ctx.live.delete(record.runId);
+  remember(ctx, record);
+  for (const resolve of ctx.waiters.get(record.runId) ?? []) resolve(record);
+  ctx.waiters.delete(record.runId);
+}
+
+export function newRecord(
+  ctx: ChatContext,
+  runId: string,
+  sessionKey: string,
+  agentId: string,
+): ChatRunRecord {
+  return {
+    runId,
+    sessionKey,
+    agentId,
+    status: 'running',
+    text: '',
+    startedAt: ctx.clock.now(),
+  };
+}
+
+/**
+ * Session bookkeeping (message count, last activity) must not fail a turn whose transcript memory kept,
+ * which it does even while the database cannot be written.
+ */
+export function touchSession(ctx: ChatContext, sessionId: string, messageDelta: number): Promise<unknown> {
+  return ctx.options.sessions
+    .touch(sessionId, { messageDelta, at: ctx.clock.now() })
+    .catch((error: unknown) => {
+      ctx.logger.warn({ err: error, sessionId }, 'could not update the session record');
+    });
+}
+
+export async function refFor(ctx: ChatContext, sessionKey: string, agentId: string): Promise<SessionRef> {
+  const session = await ctx.options.sessions.ensureActive(sessionKey, agentId);
+  return { sessionId: session.id, sessionKey, agentId };
+}

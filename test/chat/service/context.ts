@@ -1,0 +1,89 @@
+import { createBus } from '../../../src/bus/index.js';
+import type { AutoRecall } from '../../../src/chat/auto-recall.js';
+import type { CreateChatServiceOptions, RunningRun } from '../../../src/chat/index.js';
+import type { ChatContext } from '../../../src/chat/service/context.js';
+import { createKeyedMutex, createManualClock, silentLogger } from '../../../src/util/index.js';
+
+/** What the fakes saw, in order. */
+export type Call = [string, ...unknown[]];
+
+/** A chat context over hand-made sessions, memory and inbox that record their calls. */
+export function fakeContext(
+  overrides: {
+    running?: RunningRun[];
+    touchFails?: boolean;
+    activeSession?: string;
+    summarized?: number[];
+  } = {},
+) {
+  const calls: Call[] = [];
+  const clock = createManualClock(1_000);
+  const bus = createBus();
+  const events: Array<{ type: string; data: unknown }> = [];
+  bus.subscribe({ types: ['run:started', 'run:text-delta', 'run:finished'] }, (event) =>
+    events.push({ type: event.type, data: event.data }),
+  );
+  let activeTokens = 100;
+  const options = {
+    sessions: {
+      touch: async (id: string, touch: unknown) => {
+        calls.push(['sessions.touch', id, touch]);
+        if (overrides.touchFails) throw new Error('database is read-only');
+        return undefined;
+      },
+      ensureActive: async (sessionKey: string, agentId: string) => {
+        calls.push(['sessions.ensureActive', sessionKey, agentId]);
+        return { id: `session-of-${sessionKey}` };
+      },
+      getActive: async (sessionKey: string) => {
+        calls.push(['sessions.getActive', sessionKey]);
+        return overrides.activeSession ? { id: overrides.activeSession } : undefined;
+      },
+      archive: async (sessionKey: string, reason: string) => {
+        calls.push(['sessions.archive', sessionKey, reason]);
+      },
+    },
+    memory: {
+      append: async (ref: unknown, input: { content: string }, within?: () => Promise<void>) => {
+        calls.push(['memory.append', ref, input]);
+        await within?.();
+        return { address: `mem:${calls.length}` };
+      },
+      archive: async (sessionId: string, reason: string) => {
+        calls.push(['memory.archive', sessionId, reason]);
+      },
+      stats: async () => ({ activeTokens, activeEntries: activeTokens / 10 }),
+      summarize: async () => {
+        activeTokens = 40;
+        return { summarizedIds: overrides.summarized ?? [] };
+      },
+      persist: async (ref: unknown, work: () => Promise<void>) => {
+        calls.push(['memory.persist', ref]);
+        await work();
+      },
+    },
+    inbox: {
+      listRunning: async () => overrides.running ?? [],
+      markEnded: async (runId: string) => {
+        calls.push(['inbox.markEnded', runId]);
+      },
+    },
+    bus,
+    clock,
+  } as unknown as CreateChatServiceOptions;
+  const ctx: ChatContext = {
+    options,
+    clock,
+    logger: silentLogger,
+    maxMessageChars: 1_000,
+    maxRememberedRuns: 2,
+    autoRecall: false,
+    autoRecallBlocks: {} as AutoRecall,
+    lanes: createKeyedMutex(),
+    live: new Map(),
+    finished: new Map(),
+    waiters: new Map(),
+    running: new Set(),
+  };
+  return { ctx, calls, events, clock };
+}
