@@ -12,7 +12,8 @@ export interface RemoteOptions {
  * default on every such command (commander reads the variable when the command line is parsed).
  */
 export function urlOption(description = 'a running agentd gateway, e.g. ws://127.0.0.1:7777'): Option {
-  return new Option('--url <url>', `${description} (default $AGENTD_URL)`).env('AGENTD_URL');
+  // commander's help adds "(env: AGENTD_URL)" itself.
+  return new Option('--url <url>', description).env('AGENTD_URL');
 }
 
 /** `--token` beside `--url`; $AGENTD_TOKEN is read when connecting (see `connectFromOptions`). */
