@@ -92,6 +92,11 @@ describe('agentd eval --url', () => {
     expect(report.suites.length).toBeGreaterThan(0);
     expect(result.code).toBe(report.totals.failed > 0 ? 1 : 0);
 
+    const text = await run(['eval', dir, ...remote]);
+    expect(text.out).toMatch(/total: \d+\/\d+ passed/);
+    // The cases' node progress, from the server's events.
+    expect(text.err).toMatch(/✓ normalize_request \d+ ms\n/);
+
     const refused = await run(['eval', example, ...remote, '--json']);
     expect(JSON.parse(refused.out).error.code).toBe('FORBIDDEN');
     expect(refused.code).toBe(2);

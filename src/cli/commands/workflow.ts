@@ -392,6 +392,18 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           if (options.url) {
             const client = await connectFromOptions(options);
             try {
+              // The cases' node progress from the server's events: as with `run --url`, the first run that
+              // starts after the request names the workflow, whose runs are shown until the report comes.
+              let workflowId: string | undefined;
+              const display = progressFor(deps);
+              if (!options.quiet && !options.json)
+                client.onEvent((event, payload) => {
+                  if (!event.startsWith('workflow.') || typeof payload?.workflowId !== 'string') return;
+                  if (workflowId === undefined && event === 'workflow.task-started')
+                    workflowId = payload.workflowId;
+                  if (payload.workflowId !== workflowId) return;
+                  showProgress(display, { ...payload, stageId: payload.nodeId } as TelemetryEvent);
+                });
               ({ report } = await client.call<{ report: EvaluationReport }>(
                 'workflow.eval',
                 { dir, ...suites },
