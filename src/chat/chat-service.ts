@@ -1,8 +1,7 @@
 import type { Bus, RunStatus } from '../bus/index.js';
 import type { EngageResult } from '../engage/index.js';
 import type { IdentityLoader } from '../identity/index.js';
-import type { MemoryEntry, MemoryService, SessionRef } from '../memory/index.js';
-import { toModelMessages } from '../memory/index.js';
+import type { MemoryService } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
 import type { SessionStore } from '../store/index.js';
 import { activeContext, type RecallOutcome } from '../telemetry/index.js';
@@ -18,8 +17,10 @@ import {
   UserInputError,
 } from '../util/index.js';
 import { createAutoRecall } from './auto-recall.js';
+import { builtInCommand } from './service/commands.js';
 import type { ChatContext } from './service/context.js';
 import { runLocalReply } from './service/local-reply.js';
+import { runModelTurn } from './service/model-turn.js';
 import { newRecord, refFor, settle, touchSession } from './service/records.js';
 import { failInterrupted, markEnded } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
@@ -206,10 +207,6 @@ function normalizeMessage(text: string, maxChars: number): string {
   return normalized;
 }
 
-function lastActiveIds(entries: ReadonlyArray<MemoryEntry>): number[] {
-  return entries.filter((entry) => entry.state === 'active').map((entry) => entry.memoryId);
-}
-
 /**
  * Chat turns: one user message in, one engage-loop run, the transcript persisted through memory before the
  * run is reported finished. Runs of one session key are serialized ("session lane"); different sessions run
@@ -252,155 +249,6 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   };
   const { lanes, live, finished, waiters, running } = ctx;
 
-  const runModelTurn = async (record: ChatRunRecord, ref: SessionRef, text: string, signal: AbortSignal) => {
-    const inbox = options.inbox;
-    const userEntry = await options.memory.append(
-      ref,
-      { role: 'user', content: text, metadata: { runId: record.runId } },
-      // One transaction: the message is in the transcript and no longer pending, or neither. The session
-      // record's count joins it too, which saves a commit per turn.
-      async () => {
-        if (inbox) {
-          await inbox.delete(record.runId);
-          await inbox.markRunning({
-            runId: record.runId,
-            sessionKey: ref.sessionKey,
-            agentId: ref.agentId,
-            startedAt: record.startedAt,
-          });
-        }
-        await touchSession(ctx, ref.sessionId, 1);
-      },
-    );
-    running.add(record.runId);
-    record.userMemoryId = userEntry.address;
-
-    const lease = await options.memory.pin(ref);
-    try {
-      const identity = await options.identity.load(ref.agentId);
-      const system: string[] = [identity.systemPrompt];
-      if (autoRecall) {
-        const recalled = await autoRecallBlocks.block(ref, text);
-        if (recalled) system.push(recalled);
-      }
-      const messages: ModelMessage[] = [
-        { role: 'system', content: system.join('\n\n') },
-        ...toModelMessages(lease.entries),
-      ];
-
-      const result = await options.runTurn({
-        runId: record.runId,
-        agentId: ref.agentId,
-        sessionKey: ref.sessionKey,
-        sessionId: ref.sessionId,
-        workItemId: `session:${ref.sessionId}`,
-        messages,
-        signal,
-        beforeFinish: async (outcome) => {
-          // A failed turn keeps the user message and writes no half assistant entry; an aborted one keeps
-          // what was said so far, marked as aborted.
-          const transcript = outcome.status === 'error' ? [] : outcome.newMessages;
-          const inputs = transcript.map((message) => {
-            const metadata = {
-              runId: record.runId,
-              ...(outcome.status === 'aborted' ? { aborted: true } : {}),
-            };
-            if (message.role === 'assistant')
-              return {
-                role: 'assistant' as const,
-                content: message.content,
-                toolCalls: message.toolCalls,
-                metadata,
-              };
-            if (message.role === 'tool') {
-              return {
-                role: 'tool' as const,
-                content: message.content,
-                toolCallId: message.toolCallId,
-                toolName: message.toolName,
-                isError: message.isError,
-                metadata,
-              };
-            }
-            return { role: message.role, content: message.content, metadata };
-          });
-          const kept = inputs.filter(
-            (input) =>
-              !(
-                input.role === 'assistant' &&
-                input.content === '' &&
-                !('toolCalls' in input && input.toolCalls?.length)
-              ),
-          );
-          // The run no longer needs its context pinned; releasing before the reply's append lets that append
-          // evict what the turn pushed over the limits in its own commit.
-          lease.release();
-          if (kept.length === 0) return;
-          // The reply, the session record and the end of the run in one transaction: with the reply durable
-          // the run is over, so a crash after it is no interruption to report.
-          const endsRun = inbox !== undefined && running.has(record.runId);
-          const entries = await options.memory.appendBatch(ref, kept, async () => {
-            await touchSession(ctx, ref.sessionId, kept.length);
-            if (endsRun) await inbox.markEnded(record.runId);
-          });
-          if (endsRun) running.delete(record.runId);
-          const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');
-          if (lastAssistant) record.assistantMemoryId = lastAssistant.address;
-        },
-      });
-      record.status = result.status;
-      record.text = result.text;
-      record.usage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
-      if (result.error) record.error = result.error;
-    } finally {
-      lease.release();
-    }
-    return lastActiveIds(lease.entries);
-  };
-
-  const builtInCommand = (
-    name: string,
-    argument: string,
-    record: ChatRunRecord,
-    ref: SessionRef,
-    signal: AbortSignal,
-  ): (() => Promise<string>) | undefined => {
-    switch (name) {
-      case 'new':
-      case 'reset':
-        return async () => {
-          const result = await resetSession(ctx, {
-            sessionKey: ref.sessionKey,
-            agentId: ref.agentId,
-            reason: argument || name,
-            archive: true,
-          });
-          return result.archived
-            ? `Started a new session. The previous conversation (${result.previousSessionId}) is archived and can still be recalled.`
-            : 'Started a new session.';
-        };
-      case 'compact':
-        return async () => {
-          const result = await compactSession(ctx, { sessionKey: ref.sessionKey, agentId: ref.agentId });
-          return result.compacted
-            ? `Compacted the session: ${result.entriesBefore} → ${result.entriesAfter} active entries, ${result.tokensBefore} → ${result.tokensAfter} tokens.`
-            : 'Nothing to compact yet.';
-        };
-      default: {
-        const handler = options.slashCommands?.[name];
-        if (!handler) return undefined;
-        return () =>
-          handler({
-            argument,
-            sessionKey: ref.sessionKey,
-            agentId: ref.agentId,
-            runId: record.runId,
-            signal,
-          });
-      }
-    }
-  };
-
   const abort: ChatService['abort'] = async ({ sessionKey, runId }) => {
     const runIds: string[] = [];
     for (const run of live.values()) {
@@ -440,6 +288,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
         const handler = command
           ? builtInCommand(
+              ctx,
               command[1]!.toLowerCase(),
               command[2]?.trim() ?? '',
               record,
@@ -453,7 +302,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           await runLocalReply(ctx, record, ref, handler);
         } else
           await traceChatRun(record, ref.sessionId, traceParent, () =>
-            runModelTurn(record, ref, message, controller.signal),
+            runModelTurn(ctx, record, ref, message, controller.signal),
           );
       } catch (error) {
         logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');

@@ -14,6 +14,8 @@ export function fakeContext(
     touchFails?: boolean;
     activeSession?: string;
     summarized?: number[];
+    slashCommands?: CreateChatServiceOptions['slashCommands'];
+    runTurn?: CreateChatServiceOptions['runTurn'];
   } = {},
 ) {
   const calls: Call[] = [];
@@ -46,8 +48,9 @@ export function fakeContext(
     memory: {
       append: async (ref: unknown, input: { content: string }, within?: () => Promise<void>) => {
         calls.push(['memory.append', ref, input]);
+        const address = `mem:${calls.length}`;
         await within?.();
-        return { address: `mem:${calls.length}` };
+        return { address };
       },
       archive: async (sessionId: string, reason: string) => {
         calls.push(['memory.archive', sessionId, reason]);
@@ -57,12 +60,36 @@ export function fakeContext(
         activeTokens = 40;
         return { summarizedIds: overrides.summarized ?? [] };
       },
+      pin: async (ref: unknown) => {
+        calls.push(['memory.pin', ref]);
+        return {
+          entries: [
+            { memoryId: 1, state: 'active', role: 'user', content: 'earlier' },
+            { memoryId: 2, state: 'summarized', role: 'user', content: 'older' },
+          ],
+          release: () => calls.push(['lease.release']),
+        };
+      },
+      appendBatch: async (ref: unknown, inputs: unknown[], within?: () => Promise<void>) => {
+        calls.push(['memory.appendBatch', ref, inputs]);
+        await within?.();
+        return inputs.map((input, index) => ({ ...(input as object), address: `batch:${index}` }));
+      },
       persist: async (ref: unknown, work: () => Promise<void>) => {
         calls.push(['memory.persist', ref]);
         await work();
       },
     },
+    identity: { load: async () => ({ systemPrompt: 'You are agentd.' }) },
+    ...(overrides.slashCommands ? { slashCommands: overrides.slashCommands } : {}),
+    ...(overrides.runTurn ? { runTurn: overrides.runTurn } : {}),
     inbox: {
+      delete: async (runId: string) => {
+        calls.push(['inbox.delete', runId]);
+      },
+      markRunning: async (run: { runId: string }) => {
+        calls.push(['inbox.markRunning', run.runId]);
+      },
       listRunning: async () => overrides.running ?? [],
       markEnded: async (runId: string) => {
         calls.push(['inbox.markEnded', runId]);

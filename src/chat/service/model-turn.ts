@@ -1,0 +1,128 @@
+import type { MemoryEntry, SessionRef } from '../../memory/index.js';
+import { toModelMessages } from '../../memory/index.js';
+import type { ModelMessage } from '../../model/index.js';
+import type { ChatRunRecord } from '../chat-service.js';
+import type { ChatContext } from './context.js';
+import { touchSession } from './records.js';
+
+function lastActiveIds(entries: ReadonlyArray<MemoryEntry>): number[] {
+  return entries.filter((entry) => entry.state === 'active').map((entry) => entry.memoryId);
+}
+
+/**
+ * A turn that calls the model: the user message joins the transcript (and leaves the inbox) in one
+ * transaction, the context is pinned for the run, and the reply is written before the run is reported
+ * finished. Returns the memory ids that were active in the run's context.
+ */
+export async function runModelTurn(
+  ctx: ChatContext,
+  record: ChatRunRecord,
+  ref: SessionRef,
+  text: string,
+  signal: AbortSignal,
+): Promise<number[]> {
+  const { options, running, autoRecallBlocks } = ctx;
+  const inbox = options.inbox;
+  const userEntry = await options.memory.append(
+    ref,
+    { role: 'user', content: text, metadata: { runId: record.runId } },
+    // One transaction: the message is in the transcript and no longer pending, or neither. The session
+    // record's count joins it too, which saves a commit per turn.
+    async () => {
+      if (inbox) {
+        await inbox.delete(record.runId);
+        await inbox.markRunning({
+          runId: record.runId,
+          sessionKey: ref.sessionKey,
+          agentId: ref.agentId,
+          startedAt: record.startedAt,
+        });
+      }
+      await touchSession(ctx, ref.sessionId, 1);
+    },
+  );
+  running.add(record.runId);
+  record.userMemoryId = userEntry.address;
+
+  const lease = await options.memory.pin(ref);
+  try {
+    const identity = await options.identity.load(ref.agentId);
+    const system: string[] = [identity.systemPrompt];
+    if (ctx.autoRecall) {
+      const recalled = await autoRecallBlocks.block(ref, text);
+      if (recalled) system.push(recalled);
+    }
+    const messages: ModelMessage[] = [
+      { role: 'system', content: system.join('\n\n') },
+      ...toModelMessages(lease.entries),
+    ];
+
+    const result = await options.runTurn({
+      runId: record.runId,
+      agentId: ref.agentId,
+      sessionKey: ref.sessionKey,
+      sessionId: ref.sessionId,
+      workItemId: `session:${ref.sessionId}`,
+      messages,
+      signal,
+      beforeFinish: async (outcome) => {
+        // A failed turn keeps the user message and writes no half assistant entry; an aborted one keeps
+        // what was said so far, marked as aborted.
+        const transcript = outcome.status === 'error' ? [] : outcome.newMessages;
+        const inputs = transcript.map((message) => {
+          const metadata = {
+            runId: record.runId,
+            ...(outcome.status === 'aborted' ? { aborted: true } : {}),
+          };
+          if (message.role === 'assistant')
+            return {
+              role: 'assistant' as const,
+              content: message.content,
+              toolCalls: message.toolCalls,
+              metadata,
+            };
+          if (message.role === 'tool') {
+            return {
+              role: 'tool' as const,
+              content: message.content,
+              toolCallId: message.toolCallId,
+              toolName: message.toolName,
+              isError: message.isError,
+              metadata,
+            };
+          }
+          return { role: message.role, content: message.content, metadata };
+        });
+        const kept = inputs.filter(
+          (input) =>
+            !(
+              input.role === 'assistant' &&
+              input.content === '' &&
+              !('toolCalls' in input && input.toolCalls?.length)
+            ),
+        );
+        // The run no longer needs its context pinned; releasing before the reply's append lets that append
+        // evict what the turn pushed over the limits in its own commit.
+        lease.release();
+        if (kept.length === 0) return;
+        // The reply, the session record and the end of the run in one transaction: with the reply durable
+        // the run is over, so a crash after it is no interruption to report.
+        const endsRun = inbox !== undefined && running.has(record.runId);
+        const entries = await options.memory.appendBatch(ref, kept, async () => {
+          await touchSession(ctx, ref.sessionId, kept.length);
+          if (endsRun) await inbox.markEnded(record.runId);
+        });
+        if (endsRun) running.delete(record.runId);
+        const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');
+        if (lastAssistant) record.assistantMemoryId = lastAssistant.address;
+      },
+    });
+    record.status = result.status;
+    record.text = result.text;
+    record.usage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+    if (result.error) record.error = result.error;
+  } finally {
+    lease.release();
+  }
+  return lastActiveIds(lease.entries);
+}
