@@ -4,10 +4,9 @@ import type { IdentityLoader } from '../identity/index.js';
 import type { MemoryService } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
 import type { SessionStore } from '../store/index.js';
-import { activeContext, type RecallOutcome } from '../telemetry/index.js';
+import type { RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
 import {
-  AgentdError,
   type Clock,
   createKeyedMutex,
   ErrorCodes,
@@ -17,14 +16,13 @@ import {
   UserInputError,
 } from '../util/index.js';
 import { createAutoRecall } from './auto-recall.js';
-import { builtInCommand } from './service/commands.js';
 import type { ChatContext } from './service/context.js';
 import { runLocalReply } from './service/local-reply.js';
-import { runModelTurn } from './service/model-turn.js';
 import { newRecord, refFor, settle, touchSession } from './service/records.js';
-import { failInterrupted, markEnded } from './service/recovery.js';
+import { failInterrupted } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
-import { traceChatRun, traceRecall } from './tracing.js';
+import { abortRuns, startTurn } from './service/turn.js';
+import { traceRecall } from './tracing.js';
 
 /** What `runTurn` gets: everything the engage loop needs for one chat run, prepared by the chat service. */
 export interface ChatTurnInput {
@@ -247,103 +245,9 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     waiters: new Map(),
     running: new Set(),
   };
-  const { lanes, live, finished, waiters, running } = ctx;
+  const { lanes, live, finished, waiters } = ctx;
 
-  const abort: ChatService['abort'] = async ({ sessionKey, runId }) => {
-    const runIds: string[] = [];
-    for (const run of live.values()) {
-      if (run.record.sessionKey !== sessionKey) continue;
-      if (runId !== undefined && run.record.runId !== runId) continue;
-      run.controller.abort(new UserInputError({ code: ErrorCodes.aborted, message: 'aborted by the user' }));
-      runIds.push(run.record.runId);
-    }
-    return { aborted: runIds.length > 0, runIds };
-  };
-
-  /** Queues one turn in the session's lane. `message` is already normalized. */
-  const startTurn = ({
-    runId,
-    sessionKey,
-    agentId,
-    text: message,
-  }: {
-    runId: string;
-    sessionKey: string;
-    agentId: string;
-    text: string;
-  }) => {
-    const trimmed = message.trim();
-    const record = newRecord(ctx, runId, sessionKey, agentId);
-    // The turn runs later, in the session's lane: its span's parent is what accepted the message.
-    const traceParent = activeContext();
-    const controller = new AbortController();
-    const done = lanes.run(sessionKey, async () => {
-      options.onTurnActivity?.(agentId, true);
-      try {
-        if (controller.signal.aborted) {
-          record.status = 'aborted';
-          return record;
-        }
-        const ref = await refFor(ctx, sessionKey, agentId);
-        const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
-        const handler = command
-          ? builtInCommand(
-              ctx,
-              command[1]!.toLowerCase(),
-              command[2]?.trim() ?? '',
-              record,
-              ref,
-              controller.signal,
-            )
-          : undefined;
-        if (handler) {
-          // A command is not replayed after a crash: it may have acted already.
-          await options.inbox?.delete(runId);
-          await runLocalReply(ctx, record, ref, handler);
-        } else
-          await traceChatRun(record, ref.sessionId, traceParent, () =>
-            runModelTurn(ctx, record, ref, message, controller.signal),
-          );
-      } catch (error) {
-        logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
-        record.status = 'error';
-        // The store being unavailable is the client's business (retry later), the rest is agentd's.
-        record.error =
-          UserInputError.isInstance(error) ||
-          (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
-            ? error.toJSON()
-            : {
-                code: ErrorCodes.internal,
-                message: 'the turn failed inside agentd; see the server log',
-                retryable: false,
-              };
-        // The client is told the message failed; it must not come back as a reply after the next start.
-        if (!running.has(runId))
-          await options.inbox?.delete(runId).catch((cleanup: unknown) => {
-            logger.warn({ err: cleanup, runId }, 'could not drop a failed message from the inbox');
-          });
-        options.bus.publish(
-          'run:finished',
-          {
-            runId: record.runId,
-            status: 'error',
-            text: '',
-            error: record.error,
-            usage: { inputTokens: 0, outputTokens: 0 },
-            turns: 0,
-          },
-          { runId: record.runId, sessionKey, agentId },
-        );
-      } finally {
-        options.onTurnActivity?.(agentId, false);
-        record.endedAt = clock.now();
-        if (running.delete(runId)) await markEnded(ctx, record);
-        settle(ctx, record);
-      }
-      return record;
-    });
-    live.set(runId, { record, controller, done });
-  };
+  const abort: ChatService['abort'] = (input) => abortRuns(ctx, input);
 
   return {
     async send({ sessionKey, agentId, text, idempotencyKey }) {
@@ -377,7 +281,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         text: message,
         receivedAt: clock.now(),
       });
-      startTurn({ runId: idempotencyKey, sessionKey, agentId, text: message });
+      startTurn(ctx, { runId: idempotencyKey, sessionKey, agentId, text: message });
       return { runId: idempotencyKey, status: 'started' };
     },
 
@@ -392,7 +296,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
           { runId: item.runId, sessionKey: item.sessionKey },
           'resuming a chat message accepted before a restart',
         );
-        startTurn(item);
+        startTurn(ctx, item);
         resumed.push(item.runId);
       }
       return resumed;

@@ -1,0 +1,115 @@
+import { activeContext } from '../../telemetry/index.js';
+import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
+import type { ChatService } from '../chat-service.js';
+import { traceChatRun } from '../tracing.js';
+import { builtInCommand } from './commands.js';
+import type { ChatContext } from './context.js';
+import { runLocalReply } from './local-reply.js';
+import { runModelTurn } from './model-turn.js';
+import { newRecord, refFor, settle } from './records.js';
+import { markEnded } from './recovery.js';
+
+/** Aborts the session's live runs (or the one run asked for); the runs settle as aborted on their own. */
+export async function abortRuns(
+  ctx: ChatContext,
+  { sessionKey, runId }: Parameters<ChatService['abort']>[0],
+): ReturnType<ChatService['abort']> {
+  const { live } = ctx;
+  const runIds: string[] = [];
+  for (const run of live.values()) {
+    if (run.record.sessionKey !== sessionKey) continue;
+    if (runId !== undefined && run.record.runId !== runId) continue;
+    run.controller.abort(new UserInputError({ code: ErrorCodes.aborted, message: 'aborted by the user' }));
+    runIds.push(run.record.runId);
+  }
+  return { aborted: runIds.length > 0, runIds };
+}
+
+/** Queues one turn in the session's lane. `message` is already normalized. */
+export function startTurn(
+  ctx: ChatContext,
+  {
+    runId,
+    sessionKey,
+    agentId,
+    text: message,
+  }: {
+    runId: string;
+    sessionKey: string;
+    agentId: string;
+    text: string;
+  },
+): void {
+  const { options, logger, clock, lanes, live, running } = ctx;
+  const trimmed = message.trim();
+  const record = newRecord(ctx, runId, sessionKey, agentId);
+  // The turn runs later, in the session's lane: its span's parent is what accepted the message.
+  const traceParent = activeContext();
+  const controller = new AbortController();
+  const done = lanes.run(sessionKey, async () => {
+    options.onTurnActivity?.(agentId, true);
+    try {
+      if (controller.signal.aborted) {
+        record.status = 'aborted';
+        return record;
+      }
+      const ref = await refFor(ctx, sessionKey, agentId);
+      const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
+      const handler = command
+        ? builtInCommand(
+            ctx,
+            command[1]!.toLowerCase(),
+            command[2]?.trim() ?? '',
+            record,
+            ref,
+            controller.signal,
+          )
+        : undefined;
+      if (handler) {
+        // A command is not replayed after a crash: it may have acted already.
+        await options.inbox?.delete(runId);
+        await runLocalReply(ctx, record, ref, handler);
+      } else
+        await traceChatRun(record, ref.sessionId, traceParent, () =>
+          runModelTurn(ctx, record, ref, message, controller.signal),
+        );
+    } catch (error) {
+      logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
+      record.status = 'error';
+      // The store being unavailable is the client's business (retry later), the rest is agentd's.
+      record.error =
+        UserInputError.isInstance(error) ||
+        (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
+          ? error.toJSON()
+          : {
+              code: ErrorCodes.internal,
+              message: 'the turn failed inside agentd; see the server log',
+              retryable: false,
+            };
+      // The client is told the message failed; it must not come back as a reply after the next start.
+      if (!running.has(runId))
+        await options.inbox?.delete(runId).catch((cleanup: unknown) => {
+          logger.warn({ err: cleanup, runId }, 'could not drop a failed message from the inbox');
+        });
+      options.bus.publish(
+        'run:finished',
+        {
+          runId: record.runId,
+          status: 'error',
+          text: '',
+          error: record.error,
+          usage: { inputTokens: 0, outputTokens: 0 },
+          turns: 0,
+        },
+        { runId: record.runId, sessionKey, agentId },
+      );
+    } finally {
+      options.onTurnActivity?.(agentId, false);
+      record.endedAt = clock.now();
+      if (running.delete(runId)) await markEnded(ctx, record);
+      settle(ctx, record);
+    }
+    return record;
+  });
+  live.set(runId, { record, controller, done });
+}
