@@ -13,9 +13,9 @@ import { createBus } from '../src/bus/index.js';
 import { loadConfig } from '../src/config/index.js';
 import {
   type ChatRunResult,
-  type GatewayChatService,
   createGatewayServer,
   createMethodTable,
+  type GatewayChatService,
   type GatewayServices,
   registerCoreMethods,
 } from '../src/gateway/index.js';
