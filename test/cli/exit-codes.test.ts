@@ -1,26 +1,10 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
-import type { CliIo } from '../../src/cli/output.js';
 import { tempHome } from '../runtime/helpers.js';
+import { runCli as run } from './helpers.js';
 
 const root = join(import.meta.dirname, '..', '..');
-
-async function run(args: string[]) {
-  let out = '';
-  let err = '';
-  const io: CliIo = {
-    stdout: (text) => {
-      out += text;
-    },
-    stderr: (text) => {
-      err += text;
-    },
-  };
-  const code = await main(['node', 'agentd', ...args], io);
-  return { code, out, err };
-}
 
 describe('exit codes as docs/cli.md lists them', () => {
   it('2 with NOT_FOUND for an unknown work item, in work show and ledger show alike', async () => {

@@ -1,27 +1,11 @@
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.js';
-import type { CliIo } from '../../src/cli/output.js';
 import type { Runtime } from '../../src/runtime.js';
 import { startRuntime } from '../runtime/helpers.js';
+import { runCli as run } from './helpers.js';
 
 const example = join(import.meta.dirname, '..', '..', 'examples', 'mini-editor');
-
-async function run(args: string[]) {
-  let out = '';
-  let err = '';
-  const io: CliIo = {
-    stdout: (text) => {
-      out += text;
-    },
-    stderr: (text) => {
-      err += text;
-    },
-  };
-  const code = await main(['node', 'agentd', ...args], io);
-  return { code, out, err };
-}
 
 let runtime: Runtime | undefined;
 afterEach(async () => {
