@@ -6,15 +6,15 @@ export interface StepMarker {
   content: string;
 }
 
-/** A `finding` or `decision` written during a block: what its stub keeps of it. */
+/** A `finding` or `decision` written during a block: what its summary keeps of it. */
 export interface LearnedEntry {
   seq: number;
   entryType: 'finding' | 'decision';
   content: string;
 }
 
-/** How much of a block's findings and decisions its stub keeps. */
-export const stubLimits = { maxEntries: 10, maxEntryChars: 300, maxChars: 2_000 } as const;
+/** How much of a block's findings and decisions its summary keeps. */
+export const blockSummaryLimits = { maxEntries: 10, maxEntryChars: 300, maxChars: 2_000 } as const;
 
 type Item = { kind: 'message'; message: ModelMessage } | { kind: 'note'; message: ModelMessage };
 
@@ -23,10 +23,10 @@ interface Block {
   /** Findings and decisions written while the block was open. */
   learned: LearnedEntry[];
   /** Set once the block is closed and truncated: the one-line summaries that replace it. */
-  stub?: string;
+  summary?: string;
 }
 
-const maxStubContentChars = 300;
+const maxStepSummaryChars = 300;
 
 function oneLine(text: string, limit: number): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -34,8 +34,8 @@ function oneLine(text: string, limit: number): string {
 }
 
 /** `[completed step N: …]`, on one line. */
-export function formatStepStub(step: StepMarker): string {
-  return `[completed step ${step.seq}: ${oneLine(step.content, maxStubContentChars)}]`;
+export function formatStepSummary(step: StepMarker): string {
+  return `[completed step ${step.seq}: ${oneLine(step.content, maxStepSummaryChars)}]`;
 }
 
 /**
@@ -43,18 +43,18 @@ export function formatStepStub(step: StepMarker): string {
  * (newest kept when over the caps, in ledger order), so the model keeps what it learned without the
  * transcript. What the caps leave out is counted and stays readable with ledger_read.
  */
-export function formatBlockStub(
+export function formatBlockSummary(
   steps: ReadonlyArray<StepMarker>,
   learned: ReadonlyArray<LearnedEntry>,
 ): string {
-  const lines = steps.map(formatStepStub);
+  const lines = steps.map(formatStepSummary);
   const kept: string[] = [];
   let used = 0;
   const newestFirst = [...learned].sort((left, right) => right.seq - left.seq);
   for (const entry of newestFirst) {
-    if (kept.length >= stubLimits.maxEntries) break;
-    const line = `  ${entry.entryType} #${entry.seq}: ${oneLine(entry.content, stubLimits.maxEntryChars)}`;
-    if (used + line.length > stubLimits.maxChars) break;
+    if (kept.length >= blockSummaryLimits.maxEntries) break;
+    const line = `  ${entry.entryType} #${entry.seq}: ${oneLine(entry.content, blockSummaryLimits.maxEntryChars)}`;
+    if (used + line.length > blockSummaryLimits.maxChars) break;
     kept.push(line);
     used += line.length + 1;
   }
@@ -74,19 +74,19 @@ export interface ContextWindow {
   /**
    * Adds one turn (the assistant message and its tool results) to the open block. When the turn wrote
    * `step` entries the block closes after it — the pair is never split — and, with truncation on, is
-   * replaced by its stub: the steps and the findings and decisions (`learned`) written in the block.
+   * replaced by its summary: the steps and the findings and decisions (`learned`) written in the block.
    * Returns whether a block closed.
    */
   appendTurn(messages: ModelMessage[], steps: StepMarker[], learned?: LearnedEntry[]): boolean;
   /** A runtime message (the ledger nudge) that is part of the context but not of the transcript. */
   appendNote(content: string): void;
-  /** system + head + blocks (closed ones as stubs). */
+  /** system + head + blocks (closed ones as their summaries). */
   render(): ModelMessage[];
   /** The head messages (input history, or the rebuilt head after compaction). */
   head(): ModelMessage[];
   /** The latest user message of the run's input: the request every rebuilt context keeps. */
   taskMessage(): ModelMessage | undefined;
-  /** Transcript messages still held in blocks (stubs and notes excluded), oldest first. */
+  /** Transcript messages still held in blocks (summaries and notes excluded), oldest first. */
   blockMessages(): ModelMessage[];
   /** Messages of the open block (notes excluded). */
   openBlockMessages(): ModelMessage[];
@@ -131,7 +131,7 @@ export function createContextWindow(options: {
       for (const message of messages) block.items.push({ kind: 'message', message });
       block.learned.push(...learned);
       if (steps.length === 0) return false;
-      if (options.truncateClosedBlocks) block.stub = formatBlockStub(steps, block.learned);
+      if (options.truncateClosedBlocks) block.summary = formatBlockSummary(steps, block.learned);
       blocks.push({ items: [], learned: [] });
       return true;
     },
@@ -144,7 +144,7 @@ export function createContextWindow(options: {
       if (system !== '') out.push({ role: 'system', content: system });
       out.push(...head);
       for (const block of blocks) {
-        if (block.stub !== undefined) out.push({ role: 'user', content: block.stub });
+        if (block.summary !== undefined) out.push({ role: 'user', content: block.summary });
         else for (const item of block.items) out.push(item.message);
       }
       return out;
@@ -154,7 +154,7 @@ export function createContextWindow(options: {
     blockMessages() {
       const out: ModelMessage[] = [];
       for (const block of blocks) {
-        if (block.stub !== undefined) continue;
+        if (block.summary !== undefined) continue;
         for (const item of block.items) if (item.kind === 'message') out.push(item.message);
       }
       return out;

@@ -1,7 +1,7 @@
 declare module '../bus/events.js' {
   interface BusEventMap {
     /**
-     * The run's context was made smaller. `step`: a closed block became a stub; `threshold`: rebuilt from
+     * The run's context was made smaller. `step`: a closed block became its summary; `threshold`: rebuilt from
      * the ledger; `emergency`: older messages were summarised by the model.
      */
     'engage:compacted': {

@@ -1,14 +1,14 @@
 export { type CompactionReport, compactIfNeeded, formatLedgerForContext } from './compaction.js';
 export { type EngageConfig, engageConfigSchema, engageOptionsFromConfig } from './config.js';
 export {
+  blockSummaryLimits,
   type ContextWindow,
   createContextWindow,
-  formatBlockStub,
-  formatStepStub,
+  formatBlockSummary,
+  formatStepSummary,
   type LearnedEntry,
   pairSafeTail,
   type StepMarker,
-  stubLimits,
 } from './context-window.js';
 export {
   type EngageContextOptions,

@@ -25,7 +25,7 @@ export interface EngageContextOptions {
   compactKeepRecent?: number;
   /** Turns without a ledger write before a reminder; 0 turns the nudge off. Default 5. */
   ledgerNudgeInterval?: number;
-  /** Replace closed blocks by their step stubs. Default true. */
+  /** Replace closed blocks by their summaries. Default true. */
   truncateClosedBlocks?: boolean;
   /** Fewer ledger entries than this make threshold compaction fall back to summarisation. Default 3. */
   minLedgerEntries?: number;

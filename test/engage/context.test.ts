@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { formatBlockStub, formatLedgerForContext, pairSafeTail, stubLimits } from '../../src/engage/index.js';
+import {
+  blockSummaryLimits,
+  formatBlockSummary,
+  formatLedgerForContext,
+  pairSafeTail,
+} from '../../src/engage/index.js';
 import type { LedgerEntry } from '../../src/ledger/index.js';
 import { estimateTokens, type ModelMessage, type ModelRequest } from '../../src/model/index.js';
 import { defineTool } from '../../src/tools/index.js';
@@ -88,7 +93,7 @@ describe('context helpers', () => {
 });
 
 describe('bounded sub-contexts in the loop', () => {
-  it('a step entry closes the block: the next request carries the stub instead of the block', async () => {
+  it('a step entry closes the block: the next request carries the summary instead of the block', async () => {
     const harness = await createHarness({
       model: {
         steps: [
@@ -115,7 +120,7 @@ describe('bounded sub-contexts in the loop', () => {
     });
   });
 
-  it("a closed block's stub keeps the findings and decisions written in it, and only those", async () => {
+  it("a closed block's summary keeps the findings and decisions written in it, and only those", async () => {
     const harness = await createHarness({
       model: {
         steps: [
@@ -168,24 +173,26 @@ describe('bounded sub-contexts in the loop', () => {
     ]);
   });
 
-  it('caps what a stub keeps, newest first, and says how much is left in the ledger', () => {
+  it('caps what a summary keeps, newest first, and says how much is left in the ledger', () => {
     const learned = Array.from({ length: 14 }, (_, index) => ({
       seq: index + 1,
       entryType: (index % 2 === 0 ? 'finding' : 'decision') as 'finding' | 'decision',
       content: `fact ${index + 1} ${'x'.repeat(400)}`,
     }));
-    const stub = formatBlockStub([{ seq: 15, content: 'done' }], learned);
-    const lines = stub.split('\n');
+    const summary = formatBlockSummary([{ seq: 15, content: 'done' }], learned);
+    const lines = summary.split('\n');
     expect(lines[0]).toBe('[completed step 15: done]');
     expect(lines[1]).toBe('Learned in this step:');
     const kept = lines.filter((line) => /^ {2}(finding|decision) #/.test(line));
-    expect(kept.length).toBeLessThanOrEqual(stubLimits.maxEntries);
-    expect(kept.join('\n').length).toBeLessThanOrEqual(stubLimits.maxChars);
+    expect(kept.length).toBeLessThanOrEqual(blockSummaryLimits.maxEntries);
+    expect(kept.join('\n').length).toBeLessThanOrEqual(blockSummaryLimits.maxChars);
     expect(kept.at(-1)).toMatch(/^ {2}decision #14: fact 14 x+…$/);
     expect(lines.at(-1)).toBe(
       `  (${14 - kept.length} earlier finding(s)/decision(s) of this step are in the ledger: ledger_read)`,
     );
-    expect(formatBlockStub([{ seq: 2, content: 'only a step' }], [])).toBe('[completed step 2: only a step]');
+    expect(formatBlockSummary([{ seq: 2, content: 'only a step' }], [])).toBe(
+      '[completed step 2: only a step]',
+    );
   });
 
   it('nudges after ledgerNudgeInterval turns without a ledger write', async () => {

@@ -18,12 +18,12 @@ function stepModel(): LanguageModel & { requests: ModelRequest[] } {
     async *doStream(request): AsyncIterable<ModelStreamEvent> {
       requests.push(request);
       const turn = request.messages.filter((message) => message.role === 'assistant').length;
-      const stubbed = request.messages.some((message) => message.content.startsWith('[completed step'));
-      if (turn === 0 && !stubbed) {
+      const summarized = request.messages.some((message) => message.content.startsWith('[completed step'));
+      if (turn === 0 && !summarized) {
         yield call('c1', 'finding', 'Vendor B has no public API.');
         yield call('c2', 'decision', 'Compare A and C only.');
         yield { type: 'finish', stopReason: 'tool_calls' };
-      } else if (!stubbed) {
+      } else if (!summarized) {
         yield call('c3', 'step', 'Surveyed the vendors.');
         yield { type: 'finish', stopReason: 'tool_calls' };
       } else {
@@ -35,7 +35,7 @@ function stepModel(): LanguageModel & { requests: ModelRequest[] } {
 }
 
 describe('closed blocks keep what was learned (through the gateway)', () => {
-  it("a work item's run sees the step stub with its findings and decisions, not the transcript", async () => {
+  it("a work item's run sees the closed block's summary with its findings and decisions, not the transcript", async () => {
     const model = stepModel();
     const started = await startRuntime({ model });
     const client = await started.connect();

@@ -3,7 +3,7 @@ import { complete } from '../../../src/agents/pool/completions.js';
 import { createPoolState } from '../../../src/agents/pool/state.js';
 import type { WorkItem, WorkQueue } from '../../../src/work/index.js';
 
-function stubQueue() {
+function fakeQueue() {
   const calls: string[][] = [];
   let release!: () => void;
   let gate = new Promise<void>((resolve) => {
@@ -29,7 +29,7 @@ function stubQueue() {
 
 describe('worker pool batched completions', () => {
   it('sends one at once; those finishing meanwhile share the next statement, each with its own result', async () => {
-    const { queue, calls, open } = stubQueue();
+    const { queue, calls, open } = fakeQueue();
     const pool = createPoolState({ queue, runItem: async () => undefined });
     const first = complete(pool, { id: 'a' });
     const second = complete(pool, { id: 'b' });
