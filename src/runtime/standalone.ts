@@ -16,7 +16,7 @@ import {
   type SkillLibrary,
   skillsConfigSchema,
 } from '../skills/index.js';
-import { createStore } from '../store/index.js';
+import { createStore, type Store } from '../store/index.js';
 import { createToolRegistry } from '../tools/index.js';
 import { createIdGenerator, silentLogger } from '../util/index.js';
 import { createWorkQueue, type WorkQueue, workConfigSchema } from '../work/index.js';
@@ -37,7 +37,12 @@ export interface StandaloneWork {
 }
 
 /** The state directory's work queue and ledger, with no workers. */
-export async function openStandaloneWork(config: AgentdConfig): Promise<StandaloneWork> {
+export function openStandaloneWork(config: AgentdConfig): Promise<StandaloneWork> {
+  return openWorkState(config);
+}
+
+/** `openStandaloneWork` with the store it opened, for the pieces built on the same database. */
+async function openWorkState(config: AgentdConfig): Promise<StandaloneWork & { store: Store }> {
   const store = await createStore({
     stateDir: config.home,
     ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
@@ -46,9 +51,10 @@ export async function openStandaloneWork(config: AgentdConfig): Promise<Standalo
   const queue = createWorkQueue({
     db: store.db,
     bus: createBus(),
-    config: workConfigSchema.parse(config.sections.work ?? {}),
+    config: parseSection(workConfigSchema, config.sections.work, 'work'),
   });
   return {
+    store,
     queue,
     ledger: createLedger({ db: store.db }),
     close: async () => {
@@ -67,22 +73,12 @@ export interface StandaloneSkills {
 
 /** The workspace's skill library and its experience records; proposed work goes to the state's queue. */
 export async function openStandaloneSkills(config: AgentdConfig): Promise<StandaloneSkills> {
-  const store = await createStore({
-    stateDir: config.home,
-    ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
-    logger: silentLogger,
-  });
-  const skillsConfig = skillsConfigSchema.parse(config.sections.skills ?? {});
-  const ledger = createLedger({ db: store.db });
+  const skillsConfig = parseSection(skillsConfigSchema, config.sections.skills, 'skills');
+  const { store, queue, ledger, close } = await openWorkState(config);
   const library = createSkillLibrary({
     dirs: [join(config.home, 'workspace', 'skills')],
     db: store.db,
     ledger,
-  });
-  const queue = createWorkQueue({
-    db: store.db,
-    bus: createBus(),
-    config: workConfigSchema.parse(config.sections.work ?? {}),
   });
   const experience = createSkillExperience({
     db: store.db,
@@ -91,15 +87,7 @@ export async function openStandaloneSkills(config: AgentdConfig): Promise<Standa
     config: skillsConfig.experience,
     proposeWork: (work) => queue.submit({ ...work, source: 'skills' }),
   });
-  return {
-    library,
-    experience,
-    staleAfterDays: skillsConfig.staleAfterDays,
-    close: async () => {
-      await queue.close();
-      await store.close();
-    },
-  };
+  return { library, experience, staleAfterDays: skillsConfig.staleAfterDays, close };
 }
 
 /**
