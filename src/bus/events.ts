@@ -63,9 +63,8 @@ export interface BusEventScope {
   runId?: string;
 }
 
-/** One published event: its type, payload (`data`), routing scope and position (`seq`, `at`). */
-/** One event of the type `K`. */
-export interface BusEventOf<K extends BusEventType> extends BusEventScope {
+/** One published event of the type `K`: its payload (`data`), routing scope and position (`seq`, `at`). */
+interface BusEventOf<K extends BusEventType> extends BusEventScope {
   type: K;
   /** Process-local monotonically increasing sequence number. */
   seq: number;

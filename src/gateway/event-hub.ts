@@ -103,16 +103,15 @@ interface RunState {
 /** The gateway relays chat deltas at most this often per run, like OpenClaw does. */
 export const chatDeltaIntervalMs = 150;
 
-const runEventTypes = new Set<string>([
+const runEventTypeList = [
   'run:started',
   'run:text-delta',
   'run:tool-started',
   'run:tool-finished',
   'run:finished',
-]);
-type RunBusEvent = BusEvent<
-  'run:started' | 'run:text-delta' | 'run:tool-started' | 'run:tool-finished' | 'run:finished'
->;
+] as const;
+type RunBusEvent = BusEvent<(typeof runEventTypeList)[number]>;
+const runEventTypes = new Set<string>(runEventTypeList);
 const isRunEvent = (event: BusEvent): event is RunBusEvent => runEventTypes.has(event.type);
 
 const readScope = 'operator.read';
