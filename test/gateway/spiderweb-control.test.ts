@@ -1,27 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { Runtime } from '../../src/runtime.js';
 import { memoryMaintenanceKind } from '../../src/work/index.js';
-import { startRuntime } from '../runtime/helpers.js';
-
-/** A Spiderweb client that keeps every frame and waits for matching ones. */
-async function spiderweb(url: string) {
-  const socket = new WebSocket(url);
-  const received: any[] = [];
-  socket.on('message', (data) => received.push(JSON.parse(String(data))));
-  await new Promise((resolve, reject) => {
-    socket.once('open', resolve);
-    socket.once('error', reject);
-  });
-  const next = async (match: (message: any) => boolean) => {
-    for (;;) {
-      const found = received.find(match);
-      if (found) return found;
-      await new Promise((resolve) => socket.once('message', resolve));
-    }
-  };
-  return { socket, received, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
-}
+import { connectSpiderweb, startRuntime } from '../runtime/helpers.js';
 
 let runtime: Runtime | undefined;
 afterEach(async () => {
@@ -33,7 +13,7 @@ async function connect() {
   const started = await startRuntime();
   runtime = started.runtime;
   const base = started.url.replace(/\/$/, '');
-  const client = await spiderweb(
+  const client = await connectSpiderweb(
     `${base}/v1/agents/main/stream?session=control&token=${encodeURIComponent(started.runtime.state.token)}`,
   );
   await client.next((message) => message.type === 'session.ack');

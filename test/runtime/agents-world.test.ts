@@ -1,33 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { startRuntime } from './helpers.js';
-
-/** A Spiderweb client that collects every frame and waits for matching ones. */
-async function spiderweb(url: string) {
-  const socket = new WebSocket(url);
-  const received: any[] = [];
-  // Listening before `open`: the server's session.ack can arrive in the same chunk as the upgrade.
-  socket.on('message', (data) => received.push(JSON.parse(String(data))));
-  await new Promise((resolve, reject) => {
-    socket.once('open', resolve);
-    socket.once('error', reject);
-  });
-  const next = async (match: (message: any) => boolean) => {
-    for (;;) {
-      const found = received.find(match);
-      if (found) return found;
-      await new Promise((resolve) => socket.once('message', resolve));
-    }
-  };
-  return { socket, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
-}
+import { connectSpiderweb, startRuntime } from './helpers.js';
 
 describe('the agent world over both protocols', () => {
   it('spawns with cli_backend and position, messages, assigns and reads history; refuses unknown backends', async () => {
     const started = await startRuntime();
     const client = await started.connect();
     const base = started.url.replace(/\/$/, '');
-    const flat = await spiderweb(
+    const flat = await connectSpiderweb(
       `${base}/v1/agents/main/stream?session=world&token=${started.runtime.state.token}`,
     );
     try {

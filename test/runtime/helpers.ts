@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import WebSocket from 'ws';
 import { connectGateway, type GatewayClient } from '../../src/cli/gateway-client.js';
 import { loadConfig } from '../../src/config/index.js';
 import type { LanguageModel } from '../../src/model/index.js';
@@ -69,4 +70,27 @@ export function collectRun(
       }
     });
   });
+}
+
+/**
+ * A Spiderweb client that keeps every frame; `next` resolves with the first received frame that matches
+ * (already received or still to come).
+ */
+export async function connectSpiderweb(url: string) {
+  const socket = new WebSocket(url);
+  const received: any[] = [];
+  // Listening before `open`: the server's session.ack can arrive in the same chunk as the upgrade.
+  socket.on('message', (data) => received.push(JSON.parse(String(data))));
+  await new Promise((resolve, reject) => {
+    socket.once('open', resolve);
+    socket.once('error', reject);
+  });
+  const next = async (match: (message: any) => boolean) => {
+    for (;;) {
+      const found = received.find(match);
+      if (found) return found;
+      await new Promise((resolve) => socket.once('message', resolve));
+    }
+  };
+  return { socket, received, next, send: (frame: unknown) => socket.send(JSON.stringify(frame)) };
 }
