@@ -1,5 +1,6 @@
 import type { Bus, BusEvent, RunStatus } from '../bus/index.js';
 import type { Clock, Logger } from '../util/index.js';
+import { ErrorCodes } from '../util/index.js';
 import type { ForwardedEvent, MethodTable } from './method-table.js';
 import { scopeSatisfied } from './scopes.js';
 
@@ -118,10 +119,10 @@ const readScope = 'operator.read';
 
 function errorKindOf(code: string | undefined): string {
   switch (code) {
-    case 'PROVIDER_TIMEOUT':
-    case 'TIMEOUT':
+    case ErrorCodes.providerTimeout:
+    case ErrorCodes.timeout:
       return 'timeout';
-    case 'PROVIDER_RATE_LIMITED':
+    case ErrorCodes.providerRateLimited:
       return 'rate_limit';
     default:
       return 'unknown';
