@@ -1,7 +1,7 @@
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { parseMemoryAddress, toMemoryItem } from '../items.js';
 import { type EntryFilter, rowToEntry, type StoredEntry } from '../ltm-store.js';
-import { fuseRankings, rrfRankConstant, spreadToNeighbours } from '../ranking.js';
+import { fuseRankings, rrfRankConstant, type ScoredTurn, spreadToNeighbours } from '../ranking.js';
 import { estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
 import type {
   HistoryEntry,
@@ -112,34 +112,47 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
    * The lexical ranking: BM25 over each entry and its neighbouring turns, then neighbour smoothing over
    * the candidates; entries only reached through a neighbour are read afterwards. At most `needed` entries.
    */
+  // Widening passes of one search ask for the same full-text rows while `needed` stays under
+  // `candidateCount`: the ranking and the entries read for it are kept for the next pass.
+  let ranking:
+    | {
+        rowLimit: number;
+        rows: number;
+        ranked: ScoredTurn[];
+        known: Map<string, StoredEntry>;
+        read: Set<string>;
+      }
+    | undefined;
   const lexical = async (needed: number): Promise<Array<{ entry: StoredEntry; score: number }>> => {
     const { recall: settings } = config;
-    const rows = await ltm.fullText(
-      filter,
-      terms,
-      Math.max(needed, settings.candidateCount),
-      settings.contextWeights,
-      needed,
-    );
-    const known = new Map<string, StoredEntry>();
-    const candidates = rows.map((row) => {
-      const entry = rowToEntry(row);
-      known.set(entry.address, entry);
-      return {
-        sessionKey: entry.sessionKey,
-        memoryId: entry.memoryId,
-        score: row.rank,
-        spreads: isTurn(entry),
-      };
-    });
-    const ranked = spreadToNeighbours(candidates, settings.neighbourWeights);
+    const rowLimit = Math.max(needed, settings.candidateCount);
+    // `fullText` returns the same rows for a larger `needed` unless it would now redo the ranking over every
+    // match (fewer rows than needed), so only then, or with another row limit, is it asked again.
+    if (!ranking || ranking.rowLimit !== rowLimit || ranking.rows < Math.min(needed, rowLimit)) {
+      const rows = await ltm.fullText(filter, terms, rowLimit, settings.contextWeights, needed);
+      const known = new Map<string, StoredEntry>();
+      const candidates = rows.map((row) => {
+        const entry = rowToEntry(row);
+        known.set(entry.address, entry);
+        return {
+          sessionKey: entry.sessionKey,
+          memoryId: entry.memoryId,
+          score: row.rank,
+          spreads: isTurn(entry),
+        };
+      });
+      const ranked = spreadToNeighbours(candidates, settings.neighbourWeights);
+      ranking = { rowLimit, rows: rows.length, ranked, known, read: new Set(known.keys()) };
+    }
+    const { ranked, known, read } = ranking;
     const found: Array<{ entry: StoredEntry; score: number }> = [];
     let next = 0;
     while (found.length < needed && next < ranked.length) {
       // Read the unknown neighbours among the next best in one query; some are not turns and drop out.
       const window = ranked.slice(next, next + 2 * (needed - found.length));
       next += window.length;
-      const missing = window.filter((turn) => !known.has(`${turn.sessionKey}#${turn.memoryId}`));
+      const missing = window.filter((turn) => !read.has(`${turn.sessionKey}#${turn.memoryId}`));
+      for (const turn of missing) read.add(`${turn.sessionKey}#${turn.memoryId}`);
       for (const entry of await ltm.turnsAt(filter, missing)) known.set(entry.address, entry);
       for (const turn of window) {
         const entry = known.get(`${turn.sessionKey}#${turn.memoryId}`);

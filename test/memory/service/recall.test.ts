@@ -1,4 +1,4 @@
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { createHashingEmbedder } from '../../../src/memory/index.js';
 import { appendBatch, evictEntries, pickOldest, withSession } from '../../../src/memory/service/ram.js';
 import {
@@ -42,6 +42,29 @@ describeEachDatabase('memory recall', (getDb) => {
     await expect(search(ctx, { agentId: 'alpha', query: 'x', mode: 'hybrid' })).rejects.toMatchObject({
       code: 'INVALID_REQUEST',
     });
+  });
+
+  it('widens past excluded entries without asking the full-text index again', async () => {
+    const { ctx } = stepContext(getDb());
+    await appendBatch(
+      ctx,
+      sessionRef('old'),
+      Array.from({ length: 30 }, (_, index) => ({
+        role: index % 2 === 0 ? ('user' as const) : ('assistant' as const),
+        content: `hangar note ${index + 1}`,
+      })),
+    );
+    const all = await search(ctx, { agentId: 'alpha', query: 'hangar', limit: 30 });
+    const fullText = vi.spyOn(ctx.ltm, 'fullText');
+    const hits = await search(ctx, {
+      agentId: 'alpha',
+      query: 'hangar',
+      limit: 2,
+      excludeAddresses: new Set(all.slice(0, 10).map((hit) => hit.address)),
+    });
+    expect(hits.map((hit) => hit.address)).toEqual(all.slice(10, 12).map((hit) => hit.address));
+    // The first pass (4 entries, all excluded) and the wider one (16) share one ranking.
+    expect(fullText).toHaveBeenCalledTimes(1);
   });
 
   it('fuses vector and keyword ranks in hybrid mode', async () => {
