@@ -116,17 +116,23 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       }
     | undefined;
 
-  /** Commits the open group and settles its members. Runs with the lock held. */
-  const commitGroup = () => {
+  /**
+   * Commits the open group and settles its members; with `ended`, the group's transaction is already gone
+   * (rolled back by SQLite under a failing member) and its members fail with that cause. Runs with the lock
+   * held.
+   */
+  const commitGroup = (ended?: unknown) => {
     const open = group;
     if (!open) return;
     group = undefined;
-    let failure: unknown;
-    try {
-      driver.exec('COMMIT');
-    } catch (error) {
-      if (driver.inTransaction) driver.exec('ROLLBACK');
-      failure = translate(error);
+    let failure = ended;
+    if (failure === undefined) {
+      try {
+        driver.exec('COMMIT');
+      } catch (error) {
+        if (driver.inTransaction) driver.exec('ROLLBACK');
+        failure = translate(error);
+      }
     }
     for (const settle of open.settle) settle(failure);
   };
@@ -274,10 +280,11 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         }
       } catch (error) {
         scope.finished = true;
-        if (group && !driver.inTransaction) commitGroup();
+        const failure = translate(error);
+        if (group && !driver.inTransaction) commitGroup(failure);
         if (group && transactionsWaiting === 0) commitGroup();
         lock.release();
-        throw translate(error);
+        throw failure;
       }
       scope.finished = true;
       const open = group ?? { settle: [], savepoints: scope.savepoints };

@@ -86,8 +86,13 @@ export async function runSavepoint<Connection, T>(
       await execute(`RELEASE SAVEPOINT ${name}`);
       return result;
     } catch (error) {
-      await execute(`ROLLBACK TO SAVEPOINT ${name}`);
-      await execute(`RELEASE SAVEPOINT ${name}`);
+      try {
+        await execute(`ROLLBACK TO SAVEPOINT ${name}`);
+        await execute(`RELEASE SAVEPOINT ${name}`);
+      } catch {
+        // The savepoint is gone when the error ended the whole transaction (SQLite rolls back on a full
+        // disk or an I/O error; a connection can drop): the cause is the error worth reporting.
+      }
       throw error;
     }
   } finally {

@@ -68,6 +68,27 @@ describe('SQLite group commit', () => {
     expect(committedRows()).toEqual(['a', 'c']);
   });
 
+  it('fails the whole group with the cause when SQLite itself ended the transaction', async () => {
+    // Disk full or an I/O error makes SQLite roll the whole transaction back, the group's earlier members
+    // with it: every member must fail with that cause (retryable STORE_UNAVAILABLE), none resolve.
+    const diskFull = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    const results = await Promise.allSettled([
+      db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a'])),
+      db.transaction(async (tx) => {
+        await tx.run('INSERT INTO t (v) VALUES (?)', ['b']);
+        db.driver.exec('ROLLBACK');
+        throw diskFull;
+      }),
+    ]);
+    for (const result of results) {
+      expect(result.status).toBe('rejected');
+      expect((result as PromiseRejectedResult).reason).toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    }
+    expect(committedRows()).toEqual([]);
+    await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['c']));
+    expect(committedRows()).toEqual(['c']);
+  });
+
   it('commits an open group before a statement of its own runs', async () => {
     const grouped = Promise.all([
       db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a'])),
