@@ -7,6 +7,7 @@ import {
   type Span,
   SpanAttributes,
   startSpan,
+  withSpan,
 } from '../telemetry/index.js';
 import { type ExecuteToolCallOptions, executeToolCall, type ToolCallOutcome } from '../tools/index.js';
 import type { EngageOptions, EngageResult } from './types.js';
@@ -83,28 +84,19 @@ export async function traceRun(
 }
 
 /** `executeToolCall` as an `execute_tool {tool}` span, a child of the active turn (or of a code run). */
-export async function executeTracedToolCall(
+export function executeTracedToolCall(
   call: ModelToolCall,
   options: ExecuteToolCallOptions,
 ): Promise<ToolCallOutcome> {
-  const execute = () => executeToolCall(call, options);
-  const span = startSpan(`execute_tool ${call.name}`, {
-    attributes: {
-      [SpanAttributes.operationName]: 'execute_tool',
-      [SpanAttributes.toolName]: call.name,
-      [SpanAttributes.toolCallId]: call.id,
-      [SpanAttributes.toolType]: 'function',
-    },
-  });
-  if (!isTraced(span)) return execute();
-  try {
-    const outcome = await runInSpan(span, execute);
+  const attributes = {
+    [SpanAttributes.operationName]: 'execute_tool',
+    [SpanAttributes.toolName]: call.name,
+    [SpanAttributes.toolCallId]: call.id,
+    [SpanAttributes.toolType]: 'function',
+  };
+  return withSpan(`execute_tool ${call.name}`, { attributes }, async (span) => {
+    const outcome = await executeToolCall(call, options);
     if (outcome.isError) markSpanFailed(span, outcome.status);
     return outcome;
-  } catch (error) {
-    markSpanFailed(span, errorCodeOf(error));
-    throw error;
-  } finally {
-    span.end();
-  }
+  });
 }

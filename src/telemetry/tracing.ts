@@ -130,8 +130,10 @@ export async function withSpan<T>(
 ): Promise<T> {
   const parent = options.parent ?? context.active();
   const span = startSpan(name, options);
+  // A no-op span has nothing to mark or end: the untraced path is the plain call.
+  if (!isTraced(span)) return fn(span);
   try {
-    return await runInSpan(span, () => fn(span), parent);
+    return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (error) {
     markSpanFailed(span, errorCodeOf(error));
     throw error;
