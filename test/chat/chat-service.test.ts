@@ -11,6 +11,7 @@ import { createIdentityLoader } from '../../src/identity/index.js';
 import { createMemoryService, type MemoryService } from '../../src/memory/index.js';
 import { createKvStore, createSessionStore, type SqlDatabase } from '../../src/store/index.js';
 import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
+import { answerTurn } from '../helpers/chat-turn.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { tempHome } from '../runtime/helpers.js';
 
@@ -64,19 +65,7 @@ function chatOn(
     ...(extra.recallRefreshMs !== undefined ? { recallRefreshMs: extra.recallRefreshMs } : {}),
     ...(extra.clock ? { clock: extra.clock } : {}),
     idGenerator: createSequentialIdGenerator(),
-    runTurn: async (input) => {
-      const result = {
-        status: 'completed' as const,
-        text: 'answer',
-        newMessages: [{ role: 'assistant' as const, content: 'answer' }],
-        usage: { inputTokens: 1, outputTokens: 1 },
-        turns: 1,
-        activeSkills: [],
-        compactions: 0,
-      };
-      await input.beforeFinish(result);
-      return result;
-    },
+    runTurn: answerTurn,
   });
 }
 

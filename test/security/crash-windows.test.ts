@@ -12,6 +12,7 @@ import type { Runtime } from '../../src/runtime.js';
 import { createKvStore, createSessionStore, createStore } from '../../src/store/index.js';
 import { createScriptedModel } from '../../src/testing.js';
 import { createSequentialIdGenerator } from '../../src/util/index.js';
+import { answerTurn } from '../helpers/chat-turn.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { startRuntime, tempHome } from '../runtime/helpers.js';
 
@@ -48,19 +49,7 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
       bus,
       autoRecall: false,
       idGenerator: createSequentialIdGenerator(),
-      runTurn: async (input) => {
-        const result = {
-          status: 'completed' as const,
-          text: 'answer',
-          newMessages: [{ role: 'assistant' as const, content: 'answer' }],
-          usage: { inputTokens: 1, outputTokens: 1 },
-          turns: 1,
-          activeSkills: [],
-          compactions: 0,
-        };
-        await input.beforeFinish(result);
-        return result;
-      },
+      runTurn: answerTurn,
     });
     const recovered = new Promise<void>((resolve) => bus.on('memory:recovered', () => resolve()));
     await chat.send({
