@@ -19,9 +19,7 @@ export {
 } from './slo-metrics.js';
 export {
   activeContext,
-  agentdTracer,
   type Context,
-  contextWithSpan,
   errorCodeOf,
   isTraced,
   markSpanFailed,

@@ -1,6 +1,6 @@
 import { type Attributes, type Meter, metrics, ValueType } from '@opentelemetry/api';
 import type { MetricsRegistry } from './metrics.js';
-import { tracerName } from './tracing.js';
+import { SpanAttributes, tracerName } from './tracing.js';
 
 /** What answered a recall: memories found, nothing relevant, or a failure. Success is `hit` or `empty`. */
 export type RecallOutcome = 'hit' | 'empty' | 'error';
@@ -78,15 +78,15 @@ export function createSloMetrics(options: CreateSloMetricsOptions = {}): SloMetr
 
   return {
     recordResponse(seconds, status) {
-      response.record(seconds, { [runStatusKey]: status });
+      response.record(seconds, { [SpanAttributes.runStatus]: status });
       promResponse?.observe(seconds, { status });
     },
     recordRecall(outcome) {
-      recalls.add(1, { 'agentd.recall.outcome': outcome });
+      recalls.add(1, { [SpanAttributes.recallOutcome]: outcome });
       promRecalls?.inc({ outcome });
     },
     recordError(workerType, code, detail) {
-      errors.add(1, { ...detail, 'agentd.worker.type': workerType, 'error.type': code });
+      errors.add(1, { ...detail, [SpanAttributes.workerType]: workerType, [SpanAttributes.errorType]: code });
       promErrors?.inc({ worker_type: workerType, code });
     },
     setQueueDepth(depth) {
@@ -94,5 +94,3 @@ export function createSloMetrics(options: CreateSloMetricsOptions = {}): SloMetr
     },
   };
 }
-
-const runStatusKey = 'agentd.run.status';

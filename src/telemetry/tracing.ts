@@ -66,7 +66,7 @@ export interface StartSpanOptions {
 }
 
 /** The tracer, looked up per span: a tracer provider registered after startup (or by a test) takes effect. */
-export function agentdTracer() {
+function agentdTracer() {
   return trace.getTracer(tracerName);
 }
 
@@ -96,11 +96,6 @@ export function activeContext(): Context {
 export function runInSpan<T>(span: Span, fn: () => T, parent: Context = context.active()): T {
   if (!isTraced(span)) return fn();
   return context.with(trace.setSpan(parent, span), fn);
-}
-
-/** The context in which `span` is the parent: for callbacks that run later, outside the active context. */
-export function contextWithSpan(span: Span, parent: Context = context.active()): Context {
-  return trace.setSpan(parent, span);
 }
 
 /** Marks the span failed with a stable code; the message stays out (it can carry user data). */
