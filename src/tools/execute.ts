@@ -1,6 +1,6 @@
 import './events.js';
 import type { ModelToolCall } from '../model/index.js';
-import { AgentdError, formatZodIssues } from '../util/index.js';
+import { AgentdError, ErrorCodes, formatZodIssues } from '../util/index.js';
 import type { HookPipeline } from './hooks.js';
 import type { Policy } from './policy.js';
 import type { ToolRegistry } from './registry.js';
@@ -231,7 +231,7 @@ export async function executeToolCall(
     if (context.signal.aborted)
       return fail('aborted', 'The run was aborted while this tool was running.', args);
     const message = (error as Error)?.message ?? String(error);
-    const code = AgentdError.isInstance(error) ? error.code : 'TOOL_FAILED';
+    const code = AgentdError.isInstance(error) ? error.code : ErrorCodes.toolFailed;
     content = `${call.name} failed: ${AgentdError.isInstance(error) ? `${code}: ` : ''}${message}`;
     isError = true;
     status = 'error';

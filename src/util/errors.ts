@@ -112,6 +112,8 @@ export const ErrorCodes = {
   toolModuleNotFound: 'TOOL_MODULE_NOT_FOUND',
   toolModuleImportFailed: 'TOOL_MODULE_IMPORT_FAILED',
   toolModuleInvalid: 'TOOL_MODULE_INVALID',
+  /** A tool threw something that is not an AgentdError (what on_error hooks see as its code). */
+  toolFailed: 'TOOL_FAILED',
 } as const;
 
 /** Turns any thrown value into an AgentdError, keeping the original as `cause`. */
