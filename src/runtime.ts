@@ -47,6 +47,7 @@ import {
 } from './runtime/health-samples.js';
 import { registerOpsMethods } from './runtime/ops-methods.js';
 import { registerSkillMethods } from './runtime/skill-methods.js';
+import { withCredentialOverride } from './runtime/standalone.js';
 import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
@@ -456,19 +457,13 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   });
   recordWorkflowMetrics(bus, metrics);
 
-  const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel => {
-    const provider = name.slice(0, name.indexOf('/')).toLowerCase();
-    return resolveModel(name, {
+  const workflowModel = (name: string, credential?: { apiKey: string; baseUrl?: string }): LanguageModel =>
+    resolveModel(name, {
       env,
-      // The workflow's credential replaces the whole entry: its key goes to its own base URL, never to the
-      // endpoint configured for the main model.
-      credentials: credential
-        ? { ...credentials, [provider]: { apiKey: credential.apiKey, baseUrl: credential.baseUrl } }
-        : credentials,
+      credentials: withCredentialOverride(credentials, name, credential),
       logger,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
-  };
   const methods = createMethodTable();
   const userTurns = new Map<string, number>();
   // Agents come before chat, whose `/goal` is the planner's; what they announce reaches chat through this
@@ -584,12 +579,10 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     bus,
     runTurn: async (input) => {
       const started = clock.now();
-      let failed = true;
       let status = 'error';
       let code: string = ErrorCodes.internal;
       try {
         const result = await runTurn(input);
-        failed = result.status === 'error';
         status = result.status;
         code = result.error?.code ?? code;
         // Provider error texts can echo request data; they reach clients through `wait`, so scrub them here.
@@ -597,9 +590,10 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           result.error = { ...result.error, message: redactor.redactText(result.error.message) };
         return result;
       } finally {
-        slo.recordResponse((clock.now() - started) / 1000, status);
-        if (failed) slo.recordError('chat', code);
-        healthSamples.observeTurn(clock.now() - started, failed);
+        const elapsedMs = clock.now() - started;
+        slo.recordResponse(elapsedMs / 1000, status);
+        if (status === 'error') slo.recordError('chat', code);
+        healthSamples.observeTurn(elapsedMs, status === 'error');
       }
     },
     slashCommands: {

@@ -91,19 +91,32 @@ export async function openStandaloneSkills(config: AgentdConfig): Promise<Standa
 }
 
 /**
- * The model called `name` (default: the config's, else the first provider with a key). An override replaces
- * the provider's credential entry as a whole, so its key only goes to its own base URL.
+ * `credentials` with `override` in place of the entry of `modelName`'s provider. The override replaces the
+ * entry as a whole, so its key only goes to its own base URL, never to the endpoint configured for it.
  */
+export function withCredentialOverride(
+  credentials: ProviderCredentials,
+  modelName: string,
+  override: { apiKey?: string; baseUrl?: string } | undefined,
+): ProviderCredentials {
+  if (!override) return credentials;
+  const provider = modelName.slice(0, modelName.indexOf('/')).toLowerCase();
+  return { ...credentials, [provider]: { apiKey: override.apiKey, baseUrl: override.baseUrl } };
+}
+
+/** The model called `name` (default: the config's, else the first provider with a key), see `withCredentialOverride`. */
 export function resolveStandaloneModel(
   config: AgentdConfig,
   name?: string,
   override?: { apiKey?: string; baseUrl?: string },
 ): LanguageModel {
-  const credentials: ProviderCredentials = providerSettings(config.credentials);
-  const modelName = name ?? config.model ?? defaultModelName(process.env, credentials);
-  const provider = modelName.slice(0, modelName.indexOf('/')).toLowerCase();
-  if (override?.apiKey || override?.baseUrl)
-    credentials[provider] = { apiKey: override.apiKey, baseUrl: override.baseUrl };
+  const configured = providerSettings(config.credentials);
+  const modelName = name ?? config.model ?? defaultModelName(process.env, configured);
+  const credentials = withCredentialOverride(
+    configured,
+    modelName,
+    override?.apiKey || override?.baseUrl ? override : undefined,
+  );
   return resolveModel(modelName, { credentials, env: process.env });
 }
 
