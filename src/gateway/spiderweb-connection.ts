@@ -133,9 +133,7 @@ export function acceptSpiderwebConnection(
           receiveSynthesis(goalRequests.get(planId), planId, text);
           goalRequests.delete(planId);
         } else {
-          unclaimedSyntheses.set(planId, text);
-          if (unclaimedSyntheses.size > 16)
-            unclaimedSyntheses.delete(unclaimedSyntheses.keys().next().value!);
+          rememberBounded(unclaimedSyntheses, planId, text);
         }
       }
       if (
@@ -266,7 +264,7 @@ export function acceptSpiderwebConnection(
                   unclaimedSyntheses.delete(planId);
                   // After the goal's answer below, as if the synthesis had arrived later.
                   queueMicrotask(() => receiveSynthesis(request, planId, early));
-                } else goalRequests.set(planId, request);
+                } else rememberBounded(goalRequests, planId, request);
               }
               return { type: 'agent.control', request, sessionKey, ...(isRecord(result) ? result : {}) };
             },
@@ -489,4 +487,12 @@ export function acceptSpiderwebConnection(
     })
     .catch((error: unknown) => logger.warn({ err: error }, 'gateway: health check after session.ack failed'));
   return connection;
+}
+
+/** Plans one connection waits for (or syntheses it holds) at most: a plan that never ends cannot grow it. */
+const maxRememberedPlans = 16;
+
+function rememberBounded<Value>(map: Map<string, Value>, key: string, value: Value): void {
+  map.set(key, value);
+  if (map.size > maxRememberedPlans) map.delete(map.keys().next().value!);
 }
