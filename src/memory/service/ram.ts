@@ -312,23 +312,30 @@ export async function evictEntries(
 
 /**
  * The oldest entries the limits would evict once `incoming` entries are appended, so the append can evict
- * them in its own commit. None when an incoming entry is a tool result: it may belong to an older tool
- * call's group, which only the eviction after the append can see whole.
+ * them in its own commit, and the active tokens after the append (the eviction's `tokensBefore`). No
+ * victims when an incoming entry is a tool result: it may belong to an older tool call's group, which only
+ * the eviction after the append can see whole.
  */
-function victimsAfterAppend(ctx: MemoryContext, ram: RamSession, incoming: ReadonlyArray<StoredEntry>) {
+function victimsAfterAppend(
+  ctx: MemoryContext,
+  ram: RamSession,
+  incoming: ReadonlyArray<{ role: string; tokens: number }>,
+): { victims: StoredEntry[]; tokens: number } {
   const { config } = ctx;
-  if (incoming.some((entry) => entry.role === 'tool')) return [];
+  if (incoming.some((entry) => entry.role === 'tool')) return { victims: [], tokens: 0 };
   const active = activeOf(ram);
+  let tokens = tokensOf(active);
+  for (const entry of incoming) tokens += entry.tokens;
   const count = active.length + incoming.length;
-  const tokens = tokensOf(active) + tokensOf(incoming);
-  if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return [];
-  return pickOldest(
+  if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return { victims: [], tokens };
+  const victims = pickOldest(
     ram,
     (takenCount, takenTokens) =>
       count - takenCount > config.maxActiveEntries || tokens - takenTokens > config.maxActiveTokens,
     // The incoming entries are the latest; of the others none has to stay.
     0,
   );
+  return { victims, tokens };
 }
 
 /** The hard limit: evict the oldest groups until active entries and tokens fit (tombstones do not count). */
@@ -455,22 +462,12 @@ export async function appendBatch(
       started();
       const nowMs = ctx.clock.now();
       // What the append pushes over the limits is evicted in the append's own commit: one commit, not two.
-      const victims = victimsAfterAppend(
+      const { victims, tokens } = victimsAfterAppend(
         ctx,
         ram,
-        parsed.map((input) => buildEntry(ram, input, 0, nowMs)),
+        parsed.map((input) => ({ role: input.role, tokens: entryTokens(input) })),
       );
-      const eviction =
-        victims.length > 0
-          ? evictionOf(
-              ctx,
-              ram,
-              victims,
-              'limit',
-              tokensOf(activeOf(ram)) + parsed.reduce((sum, input) => sum + entryTokens(input), 0),
-              nowMs,
-            )
-          : undefined;
+      const eviction = victims.length > 0 ? evictionOf(ctx, ram, victims, 'limit', tokens, nowMs) : undefined;
       const written = await commit(
         ctx,
         ram,
