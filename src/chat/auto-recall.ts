@@ -18,9 +18,10 @@ export interface AutoRecallOptions {
    * background, one at a time, paced to this share.
    */
   maxShare: number;
-  /** Sessions remembered; the least recently recalled are forgotten first. */
-  maxSessions?: number;
 }
+
+/** Sessions whose last recall is remembered; the least recently recalled are forgotten first. */
+const maxSessions = 10_000;
 
 export interface AutoRecall {
   /** The recalled-memory block for the prompt of a turn of `ref` whose message is `query`. */
@@ -42,7 +43,6 @@ interface Recent {
  */
 export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
   const { clock, logger, refreshMs } = options;
-  const maxSessions = options.maxSessions ?? 10_000;
   const recent = new Map<string, Recent>();
   /** Sessions waiting for a background search, with the latest message of each. */
   const queued = new Map<string, { ref: SessionRef; query: string }>();

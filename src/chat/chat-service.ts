@@ -117,8 +117,6 @@ export interface CreateChatServiceOptions {
    * (a fast exchange, a client replaying messages) share one search. See `createAutoRecall`.
    */
   recallRefreshMs?: number;
-  /** With `recallRefreshMs`: the share of time searches of stale sessions may take (default 0.1). */
-  recallMaxShare?: number;
   /** Longest accepted user message, in characters. */
   maxMessageChars?: number;
   /** How many finished runs are remembered for `wait` and idempotency. */
@@ -229,7 +227,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     clock,
     logger,
     refreshMs: options.recallRefreshMs ?? 0,
-    maxShare: options.recallMaxShare ?? 0.1,
+    // With `recallRefreshMs`: searches of stale sessions take at most a tenth of the time.
+    maxShare: 0.1,
   });
   const ctx: ChatContext = {
     options,
