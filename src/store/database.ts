@@ -34,6 +34,11 @@ export interface SqlDatabase extends SqlExecutor {
    * Runs `work` in one transaction on one connection; commits when it resolves, rolls back when it throws.
    * On SQLite, other statements wait until the transaction ends, so an `await` inside cannot interleave
    * foreign writes into it.
+   *
+   * `work` must only do database work through `tx`. On SQLite, transactions queued behind a running one
+   * share its COMMIT (each in its own savepoint), and a caller's promise settles after that COMMIT: a `work`
+   * that awaits an earlier transaction's promise, or a lock an earlier caller holds around its transaction,
+   * never finishes, and one that awaits anything slow holds up every transaction of its group.
    */
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** Where the data lives, safe to print: a file path, `:memory:`, or a URL with the password removed. */
