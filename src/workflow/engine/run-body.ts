@@ -67,8 +67,8 @@ export interface BodyResult {
 /**
  * Runs what a node does with its input: an agent (through its model, with the node's tools), a registered
  * function, its tools in order (each output feeding the next), the default MERGE (outputs of the children
- * that count), or nothing (the input passes through). A registered function that returns a plain value
- * gives its result at once, not as a promise: the stage then goes on without two more microtask turns.
+ * that count), or nothing (the input passes through). Only agents, tools and functions that return a
+ * promise give a promise: the rest answer at once, so the stage goes on without two more microtask turns.
  * A function that throws gives a rejected promise, as an async body would.
  */
 export function runBody(
@@ -82,26 +82,34 @@ export function runBody(
   merging: boolean,
 ): BodyResult | Promise<BodyResult> {
   const manifest = node.manifest;
-  const registered = manifest.kind === 'agent' ? undefined : core.functions[node.id];
-  if (!registered) {
-    // Nothing to do (a START without a function, say): the input passes through, also at once.
-    if (manifest.kind !== 'agent' && manifest.tools.length === 0 && !merging)
-      return { output: input, toolErrors: false };
-    return runOtherBody(core, run, task, node, input, context, calls, merging);
+  if (manifest.kind === 'agent') return runToolBody(core, run, task, node, input, context, calls);
+  const registered = core.functions[node.id];
+  if (registered) {
+    let output: unknown;
+    try {
+      output = registered(input, new FunctionContext(core, task, node.id, context, run, '.'));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (typeof (output as PromiseLike<unknown> | null)?.then === 'function')
+      return Promise.resolve(output).then((value) => ({ output: value, toolErrors: false }));
+    return { output, toolErrors: false };
   }
-  let output: unknown;
-  try {
-    output = registered(input, new FunctionContext(core, task, node.id, context, run, '.'));
-  } catch (error) {
-    return Promise.reject(error);
+  if (manifest.tools.length > 0) return runToolBody(core, run, task, node, input, context, calls);
+  if (merging) {
+    // Default MERGE body: the outputs of the children that count under the failure mode, in child order.
+    const inputs = (input as { merge_inputs: MergeInput[] }).merge_inputs;
+    return {
+      output: inputs.filter((entry) => entry.status !== 'failure').map((entry) => entry.output),
+      toolErrors: false,
+    };
   }
-  if (typeof (output as PromiseLike<unknown> | null)?.then === 'function')
-    return Promise.resolve(output).then((value) => ({ output: value, toolErrors: false }));
-  return { output, toolErrors: false };
+  // Nothing to do (a START without a function, say): the input passes through.
+  return { output: input, toolErrors: false };
 }
 
-/** An agent, tools, the default MERGE or a pass-through. */
-async function runOtherBody(
+/** An agent with the node's tools, or the node's tools in order (each output feeding the next). */
+async function runToolBody(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
@@ -109,7 +117,6 @@ async function runOtherBody(
   input: unknown,
   context: ContextItem[],
   calls: ToolCallRecord[],
-  merging: boolean,
 ): Promise<BodyResult> {
   const manifest = node.manifest;
   const makeContext = (tool?: LoadedTool): WorkflowFunctionContext =>
@@ -150,24 +157,13 @@ async function runOtherBody(
     if (misuse) throw new ToolMisuseError(`agent node "${node.id}" misused a tool: ${misuse.error!.message}`);
     return { output, toolErrors: calls.some((call) => call.status === 'failure') };
   }
-  if (manifest.tools.length > 0) {
-    let value = input;
-    let toolErrors = false;
-    for (const toolId of manifest.tools) {
-      const result = await invokeTool(core, run, task, node, toolId, value, calls, makeContext);
-      if (result.ok) value = result.value;
-      else if (result.misuse) throw new ToolMisuseError(result.error.message, { toolId });
-      else toolErrors = true;
-    }
-    return { output: value, toolErrors };
+  let value = input;
+  let toolErrors = false;
+  for (const toolId of manifest.tools) {
+    const result = await invokeTool(core, run, task, node, toolId, value, calls, makeContext);
+    if (result.ok) value = result.value;
+    else if (result.misuse) throw new ToolMisuseError(result.error.message, { toolId });
+    else toolErrors = true;
   }
-  if (merging) {
-    // Default MERGE body: the outputs of the children that count under the failure mode, in child order.
-    const inputs = (input as { merge_inputs: MergeInput[] }).merge_inputs;
-    return {
-      output: inputs.filter((entry) => entry.status !== 'failure').map((entry) => entry.output),
-      toolErrors: false,
-    };
-  }
-  return { output: input, toolErrors: false };
+  return { output: value, toolErrors };
 }
