@@ -38,6 +38,8 @@ declare module '../bus/events.js' {
       sessionKey?: string;
       planId?: string;
       workItemId?: string;
+      /** The runtime's own upkeep (memory maintenance), not work anyone asked for. */
+      systemWork?: true;
       /** Saturation: how many tasks wait for a worker, and the bound. */
       queueDepth?: number;
       limit?: number;

@@ -364,8 +364,10 @@ export function createEventHub(options: {
     if (isRunEvent(event)) onRunEvent(event);
     const forwards = forwardsFor(event.type);
     if (!forwards) return;
-    for (const entry of forwards)
+    for (const entry of forwards) {
+      if (entry.include && !entry.include(event)) continue;
       deliver(event.sessionKey, entry.scopes, (sink) => sink.onForwardedEvent(entry, event));
+    }
   });
 
   return {

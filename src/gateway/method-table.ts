@@ -91,12 +91,15 @@ export interface ForwardedEvent {
   spiderweb: 'legacy' | 'additive';
   /** Builds the wire payload; defaults to the event data plus its routing scope and timestamp. */
   toPayload: (event: BusEvent) => Record<string, unknown>;
+  /** Which events of `busType` clients get; all when absent. */
+  include?: (event: BusEvent) => boolean;
 }
 
 export interface ForwardOptions<K extends BusEventType = BusEventType> {
   scopes?: ReadonlyArray<string>;
   spiderweb?: 'legacy' | 'additive';
   toPayload?: (event: BusEvent<K>) => Record<string, unknown>;
+  include?: (event: BusEvent<K>) => boolean;
 }
 
 export interface MethodTable {
@@ -191,6 +194,7 @@ export function createMethodTable(): MethodTable {
         spiderweb: options.spiderweb ?? 'additive',
         // The hub calls it only with events of `busType`.
         toPayload: (options.toPayload as ForwardedEvent['toPayload'] | undefined) ?? defaultPayload,
+        ...(options.include ? { include: options.include as NonNullable<ForwardedEvent['include']> } : {}),
       });
       events.add(wireName);
     },

@@ -479,7 +479,12 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   // Failures operators and clients must hear about (explicit error events, e.g. RAM-only mode).
   methods.forwardBusEvent('system:error', 'system.error');
   methods.forwardBusEvent('agent:plan', 'agent.plan', { spiderweb: 'legacy' });
-  methods.forwardBusEvent('agent:progress', 'agent.progress', { spiderweb: 'legacy' });
+  // The runtime's own upkeep (memory maintenance every interval) is no news for chat clients: its effects,
+  // when there are any, arrive as their own events (memory.event).
+  methods.forwardBusEvent('agent:progress', 'agent.progress', {
+    spiderweb: 'legacy',
+    include: (event) => event.data.systemWork !== true,
+  });
   methods.forwardBusEvent('agent:status', 'agent.status', { spiderweb: 'legacy' });
   methods.forwardBusEvent('agent:synthesis', 'agent.synthesis');
   methods.forwardBusEvent('agent:heartbeat', 'agent.heartbeat');

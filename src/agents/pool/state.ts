@@ -147,15 +147,13 @@ export function progress(
   item: WorkItem,
   message: string,
 ): void {
-  // The runtime's own upkeep (memory maintenance every interval) is no news for chat clients: its effects,
-  // when there are any, arrive as their own events (memory.event).
-  if (item.sessionKey === null && defaultSystemWorkKinds.includes(item.kind)) return;
   pool.bus?.publish(
     'agent:progress',
     {
       phase,
       message,
       workItemId: item.id,
+      ...(item.sessionKey === null && defaultSystemWorkKinds.includes(item.kind) ? { systemWork: true } : {}),
       ...(item.agentId ? { agentId: item.agentId } : {}),
       ...(item.sessionKey ? { sessionKey: item.sessionKey } : {}),
       ...(typeof item.params.planId === 'string' ? { planId: item.params.planId } : {}),
