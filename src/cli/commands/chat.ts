@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
 import { createRuntime, type Runtime } from '../../runtime.js';
-import { type ChatBackend, runChatRepl } from '../chat-repl.js';
+import { type ChatBackend, type ChatTurnResult, runChatRepl } from '../chat-repl.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
@@ -48,49 +48,34 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
       ) => {
         const json = options.json ?? false;
         const sessionKey = sessionKeyFor(options.agent, options.session);
-        let result: {
-          runId: string;
-          status: string;
-          text: string;
-          error?: { code: string; message: string };
-        };
+        let result: ChatTurnResult;
+        let runtime: Runtime | undefined;
+        let client: GatewayClient | undefined;
         try {
+          // The REPL's turn, with --timeout-ms, output streamed unless --json.
+          let backend: ChatBackend;
           if (options.url) {
-            const client = await connectFromOptions(options);
-            try {
-              result = await remoteTurn(client, sessionKey, text, options.timeoutMs, (delta) => {
-                if (!json) deps.io.stdout(delta);
-              });
-            } finally {
-              await client.close();
-            }
-            if (!json) deps.io.stdout('\n');
+            client = await connectFromOptions(options);
+            backend = remoteChatBackend(client, sessionKey, options.timeoutMs);
           } else {
-            const runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
-            try {
-              const off = runtime.bus.subscribe(
-                { sessionKey, types: ['run:text-delta', 'run:tool-started'] },
-                (event) => {
-                  if (json) return;
-                  if (event.type === 'run:text-delta') deps.io.stdout(event.data.delta);
-                  else deps.io.stderr(`[tool ${event.data.toolName}]\n`);
-                },
-              );
-              result = await runtime.sendMessage({
-                text,
-                agentId: options.agent,
-                sessionKey,
-                timeoutMs: options.timeoutMs,
-              });
-              off();
-              if (!json) deps.io.stdout('\n');
-            } finally {
-              await runtime.close();
-            }
+            runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
+            backend = localChatBackend(runtime, options.agent, sessionKey, options.timeoutMs);
           }
+          result = await backend.turn(text, {
+            delta: (delta) => {
+              if (!json) deps.io.stdout(delta);
+            },
+            tool: (name) => {
+              if (!json) deps.io.stderr(`[tool ${name}]\n`);
+            },
+          });
+          if (!json) deps.io.stdout('\n');
         } catch (error) {
           fail(deps, error, json);
           return;
+        } finally {
+          await client?.close();
+          await runtime?.close();
         }
         if (json) printJson(deps.io, { sessionKey, ...result });
         if (result.status !== 'completed') {
@@ -154,9 +139,13 @@ function statusLine(status: Record<string, unknown>): string {
 }
 
 /** The REPL against a running gateway: turns by `chat.send`, `/stop` by `chat.abort`, `/new` by `sessions.reset`. */
-export function remoteChatBackend(client: GatewayClient, sessionKey: string): ChatBackend {
+export function remoteChatBackend(
+  client: GatewayClient,
+  sessionKey: string,
+  timeoutMs = remoteTurnTimeoutMs,
+): ChatBackend {
   return {
-    turn: (text, on) => remoteTurn(client, sessionKey, text, remoteTurnTimeoutMs, on.delta, on.tool),
+    turn: (text, on) => remoteTurn(client, sessionKey, text, timeoutMs, on.delta, on.tool),
     async stop() {
       const result = await client.call<{ aborted: boolean }>('chat.abort', { sessionKey });
       return { aborted: result.aborted };
@@ -170,7 +159,12 @@ export function remoteChatBackend(client: GatewayClient, sessionKey: string): Ch
 }
 
 /** The REPL in this process: the runtime's chat service and session store. */
-export function localChatBackend(runtime: Runtime, agentId: string, sessionKey: string): ChatBackend {
+export function localChatBackend(
+  runtime: Runtime,
+  agentId: string,
+  sessionKey: string,
+  timeoutMs?: number,
+): ChatBackend {
   return {
     async turn(text, on) {
       const off = runtime.bus.subscribe(
@@ -181,7 +175,12 @@ export function localChatBackend(runtime: Runtime, agentId: string, sessionKey: 
         },
       );
       try {
-        return await runtime.sendMessage({ text, agentId, sessionKey });
+        return await runtime.sendMessage({
+          text,
+          agentId,
+          sessionKey,
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        });
       } finally {
         off();
       }
