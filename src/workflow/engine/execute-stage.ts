@@ -39,17 +39,15 @@ const noContext: StageContext = Object.freeze({
   metadata: undefined,
 });
 
-/** The node's context profile assembled from the memory stores; none when the node asks for `none`. */
-export async function stageContext(
+/** The node's context profile assembled from the memory stores (the caller handles `context: none`). */
+async function stageContext(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
   node: DagNode,
   input: unknown,
 ): Promise<StageContext> {
-  const profileId = node.manifest.context;
-  if (profileId === 'none') return noContext;
-  const profile = core.profiles.get(profileId)!;
+  const profile = core.profiles.get(node.manifest.context)!;
   const denial = denied(core, run, task, node, 'context', profile.id);
   if (denial) {
     core.emitter.emit(run, 'context_failed', task.taskId, node.id, {
