@@ -25,6 +25,18 @@ describe('exit codes as docs/cli.md lists them', () => {
     expect(result.code).toBe(3);
   });
 
+  it('3 from the workflow commands too when the gateway at --url cannot be reached', async () => {
+    for (const args of [
+      ['run', 'examples/mini-editor'],
+      ['eval', 'examples/mini-editor'],
+      ['inspect', 'wf_nope'],
+    ]) {
+      const result = await run([...args, '--url', 'ws://127.0.0.1:9']);
+      expect(result.err).toMatch(/\(GATEWAY_UNREACHABLE\)\n$/);
+      expect(result.code).toBe(3);
+    }
+  });
+
   it('2 for a bad option value', async () => {
     const result = await run(['--log-level', 'loud', 'status']);
     expect(result.err).toContain('--log-level must be one of');

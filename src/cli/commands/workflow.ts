@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { type LanguageModel, localModelMarker, offlineWorkNotice } from '../../model/index.js';
 import { createSqliteDatabase, createStore, type SqlDatabase, type Store } from '../../store/index.js';
-import { AgentdError, coerceError, ErrorCodes, silentLogger, UserInputError } from '../../util/index.js';
+import { ErrorCodes, silentLogger, UserInputError } from '../../util/index.js';
 import {
   createSqlRecordStore,
   createWorkflowEngine,
@@ -20,7 +20,7 @@ import {
   type WorkflowEngine,
   WorkflowValidationError,
 } from '../../workflow/index.js';
-import { terminalOf } from '../output.js';
+import { ExitCodes, reportError, terminalOf } from '../output.js';
 import { createProgressDisplay, type ProgressDisplay } from '../progress.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
 import { paintState, type Terminal } from '../terminal.js';
@@ -54,21 +54,18 @@ export interface WorkflowCommandDeps {
   terminal?: Terminal;
 }
 
-const exitFailure = 1;
-const exitUsage = 2;
-
 function workflowStateDir(deps: WorkflowCommandDeps, workflowId: string): string {
   return join(deps.stateDir, 'workflows', workflowId);
 }
 
 function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): void {
-  const failure = coerceError(error);
-  if (json) deps.stdout(`${JSON.stringify({ error: failure.toJSON() }, null, 2)}\n`);
-  else
-    deps.stderr(
-      `agentd: ${failure.message}${failure instanceof WorkflowValidationError ? '' : ` (${failure.code})`}\n`,
-    );
-  deps.setExitCode(AgentdError.isInstance(failure) && failure.fault === 'user' ? exitUsage : exitFailure);
+  // A validation failure's message lists the problems; its code would only repeat INVALID_CONFIG.
+  if (!json && error instanceof WorkflowValidationError) {
+    deps.stderr(`agentd: ${error.message}\n`);
+    deps.setExitCode(ExitCodes.usage);
+    return;
+  }
+  deps.setExitCode(reportError(deps, error, json));
 }
 
 /** Models resolved for a workflow's agents that are the offline one (their output is not real work). */
@@ -224,7 +221,7 @@ async function runRemote(
       result: { status: string; output?: unknown; error?: { code: string; message: string } };
     }>('workflow.run', { dir, ...(input !== null ? { input } : {}) }, { timeoutMs: remoteRunTimeoutMs });
     printRunResult(deps, { ...result, taskId }, options.json === true);
-    if (result.status === 'failure') deps.setExitCode(exitFailure);
+    if (result.status === 'failure') deps.setExitCode(ExitCodes.failure);
   } finally {
     await client.close();
   }
@@ -325,7 +322,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
       } catch (error) {
         if (options.json && error instanceof WorkflowValidationError) {
           deps.stdout(`${JSON.stringify({ valid: false, issues: error.issues }, null, 2)}\n`);
-          deps.setExitCode(exitUsage);
+          deps.setExitCode(ExitCodes.usage);
         } else fail(deps, error, options.json === true);
       }
     });
@@ -366,7 +363,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
             deps.stderr(
               `${localModelMarker} The agents of this run used the offline model. ${offlineWorkNotice}\n`,
             );
-          if (result.status === 'failure') deps.setExitCode(exitFailure);
+          if (result.status === 'failure') deps.setExitCode(ExitCodes.failure);
         } catch (error) {
           fail(deps, error, options.json === true);
         } finally {
@@ -444,7 +441,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
                 `fixed: ${report.fixed.map((entry) => `${entry.suite}/${entry.caseId}`).join(', ')}\n`,
               );
           }
-          if (report.totals.failed > 0) deps.setExitCode(exitFailure);
+          if (report.totals.failed > 0) deps.setExitCode(ExitCodes.failure);
         } catch (error) {
           fail(deps, error, options.json === true);
         } finally {
