@@ -129,6 +129,11 @@ export const memoryConfigSchema = z
         neighbourWeights: z.array(z.number().min(0).max(1)).max(8).default([0.2, 0.1, 0.05]),
         /** Full-text candidates ranked before neighbour smoothing and fusion. */
         candidateCount: z.number().int().min(1).max(1000).default(100),
+        /**
+         * Most rows one full-text search ranks on SQLite, where ranking costs about a microsecond a row:
+         * beyond it the commonest query terms are left out, then only the newest matches are ranked.
+         */
+        maxScoredRows: z.number().int().min(100).default(5_000),
       })
       .default({
         defaultLimit: 25,
@@ -139,6 +144,7 @@ export const memoryConfigSchema = z
         contextWeights: { before: 0.5, after: 0.2 },
         neighbourWeights: [0.2, 0.1, 0.05],
         candidateCount: 100,
+        maxScoredRows: 5_000,
       }),
     embeddings: memoryEmbeddingsConfigSchema,
   })

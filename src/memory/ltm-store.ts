@@ -260,6 +260,65 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     return Number(row!.id);
   };
 
+  /**
+   * Rows matching each term (capped at the row budget + 1), kept until the table has grown by a tenth:
+   * document frequencies move slowly, and counting a common term costs about 0.1 µs per matching row.
+   */
+  const termRowCounts = new Map<string, { rows: number; cap: number; highestRowId: number }>();
+  const maxCachedTerms = 4_096;
+
+  const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
+    const cached = termRowCounts.get(term);
+    if (cached && cached.cap >= cap && highestRowId - cached.highestRowId <= cached.highestRowId / 10)
+      return Math.min(cached.rows, cap + 1);
+    const row = await db.get<{ n: number }>(
+      'SELECT count(*) AS n FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
+      [ftsAnyOf([term]), cap + 1],
+    );
+    const rows = Number(row?.n ?? 0);
+    termRowCounts.delete(term);
+    if (termRowCounts.size >= maxCachedTerms) termRowCounts.delete(termRowCounts.keys().next().value!);
+    termRowCounts.set(term, { rows, cap, highestRowId });
+    return rows;
+  };
+
+  /**
+   * The FTS5 query of a search whose bm25() ranking touches at most about `maxScoredRows` rows. Terms are
+   * taken rarest first while their matches fit the budget; the common ones left out carry the least
+   * weight in BM25 (their inverse document frequency is lowest). When even the rarest term matches more
+   * rows than the budget, only its newest `maxScoredRows` matches are ranked (a memory favours the recent
+   * when a query names nothing rarer). Under the budget, every term is searched as before.
+   */
+  const sqliteMatchPlan = async (
+    terms: ReadonlyArray<string>,
+    maxScoredRows: number,
+  ): Promise<{ match: string; afterRowId?: number }> => {
+    if (!Number.isFinite(maxScoredRows)) return { match: ftsAnyOf(terms) };
+    const highest = await db.get<{ id: number | null }>('SELECT max(id) AS id FROM memory_entries');
+    const highestRowId = Number(highest?.id ?? 0);
+    if (highestRowId <= maxScoredRows) return { match: ftsAnyOf(terms) };
+    const counted: Array<{ term: string; rows: number }> = [];
+    for (const term of terms)
+      counted.push({ term, rows: await countTermRows(term, maxScoredRows, highestRowId) });
+    counted.sort((left, right) => left.rows - right.rows);
+    const kept: string[] = [];
+    let scored = 0;
+    for (const { term, rows } of counted) {
+      if (rows === 0) continue;
+      if (kept.length > 0 && scored + rows > maxScoredRows) break;
+      kept.push(term);
+      scored += rows;
+    }
+    if (kept.length === 0) return { match: ftsAnyOf(terms) };
+    const match = ftsAnyOf(kept);
+    if (scored <= maxScoredRows) return { match };
+    const boundary = await db.get<{ rowid: number }>(
+      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?',
+      [match, maxScoredRows],
+    );
+    return boundary ? { match, afterRowId: Number(boundary.rowid) } : { match };
+  };
+
   return {
     dialect,
 
@@ -473,7 +532,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * Full-text ranking over each entry's words and those of the two turns before and after it (migration 0014), the
      * neighbours counting `weights.before` / `weights.after` of the entry's own words; `rank` is
      * higher-is-better on both dialects. Returns up to `limit` rows; when filters leave fewer than
-     * `enough`, the ranking is redone over every match instead of the best-ranked ones.
+     * `enough`, the ranking is redone over every match instead of the best-ranked ones. On SQLite, bm25()
+     * costs about a microsecond per matching row, so `maxScoredRows` bounds the rows it ranks (see
+     * `sqliteMatchPlan`).
      */
     async fullText(
       filter: EntryFilter,
@@ -481,32 +542,35 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       limit: number,
       weights: ContextWeights,
       enough = limit,
+      maxScoredRows = Number.POSITIVE_INFINITY,
     ): Promise<RankedRow[]> {
       if (terms.length === 0) return [];
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
-        const match = ftsAnyOf(terms);
+        const plan = await sqliteMatchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
         const bm25 = 'bm25(memory_fts, 1.0, ?, ?)';
         const columnWeights = [weights.before, weights.after];
+        const window = plan.afterRowId === undefined ? '' : ' AND memory_fts.rowid > ?';
+        const windowParams = plan.afterRowId === undefined ? [] : [plan.afterRowId];
         // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
         // before ranking costs far more. When filters drop too many candidates, rank over the full join.
         const candidates = Math.max(limit * 2, 50);
         let rows = await db.all<RankedRow>(
           `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, ${bm25} AS rank FROM memory_fts ` +
-            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
-          [...columnWeights, match, candidates, ...params, limit],
+            `WHERE memory_fts MATCH ?${window} ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+          [...columnWeights, plan.match, ...windowParams, candidates, ...params, limit],
         );
         if (rows.length < Math.min(enough, limit)) {
           const total = await db.get<{ n: number }>(
-            'SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
-            [match, candidates],
+            `SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?${window} LIMIT ?) m`,
+            [plan.match, ...windowParams, candidates],
           );
           if (Number(total?.n ?? 0) >= candidates) {
             rows = await db.all<RankedRow>(
               `SELECT ${entryColumns}, ${bm25} AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
-                `WHERE memory_fts MATCH ? AND ${where} ORDER BY rank LIMIT ?`,
-              [...columnWeights, match, ...params, limit],
+                `WHERE memory_fts MATCH ?${window} AND ${where} ORDER BY rank LIMIT ?`,
+              [...columnWeights, plan.match, ...windowParams, ...params, limit],
             );
           }
         }

@@ -129,7 +129,14 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
     // `fullText` returns the same rows for a larger `needed` unless it would now redo the ranking over every
     // match (fewer rows than needed), so only then, or with another row limit, is it asked again.
     if (!ranking || ranking.rowLimit !== rowLimit || ranking.rows < Math.min(needed, rowLimit)) {
-      const rows = await ltm.fullText(filter, terms, rowLimit, settings.contextWeights, needed);
+      const rows = await ltm.fullText(
+        filter,
+        terms,
+        rowLimit,
+        settings.contextWeights,
+        needed,
+        settings.maxScoredRows,
+      );
       const known = new Map<string, StoredEntry>();
       const candidates = rows.map((row) => {
         const entry = rowToEntry(row);

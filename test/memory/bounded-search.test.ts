@@ -1,0 +1,101 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SqlDatabase } from '../../src/store/index.js';
+import { openTestDatabase } from '../helpers/databases.js';
+import { createHarness, sessionRef } from './memory-fixtures.js';
+
+// The row budget of a full-text search on SQLite (config.recall.maxScoredRows): bm25() costs about a
+// microsecond for every row it ranks, so past the budget common terms are left out, then only the newest
+// matches are ranked. Under the budget the ranking is the exact BM25 one.
+describe('memory search with a bounded number of ranked rows [sqlite]', () => {
+  let db: SqlDatabase;
+  beforeEach(async () => {
+    db = await openTestDatabase('sqlite');
+  });
+  afterEach(async () => {
+    await db.close();
+  });
+
+  /**
+   * 300 turns, far apart from each other's context (each separated by unrelated filler turns): the first
+   * 30 say "lantern" three times (the best BM25 matches), the rest say it once; turn 5 also names "zephyr".
+   */
+  const seed = async (config: { maxScoredRows?: number }) => {
+    const harness = createHarness(db, {
+      config: { maxActiveEntries: 16, recall: config },
+    });
+    const entries = Array.from({ length: 300 }, (_, index) => {
+      const lantern = index < 30 ? 'lantern lantern lantern' : 'lantern';
+      const zephyr = index === 5 ? ' zephyr' : '';
+      return [
+        { role: 'user' as const, content: `note ${index}: ${lantern}${zephyr}` },
+        { role: 'assistant' as const, content: `filler alpha ${index}` },
+        { role: 'user' as const, content: `filler beta ${index}` },
+        { role: 'assistant' as const, content: `filler gamma ${index}` },
+      ];
+    }).flat();
+    for (let offset = 0; offset < entries.length; offset += 200)
+      await harness.memory.appendBatch(sessionRef(), entries.slice(offset, offset + 200));
+    return harness.memory;
+  };
+  /** The note number of each hit that is a note (neighbouring filler turns are left out). */
+  const notes = (hits: ReadonlyArray<{ content: string }>) =>
+    hits.flatMap((hit) => {
+      const match = /^note (\d+):/.exec(hit.content);
+      return match ? [Number(match[1])] : [];
+    });
+
+  it('ranks every match exactly while they fit the budget', async () => {
+    const memory = await seed({});
+    const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+    // The three-times notes are the best BM25 matches, wherever they are in time.
+    expect(notes(hits).every((note) => note < 30)).toBe(true);
+    expect(notes(hits).length).toBeGreaterThan(0);
+  });
+
+  it('ranks only the newest matches when even the rarest term matches more rows than the budget', async () => {
+    const memory = await seed({ maxScoredRows: 100 });
+    const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+    // Only the newest 100 matching rows (of 300 notes and their context rows) were ranked: the old
+    // three-times notes are out of reach, the recent ones rank.
+    expect(notes(hits).length).toBeGreaterThan(0);
+    expect(notes(hits).every((note) => note >= 200)).toBe(true);
+  });
+
+  it('leaves a common term out and keeps the rare one', async () => {
+    const near = (note: number) => Math.abs(note - 5) <= 1;
+    // Under the budget, "lantern" ranks too: notes far from note 5 fill the list.
+    const exact = await (await seed({})).search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
+    expect(notes(exact).some((note) => !near(note))).toBe(true);
+    await db.close();
+    db = await openTestDatabase('sqlite');
+    const memory = await seed({ maxScoredRows: 100 });
+    const hits = await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
+    // Only "zephyr" was searched: note 5, the turns around it and (through them) the notes next to it.
+    expect(hits[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
+    expect(notes(hits).every(near)).toBe(true);
+    // A term no row has does not count against the budget, and the search still answers.
+    const unknown = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 3 });
+    expect(unknown[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
+  });
+
+  it('counts a term again once the memory has grown past a tenth', async () => {
+    const harness = createHarness(db, { config: { maxActiveEntries: 16, recall: { maxScoredRows: 100 } } });
+    const { memory } = harness;
+    const turns = (count: number, word: string, from: number) =>
+      Array.from({ length: count }, (_, index) => ({
+        role: index % 2 ? ('assistant' as const) : ('user' as const),
+        content: `${index % 5 === 0 ? word : 'filler'} ${from + index}`,
+      }));
+    await memory.appendBatch(sessionRef(), turns(200, 'other', 0));
+    await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'comet sighting' }]);
+    // "comet" is rare: with "other" (200 / 5 turns, each seen by 5 rows' context: over the budget) it is searched alone.
+    let hits = await memory.search({ agentId: 'alpha', query: 'comet other', limit: 3 });
+    expect(hits[0]?.content).toBe('comet sighting');
+    // Now "comet" becomes common, newer than anything else; the cached count would still call it rare.
+    await memory.appendBatch(sessionRef(), turns(400, 'comet', 1000));
+    hits = await memory.search({ agentId: 'alpha', query: 'comet', limit: 10 });
+    // Recounted: over the budget, so only the newest matches are ranked, and the first sighting is not among them.
+    expect(hits.map((hit) => hit.content)).not.toContain('comet sighting');
+    expect(hits.length).toBeGreaterThan(0);
+  });
+});
