@@ -1,3 +1,5 @@
+import type { StageRecord } from './task.js';
+
 export type ArtifactType = 'node_output' | 'tool_result' | 'telemetry_snapshot';
 
 export interface Artifact {
@@ -30,50 +32,86 @@ export interface ArtifactQuery {
  */
 export interface ArtifactStore {
   add(artifact: Artifact): void;
+  /**
+   * The `node_output` artifact of a stage of a root task whose output is stored as it is (no redaction):
+   * kept as the stage record and built from it when read, since the record already holds all it says.
+   */
+  addRootStage(rootTaskId: string, stage: StageRecord): void;
   query(query: ArtifactQuery): Artifact[];
   forRun(rootTaskId: string): Artifact[];
   forget(rootTaskId: string): void;
 }
 
+type Entry = Artifact | StageRecord;
+
+/** The artifact an entry stands for; `rootTaskId` is the run it was added under. */
+function artifactOf(entry: Entry, rootTaskId: string): Artifact {
+  if ('artifactId' in entry) return entry;
+  return {
+    artifactId: `${rootTaskId}:${entry.index}`,
+    rootTaskId,
+    taskId: rootTaskId,
+    nodeId: entry.nodeId,
+    type: 'node_output',
+    createdAt: entry.completedAt,
+    payload: entry.output,
+    metadata: Object.freeze({ status: entry.nodeStatus, role: entry.nodeRole }),
+  };
+}
+
 export function createArtifactStore(): ArtifactStore {
-  const byRun = new Map<string, Artifact[]>();
-  const byTask = new Map<string, Artifact[]>();
+  const byRun = new Map<string, Entry[]>();
+  const byTask = new Map<string, Entry[]>();
+  const append = (index: Map<string, Entry[]>, key: string, entry: Entry) => {
+    const list = index.get(key);
+    if (list) list.push(entry);
+    else index.set(key, [entry]);
+  };
+  const filtered = (entries: ReadonlyArray<Entry>, rootTaskId: string | undefined, query: ArtifactQuery) => {
+    const out: Artifact[] = [];
+    for (const entry of entries) {
+      // A stage entry is only ever listed under its root task, so the list's key names its run.
+      const artifact = artifactOf(entry, 'artifactId' in entry ? entry.rootTaskId : rootTaskId!);
+      if (
+        (query.rootTaskId === undefined || artifact.rootTaskId === query.rootTaskId) &&
+        (query.nodeId === undefined || artifact.nodeId === query.nodeId) &&
+        (query.type === undefined || artifact.type === query.type) &&
+        (query.sinceMs === undefined || artifact.createdAt >= query.sinceMs) &&
+        (query.untilMs === undefined || artifact.createdAt <= query.untilMs)
+      )
+        out.push(artifact);
+    }
+    return out;
+  };
   return {
     add(artifact) {
-      const run = byRun.get(artifact.rootTaskId);
-      if (run) run.push(artifact);
-      else byRun.set(artifact.rootTaskId, [artifact]);
-      const task = byTask.get(artifact.taskId);
-      if (task) task.push(artifact);
-      else byTask.set(artifact.taskId, [artifact]);
+      append(byRun, artifact.rootTaskId, artifact);
+      append(byTask, artifact.taskId, artifact);
+    },
+    addRootStage(rootTaskId, stage) {
+      append(byRun, rootTaskId, stage);
+      append(byTask, rootTaskId, stage);
     },
     query(query) {
-      const source =
-        query.taskId !== undefined
-          ? (byTask.get(query.taskId) ?? [])
-          : query.rootTaskId !== undefined
-            ? (byRun.get(query.rootTaskId) ?? [])
-            : [...byRun.values()].flat();
-      return source.filter(
-        (artifact) =>
-          (query.rootTaskId === undefined || artifact.rootTaskId === query.rootTaskId) &&
-          (query.nodeId === undefined || artifact.nodeId === query.nodeId) &&
-          (query.type === undefined || artifact.type === query.type) &&
-          (query.sinceMs === undefined || artifact.createdAt >= query.sinceMs) &&
-          (query.untilMs === undefined || artifact.createdAt <= query.untilMs),
-      );
+      if (query.taskId !== undefined) return filtered(byTask.get(query.taskId) ?? [], query.taskId, query);
+      if (query.rootTaskId !== undefined)
+        return filtered(byRun.get(query.rootTaskId) ?? [], query.rootTaskId, query);
+      const out: Artifact[] = [];
+      for (const [rootTaskId, entries] of byRun) out.push(...filtered(entries, rootTaskId, query));
+      return out;
     },
-    forRun: (rootTaskId) => (byRun.get(rootTaskId) ?? []).slice(),
+    forRun: (rootTaskId) => (byRun.get(rootTaskId) ?? []).map((entry) => artifactOf(entry, rootTaskId)),
     forget(rootTaskId) {
-      const artifacts = byRun.get(rootTaskId);
-      if (!artifacts) return;
+      const entries = byRun.get(rootTaskId);
+      if (!entries) return;
       byRun.delete(rootTaskId);
       // Neighbouring artifacts mostly belong to the same task (every stage of a chain does): skip the
       // repeated deletes of one id.
       let last: string | undefined;
-      for (const artifact of artifacts) {
-        if (artifact.taskId === last) continue;
-        last = artifact.taskId;
+      for (const entry of entries) {
+        const taskId = 'artifactId' in entry ? entry.taskId : rootTaskId;
+        if (taskId === last) continue;
+        last = taskId;
         byTask.delete(last);
       }
     },

@@ -138,7 +138,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       return buildInspection({
         taskId,
         tasks: [...run.tasks.values()],
-        events: run.events,
+        events: core.emitter.eventsOf(run),
         artifacts: core.artifacts.forRun(run.root.taskId),
         metadata: workflow.metadata,
       });

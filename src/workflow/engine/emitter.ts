@@ -1,4 +1,5 @@
 import type { Clock, Logger } from '../../util/index.js';
+import type { StageRecord, WorkflowTask } from '../task.js';
 import {
   busEventTypeOf,
   type PluginHost,
@@ -24,6 +25,24 @@ export interface Emitter {
     payload: Record<string, unknown>,
     timestamp?: number,
   ): void;
+  /**
+   * A stage's `node_started` (`ended` false, at its start, with `started` as payload) or its end:
+   * `node_failed` when the record has an error, else `node_completed`, at its completion. The record is
+   * made when the stage starts and completed in place before its end is reported. A stage of the root task
+   * that nobody receives (no listener, plugin or bus, nothing to redact) is only noted in the run's
+   * `deferred` list: `eventsOf` builds the same events from the record.
+   */
+  stage(
+    run: Run,
+    task: WorkflowTask,
+    stage: StageRecord,
+    ended: boolean,
+    started: Readonly<Record<string, unknown>>,
+  ): void;
+  /** Every event of the run in sequence order, the deferred ones built now. */
+  eventsOf(run: Run): TelemetryEvent[];
+  /** How many events of each type the run has, by type in order of first occurrence. */
+  countsOf(run: Run): Record<string, number>;
   /** An event of no run's sequence (a scheduler event for a run not yet known): delivered, not logged. */
   emitLoose(type: TelemetryEventType, taskId: string, payload: Record<string, unknown>): void;
   subscribe(listener: TelemetryListener): () => void;
@@ -77,20 +96,109 @@ export function createEmitter(options: EmitterOptions): Emitter {
     }
   }
 
+  const stageType = (stage: StageRecord, ended: boolean): TelemetryEventType =>
+    !ended ? 'node_started' : stage.error ? 'node_failed' : 'node_completed';
+  const stagePayload = (stage: StageRecord): Record<string, unknown> => {
+    const durationMs = stage.completedAt - stage.startedAt;
+    return stage.error ? { error: stage.error, durationMs } : { status: stage.nodeStatus, durationMs };
+  };
+
+  /**
+   * Walks the run's events in sequence order: the built ones in `run.events` and the deferred ones, whose
+   * sequence numbers are noted beside their records; every other number belongs to the next built event.
+   */
+  function replay(
+    run: Run,
+    visit: (
+      built: TelemetryEvent | undefined,
+      stage: StageRecord | undefined,
+      ended: boolean,
+      seq: number,
+    ) => void,
+  ): void {
+    const { events, deferred } = run;
+    let built = 0;
+    let next = 0;
+    while (built < events.length || next < deferred.length) {
+      const seq = built + next / 2 + 1;
+      const mark = deferred[next] as number | undefined;
+      if (mark === seq || mark === -seq) {
+        visit(undefined, deferred[next + 1] as StageRecord, mark < 0, seq);
+        next += 2;
+      } else visit(events[built++], undefined, false, seq);
+    }
+  }
+
+  function emit(
+    run: Run,
+    type: TelemetryEventType,
+    taskId: string,
+    stageId: string | undefined,
+    payload: Record<string, unknown>,
+    timestamp?: number,
+  ): void {
+    const event: TelemetryEvent = {
+      eventId: `${run.root.taskId}:${++run.seq}`,
+      rootTaskId: run.root.taskId,
+      taskId,
+      stageId,
+      type,
+      timestamp: timestamp ?? clock.now(),
+      payload: redact ? redact(payload) : payload,
+      metadata: eventMetadata,
+    };
+    run.events.push(event);
+    if (listeners.length > 0 || plugins.count > 0 || publish) deliver(event);
+  }
+
   return {
-    emit(run, type, taskId, stageId, payload, timestamp) {
-      const event: TelemetryEvent = {
-        eventId: `${run.root.taskId}:${++run.seq}`,
-        rootTaskId: run.root.taskId,
-        taskId,
-        stageId,
-        type,
-        timestamp: timestamp ?? clock.now(),
-        payload: redact ? redact(payload) : payload,
-        metadata: eventMetadata,
-      };
-      run.events.push(event);
-      if (listeners.length > 0 || plugins.count > 0 || publish) deliver(event);
+    emit,
+    stage(run, task, stage, ended, started) {
+      if (task === run.root && !redact && listeners.length === 0 && plugins.count === 0 && !publish) {
+        const seq = ++run.seq;
+        run.deferred.push(ended ? -seq : seq, stage);
+        return;
+      }
+      emit(
+        run,
+        stageType(stage, ended),
+        task.taskId,
+        stage.nodeId,
+        ended ? stagePayload(stage) : started,
+        ended ? stage.completedAt : stage.startedAt,
+      );
+    },
+    eventsOf(run) {
+      if (run.deferred.length === 0) return run.events.slice();
+      const rootTaskId = run.root.taskId;
+      const out: TelemetryEvent[] = [];
+      replay(run, (built, stage, ended, seq) => {
+        if (built) {
+          out.push(built);
+          return;
+        }
+        out.push({
+          eventId: `${rootTaskId}:${seq}`,
+          rootTaskId,
+          taskId: rootTaskId,
+          stageId: stage!.nodeId,
+          type: stageType(stage!, ended),
+          timestamp: ended ? stage!.completedAt : stage!.startedAt,
+          payload: ended
+            ? stagePayload(stage!)
+            : Object.freeze({ role: stage!.nodeRole, kind: stage!.nodeKind }),
+          metadata: eventMetadata,
+        });
+      });
+      return out;
+    },
+    countsOf(run) {
+      const counts: Record<string, number> = {};
+      replay(run, (built, stage, ended) => {
+        const type = built ? built.type : stageType(stage!, ended);
+        counts[type] = (counts[type] ?? 0) + 1;
+      });
+      return counts;
     },
     emitLoose(type, taskId, payload) {
       deliver({

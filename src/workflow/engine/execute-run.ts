@@ -64,8 +64,7 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
   const { root } = run;
   const { workflow } = core;
   run.finished = true;
-  const counts: Record<string, number> = {};
-  for (const event of run.events) counts[event.type] = (counts[event.type] ?? 0) + 1;
+  const counts = core.emitter.countsOf(run);
   core.artifacts.add({
     artifactId: `${root.taskId}:telemetry`,
     rootTaskId: root.taskId,
@@ -73,12 +72,12 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     nodeId: undefined,
     type: 'telemetry_snapshot',
     createdAt: root.completedAt ?? core.clock.now(),
-    payload: { eventCounts: counts, events: run.events.length },
+    payload: { eventCounts: counts, events: run.seq },
     metadata: { ...workflow.metadata },
   });
   core.metrics.increment('task.completions', `status=${outcomeOf(root.state)}`);
   if (core.durable) {
-    const events = run.events.slice();
+    const events = core.emitter.eventsOf(run);
     const artifacts = core.artifacts.forRun(root.taskId);
     core.persist(run, (store) => store.saveRunRecords(root.taskId, events, artifacts));
   }

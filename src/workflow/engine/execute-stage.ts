@@ -253,12 +253,28 @@ export async function executeStage(
   task.lifecycle = 'active';
   if (task.state === 'pending') task.state = 'in_progress';
   task.currentStageId = node.id;
-  emitter.emit(run, 'node_started', task.taskId, node.id, statics.started, startedAt);
-
   const mergeInputs = node.role === 'merge' ? run.pendingMerges.get(task.taskId) : undefined;
   if (mergeInputs) run.pendingMerges.delete(task.taskId);
   const input = mergeInputs ? { merge_inputs: mergeInputs } : nodeInput(task);
   const calls: ToolCallRecord[] = [];
+  // Made now and completed in place when the stage ends: the stage's events are built from it (see
+  // `emitter.stage`). Its fields are all set here, in the order the record has always been written in.
+  const stage: StageRecord = {
+    index: task.history.length,
+    nodeId: node.id,
+    nodeRole: node.role,
+    nodeKind: manifest.kind,
+    input,
+    output: null,
+    nodeStatus: 'success',
+    toolCalls: calls,
+    contextProfileId: manifest.context,
+    contextMetadata: undefined,
+    startedAt,
+    completedAt: startedAt,
+  };
+  emitter.stage(run, task, stage, false, statics.started);
+
   const outcome: StageOutcome = {
     output: undefined,
     partial: false,
@@ -276,20 +292,10 @@ export async function executeStage(
   }
 
   const completedAt = clock.now();
-  const stage: StageRecord = {
-    index: task.history.length,
-    nodeId: node.id,
-    nodeRole: node.role,
-    nodeKind: manifest.kind,
-    input,
-    output: error ? null : outcome.output,
-    nodeStatus: error ? 'failure' : outcome.partial ? 'partial' : 'success',
-    toolCalls: calls,
-    contextProfileId: manifest.context,
-    contextMetadata: outcome.contextMetadata,
-    startedAt,
-    completedAt,
-  };
+  stage.output = error ? null : outcome.output;
+  stage.nodeStatus = error ? 'failure' : outcome.partial ? 'partial' : 'success';
+  stage.contextMetadata = outcome.contextMetadata;
+  stage.completedAt = completedAt;
   if (error) stage.error = error;
   task.history.push(stage);
   task.stageResults[node.id] = stage;
@@ -299,16 +305,18 @@ export async function executeStage(
   const labels = statics.labels;
   core.metrics.recordDuration('node.duration_ms', labels.node, completedAt - startedAt);
   core.metrics.increment('node.executions', labels[stage.nodeStatus]);
-  core.artifacts.add({
-    artifactId: `${task.taskId}:${stage.index}`,
-    rootTaskId: run.root.taskId,
-    taskId: task.taskId,
-    nodeId: node.id,
-    type: 'node_output',
-    createdAt: completedAt,
-    payload: core.redact ? core.redact(stage.output) : stage.output,
-    metadata: statics.artifactMetadata[stage.nodeStatus],
-  });
+  if (task === run.root && !core.redact) core.artifacts.addRootStage(task.taskId, stage);
+  else
+    core.artifacts.add({
+      artifactId: `${task.taskId}:${stage.index}`,
+      rootTaskId: run.root.taskId,
+      taskId: task.taskId,
+      nodeId: node.id,
+      type: 'node_output',
+      createdAt: completedAt,
+      payload: core.redact ? core.redact(stage.output) : stage.output,
+      metadata: statics.artifactMetadata[stage.nodeStatus],
+    });
   // Guarded here rather than only inside `persist`: the closure alone is an allocation per stage.
   if (core.durable)
     core.persist(run, (store) => store.appendStage(task, core.redact ? core.redact(stage) : stage));
@@ -318,14 +326,7 @@ export async function executeStage(
 
   if (error) {
     task.failureSignatures.push(`${node.id}:${error.code}`);
-    emitter.emit(
-      run,
-      'node_failed',
-      task.taskId,
-      node.id,
-      { error, durationMs: completedAt - startedAt },
-      completedAt,
-    );
+    emitter.stage(run, task, stage, true, statics.started);
     if (!mayContinue(node, error)) {
       conclude(
         core,
@@ -339,14 +340,7 @@ export async function executeStage(
     }
     task.toleratedFailure = true;
   } else {
-    emitter.emit(
-      run,
-      'node_completed',
-      task.taskId,
-      node.id,
-      { status: stage.nodeStatus, durationMs: completedAt - startedAt },
-      completedAt,
-    );
+    emitter.stage(run, task, stage, true, statics.started);
     if (outcome.partial) task.toleratedFailure = true;
   }
   route(core, run, task, node, outcome.selected, outcome.splitItems, completedAt);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IdGenerator } from '../../util/index.js';
 import type { WorkflowRecordWriter } from '../record-store.js';
-import type { TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
+import type { StageRecord, TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
 import type { TelemetryEvent } from '../telemetry.js';
 import type { WorkflowRunResult } from './types.js';
 
@@ -27,7 +27,17 @@ export interface QueuedStage {
 export interface Run {
   root: WorkflowTask;
   tasks: Map<string, WorkflowTask>;
+  /**
+   * The events built when they were emitted, in order. Not the whole log: read it through `eventsOf`,
+   * which merges in the `deferred` ones.
+   */
   events: TelemetryEvent[];
+  /**
+   * Events of root-task stages that nobody received when they happened, kept as pairs of a sequence number
+   * (negative for the stage's end) and the stage record they are made from when someone asks (see
+   * `emitter.ts`): a stage's two events would otherwise be five objects kept for as long as the run is.
+   */
+  deferred: Array<number | StageRecord>;
   seq: number;
   /** Created on first use (a node needing a signal, or a cancel): most deterministic runs never need one. */
   controller: AbortController | undefined;
@@ -92,6 +102,7 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     root,
     tasks: new Map([[root.taskId, root]]),
     events: [],
+    deferred: [],
     seq: 0,
     controller: undefined,
     cancelled: false,
