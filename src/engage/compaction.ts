@@ -112,6 +112,11 @@ function renderForSummary(messages: ReadonlyArray<ModelMessage>, maxChars: numbe
   return lines.join('\n');
 }
 
+/** Whether the context, with what the request adds to it, is above the budget that triggers compaction. */
+export function overContextBudget(window: ContextWindow, maxTokens: number, overheadTokens: number): boolean {
+  return window.measure().tokens + overheadTokens > maxTokens;
+}
+
 /**
  * Layers 2 and 3 of compaction, run before a model call when the context is above the budget.
  * Layer 2 rebuilds from the ledger: [system] + [task] + [ledger] + the recent messages (the whole open block
@@ -120,9 +125,9 @@ function renderForSummary(messages: ReadonlyArray<ModelMessage>, maxChars: numbe
  */
 export async function compactIfNeeded(options: CompactionOptions): Promise<CompactionReport | undefined> {
   const { window, maxTokens, overheadTokens } = options;
-  const before = window.render();
-  const tokensBefore = estimateTokens(before) + overheadTokens;
-  if (tokensBefore <= maxTokens) return undefined;
+  if (!overContextBudget(window, maxTokens, overheadTokens)) return undefined;
+  const before = window.measure();
+  const tokensBefore = before.tokens + overheadTokens;
 
   const system = window.systemPrompt();
   const systemMessages: ModelMessage[] = system === '' ? [] : [{ role: 'system', content: system }];
@@ -150,7 +155,7 @@ export async function compactIfNeeded(options: CompactionOptions): Promise<Compa
       trigger,
       tokensBefore,
       tokensAfter: estimateTokens(after) + overheadTokens,
-      messagesBefore: before.length,
+      messagesBefore: before.messages,
       messagesAfter: after.length,
       ledgerEntriesUsed: entries.length,
       usage,

@@ -1,4 +1,4 @@
-import type { ModelMessage } from '../model/index.js';
+import { estimateTokens, type ModelMessage } from '../model/index.js';
 
 /** A ledger `step` entry that closed a block. */
 export interface StepMarker {
@@ -20,6 +20,8 @@ type Item = { kind: 'message'; message: ModelMessage } | { kind: 'note'; message
 
 interface Block {
   items: Item[];
+  /** `estimateTokens` of the items' messages, kept as they are added. */
+  itemTokens: number;
   /** Findings and decisions written while the block was open. */
   learned: LearnedEntry[];
   /** Set once the block is closed and truncated: the one-line summaries that replace it. */
@@ -82,6 +84,11 @@ export interface ContextWindow {
   appendNote(content: string): void;
   /** system + head + blocks (closed ones as their summaries). */
   render(): ModelMessage[];
+  /**
+   * What `render()` would return, measured without rendering: its `estimateTokens` and its length. Kept up
+   * to date as messages are added, so checking the context against its budget every turn costs nothing.
+   */
+  measure(): { tokens: number; messages: number };
   /** The head messages (input history, or the rebuilt head after compaction). */
   head(): ModelMessage[];
   /** The latest user message of the run's input: the request every rebuilt context keeps. */
@@ -103,10 +110,15 @@ export function createContextWindow(options: {
   truncateClosedBlocks: boolean;
 }): ContextWindow {
   let head = [...options.history];
-  let blocks: Block[] = [{ items: [], learned: [] }];
+  let blocks: Block[] = [openEmptyBlock()];
   const skills = new Map<string, string>();
   const task = [...options.history].reverse().find((message) => message.role === 'user');
   let cachedSystem: string | undefined;
+  let systemTokens = 0;
+  // Everything after the system prompt, as rendered: estimateTokens is a sum over messages, so it is kept
+  // as a running total rather than recomputed over the whole conversation every turn.
+  let bodyTokens = estimateTokens(head);
+  let bodyMessages = head.length;
 
   const openBlock = () => blocks[blocks.length - 1]!;
   const systemPrompt = () => {
@@ -115,8 +127,16 @@ export function createContextWindow(options: {
       for (const [name, body] of skills)
         parts.push(`<active_skill name="${name}">\n${body}\n</active_skill>`);
       cachedSystem = parts.filter((part) => part.trim() !== '').join('\n\n');
+      systemTokens = cachedSystem === '' ? 0 : estimateTokens([{ role: 'system', content: cachedSystem }]);
     }
     return cachedSystem;
+  };
+  const addToOpenBlock = (kind: Item['kind'], message: ModelMessage, tokens: number) => {
+    const block = openBlock();
+    block.items.push({ kind, message });
+    block.itemTokens += tokens;
+    bodyTokens += tokens;
+    bodyMessages++;
   };
 
   return {
@@ -128,26 +148,35 @@ export function createContextWindow(options: {
     activeSkills: () => [...skills.keys()],
     appendTurn(messages, steps, learned = []) {
       const block = openBlock();
-      for (const message of messages) block.items.push({ kind: 'message', message });
-      block.learned.push(...learned);
+      for (const message of messages) addToOpenBlock('message', message, estimateTokens([message]));
+      if (learned.length > 0) block.learned.push(...learned);
       if (steps.length === 0) return false;
-      if (options.truncateClosedBlocks) block.summary = formatBlockSummary(steps, block.learned);
-      blocks.push({ items: [], learned: [] });
+      if (options.truncateClosedBlocks) {
+        block.summary = formatBlockSummary(steps, block.learned);
+        bodyTokens += estimateTokens([{ role: 'user', content: block.summary }]) - block.itemTokens;
+        bodyMessages += 1 - block.items.length;
+      }
+      blocks.push(openEmptyBlock());
       return true;
     },
     appendNote(content) {
-      openBlock().items.push({ kind: 'note', message: { role: 'user', content } });
+      const message: ModelMessage = { role: 'user', content };
+      addToOpenBlock('note', message, estimateTokens([message]));
     },
     render() {
       const out: ModelMessage[] = [];
       const system = systemPrompt();
       if (system !== '') out.push({ role: 'system', content: system });
-      out.push(...head);
+      for (const message of head) out.push(message);
       for (const block of blocks) {
         if (block.summary !== undefined) out.push({ role: 'user', content: block.summary });
         else for (const item of block.items) out.push(item.message);
       }
       return out;
+    },
+    measure() {
+      const system = systemPrompt();
+      return { tokens: systemTokens + bodyTokens, messages: (system === '' ? 0 : 1) + bodyMessages };
     },
     head: () => [...head],
     taskMessage: () => task,
@@ -165,9 +194,22 @@ export function createContextWindow(options: {
         .map((item) => item.message),
     rebuild(newHead, tail) {
       head = [...newHead];
-      blocks = [{ items: tail.map((message) => ({ kind: 'message' as const, message })), learned: [] }];
+      const tailTokens = estimateTokens(tail);
+      blocks = [
+        {
+          items: tail.map((message) => ({ kind: 'message' as const, message })),
+          itemTokens: tailTokens,
+          learned: [],
+        },
+      ];
+      bodyTokens = estimateTokens(head) + tailTokens;
+      bodyMessages = head.length + tail.length;
     },
   };
+}
+
+function openEmptyBlock(): Block {
+  return { items: [], itemTokens: 0, learned: [] };
 }
 
 /**

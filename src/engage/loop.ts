@@ -34,7 +34,7 @@ export function runEngage(options: EngageOptions): Promise<EngageResult> {
 }
 
 async function runLoop(options: EngageOptions, spans: RunTrace): Promise<EngageResult> {
-  const state = createRunState(options);
+  const state = createRunState(options, spans);
   const { model, bus, workItemId } = options;
   const { scope, logger, signal, limits, contextOptions, usage } = state;
   const { runId, agentId, sessionKey } = scope;

@@ -8,6 +8,7 @@ import {
   systemClock,
   UserInputError,
 } from '../util/index.js';
+import { type RunTrace, untracedRun } from './tracing.js';
 import type { EngageOptions, EngageResult, EngageUsage } from './types.js';
 
 const limitDefaults = {
@@ -38,6 +39,8 @@ export interface RunScope {
  */
 export interface RunState {
   readonly options: EngageOptions;
+  /** The run's spans (a no-op trace when the process is not traced). */
+  readonly trace: RunTrace;
   readonly scope: RunScope;
   readonly logger: Logger;
   readonly clock: Clock;
@@ -83,7 +86,7 @@ function resolveSettings(options: EngageOptions) {
 type RunSettings = ReturnType<typeof resolveSettings>;
 
 /** Checks the options (throwing `INVALID_REQUEST` for bad limits) and sets up the run's state. */
-export function createRunState(options: EngageOptions): RunState {
+export function createRunState(options: EngageOptions, trace: RunTrace = untracedRun): RunState {
   const { workItemId } = options;
   const { runId, agentId, sessionKey } = options.scope;
   const { limits, contextOptions } = resolveSettings(options);
@@ -109,6 +112,7 @@ export function createRunState(options: EngageOptions): RunState {
 
   return {
     options,
+    trace,
     scope: { runId, agentId, workItemId, ...(sessionKey !== undefined ? { sessionKey } : {}) },
     logger: (options.logger ?? silentLogger).child({ runId, agentId, workItemId }),
     clock: options.clock ?? systemClock,

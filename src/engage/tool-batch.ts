@@ -1,9 +1,8 @@
 import { estimateTokens, type ModelMessage, type ModelToolCall } from '../model/index.js';
-import type { ToolCallOutcome } from '../tools/index.js';
+import type { ExecuteToolCallOptions, ToolCallOutcome, ToolContext } from '../tools/index.js';
 import type { LearnedEntry, StepMarker } from './context-window.js';
 import type { RunState } from './run-state.js';
 import type { RunSetup } from './setup.js';
-import { executeTracedToolCall } from './tracing.js';
 
 /** What one turn's tool calls produced, with the calls tools made themselves (a sandboxed program's). */
 export interface ToolBatchResult {
@@ -12,12 +11,14 @@ export interface ToolBatchResult {
   nested: ToolCallOutcome[];
 }
 
+type CallTool = NonNullable<ToolContext['callTool']>;
+
 /** Runs one tool call with the run's policy, hooks and approver, announcing its start and end. */
 async function invokeTool(
   state: RunState,
   setup: RunSetup,
   call: ModelToolCall,
-  nested: ToolCallOutcome[],
+  callTool: CallTool,
 ): Promise<ToolCallOutcome> {
   const { options, scope, logger, signal, clock, limits } = state;
   const { bus } = options;
@@ -28,31 +29,29 @@ async function invokeTool(
     scope,
   );
   const startedAt = clock.now();
-  const outcome = await executeTracedToolCall(call, {
+  // Plain literals with optional keys added after: spreading into a literal costs V8 a slow path per call.
+  const context: ToolContext = {
+    runId,
+    agentId,
+    workItemId,
+    toolCallId: call.id,
+    workspaceDir: options.workspaceDir,
+    signal,
+    bus,
+    logger,
+    callTool,
+  };
+  if (sessionKey !== undefined) context.sessionKey = sessionKey;
+  const executeOptions: ExecuteToolCallOptions = {
     registry: setup.registry!,
     allowedNames: setup.allowedNames,
-    ...(options.policy ? { policy: options.policy } : {}),
-    ...(options.approve ? { approve: options.approve } : {}),
-    ...(options.hooks ? { hooks: options.hooks } : {}),
     maxResultChars: limits.maxToolResultChars,
-    context: {
-      runId,
-      agentId,
-      workItemId,
-      ...(sessionKey !== undefined ? { sessionKey } : {}),
-      toolCallId: call.id,
-      workspaceDir: options.workspaceDir,
-      signal,
-      bus,
-      logger,
-      // Not through the semaphore: the calling tool holds a slot and waits for these.
-      callTool: async (inner) => {
-        const result = await invokeTool(state, setup, inner, nested);
-        nested.push(result);
-        return result;
-      },
-    },
-  });
+    context,
+  };
+  if (options.policy) executeOptions.policy = options.policy;
+  if (options.approve) executeOptions.approve = options.approve;
+  if (options.hooks) executeOptions.hooks = options.hooks;
+  const outcome = await state.trace.executeTool(call, executeOptions);
   bus.publish(
     'run:tool-finished',
     {
@@ -73,7 +72,7 @@ async function runTool(
   state: RunState,
   setup: RunSetup,
   call: ModelToolCall,
-  nested: ToolCallOutcome[],
+  callTool: CallTool,
 ): Promise<ToolCallOutcome> {
   let release: () => void;
   try {
@@ -89,7 +88,7 @@ async function runTool(
     };
   }
   try {
-    return await invokeTool(state, setup, call, nested);
+    return await invokeTool(state, setup, call, callTool);
   } finally {
     release();
   }
@@ -106,6 +105,12 @@ export async function runToolBatch(
   budgetExceeded: boolean,
 ): Promise<ToolBatchResult> {
   const nested: ToolCallOutcome[] = [];
+  // Not through the semaphore: the calling tool holds a slot and waits for these.
+  const callTool: CallTool = async (inner) => {
+    const result = await invokeTool(state, setup, inner, callTool);
+    nested.push(result);
+    return result;
+  };
   const outcomes: ToolCallOutcome[] = budgetExceeded
     ? toolCalls.map((call) => ({
         toolCallId: call.id,
@@ -116,7 +121,7 @@ export async function runToolBatch(
         status: 'aborted' as const,
       }))
     : setup.registry
-      ? await Promise.all(toolCalls.map((call) => runTool(state, setup, call, nested)))
+      ? await Promise.all(toolCalls.map((call) => runTool(state, setup, call, callTool)))
       : toolCalls.map((call) => ({
           toolCallId: call.id,
           toolName: call.name,
@@ -141,50 +146,58 @@ export function recordToolResults(
 ): { wroteLedger: boolean } {
   const { options, scope, contextOptions } = state;
   const { window } = setup;
-  const toolMessages: ModelMessage[] = batch.outcomes.map((outcome) => ({
-    role: 'tool',
-    toolCallId: outcome.toolCallId,
-    toolName: outcome.toolName,
-    content: outcome.content,
-    ...(outcome.isError ? { isError: true } : {}),
-  }));
-  state.newMessages.push(...toolMessages);
+  const toolMessages: ModelMessage[] = batch.outcomes.map((outcome) => {
+    const message: Extract<ModelMessage, { role: 'tool' }> = {
+      role: 'tool',
+      toolCallId: outcome.toolCallId,
+      toolName: outcome.toolName,
+      content: outcome.content,
+    };
+    if (outcome.isError) message.isError = true;
+    return message;
+  });
+  for (const message of toolMessages) state.newMessages.push(message);
 
   const steps: StepMarker[] = [];
   const learned: LearnedEntry[] = [];
   let wroteLedger = false;
-  for (const outcome of [...batch.outcomes, ...batch.nested]) {
-    const entry = outcome.metadata?.ledgerEntry;
+  let skillsChanged = false;
+  const take = (outcome: ToolCallOutcome) => {
+    const metadata = outcome.metadata;
+    if (!metadata) return;
+    const entry = metadata.ledgerEntry;
     if (entry) {
       wroteLedger = true;
       if (entry.entryType === 'step') steps.push({ seq: entry.seq, content: entry.content });
       if (entry.entryType === 'finding' || entry.entryType === 'decision')
         learned.push({ seq: entry.seq, entryType: entry.entryType, content: entry.content });
     }
-    const skill = outcome.metadata?.activatedSkill;
-    if (skill) window.setSkill(skill.name, skill.body);
-  }
-  state.activeSkills = window.activeSkills();
+    const skill = metadata.activatedSkill;
+    if (skill) {
+      window.setSkill(skill.name, skill.body);
+      skillsChanged = true;
+    }
+  };
+  for (const outcome of batch.outcomes) take(outcome);
+  for (const outcome of batch.nested) take(outcome);
+  if (skillsChanged) state.activeSkills = window.activeSkills();
   steps.sort((left, right) => left.seq - right.seq);
-  const tokensBeforeClose = steps.length ? estimateTokens(window.render()) : 0;
-  const messagesBeforeClose = steps.length ? window.render().length : 0;
+  const beforeClose = steps.length ? window.measure() : undefined;
   learned.sort((left, right) => left.seq - right.seq);
-  if (
-    window.appendTurn([assistant, ...toolMessages], steps, learned) &&
-    contextOptions.truncateClosedBlocks
-  ) {
+  const turnMessages = [assistant, ...toolMessages];
+  if (window.appendTurn(turnMessages, steps, learned) && contextOptions.truncateClosedBlocks) {
     state.compactions++;
-    const after = window.render();
+    const after = window.measure();
     options.bus.publish(
       'engage:compacted',
       {
         runId: scope.runId,
         trigger: 'step',
         // Measured as if the closing turn had been appended without truncation.
-        tokensBefore: tokensBeforeClose + estimateTokens([assistant, ...toolMessages]),
-        tokensAfter: estimateTokens(after),
-        messagesBefore: messagesBeforeClose + 1 + toolMessages.length,
-        messagesAfter: after.length,
+        tokensBefore: beforeClose!.tokens + estimateTokens(turnMessages),
+        tokensAfter: after.tokens,
+        messagesBefore: beforeClose!.messages + turnMessages.length,
+        messagesAfter: after.messages,
         ledgerEntriesUsed: steps.length,
       },
       scope,

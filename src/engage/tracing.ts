@@ -22,9 +22,19 @@ export interface RunTrace {
   turn<T>(turn: number, fn: () => Promise<T>): Promise<T>;
   /** Runs `fn` inside the current turn's span. */
   inTurn<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * `executeToolCall`, as an `execute_tool` span when the run is traced. An untraced run's tool spans
+   * would be no-ops too, so there it is the plain call, without the span's attributes and closures.
+   */
+  executeTool(call: ModelToolCall, options: ExecuteToolCallOptions): Promise<ToolCallOutcome>;
 }
 
-const noTurns: RunTrace = { turn: (_turn, fn) => fn(), inTurn: (fn) => fn() };
+/** The trace of a run in an untraced process (and of steps driven without `runEngage`, in tests). */
+export const untracedRun: RunTrace = {
+  turn: (_turn, fn) => fn(),
+  inTurn: (fn) => fn(),
+  executeTool: executeToolCall,
+};
 
 /** Runs the loop `body` inside the run's `invoke_agent` span and records its outcome on it. */
 export async function traceRun(
@@ -46,7 +56,7 @@ export async function traceRun(
         : {}),
     },
   });
-  if (!isTraced(span)) return body(noTurns);
+  if (!isTraced(span)) return body(untracedRun);
   let turnSpan: Span | undefined;
   const endTurn = () => {
     turnSpan?.end();
@@ -64,6 +74,7 @@ export async function traceRun(
     inTurn(fn) {
       return turnSpan ? runInSpan(turnSpan, fn) : fn();
     },
+    executeTool: executeTracedToolCall,
   };
   try {
     const result = await runInSpan(span, () => body(trace));

@@ -1,6 +1,13 @@
-import { type ModelMessage, type ModelStreamError, type ModelToolCall, streamModel } from '../model/index.js';
+import {
+  type ModelMessage,
+  type ModelRequest,
+  type ModelStreamError,
+  type ModelToolCall,
+  streamModel,
+} from '../model/index.js';
+import type { HookPayloads } from '../tools/index.js';
 import { ErrorCodes } from '../util/index.js';
-import { compactIfNeeded } from './compaction.js';
+import { compactIfNeeded, overContextBudget } from './compaction.js';
 import { abortedError, finish, recordInLedger } from './finish.js';
 import { addUsage, type RunState } from './run-state.js';
 import type { RunSetup } from './setup.js';
@@ -21,18 +28,20 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
   const { window, modelTools, streamOptions } = setup;
   if (signal.aborted) return { result: await finish(state, 'aborted', abortedError()) };
 
-  const compaction = await compactIfNeeded({
-    window,
-    maxTokens: setup.maxContextTokens,
-    overheadTokens: setup.overheadTokens,
-    keepRecent: contextOptions.compactKeepRecent,
-    minLedgerEntries: contextOptions.minLedgerEntries,
-    ledger: options.ledger,
-    workItemId,
-    model,
-    modelCallOptions: streamOptions,
-    logger,
-  });
+  const compaction = overContextBudget(window, setup.maxContextTokens, setup.overheadTokens)
+    ? await compactIfNeeded({
+        window,
+        maxTokens: setup.maxContextTokens,
+        overheadTokens: setup.overheadTokens,
+        keepRecent: contextOptions.compactKeepRecent,
+        minLedgerEntries: contextOptions.minLedgerEntries,
+        ledger: options.ledger,
+        workItemId,
+        model,
+        modelCallOptions: streamOptions,
+        logger,
+      })
+    : undefined;
   if (compaction) {
     state.compactions++;
     addUsage(state, compaction.usage.inputTokens, compaction.usage.outputTokens);
@@ -43,20 +52,17 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
 
   let requestMessages = window.render();
   if (options.hooks) {
-    const outcome = await options.hooks.run(
-      'before_llm_call',
-      {
-        runId,
-        agentId,
-        workItemId,
-        ...(sessionKey !== undefined ? { sessionKey } : {}),
-        turn,
-        model: `${model.provider}/${model.modelId}`,
-        messages: requestMessages,
-        toolNames: modelTools.map((tool) => tool.name),
-      },
-      { signal },
-    );
+    const payload: HookPayloads['before_llm_call'] = {
+      runId,
+      agentId,
+      workItemId,
+      turn,
+      model: `${model.provider}/${model.modelId}`,
+      messages: requestMessages,
+      toolNames: modelTools.map((tool) => tool.name),
+    };
+    if (sessionKey !== undefined) payload.sessionKey = sessionKey;
+    const outcome = await options.hooks.run('before_llm_call', payload, { signal });
     if (outcome.action === 'block') {
       return {
         result: await finish(state, 'blocked', {
@@ -73,20 +79,12 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
   let text = '';
   const toolCalls: ModelToolCall[] = [];
   let streamError: ModelStreamError | undefined;
-  for await (const event of streamModel(
-    model,
-    {
-      messages: requestMessages,
-      ...(modelTools.length ? { tools: modelTools } : {}),
-      ...(options.modelCallOptions?.maxTokens !== undefined
-        ? { maxTokens: options.modelCallOptions.maxTokens }
-        : {}),
-      ...(options.modelCallOptions?.temperature !== undefined
-        ? { temperature: options.modelCallOptions.temperature }
-        : {}),
-    },
-    streamOptions,
-  )) {
+  const request: ModelRequest = { messages: requestMessages };
+  if (modelTools.length) request.tools = modelTools;
+  const callOptions = options.modelCallOptions;
+  if (callOptions?.maxTokens !== undefined) request.maxTokens = callOptions.maxTokens;
+  if (callOptions?.temperature !== undefined) request.temperature = callOptions.temperature;
+  for await (const event of streamModel(model, request, streamOptions)) {
     if (event.type === 'text-delta') {
       text += event.text;
       bus.publish('run:text-delta', { runId, delta: event.text, text }, scope);

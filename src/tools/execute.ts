@@ -1,4 +1,5 @@
 import './events.js';
+import type { z } from 'zod';
 import type { ModelToolCall } from '../model/index.js';
 import { AgentdError, ErrorCodes, formatZodIssues } from '../util/index.js';
 import type { HookPipeline } from './hooks.js';
@@ -75,24 +76,6 @@ export async function executeToolCall(
 ): Promise<ToolCallOutcome> {
   const { context, hooks, policy, registry } = options;
   const maxResultChars = options.maxResultChars ?? defaultMaxResultChars;
-  const base = { toolCallId: call.id, toolName: call.name };
-  const scope = {
-    runId: context.runId,
-    agentId: context.agentId,
-    ...(context.sessionKey !== undefined ? { sessionKey: context.sessionKey } : {}),
-    ...(context.workItemId !== undefined ? { workItemId: context.workItemId } : {}),
-  };
-  const fail = (
-    status: ToolCallStatus,
-    content: string,
-    args: Record<string, unknown> = call.arguments,
-  ): ToolCallOutcome => ({
-    ...base,
-    arguments: args,
-    content: truncate(content, maxResultChars),
-    isError: true,
-    status,
-  });
 
   const tool =
     options.allowedNames && !options.allowedNames.has(call.name) ? undefined : registry.get(call.name);
@@ -100,33 +83,46 @@ export async function executeToolCall(
     const available = options.allowedNames
       ? [...options.allowedNames]
       : registry.list().map((entry) => entry.name);
-    return fail(
+    return failed(
+      call,
       'unknown_tool',
       `Unknown tool "${call.name}". Available tools: ${available.join(', ') || '(none)'}.`,
+      call.arguments,
+      maxResultChars,
     );
   }
-  if (context.signal.aborted) return fail('aborted', 'The run was aborted before this tool call started.');
+  if (context.signal.aborted)
+    return failed(
+      call,
+      'aborted',
+      'The run was aborted before this tool call started.',
+      call.arguments,
+      maxResultChars,
+    );
   if (typeof call.arguments.__raw === 'string' && Object.keys(call.arguments).length === 1) {
-    return fail(
+    return failed(
+      call,
       'invalid_arguments',
       `The arguments for ${call.name} were not valid JSON. Send a JSON object matching the tool's schema.`,
+      call.arguments,
+      maxResultChars,
     );
   }
 
-  const validate = (args: Record<string, unknown>) => {
-    const parsed = tool.input.safeParse(args);
-    return parsed.success
-      ? { ok: true as const, value: parsed.data }
-      : {
-          ok: false as const,
-          message: `Invalid arguments for ${call.name}: ${formatZodIssues(parsed.error.issues)}`,
-        };
-  };
-  let validated = validate(call.arguments);
-  if (!validated.ok) return fail('invalid_arguments', validated.message);
+  let parsed = tool.input.safeParse(call.arguments);
+  if (!parsed.success)
+    return failed(
+      call,
+      'invalid_arguments',
+      invalidArguments(call, parsed.error),
+      call.arguments,
+      maxResultChars,
+    );
   let args = call.arguments;
 
   if (hooks) {
+    const scope = scopeOf(context);
+    const base = { toolCallId: call.id, toolName: call.name };
     const outcome = await hooks.run(
       'before_tool_call',
       { ...scope, ...base, arguments: args },
@@ -138,26 +134,35 @@ export async function executeToolCall(
         { runId: context.runId, ...base, hook: outcome.hook, reason: outcome.reason, phase: 'before' },
         scope,
       );
-      return fail('blocked', `Blocked by hook ${outcome.hook}: ${outcome.reason}`);
+      return failed(
+        call,
+        'blocked',
+        `Blocked by hook ${outcome.hook}: ${outcome.reason}`,
+        call.arguments,
+        maxResultChars,
+      );
     }
     if (outcome.modifiedBy.length > 0) {
       args = outcome.payload.arguments;
-      validated = validate(args);
-      if (!validated.ok)
-        return fail(
+      parsed = tool.input.safeParse(args);
+      if (!parsed.success)
+        return failed(
+          call,
           'invalid_arguments',
-          `${validated.message} (after patch by ${outcome.modifiedBy.join(', ')})`,
+          `${invalidArguments(call, parsed.error)} (after patch by ${outcome.modifiedBy.join(', ')})`,
           args,
+          maxResultChars,
         );
     }
   }
+  const input = parsed.data;
 
   if (policy) {
     const decision = policy.check({
       target: 'tool',
       targetId: call.name,
       agentId: context.agentId,
-      resource: tool.policyResource?.(validated.value, context),
+      resource: tool.policyResource?.(input, context),
     });
     if (!decision.allowed) {
       const reason = decision.reason ?? 'denied by policy';
@@ -166,13 +171,20 @@ export async function executeToolCall(
         {
           runId: context.runId,
           agentId: context.agentId,
-          ...base,
+          toolCallId: call.id,
+          toolName: call.name,
           reason,
           ...(decision.rule ? { rule: decision.rule } : {}),
         },
-        scope,
+        scopeOf(context),
       );
-      return fail('denied', `Policy denied ${call.name}: ${reason}. The call was not run.`, args);
+      return failed(
+        call,
+        'denied',
+        `Policy denied ${call.name}: ${reason}. The call was not run.`,
+        args,
+        maxResultChars,
+      );
     }
     if (decision.ask) {
       const reason = decision.reason ?? 'asks first';
@@ -180,8 +192,9 @@ export async function executeToolCall(
       try {
         approved = options.approve
           ? await options.approve({
-              ...scope,
-              ...base,
+              ...scopeOf(context),
+              toolCallId: call.id,
+              toolName: call.name,
               arguments: args,
               reason,
               signal: context.signal,
@@ -191,7 +204,13 @@ export async function executeToolCall(
         context.logger.warn({ err: error, toolName: call.name }, 'tool approval failed; refusing the call');
       }
       if (context.signal.aborted)
-        return fail('aborted', 'The run was aborted while waiting for approval.', args);
+        return failed(
+          call,
+          'aborted',
+          'The run was aborted while waiting for approval.',
+          args,
+          maxResultChars,
+        );
       if (!approved) {
         const why = options.approve
           ? 'the user did not approve it'
@@ -201,13 +220,14 @@ export async function executeToolCall(
           {
             runId: context.runId,
             agentId: context.agentId,
-            ...base,
+            toolCallId: call.id,
+            toolName: call.name,
             reason: `${reason}; ${why}`,
             ...(decision.rule ? { rule: decision.rule } : {}),
           },
-          scope,
+          scopeOf(context),
         );
-        return fail('denied', `${call.name} was not run: ${why} (${reason}).`, args);
+        return failed(call, 'denied', `${call.name} was not run: ${why} (${reason}).`, args, maxResultChars);
       }
     }
   }
@@ -217,7 +237,7 @@ export async function executeToolCall(
   let status: ToolCallStatus;
   let metadata: ToolResultMetadata | undefined;
   try {
-    const result = await raceAbort(tool.execute(validated.value, context), context.signal);
+    const result = await raceAbort(tool.execute(input, context), context.signal);
     if (typeof result === 'string') {
       content = result;
       isError = false;
@@ -229,7 +249,13 @@ export async function executeToolCall(
     status = isError ? 'error' : 'ok';
   } catch (error) {
     if (context.signal.aborted)
-      return fail('aborted', 'The run was aborted while this tool was running.', args);
+      return failed(
+        call,
+        'aborted',
+        'The run was aborted while this tool was running.',
+        args,
+        maxResultChars,
+      );
     const message = (error as Error)?.message ?? String(error);
     const code = AgentdError.isInstance(error) ? error.code : ErrorCodes.toolFailed;
     content = `${call.name} failed: ${AgentdError.isInstance(error) ? `${code}: ` : ''}${message}`;
@@ -239,7 +265,7 @@ export async function executeToolCall(
       await hooks.run(
         'on_error',
         {
-          ...scope,
+          ...scopeOf(context),
           where: 'tool',
           toolName: call.name,
           error: { code, message },
@@ -250,6 +276,8 @@ export async function executeToolCall(
   }
 
   if (hooks) {
+    const scope = scopeOf(context);
+    const base = { toolCallId: call.id, toolName: call.name };
     const outcome = await hooks.run(
       'after_tool_call',
       { ...scope, ...base, arguments: args, result: { content, isError } },
@@ -275,14 +303,77 @@ export async function executeToolCall(
     isError = outcome.payload.result.isError;
   }
 
-  return {
-    ...base,
+  // A plain literal with `metadata` added after: spreading into a literal costs V8 a slow path per call.
+  const outcome: ToolCallOutcome = {
+    toolCallId: call.id,
+    toolName: call.name,
     arguments: args,
     content: truncate(content, maxResultChars),
     isError,
     status: isError && status === 'ok' ? 'error' : status,
-    ...(metadata ? { metadata } : {}),
   };
+  if (metadata) outcome.metadata = metadata;
+  return outcome;
+}
+
+/** The bus scope of the run a call belongs to (for the events and hooks of the unusual paths). */
+function scopeOf(context: ToolContext): {
+  runId: string;
+  agentId: string;
+  sessionKey?: string;
+  workItemId?: string;
+} {
+  return {
+    runId: context.runId,
+    agentId: context.agentId,
+    ...(context.sessionKey !== undefined ? { sessionKey: context.sessionKey } : {}),
+    ...(context.workItemId !== undefined ? { workItemId: context.workItemId } : {}),
+  };
+}
+
+function failed(
+  call: ModelToolCall,
+  status: ToolCallStatus,
+  content: string,
+  args: Record<string, unknown>,
+  maxResultChars: number,
+): ToolCallOutcome {
+  return {
+    toolCallId: call.id,
+    toolName: call.name,
+    arguments: args,
+    content: truncate(content, maxResultChars),
+    isError: true,
+    status,
+  };
+}
+
+function invalidArguments(call: ModelToolCall, error: z.ZodError): string {
+  return `Invalid arguments for ${call.name}: ${formatZodIssues(error.issues)}`;
+}
+
+/**
+ * The calls racing each signal. One `abort` listener per signal serves them all: adding and removing an
+ * EventTarget listener per call costs more than the rest of a no-op tool call's pipeline.
+ */
+const racing = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
+
+function racersOf(signal: AbortSignal): Set<(reason: unknown) => void> {
+  let racers = racing.get(signal);
+  if (!racers) {
+    const waiting = new Set<(reason: unknown) => void>();
+    racers = waiting;
+    racing.set(signal, waiting);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const reject of waiting) reject(signal.reason);
+        waiting.clear();
+      },
+      { once: true },
+    );
+  }
+  return racers;
 }
 
 /** Resolves with the tool's result or rejects at abort, so a tool that ignores its signal cannot hang a run. */
@@ -291,19 +382,20 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     work.catch(() => {});
     return Promise.reject(signal.reason);
   }
+  const racers = racersOf(signal);
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
+    const onAbort = (reason: unknown) => {
       work.catch(() => {});
-      reject(signal.reason);
+      reject(reason);
     };
-    signal.addEventListener('abort', onAbort, { once: true });
+    racers.add(onAbort);
     work.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort);
+        racers.delete(onAbort);
         resolve(value);
       },
       (error) => {
-        signal.removeEventListener('abort', onAbort);
+        racers.delete(onAbort);
         reject(error);
       },
     );
