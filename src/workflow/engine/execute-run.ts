@@ -97,6 +97,8 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     metadata: workflow.metadata,
   };
   if (root.error) result.error = root.error;
+  // Even with nothing to write (an in-memory run) this is a turn later: the executor sees the run end
+  // (`execute` returning) before its caller does, so a run started right after it is not queued behind it.
   run.persistQueue.then(() => run.resolve(result));
   return result;
 }

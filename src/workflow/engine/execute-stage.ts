@@ -8,7 +8,7 @@ import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from 
 import { conclude } from './conclude.js';
 import { type EngineCore, policyDenial } from './core.js';
 import { decisionLabel, route, selectEdge, splitItemsOf } from './route.js';
-import { runBody } from './run-body.js';
+import { type BodyResult, runBody } from './run-body.js';
 import { type MergeInput, nodeInput, type Run } from './run-state.js';
 
 type StageError = { code: string; message: string };
@@ -114,8 +114,12 @@ interface StageOutcome {
   splitItems: unknown[] | undefined;
 }
 
-/** Everything a stage does before it is recorded; throws the stage's failure. */
-async function performStage(
+/**
+ * Everything a stage does before it is recorded; throws (or rejects with) the stage's failure. A promise
+ * only when there is something to wait for (a context profile, a body that returns one): each await would
+ * be a turn of the microtask queue on every stage.
+ */
+function performStage(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
@@ -124,8 +128,7 @@ async function performStage(
   mergeInputs: MergeInput[] | undefined,
   calls: ToolCallRecord[],
   outcome: StageOutcome,
-): Promise<void> {
-  const manifest = node.manifest;
+): Promise<void> | undefined {
   const nodeDenial = denied(core, run, task, node, 'node', node.id);
   if (nodeDenial) {
     throw new UserInputError({
@@ -133,8 +136,26 @@ async function performStage(
       message: `node "${node.id}" is denied by policy "${nodeDenial.policy}"`,
     });
   }
-  // Awaited only when there is a profile to assemble: an await per stage is a turn of the microtask queue.
-  const context = manifest.context === 'none' ? noContext : await stageContext(core, run, task, node, input);
+  if (node.manifest.context === 'none')
+    return performBody(core, run, task, node, input, mergeInputs, calls, outcome, noContext);
+  return stageContext(core, run, task, node, input).then((context) =>
+    performBody(core, run, task, node, input, mergeInputs, calls, outcome, context),
+  );
+}
+
+/** The stage once its context is known: input checks, the merge rules, the body and the output checks. */
+function performBody(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  input: unknown,
+  mergeInputs: MergeInput[] | undefined,
+  calls: ToolCallRecord[],
+  outcome: StageOutcome,
+  context: StageContext,
+): Promise<void> | undefined {
+  const manifest = node.manifest;
   outcome.contextMetadata = context.metadata;
   if (manifest.inputs_schema_id && !mergeInputs)
     checkSchema(
@@ -157,10 +178,25 @@ async function performStage(
     outcome.output = input;
   } else {
     const pending = runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
-    const body = pending instanceof Promise ? await pending : pending;
-    outcome.output = body.output === undefined ? null : body.output;
-    if (body.toolErrors) outcome.partial = true;
+    if (pending instanceof Promise)
+      return pending.then((body) => {
+        takeBody(outcome, body);
+        checkOutput(core, node, outcome);
+      });
+    takeBody(outcome, pending);
   }
+  checkOutput(core, node, outcome);
+  return undefined;
+}
+
+function takeBody(outcome: StageOutcome, body: BodyResult): void {
+  outcome.output = body.output === undefined ? null : body.output;
+  if (body.toolErrors) outcome.partial = true;
+}
+
+/** The output schema, and what a DECISION or SPLIT needs of its output to route. */
+function checkOutput(core: EngineCore, node: DagNode, outcome: StageOutcome): void {
+  const manifest = node.manifest;
   if (manifest.outputs_schema_id && node.role !== 'exit')
     checkSchema(
       core,
@@ -284,7 +320,8 @@ export async function executeStage(
   };
   let error: StageError | undefined;
   try {
-    await performStage(core, run, task, node, input, mergeInputs, calls, outcome);
+    const pending = performStage(core, run, task, node, input, mergeInputs, calls, outcome);
+    if (pending) await pending;
   } catch (caught) {
     error = errorShape(caught);
     if (run.cancelled) error = { code: ErrorCodes.aborted, message: 'the run was cancelled' };

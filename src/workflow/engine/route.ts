@@ -1,7 +1,7 @@
 import type { DagNode } from '../dag.js';
 import { WorkflowErrorCodes } from '../error-codes.js';
 import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
-import type { WorkflowTask } from '../task.js';
+import type { RoutingStep, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
 import { addTask, cleanTask, type EngineCore } from './core.js';
 import { type Run, settledState } from './run-state.js';
@@ -42,6 +42,24 @@ export function splitItemsOf(output: unknown): unknown[] | undefined {
 }
 
 /**
+ * The routing-trace step of following an edge, the same for every task that follows it: made once per edge
+ * and shared (frozen) by every run's trace, which keeps them for as long as their runs are retained.
+ */
+const steps = new WeakMap<WorkflowEdgeManifest, RoutingStep>();
+function stepOf(from: DagNode, edge: WorkflowEdgeManifest): RoutingStep {
+  let step = steps.get(edge);
+  if (!step) {
+    step = Object.freeze(
+      edge.label
+        ? { from: from.id, to: edge.to, role: from.role, label: edge.label }
+        : { from: from.id, to: edge.to, role: from.role },
+    );
+    steps.set(edge, step);
+  }
+  return step;
+}
+
+/**
  * Follows one edge: queues the target, or — for a child reaching a MERGE — hands the child to its parent.
  * `now` is when the stage that routes here completed.
  */
@@ -53,11 +71,7 @@ export function advance(
   edge: WorkflowEdgeManifest,
   now?: number,
 ): void {
-  task.routingTrace.push(
-    edge.label
-      ? { from: from.id, to: edge.to, role: from.role, label: edge.label }
-      : { from: from.id, to: edge.to, role: from.role },
-  );
+  task.routingTrace.push(stepOf(from, edge));
   const target = core.workflow.dag.nodes.get(edge.to)!;
   if (target.role === 'merge' && task.parentTaskId !== undefined) {
     // Inside a clone or subtask the first MERGE reached collects the child into its parent.

@@ -197,5 +197,15 @@ export function rootSpec(
 export function createRunIdGenerator(now: () => number = Date.now): IdGenerator {
   const instance = randomBytes(4).toString('hex');
   let counter = 0;
-  return (prefix = 'id') => `${prefix}_${now().toString(36)}${instance}${(counter++).toString(36)}`;
+  // Ids made within one millisecond share its base-36 text, converted once.
+  let lastMs = Number.NaN;
+  let lastText = '';
+  return (prefix = 'id') => {
+    const ms = now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastText = ms.toString(36);
+    }
+    return `${prefix}_${lastText}${instance}${(counter++).toString(36)}`;
+  };
 }

@@ -4,6 +4,7 @@ import {
   isTraced,
   markSpanFailed,
   runInSpan,
+  type Span,
   SpanAttributes,
   startSpan,
 } from '../../telemetry/index.js';
@@ -16,7 +17,7 @@ import type { Run } from './run-state.js';
  * A run as the `workflow_run {workflow}` span. `parent` is the context of the `enqueue` that accepted it:
  * the scheduler starts the run later, from wherever a slot freed.
  */
-export async function traceWorkflowRun(
+export function traceWorkflowRun(
   core: EngineCore,
   run: Run,
   parent: Context,
@@ -30,10 +31,16 @@ export async function traceWorkflowRun(
       [SpanAttributes.workflowTaskId]: run.root.taskId,
     },
   });
+  // Not an async function: an untraced run hands back `execute`'s own promise, without the turns of the
+  // microtask queue that wrapping it in another would cost every run.
   if (!isTraced(span)) {
     run.traced = false;
     return execute();
   }
+  return tracedRun(span, run, parent, execute);
+}
+
+async function tracedRun(span: Span, run: Run, parent: Context, execute: () => Promise<void>): Promise<void> {
   try {
     await runInSpan(span, execute, parent);
     const status = outcomeOf(run.root.state) ?? 'failure';
