@@ -1,8 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Runtime } from '../runtime.js';
@@ -31,10 +29,12 @@ function guarded<Args>(run: (args: Args) => Promise<CallToolResult>) {
  * agentd's own MCP server: chat with an agent, plan a goal, search memory, submit and inspect work, run a
  * workflow. One server object per connection (stdio) or per request (stateless HTTP); all share `runtime`.
  * Not exported: the exported functions below keep the SDK's types out of agentd's published typings (its
- * declarations need DOM types a Node project does not have).
+ * declarations need DOM types a Node project does not have). They import the SDK when agentd is first served
+ * over MCP: every runtime loads this module, and a gateway that never serves MCP would carry the SDK's
+ * server half (about 2 MiB of heap) for nothing.
  */
-function createAgentdMcpServer(runtime: Runtime): McpServer {
-  const server = new McpServer({ name: 'agentd', version: runtime.version });
+function createAgentdMcpServer(runtime: Runtime, Server: typeof McpServer): McpServer {
+  const server = new Server({ name: 'agentd', version: runtime.version });
   const agentId = z.string().min(1).max(64).default('main').describe('agent id (default main)');
 
   server.registerTool(
@@ -186,7 +186,11 @@ function createAgentdMcpServer(runtime: Runtime): McpServer {
  * client closes stdin or `stopped` resolves.
  */
 export async function serveAgentdMcpStdio(runtime: Runtime, stopped: Promise<void>): Promise<void> {
-  const server = createAgentdMcpServer(runtime);
+  const [{ McpServer }, { StdioServerTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/stdio.js'),
+  ]);
+  const server = createAgentdMcpServer(runtime, McpServer);
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
   });
@@ -210,6 +214,10 @@ export async function startAgentdMcpHttpServer(
   runtime: Runtime,
   options: { host: string; port: number; token: string | undefined },
 ): Promise<AgentdMcpHttpServer> {
+  const [{ McpServer }, { StreamableHTTPServerTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+  ]);
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '').split('?')[0];
     if (path !== '/mcp') {
@@ -226,7 +234,7 @@ export async function startAgentdMcpHttpServer(
       response.writeHead(405, { allow: 'POST' }).end();
       return;
     }
-    const server = createAgentdMcpServer(runtime);
+    const server = createAgentdMcpServer(runtime, McpServer);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     response.on('close', () => {
       void transport.close();

