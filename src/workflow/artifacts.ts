@@ -43,10 +43,12 @@ export interface ArtifactStore {
 }
 
 type Entry = Artifact | StageRecord;
+// A property read, not `in`: it stays a cheap inline-cached load on both shapes of entry.
+const isArtifact = (entry: Entry): entry is Artifact => (entry as Artifact).artifactId !== undefined;
 
 /** The artifact an entry stands for; `rootTaskId` is the run it was added under. */
 function artifactOf(entry: Entry, rootTaskId: string): Artifact {
-  if ('artifactId' in entry) return entry;
+  if (isArtifact(entry)) return entry;
   return {
     artifactId: `${rootTaskId}:${entry.index}`,
     rootTaskId,
@@ -71,7 +73,7 @@ export function createArtifactStore(): ArtifactStore {
     const out: Artifact[] = [];
     for (const entry of entries) {
       // A stage entry is only ever listed under its root task, so the list's key names its run.
-      const artifact = artifactOf(entry, 'artifactId' in entry ? entry.rootTaskId : rootTaskId!);
+      const artifact = artifactOf(entry, isArtifact(entry) ? entry.rootTaskId : rootTaskId!);
       if (
         (query.rootTaskId === undefined || artifact.rootTaskId === query.rootTaskId) &&
         (query.nodeId === undefined || artifact.nodeId === query.nodeId) &&
@@ -105,13 +107,14 @@ export function createArtifactStore(): ArtifactStore {
       const entries = byRun.get(rootTaskId);
       if (!entries) return;
       byRun.delete(rootTaskId);
-      // Neighbouring artifacts mostly belong to the same task (every stage of a chain does): skip the
-      // repeated deletes of one id.
-      let last: string | undefined;
+      // The root task's list holds every stage entry; other tasks are named by their artifacts, and
+      // neighbouring ones mostly belong to the same task (every stage of a chain does): skip the repeated
+      // deletes of one id.
+      byTask.delete(rootTaskId);
+      let last = rootTaskId;
       for (const entry of entries) {
-        const taskId = 'artifactId' in entry ? entry.taskId : rootTaskId;
-        if (taskId === last) continue;
-        last = taskId;
+        if (!isArtifact(entry) || entry.taskId === last) continue;
+        last = entry.taskId;
         byTask.delete(last);
       }
     },

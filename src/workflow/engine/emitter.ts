@@ -193,11 +193,21 @@ export function createEmitter(options: EmitterOptions): Emitter {
       return out;
     },
     countsOf(run) {
+      // The walk of `replay`, inlined: this runs at the end of every run.
+      const { events, deferred } = run;
       const counts: Record<string, number> = {};
-      replay(run, (built, stage, ended) => {
-        const type = built ? built.type : stageType(stage!, ended);
+      let built = 0;
+      let next = 0;
+      while (built < events.length || next < deferred.length) {
+        const seq = built + next / 2 + 1;
+        const mark = deferred[next] as number | undefined;
+        let type: string;
+        if (mark === seq || mark === -seq) {
+          type = stageType(deferred[next + 1] as StageRecord, mark < 0);
+          next += 2;
+        } else type = events[built++]!.type;
         counts[type] = (counts[type] ?? 0) + 1;
-      });
+      }
       return counts;
     },
     emitLoose(type, taskId, payload) {
