@@ -70,9 +70,9 @@ function assertPositiveInteger(name: string, value: number): void {
 }
 
 function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
-  return Object.fromEntries(Object.entries(value).filter(([, inner]) => inner !== undefined)) as {
-    [K in keyof T]: Exclude<T[K], undefined>;
-  };
+  const defined: Record<string, unknown> = {};
+  for (const key in value) if (value[key] !== undefined) defined[key] = value[key];
+  return defined as { [K in keyof T]: Exclude<T[K], undefined> };
 }
 
 /** The limits and context options with their defaults. */

@@ -1,4 +1,5 @@
 import { estimateTokens, type ModelToolDefinition, type StreamModelOptions } from '../model/index.js';
+import type { ToolRegistry } from '../tools/index.js';
 import { createSemaphore, type Semaphore } from '../util/index.js';
 import { type ContextWindow, createContextWindow } from './context-window.js';
 import type { RunState } from './run-state.js';
@@ -18,6 +19,22 @@ export interface RunSetup {
   readonly streamOptions: StreamModelOptions;
   /** Bounds the tool calls of one turn that run at once. */
   readonly semaphore: Semaphore;
+}
+
+/** The last overhead measured per registry, with the definitions it was measured on. */
+const overheads = new WeakMap<ToolRegistry, { tools: ModelToolDefinition[]; tokens: number }>();
+
+/**
+ * Tokens the tool definitions add to every request. Registries keep their definitions, so runs offering
+ * the same tools reuse the figure instead of serialising every schema again only to measure it.
+ */
+function toolOverheadTokens(registry: ToolRegistry, tools: ModelToolDefinition[]): number {
+  const last = overheads.get(registry);
+  if (last && last.tools.length === tools.length && last.tools.every((tool, index) => tool === tools[index]))
+    return last.tokens;
+  const tokens = tools.length ? estimateTokens(JSON.stringify(tools)) : 0;
+  overheads.set(registry, { tools, tokens });
+  return tokens;
 }
 
 /**
@@ -41,7 +58,7 @@ export async function prepareRun(state: RunState): Promise<RunSetup> {
     ? new Set(options.tools?.names ?? registry.list().map((tool) => tool.name))
     : new Set<string>();
   const modelTools = registry ? registry.toModelTools(allowedNames) : [];
-  const overheadTokens = modelTools.length ? estimateTokens(JSON.stringify(modelTools)) : 0;
+  const overheadTokens = registry ? toolOverheadTokens(registry, modelTools) : 0;
   const canWriteLedger = allowedNames.has('ledger_append') && options.ledger !== undefined;
 
   const skills = options.skills;

@@ -67,6 +67,18 @@ async function invokeTool(
   return outcome;
 }
 
+/** The answer to a call the run was aborted before it could start. */
+function abortedBeforeStart(call: ModelToolCall): ToolCallOutcome {
+  return {
+    toolCallId: call.id,
+    toolName: call.name,
+    arguments: call.arguments,
+    content: 'The run was aborted before this tool call started.',
+    isError: true,
+    status: 'aborted',
+  };
+}
+
 /** One call under the semaphore; a call still waiting for a slot when the run is aborted does not start. */
 async function runTool(
   state: RunState,
@@ -78,14 +90,7 @@ async function runTool(
   try {
     release = await setup.semaphore.acquire(state.signal);
   } catch {
-    return {
-      toolCallId: call.id,
-      toolName: call.name,
-      arguments: call.arguments,
-      content: 'The run was aborted before this tool call started.',
-      isError: true,
-      status: 'aborted',
-    };
+    return abortedBeforeStart(call);
   }
   try {
     return await invokeTool(state, setup, call, callTool);
@@ -121,7 +126,14 @@ export async function runToolBatch(
         status: 'aborted' as const,
       }))
     : setup.registry
-      ? await Promise.all(toolCalls.map((call) => runTool(state, setup, call, callTool)))
+      ? await Promise.all(
+          // The semaphore only serves the calls of one turn: when they all fit, none would ever wait for it.
+          toolCalls.length > state.limits.maxParallelTools
+            ? toolCalls.map((call) => runTool(state, setup, call, callTool))
+            : toolCalls.map((call) =>
+                state.signal.aborted ? abortedBeforeStart(call) : invokeTool(state, setup, call, callTool),
+              ),
+        )
       : toolCalls.map((call) => ({
           toolCallId: call.id,
           toolName: call.name,
