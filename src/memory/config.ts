@@ -113,15 +113,13 @@ export const memoryConfigSchema = z
         /** Default budget of `recallForPrompt`. */
         promptMaxTokens: z.number().int().min(16).default(600),
         /**
-         * Full-text weight of a match in the previous / next conversational turn, relative to a match in
-         * the entry itself (1). Chosen on half of the LoCoMo conversations (bench/locomo.bench.ts).
+         * Full-text weight of a match in the two previous conversational turns, relative to a match in the
+         * entry itself (1). Chosen on half of the LoCoMo conversations (bench/locomo.bench.ts).
          */
         contextWeights: z
-          .object({
-            before: z.number().min(0).max(1).default(0.5),
-            after: z.number().min(0).max(1).default(0.2),
-          })
-          .default({ before: 0.5, after: 0.2 }),
+          .object({ before: z.number().min(0).max(1).default(0.5) })
+          .strict()
+          .default({ before: 0.5 }),
         /**
          * Share of a matching turn's score passed to the turns 1, 2, 3… MemoryIDs away in the same session
          * key (empty: none). Chosen on half of the LoCoMo conversations (bench/locomo.bench.ts).
@@ -141,7 +139,7 @@ export const memoryConfigSchema = z
         previewChars: 280,
         searchDefaultLimit: 8,
         promptMaxTokens: 600,
-        contextWeights: { before: 0.5, after: 0.2 },
+        contextWeights: { before: 0.5 },
         neighbourWeights: [0.2, 0.1, 0.05],
         candidateCount: 100,
         maxScoredRows: 5_000,

@@ -140,10 +140,9 @@ function filterSql(filter: EntryFilter, params: SqlValue[]): string {
   return clauses.join(' AND ');
 }
 
-/** Weights of a match in the previous and in the next conversational turn, relative to the entry's own words. */
+/** Weight of a match in the two previous conversational turns, relative to the entry's own words. */
 export interface ContextWeights {
   before: number;
-  after: number;
 }
 
 export interface RankedRow extends EntryRow {
@@ -529,8 +528,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     /**
-     * Full-text ranking over each entry's words and those of the two turns before and after it (migration 0014), the
-     * neighbours counting `weights.before` / `weights.after` of the entry's own words; `rank` is
+     * Full-text ranking over each entry's words and those of the two turns before it (migration 0015), the
+     * turns before counting `weights.before` of the entry's own words; `rank` is
      * higher-is-better on both dialects. Returns up to `limit` rows; when filters leave fewer than
      * `enough`, the ranking is redone over every match instead of the best-ranked ones. On SQLite, bm25()
      * costs about a microsecond per matching row, so `maxScoredRows` bounds the rows it ranks (see
@@ -549,8 +548,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (dialect === 'sqlite') {
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
-        const bm25 = 'bm25(memory_fts, 1.0, ?, ?)';
-        const columnWeights = [weights.before, weights.after];
+        const bm25 = 'bm25(memory_fts, 1.0, ?)';
+        const columnWeights = [weights.before];
         const window = plan.afterRowId === undefined ? '' : ' AND memory_fts.rowid > ?';
         const windowParams = plan.afterRowId === undefined ? [] : [plan.afterRowId];
         // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
@@ -577,11 +576,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         // bm25() is lower-is-better.
         return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
       }
-      // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns after C, before B.
-      params.push(`{1, ${Number(weights.after)}, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
+      // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns before B.
+      params.push(`{1, 0, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
       const where = filterSql(filter, params);
-      // The same expression as the GIN index of migration 0014, so the planner uses it.
-      const words = '(e.search_vector || e.context_before || e.context_after)';
+      // The same expression as the GIN index of migration 0015, so the planner uses it.
+      const words = '(e.search_vector || e.context_before)';
       const rows = await db.all<RankedRow>(
         `SELECT ${entryColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
           `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,

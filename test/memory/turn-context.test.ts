@@ -33,8 +33,11 @@ describeEachDatabase('memory search over neighbouring turns', (getDb) => {
     const hits = await memory.search({ agentId: 'alpha', query: 'Which sport?', limit: 5 });
     // #3 names the sport; #4 and #5 follow it one and two turns later without the word; #8 is far off.
     const addresses = hits.map((hit) => hit.address);
-    expect(addresses[0]).toBe('agent:alpha:main#3');
-    expect(addresses.slice(1, 3).sort()).toEqual(['agent:alpha:main#4', 'agent:alpha:main#5']);
+    expect(addresses.slice(0, 3).sort()).toEqual([
+      'agent:alpha:main#3',
+      'agent:alpha:main#4',
+      'agent:alpha:main#5',
+    ]);
     expect(addresses).not.toContain('agent:alpha:main#8');
     expect(hits.map((hit) => hit.score)).toEqual([...hits.map((hit) => hit.score)].sort((a, b) => b - a));
     // Only the entry's own words count for a topic phrase.
@@ -89,7 +92,7 @@ describeEachDatabase('search with excluded addresses', (getDb) => {
   });
 });
 
-describe('migration 0014 indexes existing entries with their neighbours', () => {
+describe('migrations 0014 and 0015 index existing entries with the turns before them', () => {
   for (const dialect of ['sqlite', 'postgres'] as const) {
     it(`backfills ${dialect} and keeps indexing new turns`, async () => {
       const db = await openTestDatabase(dialect, { migrate: false });
@@ -113,7 +116,7 @@ describe('migration 0014 indexes existing entries with their neighbours', () => 
             content,
           })),
         );
-        expect((await migrate(db)).applied).toContain(14);
+        expect((await migrate(db)).applied).toEqual(expect.arrayContaining([14, 15]));
         const memory = createMemoryService({ db, bus: createBus() });
         const found = async () =>
           (await memory.search({ agentId: 'alpha', query: 'Which sport?', limit: 10 })).map(
