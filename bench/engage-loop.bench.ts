@@ -2,10 +2,11 @@
 // scripted scenario: every run is N tool turns (each turn: K parallel calls of no-op tools) and one final
 // answer, with an instant in-process model. Also allocation per run and heap growth over 10,000 runs.
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
@@ -26,10 +27,18 @@ import {
   tool as openAiTool,
 } from '@openai/agents';
 import { z } from 'zod';
-import { createBus } from '../src/bus/index.js';
-import { runEngage } from '../src/engage/index.js';
+import { type Bus, createBus } from '../src/bus/index.js';
+import { type EngageResult, runEngage } from '../src/engage/index.js';
+import { createLedger, type Ledger } from '../src/ledger/index.js';
+import { createMemoryService, type MemoryService, type SessionRef } from '../src/memory/index.js';
 import type { LanguageModel, ModelRequest, ModelStreamEvent } from '../src/model/index.js';
-import { createToolRegistry, defineTool } from '../src/tools/index.js';
+import { createStore } from '../src/store/index.js';
+import {
+  createLedgerTools,
+  createToolRegistry,
+  defineTool,
+  type ToolDefinition,
+} from '../src/tools/index.js';
 
 /** One scenario, run identically by every contender. */
 export interface Scenario {
@@ -46,6 +55,8 @@ export interface Contender {
   version: string;
   /** Runs the scenario once and returns how many tool executions happened (for a correctness check). */
   run(): Promise<number>;
+  /** Releases what the contender holds (a database); called once after measuring. */
+  close?(): Promise<void>;
 }
 
 const toolName = (index: number) => `noop_${index}`;
@@ -66,12 +77,25 @@ function versionOf(pkg: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------- agentd
+/**
+ * What the durable variant keeps on disk: the work ledger, which the first call of every tool turn writes
+ * (`ledger_append`, one committed transaction each), and the transcript, written when the run finishes
+ * (`beforeFinish`, one transaction, as a chat turn persists its reply).
+ */
+export interface DurableRun {
+  bus: Bus;
+  ledger: Ledger;
+  memory: MemoryService;
+  session: SessionRef;
+}
+
 export function agentdContender(
   scenario: Scenario,
-  options: { maxParallelTools?: number; name?: string } = {},
+  options: { maxParallelTools?: number; name?: string; durable?: DurableRun } = {},
 ): Contender {
+  const { durable } = options;
   let executions = 0;
-  const tools = Array.from({ length: scenario.callsPerTurn }, (_, index) =>
+  const noopTools = Array.from({ length: scenario.callsPerTurn }, (_, index) =>
     defineTool({
       name: toolName(index),
       description: 'does nothing',
@@ -83,12 +107,21 @@ export function agentdContender(
       },
     }),
   );
+  const tools: ToolDefinition[] = durable ? [...noopTools, ...createLedgerTools(durable.ledger)] : noopTools;
   const registry = createToolRegistry(tools);
-  const bus = createBus();
+  const bus = durable?.bus ?? createBus();
+  // The durable variant's first call of each turn writes a finding in place of a no-op.
   const toolCalls = (turn: number): ModelStreamEvent[] =>
-    tools.map((_tool, index) => ({
+    noopTools.map((_tool, index) => ({
       type: 'tool-call',
-      toolCall: { id: callId(turn, index), name: toolName(index), arguments: {} },
+      toolCall:
+        durable && index === 0
+          ? {
+              id: callId(turn, index),
+              name: 'ledger_append',
+              arguments: { entry_type: 'finding', content: `turn ${turn}: nothing to report` },
+            }
+          : { id: callId(turn, index), name: toolName(index), arguments: {} },
     }));
   const model: LanguageModel = {
     specificationVersion: 'v1',
@@ -105,6 +138,26 @@ export function agentdContender(
       yield { type: 'finish', stopReason: turn < scenario.toolTurns ? 'tool_calls' : 'end_turn' };
     },
   };
+  const persistTranscript = durable
+    ? async (result: EngageResult) => {
+        await durable.memory.appendBatch(
+          durable.session,
+          result.newMessages.map((message) =>
+            message.role === 'tool'
+              ? {
+                  role: 'tool' as const,
+                  content: message.content,
+                  toolCallId: message.toolCallId,
+                  toolName: message.toolName,
+                  isError: message.isError,
+                }
+              : message.role === 'assistant'
+                ? { role: 'assistant' as const, content: message.content, toolCalls: message.toolCalls }
+                : { role: message.role, content: message.content },
+          ),
+        );
+      }
+    : undefined;
   let runs = 0;
   return {
     name: options.name ?? 'agentd',
@@ -118,15 +171,45 @@ export function agentdContender(
         messages: [{ role: 'user', content: 'go' }],
         tools: { registry },
         workspaceDir: '/tmp',
-        workItemId: 'bench',
+        // A work item per run, as work items are: each run's ledger starts empty.
+        workItemId: durable ? `bench_${runs + 1}` : 'bench',
         scope: { runId: `run_${++runs}`, agentId: 'bench' },
         bus,
         limits: { maxTurns: scenario.toolTurns + 1, maxParallelTools: options.maxParallelTools ?? 8 },
-        context: { ledgerNudgeInterval: 0 },
+        // With a ledger the nudge is on as by default; every turn writes the ledger, so it never fires.
+        context: durable ? {} : { ledgerNudgeInterval: 0 },
+        ...(durable ? { ledger: durable.ledger } : {}),
+        ...(persistTranscript ? { beforeFinish: persistTranscript } : {}),
       });
       if (result.text !== finalText)
         throw new Error(`agentd ended with ${result.status}: ${result.error?.message}`);
+      if (durable)
+        for (const message of result.newMessages)
+          if (message.role === 'tool' && message.content.startsWith('Recorded finding')) executions++;
       return executions;
+    },
+  };
+}
+
+/** The agentd contender on a SQLite store in a temporary directory (WAL, synchronous=NORMAL: the defaults). */
+export async function durableAgentdContender(scenario: Scenario): Promise<Contender> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-engage-bench-'));
+  const bus = createBus();
+  const store = await createStore({ stateDir: dir, bus });
+  if (store.mode !== 'sqlite') throw new Error(`the store is not on disk: ${store.degradedReason}`);
+  const ledger = createLedger({ db: store.db, bus });
+  const memory = createMemoryService({ db: store.db, bus });
+  const record = await store.sessions.ensureActive('agent:bench:engage', 'bench');
+  const session = { sessionId: record.id, sessionKey: record.sessionKey, agentId: 'bench' };
+  const contender = agentdContender(scenario, {
+    name: 'agentd, ledger + transcript on SQLite',
+    durable: { bus, ledger, memory, session },
+  });
+  return {
+    ...contender,
+    async close() {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -442,77 +525,90 @@ export default {
           ' / ',
         )} (1 / 5 / 15 min) on ${cpus().length} cores shared with other work; compare ratios, not absolute times.`,
     ];
-    const candidates: Array<[string, () => Contender]> = [
+    const candidates: Array<[string, () => Contender | Promise<Contender>]> = [
       ['agentd', () => agentdContender(scenario)],
+      ['agentd (durable)', () => durableAgentdContender(scenario)],
       ['LangGraph.js', () => langGraphContender(scenario)],
       ['OpenAI Agents SDK', () => openAiAgentsContender(scenario)],
       ['Mastra', () => mastraContender(scenario)],
     ];
     const contenders: Contender[] = [];
-    for (const [label, make] of candidates) {
-      try {
-        const contender = make();
-        const executed = await contender.run();
-        const expected = scenario.toolTurns * scenario.callsPerTurn;
-        if (executed !== expected) throw new Error(`executed ${executed} tool calls, expected ${expected}`);
-        contenders.push(contender);
-      } catch (error) {
-        notes.push(`${label} could not run the scenario and is left out: ${(error as Error).message}`);
-      }
-    }
-    // Warm-up, then interleaved rounds so machine load hits every contender alike.
-    for (const contender of contenders) for (let index = 0; index < 10; index++) await contender.run();
-    const samples = new Map<Contender, number[]>(contenders.map((contender) => [contender, []]));
-    for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? contenders : [...contenders].reverse();
-      for (const contender of order) {
-        for (let index = 0; index < runsPerRound; index++) {
-          const started = performance.now();
-          await contender.run();
-          samples.get(contender)!.push((performance.now() - started) * 1000);
+    try {
+      for (const [label, make] of candidates) {
+        let contender: Contender | undefined;
+        try {
+          contender = await make();
+          const executed = await contender.run();
+          const expected = scenario.toolTurns * scenario.callsPerTurn;
+          if (executed !== expected) throw new Error(`executed ${executed} tool calls, expected ${expected}`);
+          contenders.push(contender);
+        } catch (error) {
+          await contender?.close?.();
+          notes.push(`${label} could not run the scenario and is left out: ${(error as Error).message}`);
         }
       }
+      return await measure(contenders, notes, gc);
+    } finally {
+      for (const contender of contenders) await contender.close?.();
     }
-    const allocation = new Map<Contender, number>();
-    for (const contender of contenders) allocation.set(contender, await allocatedBytesPerRun(contender, 20));
-
-    const agentd = contenders.find((contender) => contender.name === 'agentd');
-    const agentdMedian = agentd
-      ? percentile(
-          [...samples.get(agentd)!].sort((a, b) => a - b),
-          0.5,
-        )
-      : undefined;
-    const rows = contenders.map((contender) => {
-      const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
-      const median = percentile(sorted, 0.5);
-      return {
-        contender: contender.name,
-        version: contender.version,
-        'median µs / run': Math.round(median),
-        'p90 µs / run': Math.round(percentile(sorted, 0.9)),
-        'median µs / turn': Math.round(median / (scenario.toolTurns + 1)),
-        'KiB allocated / run': Math.round(allocation.get(contender)! / 1024),
-        'time vs agentd': agentdMedian ? `${(median / agentdMedian).toFixed(1)}×` : '',
-      };
-    });
-
-    if (agentd) {
-      const heapRuns = 10_000;
-      const growth = await heapGrowth(agentd, heapRuns, 5, gc);
-      notes.push(
-        `agentd heap over ${heapRuns.toLocaleString('en')} sequential runs (after 1,000 warm-up runs; forced GC at 0, 2,000, …, 10,000 runs): ` +
-          `${(growth.growthBytes / 1024).toFixed(1)} KiB from first to last reading; least-squares slope ` +
-          `${growth.slopeBytesPerRun.toFixed(2)} bytes per run.`,
-      );
-    }
-    notes.push(
-      `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
-      `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after 10 warm-up runs; each sample is one whole run (performance.now).`,
-      'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through streamModel), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
-      'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
-      'Allocation: V8 sampling heap profiler (512-byte interval, objects later collected included) over 20 runs, divided by 20.',
-    );
-    return { rows, notes };
   },
 };
+
+/** Times, allocation and (for agentd) heap growth of the contenders that ran the scenario. */
+async function measure(contenders: Contender[], notes: string[], gc: () => void) {
+  // Warm-up, then interleaved rounds so machine load hits every contender alike.
+  for (const contender of contenders) for (let index = 0; index < 10; index++) await contender.run();
+  const samples = new Map<Contender, number[]>(contenders.map((contender) => [contender, []]));
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? contenders : [...contenders].reverse();
+    for (const contender of order) {
+      for (let index = 0; index < runsPerRound; index++) {
+        const started = performance.now();
+        await contender.run();
+        samples.get(contender)!.push((performance.now() - started) * 1000);
+      }
+    }
+  }
+  const allocation = new Map<Contender, number>();
+  for (const contender of contenders) allocation.set(contender, await allocatedBytesPerRun(contender, 20));
+
+  const agentd = contenders.find((contender) => contender.name === 'agentd');
+  const agentdMedian = agentd
+    ? percentile(
+        [...samples.get(agentd)!].sort((a, b) => a - b),
+        0.5,
+      )
+    : undefined;
+  const rows = contenders.map((contender) => {
+    const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
+    const median = percentile(sorted, 0.5);
+    return {
+      contender: contender.name,
+      version: contender.version,
+      'median µs / run': Math.round(median),
+      'p90 µs / run': Math.round(percentile(sorted, 0.9)),
+      'median µs / turn': Math.round(median / (scenario.toolTurns + 1)),
+      'KiB allocated / run': Math.round(allocation.get(contender)! / 1024),
+      'time vs agentd': agentdMedian ? `${(median / agentdMedian).toFixed(1)}×` : '',
+    };
+  });
+
+  if (agentd) {
+    const heapRuns = 10_000;
+    const growth = await heapGrowth(agentd, heapRuns, 5, gc);
+    notes.push(
+      `agentd heap over ${heapRuns.toLocaleString('en')} sequential runs (after 1,000 warm-up runs; forced GC at 0, 2,000, …, 10,000 runs): ` +
+        `${(growth.growthBytes / 1024).toFixed(1)} KiB from first to last reading; least-squares slope ` +
+        `${growth.slopeBytesPerRun.toFixed(2)} bytes per run.`,
+    );
+  }
+  notes.push(
+    `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
+    `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after 10 warm-up runs; each sample is one whole run (performance.now).`,
+    'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through streamModel), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
+    'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
+    '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one committed transaction each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does.',
+    'Allocation: V8 sampling heap profiler (512-byte interval, objects later collected included) over 20 runs, divided by 20.',
+  );
+  return { rows, notes };
+}
