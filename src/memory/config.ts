@@ -132,6 +132,11 @@ export const memoryConfigSchema = z
          * beyond it the commonest query terms are left out, then only the newest matches are ranked.
          */
         maxScoredRows: z.number().int().min(100).default(5_000),
+        /**
+         * The same bound for automatic recall (`recallForPrompt`), which runs before a chat turn's model call:
+         * a best-effort hint that should cost a fraction of the turn.
+         */
+        promptMaxScoredRows: z.number().int().min(100).default(1_000),
       })
       .default({
         defaultLimit: 25,
@@ -143,6 +148,7 @@ export const memoryConfigSchema = z
         neighbourWeights: [0.2, 0.1, 0.05],
         candidateCount: 100,
         maxScoredRows: 5_000,
+        promptMaxScoredRows: 1_000,
       }),
     embeddings: memoryEmbeddingsConfigSchema,
   })

@@ -19,7 +19,7 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
    * 300 turns, far apart from each other's context (each separated by unrelated filler turns): the first
    * 30 say "lantern" three times (the best BM25 matches), the rest say it once; turn 5 also names "zephyr".
    */
-  const seed = async (config: { maxScoredRows?: number }) => {
+  const seed = async (config: { maxScoredRows?: number; promptMaxScoredRows?: number }) => {
     const harness = createHarness(db, {
       config: { maxActiveEntries: 16, recall: config },
     });
@@ -76,6 +76,38 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
     // A term no row has does not count against the budget, and the search still answers.
     const unknown = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 3 });
     expect(unknown[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
+  });
+
+  it('takes a smaller budget per search, never a larger one, and automatic recall uses its own', async () => {
+    const memory = await seed({ maxScoredRows: 5_000, promptMaxScoredRows: 100 });
+    const narrow = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10, maxScoredRows: 100 });
+    expect(notes(narrow).every((note) => note >= 200)).toBe(true);
+    const unbounded = await memory.search({
+      agentId: 'alpha',
+      query: 'lantern',
+      limit: 10,
+      maxScoredRows: Number.NaN,
+    });
+    expect(notes(unbounded).every((note) => note < 30)).toBe(true);
+    // Automatic recall ranks the newest 100 matching rows only.
+    const block = await memory.recallForPrompt({
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:other',
+      query: 'lantern',
+    });
+    const recalled = [...block.matchAll(/note (\d+):/g)].map((match) => Number(match[1]));
+    expect(recalled.length).toBeGreaterThan(0);
+    expect(recalled.every((note) => note >= 200)).toBe(true);
+    await db.close();
+    db = await openTestDatabase('sqlite');
+    const capped = await seed({ maxScoredRows: 100 });
+    const asked = await capped.search({
+      agentId: 'alpha',
+      query: 'lantern',
+      limit: 10,
+      maxScoredRows: 100_000,
+    });
+    expect(notes(asked).every((note) => note >= 200)).toBe(true);
   });
 
   it('counts a term again once the memory has grown past a tenth', async () => {

@@ -82,6 +82,11 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
   );
   const terms = queryTerms(searchOptions.query);
   const exclude = searchOptions.excludeAddresses ?? new Set<string>();
+  const requestedRows = searchOptions.maxScoredRows;
+  const maxScoredRows =
+    requestedRows !== undefined && Number.isFinite(requestedRows)
+      ? Math.min(config.recall.maxScoredRows, Math.max(100, Math.floor(requestedRows)))
+      : config.recall.maxScoredRows;
   const mode: 'fts' | 'hybrid' = searchOptions.mode === 'fts' || !embedder ? 'fts' : 'hybrid';
   if (searchOptions.mode === 'hybrid' && !embedder) {
     throw new UserInputError({
@@ -135,7 +140,7 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
         rowLimit,
         settings.contextWeights,
         needed,
-        settings.maxScoredRows,
+        maxScoredRows,
       );
       const known = new Map<string, StoredEntry>();
       const candidates = rows.map((row) => {
@@ -452,6 +457,7 @@ export async function recallForPrompt(
     query: promptOptions.query,
     limit: config.recall.searchDefaultLimit,
     excludeAddresses: inContext,
+    maxScoredRows: config.recall.promptMaxScoredRows,
   });
   const header = 'Relevant memories from earlier conversations (may be outdated):';
   const lines: string[] = [];
