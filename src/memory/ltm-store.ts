@@ -282,16 +282,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   };
 
   /**
-   * The FTS5 query of a search whose bm25() ranking touches at most about `maxScoredRows` rows. Terms are
-   * taken rarest first while their matches fit the budget; the common ones left out carry the least
-   * weight in BM25 (their inverse document frequency is lowest). When even the rarest term matches more
-   * rows than the budget, only its newest `maxScoredRows` matches are ranked (a memory favours the recent
-   * when a query names nothing rarer). Under the budget, every term is searched as before.
+   * How a search ranks under a row budget of `maxScoredRows`. bm25() touches every row matching a term
+   * twice (once to count it for the inverse document frequency, once to score it), so terms are taken
+   * rarest first while their matches fit the budget: the common ones left out carry the least weight in
+   * BM25. When even the rarest term matches more rows than the budget, no term says much about relevance,
+   * and the search ranks that term's newest matches by the column they match in, without bm25() (a memory
+   * favours the recent when a query names nothing rarer). Under the budget, every term is ranked as before.
    */
   const sqliteMatchPlan = async (
     terms: ReadonlyArray<string>,
     maxScoredRows: number,
-  ): Promise<{ match: string; afterRowId?: number }> => {
+  ): Promise<{ match: string; term?: never } | { match?: never; term: string; fromRowId: number }> => {
     if (!Number.isFinite(maxScoredRows)) return { match: ftsAnyOf(terms) };
     const highest = await db.get<{ id: number | null }>('SELECT max(id) AS id FROM memory_entries');
     const highestRowId = Number(highest?.id ?? 0);
@@ -304,18 +305,20 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     let scored = 0;
     for (const { term, rows } of counted) {
       if (rows === 0) continue;
-      if (kept.length > 0 && scored + rows > maxScoredRows) break;
+      if (scored + rows > maxScoredRows) break;
       kept.push(term);
       scored += rows;
     }
-    if (kept.length === 0) return { match: ftsAnyOf(terms) };
-    const match = ftsAnyOf(kept);
-    if (scored <= maxScoredRows) return { match };
+    if (kept.length > 0) return { match: ftsAnyOf(kept) };
+    const rarest = counted.find(({ rows }) => rows > 0);
+    if (!rarest) return { match: ftsAnyOf(terms) };
+    // The scan for the newest matches that pass the search's filter stops at this row, so an agent with
+    // few entries among many of other agents costs no more than the budget.
     const boundary = await db.get<{ rowid: number }>(
       'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?',
-      [match, maxScoredRows],
+      [ftsAnyOf([rarest.term]), maxScoredRows - 1],
     );
-    return boundary ? { match, afterRowId: Number(boundary.rowid) } : { match };
+    return { term: rarest.term, fromRowId: Number(boundary?.rowid ?? 0) };
   };
 
   return {
@@ -548,28 +551,54 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (dialect === 'sqlite') {
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
+        if (plan.term !== undefined) {
+          // The newest matches that pass the filter, in the entry's own words (1) or in the turns before it
+          // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (CROSS JOIN keeps it
+          // the outer loop), newest row first, so the scan stops once enough rows pass.
+          const phrase = ftsAnyOf([plan.term]);
+          const newest =
+            `SELECT memory_fts.rowid AS rowid, ? AS weight FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+            `WHERE memory_fts MATCH ? AND memory_fts.rowid >= ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`;
+          const candidates = Math.max(limit * 2, 50);
+          return db.all<RankedRow>(
+            `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, sum(weight) AS rank FROM (` +
+              `SELECT * FROM (${newest}) UNION ALL SELECT * FROM (${newest})) GROUP BY rowid) f ` +
+              'JOIN memory_entries e ON e.id = f.rowid ORDER BY f.rank DESC, e.id DESC LIMIT ?',
+            [
+              1,
+              `content : ${phrase}`,
+              plan.fromRowId,
+              ...params,
+              candidates,
+              weights.before,
+              `before : ${phrase}`,
+              plan.fromRowId,
+              ...params,
+              candidates,
+              limit,
+            ],
+          );
+        }
         const bm25 = 'bm25(memory_fts, 1.0, ?)';
         const columnWeights = [weights.before];
-        const window = plan.afterRowId === undefined ? '' : ' AND memory_fts.rowid > ?';
-        const windowParams = plan.afterRowId === undefined ? [] : [plan.afterRowId];
         // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
         // before ranking costs far more. When filters drop too many candidates, rank over the full join.
         const candidates = Math.max(limit * 2, 50);
         let rows = await db.all<RankedRow>(
           `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, ${bm25} AS rank FROM memory_fts ` +
-            `WHERE memory_fts MATCH ?${window} ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
-          [...columnWeights, plan.match, ...windowParams, candidates, ...params, limit],
+            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+          [...columnWeights, plan.match, candidates, ...params, limit],
         );
         if (rows.length < Math.min(enough, limit)) {
           const total = await db.get<{ n: number }>(
-            `SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?${window} LIMIT ?) m`,
-            [plan.match, ...windowParams, candidates],
+            'SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
+            [plan.match, candidates],
           );
           if (Number(total?.n ?? 0) >= candidates) {
             rows = await db.all<RankedRow>(
               `SELECT ${entryColumns}, ${bm25} AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
-                `WHERE memory_fts MATCH ?${window} AND ${where} ORDER BY rank LIMIT ?`,
-              [...columnWeights, plan.match, ...windowParams, ...params, limit],
+                `WHERE memory_fts MATCH ? AND ${where} ORDER BY rank LIMIT ?`,
+              [...columnWeights, plan.match, ...params, limit],
             );
           }
         }

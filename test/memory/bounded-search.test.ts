@@ -110,6 +110,32 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
     expect(notes(asked).every((note) => note >= 200)).toBe(true);
   });
 
+  it("looks at the newest matches of the budget only, and never returns another agent's", async () => {
+    const memory = await seed({ maxScoredRows: 100 });
+    const beta = { sessionId: 'beta-1', sessionKey: 'agent:beta:main', agentId: 'beta' };
+    const betaNotes = (from: number, count: number) =>
+      Array.from({ length: count }, (_, index) => ({
+        role: 'user' as const,
+        content: `beta ${from + index}: lantern`,
+      }));
+    // 30 newer matches of beta's: alpha's newest notes are still among the newest 100 matching rows.
+    await memory.appendBatch(beta, betaNotes(0, 30));
+    const alpha = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+    expect(notes(alpha).length).toBeGreaterThan(0);
+    expect(notes(alpha).every((note) => note >= 250)).toBe(true);
+    expect(alpha.every((hit) => hit.sessionKey === 'agent:alpha:main')).toBe(true);
+    // 200 more: the newest 100 matches are all beta's, and alpha's older ones are past the budget.
+    await memory.appendBatch(beta, betaNotes(30, 200));
+    expect(await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 })).toEqual([]);
+    const found = await memory.search({ agentId: 'beta', query: 'lantern', limit: 10 });
+    expect(found.length).toBe(10);
+    expect(found.every((hit) => hit.sessionKey === 'agent:beta:main')).toBe(true);
+    // A rarer word is still found for alpha however many rows of beta's there are.
+    expect((await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 1 }))[0]?.content).toBe(
+      'note 5: lantern lantern lantern zephyr',
+    );
+  });
+
   it('counts a term again once the memory has grown past a tenth', async () => {
     const harness = createHarness(db, { config: { maxActiveEntries: 16, recall: { maxScoredRows: 100 } } });
     const { memory } = harness;
