@@ -137,6 +137,12 @@ async function measure(
     config: { maxActiveEntries: 2_000, maxActiveTokens: 1_000_000 },
   });
   const ingestMs = await ingest(memory);
+  // The same store without a row budget: what every search cost before it, and the ranking it is compared to.
+  const exactMemory = createMemoryService({
+    db,
+    bus: createBus(),
+    config: { maxActiveEntries: 2_000, maxActiveTokens: 1_000_000, recall: { maxScoredRows: 1_000_000_000 } },
+  });
   // Fresh statistics, as autovacuum would have them on a live Postgres (and ANALYZE helps SQLite's planner too).
   await db.run('ANALYZE');
   const next = random(7);
@@ -144,11 +150,15 @@ async function measure(
   const timings = {
     topic: [] as number[],
     search: [] as number[],
+    exact: [] as number[],
     plain: [] as number[],
     prompt: [] as number[],
   };
   let topicItems = 0;
   let searchHits = 0;
+  let exactHits = 0;
+  /** Sum over queries of the share of the unbudgeted top 10 that the budgeted search also returns. */
+  let agreement = 0;
   let plainHits = 0;
   let promptLines = 0;
   // Warm-up, then interleave the two kinds so load on the machine hits both alike.
@@ -161,8 +171,15 @@ async function measure(
     timings.topic.push(performance.now() - start);
     const query = `what did we say about ${topic} and ${word(next)} ${word(next)}?`;
     start = performance.now();
-    searchHits += (await memory.search({ agentId: 'bench', query, limit: 10 })).length;
+    const hits = await memory.search({ agentId: 'bench', query, limit: 10 });
     timings.search.push(performance.now() - start);
+    searchHits += hits.length;
+    start = performance.now();
+    const exact = await exactMemory.search({ agentId: 'bench', query, limit: 10 });
+    timings.exact.push(performance.now() - start);
+    exactHits += exact.length;
+    const found = new Set(hits.map((hit) => hit.address));
+    agreement += exact.length === 0 ? 1 : exact.filter((hit) => found.has(hit.address)).length / exact.length;
     start = performance.now();
     plainHits += await baseline(query);
     timings.plain.push(performance.now() - start);
@@ -172,7 +189,7 @@ async function measure(
     timings.prompt.push(performance.now() - start);
     promptLines += block === '' ? 0 : block.split('\n').length - 1;
   }
-  const row = (kind: string, values: number[], found: number) => {
+  const row = (kind: string, values: number[], found: number, agreed?: number) => {
     const sorted = [...values].sort((left, right) => left - right);
     return {
       backend: label,
@@ -181,12 +198,15 @@ async function measure(
       'p90 ms': Number(percentile(sorted, 0.9).toFixed(3)),
       'p99 ms': Number(percentile(sorted, 0.99).toFixed(3)),
       'results per query': Number((found / values.length).toFixed(1)),
+      'top-10 agreement with unbudgeted %':
+        agreed === undefined ? '' : Number(((100 * agreed) / values.length).toFixed(1)),
       [`ingest s (${memoryCount / 1000}k)`]: Number((ingestMs / 1000).toFixed(1)),
     };
   };
   return [
     row('query by topic (limit 25)', timings.topic, topicItems),
-    row('FTS search (limit 10)', timings.search, searchHits),
+    row('FTS search (limit 10)', timings.search, searchHits, agreement),
+    row('FTS search without a row budget (limit 10)', timings.exact, exactHits),
     row('reference: plain BM25, own words only (limit 10)', timings.plain, plainHits),
     row('automatic recall: recallForPrompt', timings.prompt, promptLines),
   ];
@@ -211,7 +231,10 @@ async function run() {
     `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${batchSize} per transaction), then ANALYZE; ` +
       'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
     `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first); ` +
-      'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns each side, then neighbour smoothing). ' +
+      'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns before it, then neighbour smoothing), ' +
+      'on SQLite with the default row budget (recall.maxScoredRows 5,000: past it the commonest terms are left out, and when even the rarest term matches more rows, its newest matches are ranked by column without bm25()); ' +
+      '"without a row budget" runs the same search with the budget lifted (the ranking before it), and the agreement column is the share of that top 10 the budgeted search returns. ' +
+      'recallForPrompt ranks at most recall.promptMaxScoredRows (1,000) rows. ' +
       'The reference row runs, in the same loop, the single query memory.search ran before turn context (own words only, index built in the same database). ' +
       'recallForPrompt = memory.recallForPrompt for session s0 (search with the in-context entries excluded); its results column counts memory lines in the block.',
   ];
