@@ -26,6 +26,7 @@ const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
 const idleSessions = 1000;
 const idleTurnsPerSession = 2;
 const idleClients = 100;
+const memorySettleMs = 1500;
 const token = 'bench-token';
 const role = process.env.AGENTD_CHAT_TURN_BENCH_ROLE;
 /** Without a user name in the URL, the OS user's (as psql does; pg would send none when USER is unset). */
@@ -98,6 +99,13 @@ if (role) {
       gc?.();
       process.send!({ type: 'rss', value: process.memoryUsage().rss });
     }
+    if (message.type === 'memory') {
+      gc?.();
+      gc?.();
+      // V8 hands the pages a collection freed back to the system from background threads; read once they
+      // have (right after gc the RSS of the same heap varied by tens of MiB from run to run).
+      setTimeout(() => process.send!({ type: 'memory', value: process.memoryUsage() }), memorySettleMs);
+    }
     if (message.type === 'cpu') {
       const usage = process.cpuUsage();
       process.send!({ type: 'cpu', value: usage.user + usage.system });
@@ -115,6 +123,8 @@ interface Target {
   name: ServerName;
   port: number;
   rss(): Promise<number>;
+  /** process.memoryUsage() after gc, once freed pages went back to the system. */
+  memory(): Promise<NodeJS.MemoryUsage>;
   /** Server process CPU time so far, in microseconds. */
   cpu(): Promise<number>;
   /** Starts profiling when `file` is given; the returned function stops and writes the profile. */
@@ -135,9 +145,12 @@ async function startTarget(name: ServerName, env: Record<string, string> = {}): 
       if (message.type === 'ready') resolve(message);
     });
   });
-  const ask = (type: 'rss' | 'cpu' | 'profile-start' | 'profile-stop', file?: string) =>
-    new Promise<number>((resolve) => {
-      const onMessage = (message: { type: string; value: number }) => {
+  const ask = <Value = number>(
+    type: 'rss' | 'memory' | 'cpu' | 'profile-start' | 'profile-stop',
+    file?: string,
+  ) =>
+    new Promise<Value>((resolve) => {
+      const onMessage = (message: { type: string; value: Value }) => {
         if (message.type !== type) return;
         child.off('message', onMessage);
         resolve(message.value);
@@ -149,6 +162,7 @@ async function startTarget(name: ServerName, env: Record<string, string> = {}): 
     name,
     port: ready.port,
     rss: () => ask('rss'),
+    memory: () => ask<NodeJS.MemoryUsage>('memory'),
     cpu: () => ask('cpu'),
     profile: async (file) => {
       if (file) await ask('profile-start');
@@ -329,8 +343,10 @@ async function phase(target: Target, count: number) {
 }
 
 /** 1,000 sessions, each with `idleTurnsPerSession` turns of history, then every client gone. */
-async function idleSessionsRss(target: Target): Promise<{ before: number; after: number; turns: number }> {
-  const before = await target.rss();
+async function idleSessionsRss(
+  target: Target,
+): Promise<{ before: NodeJS.MemoryUsage; after: NodeJS.MemoryUsage; turns: number }> {
+  const before = await target.memory();
   const clients = await connect(target, idleClients, 'idle');
   const perClient = idleSessions / idleClients;
   let turns = 0;
@@ -346,7 +362,12 @@ async function idleSessionsRss(target: Target): Promise<{ before: number; after:
     }),
   );
   for (const client of clients) client.ws.terminate();
-  return { before, after: await target.rss(), turns };
+  return { before, after: await target.memory(), turns };
+}
+
+function memoryLine(usage: NodeJS.MemoryUsage): string {
+  const mib = (bytes: number) => round(bytes / 1024 / 1024, 1);
+  return `RSS ${mib(usage.rss)} MiB (JS heap ${mib(usage.heapUsed)} used of ${mib(usage.heapTotal)}, external ${mib(usage.external)})`;
 }
 
 async function freshPostgresSchema(): Promise<{ url: string; drop(): Promise<void> } | undefined> {
@@ -423,7 +444,7 @@ export default {
         `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, sqlite, postgres) so load hits all alike`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',
         idle
-          ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc: RSS ${round(idle.after / 1024 / 1024, 1)} MiB (${round(idle.before / 1024 / 1024, 1)} MiB before them)`
+          ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc and ${memorySettleMs} ms: ${memoryLine(idle.after)} (before them: ${memoryLine(idle.before)})`
           : 'idle sessions: not measured',
         `servers run ${process.env.AGENTD_BENCH_FROM_DIST ? 'the compiled dist/' : 'src/ through tsx (its compiled copies are in the RSS)'}`,
         schema

@@ -29,9 +29,8 @@ function guarded<Args>(run: (args: Args) => Promise<CallToolResult>) {
  * agentd's own MCP server: chat with an agent, plan a goal, search memory, submit and inspect work, run a
  * workflow. One server object per connection (stdio) or per request (stateless HTTP); all share `runtime`.
  * Not exported: the exported functions below keep the SDK's types out of agentd's published typings (its
- * declarations need DOM types a Node project does not have). They import the SDK when agentd is first served
- * over MCP: every runtime loads this module, and a gateway that never serves MCP would carry the SDK's
- * server half (about 2 MiB of heap) for nothing.
+ * declarations need DOM types a Node project does not have). They import the SDK's server half when agentd
+ * is first served over MCP: every runtime loads this module, and most never serve MCP.
  */
 function createAgentdMcpServer(runtime: Runtime, Server: typeof McpServer): McpServer {
   const server = new Server({ name: 'agentd', version: runtime.version });
