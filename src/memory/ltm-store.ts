@@ -637,7 +637,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return rows.map(rowToEntry);
     },
 
-    /** Entries whose words contain `topic` as a phrase, newest first. */
+    /**
+     * Entries whose words contain `topic` as a phrase, newest written first (a `createdAtMs` given at
+     * append time does not reorder them).
+     */
     async topic(filter: EntryFilter, topic: string, limit: number): Promise<StoredEntry[]> {
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
@@ -646,9 +649,12 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         // Only the entry's own words: the neighbour columns would match the turns around it too.
         params.push(`content : ${phrase}`);
         const where = filterSql(filter, params);
+        // Newest written first, in FTS5's own rowid order: the scan stops after `limit` rows pass the
+        // filter instead of reading and sorting every match of a common topic (CROSS JOIN keeps FTS5 the
+        // outer loop).
         const rows = await db.all<EntryRow>(
-          `SELECT ${entryColumns} FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
-            `WHERE memory_fts MATCH ? AND ${where} ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?`,
+          `SELECT ${entryColumns} FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+            `WHERE memory_fts MATCH ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`,
           [...params, limit],
         );
         return rows.map(rowToEntry);
@@ -659,7 +665,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const where = filterSql(filter, params);
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE e.search_vector @@ to_tsquery('english', ?) AND ${where} ` +
-          'ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?',
+          'ORDER BY e.id DESC LIMIT ?',
         [...params, limit],
       );
       return rows.map(rowToEntry);
