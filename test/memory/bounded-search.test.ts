@@ -160,15 +160,15 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
   it('answers a topic lookup newest written first without reading every match', async () => {
     const memory = await seed({});
     const items = await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 3 });
-    expect(items.map((item) => item.content)).toEqual([
+    expect(items.map((item) => ('content' in item ? item.content : item.text))).toEqual([
       'note 299: lantern',
       'note 298: lantern',
       'note 297: lantern',
     ]);
     // A backdated append is still the newest written.
     await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'old lantern', createdAtMs: 1_000 }]);
-    expect((await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 1 }))[0]?.content).toBe(
-      'old lantern',
-    );
+    expect((await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 1 }))[0]).toMatchObject({
+      content: 'old lantern',
+    });
   });
 });
