@@ -93,13 +93,17 @@ export function createBus(options: CreateBusOptions = {}): Bus {
 
   return {
     publish(type, data, scope = {}) {
+      // Field by field: a literal spreading the scope costs several times more on every publish.
       const event = {
-        ...scope,
         type,
         data: sanitize ? sanitize(data) : data,
         seq: ++seq,
         at: clock.now(),
       } as BusEvent<typeof type>;
+      if (scope.sessionKey !== undefined) event.sessionKey = scope.sessionKey;
+      if (scope.agentId !== undefined) event.agentId = scope.agentId;
+      if (scope.workItemId !== undefined) event.workItemId = scope.workItemId;
+      if (scope.runId !== undefined) event.runId = scope.runId;
       for (const subscription of subscriptions) {
         if (!matches(subscription, event as BusEvent)) continue;
         try {
