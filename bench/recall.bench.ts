@@ -250,7 +250,8 @@ async function run() {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  if (process.env.AGENTD_BENCH_RECALL_POSTGRES !== '0' && (await postgresReachable())) {
+  const postgresWanted = process.env.AGENTD_BENCH_RECALL_POSTGRES !== '0';
+  if (postgresWanted && (await postgresReachable())) {
     const schema = `agentd_bench_recall_${Date.now().toString(36)}`;
     const admin = new pg.Client({ connectionString: postgresUrl });
     await admin.connect();
@@ -277,7 +278,9 @@ async function run() {
     );
   } else {
     notes.push(
-      `Postgres at ${postgresUrl.replace(/\/\/[^@]*@/, '//')} did not answer; only SQLite was measured.`,
+      postgresWanted
+        ? `Postgres at ${postgresUrl.replace(/\/\/[^@]*@/, '//')} did not answer; only SQLite was measured.`
+        : 'Postgres was not measured (AGENTD_BENCH_RECALL_POSTGRES=0).',
     );
   }
   notes.push('Target: p99 under 10 ms on SQLite.');
@@ -286,7 +289,6 @@ async function run() {
 
 export default {
   name: 'recall',
-  description:
-    'memory.query by topic and BM25 full-text search over 100,000 memories, p50/p99, SQLite and Postgres',
+  description: `memory.query by topic and BM25 full-text search over ${memoryCount.toLocaleString('en')} memories, p50/p99, SQLite and Postgres`,
   run,
 };
