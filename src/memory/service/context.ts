@@ -81,6 +81,11 @@ export interface MemoryContext {
    * left to the first of them, which evicts in its own commit, instead of costing a commit of their own.
    */
   readonly appendsWaiting: Map<string, number>;
+  /**
+   * RAM entries (active and tombstones, over all loaded sessions) past which loading a session unloads the
+   * least recently active idle ones; they reload from the database when used again.
+   */
+  readonly maxLoadedEntries: number;
   readonly summarizer: Summarizer;
   readonly embedder: EmbeddingProvider | undefined;
   readonly writes: WriteRetryState;
@@ -88,6 +93,14 @@ export interface MemoryContext {
 }
 
 const maxContentChars = 1_000_000;
+
+/**
+ * The default of `maxLoadedEntries`. A session at the default limits holds up to 64 active entries and 256
+ * tombstones in RAM (about 100 KiB), and nothing else drops it before `unloadIdleAfterMs` (hours): without
+ * a bound, a thousand sessions that each talked a while keep about 100 MiB. 32,768 entries are roughly
+ * 10–15 MiB, a few hundred busy sessions or thousands of short ones.
+ */
+export const defaultMaxLoadedEntries = 32_768;
 
 const toolCallSchema = z.object({
   id: z.string().min(1).max(512),
@@ -150,7 +163,10 @@ export function checkRef(ref: SessionRef): SessionRef {
 }
 
 /** Builds the shared state of one memory service (and loads sqlite-vec when embeddings are on). */
-export function createMemoryContext(options: MemoryServiceOptions): MemoryContext {
+export function createMemoryContext(
+  options: MemoryServiceOptions,
+  maxLoadedEntries = defaultMaxLoadedEntries,
+): MemoryContext {
   const config = memoryConfigSchema.parse(options.config ?? {});
   const { db, bus } = options;
   const clock = options.clock ?? systemClock;
@@ -168,6 +184,7 @@ export function createMemoryContext(options: MemoryServiceOptions): MemoryContex
     mutex: createKeyedMutex(),
     sessions: new Map(),
     appendsWaiting: new Map(),
+    maxLoadedEntries,
     summarizer: createSummarizer({
       model: options.model,
       maxTokens: config.summaryMaxTokens,

@@ -179,6 +179,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     nextId,
   };
   sessions.set(ref.sessionId, ram);
+  unloadLeastRecent(ctx, ram);
   const active = activeOf(ram);
   if (active.length > 0) {
     publishEvent(ctx, ram, {
@@ -193,6 +194,28 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     await enforceLimits(ctx, ram);
   }
   return ram;
+}
+
+/**
+ * Keeps the RAM contexts within `maxLoadedEntries`: past it, the least recently active sessions other than
+ * `loaded` are unloaded (each under its own lock, where `unload` keeps any that is pinned, busy or holds
+ * entries not written through). Not awaited: the load that got over the budget does not wait for others.
+ */
+function unloadLeastRecent(ctx: MemoryContext, loaded: RamSession): void {
+  let total = 0;
+  for (const ram of ctx.sessions.values()) total += ram.entries.length;
+  if (total <= ctx.maxLoadedEntries) return;
+  const oldestFirst = [...ctx.sessions.values()]
+    .filter((ram) => ram !== loaded)
+    .sort((left, right) => left.lastActiveMs - right.lastActiveMs);
+  for (const ram of oldestFirst) {
+    if (total <= ctx.maxLoadedEntries) break;
+    total -= ram.entries.length;
+    const { lastActiveMs } = ram;
+    unload(ctx, ram.ref.sessionId, lastActiveMs).catch((error: unknown) =>
+      ctx.logger.warn({ err: error, sessionKey: ram.ref.sessionKey }, 'unloading an idle session failed'),
+    );
+  }
 }
 
 /** Runs `work` on the session's RAM context under the session's FIFO lock. */
@@ -433,12 +456,17 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   };
 }
 
-/** Drops an idle RAM context; false while pinned, busy, or holding entries not written through yet. */
-export function unload(ctx: MemoryContext, sessionId: string): Promise<boolean> {
+/**
+ * Drops an idle RAM context; false while pinned, busy, or holding entries not written through yet. With
+ * `ifIdleSince`, also false when the session was active after that time (it was picked as idle before
+ * waiting for its lock).
+ */
+export function unload(ctx: MemoryContext, sessionId: string, ifIdleSince?: number): Promise<boolean> {
   return ctx.mutex.run(sessionId, async () => {
     const ram = ctx.sessions.get(sessionId);
     if (!ram) return true;
     if (ram.pins.size > 0 || ram.busy.size > 0) return false;
+    if (ifIdleSince !== undefined && ram.lastActiveMs > ifIdleSince) return false;
     // Entries not written through yet exist only in the RAM context.
     if (ctx.writes.degradedReason !== undefined || ctx.writes.pendingWrites.has(sessionId)) return false;
     ctx.sessions.delete(sessionId);
