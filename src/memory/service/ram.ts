@@ -198,15 +198,16 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
 
 /**
  * Keeps the RAM contexts within `maxLoadedEntries`: past it, the least recently active sessions other than
- * `loaded` are unloaded (each under its own lock, where `unload` keeps any that is pinned, busy or holds
- * entries not written through). Not awaited: the load that got over the budget does not wait for others.
+ * `current` are unloaded (each under its own lock, where `unload` keeps any that is pinned, busy or holds
+ * entries not written through). Not awaited: the load or append that got over the budget does not wait for
+ * other sessions' locks.
  */
-function unloadLeastRecent(ctx: MemoryContext, loaded: RamSession): void {
+function unloadLeastRecent(ctx: MemoryContext, current: RamSession): void {
   let total = 0;
   for (const ram of ctx.sessions.values()) total += ram.entries.length;
   if (total <= ctx.maxLoadedEntries) return;
   const oldestFirst = [...ctx.sessions.values()]
-    .filter((ram) => ram !== loaded)
+    .filter((ram) => ram !== current)
     .sort((left, right) => left.lastActiveMs - right.lastActiveMs);
   for (const ram of oldestFirst) {
     if (total <= ctx.maxLoadedEntries) break;
@@ -532,6 +533,8 @@ export async function appendBatch(
       }
       for (const entry of entries) queueEmbedding(ctx, entry);
       await enforceLimits(ctx, ram);
+      // Sessions that stay loaded grow here, not at load.
+      unloadLeastRecent(ctx, ram);
       return entries.map(publicCopy);
     });
   } finally {

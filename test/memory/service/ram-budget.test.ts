@@ -32,14 +32,16 @@ describeEachDatabase('memory RAM context: the loaded-entries budget', (getDb) =>
     const { ctx, talk } = setup(4);
     await talk('a');
     await talk('b');
+    await settled(ctx);
+    expect(loadedKeys(ctx)).toEqual(['agent:alpha:a', 'agent:alpha:b']);
     await talk('c');
     await settled(ctx);
-    // Loading c found 4 entries (a's and b's): within the budget.
-    expect(loadedKeys(ctx)).toEqual(['agent:alpha:a', 'agent:alpha:b', 'agent:alpha:c']);
-    await talk('d');
+    // c's append made 6 entries: a, the least recently active, went.
+    expect(loadedKeys(ctx)).toEqual(['agent:alpha:b', 'agent:alpha:c']);
+    // Sessions that stay loaded count too: b talks again and c, idle since, goes.
+    await talk('b');
     await settled(ctx);
-    // Loading d found 6: a, the least recently active, went.
-    expect(loadedKeys(ctx)).toEqual(['agent:alpha:b', 'agent:alpha:c', 'agent:alpha:d']);
+    expect(loadedKeys(ctx)).toEqual(['agent:alpha:b']);
 
     const reloaded = await withSession(ctx, sessionRef('a'), async (ram) =>
       ram.entries.map((entry) => [entry.memoryId, entry.content]),
