@@ -495,6 +495,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return rows.map(rowToEntry);
     },
 
+    /** MemoryIDs of the active, unarchived entries of a key: what a prompt of that session has in context. */
+    async activeMemoryIds(agentId: string, sessionKey: string, limit: number): Promise<number[]> {
+      const rows = await db.all<{ memory_id: number }>(
+        "SELECT memory_id FROM memory_entries WHERE session_key = ? AND agent_id = ? AND state = 'active' " +
+          'AND archived_at_ms IS NULL ORDER BY memory_id DESC LIMIT ?',
+        [sessionKey, agentId, limit],
+      );
+      return rows.map((row) => Number(row.memory_id));
+    },
+
     async entriesByIds(
       filter: EntryFilter,
       ids: ReadonlyArray<{ sessionKey: string; memoryId: number }>,

@@ -439,18 +439,11 @@ export async function recallForPrompt(
     for (const entry of activeOf(ram)) inContext.add(entry.address);
   }
   if (inContext.size === 0 && ctx.writes.degradedReason === undefined) {
+    // Only the addresses: reading and decoding the whole rows of a large context cost more than the search.
     const active = await ctx.ltm
-      .listEntries(
-        {
-          agentId: promptOptions.agentId,
-          sessionKey: promptOptions.sessionKey,
-          includeArchived: false,
-          states: ['active'],
-        },
-        config.maxActiveEntries * 4,
-      )
+      .activeMemoryIds(promptOptions.agentId, promptOptions.sessionKey, config.maxActiveEntries * 4)
       .catch(() => []);
-    for (const entry of active) inContext.add(entry.address);
+    for (const memoryId of active) inContext.add(`${promptOptions.sessionKey}#${memoryId}`);
   }
   const hits = await search(ctx, {
     agentId: promptOptions.agentId,
