@@ -129,6 +129,18 @@ describeEachDatabase('memory recall', (getDb) => {
         maxTokens: 5,
       }),
     ).toBe('');
+    // After a restart nothing is in RAM: the session's active entries are read from the store and left out.
+    const { ctx: restarted } = stepContext(getDb());
+    expect(
+      await recallForPrompt(restarted, {
+        agentId: 'alpha',
+        sessionKey: 'agent:alpha:main',
+        query: 'weather',
+      }),
+    ).toBe('');
+    expect(
+      await recallForPrompt(restarted, { agentId: 'alpha', sessionKey: 'agent:alpha:old', query: 'weather' }),
+    ).toContain('[agent:alpha:main#1, ');
   });
 
   it('answers from RAM while the database cannot be read, history included', async () => {
