@@ -1,4 +1,4 @@
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type {
   ContentBlockParam,
   MessageCreateParamsStreaming,
@@ -39,26 +39,32 @@ export interface AnthropicModelOptions {
  * spans could carry prompt content). `temperature` is not sent: this API version has no sampling parameters.
  */
 export function createAnthropicModel(options: AnthropicModelOptions): LanguageModel {
-  const client = new Anthropic({
-    apiKey: options.apiKey,
-    baseURL: options.baseURL ?? anthropicDefaultBaseUrl,
-    maxRetries: 0,
-    openTelemetry: false,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-    ...(options.headers ? { defaultHeaders: options.headers } : {}),
-  });
+  // The SDK loads on the first call, not at start-up: a runtime on another provider never needs it.
+  let client: Promise<Anthropic> | undefined;
+  const connect = () =>
+    (client ??= import('@anthropic-ai/sdk').then(
+      ({ default: AnthropicSdk }) =>
+        new AnthropicSdk({
+          apiKey: options.apiKey,
+          baseURL: options.baseURL ?? anthropicDefaultBaseUrl,
+          maxRetries: 0,
+          openTelemetry: false,
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.headers ? { defaultHeaders: options.headers } : {}),
+        }),
+    ));
   return {
     specificationVersion: 'v1',
     provider: 'anthropic',
     modelId: options.model,
     contextWindowTokens: options.contextWindowTokens ?? contextWindowFor(options.model),
     doStream: (request, callOptions) =>
-      streamMessages(client, buildBody(options.model, request), callOptions, options.apiKey),
+      streamMessages(connect, buildBody(options.model, request), callOptions, options.apiKey),
   };
 }
 
 function streamMessages(
-  client: Anthropic,
+  connect: () => Promise<Anthropic>,
   body: MessageCreateParamsStreaming,
   callOptions: ModelCallOptions,
   apiKey: string,
@@ -71,7 +77,7 @@ function streamMessages(
   let stopReason: string | null = null;
   let sawUsage = false;
   return mapUpstream<RawMessageStreamEvent>({
-    open: () => client.messages.create(body, { signal }),
+    open: async () => (await connect()).messages.create(body, { signal }),
     onItem(event, emit) {
       switch (event.type) {
         case 'message_start': {

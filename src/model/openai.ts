@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -45,16 +45,22 @@ export interface OpenAIModelOptions {
 export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
   const baseURL = options.baseURL ?? openAIDefaultBaseUrl;
   const official = baseURL.replace(/\/+$/, '') === openAIDefaultBaseUrl;
-  const client = new OpenAI({
-    // The SDK refuses to start without a key; compatible servers without auth ignore this placeholder.
-    apiKey: options.apiKey || 'not-needed',
-    baseURL,
-    organization: null,
-    project: null,
-    maxRetries: 0,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-    ...(options.headers ? { defaultHeaders: options.headers } : {}),
-  });
+  // The SDK loads on the first call, not at start-up: a runtime on another provider never needs it.
+  let client: Promise<OpenAI> | undefined;
+  const connect = () =>
+    (client ??= import('openai').then(
+      ({ default: OpenAISdk }) =>
+        new OpenAISdk({
+          // The SDK refuses to start without a key; compatible servers without auth ignore this placeholder.
+          apiKey: options.apiKey || 'not-needed',
+          baseURL,
+          organization: null,
+          project: null,
+          maxRetries: 0,
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+          ...(options.headers ? { defaultHeaders: options.headers } : {}),
+        }),
+    ));
   const provider = options.provider ?? 'openai';
   return {
     specificationVersion: 'v1',
@@ -62,12 +68,12 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
     modelId: options.model,
     contextWindowTokens: options.contextWindowTokens ?? contextWindowFor(options.model),
     doStream: (request, callOptions) =>
-      streamChatCompletion(client, buildBody(options.model, request, official), callOptions, options.apiKey),
+      streamChatCompletion(connect, buildBody(options.model, request, official), callOptions, options.apiKey),
   };
 }
 
 function streamChatCompletion(
-  client: OpenAI,
+  connect: () => Promise<OpenAI>,
   body: ChatCompletionCreateParamsStreaming,
   callOptions: ModelCallOptions,
   apiKey: string | undefined,
@@ -79,7 +85,7 @@ function streamChatCompletion(
   let usage: ChatCompletionChunk['usage'];
   let toolCallsSent = false;
   return mapUpstream<ChatCompletionChunk>({
-    open: () => client.chat.completions.create(body, { signal }),
+    open: async () => (await connect()).chat.completions.create(body, { signal }),
     onItem(chunk, emit) {
       if (chunk.usage) usage = chunk.usage;
       const choice = chunk.choices[0];
