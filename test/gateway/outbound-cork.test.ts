@@ -1,0 +1,51 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { afterEach, expect, it } from 'vitest';
+import WebSocket, { WebSocketServer } from 'ws';
+import { createOutbound } from '../../src/gateway/outbound.js';
+import { silentLogger } from '../../src/util/index.js';
+
+// Every write on loopback wakes the reading client; frames a turn sends in one event-loop turn go out in
+// one write instead of one each.
+let server: WebSocketServer | undefined;
+afterEach(async () => {
+  for (const client of server?.clients ?? []) client.terminate();
+  await new Promise((resolve) => server?.close(resolve));
+  server = undefined;
+});
+
+it('sends the frames of one event-loop turn in one socket write, in order', async () => {
+  server = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  await once(server, 'listening');
+  const accepted = once(server, 'connection') as Promise<[WebSocket]>;
+  const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  await once(client, 'open');
+  const [socket] = await accepted;
+  const raw = (socket as unknown as { _socket: { _writev: unknown; _write: unknown } })._socket;
+  let writes = 0;
+  for (const method of ['_write', '_writev'] as const) {
+    const original = raw[method] as (...args: unknown[]) => unknown;
+    raw[method] = function (this: unknown, ...args: unknown[]) {
+      writes++;
+      return original.apply(this, args);
+    };
+  }
+  const outbound = createOutbound(socket, {
+    maxBufferedBytes: 1 << 20,
+    closeGraceMs: 1_000,
+    logger: silentLogger,
+  });
+  const received: unknown[] = [];
+  client.on('message', (data) => received.push(JSON.parse(String(data))));
+  for (let index = 0; index < 5; index++) expect(outbound.send({ index })).toBe(true);
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(writes).toBe(1);
+  expect(received).toEqual([0, 1, 2, 3, 4].map((index) => ({ index })));
+  // A later turn's frame is written on its own, and none waits for another frame to come.
+  outbound.send({ index: 5 });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(writes).toBe(2);
+  expect(received).toHaveLength(6);
+  client.close();
+});
