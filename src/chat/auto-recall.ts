@@ -8,8 +8,8 @@ export interface AutoRecallOptions {
   logger: Logger;
   /**
    * How long a session's last recall is used as it is (0: every turn searches, the rest of these options
-   * do not apply). The search ranks every stored entry that shares a word with the message, so its cost
-   * grows with long-term memory.
+   * do not apply). A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: milliseconds,
+   * where the rest of a turn's bookkeeping takes far less.
    */
   refreshMs: number;
   /**

@@ -112,9 +112,9 @@ export interface CreateChatServiceOptions {
   recallMaxTokens?: number;
   /**
    * How long a session reuses its last automatic recall instead of searching long-term memory again
-   * (default 0: every turn searches). The full-text search ranks every stored entry that shares a word with
-   * the message, so its cost grows with long-term memory; turns that follow each other within this time
-   * (a fast exchange, a client replaying messages) share one search. See `createAutoRecall`.
+   * (default 0: every turn searches). A search costs milliseconds against the microseconds of the rest of a
+   * turn's bookkeeping (it ranks up to `memory.recall.promptMaxScoredRows` rows); turns that follow each other
+   * within this time (a fast exchange, a client replaying messages) share one search. See `createAutoRecall`.
    */
   recallRefreshMs?: number;
   /** Longest accepted user message, in characters. */
