@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { serveEcho } from './echo-floor.js';
+import { connectRequest, isFinalOf } from './operator-frames.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -212,21 +213,7 @@ function openClient(port: number, name: string): Promise<Client> {
       };
       if (!connected) {
         if (frame.event === 'connect.challenge') {
-          ws.send(
-            JSON.stringify({
-              type: 'req',
-              id: `c-${name}`,
-              method: 'connect',
-              params: {
-                minProtocol: 4,
-                maxProtocol: 4,
-                client: { id: 'bench', version: '1', platform: 'linux', mode: 'cli' },
-                role: 'operator',
-                scopes: ['operator.write'],
-                auth: { token },
-              },
-            }),
-          );
+          ws.send(connectRequest(`c-${name}`, token));
         } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
           connected = true;
           client.helloBytes = data.length;
@@ -235,11 +222,7 @@ function openClient(port: number, name: string): Promise<Client> {
         return;
       }
       client.frames.push(data.length);
-      if (
-        frame.event === 'chat' &&
-        frame.payload?.state === 'final' &&
-        frame.payload.runId === `${name}-${client.turn}`
-      ) {
+      if (isFinalOf(frame, `${name}-${client.turn}`)) {
         const done = client.onTurnEnd;
         client.onTurnEnd = undefined;
         done?.();

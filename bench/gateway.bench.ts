@@ -21,6 +21,7 @@ import {
 } from '../src/gateway/index.js';
 import { createRuntime } from '../src/runtime.js';
 import { serveEcho } from './echo-floor.js';
+import { connectRequest, isFinalOf } from './operator-frames.js';
 
 const clientCount = 1000;
 const connectBatch = 100;
@@ -249,21 +250,7 @@ function openClient(port: number, index: number): Promise<Client> {
       };
       if (!connected) {
         if (frame.event === 'connect.challenge') {
-          ws.send(
-            JSON.stringify({
-              type: 'req',
-              id: `c${index}`,
-              method: 'connect',
-              params: {
-                minProtocol: 4,
-                maxProtocol: 4,
-                client: { id: 'bench', version: '1', platform: 'linux', mode: 'cli' },
-                role: 'operator',
-                scopes: ['operator.write'],
-                auth: { token },
-              },
-            }),
-          );
+          ws.send(connectRequest(`c${index}`, token));
         } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
           connected = true;
           client.helloBytes = data.length;
@@ -272,11 +259,7 @@ function openClient(port: number, index: number): Promise<Client> {
         return;
       }
       client.frames.push(data.length);
-      if (
-        frame.event === 'chat' &&
-        frame.payload?.state === 'final' &&
-        frame.payload.runId === `${index}-${client.turn}`
-      ) {
+      if (isFinalOf(frame, `${index}-${client.turn}`)) {
         const done = client.onTurnEnd;
         client.onTurnEnd = undefined;
         done?.();

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { connectRequest, isFinalOf } from './operator-frames.js';
 
 const sessions = 1_000;
 const turnsPerSession = 2;
@@ -72,32 +73,14 @@ function connect(url: string, name: string): Promise<Client> {
       };
       if (!ready) {
         if (frame.event === 'connect.challenge') {
-          ws.send(
-            JSON.stringify({
-              type: 'req',
-              id: 'connect',
-              method: 'connect',
-              params: {
-                minProtocol: 4,
-                maxProtocol: 4,
-                client: { id: 'bench', version: '1', platform: 'linux', mode: 'cli' },
-                role: 'operator',
-                scopes: ['operator.write'],
-                auth: { token },
-              },
-            }),
-          );
+          ws.send(connectRequest('connect', token));
         } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
           ready = true;
           resolve(client);
         }
         return;
       }
-      if (
-        frame.event === 'chat' &&
-        frame.payload?.state === 'final' &&
-        frame.payload.runId === `${name}-${client.turn}`
-      ) {
+      if (isFinalOf(frame, `${name}-${client.turn}`)) {
         const finished = client.finished;
         client.finished = undefined;
         finished?.();
