@@ -495,12 +495,15 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return rows.map(rowToEntry);
     },
 
-    /** MemoryIDs of the active, unarchived entries of a key: what a prompt of that session has in context. */
-    async activeMemoryIds(agentId: string, sessionKey: string, limit: number): Promise<number[]> {
+    /**
+     * MemoryIDs of the active, unarchived entries of a key, newest first: what a prompt of that session has
+     * in context. Read from the partial index of migration 0016 alone.
+     */
+    async activeMemoryIds(sessionKey: string, limit: number): Promise<number[]> {
       const rows = await db.all<{ memory_id: number }>(
-        "SELECT memory_id FROM memory_entries WHERE session_key = ? AND agent_id = ? AND state = 'active' " +
+        "SELECT memory_id FROM memory_entries WHERE session_key = ? AND state = 'active' " +
           'AND archived_at_ms IS NULL ORDER BY memory_id DESC LIMIT ?',
-        [sessionKey, agentId, limit],
+        [sessionKey, limit],
       );
       return rows.map((row) => Number(row.memory_id));
     },

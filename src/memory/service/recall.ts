@@ -441,7 +441,7 @@ export async function recallForPrompt(
   if (inContext.size === 0 && ctx.writes.degradedReason === undefined) {
     // Only the addresses: reading and decoding the whole rows of a large context cost more than the search.
     const active = await ctx.ltm
-      .activeMemoryIds(promptOptions.agentId, promptOptions.sessionKey, config.maxActiveEntries * 4)
+      .activeMemoryIds(promptOptions.sessionKey, config.maxActiveEntries * 4)
       .catch(() => []);
     for (const memoryId of active) inContext.add(`${promptOptions.sessionKey}#${memoryId}`);
   }
