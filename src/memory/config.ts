@@ -42,6 +42,12 @@ export const memoryConfigSchema = z
     summarizeBatch: z.number().int().min(1).default(8),
     /** Tombstones kept in RAM per session (all of them stay in the database). */
     maxRamTombstones: z.number().int().min(0).default(256),
+    /**
+     * Entries (active and tombstones) loaded in RAM over all sessions. Past it the least recently active idle
+     * sessions are unloaded and reload from the database when next used. A session at the default limits
+     * holds up to 64 active entries and 256 tombstones (about 100 KiB); 32,768 entries are roughly 10–15 MiB.
+     */
+    maxLoadedEntries: z.number().int().min(1).default(32_768),
     /** Upper bound of a model-written summary. */
     summaryMaxTokens: z.number().int().min(16).default(300),
     /** Budget of the model call that writes a summary; on timeout the extractive fallback is used. */

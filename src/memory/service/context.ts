@@ -94,14 +94,6 @@ export interface MemoryContext {
 
 const maxContentChars = 1_000_000;
 
-/**
- * The default of `maxLoadedEntries`. A session at the default limits holds up to 64 active entries and 256
- * tombstones in RAM (about 100 KiB), and nothing else drops it before `unloadIdleAfterMs` (hours): without
- * a bound, a thousand sessions that each talked a while keep about 100 MiB. 32,768 entries are roughly
- * 10–15 MiB, a few hundred busy sessions or thousands of short ones.
- */
-export const defaultMaxLoadedEntries = 32_768;
-
 const toolCallSchema = z.object({
   id: z.string().min(1).max(512),
   name: z.string().min(1).max(256),
@@ -163,10 +155,7 @@ export function checkRef(ref: SessionRef): SessionRef {
 }
 
 /** Builds the shared state of one memory service (and loads sqlite-vec when embeddings are on). */
-export function createMemoryContext(
-  options: MemoryServiceOptions,
-  maxLoadedEntries = defaultMaxLoadedEntries,
-): MemoryContext {
+export function createMemoryContext(options: MemoryServiceOptions): MemoryContext {
   const config = memoryConfigSchema.parse(options.config ?? {});
   const { db, bus } = options;
   const clock = options.clock ?? systemClock;
@@ -184,7 +173,7 @@ export function createMemoryContext(
     mutex: createKeyedMutex(),
     sessions: new Map(),
     appendsWaiting: new Map(),
-    maxLoadedEntries,
+    maxLoadedEntries: config.maxLoadedEntries,
     summarizer: createSummarizer({
       model: options.model,
       maxTokens: config.summaryMaxTokens,

@@ -9,10 +9,13 @@ import { sessionRef } from '../memory-fixtures.js';
 describeEachDatabase('memory RAM context: the loaded-entries budget', (getDb) => {
   const setup = (maxLoadedEntries: number) => {
     const clock = createManualClock();
-    const ctx = createMemoryContext(
-      { db: getDb(), bus: createBus(), clock, idGenerator: createSequentialIdGenerator() },
-      maxLoadedEntries,
-    );
+    const ctx = createMemoryContext({
+      db: getDb(),
+      bus: createBus(),
+      clock,
+      idGenerator: createSequentialIdGenerator(),
+      config: { maxLoadedEntries },
+    });
     const talk = async (key: string) => {
       clock.advance(1_000);
       await appendBatch(ctx, sessionRef(key), [
