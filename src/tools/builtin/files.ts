@@ -90,7 +90,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
   const writeFileTool = defineTool({
     name: 'write_file',
     description: 'Create or overwrite a text file in the workspace. Missing parent directories are created.',
-    examples: [{ path: 'notes/todo.md', content: '# To do\n- review the plan\n' }],
+    examples: [{ path: 'notes/plan.md', content: '# Plan\n- review the draft\n' }],
     input: z.object({
       path: z.string().min(1).describe('Path relative to the workspace root'),
       content: z.string(),
@@ -185,7 +185,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     name: 'grep',
     description:
       'Search workspace text files for an RE2 regular expression (no lookaround or backreferences) or a fixed string. Returns "path:line: text" lines.',
-    examples: [{ pattern: 'TODO', path: 'src', ignore_case: true }],
+    examples: [{ pattern: 'createRuntime', path: 'src', ignore_case: true }],
     input: z.object({
       pattern: z.string().min(1),
       path: z.string().min(1).default('.').describe('File or directory to search'),
