@@ -301,17 +301,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     for (const term of terms)
       counted.push({ term, rows: await countTermRows(term, maxScoredRows, highestRowId) });
     counted.sort((left, right) => left.rows - right.rows);
+    // A term counted at 0 stays in: the count may predate the first entry that has it.
     const kept: string[] = [];
     let scored = 0;
     for (const { term, rows } of counted) {
-      if (rows === 0) continue;
       if (scored + rows > maxScoredRows) break;
       kept.push(term);
       scored += rows;
     }
     if (kept.length > 0) return { match: ftsAnyOf(kept) };
-    const rarest = counted.find(({ rows }) => rows > 0);
-    if (!rarest) return { match: ftsAnyOf(terms) };
+    const rarest = counted[0]!;
     // The scan for the newest matches that pass the search's filter stops at this row, so an agent with
     // few entries among many of other agents costs no more than the budget.
     const boundary = await db.get<{ rowid: number }>(

@@ -76,6 +76,10 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
     // A term no row has does not count against the budget, and the search still answers.
     const unknown = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 3 });
     expect(unknown[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
+    // Its count (0) is kept, yet the first entry that has it is found at once.
+    await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'a quasar at last' }]);
+    const found = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 10 });
+    expect(found.map((hit) => hit.content)).toContain('a quasar at last');
   });
 
   it('takes a smaller budget per search, never a larger one, and automatic recall uses its own', async () => {
