@@ -39,17 +39,6 @@ export function entryTokens(input: {
   return Math.ceil(chars / 4) + 4;
 }
 
-/** Where an entry lives: its MemoryID, its address and the session it belongs to. */
-export function entryIdentity(ram: RamSession, memoryId: number) {
-  return {
-    memoryId,
-    address: `${ram.ref.sessionKey}#${memoryId}`,
-    sessionId: ram.ref.sessionId,
-    sessionKey: ram.ref.sessionKey,
-    agentId: ram.ref.agentId,
-  };
-}
-
 /**
  * The marker left where an entry was evicted or summarized: it keeps the replaced entry's context position
  * and costs no tokens, so the context still shows what went and where to find it.
@@ -63,7 +52,7 @@ export function tombstoneFor(
   nowMs: number,
 ): StoredEntry {
   return {
-    // Spelled out, not spread from entryIdentity: see buildEntry.
+    // Spelled out, not spread: see buildEntry.
     memoryId,
     address: `${ram.ref.sessionKey}#${memoryId}`,
     sessionId: ram.ref.sessionId,
@@ -389,7 +378,7 @@ export function buildEntry(
   memoryId: number,
   nowMs: number,
 ): StoredEntry {
-  // One literal with every field, not a spread of entryIdentity: after about a thousand sessions V8 gave
+  // One literal with every field, not a spread of shared identity fields: after about a thousand sessions V8 gave
   // every spread-built entry a hidden class of its own (seen in heap snapshots; 4 KiB of RAM context per
   // idle session of two turns instead of 2 KiB). A plain literal keeps one shared hidden class.
   const entry: StoredEntry = {

@@ -5,7 +5,6 @@ import { queueEmbedding } from './embedding-indexer.js';
 import {
   activeOf,
   enforceLimits,
-  entryIdentity,
   entryTokens,
   eventRow,
   idRange,
@@ -90,7 +89,12 @@ export async function summarize(
         candidates.length + 1,
         (first) => [
           {
-            ...entryIdentity(ram, first),
+            // Spelled out, not spread: see buildEntry in ram.ts.
+            memoryId: first,
+            address: `${ram.ref.sessionKey}#${first}`,
+            sessionId: ram.ref.sessionId,
+            sessionKey: ram.ref.sessionKey,
+            agentId: ram.ref.agentId,
             kind: 'summary',
             role: 'system',
             state: 'active',
