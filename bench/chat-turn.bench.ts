@@ -17,9 +17,8 @@ import { cpus, loadavg, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import WebSocket from 'ws';
+import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
-import { connectRequest, isFinalOf } from './operator-frames.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -180,76 +179,6 @@ async function startTarget(name: ServerName, env: Record<string, string> = {}): 
   };
 }
 
-interface Client {
-  ws: WebSocket;
-  name: string;
-  turn: number;
-  sessionKey: string;
-  onTurnEnd: (() => void) | undefined;
-  /** Bytes of each frame of the last turn (sizes the floor's frames). */
-  frames: number[];
-  helloBytes: number;
-}
-
-function openClient(port: number, name: string): Promise<Client> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false });
-    const client: Client = {
-      ws,
-      name,
-      turn: 0,
-      sessionKey: `agent:main:${name}`,
-      onTurnEnd: undefined,
-      frames: [],
-      helloBytes: 0,
-    };
-    let connected = false;
-    ws.once('error', reject);
-    ws.on('message', (data: Buffer) => {
-      const frame = JSON.parse(data.toString()) as {
-        type: string;
-        event?: string;
-        payload?: { state?: string; runId?: string; type?: string };
-      };
-      if (!connected) {
-        if (frame.event === 'connect.challenge') {
-          ws.send(connectRequest(`c-${name}`, token));
-        } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
-          connected = true;
-          client.helloBytes = data.length;
-          resolve(client);
-        }
-        return;
-      }
-      client.frames.push(data.length);
-      if (isFinalOf(frame, `${name}-${client.turn}`)) {
-        const done = client.onTurnEnd;
-        client.onTurnEnd = undefined;
-        done?.();
-      }
-    });
-  });
-}
-
-function sendTurn(client: Client, onEnd: (latencyMs: number) => void): void {
-  client.turn++;
-  client.frames = [];
-  const sentAt = performance.now();
-  client.onTurnEnd = () => onEnd(performance.now() - sentAt);
-  client.ws.send(
-    JSON.stringify({
-      type: 'req',
-      id: `t-${client.name}-${client.turn}`,
-      method: 'chat.send',
-      params: {
-        sessionKey: client.sessionKey,
-        message: `turn ${client.turn}`,
-        idempotencyKey: `${client.name}-${client.turn}`,
-      },
-    }),
-  );
-}
-
 /** Closed loop: every client keeps exactly one turn in flight until `durationMs` has passed. */
 async function closedLoop(
   clients: Client[],
@@ -289,7 +218,7 @@ async function connect(target: Target, count: number, prefix: string): Promise<C
     clients.push(
       ...(await Promise.all(
         Array.from({ length: Math.min(100, count - start) }, (_, offset) =>
-          openClient(target.port, `${prefix}-${start + offset}`),
+          openChatClient(`ws://127.0.0.1:${target.port}/`, `${prefix}-${start + offset}`, token),
         ),
       )),
     );

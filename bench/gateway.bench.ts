@@ -8,7 +8,6 @@ import { mkdtempSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import WebSocket from 'ws';
 import { createBus } from '../src/bus/index.js';
 import { loadConfig } from '../src/config/index.js';
 import {
@@ -20,8 +19,8 @@ import {
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { createRuntime } from '../src/runtime.js';
+import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
-import { connectRequest, isFinalOf } from './operator-frames.js';
 
 const clientCount = 1000;
 const connectBatch = 100;
@@ -224,69 +223,6 @@ async function startTarget(
   };
 }
 
-interface Client {
-  ws: WebSocket;
-  index: number;
-  turn: number;
-  sentAt: number;
-  onTurnEnd: (() => void) | undefined;
-  /** Bytes of each frame of the last turn (used to size the floor's frames). */
-  frames: number[];
-  helloBytes: number;
-}
-
-function openClient(port: number, index: number): Promise<Client> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { perMessageDeflate: false });
-    const client: Client = { ws, index, turn: 0, sentAt: 0, onTurnEnd: undefined, frames: [], helloBytes: 0 };
-    let connected = false;
-    ws.once('error', reject);
-    ws.on('message', (data: Buffer) => {
-      const frame = JSON.parse(data.toString()) as {
-        type: string;
-        event?: string;
-        id?: string;
-        payload?: { state?: string; runId?: string; type?: string };
-      };
-      if (!connected) {
-        if (frame.event === 'connect.challenge') {
-          ws.send(connectRequest(`c${index}`, token));
-        } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
-          connected = true;
-          client.helloBytes = data.length;
-          resolve(client);
-        }
-        return;
-      }
-      client.frames.push(data.length);
-      if (isFinalOf(frame, `${index}-${client.turn}`)) {
-        const done = client.onTurnEnd;
-        client.onTurnEnd = undefined;
-        done?.();
-      }
-    });
-  });
-}
-
-function sendTurn(client: Client, onEnd: (latencyMs: number) => void): void {
-  client.turn++;
-  client.frames = [];
-  client.sentAt = performance.now();
-  client.onTurnEnd = () => onEnd(performance.now() - client.sentAt);
-  client.ws.send(
-    JSON.stringify({
-      type: 'req',
-      id: `t${client.index}-${client.turn}`,
-      method: 'chat.send',
-      params: {
-        sessionKey: `agent:main:bench-${client.index}`,
-        message: `turn ${client.turn}`,
-        idempotencyKey: `${client.index}-${client.turn}`,
-      },
-    }),
-  );
-}
-
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -348,7 +284,12 @@ async function measure(name: 'agentd' | 'runtime' | 'echo', target: Target) {
   for (let start = 0; start < clientCount; start += connectBatch) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(connectBatch, clientCount - start) }, (_, offset) =>
-        openClient(target.port, start + offset),
+        openChatClient(
+          `ws://127.0.0.1:${target.port}/`,
+          String(start + offset),
+          token,
+          `agent:main:bench-${start + offset}`,
+        ),
       ),
     );
     clients.push(...batch);

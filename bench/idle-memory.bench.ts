@@ -8,8 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import WebSocket from 'ws';
-import { connectRequest, isFinalOf } from './operator-frames.js';
+import { openChatClient, sendChatTurn } from './chat-client.js';
 
 const sessions = 1_000;
 const turnsPerSession = 2;
@@ -51,63 +50,6 @@ async function read(child: ChildProcess, probeDir: string, id: string, gc: boole
   return { rssMiB: mib(usage.rss), heapUsedMiB: mib(usage.heapUsed) };
 }
 
-interface Client {
-  ws: WebSocket;
-  sessionKey: string;
-  turn: number;
-  finished?: () => void;
-}
-
-/** An OpenClaw-protocol client: challenge → connect with the token → hello-ok. */
-function connect(url: string, name: string): Promise<Client> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
-    const client: Client = { ws, sessionKey: '', turn: 0 };
-    let ready = false;
-    ws.once('error', reject);
-    ws.on('message', (data) => {
-      const frame = JSON.parse(String(data)) as {
-        type?: string;
-        event?: string;
-        payload?: { type?: string; state?: string; runId?: string };
-      };
-      if (!ready) {
-        if (frame.event === 'connect.challenge') {
-          ws.send(connectRequest('connect', token));
-        } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
-          ready = true;
-          resolve(client);
-        }
-        return;
-      }
-      if (isFinalOf(frame, `${name}-${client.turn}`)) {
-        const finished = client.finished;
-        client.finished = undefined;
-        finished?.();
-      }
-    });
-  });
-}
-
-function turn(client: Client, name: string): Promise<void> {
-  client.turn++;
-  return new Promise((resolve) => {
-    client.finished = resolve;
-    client.ws.send(
-      JSON.stringify({
-        type: 'req',
-        id: `t${client.turn}`,
-        method: 'chat.send',
-        params: {
-          sessionKey: client.sessionKey,
-          message: `turn ${client.turn}`,
-          idempotencyKey: `${name}-${client.turn}`,
-        },
-      }),
-    );
-  });
-}
-
 async function measureOnce(run: number): Promise<Record<string, string | number>> {
   const home = mkdtempSync(join(tmpdir(), 'agentd-idle-memory-'));
   const probeDir = mkdtempSync(join(tmpdir(), 'agentd-idle-probe-'));
@@ -145,13 +87,14 @@ async function measureOnce(run: number): Promise<Record<string, string | number>
     const rest = await read(child, probeDir, 'rest', true);
     const startedMs = Date.now();
     const clients = await Promise.all(
-      Array.from({ length: clientCount }, (_, index) => connect(url, `idle-${index}`)),
+      Array.from({ length: clientCount }, (_, index) => openChatClient(url, `idle-${index}`, token)),
     );
     await Promise.all(
       clients.map(async (client, index) => {
         for (let session = 0; session < sessions / clientCount; session++) {
           client.sessionKey = `agent:main:idle-${index}-s${session}`;
-          for (let count = 0; count < turnsPerSession; count++) await turn(client, `idle-${index}`);
+          for (let count = 0; count < turnsPerSession; count++)
+            await new Promise<void>((resolve) => sendChatTurn(client, () => resolve()));
         }
       }),
     );
