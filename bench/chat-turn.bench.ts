@@ -11,14 +11,15 @@
 // fresh schema that is dropped afterwards. Without a reachable server the Postgres rows are left out.
 // AGENTD_BENCH_FROM_DIST=1 runs the servers on the compiled dist/ (npm run build) instead of src/ via tsx.
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { cpus, loadavg, tmpdir, userInfo } from 'node:os';
+import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
+import { serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -40,29 +41,6 @@ type ServerName = 'echo' | 'sqlite' | 'postgres';
 
 // --- servers (child processes) --------------------------------------------------------------------------
 
-async function serveRuntime(
-  databaseUrl: string | undefined,
-): Promise<{ port: number; stop(): Promise<void> }> {
-  // The compiled package when asked (its RSS is what a deployment has; tsx's compiled copies add to it).
-  const from = process.env.AGENTD_BENCH_FROM_DIST ? '../dist' : '../src';
-  const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
-  const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
-  const home = mkdtempSync(join(tmpdir(), 'agentd-chat-turn-bench-'));
-  const env = { AGENTD_HOME: home, AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
-  const runtime = await createRuntime({
-    config: loadConfig({ cwd: home, env, overrides: { port: 0, ...(databaseUrl ? { databaseUrl } : {}) } }),
-    env,
-  });
-  const { server } = await runtime.startGateway({ port: 0 });
-  return {
-    port: server.address()!.port,
-    stop: async () => {
-      await runtime.close();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
-}
-
 if (role) {
   const gc = (globalThis as { gc?: () => void }).gc;
   let stopRuntime: (() => Promise<void>) | undefined;
@@ -73,9 +51,8 @@ if (role) {
       JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
     );
   } else {
-    const served = await serveRuntime(
-      role === 'postgres' ? process.env.AGENTD_BENCH_DATABASE_URL : undefined,
-    );
+    const databaseUrl = role === 'postgres' ? process.env.AGENTD_BENCH_DATABASE_URL : undefined;
+    const served = await serveRuntime({ token, ...(databaseUrl ? { databaseUrl } : {}) });
     port = served.port;
     stopRuntime = served.stop;
   }

@@ -4,12 +4,9 @@
 // answers every turn with the same number of frames of the same sizes (the floor). Each server runs in its
 // own child process so its event loop and RSS are its own; the clients run in this process.
 import { fork } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createBus } from '../src/bus/index.js';
-import { loadConfig } from '../src/config/index.js';
 import {
   type ChatRunResult,
   createGatewayServer,
@@ -18,9 +15,9 @@ import {
   type GatewayServices,
   registerCoreMethods,
 } from '../src/gateway/index.js';
-import { createRuntime } from '../src/runtime.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
+import { serveRuntime } from './runtime-server.js';
 
 const clientCount = 1000;
 const connectBatch = 100;
@@ -126,18 +123,6 @@ async function serveAgentd(): Promise<number> {
   return server.address()!.port;
 }
 
-/** The whole stack: runtime, SQLite in a temporary home, memory, identity, engage loop and the local model. */
-async function serveRuntime(): Promise<number> {
-  const home = mkdtempSync(join(tmpdir(), 'agentd-gateway-bench-'));
-  const env = { AGENTD_HOME: home, AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
-  const runtime = await createRuntime({
-    config: loadConfig({ cwd: home, env, overrides: { port: 0 } }),
-    env,
-  });
-  const { server } = await runtime.startGateway({ port: 0 });
-  return server.address()!.port;
-}
-
 if (role) {
   const gc = (globalThis as { gc?: () => void }).gc;
   const rss = () => {
@@ -153,7 +138,7 @@ if (role) {
     role === 'agentd'
       ? await serveAgentd()
       : role === 'runtime'
-        ? await serveRuntime()
+        ? (await serveRuntime({ token })).port
         : await serveEcho(
             Number(process.env.AGENTD_BENCH_HELLO_BYTES),
             JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),

@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { serveEcho } from './echo-floor.js';
+import { serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10];
 const warmupMs = 1000;
@@ -107,33 +108,6 @@ function serveModel(): Promise<{ server: Server; stats: { requests: number; requ
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, stats })));
 }
 
-async function serveAgentd(modelUrl: string): Promise<{ port: number; stop(): Promise<void> }> {
-  const from = process.env.AGENTD_BENCH_FROM_DIST ? '../dist' : '../src';
-  const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
-  const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
-  const home = mkdtempSync(join(tmpdir(), 'agentd-openclaw-bench-'));
-  // Only the fake model: no key from this environment may reach it or pick another provider.
-  const env = {
-    AGENTD_HOME: home,
-    AGENTD_TOKEN: token,
-    AGENTD_LOG_LEVEL: 'error',
-    AGENTD_MODEL: `openai/${modelId}`,
-    OPENAI_BASE_URL: modelUrl,
-  };
-  const runtime = await createRuntime({
-    config: loadConfig({ cwd: home, env, overrides: { port: 0 } }),
-    env,
-  });
-  const { server } = await runtime.startGateway({ port: 0 });
-  return {
-    port: server.address()!.port,
-    stop: async () => {
-      await runtime.close();
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
-}
-
 if (role) {
   let stop: () => Promise<void> = async () => {};
   let port: number;
@@ -150,7 +124,11 @@ if (role) {
       JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
     );
   } else {
-    const served = await serveAgentd(process.env.AGENTD_BENCH_MODEL_URL!);
+    // Only the fake model: no key from this environment may reach it or pick another provider.
+    const served = await serveRuntime({
+      token,
+      env: { AGENTD_MODEL: `openai/${modelId}`, OPENAI_BASE_URL: process.env.AGENTD_BENCH_MODEL_URL! },
+    });
     port = served.port;
     stop = served.stop;
   }
