@@ -19,6 +19,31 @@ interface Frame {
   payload?: { state?: string; runId?: string; type?: string };
 }
 
+/**
+ * The `connect` request answering `connect.challenge`: an operator with token auth. The real OpenClaw
+ * gateway wants its own CLI's client id and read scope too.
+ */
+export function connectRequest(
+  id: string,
+  token: string,
+  client: { id: string; scopes: string[] } = { id: 'bench', scopes: ['operator.write'] },
+): string {
+  return JSON.stringify({
+    type: 'req',
+    id,
+    method: 'connect',
+    params: {
+      minProtocol: 4,
+      maxProtocol: 4,
+      client: { id: client.id, version: '1', platform: 'linux', mode: 'cli' },
+      role: 'operator',
+      scopes: client.scopes,
+      caps: [],
+      auth: { token },
+    },
+  });
+}
+
 /** Connects and resolves after `hello-ok`; a turn's run id is `<name>-<turn>`. */
 export function openChatClient(
   url: string,
@@ -43,21 +68,7 @@ export function openChatClient(
       const frame = JSON.parse(data.toString()) as Frame;
       if (!connected) {
         if (frame.event === 'connect.challenge') {
-          ws.send(
-            JSON.stringify({
-              type: 'req',
-              id: `c-${name}`,
-              method: 'connect',
-              params: {
-                minProtocol: 4,
-                maxProtocol: 4,
-                client: { id: 'bench', version: '1', platform: 'linux', mode: 'cli' },
-                role: 'operator',
-                scopes: ['operator.write'],
-                auth: { token },
-              },
-            }),
-          );
+          ws.send(connectRequest(`c-${name}`, token));
         } else if (frame.type === 'res' && frame.payload?.type === 'hello-ok') {
           connected = true;
           client.helloBytes = data.length;

@@ -28,6 +28,7 @@ import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { connectRequest } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
 import { serveRuntime } from './runtime-server.js';
 
@@ -499,20 +500,7 @@ function openClient(port: number, name: string, timeoutMs = 10_000): Promise<Cli
       if (!connected) {
         if (frame.event === 'connect.challenge') {
           ws.send(
-            JSON.stringify({
-              type: 'req',
-              id: `c-${name}`,
-              method: 'connect',
-              params: {
-                minProtocol: 4,
-                maxProtocol: 4,
-                client: { id: 'cli', version: '1', platform: 'linux', mode: 'cli' },
-                role: 'operator',
-                scopes: ['operator.read', 'operator.write'],
-                caps: [],
-                auth: { token },
-              },
-            }),
+            connectRequest(`c-${name}`, token, { id: 'cli', scopes: ['operator.read', 'operator.write'] }),
           );
         } else if (frame.type === 'res' && frame.id === `c-${name}`) {
           if (!frame.ok || frame.payload?.type !== 'hello-ok') {
