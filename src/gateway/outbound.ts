@@ -45,6 +45,7 @@ export function createOutbound(
   let closing = false;
   // Frames sent in one event-loop turn leave in one write: on loopback every write wakes the reading
   // client, which the profile of a chat turn showed as tens of microseconds of kernel time per frame.
+  // ws exposes no public handle on its socket; without `_socket` frames simply go out one write each.
   const socket = (ws as unknown as { _socket?: Duplex })._socket;
   let corked = false;
   const uncork = () => {
