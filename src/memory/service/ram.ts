@@ -192,6 +192,10 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
  * other sessions' locks.
  */
 function unloadLeastRecent(ctx: MemoryContext, current: RamSession): void {
+  // Each session holds at most its active entries and its tombstones (beyond the limits only for the moment
+  // an append takes): while that bound fits the budget, nothing needs counting on this per-append path.
+  const perSession = ctx.config.maxActiveEntries + ctx.config.maxRamTombstones;
+  if (ctx.sessions.size * perSession <= ctx.maxLoadedEntries) return;
   let total = 0;
   for (const ram of ctx.sessions.values()) total += ram.entries.length;
   if (total <= ctx.maxLoadedEntries) return;
