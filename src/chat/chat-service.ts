@@ -16,6 +16,7 @@ import {
   UserInputError,
 } from '../util/index.js';
 import { createAutoRecall } from './auto-recall.js';
+import { createAcceptance } from './service/acceptance.js';
 import type { ChatContext } from './service/context.js';
 import { runLocalReply } from './service/local-reply.js';
 import { newRecord, refFor, settle, touchSession } from './service/records.js';
@@ -81,12 +82,14 @@ export interface RunningRun {
 }
 
 /**
- * Durable storage for accepted messages whose turn has not started yet, and for runs in progress. `send`
- * writes the message here before it acknowledges (an acknowledgement means the message is stored), so a
- * crash between the acknowledgement and the turn loses nothing: `resumePending` replays what is left at the
- * next start. A message moves from pending to running in the transaction that appends it to the
- * transcript (statements issued inside the memory append join its transaction), so a crash can neither
- * lose nor duplicate it; a run still marked running at the next start was interrupted and is reported so.
+ * Durable storage for accepted messages whose turn has not started yet, and for runs in progress. An
+ * acknowledgement means the message is stored: a message that must wait (its session is busy, or it is a
+ * command) is written here before `send` acknowledges, so a crash between the acknowledgement and the turn
+ * loses nothing: `resumePending` replays what is left at the next start. A message moves from pending to
+ * running in the transaction that appends it to the transcript (statements issued inside the memory append
+ * join its transaction), so a crash can neither lose nor duplicate it. A message whose session is idle
+ * takes that step at once, before the acknowledgement, without passing through the pending list. A run
+ * still marked running at the next start was interrupted and is reported so.
  */
 export interface ChatInbox {
   put(message: PendingMessage): Promise<void>;
@@ -243,6 +246,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     finished: new Map(),
     waiters: new Map(),
     running: new Set(),
+    unsettledTurns: new Map(),
   };
   const { lanes, live, finished, waiters } = ctx;
 
@@ -273,14 +277,24 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         return { runId: idempotencyKey, status: 'started' };
       }
 
-      await options.inbox?.put({
-        runId: idempotencyKey,
-        sessionKey,
-        agentId,
-        text: message,
-        receivedAt: clock.now(),
-      });
-      startTurn(ctx, { runId: idempotencyKey, sessionKey, agentId, text: message });
+      const turn = { runId: idempotencyKey, sessionKey, agentId, text: message };
+      // A message its session can take at once is stored by its turn: the user entry and the mark that its
+      // run started commit together before the acknowledgement, so it skips the inbox (one commit, not
+      // two). Commands and messages that queue behind a run wait in the inbox; so does everything while
+      // memory is degraded, where the inbox is the write that can say whether the store took it.
+      if (
+        options.inbox &&
+        !trimmed.startsWith('/') &&
+        !ctx.unsettledTurns.has(sessionKey) &&
+        !options.memory.status().degraded
+      ) {
+        const acceptance = createAcceptance();
+        startTurn(ctx, turn, acceptance);
+        await acceptance.stored;
+        return { runId: idempotencyKey, status: 'started' };
+      }
+      await options.inbox?.put({ ...turn, receivedAt: clock.now() });
+      startTurn(ctx, turn);
       return { runId: idempotencyKey, status: 'started' };
     },
 

@@ -63,9 +63,15 @@ export interface MemoryService {
   /**
    * Appends one entry; resolves after it is committed to the database, or, while the database cannot be
    * written, once it is queued in RAM to be written through when the database is back (`status().degraded`).
-   * `also` commits in the same transaction (or is queued with the entry).
+   * `also` commits in the same transaction (or is queued with the entry). With `requireCommit` it never
+   * queues: while the database cannot be written it fails with STORE_UNAVAILABLE and appends nothing.
    */
-  append(ref: SessionRef, input: AppendInput, also?: AlsoInTransaction): Promise<MemoryEntry>;
+  append(
+    ref: SessionRef,
+    input: AppendInput,
+    also?: AlsoInTransaction,
+    options?: { requireCommit?: boolean },
+  ): Promise<MemoryEntry>;
   /** Appends several entries in one transaction (e.g. an assistant tool call and its results). */
   appendBatch(
     ref: SessionRef,
@@ -145,7 +151,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
 
   return {
     config,
-    append: async (ref, input, also) => (await appendBatch(ctx, ref, [input], also))[0]!,
+    append: async (ref, input, also, appendOptions) =>
+      (await appendBatch(ctx, ref, [input], also, appendOptions?.requireCommit))[0]!,
     persist: (ref, write) =>
       withSession(ctx, ref, async (ram) => {
         await commit(ctx, ram, 0, () => [], write);

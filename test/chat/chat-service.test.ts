@@ -33,11 +33,18 @@ function inboxOn(db: SqlDatabase): ChatInbox {
   };
 }
 
-/** The database with its top-level transactions counted (nested ones are savepoints of those). */
-function countingTransactions(db: SqlDatabase): { db: SqlDatabase; count(): number } {
+/**
+ * The database with its commits counted: top-level transactions (nested ones are savepoints of those) and
+ * write statements issued outside any transaction.
+ */
+function countingCommits(db: SqlDatabase): { db: SqlDatabase; count(): number } {
   let count = 0;
   let depth = 0;
   const counted: SqlDatabase = Object.create(db);
+  counted.run = async (sql, params) => {
+    if (depth === 0) count++;
+    return db.run(sql, params);
+  };
   counted.transaction = async (work) => {
     if (depth === 0) count++;
     depth++;
@@ -75,8 +82,8 @@ async function turn(chat: ChatService, text: string, runId: string) {
 }
 
 describeEachDatabase('chat service writes', (getDb) => {
-  it('keeps a turn in two transactions: the message with its dequeue, the reply with the end of the run', async () => {
-    const counting = countingTransactions(getDb());
+  it('commits a turn twice: the message with the start of its run, the reply with its end', async () => {
+    const counting = countingCommits(getDb());
     const chat = chatOn(counting.db, {});
     expect((await turn(chat, 'first', 'run-1')).status).toBe('completed');
     const before = counting.count();

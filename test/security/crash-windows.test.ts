@@ -49,22 +49,31 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
       bus,
       autoRecall: false,
       idGenerator: createSequentialIdGenerator(),
-      runTurn: answerTurn,
+      runTurn: async (input) => {
+        await firstTurnMayEnd;
+        return answerTurn(input);
+      },
+    });
+    let endFirstTurn!: () => void;
+    const firstTurnMayEnd = new Promise<void>((resolve) => {
+      endFirstTurn = resolve;
     });
     const recovered = new Promise<void>((resolve) => bus.on('memory:recovered', () => resolve()));
-    await chat.send({
-      sessionKey: 'agent:main:main',
-      agentId: 'main',
-      text: 'hello once',
-      idempotencyKey: 'run-1',
-    });
+    const send = (text: string, idempotencyKey: string) =>
+      chat.send({ sessionKey: 'agent:main:main', agentId: 'main', text, idempotencyKey });
+    // Only a message that waits behind a running turn passes through the inbox.
+    await send('busy', 'run-0');
+    await send('hello once', 'run-1');
+    expect((await inbox.list()).map((message) => message.runId)).toEqual(['run-1']);
+    endFirstTurn();
     expect((await chat.wait('run-1')).status).toBe('completed');
+    expect(failNextDelete).toBe(false);
     await recovered;
 
     // What a restart would find: the message once in the transcript, nothing left to replay.
     const fresh = createMemoryService({ db, bus: createBus() });
     const history = await fresh.history('agent:main:main');
-    expect(history.map((entry) => entry.content)).toEqual(['hello once', 'answer']);
+    expect(history.map((entry) => entry.content)).toEqual(['busy', 'answer', 'hello once', 'answer']);
     expect(await inbox.list()).toEqual([]);
     expect(await inbox.listRunning()).toEqual([]);
   });

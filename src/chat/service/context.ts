@@ -28,4 +28,6 @@ export interface ChatContext {
   readonly waiters: Map<string, Array<(record: ChatRunRecord) => void>>;
   /** Runs marked running in the inbox, to be marked ended once their turn is over. */
   readonly running: Set<string>;
+  /** Turns per session key that are queued or running and not settled yet. */
+  readonly unsettledTurns: Map<string, number>;
 }

@@ -2,6 +2,7 @@ import type { MemoryEntry, SessionRef } from '../../memory/index.js';
 import { toModelMessages } from '../../memory/index.js';
 import type { ModelMessage } from '../../model/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
+import type { Acceptance } from './acceptance.js';
 import type { ChatContext } from './context.js';
 import { touchSession } from './records.js';
 
@@ -20,6 +21,7 @@ export async function runModelTurn(
   ref: SessionRef,
   text: string,
   signal: AbortSignal,
+  acceptance?: Acceptance,
 ): Promise<number[]> {
   const { options, running, autoRecallBlocks } = ctx;
   const inbox = options.inbox;
@@ -30,7 +32,7 @@ export async function runModelTurn(
     // record's count joins it too, which saves a commit per turn.
     async () => {
       if (inbox) {
-        await inbox.delete(record.runId);
+        if (!acceptance) await inbox.delete(record.runId);
         await inbox.markRunning({
           runId: record.runId,
           sessionKey: ref.sessionKey,
@@ -40,8 +42,11 @@ export async function runModelTurn(
       }
       await touchSession(ctx, ref.sessionId, 1);
     },
+    // A message acknowledged by this append must be on disk, not queued in RAM.
+    { requireCommit: acceptance !== undefined },
   );
   running.add(record.runId);
+  acceptance?.resolve();
   record.userMemoryId = userEntry.address;
 
   const lease = await options.memory.pin(ref);

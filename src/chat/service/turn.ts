@@ -2,6 +2,7 @@ import { activeContext } from '../../telemetry/index.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
 import type { ChatService } from '../chat-service.js';
 import { traceChatRun } from '../tracing.js';
+import type { Acceptance } from './acceptance.js';
 import { builtInCommand } from './commands.js';
 import type { ChatContext } from './context.js';
 import { runLocalReply } from './local-reply.js';
@@ -25,7 +26,10 @@ export async function abortRuns(
   return { aborted: runIds.length > 0, runIds };
 }
 
-/** Queues one turn in the session's lane. `message` is already normalized. */
+/**
+ * Queues one turn in the session's lane. `message` is already normalized. Without `acceptance` the message
+ * is in the inbox already; with it, the turn stores the message itself (see `Acceptance`).
+ */
 export function startTurn(
   ctx: ChatContext,
   {
@@ -39,15 +43,18 @@ export function startTurn(
     agentId: string;
     text: string;
   },
+  acceptance?: Acceptance,
 ): void {
-  const { options, logger, clock, lanes, live, running } = ctx;
+  const { options, logger, clock, lanes, live, running, unsettledTurns } = ctx;
   const trimmed = message.trim();
   const record = newRecord(ctx, runId, sessionKey, agentId);
   // The turn runs later, in the session's lane: its span's parent is what accepted the message.
   const traceParent = activeContext();
   const controller = new AbortController();
+  unsettledTurns.set(sessionKey, (unsettledTurns.get(sessionKey) ?? 0) + 1);
   const done = lanes.run(sessionKey, async () => {
     options.onTurnActivity?.(agentId, true);
+    let unstored: unknown;
     try {
       if (controller.signal.aborted) {
         record.status = 'aborted';
@@ -71,9 +78,13 @@ export function startTurn(
         await runLocalReply(ctx, record, ref, handler);
       } else
         await traceChatRun(record, ref.sessionId, traceParent, () =>
-          runModelTurn(ctx, record, ref, message, controller.signal),
+          runModelTurn(ctx, record, ref, message, controller.signal, acceptance),
         );
     } catch (error) {
+      if (acceptance && !acceptance.settled) {
+        unstored = error;
+        return record;
+      }
       logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
       record.status = 'error';
       // The store being unavailable is the client's business (retry later), the rest is agentd's.
@@ -105,9 +116,23 @@ export function startTurn(
       );
     } finally {
       options.onTurnActivity?.(agentId, false);
-      record.endedAt = clock.now();
-      if (running.delete(runId)) await markEnded(ctx, record);
-      settle(ctx, record);
+      const left = (unsettledTurns.get(sessionKey) ?? 1) - 1;
+      if (left > 0) unsettledTurns.set(sessionKey, left);
+      else unsettledTurns.delete(sessionKey);
+      if (acceptance && !acceptance.settled) {
+        acceptance.reject(
+          unstored ??
+            new UserInputError({
+              code: ErrorCodes.aborted,
+              message: 'the message was aborted before it was stored',
+            }),
+        );
+        live.delete(runId);
+      } else {
+        record.endedAt = clock.now();
+        if (running.delete(runId)) await markEnded(ctx, record);
+        settle(ctx, record);
+      }
     }
     return record;
   });

@@ -474,6 +474,7 @@ export async function appendBatch(
   ref: SessionRef,
   inputs: ReadonlyArray<AppendInput>,
   also?: () => Promise<void>,
+  requireCommit = false,
 ): Promise<MemoryEntry[]> {
   const parsed = inputs.map((input, index) => {
     const result = appendInputSchema.safeParse(input);
@@ -516,6 +517,7 @@ export async function appendBatch(
               if (also) await also();
             }
           : also,
+        requireCommit,
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../../store/index.js';
-import { coerceError, ErrorCodes, UserInputError } from '../../util/index.js';
+import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
 import type { StoredEntry } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 
@@ -135,7 +135,9 @@ export async function readWithFallback<T>(
 /**
  * Reserves ids for `count` new entries, builds them, and commits them together with `also` in one
  * transaction. While the database cannot be written (or earlier writes of the session still wait), the
- * entries get ids from the RAM counter and the whole commit is queued to be written through in order.
+ * entries get ids from the RAM counter and the whole commit is queued to be written through in order —
+ * unless `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller
+ * that acknowledges the write to someone as stored.
  */
 export async function commit(
   ctx: MemoryContext,
@@ -143,10 +145,18 @@ export async function commit(
   count: number,
   build: (firstId: number) => StoredEntry[],
   also?: (tx: SqlExecutor) => Promise<void>,
+  requireCommit = false,
 ): Promise<StoredEntry[]> {
   const { ltm, writes: state } = ctx;
   const nowMs = ctx.clock.now();
-  if (state.degradedReason === undefined && !state.pendingWrites.has(ram.ref.sessionId)) {
+  const writable = state.degradedReason === undefined && !state.pendingWrites.has(ram.ref.sessionId);
+  if (!writable && requireCommit)
+    throw new SystemError({
+      code: ErrorCodes.storeUnavailable,
+      message: `memory cannot be written to the database now (${state.degradedReason ?? 'earlier writes are still queued'})`,
+      retryable: true,
+    });
+  if (writable) {
     try {
       const entries = await ltm.transaction(async (tx) => {
         await ltm.touchSession(tx, ram.ref, nowMs);
@@ -161,6 +171,7 @@ export async function commit(
       return entries;
     } catch (error) {
       enterDegraded(ctx, error);
+      if (requireCommit) throw error;
     }
   }
   const firstId = ram.nextId;

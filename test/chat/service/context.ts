@@ -111,6 +111,7 @@ export function fakeContext(
     finished: new Map(),
     waiters: new Map(),
     running: new Set(),
+    unsettledTurns: new Map(),
   };
   return { ctx, calls, events, clock };
 }
