@@ -38,7 +38,8 @@ export interface ArtifactStore {
    */
   addRootStage(rootTaskId: string, stage: StageRecord): void;
   query(query: ArtifactQuery): Artifact[];
-  forRun(rootTaskId: string): Artifact[];
+  /** The run's artifacts; without `node_output` ones when `nodeOutputs` is false. */
+  forRun(rootTaskId: string, nodeOutputs?: boolean): Artifact[];
   forget(rootTaskId: string): void;
 }
 
@@ -46,19 +47,26 @@ type Entry = Artifact | StageRecord;
 // A property read, not `in`: it stays a cheap inline-cached load on both shapes of entry.
 const isArtifact = (entry: Entry): entry is Artifact => (entry as Artifact).artifactId !== undefined;
 
+/**
+ * The `node_output` artifact of a stage of `taskId` whose output is kept as it is (no redaction): all of it
+ * is in the stage record, so it is made from the record when read, in memory or from the database.
+ */
+export function stageArtifact(rootTaskId: string, taskId: string, stage: StageRecord): Artifact {
+  return {
+    artifactId: `${taskId}:${stage.index}`,
+    rootTaskId,
+    taskId,
+    nodeId: stage.nodeId,
+    type: 'node_output',
+    createdAt: stage.completedAt,
+    payload: stage.output,
+    metadata: Object.freeze({ status: stage.nodeStatus, role: stage.nodeRole }),
+  };
+}
+
 /** The artifact an entry stands for; `rootTaskId` is the run it was added under. */
 function artifactOf(entry: Entry, rootTaskId: string): Artifact {
-  if (isArtifact(entry)) return entry;
-  return {
-    artifactId: `${rootTaskId}:${entry.index}`,
-    rootTaskId,
-    taskId: rootTaskId,
-    nodeId: entry.nodeId,
-    type: 'node_output',
-    createdAt: entry.completedAt,
-    payload: entry.output,
-    metadata: Object.freeze({ status: entry.nodeStatus, role: entry.nodeRole }),
-  };
+  return isArtifact(entry) ? entry : stageArtifact(rootTaskId, rootTaskId, entry);
 }
 
 export function createArtifactStore(): ArtifactStore {
@@ -102,7 +110,15 @@ export function createArtifactStore(): ArtifactStore {
       for (const [rootTaskId, entries] of byRun) out.push(...filtered(entries, rootTaskId, query));
       return out;
     },
-    forRun: (rootTaskId) => (byRun.get(rootTaskId) ?? []).map((entry) => artifactOf(entry, rootTaskId)),
+    forRun(rootTaskId, nodeOutputs = true) {
+      const out: Artifact[] = [];
+      for (const entry of byRun.get(rootTaskId) ?? []) {
+        if (!isArtifact(entry)) {
+          if (nodeOutputs) out.push(artifactOf(entry, rootTaskId));
+        } else if (nodeOutputs || entry.type !== 'node_output') out.push(entry);
+      }
+      return out;
+    },
     forget(rootTaskId) {
       const entries = byRun.get(rootTaskId);
       if (!entries) return;

@@ -1,16 +1,17 @@
 import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
-import type { Artifact } from './artifacts.js';
+import { type Artifact, stageArtifact } from './artifacts.js';
 import {
   decodeArtifactColumns,
   decodeEvent,
-  decodeStage,
+  decodeStageRow,
   decodeTask,
   encodeEvent,
   encodeStage,
   encodeTask,
+  type StageColumns,
 } from './records.js';
 import type { StageRecord, WorkflowTask } from './task.js';
-import type { TelemetryEvent } from './telemetry.js';
+import { stageEvent, type TelemetryEvent } from './telemetry.js';
 
 /** A run as read back from the database: every task of it (root first), with events and artifacts. */
 export interface PersistedRun {
@@ -22,7 +23,12 @@ export interface PersistedRun {
 /** The writes of a run: each as one statement, or as part of a batch (see `WorkflowRecordStore.batch`). */
 export interface WorkflowRecordWriter {
   saveTask(task: WorkflowTask): Promise<void>;
-  appendStage(task: WorkflowTask, stage: StageRecord): Promise<void>;
+  /**
+   * With `startSeq` and `endSeq` (the sequence numbers of the stage's `node_started` and end event) the row
+   * also stands for those two events and for the stage's `node_output` artifact, which `saveRunRecords` is
+   * then not given: `loadRun` makes them from the record, once the run's end records are there.
+   */
+  appendStage(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): Promise<void>;
   saveRunRecords(
     rootTaskId: string,
     events: ReadonlyArray<TelemetryEvent>,
@@ -32,7 +38,8 @@ export interface WorkflowRecordWriter {
 
 /**
  * Durable record of workflow runs (migration 0006). Stage records are written as each stage completes;
- * task rows when a task starts, waits and concludes; events and artifacts at the end of the run. `inspect`
+ * task rows when a task starts, waits and concludes; events and artifacts at the end of the run, except
+ * those a stage row stands for (see `appendStage`): a stage is then one row instead of four. `inspect`
  * and `agentd inspect` read runs back, also from another process. The JSON columns are versioned and
  * read through `records.ts`.
  */
@@ -65,14 +72,20 @@ function taskRow(task: WorkflowTask): SqlValue[] {
   ];
 }
 
-function stageRow(task: WorkflowTask, stage: StageRecord): SqlValue[] {
+function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): SqlValue[] {
+  // The stage before it in the task, whose output may be this one's input (see `encodeStage`).
+  const previous = stage.index > 0 ? task.history[stage.index - 1] : undefined;
   return [
     task.taskId,
     stage.index,
     task.rootTaskId,
     stage.nodeId,
     stage.nodeStatus,
-    encodeStage(stage),
+    encodeStage(
+      stage,
+      previous,
+      startSeq === undefined || endSeq === undefined ? undefined : { eventSeqs: [startSeq, endSeq] },
+    ),
     stage.startedAt,
     stage.completedAt,
   ];
@@ -179,8 +192,8 @@ function createRecordWriter(
     async saveTask(task) {
       await insertRows(db, taskInsert, [taskRow(task)]);
     },
-    async appendStage(task, stage) {
-      await insertRows(db, stageInsert, [stageRow(task, stage)]);
+    async appendStage(task, stage, startSeq, endSeq) {
+      await insertRows(db, stageInsert, [stageRow(task, stage, startSeq, endSeq)]);
     },
     async saveRunRecords(rootTaskId, events, artifacts) {
       if (events.length === 0 && artifacts.length === 0) return;
@@ -215,8 +228,8 @@ function createBatchWriter(tx: SqlExecutor): { writer: WorkflowRecordWriter; flu
       async saveTask(task) {
         tasks.set(task.taskId, taskRow(task));
       },
-      async appendStage(task, stage) {
-        stages.push(stageRow(task, stage));
+      async appendStage(task, stage, startSeq, endSeq) {
+        stages.push(stageRow(task, stage, startSeq, endSeq));
       },
       async saveRunRecords(rootTaskId, runEvents, runArtifacts) {
         for (const event of runEvents) events.push(eventRow(rootTaskId, event));
@@ -230,6 +243,34 @@ function createBatchWriter(tx: SqlExecutor): { writer: WorkflowRecordWriter; flu
       await insertRows(tx, artifactInsert, artifacts);
     },
   };
+}
+
+/** Text order by UTF-16 code unit, which is byte order for the ASCII of ids. */
+const compareText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The run's stored events with the stage events its stage rows stand for, in sequence order. */
+function withStageEvents(
+  stored: TelemetryEvent[],
+  standIns: ReadonlyArray<{ taskId: string; stage: StageRecord; seqs: readonly [number, number] }>,
+  rootTaskId: string,
+  metadata: { workflowId: string },
+): TelemetryEvent[] {
+  const made: Array<{ seq: number; event: TelemetryEvent }> = [];
+  for (const { taskId, stage, seqs } of standIns) {
+    made.push({ seq: seqs[0], event: stageEvent(rootTaskId, taskId, stage, false, seqs[0], metadata) });
+    made.push({ seq: seqs[1], event: stageEvent(rootTaskId, taskId, stage, true, seqs[1], metadata) });
+  }
+  made.sort((a, b) => a.seq - b.seq);
+  const seqOf = (event: TelemetryEvent) => Number(event.eventId.slice(event.eventId.lastIndexOf(':') + 1));
+  const out: TelemetryEvent[] = [];
+  let next = 0;
+  for (const event of stored) {
+    const seq = seqOf(event);
+    while (next < made.length && made[next]!.seq < seq) out.push(made[next++]!.event);
+    out.push(event);
+  }
+  while (next < made.length) out.push(made[next++]!.event);
+  return out;
 }
 
 export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
@@ -252,15 +293,24 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
         'SELECT record FROM workflow_tasks WHERE root_task_id = ? ORDER BY created_at, task_id',
         [root],
       );
-      const stageRows = await db.all<{ task_id: string; record: string }>(
-        'SELECT task_id, record FROM workflow_stages WHERE root_task_id = ? ORDER BY task_id, stage_index',
+      const stageRows = await db.all<StageColumns & { task_id: string; record: string }>(
+        'SELECT task_id, stage_index, node_id, node_status, started_at, completed_at, record FROM workflow_stages WHERE root_task_id = ? ORDER BY task_id, stage_index',
         [root],
       );
       const stagesByTask = new Map<string, StageRecord[]>();
+      /** Stages whose rows stand for their events and artifact, with those events' sequence numbers. */
+      const standIns: Array<{ taskId: string; stage: StageRecord; seqs: readonly [number, number] }> = [];
       for (const row of stageRows) {
-        const list = stagesByTask.get(row.task_id) ?? [];
-        list.push(decodeStage(row.record));
-        stagesByTask.set(row.task_id, list);
+        let list = stagesByTask.get(row.task_id);
+        if (!list) {
+          list = [];
+          stagesByTask.set(row.task_id, list);
+        }
+        const last = list.at(-1);
+        const previous = last && last.index === Number(row.stage_index) - 1 ? last : undefined;
+        const { stage, extras } = decodeStageRow(row.record, row, previous);
+        list.push(stage);
+        if (extras.eventSeqs) standIns.push({ taskId: row.task_id, stage, seqs: extras.eventSeqs });
       }
       const tasks = taskRows.map((row) => {
         const task = decodeTask(row.record);
@@ -270,13 +320,13 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
         return task;
       });
       tasks.sort((a, b) => (a.taskId === root ? -1 : b.taskId === root ? 1 : 0));
-      const events = (
+      let events = (
         await db.all<{ payload: string }>(
           'SELECT payload FROM workflow_events WHERE root_task_id = ? ORDER BY seq',
           [root],
         )
       ).map((row) => decodeEvent(row.payload));
-      const artifacts = (
+      let artifacts = (
         await db.all<{
           artifact_id: string;
           task_id: string;
@@ -289,15 +339,27 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
           'SELECT artifact_id, task_id, node_id, type, created_at, payload, metadata FROM workflow_artifacts WHERE root_task_id = ? ORDER BY created_at, artifact_id',
           [root],
         )
-      ).map((row) => ({
-        artifactId: row.artifact_id,
-        rootTaskId: root,
-        taskId: row.task_id,
-        nodeId: row.node_id ?? undefined,
-        type: row.type,
-        createdAt: Number(row.created_at),
-        ...decodeArtifactColumns(row.payload, row.metadata),
-      }));
+      ).map(
+        (row): Artifact => ({
+          artifactId: row.artifact_id,
+          rootTaskId: root,
+          taskId: row.task_id,
+          nodeId: row.node_id ?? undefined,
+          type: row.type,
+          createdAt: Number(row.created_at),
+          ...decodeArtifactColumns(row.payload, row.metadata),
+        }),
+      );
+      // The events and artifacts a run's stage rows stand for belong to its end records, written when the
+      // run finished: a run that never finished (a crash) shows neither, as before rows stood for them.
+      if (standIns.length > 0 && artifacts.some((artifact) => artifact.type === 'telemetry_snapshot')) {
+        const metadata = { workflowId: tasks[0]!.workflowId };
+        events = withStageEvents(events, standIns, root, metadata);
+        for (const { taskId, stage } of standIns) artifacts.push(stageArtifact(root, taskId, stage));
+        artifacts = artifacts.sort(
+          (a, b) => a.createdAt - b.createdAt || compareText(a.artifactId, b.artifactId),
+        );
+      }
       return { tasks, events, artifacts };
     },
     async listRuns(options = {}) {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeJson, versioned } from '../util/index.js';
+import { decodeJson, ErrorCodes, SystemError, versioned } from '../util/index.js';
 import type { Artifact } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import type { StageRecord, WorkflowTask } from './task.js';
@@ -7,11 +7,15 @@ import { schedulerEventTypes, type TelemetryEvent, telemetryEventTypes } from '.
 
 /**
  * Persisted workflow JSON — task records, stage records and events — carries `schemaVersion`. Version 1 is
- * the first to say so; records written before (version 0) have the same fields and read as version 1. A
- * change of shape adds version 2 here with an upgrade from 1, and `scripts/workflow-record-fixtures.ts`
- * then writes the version-2 file of the corpus in test/fixtures/workflow-records that every test run reads.
+ * the first to say so; records written before (version 0) have the same fields and read as version 1.
+ * Version 2 changed only the stage record: it no longer repeats what its row's columns hold (index, node,
+ * status, start and end), leaves out an input that is the previous stage's output, an empty `toolCalls`,
+ * and may name the sequence numbers of the two events it stands for (see `StageRowExtras`). Task records
+ * and events have the same shape in every version. A change of shape adds the next version here with an
+ * upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus that
+ * test/workflow/records.test.ts reads.
  */
-export const workflowRecordVersion = 1;
+export const workflowRecordVersion = 2;
 
 const outcome = z.enum(['success', 'failure', 'partial']);
 const errorShape = z.object({ code: z.string(), message: z.string() });
@@ -29,20 +33,26 @@ const toolCallSchema = z.object({
   completedAt: z.number(),
 });
 
-const stageSchema = z.object({
-  index: z.number().int().min(0),
-  nodeId: z.string(),
+/**
+ * A stage record as stored: version 2 leaves the fields of its row's columns out (optional here, for the
+ * older records that hold them), `input` when `inputFromPrevious`, and `toolCalls` when empty.
+ */
+const storedStageSchema = z.object({
+  index: z.number().int().min(0).optional(),
+  nodeId: z.string().optional(),
   nodeRole: z.enum(nodeRoles),
   nodeKind: z.enum(nodeKinds),
-  input: z.unknown(),
-  output: z.unknown(),
+  input: z.unknown().optional(),
+  inputFromPrevious: z.literal(true).optional(),
+  output: z.unknown().optional(),
   error: errorShape.optional(),
-  nodeStatus: outcome,
-  toolCalls: z.array(toolCallSchema),
+  nodeStatus: outcome.optional(),
+  toolCalls: z.array(toolCallSchema).optional(),
   contextProfileId: z.string(),
   contextMetadata: jsonObject.optional(),
-  startedAt: z.number(),
-  completedAt: z.number(),
+  startedAt: z.number().optional(),
+  completedAt: z.number().optional(),
+  eventSeqs: z.tuple([z.number().int(), z.number().int()]).optional(),
 });
 
 const taskSpecSchema = z.object({
@@ -101,8 +111,9 @@ const eventSchema = z.object({
   metadata: z.object({ workflowId: z.string() }),
 });
 
-// Version 0 → 1 only added the version field itself, so no upgrade function is needed.
-const storedStage = versioned(workflowRecordVersion, stageSchema);
+// Version 0 → 1 only added the version field itself and 1 → 2 left task records and events as they were;
+// a version-1 stage record is a version-2 one that holds every field itself.
+const storedStage = versioned(workflowRecordVersion, storedStageSchema);
 const storedTask = versioned(workflowRecordVersion, taskSchema);
 const storedEvent = versioned(workflowRecordVersion, eventSchema);
 
@@ -110,31 +121,98 @@ const versionPrefix = `{"schemaVersion":${workflowRecordVersion}`;
 /**
  * `{schemaVersion, ...record}` as JSON without building that copy of the record: the version key is
  * spliced in front of the record's own JSON (the same text the copy would give; a record is written per
- * stage and event, so the copy was an allocation per row).
+ * event, so the copy was an allocation per row).
  */
 function versionedJson(record: object): string {
   const text = JSON.stringify(record);
   return text === '{}' ? `${versionPrefix}}` : `${versionPrefix},${text.slice(1)}`;
 }
 
-/** The JSON of a stage record as stored. */
-export function encodeStage(stage: StageRecord): string {
-  return versionedJson(stage);
+/** The columns of a stage row that a version-2 record does not repeat. */
+export interface StageColumns {
+  stage_index: number;
+  node_id: string;
+  node_status: string;
+  started_at: number;
+  completed_at: number;
 }
 
-/** The JSON of a task row's record: everything but its history. */
+/**
+ * What a stage row may say besides its record: the sequence numbers of the stage's `node_started` and
+ * end event when the row stands for them and for the stage's `node_output` artifact (a run without
+ * redaction), which are then made from the record when the run is read.
+ */
+export interface StageRowExtras {
+  eventSeqs?: readonly [number, number];
+}
+
+/**
+ * The JSON of a stage record as stored (version 2). `previous` is the stage before it in the same task:
+ * when the stage's input is that stage's output (the same value, as a chain hands it on), it is not
+ * written twice.
+ */
+export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: StageRowExtras = {}): string {
+  let text = `${versionPrefix},"nodeRole":${JSON.stringify(stage.nodeRole)},"nodeKind":${JSON.stringify(stage.nodeKind)}`;
+  // A value with no JSON (undefined) is left out, as JSON.stringify of the whole record would.
+  if (previous !== undefined && stage.input === previous.output && previous.output !== undefined)
+    text += ',"inputFromPrevious":true';
+  else {
+    const input = JSON.stringify(stage.input);
+    if (input !== undefined) text += `,"input":${input}`;
+  }
+  const output = JSON.stringify(stage.output);
+  if (output !== undefined) text += `,"output":${output}`;
+  if (stage.error) text += `,"error":${JSON.stringify(stage.error)}`;
+  if (stage.toolCalls.length > 0) text += `,"toolCalls":${JSON.stringify(stage.toolCalls)}`;
+  text += `,"contextProfileId":${JSON.stringify(stage.contextProfileId)}`;
+  if (stage.contextMetadata !== undefined)
+    text += `,"contextMetadata":${JSON.stringify(stage.contextMetadata)}`;
+  if (extras.eventSeqs) text += `,"eventSeqs":[${extras.eventSeqs[0]},${extras.eventSeqs[1]}]`;
+  return `${text}}`;
+}
+
 export function encodeTask(task: WorkflowTask): string {
   const { history: _history, stageResults: _results, ...rest } = task;
-  return JSON.stringify({ schemaVersion: workflowRecordVersion, ...rest });
+  return versionedJson(rest);
 }
 
 export function encodeEvent(event: TelemetryEvent): string {
   return versionedJson(event);
 }
 
-export function decodeStage(text: string): StageRecord {
-  const stage = decodeJson(text, storedStage, { what: 'a workflow stage record' });
-  return { ...stage, contextMetadata: stage.contextMetadata };
+/**
+ * A stage row read back: its record, with the fields a version-2 record leaves to the row's columns and
+ * the input it shares with `previous` (the stage before it in the same task, already decoded), and what
+ * else the row says.
+ */
+export function decodeStageRow(
+  text: string,
+  columns: StageColumns,
+  previous?: StageRecord,
+): { stage: StageRecord; extras: StageRowExtras } {
+  const stored = decodeJson(text, storedStage, { what: 'a workflow stage record' });
+  if (stored.inputFromPrevious && !previous) {
+    throw new SystemError({
+      code: ErrorCodes.jsonUndecodable,
+      message: `workflow stage record ${columns.stage_index} of node ${columns.node_id} takes its input from a stage that was not read`,
+    });
+  }
+  const stage: StageRecord = {
+    index: stored.index ?? Number(columns.stage_index),
+    nodeId: stored.nodeId ?? columns.node_id,
+    nodeRole: stored.nodeRole,
+    nodeKind: stored.nodeKind,
+    input: stored.inputFromPrevious ? previous!.output : stored.input,
+    output: stored.output,
+    nodeStatus: stored.nodeStatus ?? (columns.node_status as StageRecord['nodeStatus']),
+    toolCalls: stored.toolCalls ?? [],
+    contextProfileId: stored.contextProfileId,
+    contextMetadata: stored.contextMetadata,
+    startedAt: stored.startedAt ?? Number(columns.started_at),
+    completedAt: stored.completedAt ?? Number(columns.completed_at),
+  };
+  if (stored.error) stage.error = stored.error;
+  return { stage, extras: stored.eventSeqs ? { eventSeqs: stored.eventSeqs } : {} };
 }
 
 /** A task as stored, with an empty history for the caller to fill from the stage rows. */

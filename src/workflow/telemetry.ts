@@ -1,5 +1,6 @@
 import type { BusEventType } from '../bus/index.js';
 import type { Logger } from '../util/index.js';
+import type { StageRecord } from './task.js';
 
 /** The engine's 18 telemetry event types, plus the scheduler's three. */
 export const telemetryEventTypes = [
@@ -40,6 +41,40 @@ export interface TelemetryEvent {
 }
 
 export type TelemetryListener = (event: TelemetryEvent) => void;
+
+/**
+ * A stage's `node_started` (`ended` false) or its end (`node_failed` when the record has an error, else
+ * `node_completed`): everything they say is in the stage record, so a record and the event's sequence
+ * number are enough to make them again, the same whether in memory or read back from the database.
+ */
+export function stageEvent(
+  rootTaskId: string,
+  taskId: string,
+  stage: StageRecord,
+  ended: boolean,
+  seq: number,
+  metadata: { workflowId: string },
+): TelemetryEvent {
+  return {
+    eventId: `${rootTaskId}:${seq}`,
+    rootTaskId,
+    taskId,
+    stageId: stage.nodeId,
+    type: stageEventType(stage, ended),
+    timestamp: ended ? stage.completedAt : stage.startedAt,
+    payload: ended ? stageEndPayload(stage) : Object.freeze({ role: stage.nodeRole, kind: stage.nodeKind }),
+    metadata,
+  };
+}
+
+export function stageEventType(stage: StageRecord, ended: boolean): TelemetryEventType {
+  return !ended ? 'node_started' : stage.error ? 'node_failed' : 'node_completed';
+}
+
+export function stageEndPayload(stage: StageRecord): Record<string, unknown> {
+  const durationMs = stage.completedAt - stage.startedAt;
+  return stage.error ? { error: stage.error, durationMs } : { status: stage.nodeStatus, durationMs };
+}
 
 /** What a read-only plugin may implement. Every hook receives frozen copies and its return value is ignored. */
 export interface WorkflowPlugin {

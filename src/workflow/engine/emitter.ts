@@ -3,6 +3,9 @@ import type { StageRecord, WorkflowTask } from '../task.js';
 import {
   busEventTypeOf,
   type PluginHost,
+  stageEndPayload,
+  stageEvent,
+  stageEventType,
   type TelemetryEvent,
   type TelemetryEventType,
   type TelemetryListener,
@@ -24,13 +27,13 @@ export interface Emitter {
     stageId: string | undefined,
     payload: Record<string, unknown>,
     timestamp?: number,
-  ): void;
+  ): number;
   /**
    * A stage's `node_started` (`ended` false, at its start, with `started` as payload) or its end:
    * `node_failed` when the record has an error, else `node_completed`, at its completion. The record is
    * made when the stage starts and completed in place before its end is reported. A stage of the root task
    * that nobody receives (no listener, plugin or bus, nothing to redact) is only noted in the run's
-   * `deferred` list: `eventsOf` builds the same events from the record.
+   * `deferred` list: `eventsOf` builds the same events from the record. Gives the event's sequence number.
    */
   stage(
     run: Run,
@@ -38,9 +41,14 @@ export interface Emitter {
     stage: StageRecord,
     ended: boolean,
     started: Readonly<Record<string, unknown>>,
-  ): void;
+  ): number;
   /** Every event of the run in sequence order, the deferred ones built now. */
   eventsOf(run: Run): TelemetryEvent[];
+  /**
+   * The events of the run the database must hold as rows: all but those whose sequence numbers are in
+   * `covered` (ascending), which stage rows stand for.
+   */
+  eventsBesides(run: Run, covered: ReadonlyArray<number>): TelemetryEvent[];
   /** How many events of each type the run has, by type in order of first occurrence. */
   countsOf(run: Run): Record<string, number>;
   /** An event of no run's sequence (a scheduler event for a run not yet known): delivered, not logged. */
@@ -96,13 +104,6 @@ export function createEmitter(options: EmitterOptions): Emitter {
     }
   }
 
-  const stageType = (stage: StageRecord, ended: boolean): TelemetryEventType =>
-    !ended ? 'node_started' : stage.error ? 'node_failed' : 'node_completed';
-  const stagePayload = (stage: StageRecord): Record<string, unknown> => {
-    const durationMs = stage.completedAt - stage.startedAt;
-    return stage.error ? { error: stage.error, durationMs } : { status: stage.nodeStatus, durationMs };
-  };
-
   /**
    * Walks the run's events in sequence order: the built ones in `run.events` and the deferred ones, whose
    * sequence numbers are noted beside their records; every other number belongs to the next built event.
@@ -136,9 +137,10 @@ export function createEmitter(options: EmitterOptions): Emitter {
     stageId: string | undefined,
     payload: Record<string, unknown>,
     timestamp?: number,
-  ): void {
+  ): number {
+    const seq = ++run.seq;
     const event: TelemetryEvent = {
-      eventId: `${run.root.taskId}:${++run.seq}`,
+      eventId: `${run.root.taskId}:${seq}`,
       rootTaskId: run.root.taskId,
       taskId,
       stageId,
@@ -149,6 +151,7 @@ export function createEmitter(options: EmitterOptions): Emitter {
     };
     run.events.push(event);
     if (listeners.length > 0 || plugins.count > 0 || publish) deliver(event);
+    return seq;
   }
 
   return {
@@ -157,14 +160,14 @@ export function createEmitter(options: EmitterOptions): Emitter {
       if (task === run.root && !redact && listeners.length === 0 && plugins.count === 0 && !publish) {
         const seq = ++run.seq;
         run.deferred.push(ended ? -seq : seq, stage);
-        return;
+        return seq;
       }
-      emit(
+      return emit(
         run,
-        stageType(stage, ended),
+        stageEventType(stage, ended),
         task.taskId,
         stage.nodeId,
-        ended ? stagePayload(stage) : started,
+        ended ? stageEndPayload(stage) : started,
         ended ? stage.completedAt : stage.startedAt,
       );
     },
@@ -177,18 +180,18 @@ export function createEmitter(options: EmitterOptions): Emitter {
           out.push(built);
           return;
         }
-        out.push({
-          eventId: `${rootTaskId}:${seq}`,
-          rootTaskId,
-          taskId: rootTaskId,
-          stageId: stage!.nodeId,
-          type: stageType(stage!, ended),
-          timestamp: ended ? stage!.completedAt : stage!.startedAt,
-          payload: ended
-            ? stagePayload(stage!)
-            : Object.freeze({ role: stage!.nodeRole, kind: stage!.nodeKind }),
-          metadata: eventMetadata,
-        });
+        out.push(stageEvent(rootTaskId, rootTaskId, stage!, ended, seq, eventMetadata));
+      });
+      return out;
+    },
+    eventsBesides(run, covered) {
+      const rootTaskId = run.root.taskId;
+      const out: TelemetryEvent[] = [];
+      let next = 0;
+      replay(run, (built, stage, ended, seq) => {
+        while (next < covered.length && covered[next]! < seq) next++;
+        if (covered[next] === seq) return;
+        out.push(built ?? stageEvent(rootTaskId, rootTaskId, stage!, ended, seq, eventMetadata));
       });
       return out;
     },
@@ -203,7 +206,7 @@ export function createEmitter(options: EmitterOptions): Emitter {
         const mark = deferred[next] as number | undefined;
         let type: string;
         if (mark === seq || mark === -seq) {
-          type = stageType(deferred[next + 1] as StageRecord, mark < 0);
+          type = stageEventType(deferred[next + 1] as StageRecord, mark < 0);
           next += 2;
         } else type = events[built++]!.type;
         counts[type] = (counts[type] ?? 0) + 1;

@@ -77,8 +77,9 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
   });
   core.metrics.increment('task.completions', `status=${outcomeOf(root.state)}`);
   if (core.durable) {
-    const events = core.emitter.eventsOf(run);
-    const artifacts = core.artifacts.forRun(root.taskId);
+    // What the stage rows do not already stand for (see `persistStage`).
+    const events = core.emitter.eventsBesides(run, run.coveredSeqs);
+    const artifacts = core.artifacts.forRun(root.taskId, core.redact !== undefined);
     core.persist(run, (store) => store.saveRunRecords(root.taskId, events, artifacts));
   }
   let stagesExecuted = 0;

@@ -261,6 +261,28 @@ function staticsOf(node: DagNode): NodeStatics {
   return statics;
 }
 
+/**
+ * Queues the stage row. Without redaction the row also stands for the stage's two events and its
+ * `node_output` artifact (all made from the record when read back), so those are not written again at the
+ * end of the run; with redaction they are, as redacted copies.
+ */
+function persistStage(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  stage: StageRecord,
+  startSeq: number,
+  endSeq: number,
+): void {
+  const redact = core.redact;
+  if (redact) {
+    core.persist(run, (store) => store.appendStage(task, redact(stage)));
+    return;
+  }
+  run.coveredSeqs.push(startSeq, endSeq);
+  core.persist(run, (store) => store.appendStage(task, stage, startSeq, endSeq));
+}
+
 /** Roles whose `continue_on_failure` lets the task go on along their single out-edge. */
 function mayContinue(node: DagNode, error: StageError): boolean {
   return (
@@ -309,7 +331,7 @@ export async function executeStage(
     startedAt,
     completedAt: startedAt,
   };
-  emitter.stage(run, task, stage, false, statics.started);
+  const startSeq = emitter.stage(run, task, stage, false, statics.started);
 
   const outcome: StageOutcome = {
     output: undefined,
@@ -354,16 +376,15 @@ export async function executeStage(
       payload: core.redact ? core.redact(stage.output) : stage.output,
       metadata: statics.artifactMetadata[stage.nodeStatus],
     });
-  // Guarded here rather than only inside `persist`: the closure alone is an allocation per stage.
-  if (core.durable)
-    core.persist(run, (store) => store.appendStage(task, core.redact ? core.redact(stage) : stage));
   if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
     await core.addMemory('task', outcome.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] });
   }
 
+  if (error) task.failureSignatures.push(`${node.id}:${error.code}`);
+  const endSeq = emitter.stage(run, task, stage, true, statics.started);
+  // Guarded here rather than only inside `persist`: the closure alone is an allocation per stage.
+  if (core.durable) persistStage(core, run, task, stage, startSeq, endSeq);
   if (error) {
-    task.failureSignatures.push(`${node.id}:${error.code}`);
-    emitter.stage(run, task, stage, true, statics.started);
     if (!mayContinue(node, error)) {
       conclude(
         core,
@@ -376,9 +397,6 @@ export async function executeStage(
       return;
     }
     task.toleratedFailure = true;
-  } else {
-    emitter.stage(run, task, stage, true, statics.started);
-    if (outcome.partial) task.toleratedFailure = true;
-  }
+  } else if (outcome.partial) task.toleratedFailure = true;
   route(core, run, task, node, outcome.selected, outcome.splitItems, completedAt);
 }

@@ -39,6 +39,11 @@ export interface Run {
    */
   deferred: Array<number | StageRecord>;
   seq: number;
+  /**
+   * Sequence numbers of the events that the run's stage rows stand for in the database (a stage row of a
+   * run without redaction holds its two events and its `node_output` artifact), ascending; durable runs only.
+   */
+  coveredSeqs: number[];
   /** Created on first use (a node needing a signal, or a cancel): most deterministic runs never need one. */
   controller: AbortController | undefined;
   cancelled: boolean;
@@ -104,6 +109,7 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     events: [],
     deferred: [],
     seq: 0,
+    coveredSeqs: [],
     controller: undefined,
     cancelled: false,
     queue: [],

@@ -1,0 +1,193 @@
+import { afterEach, expect, it } from 'vitest';
+import type { SqlDatabase } from '../../src/store/index.js';
+import type { InspectionReport, WorkflowEngine, WorkflowFunction } from '../../src/workflow/index.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+import { chainWorkflow, edge, engineFor, fanOutWorkflow, node, workflowYaml } from './helpers.js';
+
+const engines: WorkflowEngine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((engine) => engine.close()));
+});
+
+interface Case {
+  name: string;
+  files: Record<string, unknown>;
+  functions: Record<string, WorkflowFunction>;
+  inputs: unknown[];
+  /** Subscribes a listener, so the stage events are built as they happen instead of from the records. */
+  listen?: boolean;
+  env?: Record<string, string>;
+  /** The run writes its node events and node_output artifacts as rows of their own (redacted copies). */
+  rowsOfTheirOwn?: boolean;
+}
+
+const secret = 'sk-planted-SECRET-0123456789abcdef';
+
+const branchMerge = fanOutWorkflow({
+  fan: node('fan', 'branch'),
+  arms: [
+    { id: 'left', label: 'l' },
+    { id: 'right', label: 'r' },
+  ],
+  join: node('join', 'merge', { merge_failure_mode: 'partial' }),
+  after: ['tail'],
+});
+(branchMerge.nodes as Array<Record<string, unknown>>).find(
+  (entry) => entry.id === 'right',
+)!.continue_on_failure = true;
+
+const cases: Case[] = [
+  {
+    name: 'a chain of functions',
+    files: { 'workflow.yaml': workflowYaml(chainWorkflow(3).nodes, chainWorkflow(3).edges) },
+    functions: {
+      n1: (input) => ({ v: (input as { v: number }).v + 1 }),
+      n2: async (input) => ({ v: (input as { v: number }).v * 2 }),
+      n3: (input) => ({ v: (input as { v: number }).v - 1 }),
+    },
+    inputs: [{ v: 1 }, { v: 5 }],
+  },
+  {
+    name: 'a chain whose middle node fails',
+    files: { 'workflow.yaml': workflowYaml(chainWorkflow(3).nodes, chainWorkflow(3).edges) },
+    functions: {
+      n2: () => {
+        throw new Error('n2 broke');
+      },
+    },
+    inputs: ['x'],
+  },
+  {
+    name: 'a branch with a tolerated failure, a merge and a node after it',
+    files: { 'workflow.yaml': branchMerge },
+    functions: {
+      left: (input) => ({ left: input }),
+      right: () => {
+        throw new Error('right arm failed');
+      },
+      tail: (input) => ({ merged: input }),
+    },
+    inputs: ['go'],
+  },
+  {
+    name: 'a split into subtasks without a merge',
+    files: {
+      'workflow.yaml': workflowYaml(
+        [node('start', 'start'), node('split', 'split'), node('work', 'linear'), node('done', 'exit')],
+        [edge('start', 'split'), edge('split', 'work'), edge('work', 'done')],
+      ),
+    },
+    functions: {
+      split: (input) => String(input).split(','),
+      work: (input) => `did ${input}`,
+    },
+    inputs: ['a,b,c'],
+  },
+  {
+    name: 'a decision, with a listener subscribed',
+    files: {
+      'workflow.yaml': workflowYaml(
+        [node('start', 'start'), node('pick', 'decision'), node('yes', 'exit'), node('no', 'exit')],
+        [edge('start', 'pick'), edge('pick', 'yes', 'yes'), edge('pick', 'no', 'no')],
+      ),
+    },
+    functions: { pick: (input) => (input === 'y' ? 'yes' : 'no') },
+    inputs: ['y', 'n'],
+    listen: true,
+  },
+  {
+    name: 'a chain with a credential to redact',
+    files: {
+      'workflow.yaml': workflowYaml(chainWorkflow(2).nodes, chainWorkflow(2).edges),
+      'provider_credentials.yaml': {
+        provider_credentials: [
+          { id: 'key', provider: 'openai', auth: { type: 'api_key', source: 'env', env_var: 'TEST_KEY' } },
+        ],
+      },
+    },
+    functions: {
+      n1: (input) => `${input} ${secret}`,
+      n2: () => {
+        throw new Error(`rejected ${secret}`);
+      },
+    },
+    inputs: ['x'],
+    env: { TEST_KEY: secret },
+    rowsOfTheirOwn: true,
+  },
+];
+
+/** The same workflow id in every engine of a case (it is otherwise named after its temp folder). */
+const filesOf = (testCase: Case) => ({
+  ...testCase.files,
+  'workflow.yaml': { ...(testCase.files['workflow.yaml'] as object), id: 'durable-inspect' },
+});
+
+async function runAll(testCase: Case, database: SqlDatabase | undefined): Promise<WorkflowEngine> {
+  const engine = await engineFor(filesOf(testCase), {
+    functions: testCase.functions,
+    ...(database ? { database } : {}),
+    ...(testCase.env ? { env: testCase.env } : {}),
+  });
+  engines.push(engine);
+  if (testCase.listen) engine.subscribe(() => {});
+  for (const input of testCase.inputs) await engine.run(input);
+  return engine;
+}
+
+/**
+ * The database gives a run's artifacts by time, then id; in memory they are in the order they were made.
+ * Both orders agree except among artifacts of one millisecond, so the comparison takes the database's.
+ */
+function byTimeThenId(report: InspectionReport | undefined): InspectionReport | undefined {
+  if (!report) return report;
+  const artifacts = [...report.artifacts].sort(
+    (a, b) =>
+      a.createdAt - b.createdAt || (a.artifactId < b.artifactId ? -1 : a.artifactId > b.artifactId ? 1 : 0),
+  );
+  return { ...report, artifacts };
+}
+
+describeEachDatabase('a durable run inspects from the database as it did in memory', (getDb) => {
+  for (const testCase of cases) {
+    it(testCase.name, async () => {
+      const db = getDb();
+      const inMemory = await runAll(testCase, undefined);
+      const writer = await runAll(testCase, db);
+      // A second engine on the same database: it retains nothing and reads every run back.
+      const reader = await engineFor(filesOf(testCase), {
+        database: db,
+        ...(testCase.env ? { env: testCase.env } : {}),
+      });
+      engines.push(reader);
+      const rootIds = ['wft_1', 'wft_2'].slice(0, testCase.inputs.length);
+      for (const rootId of rootIds) {
+        const expected = byTimeThenId(await inMemory.inspect(rootId));
+        expect(expected).toBeDefined();
+        expect(byTimeThenId(await writer.inspect(rootId))).toEqual(expected);
+        const fromDatabase = await reader.inspect(rootId);
+        expect(fromDatabase).toEqual(expected);
+        for (const task of expected!.lineage)
+          expect(await reader.inspect(task.taskId)).toEqual(
+            byTimeThenId(await inMemory.inspect(task.taskId)),
+          );
+      }
+      const nodeEventRows = await db.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM workflow_events WHERE type IN ('node_started', 'node_completed', 'node_failed')",
+      );
+      const nodeOutputRows = await db.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM workflow_artifacts WHERE type = 'node_output'",
+      );
+      const stageRows = await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM workflow_stages');
+      if (testCase.rowsOfTheirOwn) {
+        expect(Number(nodeEventRows!.n)).toBe(2 * Number(stageRows!.n));
+        expect(Number(nodeOutputRows!.n)).toBe(Number(stageRows!.n));
+        const written = await db.all<{ record: string }>('SELECT record FROM workflow_stages');
+        expect(JSON.stringify(written)).not.toContain(secret);
+      } else {
+        expect(Number(nodeEventRows!.n)).toBe(0);
+        expect(Number(nodeOutputRows!.n)).toBe(0);
+      }
+    });
+  }
+});
