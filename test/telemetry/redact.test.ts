@@ -29,6 +29,25 @@ describe('secret redaction', () => {
     );
   });
 
+  it('finds each credential shape alone in a string, whatever the case of Bearer and Basic', () => {
+    const samples = [
+      `sk-${'a'.repeat(24)}`,
+      `sk-ant-${'b'.repeat(24)}`,
+      `gho_${'C'.repeat(32)}`,
+      `github_pat_${'d'.repeat(32)}`,
+      'ASIAABCDEFGHIJKLMNOP',
+      `xoxb-${'1'.repeat(12)}`,
+      `bEaReR ${'e'.repeat(20)}`,
+      `BASIC ${'f'.repeat(20)}`,
+      '-----BEGIN OPENSSH PRIVATE KEY-----\nabc',
+    ];
+    for (const sample of samples) {
+      const redacted = redactor.redactText(`before ${sample} after`);
+      expect(redacted, sample).toContain('[REDACTED]');
+      expect(redacted, sample).not.toContain(sample.slice(-12));
+    }
+  });
+
   it('a registry with redaction scrubs every tool result and error message', async () => {
     const leaky = defineTool({
       name: 'leaky',
