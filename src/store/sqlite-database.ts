@@ -212,23 +212,37 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     }
   };
 
-  const executorFor = (scope: TransactionScope): SqlExecutor => {
-    const guard = <T>(task: () => T): Promise<T> => {
-      if (scope.finished)
-        return Promise.reject(new Error('transaction executor used after its transaction ended'));
-      try {
-        return Promise.resolve(task());
-      } catch (error) {
-        return Promise.reject(translate(error));
-      }
-    };
-    return {
-      dialect: 'sqlite',
-      all: (sql, params) => guard(() => allNow(sql, params)),
-      get: (sql, params) => guard(() => getNow(sql, params)),
-      run: (sql, params) => guard(() => runNow(sql, params)),
-    };
+  /** Runs a statement of a transaction's executor, refused once that transaction has ended. */
+  const inScope = <T>(
+    scope: TransactionScope,
+    task: (sql: string, params?: ReadonlyArray<SqlValue>) => T,
+    sql: string,
+    params: ReadonlyArray<SqlValue> | undefined,
+  ): Promise<T> => {
+    if (scope.finished)
+      return Promise.reject(new Error('transaction executor used after its transaction ended'));
+    try {
+      return Promise.resolve(task(sql, params));
+    } catch (error) {
+      return Promise.reject(translate(error));
+    }
   };
+  // Every transaction gets an executor: its methods live on a shared prototype, so making one allocates
+  // one small object instead of four closures.
+  class TransactionExecutor implements SqlExecutor {
+    readonly dialect = 'sqlite' as const;
+    constructor(private readonly scope: TransactionScope) {}
+    all<Row>(sql: string, params?: ReadonlyArray<SqlValue>): Promise<Row[]> {
+      return inScope(this.scope, allNow<Row>, sql, params);
+    }
+    get<Row>(sql: string, params?: ReadonlyArray<SqlValue>): Promise<Row | undefined> {
+      return inScope(this.scope, getNow<Row>, sql, params);
+    }
+    run(sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult> {
+      return inScope(this.scope, runNow, sql, params);
+    }
+  }
+  const executorFor = (scope: TransactionScope): SqlExecutor => new TransactionExecutor(scope);
 
   return {
     dialect: 'sqlite',
@@ -272,7 +286,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
             throw translate(error);
           }
           try {
-            result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+            result = await runInTransactionScope(scope, work, executorFor(scope));
           } catch (error) {
             if (driver.inTransaction) driver.exec('ROLLBACK');
             throw error;

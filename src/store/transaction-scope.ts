@@ -32,10 +32,15 @@ export function currentTransactionScope<Connection>(owner: object): TransactionS
   return scope && !scope.finished ? (scope as TransactionScope<Connection>) : undefined;
 }
 
-export function runInTransactionScope<T>(scope: TransactionScope, work: () => Promise<T>): Promise<T> {
+/** Runs `work(argument)` inside `scope`; the argument saves callers a closure per transaction. */
+export function runInTransactionScope<T, A = undefined>(
+  scope: TransactionScope,
+  work: (argument: A) => Promise<T>,
+  argument?: A,
+): Promise<T> {
   const next = new Map(scopes.getStore());
   next.set(scope.owner, scope);
-  return scopes.run(next, work);
+  return scopes.run(next, work, argument as A);
 }
 
 /** A FIFO mutex with a synchronous `held` check, so the uncontended path can skip promises. */
@@ -46,25 +51,27 @@ export interface FifoLock {
 }
 
 export function createFifoLock(): FifoLock {
-  let held = false;
-  const waiters: Array<() => void> = [];
-  return {
-    get held() {
-      return held;
-    },
-    acquire() {
-      if (!held) {
-        held = true;
-        return Promise.resolve();
-      }
-      return new Promise<void>((resolve) => waiters.push(resolve));
-    },
-    release() {
-      const next = waiters.shift();
-      if (next) next();
-      else held = false;
-    },
-  };
+  return new QueueLock();
+}
+
+// A class rather than a literal of closures: every transaction makes one, and its methods are then shared.
+class QueueLock implements FifoLock {
+  held = false;
+  private readonly waiters: Array<() => void> = [];
+
+  acquire(): Promise<void> {
+    if (!this.held) {
+      this.held = true;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.held = false;
+  }
 }
 
 /**
