@@ -1,0 +1,66 @@
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrate, type SqlDatabase } from '../../src/store/index.js';
+import { createSqlRecordStore } from '../../src/workflow/record-store.js';
+import { openTestDatabase } from '../helpers/databases.js';
+import { tempDir } from './helpers.js';
+
+// Migration 0018 rebuilds the key of workflow_stages: rows stored before it must read back the same after.
+const migrationsRoot = join(import.meta.dirname, '..', '..', 'migrations');
+const versionOneRows = JSON.parse(
+  readFileSync(join(import.meta.dirname, '..', 'fixtures', 'workflow-records', 'v1-rows.json'), 'utf8'),
+) as Record<string, Array<Record<string, string | number | null>>>;
+
+/** A copy of the migrations folder holding only those before 0018. */
+function migrationsBefore0018(): string {
+  const dir = tempDir('agentd-wf-migrations-');
+  for (const dialect of ['sqlite', 'postgres']) {
+    mkdirSync(join(dir, dialect));
+    for (const file of readdirSync(join(migrationsRoot, dialect)))
+      if (file.endsWith('.sql') && Number.parseInt(file, 10) < 18)
+        copyFileSync(join(migrationsRoot, dialect, file), join(dir, dialect, file));
+  }
+  return dir;
+}
+
+let db: SqlDatabase | undefined;
+afterEach(async () => {
+  await db?.close();
+  db = undefined;
+});
+
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  describe(`migration 0018 [${dialect}]`, () => {
+    it('keeps the stage rows written before it, which read back as they did', async () => {
+      db = await openTestDatabase(dialect, { migrate: false });
+      await migrate(db, { dir: migrationsBefore0018() });
+      for (const [table, rows] of Object.entries(versionOneRows)) {
+        for (const row of rows) {
+          const columns = Object.keys(row);
+          await db.run(
+            `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+            columns.map((column) => row[column] ?? null),
+          );
+        }
+      }
+      const store = createSqlRecordStore(db);
+      const before = await store.loadRun('wft_fixture_branch');
+      expect(before!.tasks.flatMap((task) => task.history)).toHaveLength(7);
+      expect((await migrate(db)).applied).toContain(18);
+      expect(await store.loadRun('wft_fixture_branch')).toEqual(before);
+      expect(await store.loadRun('wft_fixture_halt')).toMatchObject({
+        tasks: [{ state: 'completed', currentStageId: 'stop' }],
+      });
+      // Still one row per task and index.
+      const [first] = versionOneRows.workflow_stages!;
+      const columns = Object.keys(first!);
+      await expect(
+        db.run(
+          `INSERT INTO workflow_stages (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+          columns.map((column) => first![column] ?? null),
+        ),
+      ).rejects.toThrow();
+    });
+  });
+}
