@@ -145,6 +145,31 @@ export async function runToolBatch(
   return { outcomes, nested };
 }
 
+/** What a turn's tool calls did besides answering: ledger writes and skill activations. */
+interface TurnEffects {
+  steps: StepMarker[];
+  learned: LearnedEntry[];
+  wroteLedger: boolean;
+  skillsChanged: boolean;
+}
+
+function takeEffects(outcome: ToolCallOutcome, window: RunSetup['window'], effects: TurnEffects): void {
+  const metadata = outcome.metadata;
+  if (!metadata) return;
+  const entry = metadata.ledgerEntry;
+  if (entry) {
+    effects.wroteLedger = true;
+    if (entry.entryType === 'step') effects.steps.push({ seq: entry.seq, content: entry.content });
+    if (entry.entryType === 'finding' || entry.entryType === 'decision')
+      effects.learned.push({ seq: entry.seq, entryType: entry.entryType, content: entry.content });
+  }
+  const skill = metadata.activatedSkill;
+  if (skill) {
+    window.setSkill(skill.name, skill.body);
+    effects.skillsChanged = true;
+  }
+}
+
 /**
  * Adds the turn (assistant message and tool results) to the transcript and the context window: ledger
  * steps close blocks, findings and decisions are kept, activated skills join the prompt. Returns whether
@@ -158,7 +183,9 @@ export function recordToolResults(
 ): { wroteLedger: boolean } {
   const { options, scope, contextOptions } = state;
   const { window } = setup;
-  const toolMessages: ModelMessage[] = batch.outcomes.map((outcome) => {
+  // The turn as the context window takes it: the assistant message, then one result per call in call order.
+  const turnMessages: ModelMessage[] = [assistant];
+  for (const outcome of batch.outcomes) {
     const message: Extract<ModelMessage, { role: 'tool' }> = {
       role: 'tool',
       toolCallId: outcome.toolCallId,
@@ -166,37 +193,18 @@ export function recordToolResults(
       content: outcome.content,
     };
     if (outcome.isError) message.isError = true;
-    return message;
-  });
-  for (const message of toolMessages) state.newMessages.push(message);
+    turnMessages.push(message);
+    state.newMessages.push(message);
+  }
 
-  const steps: StepMarker[] = [];
-  const learned: LearnedEntry[] = [];
-  let wroteLedger = false;
-  let skillsChanged = false;
-  const take = (outcome: ToolCallOutcome) => {
-    const metadata = outcome.metadata;
-    if (!metadata) return;
-    const entry = metadata.ledgerEntry;
-    if (entry) {
-      wroteLedger = true;
-      if (entry.entryType === 'step') steps.push({ seq: entry.seq, content: entry.content });
-      if (entry.entryType === 'finding' || entry.entryType === 'decision')
-        learned.push({ seq: entry.seq, entryType: entry.entryType, content: entry.content });
-    }
-    const skill = metadata.activatedSkill;
-    if (skill) {
-      window.setSkill(skill.name, skill.body);
-      skillsChanged = true;
-    }
-  };
-  for (const outcome of batch.outcomes) take(outcome);
-  for (const outcome of batch.nested) take(outcome);
+  const effects: TurnEffects = { steps: [], learned: [], wroteLedger: false, skillsChanged: false };
+  for (const outcome of batch.outcomes) takeEffects(outcome, window, effects);
+  for (const outcome of batch.nested) takeEffects(outcome, window, effects);
+  const { steps, learned, wroteLedger, skillsChanged } = effects;
   if (skillsChanged) state.activeSkills = window.activeSkills();
   steps.sort((left, right) => left.seq - right.seq);
   const beforeClose = steps.length ? window.measure() : undefined;
   learned.sort((left, right) => left.seq - right.seq);
-  const turnMessages = [assistant, ...toolMessages];
   if (window.appendTurn(turnMessages, steps, learned) && contextOptions.truncateClosedBlocks) {
     state.compactions++;
     const after = window.measure();
