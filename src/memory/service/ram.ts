@@ -9,19 +9,40 @@ import { commit, enterDegraded } from './write-retry.js';
 /** A memory event's own fields; the session's identity is added from its RAM context. */
 export type EventDetail = Omit<MemoryEventPayload, 'sessionKey' | 'sessionId' | 'agentId'>;
 
-/** A deep enough copy for callers: RAM entries must not change under them, nor they under RAM. */
+/**
+ * A deep enough copy for callers: RAM entries must not change under them, nor they under RAM. Field by
+ * field rather than a rest spread, which copied every entry twice: a turn copies its whole context.
+ */
 export function publicCopy(entry: StoredEntry): MemoryEntry {
-  const { orderKey: _orderKey, rowId: _rowId, ...rest } = entry;
-  const copy: MemoryEntry = { ...rest };
-  if (rest.toolCalls)
-    copy.toolCalls = rest.toolCalls.map((call) => ({ ...call, arguments: { ...call.arguments } }));
-  if (rest.sourceIds) copy.sourceIds = [...rest.sourceIds];
-  if (rest.metadata) copy.metadata = { ...rest.metadata };
+  const copy: MemoryEntry = {
+    memoryId: entry.memoryId,
+    address: entry.address,
+    sessionId: entry.sessionId,
+    sessionKey: entry.sessionKey,
+    agentId: entry.agentId,
+    kind: entry.kind,
+    role: entry.role,
+    state: entry.state,
+    content: entry.content,
+    relatedTo: entry.relatedTo,
+    tokens: entry.tokens,
+    createdAtMs: entry.createdAtMs,
+    archivedAtMs: entry.archivedAtMs,
+  };
+  if (entry.metadata) copy.metadata = { ...entry.metadata };
+  if (entry.sourceIds) copy.sourceIds = [...entry.sourceIds];
+  if (entry.toolCalls)
+    copy.toolCalls = entry.toolCalls.map((call) => ({ ...call, arguments: { ...call.arguments } }));
+  if (entry.toolCallId !== undefined) copy.toolCallId = entry.toolCallId;
+  if (entry.toolName !== undefined) copy.toolName = entry.toolName;
+  if (entry.isError !== undefined) copy.isError = entry.isError;
   return copy;
 }
 
 export function activeOf(ram: RamSession): StoredEntry[] {
-  return ram.entries.filter((entry) => entry.state === 'active');
+  const active: StoredEntry[] = [];
+  for (const entry of ram.entries) if (entry.state === 'active') active.push(entry);
+  return active;
 }
 
 export function tokensOf(entries: ReadonlyArray<StoredEntry>): number {
@@ -222,17 +243,19 @@ export function withSession<T>(
   return ctx.mutex.run(checked.sessionId, async () => work(await ensureLoaded(ctx, checked)));
 }
 
+/** Keeps the newest `maxRamTombstones` tombstones. A long session is at the cap on every turn. */
 function dropTombstoneOverflow(ctx: MemoryContext, ram: RamSession): void {
   const { maxRamTombstones } = ctx.config;
-  const tombstones = ram.entries.filter((entry) => entry.state === 'tombstone');
-  if (tombstones.length <= maxRamTombstones) return;
-  const keep = new Set(
-    tombstones
-      .sort((left, right) => right.memoryId - left.memoryId)
-      .slice(0, maxRamTombstones)
-      .map((entry) => entry.memoryId),
-  );
-  ram.entries = ram.entries.filter((entry) => entry.state !== 'tombstone' || keep.has(entry.memoryId));
+  let count = 0;
+  for (const entry of ram.entries) if (entry.state === 'tombstone') count++;
+  const overflow = count - maxRamTombstones;
+  if (overflow <= 0) return;
+  const ids = new Float64Array(count);
+  let index = 0;
+  for (const entry of ram.entries) if (entry.state === 'tombstone') ids[index++] = entry.memoryId;
+  // Ids are unique within a session: the oldest `overflow` tombstones are those up to this one.
+  const lastDropped = ids.sort()[overflow - 1]!;
+  ram.entries = ram.entries.filter((entry) => entry.state !== 'tombstone' || entry.memoryId > lastDropped);
 }
 
 /** Swaps the entries `ids` for what replaced them (tombstones, a summary), keeping context order. */
