@@ -105,7 +105,7 @@ export interface CreateChatServiceOptions {
   /** Without an inbox, acknowledged messages live only in memory until their turn starts. */
   inbox?: ChatInbox;
   memory: MemoryService;
-  identity: IdentityLoader;
+  identity: Pick<IdentityLoader, 'systemPrompt'>;
   bus: Bus;
   runTurn: (input: ChatTurnInput) => Promise<EngageResult>;
   /** `name` without the slash → handler. `/stop`, `/new`, `/reset` and `/compact` are built in. */

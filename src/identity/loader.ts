@@ -72,6 +72,8 @@ export interface IdentityLoaderOptions {
 
 export interface IdentityLoader {
   load(agentId: string): Promise<IdentityPacket>;
+  /** The agent's system prompt alone: what a chat turn needs, without copying the whole packet. */
+  systemPrompt(agentId: string): Promise<string>;
   /** Called with the agent id when a watched identity file changed (needs `watch: true`). */
   onChange(listener: (agentId: string) => void): () => void;
   close(): void;
@@ -269,26 +271,29 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
     return packet;
   };
 
+  /** The cached packet itself: callers get a copy (or an immutable part of it). */
+  const current = async (agentId: string): Promise<IdentityPacket> => {
+    if (!agentIdPattern.test(agentId)) {
+      throw new UserInputError({
+        code: ErrorCodes.invalidRequest,
+        message: `"${agentId}" is not a valid agent id.`,
+      });
+    }
+    ensureWatching(agentId);
+    const cached = cache.get(agentId);
+    if (cached && revalidateMs > 0 && clock.now() - cached.checkedAtMs < revalidateMs) return cached.packet;
+    // Loads that find the cache due at the same moment share one check instead of each statting the files.
+    let check = revalidateMs > 0 ? checking.get(agentId) : undefined;
+    if (!check) {
+      check = revalidate(agentId).finally(() => checking.delete(agentId));
+      if (revalidateMs > 0) checking.set(agentId, check);
+    }
+    return check;
+  };
+
   return {
-    async load(agentId) {
-      if (!agentIdPattern.test(agentId)) {
-        throw new UserInputError({
-          code: ErrorCodes.invalidRequest,
-          message: `"${agentId}" is not a valid agent id.`,
-        });
-      }
-      ensureWatching(agentId);
-      const cached = cache.get(agentId);
-      if (cached && revalidateMs > 0 && clock.now() - cached.checkedAtMs < revalidateMs)
-        return structuredClone(cached.packet);
-      // Loads that find the cache due at the same moment share one check instead of each statting the files.
-      let check = revalidateMs > 0 ? checking.get(agentId) : undefined;
-      if (!check) {
-        check = revalidate(agentId).finally(() => checking.delete(agentId));
-        if (revalidateMs > 0) checking.set(agentId, check);
-      }
-      return structuredClone(await check);
-    },
+    load: async (agentId) => structuredClone(await current(agentId)),
+    systemPrompt: async (agentId) => (await current(agentId)).systemPrompt,
     onChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

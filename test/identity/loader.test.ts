@@ -126,8 +126,23 @@ describe('identity loader', () => {
     utimesSync(path, later, later);
     clock.advance(999);
     expect((await loader.load('rev')).systemPrompt).toContain('Version one.');
+    expect(await loader.systemPrompt('rev')).toContain('Version one.');
     clock.advance(1);
-    expect((await loader.load('rev')).systemPrompt).toContain('Version two.');
+    expect(await loader.systemPrompt('rev')).toContain('Version two.');
+    expect(await loader.systemPrompt('rev')).toBe((await loader.load('rev')).systemPrompt);
+    await expect(loader.systemPrompt('../etc')).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+  });
+
+  it('hands out copies: a caller changing its packet changes nobody else\'s', async () => {
+    write('agents/own/SOUL.md', '# Soul\n\nMine.\n');
+    loader = createIdentityLoader({ workspaceDir: workspace, revalidateMs: 60_000 });
+    const first = await loader.load('own');
+    first.systemPrompt = 'tampered';
+    first.layers.length = 0;
+    const second = await loader.load('own');
+    expect(second.systemPrompt).toContain('Mine.');
+    expect(second.layers.length).toBeGreaterThan(0);
+    expect(await loader.systemPrompt('own')).toContain('Mine.');
   });
 
   it('announces changes to watchers with watch: true', async () => {

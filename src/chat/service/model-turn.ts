@@ -51,8 +51,7 @@ export async function runModelTurn(
 
   const lease = await options.memory.pin(ref);
   try {
-    const identity = await options.identity.load(ref.agentId);
-    const system: string[] = [identity.systemPrompt];
+    const system: string[] = [await options.identity.systemPrompt(ref.agentId)];
     if (ctx.autoRecall) {
       const recalled = await autoRecallBlocks.block(ref, text);
       if (recalled) system.push(recalled);

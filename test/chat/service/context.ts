@@ -80,7 +80,7 @@ export function fakeContext(
         await work();
       },
     },
-    identity: { load: async () => ({ systemPrompt: 'You are agentd.' }) },
+    identity: { systemPrompt: async () => 'You are agentd.' },
     ...(overrides.slashCommands ? { slashCommands: overrides.slashCommands } : {}),
     ...(overrides.runTurn ? { runTurn: overrides.runTurn } : {}),
     inbox: {
