@@ -72,10 +72,26 @@ function artifactOf(entry: Entry, rootTaskId: string): Artifact {
 export function createArtifactStore(): ArtifactStore {
   const byRun = new Map<string, Entry[]>();
   const byTask = new Map<string, Entry[]>();
-  const append = (index: Map<string, Entry[]>, key: string, entry: Entry) => {
-    const list = index.get(key);
+  // The lists appended to last: a run's stages come one after another, so most appends skip the lookups.
+  let lastRun: { key: string; list: Entry[] } | undefined;
+  let lastTask: { key: string; list: Entry[] } | undefined;
+  const append = (
+    index: Map<string, Entry[]>,
+    last: { key: string; list: Entry[] } | undefined,
+    key: string,
+    entry: Entry,
+  ): { key: string; list: Entry[] } => {
+    if (last?.key === key) {
+      last.list.push(entry);
+      return last;
+    }
+    let list = index.get(key);
     if (list) list.push(entry);
-    else index.set(key, [entry]);
+    else {
+      list = [entry];
+      index.set(key, list);
+    }
+    return { key, list };
   };
   const filtered = (entries: ReadonlyArray<Entry>, rootTaskId: string | undefined, query: ArtifactQuery) => {
     const out: Artifact[] = [];
@@ -95,12 +111,12 @@ export function createArtifactStore(): ArtifactStore {
   };
   return {
     add(artifact) {
-      append(byRun, artifact.rootTaskId, artifact);
-      append(byTask, artifact.taskId, artifact);
+      lastRun = append(byRun, lastRun, artifact.rootTaskId, artifact);
+      lastTask = append(byTask, lastTask, artifact.taskId, artifact);
     },
     addRootStage(rootTaskId, stage) {
-      append(byRun, rootTaskId, stage);
-      append(byTask, rootTaskId, stage);
+      lastRun = append(byRun, lastRun, rootTaskId, stage);
+      lastTask = append(byTask, lastTask, rootTaskId, stage);
     },
     query(query) {
       if (query.taskId !== undefined) return filtered(byTask.get(query.taskId) ?? [], query.taskId, query);
@@ -122,6 +138,9 @@ export function createArtifactStore(): ArtifactStore {
     forget(rootTaskId) {
       const entries = byRun.get(rootTaskId);
       if (!entries) return;
+      // A forgotten list must not take appends again; whichever list was last is looked up anew.
+      lastRun = undefined;
+      lastTask = undefined;
       byRun.delete(rootTaskId);
       // The root task's list holds every stage entry; other tasks are named by their artifacts, and
       // neighbouring ones mostly belong to the same task (every stage of a chain does): skip the repeated

@@ -436,6 +436,26 @@ describe('cancellation and replay', () => {
     expect(engine.cancel(queued.taskId)).toBe(false);
   });
 
+  it('cancel() right after enqueue() stops a run of functions that answer at once after its START stage', async () => {
+    const { nodes, edges } = chainWorkflow(3);
+    const ran: string[] = [];
+    const step = (id: string) => (input: unknown) => {
+      ran.push(id);
+      return input;
+    };
+    const engine = await make(
+      { 'workflow.yaml': workflowYaml(nodes, edges) },
+      { functions: { n1: step('n1'), n2: step('n2'), n3: step('n3') } },
+    );
+    const queued = engine.enqueue('x');
+    expect(engine.cancel(queued.taskId)).toBe(true);
+    expect(await queued.result).toMatchObject({ status: 'failure', state: 'cancelled', stagesExecuted: 1 });
+    expect(ran).toEqual([]);
+    // Not cancelled, the same run goes through every stage.
+    expect(await engine.run('x')).toMatchObject({ status: 'success', stagesExecuted: 5 });
+    expect(ran).toEqual(['n1', 'n2', 'n3']);
+  });
+
   it('replay: the same inputs, manifests and model outputs produce identical runs', async () => {
     const files = {
       'workflow.yaml': workflowYaml(

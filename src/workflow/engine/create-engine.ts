@@ -166,7 +166,15 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   return {
     workflow,
     metadata: workflow.metadata,
-    run: async (input, runOptions = {}) => enqueue(input, runOptions).result,
+    // Not an async function: that would wrap the run's own promise in another, a few more turns of the
+    // microtask queue on every run. A refusal still comes back as a rejection.
+    run(input, runOptions = {}) {
+      try {
+        return enqueue(input, runOptions).result;
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
     enqueue,
     async runQueued() {
       executor.resume();

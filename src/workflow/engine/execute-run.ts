@@ -1,5 +1,6 @@
 import { ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
+import type { LoadedWorkflow } from '../loader.js';
 import { outcomeOf } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';
 import { cleanTask, type EngineCore } from './core.js';
@@ -17,7 +18,8 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
   const { root } = run;
   root.lifecycle = 'active';
   root.state = 'in_progress';
-  // The START stage begins at the moment the run is reported started: one clock reading for both.
+  // The START stage begins at the moment the run is reported started: one clock reading for both. Later
+  // stages begin when the one before them ended, when nothing ran between them.
   let startedAt: number | undefined = core.clock.now();
   core.emitter.emit(
     run,
@@ -30,15 +32,30 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
   if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
   run.queue.push({ task: root, nodeId: run.startNodeId });
   const nodes = core.workflow.dag.nodes;
+  let first = true;
   try {
     for (let item = nextStage(run); item && !run.cancelled; item = nextStage(run)) {
       if (item.task.lifecycle === 'concluded') continue;
       const node = nodes.get(item.nodeId)!;
       const stageStartedAt = startedAt;
-      if (run.traced)
-        await traceNode(item.task, node, () => executeStage(core, run, item.task, node, stageStartedAt));
-      else await executeStage(core, run, item.task, node, stageStartedAt);
-      startedAt = undefined;
+      const { task } = item;
+      const pending = run.traced
+        ? traceNode(task, node, () => executeStage(core, run, task, node, stageStartedAt))
+        : executeStage(core, run, task, node, stageStartedAt);
+      if (pending) {
+        await pending;
+        startedAt = undefined;
+      } else if (first) {
+        // Stages that answer at once follow each other without a turn of the microtask queue, except
+        // after the first: `enqueue` hands the run back to its caller there, able to cancel it, as when
+        // every stage took a turn.
+        first = false;
+        await undefined;
+        startedAt = undefined;
+      } else {
+        // Nothing ran in between but routing: the next stage starts when this one was recorded as ending.
+        startedAt = task.history[task.history.length - 1]!.completedAt;
+      }
     }
     if (run.cancelled) {
       concludeOpen(core, run, 'cancelled', { code: ErrorCodes.aborted, message: 'the run was cancelled' });
@@ -53,6 +70,20 @@ export async function executeRun(core: EngineCore, run: Run): Promise<void> {
     core.logger.error({ err: error, rootTaskId: root.taskId }, 'workflow run crashed');
     concludeOpen(core, run, 'failed', { code: ErrorCodes.internal, message: errorShape(error).message });
   }
+}
+
+/**
+ * The telemetry snapshot's metadata, the workflow's: one frozen copy shared by every run's snapshot, as
+ * node_output artifacts share theirs.
+ */
+const snapshotMetadata = new WeakMap<LoadedWorkflow, Readonly<Record<string, unknown>>>();
+function snapshotMetadataOf(workflow: LoadedWorkflow): Readonly<Record<string, unknown>> {
+  let metadata = snapshotMetadata.get(workflow);
+  if (!metadata) {
+    metadata = Object.freeze({ ...workflow.metadata });
+    snapshotMetadata.set(workflow, metadata);
+  }
+  return metadata;
 }
 
 /**
@@ -73,7 +104,7 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     type: 'telemetry_snapshot',
     createdAt: root.completedAt ?? core.clock.now(),
     payload: { eventCounts: counts, events: run.seq },
-    metadata: { ...workflow.metadata },
+    metadata: snapshotMetadataOf(workflow),
   });
   core.metrics.increment('task.completions', `status=${outcomeOf(root.state)}`);
   if (core.durable) {

@@ -234,6 +234,8 @@ function checkOutput(core: EngineCore, node: DagNode, outcome: StageOutcome): vo
  */
 interface NodeStatics {
   labels: Readonly<Record<'node' | WorkflowOutcome, string>>;
+  /** Whether the node's body can call tools (an agent, or a node with tools): else its stages record none. */
+  recordsCalls: boolean;
   started: Readonly<Record<string, unknown>>;
   artifactMetadata: Readonly<Record<WorkflowOutcome, Readonly<Record<string, unknown>>>>;
 }
@@ -243,6 +245,7 @@ function staticsOf(node: DagNode): NodeStatics {
   if (!statics) {
     const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });
     statics = Object.freeze({
+      recordsCalls: node.manifest.kind === 'agent' || node.manifest.tools.length > 0,
       labels: Object.freeze({
         node: `node=${node.id}`,
         success: `node=${node.id},status=success`,
@@ -296,16 +299,17 @@ function mayContinue(node: DagNode, error: StageError): boolean {
  * Executes one node for one task: runs the stage, records it (history, metrics, artifact, database, task
  * memory), and then either concludes the task on a failure or routes it on. The clock is read twice per
  * stage (start and end; `startedAt` when the caller has just read it) and every record of the stage uses
- * those two readings.
+ * those two readings. A promise only when the stage has something to wait for (a context profile, a body
+ * that returns one, task memory): a stage that answers at once is done when this returns, without a turn
+ * of the microtask queue of its own.
  */
-export async function executeStage(
+export function executeStage(
   core: EngineCore,
   run: Run,
   task: WorkflowTask,
   node: DagNode,
   startedAt: number = core.clock.now(),
-): Promise<void> {
-  const { clock, emitter } = core;
+): Promise<void> | undefined {
   const manifest = node.manifest;
   const statics = staticsOf(node);
   task.lifecycle = 'active';
@@ -314,7 +318,8 @@ export async function executeStage(
   const mergeInputs = node.role === 'merge' ? run.pendingMerges.get(task.taskId) : undefined;
   if (mergeInputs) run.pendingMerges.delete(task.taskId);
   const input = mergeInputs ? { merge_inputs: mergeInputs } : nodeInput(task);
-  const calls: ToolCallRecord[] = [];
+  // Only agents and tools record calls: every other stage shares one empty, frozen list.
+  const calls: ToolCallRecord[] = statics.recordsCalls ? [] : noCalls;
   // Made now and completed in place when the stage ends: the stage's events are built from it (see
   // `emitter.stage`). Its fields are all set here, in the order the record has always been written in.
   const stage: StageRecord = {
@@ -331,7 +336,7 @@ export async function executeStage(
     startedAt,
     completedAt: startedAt,
   };
-  const startSeq = emitter.stage(run, task, stage, false, statics.started);
+  const startSeq = core.emitter.stage(run, task, stage, false, statics.started);
 
   const outcome: StageOutcome = {
     output: undefined,
@@ -340,17 +345,44 @@ export async function executeStage(
     selected: undefined,
     splitItems: undefined,
   };
-  let error: StageError | undefined;
+  let pending: Promise<void> | undefined;
   try {
-    const pending = performStage(core, run, task, node, input, mergeInputs, calls, outcome);
-    if (pending) await pending;
+    pending = performStage(core, run, task, node, input, mergeInputs, calls, outcome);
   } catch (caught) {
-    error = errorShape(caught);
-    if (run.cancelled) error = { code: ErrorCodes.aborted, message: 'the run was cancelled' };
-    if (core.redact) error = { code: error.code, message: core.redactText(error.message) };
+    return recordStage(core, run, task, node, stage, startSeq, outcome, stageError(core, run, caught));
   }
+  if (pending)
+    return pending.then(
+      () => recordStage(core, run, task, node, stage, startSeq, outcome, undefined),
+      (caught) => recordStage(core, run, task, node, stage, startSeq, outcome, stageError(core, run, caught)),
+    );
+  return recordStage(core, run, task, node, stage, startSeq, outcome, undefined);
+}
 
-  const completedAt = clock.now();
+const noCalls: ToolCallRecord[] = Object.freeze([]) as unknown as ToolCallRecord[];
+
+/** What a stage's failure says: the cancel when the run was cancelled, redacted when there are secrets. */
+function stageError(core: EngineCore, run: Run, caught: unknown): StageError {
+  let error: StageError = errorShape(caught);
+  if (run.cancelled) error = { code: ErrorCodes.aborted, message: 'the run was cancelled' };
+  if (core.redact) error = { code: error.code, message: core.redactText(error.message) };
+  return error;
+}
+
+/** The stage has ended: completes its record and everything made from it, then ends or routes the task. */
+function recordStage(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  stage: StageRecord,
+  startSeq: number,
+  outcome: StageOutcome,
+  error: StageError | undefined,
+): Promise<void> | undefined {
+  const statics = staticsOf(node);
+  const completedAt = core.clock.now();
+  const startedAt = stage.startedAt;
   stage.output = error ? null : outcome.output;
   stage.nodeStatus = error ? 'failure' : outcome.partial ? 'partial' : 'success';
   stage.contextMetadata = outcome.contextMetadata;
@@ -377,11 +409,28 @@ export async function executeStage(
       metadata: statics.artifactMetadata[stage.nodeStatus],
     });
   if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
-    await core.addMemory('task', outcome.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] });
+    return core
+      .addMemory('task', outcome.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] })
+      .then(() => endStage(core, run, task, node, stage, startSeq, outcome, error));
   }
+  endStage(core, run, task, node, stage, startSeq, outcome, error);
+  return undefined;
+}
 
+/** Reports the stage's end, queues its row, and concludes the task on a failure or routes it on. */
+function endStage(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  stage: StageRecord,
+  startSeq: number,
+  outcome: StageOutcome,
+  error: StageError | undefined,
+): void {
+  const completedAt = stage.completedAt;
   if (error) task.failureSignatures.push(`${node.id}:${error.code}`);
-  const endSeq = emitter.stage(run, task, stage, true, statics.started);
+  const endSeq = core.emitter.stage(run, task, stage, true, staticsOf(node).started);
   // Guarded here rather than only inside `persist`: the closure alone is an allocation per stage.
   if (core.durable) persistStage(core, run, task, stage, startSeq, endSeq);
   if (error) {

@@ -24,7 +24,10 @@ export function createRunRegistry(options: {
 }): RunRegistry {
   const runs = new Map<string, Run>();
   const { taskIndex } = options;
-  const finishedOrder: string[] = [];
+  // The ids of finished runs in the order they finished, as a ring of `retainRuns` slots: each finish takes
+  // the oldest's slot (shifting an array instead moved every id on every run).
+  const finishedOrder: Array<string | undefined> = [];
+  let finishedCount = 0;
   const remove = (run: Run) => {
     runs.delete(run.root.taskId);
     for (const taskId of run.tasks.keys()) taskIndex.delete(taskId);
@@ -38,13 +41,18 @@ export function createRunRegistry(options: {
     },
     remove,
     retire(run) {
-      finishedOrder.push(run.root.taskId);
-      while (finishedOrder.length > options.retainRuns) {
-        const old = runs.get(finishedOrder.shift()!);
-        if (!old) continue;
-        remove(old);
-        options.artifacts.forget(old.root.taskId);
+      if (options.retainRuns <= 0) {
+        remove(run);
+        options.artifacts.forget(run.root.taskId);
+        return;
       }
+      const slot = finishedCount++ % options.retainRuns;
+      const evicted = finishedOrder[slot];
+      finishedOrder[slot] = run.root.taskId;
+      const old = evicted === undefined ? undefined : runs.get(evicted);
+      if (!old) return;
+      remove(old);
+      options.artifacts.forget(old.root.taskId);
     },
   };
 }

@@ -139,9 +139,16 @@ export function abortRun(run: Run, reason: unknown): void {
 
 /** Takes the next stage off the run's queue, or undefined when it is empty. */
 export function nextStage(run: Run): QueuedStage | undefined {
-  if (run.head >= run.queue.length) return undefined;
-  const item = run.queue[run.head]!;
-  run.queue[run.head++] = undefined;
+  const { queue } = run;
+  if (run.head >= queue.length) return undefined;
+  // The only stage queued (every step of a chain): taken off the end, so the array never grows.
+  if (run.head === 0 && queue.length === 1) return queue.pop();
+  const item = queue[run.head]!;
+  queue[run.head++] = undefined;
+  if (run.head === queue.length) {
+    queue.length = 0;
+    run.head = 0;
+  }
   return item;
 }
 

@@ -58,7 +58,7 @@ async function tracedRun(span: Span, run: Run, parent: Context, execute: () => P
 export async function traceNode(
   task: WorkflowTask,
   node: DagNode,
-  execute: () => Promise<void>,
+  execute: () => Promise<void> | undefined,
 ): Promise<void> {
   const span = startSpan(`workflow_node ${node.id}`, {
     attributes: {

@@ -27,11 +27,17 @@ describe('deferred stage events', () => {
     listened.subscribe((event) => seenFromStart.push(event.type));
     const listenedRun = await listened.run({ text: 'hello' });
 
-    const late = await engines.make(files);
-    const { taskId, result } = late.enqueue({ text: 'hello' });
-    for (let turn = 0; turn < 3; turn++) await Promise.resolve();
+    // Its listener subscribes while node n6 runs (a function that hands its input on, as the others do).
     const seenLate: string[] = [];
-    late.subscribe((event) => seenLate.push(event.type));
+    const late: WorkflowEngine = await engines.make(files, {
+      functions: {
+        n6: (input) => {
+          late.subscribe((event) => seenLate.push(event.type));
+          return input;
+        },
+      },
+    });
+    const { taskId, result } = late.enqueue({ text: 'hello' });
     const lateRun = await result;
 
     expect(quietRun.taskId).toBe(listenedRun.taskId);
