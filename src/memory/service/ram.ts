@@ -499,6 +499,8 @@ export async function appendBatch(
   also?: () => Promise<void>,
   requireCommit = false,
 ): Promise<MemoryEntry[]> {
+  // Before the ref is used as a key below: a malformed one is the caller's INVALID_REQUEST.
+  checkRef(ref);
   const parsed = inputs.map((input, index) => {
     const result = appendInputSchema.safeParse(input);
     if (!result.success) throw invalid(`invalid memory entry ${index}`, result.error.issues);
