@@ -275,8 +275,23 @@ function chooseToolCalls(
 
 /** Index of the tool name as a whole word in the message, or -1. */
 function findToolName(message: string, name: string): number {
-  const match = new RegExp(`(^|[^\\w.-])${escapeRegExp(name)}(?![\\w-])`, 'i').exec(message);
+  const match = toolNamePattern(name, 'i').exec(message);
   return match ? match.index + match[1]!.length : -1;
+}
+
+/** Compiled once per tool name: every model call that offers tools looks for each tool's name. */
+const toolNamePatterns = new Map<string, RegExp>();
+const maxToolNamePatterns = 10_000;
+
+function toolNamePattern(name: string, flags: 'i' | 'gi'): RegExp {
+  const key = `${flags} ${name}`;
+  let pattern = toolNamePatterns.get(key);
+  if (!pattern) {
+    pattern = new RegExp(`(^|[^\\w.-])${escapeRegExp(name)}(?![\\w-])`, flags);
+    if (toolNamePatterns.size >= maxToolNamePatterns) toolNamePatterns.clear();
+    toolNamePatterns.set(key, pattern);
+  }
+  return pattern;
 }
 
 function bestMatchingTool(message: string, tools: ModelToolDefinition[]): ModelToolDefinition {
@@ -328,8 +343,8 @@ function leftoverText(message: string, tools: ModelToolDefinition[]): string {
   const json = findJsonObject(message);
   if (json) text = text.replace(/\{[\s\S]*\}/, ' ');
   text = text.replace(keyValuePattern, ' ');
-  for (const tool of tools)
-    text = text.replace(new RegExp(`(^|[^\\w.-])${escapeRegExp(tool.name)}(?![\\w-])`, 'gi'), '$1 ');
+  // A global pattern is safe to share here: replace() starts at 0 and leaves lastIndex at 0.
+  for (const tool of tools) text = text.replace(toolNamePattern(tool.name, 'gi'), '$1 ');
   text = text
     .replace(/\b(?:please|use|call|run|invoke|the|tools?|with|to|and|for|on)\b/gi, ' ')
     .replace(/\s+/g, ' ')
