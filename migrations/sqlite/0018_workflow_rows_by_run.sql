@@ -21,3 +21,25 @@ INSERT INTO workflow_stages_by_run
   FROM workflow_stages;
 DROP TABLE workflow_stages;
 ALTER TABLE workflow_stages_by_run RENAME TO workflow_stages;
+
+-- Events the same way: a run's events are read by root task in sequence order and by nothing else, and the
+-- event id is `<root task id>:<seq>`, so the key (root_task_id, seq) is as unique as the id was.
+CREATE TABLE workflow_events_by_run (
+  root_task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  stage_id TEXT,
+  type TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  payload TEXT NOT NULL,
+  PRIMARY KEY (root_task_id, seq)
+) WITHOUT ROWID;
+INSERT INTO workflow_events_by_run (root_task_id, seq, event_id, task_id, stage_id, type, at, payload)
+  SELECT root_task_id, seq, event_id, task_id, stage_id, type, at, payload FROM workflow_events;
+DROP TABLE workflow_events;
+ALTER TABLE workflow_events_by_run RENAME TO workflow_events;
+
+-- Artifacts are read back by run only (`loadRun`); queries by task or node are answered in memory.
+DROP INDEX workflow_artifacts_by_task;
+DROP INDEX workflow_artifacts_by_node;

@@ -6,7 +6,8 @@ import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import { tempDir } from './helpers.js';
 
-// Migration 0018 rebuilds the key of workflow_stages: rows stored before it must read back the same after.
+// Migration 0018 rebuilds the keys of workflow_stages and workflow_events and drops two artifact indexes:
+// rows stored before it must read back the same after.
 const migrationsRoot = join(import.meta.dirname, '..', '..', 'migrations');
 const versionOneRows = JSON.parse(
   readFileSync(join(import.meta.dirname, '..', 'fixtures', 'workflow-records', 'v1-rows.json'), 'utf8'),
@@ -52,6 +53,9 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       expect(await store.loadRun('wft_fixture_halt')).toMatchObject({
         tasks: [{ state: 'completed', currentStageId: 'stop' }],
       });
+      expect(before!.events.length).toBe(
+        versionOneRows.workflow_events!.filter((row) => row.root_task_id === 'wft_fixture_branch').length,
+      );
       // Still one row per task and index.
       const [first] = versionOneRows.workflow_stages!;
       const columns = Object.keys(first!);
