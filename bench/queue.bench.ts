@@ -20,12 +20,15 @@ import {
 import { silentLogger } from '../src/util/index.js';
 import { createWorkQueue } from '../src/work/index.js';
 
-const drainJobs = 5_000;
-const latencyJobs = 5_000;
+/** Jobs per drain and latency samples per run; fewer (QUEUE_BENCH_SAMPLES) only for quick checks while iterating. */
+const drainJobs = Number(process.env.QUEUE_BENCH_SAMPLES ?? 5_000);
+const latencyJobs = drainJobs;
 const latencyGapMs = 4;
 const concurrency = 24;
 /** Full repetitions (every contender, both phases); each is reported as its own rows. */
 const rounds = Number(process.env.QUEUE_BENCH_ROUNDS ?? 3);
+/** Comma-separated name prefixes (QUEUE_BENCH_ONLY="agentd (Postgres),graphile") to measure only those contenders. */
+const only = process.env.QUEUE_BENCH_ONLY?.split(',').filter((prefix) => prefix.length > 0);
 const adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
 const benchDatabase = 'agentd_bench';
 const benchUrl = `postgres://postgres@127.0.0.1:5432/${benchDatabase}`;
@@ -305,6 +308,10 @@ export default {
       const measured: Array<Record<string, string | number>> = [];
       try {
         for (const contender of contenders) {
+          if (only && !only.some((prefix) => contender.name.startsWith(prefix))) {
+            await contender.close();
+            continue;
+          }
           try {
             measured.push({ run: round, ...(await measure(contender)) });
           } finally {
