@@ -59,6 +59,11 @@ export const workConfigSchema = z
      */
     pollIntervalMs: z.number().int().min(1_000).default(2_000),
     /**
+     * Postgres: a worker's completion statement also claims as many ready items for it as it completes,
+     * so its next claim needs no statement of its own (see docs/work.md, "Claim-ahead").
+     */
+    claimAhead: z.boolean().default(true),
+    /**
      * Kinds of system work (the runtime's own upkeep, such as memory maintenance). They run like any other
      * work but are left out of `work list`, `work.list` and the awareness digest unless asked for.
      */
@@ -73,6 +78,7 @@ export const workConfigSchema = z
     maxDepth: 5,
     maxChildren: 20,
     pollIntervalMs: 2_000,
+    claimAhead: true,
     systemKinds: [...defaultSystemWorkKinds],
     awareness: awarenessConfigSchema.parse(undefined),
   });

@@ -4,6 +4,7 @@ import type { Clock, IdGenerator, Logger } from '../util/index.js';
 import type { WorkConfig } from './config.js';
 import type { WorkErrorPayload } from './events.js';
 import { createPostgresNotifier, type WorkNotifier } from './notifier.js';
+import { handBackAll } from './sql/ahead.js';
 import { block, setWaitingOn } from './sql/block.js';
 import { cancel } from './sql/cancel.js';
 import { claimBatch } from './sql/claim.js';
@@ -175,6 +176,14 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
       if (state.closed) return;
       state.closed = true;
       wake(state);
+      try {
+        await handBackAll(ctx);
+      } catch (error) {
+        logger.warn(
+          { err: error },
+          'could not hand back work claimed ahead; it is reclaimed when its lease lapses',
+        );
+      }
       await notifier?.close();
     },
   };

@@ -1,9 +1,10 @@
 import type { SqlValue } from '../../store/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import type { ClaimFilter, WorkItem } from '../types.js';
+import { aheadKey, claimsAhead, noteHandedOut, takeAhead, workClaimCall, workClaimParams } from './ahead.js';
 import type { QueueContext } from './context.js';
 import { eventBase, publish } from './events.js';
-import { inList, pgArray } from './guards.js';
+import { inList } from './guards.js';
 import { reapExpiredLeases } from './reap.js';
 
 /** The claim filter as extra `AND …` conditions on `work_items`. */
@@ -37,20 +38,9 @@ export async function claimOnce(
   let rows: WorkItemRow[];
   if (ctx.isPostgres) {
     // migrations/postgres/0007_work_perf.sql: the same statement as below, with its plan pinned.
-    const list = (values: ReadonlyArray<string> | undefined) =>
-      values && values.length > 0 ? pgArray(values) : null;
     rows = await ctx.db.all<WorkItemRow>(
-      'SELECT * FROM work_claim(?::bigint, ?::integer, ?::text, ?::bigint, ?::boolean, ?::text[], ?::text[], ?::text[])',
-      [
-        now,
-        limit,
-        workerId,
-        leaseMs,
-        filter?.start === true,
-        list(filter?.kinds),
-        list(filter?.excludeKinds),
-        list(filter?.agentIds),
-      ],
+      `SELECT * FROM ${workClaimCall}`,
+      workClaimParams(now, limit, workerId, leaseMs, filter),
     );
   } else {
     // One statement: SQLite's single writer makes it atomic, in this process and across processes, so the
@@ -68,6 +58,19 @@ export async function claimOnce(
   const items = rows
     .map(rowToWorkItem)
     .sort((left, right) => right.priority - left.priority || left.createdAt - right.createdAt);
+  announceClaimed(ctx, workerId, items, filter);
+  return items;
+}
+
+/** `work:claimed` (and `work:started` for a claim that starts) for items now in the worker's hands. */
+function announceClaimed(
+  ctx: QueueContext,
+  workerId: string,
+  items: ReadonlyArray<WorkItem>,
+  filter: ClaimFilter | undefined,
+): void {
+  const now = ctx.clock.now();
+  const leaseMs = filter?.leaseMs ?? ctx.config.leaseMs;
   for (const item of items) {
     publish(ctx, 'work:claimed', item, {
       ...eventBase(item),
@@ -79,7 +82,6 @@ export async function claimOnce(
     if (filter?.start)
       publish(ctx, 'work:started', item, { ...eventBase(item), workerId, attempt: item.attempts });
   }
-  return items;
 }
 
 /** Claims up to `limit` ready items; with none ready, reaps lapsed leases (at most once a second) and retries. */
@@ -90,6 +92,31 @@ export async function claimBatch(
   filter?: ClaimFilter,
 ): Promise<WorkItem[]> {
   if (ctx.state.closed) return [];
+  if (!claimsAhead(ctx, filter)) return claimFromQueue(ctx, workerId, limit, filter);
+  // Items claimed ahead by this worker's completions first: they were the next in line when claimed.
+  const key = aheadKey(workerId, filter);
+  const ahead = takeAhead(ctx, key, limit);
+  announceClaimed(ctx, workerId, ahead, filter);
+  let items = ahead;
+  if (ahead.length < limit) {
+    try {
+      items = [...ahead, ...(await claimFromQueue(ctx, workerId, limit - ahead.length, filter))];
+    } catch (error) {
+      // The items taken from the buffer are the worker's all the same; without them it would sit on them.
+      if (ahead.length === 0) throw error;
+      ctx.logger.warn({ err: error, workerId }, 'claiming beyond the items claimed ahead failed');
+    }
+  }
+  noteHandedOut(ctx, key, workerId, filter, items);
+  return items;
+}
+
+async function claimFromQueue(
+  ctx: QueueContext,
+  workerId: string,
+  limit: number,
+  filter: ClaimFilter | undefined,
+): Promise<WorkItem[]> {
   const items = await claimOnce(ctx, workerId, limit, filter);
   if (items.length > 0) return items;
   // Nothing ready: a lapsed lease may be hiding work. Reaping is cheap but not free, so at most once a second.

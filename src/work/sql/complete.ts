@@ -1,5 +1,6 @@
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import type { WorkItem } from '../types.js';
+import { aheadClaimsFor, forgetHandedOut, storeAhead, workClaimCall, workClaimParams } from './ahead.js';
 import type { QueueContext } from './context.js';
 import { withEffects } from './effects.js';
 import { publishTerminal } from './events.js';
@@ -28,8 +29,13 @@ const completeSqlPostgres = `WITH done AS (
          WHERE work_items.id = done_input.id AND ${completeGuard}
          RETURNING work_items.*)
        SELECT done.*, CASE WHEN done.parent_id IS NOT NULL OR done.session_key IS NOT NULL
-         THEN pg_notify(?, json_build_object('o', ?::text, 't', 'terminal', 'id', done.id)::text) END AS notified
+         THEN pg_notify(?, json_build_object('o', ?::text, 't', 'terminal', 'id', done.id)::text) END AS notified,
+         NULL::integer AS ahead_group
        FROM done`;
+// Claim-ahead (ahead.ts): each group's claim joins the statement, so completing and claiming again share
+// one commit. Its rows are told apart by `ahead_group`.
+const aheadBranch = (group: number) =>
+  ` UNION ALL SELECT claimed.*, NULL, ${group} FROM ${workClaimCall} AS claimed`;
 const completeSqlSqlite = `UPDATE work_items SET ${completeSets}
        FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS data,
                     json_extract(value, '$[2]') AS duration_ms FROM json_each(?)) AS done_input
@@ -72,20 +78,44 @@ export async function completeMany(
         pgArray(ids.map((id) => entries.get(id)!.durationMs)),
       ]
     : [JSON.stringify(ids.map((id) => [id, entries.get(id)!.data, entries.get(id)!.durationMs]))];
+  const ahead = aheadClaimsFor(ctx, workerId, ids);
+  forgetHandedOut(ctx, workerId, ids);
   const rows =
     ids.length === 0
       ? []
-      : await ctx.db.all<WorkItemRow>(ctx.isPostgres ? completeSqlPostgres : completeSqlSqlite, [
-          now,
-          now,
-          now,
-          ...batch,
-          ...leased.params,
-          workerId,
-          now,
-          ...(ctx.isPostgres ? [ctx.channel, ctx.instanceId] : []),
-        ]);
-  const done = new Map(rows.map((row) => [row.id, rowToWorkItem(row)]));
+      : await ctx.db.all<WorkItemRow & { ahead_group?: number | null }>(
+          ctx.isPostgres
+            ? completeSqlPostgres + ahead.map((_, group) => aheadBranch(group)).join('')
+            : completeSqlSqlite,
+          [
+            now,
+            now,
+            now,
+            ...batch,
+            ...leased.params,
+            workerId,
+            now,
+            ...(ctx.isPostgres ? [ctx.channel, ctx.instanceId] : []),
+            ...ahead.flatMap((group) =>
+              workClaimParams(
+                now,
+                group.limit,
+                workerId,
+                group.filter.leaseMs ?? ctx.config.leaseMs,
+                group.filter,
+              ),
+            ),
+          ],
+        );
+  const completedRows = rows.filter((row) => row.ahead_group === null || row.ahead_group === undefined);
+  for (const [group, claim] of ahead.entries()) {
+    const claimed = rows
+      .filter((row) => row.ahead_group === group)
+      .map(rowToWorkItem)
+      .sort((left, right) => right.priority - left.priority || left.createdAt - right.createdAt);
+    storeAhead(ctx, claim.key, workerId, claim.filter, claimed);
+  }
+  const done = new Map(completedRows.map((row) => [row.id, rowToWorkItem(row)]));
   const missed = ids.filter((id) => !done.has(id));
   // The statement touched only rows whose guard held; the others are read back to say why.
   const current = new Map((await getMany(ctx, missed)).map((item) => [item.id, item]));

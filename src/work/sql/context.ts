@@ -9,6 +9,7 @@ import {
   systemClock,
 } from '../../util/index.js';
 import { type WorkConfig, workConfigSchema } from '../config.js';
+import type { AheadBuffer, HandedOut } from './ahead.js';
 
 export type QueueConfig = Readonly<Omit<WorkConfig, 'awareness'>>;
 
@@ -24,6 +25,10 @@ export interface QueueState {
   closed: boolean;
   /** When leases were last reaped, so an idle claim reaps at most once a second. */
   lastReapAt: number;
+  /** Items claimed ahead by completions, per worker and claim filter (see `ahead.ts`). */
+  readonly ahead: Map<string, AheadBuffer>;
+  /** Items `claimBatch` handed out under claim-ahead, until they complete, fail or are released. */
+  readonly handedOut: Map<string, HandedOut>;
 }
 
 /**
@@ -73,6 +78,8 @@ export function createQueueContext(options: QueueContextOptions): QueueContext {
       waiters: new Set(),
       closed: false,
       lastReapAt: Number.NEGATIVE_INFINITY,
+      ahead: new Map(),
+      handedOut: new Map(),
     },
   };
 }

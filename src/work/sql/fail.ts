@@ -1,5 +1,6 @@
 import type { WorkErrorPayload } from '../events.js';
 import type { WorkItem } from '../types.js';
+import { forgetHandedOut } from './ahead.js';
 import type { QueueContext } from './context.js';
 import { wakeWorkersAfterCommit, withEffects } from './effects.js';
 import { eventBase, publish } from './events.js';
@@ -22,6 +23,8 @@ export function fail(
   workerId: string,
   error: WorkErrorPayload,
 ): Promise<WorkItem> {
+  // A failed item frees its worker's slot without a completion: nothing is claimed ahead for it.
+  forgetHandedOut(ctx, workerId, [id]);
   return withEffects(ctx, async (tx, effects) => {
     const now = ctx.clock.now();
     const current = await selectById(ctx, tx, id, true);

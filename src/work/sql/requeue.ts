@@ -1,4 +1,5 @@
 import type { WorkItem } from '../types.js';
+import { forgetHandedOut } from './ahead.js';
 import type { QueueContext } from './context.js';
 import { wakeWorkersAfterCommit, withEffects } from './effects.js';
 import { eventBase, publish } from './events.js';
@@ -29,6 +30,7 @@ export function requeueFrom(
 
 /** Hands a claimed or running item back without spending an attempt (worker shutting down). */
 export function release(ctx: QueueContext, id: string, workerId: string): Promise<WorkItem> {
+  forgetHandedOut(ctx, workerId, [id]);
   return withEffects(ctx, async (tx, effects) => {
     const now = ctx.clock.now();
     const item = await transition(

@@ -1,0 +1,161 @@
+import { expect, it, vi } from 'vitest';
+import type { SqlDatabase } from '../../../src/store/index.js';
+import { createWorkQueue } from '../../../src/work/index.js';
+import { handBackAll } from '../../../src/work/sql/ahead.js';
+import { cancel } from '../../../src/work/sql/cancel.js';
+import { claimBatch } from '../../../src/work/sql/claim.js';
+import { completeMany } from '../../../src/work/sql/complete.js';
+import { createQueueContext } from '../../../src/work/sql/context.js';
+import { fail } from '../../../src/work/sql/fail.js';
+import { selectById } from '../../../src/work/sql/read.js';
+import { reapExpiredLeases } from '../../../src/work/sql/reap.js';
+import { WorkErrorCodes } from '../../../src/work/states.js';
+import { describeEachDatabase } from '../../helpers/databases.js';
+import { stepContext, submitted } from './helpers.js';
+
+/** The database with a count of the statements sent through it (transactions count as one). */
+function counted(db: SqlDatabase): { db: SqlDatabase; statements: () => number } {
+  let statements = 0;
+  const wrapped: SqlDatabase = {
+    ...db,
+    all: (sql, params) => {
+      statements++;
+      return db.all(sql, params);
+    },
+    get: (sql, params) => {
+      statements++;
+      return db.get(sql, params);
+    },
+    run: (sql, params) => {
+      statements++;
+      return db.run(sql, params);
+    },
+    transaction: (work) => {
+      statements++;
+      return db.transaction(work);
+    },
+    close: () => db.close(),
+  };
+  return { db: wrapped, statements: () => statements };
+}
+
+const start = { start: true } as const;
+
+describeEachDatabase('work sql: claim-ahead', (getDb) => {
+  it('on Postgres a completion claims as many ready items for the worker, handed out by its next claim without a statement', async () => {
+    const { db, statements } = counted(getDb());
+    const { ctx, events } = stepContext(db, { leaseMs: 60_000 });
+    const ids: string[] = [];
+    for (let index = 0; index < 5; index++) ids.push((await submitted(ctx)).id);
+    const first = await claimBatch(ctx, 'w1', 2, start);
+    expect(first.map((item) => item.id)).toEqual(ids.slice(0, 2));
+    const results = await completeMany(
+      ctx,
+      'w1',
+      first.map((item) => ({ id: item.id })),
+    );
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled']);
+    const claimedEvents = () =>
+      events.filter((event) => event.type === 'work:claimed').map((event) => event.data.workItemId);
+    expect(claimedEvents()).toEqual(ids.slice(0, 2));
+    const next = await selectById(ctx, ctx.db, ids[2]!);
+    if (ctx.isPostgres) {
+      expect(next).toMatchObject({ state: 'running', leaseOwner: 'w1', attempts: 1 });
+      expect((await selectById(ctx, ctx.db, ids[4]!))?.state).toBe('queued');
+      const before = statements();
+      const second = await claimBatch(ctx, 'w1', 2, start);
+      expect(statements()).toBe(before);
+      expect(second.map((item) => item.id)).toEqual(ids.slice(2, 4));
+      // Announced when handed out, not when claimed ahead.
+      expect(claimedEvents()).toEqual(ids.slice(0, 4));
+    } else {
+      expect(next?.state).toBe('queued');
+      expect((await claimBatch(ctx, 'w1', 2, start)).map((item) => item.id)).toEqual(ids.slice(2, 4));
+    }
+  });
+
+  it('tops up a claim that wants more than was claimed ahead, and claims ahead for a refused completion too', async () => {
+    const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
+    const ids: string[] = [];
+    for (let index = 0; index < 6; index++) ids.push((await submitted(ctx)).id);
+    const [a, b] = await claimBatch(ctx, 'w1', 2, start);
+    await cancel(ctx, b!.id);
+    const results = await completeMany(ctx, 'w1', [{ id: a!.id }, { id: b!.id }]);
+    expect(results[0]).toMatchObject({ status: 'fulfilled', value: { state: 'completed' } });
+    expect(results[1]).toMatchObject({
+      status: 'rejected',
+      reason: { code: WorkErrorCodes.invalidTransition },
+    });
+    expect((await selectById(ctx, ctx.db, b!.id))?.state).toBe('cancelled');
+    // Both slots are free again whatever their completion said, so both were claimed for.
+    expect((await selectById(ctx, ctx.db, ids[3]!))?.state).toBe(ctx.isPostgres ? 'running' : 'queued');
+    const next = await claimBatch(ctx, 'w1', 3, start);
+    expect(next.map((item) => item.id)).toEqual(ids.slice(2, 5));
+    expect(next.every((item) => item.state === 'running' && item.leaseOwner === 'w1')).toBe(true);
+  });
+
+  it('claims nothing ahead for a failed item, for another worker, or with claimAhead off', async () => {
+    for (const claimAhead of [true, false]) {
+      const { ctx } = stepContext(getDb(), { leaseMs: 60_000, claimAhead });
+      const ids: string[] = [];
+      for (let index = 0; index < 4; index++) ids.push((await submitted(ctx)).id);
+      const [a, b] = await claimBatch(ctx, 'w1', 2, start);
+      await fail(ctx, a!.id, 'w1', { code: 'BOOM', message: 'boom', retryable: false });
+      await completeMany(ctx, 'w2', [{ id: b!.id }]);
+      await completeMany(ctx, 'w1', [{ id: b!.id }]);
+      const rest = await Promise.all(ids.slice(2).map((id) => selectById(ctx, ctx.db, id)));
+      const expected = ctx.isPostgres && claimAhead ? ['running', 'queued'] : ['queued', 'queued'];
+      expect(rest.map((item) => item?.state)).toEqual(expected);
+      await handBackAll(ctx);
+      await ctx.db.run('DELETE FROM work_items');
+    }
+  });
+
+  it('hands back items nobody took within the hold, keeping their attempts and their place in line', async () => {
+    const { ctx, events } = stepContext(getDb(), { leaseMs: 400 });
+    const ids: string[] = [];
+    for (let index = 0; index < 3; index++) ids.push((await submitted(ctx)).id);
+    const [first] = await claimBatch(ctx, 'w1', 1, start);
+    await completeMany(ctx, 'w1', [{ id: first!.id }]);
+    await vi.waitFor(async () => expect((await selectById(ctx, ctx.db, ids[1]!))?.state).toBe('queued'), {
+      timeout: 5_000,
+    });
+    expect(await selectById(ctx, ctx.db, ids[1]!)).toMatchObject({
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      attempts: 0,
+    });
+    // Only its submission: its claim ahead and hand-back were never announced.
+    expect(events.filter((event) => event.workItemId === ids[1])).toHaveLength(1);
+    expect((await claimBatch(ctx, 'w2', 1, start))[0]?.id).toBe(ids[1]);
+  });
+
+  it('leaves items claimed ahead by a crashed worker to be reclaimed when their lease lapses', async () => {
+    const { ctx, clock } = stepContext(getDb(), { leaseMs: 60_000 });
+    const ids: string[] = [];
+    for (let index = 0; index < 3; index++) ids.push((await submitted(ctx)).id);
+    const [first] = await claimBatch(ctx, 'w1', 1, start);
+    await completeMany(ctx, 'w1', [{ id: first!.id }]);
+    // The process dies: nothing it held in memory is handed back.
+    for (const buffer of ctx.state.ahead.values()) clearTimeout(buffer.timer);
+    const survivor = createQueueContext({ db: ctx.db, clock, config: { leaseMs: 60_000 } });
+    expect((await claimBatch(survivor, 'w2', 3, start)).map((item) => item.id)).toEqual(
+      ctx.isPostgres ? [ids[2]] : [ids[1], ids[2]],
+    );
+    if (!ctx.isPostgres) return;
+    clock.advance(60_000);
+    expect((await reapExpiredLeases(survivor)).requeued).toContain(ids[1]);
+    const [reclaimed] = await claimBatch(survivor, 'w2', 1, start);
+    expect(reclaimed).toMatchObject({ id: ids[1], leaseOwner: 'w2', attempts: 2 });
+  });
+
+  it('hands back what was claimed ahead when the queue closes', async () => {
+    const queue = createWorkQueue({ db: getDb(), config: { leaseMs: 60_000 } });
+    const first = await queue.submit({ kind: 'task', description: 'first' });
+    const second = await queue.submit({ kind: 'task', description: 'second' });
+    await queue.claimBatch('w1', 1, start);
+    await queue.complete(first.id, 'w1');
+    await queue.close();
+    expect(await queue.get(second.id)).toMatchObject({ state: 'queued', leaseOwner: null, attempts: 0 });
+  });
+});
