@@ -26,6 +26,7 @@ import {
   Usage as OpenAiUsage,
   tool as openAiTool,
 } from '@openai/agents';
+import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { type Bus, createBus } from '../src/bus/index.js';
 import { type EngageResult, runEngage } from '../src/engage/index.js';
@@ -212,6 +213,77 @@ export async function durableAgentdContender(scenario: Scenario): Promise<Conten
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * What one durable ledger append costs against SQLite's own commit of the same row, measured side by side
+ * in interleaved rounds: `ledger.append` through agentd's store (a work item's ledger, as the durable
+ * contender writes it), the same two statements in a `BEGIN IMMEDIATE … COMMIT` on better-sqlite3 directly,
+ * and the ledger row alone as one autocommitted INSERT. Each on its own file in a temporary directory, WAL
+ * and synchronous=NORMAL like agentd's store, the schema of migrations/sqlite/0003_ledger_skills.sql.
+ */
+export async function ledgerCommitCosts(rounds: number, appendsPerRound: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-ledger-commit-'));
+  const bus = createBus();
+  const store = await createStore({ stateDir: join(dir, 'agentd'), bus });
+  const ledger = createLedger({ db: store.db, bus });
+  const bare = new Database(join(dir, 'bare.db'));
+  try {
+    bare.pragma('journal_mode = WAL');
+    bare.pragma('synchronous = NORMAL');
+    bare.exec(`CREATE TABLE work_ledger (work_item_id TEXT NOT NULL, seq INTEGER NOT NULL, entry_type TEXT NOT NULL,
+        content TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (work_item_id, seq));
+      CREATE INDEX work_ledger_by_type_time ON work_ledger (entry_type, created_at);
+      CREATE TABLE work_ledger_heads (work_item_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);`);
+    const bumpHead = bare.prepare(
+      `INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
+       ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1 RETURNING last_seq`,
+    );
+    const insertEntry = bare.prepare(
+      'INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at) VALUES (?, ?, ?, ?, ?)',
+    );
+    const begin = bare.prepare('BEGIN IMMEDIATE');
+    const commit = bare.prepare('COMMIT');
+    let appended = 0;
+    const content = () => `turn ${appended % 10}: nothing to report`;
+    const variants: Array<[string, () => unknown]> = [
+      [
+        'ledger.append',
+        () => ledger.append(`bench_${appended >> 4}`, { entryType: 'finding', content: content() }),
+      ],
+      [
+        'the same two statements + COMMIT',
+        () => {
+          const workItemId = `bare_${appended >> 4}`;
+          begin.run();
+          const { last_seq } = bumpHead.get(workItemId) as { last_seq: number };
+          insertEntry.run(workItemId, last_seq, 'finding', content(), Date.now());
+          commit.run();
+        },
+      ],
+      [
+        'the row alone, one autocommitted INSERT',
+        () => insertEntry.run(`row_${appended}`, 1, 'finding', content(), Date.now()),
+      ],
+    ];
+    const samples = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+    for (let round = -1; round < rounds; round++) {
+      for (const [name, write] of round % 2 === 0 ? variants : [...variants].reverse()) {
+        const started = performance.now();
+        for (let index = 0; index < appendsPerRound; index++, appended++) await write();
+        // Round -1 warms up.
+        if (round >= 0) samples.get(name)!.push(((performance.now() - started) * 1000) / appendsPerRound);
+      }
+    }
+    return variants.map(([name]) => {
+      const sorted = [...samples.get(name)!].sort((left, right) => left - right);
+      return { name, medianUs: percentile(sorted, 0.5) };
+    });
+  } finally {
+    bare.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // ------------------------------------------------------------------------------------------- LangGraph
@@ -602,6 +674,12 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
         `${growth.slopeBytesPerRun.toFixed(2)} bytes per run.`,
     );
   }
+  const commits = await ledgerCommitCosts(rounds, 200);
+  notes.push(
+    `One durable ledger append against SQLite's own commit of the same row (${rounds} interleaved rounds × 200 writes after one warm-up round, median µs per write, WAL + synchronous=NORMAL in the same temporary directory): ${commits
+      .map(({ name, medianUs }) => `${name} ${medianUs.toFixed(0)}`)
+      .join('; ')}.`,
+  );
   notes.push(
     `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
     `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after 10 warm-up runs; each sample is one whole run (performance.now).`,
