@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createPolicy, defineTool } from '../../src/tools/index.js';
@@ -232,6 +233,58 @@ describe('engage loop: parallel tools', () => {
       .filter((event) => event.type === 'run:tool-finished')
       .map((event) => (event.data as { toolCallId: string }).toolCallId);
     expect(finishedOrder).toEqual(['call_c', 'call_b', 'call_a']);
+  });
+
+  it('calls in flight at once share one abort listener on the run signal, however many there are', async () => {
+    // Node warns (MaxListenersExceededWarning) past 10 listeners on one signal; a turn of 12 calls must not
+    // add one per call.
+    const listenersWhileRunning: number[] = [];
+    const runTurn = async (calls: number) => {
+      const release = deferred();
+      let started = 0;
+      const allStarted = deferred();
+      let runSignal: AbortSignal | undefined;
+      const gated = defineTool({
+        name: 'gated',
+        description: 'waits for the test',
+        input: z.object({ n: z.number() }),
+        async execute(_args, context) {
+          runSignal = context.signal;
+          if (++started === calls) allStarted.resolve();
+          await release.promise;
+          return 'done';
+        },
+      });
+      const harness = await createHarness({
+        tools: [gated],
+        model: {
+          steps: [
+            {
+              toolCalls: Array.from({ length: calls }, (_, n) => ({
+                id: `call_${n}`,
+                name: 'gated',
+                arguments: { n },
+              })),
+            },
+            { text: 'all done' },
+          ],
+        },
+      });
+      const controller = new AbortController();
+      const running = harness.run({
+        signal: controller.signal,
+        limits: { maxParallelTools: calls },
+      });
+      await allStarted.promise;
+      listenersWhileRunning.push(getEventListeners(runSignal!, 'abort').length);
+      release.resolve();
+      expect((await running).status).toBe('completed');
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    };
+    await runTurn(2);
+    await runTurn(12);
+    expect(listenersWhileRunning[1]).toBe(listenersWhileRunning[0]);
+    expect(listenersWhileRunning[1]).toBeLessThanOrEqual(1);
   });
 
   it('maxParallelTools bounds concurrency (1 = sequential)', async () => {
