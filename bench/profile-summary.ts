@@ -61,8 +61,37 @@ function placeOf(url: string, name: string): string {
 const shortUrl = (url: string) =>
   url.replace(/^file:\/\/.*?\/node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench|dist)\//, '$1/');
 
+const parentOf = new Map<number, number>();
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+
+const socketWrites = new Set([
+  'writev',
+  'writeBuffer',
+  'writeUtf8String',
+  'writeLatin1String',
+  'writeAsciiString',
+]);
+
+/**
+ * What a turn cannot do without (SQLite's own work, socket system calls, JSON) against the rest: native
+ * frames have no URL, so they are told apart by name and by who called them.
+ */
+function floorPartOf(id: number, url: string, name: string): string {
+  if (name === '(garbage collector)') return 'garbage collection';
+  if (url || name === '(program)' || name === '(idle)') return 'JavaScript and the rest';
+  const caller = byId.get(parentOf.get(id) ?? -1)?.callFrame.url ?? '';
+  // better-sqlite3's statement methods are native and called straight from the store.
+  if (caller.includes('better-sqlite3') || /\/(src|dist)\/store\//.test(caller))
+    return 'SQLite (statements, commits; native)';
+  if (caller.startsWith('node:inspector')) return 'the profiler itself';
+  if (socketWrites.has(name)) return 'socket writes (system calls)';
+  if (name === 'stringify' || name === 'parse') return 'JSON';
+  return 'other native';
+}
+
 const functions = new Map<string, number>();
 const places = new Map<string, number>();
+const floorParts = new Map<string, number>();
 let totalUs = 0;
 let busyUs = 0;
 for (const [id, us] of selfUs) {
@@ -73,6 +102,8 @@ for (const [id, us] of selfUs) {
   functions.set(key, (functions.get(key) ?? 0) + us);
   const place = placeOf(url, name);
   places.set(place, (places.get(place) ?? 0) + us);
+  const part = floorPartOf(id, url, name);
+  floorParts.set(part, (floorParts.get(part) ?? 0) + us);
   totalUs += us;
   if (name !== '(idle)') busyUs += us;
 }
@@ -98,6 +129,11 @@ const lines = [
   `## ${title ?? file}`,
   '',
   `Profile ${(totalUs / 1000).toFixed(0)} ms long, ${(busyUs / 1000).toFixed(0)} ms busy (not idle)${perTurn ? `, ${perTurn} turns: ${(busyUs / perTurn).toFixed(0)} µs busy per turn` : ''}.`,
+  '',
+  '### The floor and the rest',
+  '',
+  ...header('part'),
+  ...rowsOf(floorParts, 10),
   '',
   '### Self time by place',
   '',
