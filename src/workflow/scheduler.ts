@@ -69,8 +69,13 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
 
   const depth = () => queue.length - head;
   const remember = (taskId: string, state: ScheduledTaskState) => {
-    if (state === 'queued' || state === 'running') {
-      finished.delete(taskId);
+    if (state === 'running') {
+      // Queued before (which forgot any earlier finish of the id): only its state changes.
+      live.set(taskId, state);
+      return;
+    }
+    if (state === 'queued') {
+      if (finished.size > 0) finished.delete(taskId);
       live.set(taskId, state);
       return;
     }

@@ -30,7 +30,9 @@ export function createRunRegistry(options: {
   let finishedCount = 0;
   const remove = (run: Run) => {
     runs.delete(run.root.taskId);
-    for (const taskId of run.tasks.keys()) taskIndex.delete(taskId);
+    // Most runs are their root task alone: no iterator for those.
+    if (run.tasks.size === 1) taskIndex.delete(run.root.taskId);
+    else for (const taskId of run.tasks.keys()) taskIndex.delete(taskId);
   };
   return {
     runs,
