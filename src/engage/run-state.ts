@@ -69,21 +69,28 @@ function assertPositiveInteger(name: string, value: number): void {
   }
 }
 
-function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
-  const defined: Record<string, unknown> = {};
-  for (const key in value) if (value[key] !== undefined) defined[key] = value[key];
-  return defined as { [K in keyof T]: Exclude<T[K], undefined> };
+/** `defaults` with the caller's defined values over them (a copy, then assignments: no merging spread). */
+function withDefaults<D extends object, O extends object>(
+  defaults: D,
+  given: O | undefined,
+): D & { [K in keyof O]: Exclude<O[K], undefined> } {
+  const merged = { ...defaults } as Record<string, unknown>;
+  if (given) for (const key in given) if (given[key] !== undefined) merged[key] = given[key];
+  return merged as D & { [K in keyof O]: Exclude<O[K], undefined> };
 }
 
 /** The limits and context options with their defaults. */
 function resolveSettings(options: EngageOptions) {
   return {
-    limits: { ...limitDefaults, ...stripUndefined(options.limits ?? {}) },
-    contextOptions: { ...contextDefaults, ...stripUndefined(options.context ?? {}) },
+    limits: withDefaults(limitDefaults, options.limits),
+    contextOptions: withDefaults(contextDefaults, options.context),
   };
 }
 
 type RunSettings = ReturnType<typeof resolveSettings>;
+
+/** The detach of a run without a caller's signal: there is nothing to stop following. */
+const stayDetached = () => {};
 
 /** Checks the options (throwing `INVALID_REQUEST` for bad limits) and sets up the run's state. */
 export function createRunState(options: EngageOptions, trace: RunTrace = untracedRun): RunState {
@@ -106,20 +113,27 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
   }
 
   const controller = new AbortController();
-  const onOuterAbort = () => controller.abort(options.signal!.reason);
-  if (options.signal?.aborted) controller.abort(options.signal.reason);
-  else options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  const outer = options.signal;
+  let detach = stayDetached;
+  if (outer?.aborted) controller.abort(outer.reason);
+  else if (outer) {
+    const onOuterAbort = () => controller.abort(outer.reason);
+    outer.addEventListener('abort', onOuterAbort, { once: true });
+    detach = () => outer.removeEventListener('abort', onOuterAbort);
+  }
+  const scope: RunScope = { runId, agentId, workItemId };
+  if (sessionKey !== undefined) scope.sessionKey = sessionKey;
 
   return {
     options,
     trace,
-    scope: { runId, agentId, workItemId, ...(sessionKey !== undefined ? { sessionKey } : {}) },
+    scope,
     logger: (options.logger ?? silentLogger).child({ runId, agentId, workItemId }),
     clock: options.clock ?? systemClock,
     limits,
     contextOptions,
     signal: controller.signal,
-    detach: () => options.signal?.removeEventListener('abort', onOuterAbort),
+    detach,
     usage: { inputTokens: 0, outputTokens: 0 },
     newMessages: [],
     turns: 0,

@@ -1,6 +1,5 @@
 import { estimateTokens, type ModelToolDefinition, type StreamModelOptions } from '../model/index.js';
 import type { ToolRegistry } from '../tools/index.js';
-import { createSemaphore, type Semaphore } from '../util/index.js';
 import { type ContextWindow, createContextWindow } from './context-window.js';
 import type { RunState } from './run-state.js';
 
@@ -17,8 +16,6 @@ export interface RunSetup {
   /** Above this the context is compacted. */
   readonly maxContextTokens: number;
   readonly streamOptions: StreamModelOptions;
-  /** Bounds the tool calls of one turn that run at once. */
-  readonly semaphore: Semaphore;
 }
 
 /** The last overhead measured per registry, with the definitions it was measured on. */
@@ -103,6 +100,5 @@ export async function prepareRun(state: RunState): Promise<RunSetup> {
         : {}),
       ...(options.modelCallOptions?.retry ? { retry: options.modelCallOptions.retry } : {}),
     },
-    semaphore: createSemaphore(state.limits.maxParallelTools),
   };
 }

@@ -1,5 +1,6 @@
 import { estimateTokens, type ModelMessage, type ModelToolCall } from '../model/index.js';
 import type { ExecuteToolCallOptions, ToolCallOutcome, ToolContext } from '../tools/index.js';
+import { createSemaphore, type Semaphore } from '../util/index.js';
 import type { LearnedEntry, StepMarker } from './context-window.js';
 import type { RunState } from './run-state.js';
 import type { RunSetup } from './setup.js';
@@ -83,12 +84,13 @@ function abortedBeforeStart(call: ModelToolCall): ToolCallOutcome {
 async function runTool(
   state: RunState,
   setup: RunSetup,
+  semaphore: Semaphore,
   call: ModelToolCall,
   callTool: CallTool,
 ): Promise<ToolCallOutcome> {
   let release: () => void;
   try {
-    release = await setup.semaphore.acquire(state.signal);
+    release = await semaphore.acquire(state.signal);
   } catch {
     return abortedBeforeStart(call);
   }
@@ -97,6 +99,16 @@ async function runTool(
   } finally {
     release();
   }
+}
+
+function runBounded(
+  state: RunState,
+  setup: RunSetup,
+  toolCalls: ModelToolCall[],
+  callTool: CallTool,
+): Promise<ToolCallOutcome>[] {
+  const semaphore = createSemaphore(state.limits.maxParallelTools);
+  return toolCalls.map((call) => runTool(state, setup, semaphore, call, callTool));
 }
 
 /**
@@ -127,9 +139,9 @@ export async function runToolBatch(
       }))
     : setup.registry
       ? await Promise.all(
-          // The semaphore only serves the calls of one turn: when they all fit, none would ever wait for it.
+          // A turn's calls are bounded by a semaphore of their own, made only when they do not all fit.
           toolCalls.length > state.limits.maxParallelTools
-            ? toolCalls.map((call) => runTool(state, setup, call, callTool))
+            ? runBounded(state, setup, toolCalls, callTool)
             : toolCalls.map((call) =>
                 state.signal.aborted ? abortedBeforeStart(call) : invokeTool(state, setup, call, callTool),
               ),
