@@ -9,7 +9,7 @@ import { block, setWaitingOn } from './sql/block.js';
 import { cancel } from './sql/cancel.js';
 import { claimBatch } from './sql/claim.js';
 import { complete, completeMany, type WorkCompletion } from './sql/complete.js';
-import { createQueueContext, wake } from './sql/context.js';
+import { createQueueContext, forgetDeadlines, wake } from './sql/context.js';
 import { publishTerminal } from './sql/events.js';
 import { fail } from './sql/fail.js';
 import { heartbeat, start } from './sql/lease.js';
@@ -132,7 +132,10 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
           channel: ctx.channel,
           instanceId: ctx.instanceId,
           logger,
-          onWake: () => wake(state),
+          onWake: () => {
+            forgetDeadlines(state);
+            wake(state);
+          },
           onTerminal: (id) => {
             void get(id).then(
               (item) => {
@@ -144,6 +147,7 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
           },
         })
       : undefined;
+  if (notifier) state.hearsRemoteChanges = true;
 
   return {
     config: ctx.config,

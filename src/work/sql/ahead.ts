@@ -1,6 +1,6 @@
 import type { SqlValue } from '../../store/index.js';
 import type { ClaimFilter, WorkItem } from '../types.js';
-import { type QueueContext, wake } from './context.js';
+import { noteDeadline, type QueueContext, wake } from './context.js';
 import { notify } from './effects.js';
 import { leasedStates, pgArray, stateGuard } from './guards.js';
 
@@ -148,6 +148,7 @@ export function storeAhead(
     ctx.state.ahead.set(key, buffer);
   }
   for (const item of items) buffer.entries.push({ item, claimedAt: now });
+  for (const item of items) if (item.leaseExpiresAt !== null) noteDeadline(ctx.state, item.leaseExpiresAt);
   armHold(ctx, key, buffer);
   wake(ctx.state);
 }

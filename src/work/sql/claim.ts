@@ -2,7 +2,7 @@ import type { SqlValue } from '../../store/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import type { ClaimFilter, WorkItem } from '../types.js';
 import { aheadKey, claimsAhead, noteHandedOut, takeAhead, workClaimCall, workClaimParams } from './ahead.js';
-import type { QueueContext } from './context.js';
+import { noteDeadline, type QueueContext } from './context.js';
 import { eventBase, publish } from './events.js';
 import { inList } from './guards.js';
 import { reapExpiredLeases } from './reap.js';
@@ -58,6 +58,7 @@ export async function claimOnce(
   const items = rows
     .map(rowToWorkItem)
     .sort((left, right) => right.priority - left.priority || left.createdAt - right.createdAt);
+  if (items.length > 0) noteDeadline(ctx.state, now + leaseMs);
   announceClaimed(ctx, workerId, items, filter);
   return items;
 }

@@ -25,6 +25,15 @@ export interface QueueState {
   closed: boolean;
   /** When leases were last reaped, so an idle claim reaps at most once a second. */
   lastReapAt: number;
+  /**
+   * The next backoff or lease deadline `waitForWork` last read, per claim filter; kept only while
+   * `hearsRemoteChanges` (see `wait.ts`).
+   */
+  readonly dueCache: Map<string, { nextDue: number; readAt: number }>;
+  /** Set once other processes' changes arrive as wake-ups (a LISTEN connection). */
+  hearsRemoteChanges: boolean;
+  /** Moves whenever deadlines may have changed, so a read that raced a change is not cached. */
+  dueEpoch: number;
   /** Items claimed ahead by completions, per worker and claim filter (see `ahead.ts`). */
   readonly ahead: Map<string, AheadBuffer>;
   /** Items `claimBatch` handed out under claim-ahead, until they complete, fail or are released. */
@@ -78,6 +87,9 @@ export function createQueueContext(options: QueueContextOptions): QueueContext {
       waiters: new Set(),
       closed: false,
       lastReapAt: Number.NEGATIVE_INFINITY,
+      dueCache: new Map(),
+      hearsRemoteChanges: false,
+      dueEpoch: 0,
       ahead: new Map(),
       handedOut: new Map(),
     },
@@ -90,4 +102,16 @@ export function wake(state: QueueState): void {
   const pending = [...state.waiters];
   state.waiters.clear();
   for (const resolve of pending) resolve();
+}
+
+/** A deadline made here (a lease, a delayed or backed-off item): cached next deadlines move up to it. */
+export function noteDeadline(state: QueueState, at: number): void {
+  state.dueEpoch++;
+  for (const entry of state.dueCache.values()) entry.nextDue = Math.min(entry.nextDue, at);
+}
+
+/** Another process changed something: cached deadlines are no longer known to be right. */
+export function forgetDeadlines(state: QueueState): void {
+  state.dueEpoch++;
+  state.dueCache.clear();
 }

@@ -1,7 +1,7 @@
 import type { WorkErrorPayload } from '../events.js';
 import type { WorkItem } from '../types.js';
 import { forgetHandedOut } from './ahead.js';
-import type { QueueContext } from './context.js';
+import { noteDeadline, type QueueContext } from './context.js';
 import { wakeWorkersAfterCommit, withEffects } from './effects.js';
 import { eventBase, publish } from './events.js';
 import { leasedStates, notFound } from './guards.js';
@@ -41,6 +41,7 @@ export function fail(
     );
     if (error.retryable && failed.attempts < failed.maxAttempts) {
       const retryAt = now + backoffMs(ctx, failed.attempts);
+      noteDeadline(ctx.state, retryAt);
       const requeued = await transition(
         ctx,
         tx,

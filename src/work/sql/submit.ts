@@ -4,7 +4,7 @@ import { ErrorCodes, formatZodIssues, UserInputError } from '../../util/index.js
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import { isTerminalWorkState, liveWorkStates, WorkErrorCodes, type WorkState } from '../states.js';
 import { type SubmitResult, type WorkSubmission, workSubmissionSchema } from '../types.js';
-import type { QueueContext } from './context.js';
+import { noteDeadline, type QueueContext } from './context.js';
 import { notify, withEffects } from './effects.js';
 import { announceSubmitted, eventBase, publish } from './events.js';
 import { inList, notFound } from './guards.js';
@@ -171,6 +171,7 @@ export async function submit(ctx: QueueContext, submission: WorkSubmission): Pro
   }
   const input = parsed.data;
   const now = ctx.clock.now();
+  if (input.delayMs) noteDeadline(ctx.state, now + input.delayMs);
   if (input.parentId || input.dedupKey !== undefined) return submitChecked(ctx, input, now);
   // Nothing to check against other rows: one statement (with its NOTIFY on Postgres), no transaction.
   const id = ctx.idGenerator('work');

@@ -6,6 +6,10 @@ import { inList, leasedStates } from './guards.js';
 /**
  * Resolves when work may be ready: a wake-up (local, or remote through LISTEN/NOTIFY), the next backoff or
  * lease deadline, or at the latest after `pollIntervalMs`. Returns at once when `sinceSequence` is stale.
+ *
+ * Where other processes' changes arrive as wake-ups, the deadlines read are kept for up to `pollIntervalMs`:
+ * deadlines made here move them up (`noteDeadline`), a remote wake-up drops them. An idle worker woken for
+ * every submission then waits again without a statement, instead of with one each time.
  */
 export async function waitForWork(
   ctx: QueueContext,
@@ -33,6 +37,18 @@ export async function waitForWork(
     state.waiters.add(done);
     signal?.addEventListener('abort', done, { once: true });
     const now = ctx.clock.now();
+    const schedule = (nextDue: number) => {
+      if (nextDue <= now) done();
+      else timer = setTimeout(done, Math.min(ctx.config.pollIntervalMs, nextDue - now));
+    };
+    const cacheKey = JSON.stringify([claimable.sql, claimable.params]);
+    const cached = state.hearsRemoteChanges ? state.dueCache.get(cacheKey) : undefined;
+    // A deadline already due is not trusted: the item may have been taken since, and the wait would spin.
+    if (cached && cached.nextDue > now && now - cached.readAt < ctx.config.pollIntervalMs) {
+      schedule(cached.nextDue);
+      return;
+    }
+    const epoch = state.dueEpoch;
     ctx.db
       .get<{ next_run: number | null; next_lease: number | null }>(
         `SELECT (SELECT MIN(run_after) FROM work_items WHERE state = 'queued'${claimable.sql}) AS next_run,
@@ -47,8 +63,9 @@ export async function waitForWork(
           );
           const nextDue =
             deadlines.length > 0 ? Math.min(...deadlines.map(Number)) : Number.POSITIVE_INFINITY;
-          if (nextDue <= now) done();
-          else timer = setTimeout(done, Math.min(ctx.config.pollIntervalMs, nextDue - now));
+          if (state.hearsRemoteChanges && state.dueEpoch === epoch)
+            state.dueCache.set(cacheKey, { nextDue, readAt: now });
+          schedule(nextDue);
         },
         (error: unknown) => {
           if (!state.waiters.has(done)) return;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
-import { wake } from '../../../src/work/sql/context.js';
+import { forgetDeadlines, noteDeadline, wake } from '../../../src/work/sql/context.js';
 import { waitForWork } from '../../../src/work/sql/wait.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
 import { stepContext, submitted } from './helpers.js';
@@ -51,5 +51,42 @@ describeEachDatabase('work sql: wait for work', (getDb) => {
     await vi.advanceTimersByTimeAsync(5_000);
     await other;
     expect(ended).toBe(true);
+  });
+
+  it('with remote changes heard, reuses the deadlines it read until a change here moves them or another process drops them', async () => {
+    const { ctx, clock } = stepContext(getDb(), { pollIntervalMs: 5_000 });
+    ctx.state.hearsRemoteChanges = true;
+    let reads = 0;
+    const get = ctx.db.get;
+    ctx.db.get = (sql, params) => {
+      if (sql.includes('MIN(run_after)')) reads++;
+      return get(sql, params);
+    };
+    await submitted(ctx, { delayMs: 4_000 });
+    const waitUntilWoken = async () => {
+      const waiting = waitForWork(ctx);
+      await vi.waitFor(() => expect(vi.getTimerCount()).toBe(1), { timeout: 10_000 });
+      const timers = vi.getTimerCount();
+      wake(ctx.state);
+      await waiting;
+      return timers;
+    };
+    await waitUntilWoken();
+    await waitUntilWoken();
+    expect(reads).toBe(1);
+    // A deadline made here, sooner than the one read: the next wait ends at it without reading again.
+    noteDeadline(ctx.state, clock.now() + 1_000);
+    let ended = false;
+    const sooner = waitForWork(ctx).then(() => {
+      ended = true;
+    });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(ended).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await sooner;
+    expect(reads).toBe(1);
+    forgetDeadlines(ctx.state);
+    await waitUntilWoken();
+    expect(reads).toBe(2);
   });
 });
