@@ -315,8 +315,8 @@ export function executeStage(
   task.lifecycle = 'active';
   if (task.state === 'pending') task.state = 'in_progress';
   task.currentStageId = node.id;
-  const mergeInputs = node.role === 'merge' ? run.pendingMerges.get(task.taskId) : undefined;
-  if (mergeInputs) run.pendingMerges.delete(task.taskId);
+  const mergeInputs = node.role === 'merge' ? run.pendingMerges?.get(task.taskId) : undefined;
+  if (mergeInputs) run.pendingMerges!.delete(task.taskId);
   const input = mergeInputs ? { merge_inputs: mergeInputs } : nodeInput(task);
   // Only agents and tools record calls: every other stage shares one empty, frozen list.
   const calls: ToolCallRecord[] = statics.recordsCalls ? [] : noCalls;

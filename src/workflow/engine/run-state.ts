@@ -50,8 +50,11 @@ export interface Run {
   /** FIFO of stages to execute; `head` avoids O(n) shifts. */
   queue: Array<QueuedStage | undefined>;
   head: number;
-  /** Parents whose children are all terminal and that will execute a MERGE with these inputs. */
-  pendingMerges: Map<string, MergeInput[]>;
+  /**
+   * Parents whose children are all terminal and that will execute a MERGE with these inputs; made by the
+   * first fan-out that joins (most runs have none).
+   */
+  pendingMerges: Map<string, MergeInput[]> | undefined;
   startNodeId: string;
   /**
    * False once the run's own span turned out to be a no-op (no tracer registered, no traced parent): its
@@ -97,6 +100,9 @@ export function newTaskRecord(workflowId: string, now: number, fields: NewTaskFi
   };
 }
 
+/** Where every run's chain of writes starts: one settled promise shared by all, never a new one per run. */
+const settled: Promise<void> = Promise.resolve();
+
 /** A run that has not started: `root` is set by the caller through `newTaskRecord`. */
 export function createRunState(root: WorkflowTask, startNodeId: string): Run {
   let resolve!: (result: WorkflowRunResult) => void;
@@ -114,13 +120,13 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     cancelled: false,
     queue: [],
     head: 0,
-    pendingMerges: new Map(),
+    pendingMerges: undefined,
     startNodeId,
     traced: true,
     finished: false,
     resolve,
     result,
-    persistQueue: Promise.resolve(),
+    persistQueue: settled,
     pendingWrites: undefined,
   };
 }

@@ -95,7 +95,7 @@ describe('conclude', () => {
     conclude(core, run, children[1]!, 'completed');
     expect(parent.lifecycle).toBe('active');
     expect(run.queue.at(-1)).toEqual({ task: parent, nodeId: 'join' });
-    expect(run.pendingMerges.get(parent.taskId)?.map((input) => input.output)).toEqual([0, 1]);
+    expect(run.pendingMerges?.get(parent.taskId)?.map((input) => input.output)).toEqual([0, 1]);
   });
 
   it('fails the parent when its children reached different MERGE nodes', async () => {
