@@ -27,6 +27,14 @@ export interface SqliteDatabaseOptions {
    * caller's promise settles only once that commit is done: what a caller was told is committed is.
    */
   maxGroupCommit?: number;
+  /**
+   * WAL pages after which a commit also checkpoints them into the database file (SQLite's
+   * `wal_autocheckpoint`; default 8,000, about 32 MB of WAL). The commit that crosses it copies every page
+   * changed since the last checkpoint and syncs twice, so it stalls: a chat turn writes about 55 pages, and
+   * at SQLite's default of 1,000 one turn in eighteen paid for it (the p99 of a chat turn); at 8,000 one in
+   * about 145 does, and a page changed many times in between is copied once.
+   */
+  walAutocheckpointPages?: number;
 }
 
 /** A SqlDatabase on better-sqlite3, with the driver exposed for SQLite-only needs (extensions, backup). */
@@ -78,6 +86,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         logger.warn({ journalMode: mode, path: options.path }, 'sqlite did not switch to WAL');
     }
     driver.pragma('synchronous = NORMAL');
+    driver.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(options.walAutocheckpointPages ?? 8_000))}`);
     driver.pragma('foreign_keys = ON');
     driver.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
     // Reading the schema makes a corrupt or foreign file fail here, at open, not at the first query.
