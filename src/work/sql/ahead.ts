@@ -140,6 +140,13 @@ export function storeAhead(
   items: ReadonlyArray<WorkItem>,
 ): void {
   if (items.length === 0) return;
+  if (ctx.state.closed) {
+    // Claimed by a statement that was on its way when the queue closed: nobody will come for them.
+    handBack(ctx, workerId, items).catch((error: unknown) =>
+      warnNotHandedBack(ctx, workerId, items.length, error),
+    );
+    return;
+  }
   // Real time, not the queue's clock: the hold bounds how long items sit in this process's memory.
   const now = performance.now();
   let buffer = ctx.state.ahead.get(key);
@@ -166,13 +173,17 @@ function armHold(ctx: QueueContext, key: string, buffer: AheadBuffer): void {
     if (buffer.entries.length === 0 && ctx.state.ahead.get(key) === buffer) ctx.state.ahead.delete(key);
     else armHold(ctx, key, buffer);
     handBack(ctx, buffer.workerId, expired).catch((error: unknown) =>
-      ctx.logger.warn(
-        { err: error, workerId: buffer.workerId, count: expired.length },
-        'could not hand back work claimed ahead; it is reclaimed when its lease lapses',
-      ),
+      warnNotHandedBack(ctx, buffer.workerId, expired.length, error),
     );
   }, dueIn);
   buffer.timer.unref();
+}
+
+function warnNotHandedBack(ctx: QueueContext, workerId: string, count: number, error: unknown): void {
+  ctx.logger.warn(
+    { err: error, workerId, count },
+    'could not hand back work claimed ahead; it is reclaimed when its lease lapses',
+  );
 }
 
 /**

@@ -158,4 +158,20 @@ describeEachDatabase('work sql: claim-ahead', (getDb) => {
     await queue.close();
     expect(await queue.get(second.id)).toMatchObject({ state: 'queued', leaseOwner: null, attempts: 0 });
   });
+
+  it('hands back at once what a completion on its way when the queue closed claimed ahead', async () => {
+    const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
+    const ids: string[] = [];
+    for (let index = 0; index < 2; index++) ids.push((await submitted(ctx)).id);
+    const [first] = await claimBatch(ctx, 'w1', 1, start);
+    const completing = completeMany(ctx, 'w1', [{ id: first!.id }]);
+    ctx.state.closed = true;
+    expect((await completing)[0]?.status).toBe('fulfilled');
+    expect(ctx.state.ahead.size).toBe(0);
+    await vi.waitFor(
+      async () =>
+        expect(await selectById(ctx, ctx.db, ids[1]!)).toMatchObject({ state: 'queued', attempts: 0 }),
+      { timeout: 5_000 },
+    );
+  });
 });
