@@ -1,37 +1,17 @@
 import { expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
-import {
-  type ChatInbox,
-  createChatService,
-  type PendingMessage,
-  type RunningRun,
-} from '../../src/chat/index.js';
+import { createChatService } from '../../src/chat/index.js';
 import { createIdentityLoader } from '../../src/identity/index.js';
 import { createMemoryService } from '../../src/memory/index.js';
-import { createKvStore, createSessionStore, type SqlDatabase } from '../../src/store/index.js';
+import { createSessionStore, type SqlDatabase } from '../../src/store/index.js';
 import { createSequentialIdGenerator } from '../../src/util/index.js';
+import { inboxOn } from '../helpers/chat-inbox.js';
 import { answerTurn } from '../helpers/chat-turn.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
 import { tempHome } from '../runtime/helpers.js';
 
 const sessionKey = 'agent:main:main';
-
-function inboxOn(db: SqlDatabase): ChatInbox {
-  const kv = createKvStore(db);
-  return {
-    put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
-    delete: async (runId) => {
-      await kv.delete('inbox', runId);
-    },
-    list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-    markRunning: (run) => kv.set('running', run.runId, JSON.stringify(run)),
-    markEnded: async (runId) => {
-      await kv.delete('running', runId);
-    },
-    listRunning: async () => (await kv.list('running')).map((entry) => JSON.parse(entry.value) as RunningRun),
-  };
-}
 
 function chatOn(db: SqlDatabase, runTurn: typeof answerTurn = answerTurn) {
   const bus = createBus();
