@@ -79,6 +79,20 @@ export function noteHandedOut(
   }
 }
 
+/** An item claimed ahead was moved by someone else (cancelled, paused, blocked): it is not handed out. */
+export function dropAhead(ctx: QueueContext, id: string): void {
+  for (const [key, buffer] of ctx.state.ahead) {
+    const index = buffer.entries.findIndex((entry) => entry.item.id === id);
+    if (index < 0) continue;
+    buffer.entries.splice(index, 1);
+    if (buffer.entries.length === 0) {
+      clearTimeout(buffer.timer);
+      ctx.state.ahead.delete(key);
+    }
+    return;
+  }
+}
+
 /** Forgets items the worker reported on (only its own: another worker's report changes nothing). */
 export function forgetHandedOut(ctx: QueueContext, workerId: string, ids: Iterable<string>): void {
   for (const id of ids)

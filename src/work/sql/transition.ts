@@ -2,6 +2,7 @@ import type { SqlExecutor, SqlValue } from '../../store/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import { isTerminalWorkState, statesThatCanEnter, type WorkState } from '../states.js';
 import type { WorkItem } from '../types.js';
+import { dropAhead } from './ahead.js';
 import type { Effect, QueueContext } from './context.js';
 import { notify, wakeWorkersAfterCommit } from './effects.js';
 import { eventBase, publish, publishTerminal } from './events.js';
@@ -42,7 +43,10 @@ export async function transition(
     `UPDATE work_items SET ${assignments.join(', ')} WHERE ${where} RETURNING *`,
     params,
   );
-  if (row) return rowToWorkItem(row);
+  if (row) {
+    if (ctx.state.ahead.size > 0) dropAhead(ctx, id);
+    return rowToWorkItem(row);
+  }
   throw refusal(id, await selectById(ctx, exec, id), to, from, guard.leaseOwner);
 }
 

@@ -7,6 +7,7 @@ import { claimBatch } from '../../../src/work/sql/claim.js';
 import { completeMany } from '../../../src/work/sql/complete.js';
 import { createQueueContext } from '../../../src/work/sql/context.js';
 import { fail } from '../../../src/work/sql/fail.js';
+import { pause } from '../../../src/work/sql/pause.js';
 import { selectById } from '../../../src/work/sql/read.js';
 import { reapExpiredLeases } from '../../../src/work/sql/reap.js';
 import { WorkErrorCodes } from '../../../src/work/states.js';
@@ -173,5 +174,22 @@ describeEachDatabase('work sql: claim-ahead', (getDb) => {
         expect(await selectById(ctx, ctx.db, ids[1]!)).toMatchObject({ state: 'queued', attempts: 0 }),
       { timeout: 5_000 },
     );
+  });
+
+  it('does not hand out an item claimed ahead that was cancelled or paused meanwhile', async () => {
+    const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
+    const ids: string[] = [];
+    for (let index = 0; index < 5; index++) ids.push((await submitted(ctx)).id);
+    const first = await claimBatch(ctx, 'w1', 2, start);
+    await completeMany(
+      ctx,
+      'w1',
+      first.map((item) => ({ id: item.id })),
+    );
+    await cancel(ctx, ids[2]!);
+    await pause(ctx, ids[3]!);
+    const next = await claimBatch(ctx, 'w1', 1, start);
+    expect(next.map((item) => item.id)).toEqual([ids[4]]);
+    expect(ctx.state.ahead.size).toBe(0);
   });
 });
