@@ -95,10 +95,6 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
   const { root } = run;
   const { workflow } = core;
   run.finished = true;
-  // The event counts are taken when the snapshot is first read (the run's log no longer changes once it
-  // has finished): most runs' snapshots are never read, and counting walked the whole log on every run.
-  const { emitter } = core;
-  let payload: { eventCounts: Record<string, number>; events: number } | undefined;
   core.artifacts.add({
     artifactId: `${root.taskId}:telemetry`,
     rootTaskId: root.taskId,
@@ -106,10 +102,7 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     nodeId: undefined,
     type: 'telemetry_snapshot',
     createdAt: root.completedAt ?? core.clock.now(),
-    get payload() {
-      payload ??= { eventCounts: emitter.countsOf(run), events: run.seq };
-      return payload;
-    },
+    payload: { eventCounts: core.emitter.countsOf(run), events: run.seq },
     metadata: snapshotMetadataOf(workflow),
   });
   core.metrics.increment('task.completions', `status=${outcomeOf(root.state)}`);
