@@ -107,7 +107,8 @@ export function childSettled(core: EngineCore, run: Run, child: WorkflowTask): v
     return;
   }
   if (merges.length === 1) {
-    (run.pendingMerges ??= new Map()).set(parent.taskId, inputs);
+    run.pendingMerges ??= new Map();
+    run.pendingMerges.set(parent.taskId, inputs);
     run.queue.push({ task: parent, nodeId: merges[0]! });
     return;
   }
