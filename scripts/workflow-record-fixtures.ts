@@ -72,9 +72,16 @@ try {
   await engine.run({ go: false }, { taskId: 'wft_fixture_halt' });
   await engine.close();
   const rows: Record<string, unknown[]> = {};
-  // A SQLite store (no databaseUrl was given): rowid is the order of insertion.
-  for (const table of ['workflow_tasks', 'workflow_stages', 'workflow_events', 'workflow_artifacts'])
-    rows[table] = await store.db.all(`SELECT * FROM ${table} ORDER BY rowid`);
+  // A SQLite store (no databaseUrl was given). Stages and events are WITHOUT ROWID tables (migration 0018)
+  // in run order by their keys; for the others rowid is the order of insertion.
+  const order: Record<string, string> = {
+    workflow_tasks: 'rowid',
+    workflow_stages: 'root_task_id, task_id, stage_index',
+    workflow_events: 'root_task_id, seq',
+    workflow_artifacts: 'rowid',
+  };
+  for (const [table, orderBy] of Object.entries(order))
+    rows[table] = await store.db.all(`SELECT * FROM ${table} ORDER BY ${orderBy}`);
   await store.close();
   const out = join(
     dirname(fileURLToPath(import.meta.url)),

@@ -16,22 +16,16 @@ import type { StageRecord } from '../../src/workflow/task.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 
 // The corpus: rows as each released version of the engine wrote them (a branch with a tolerated failure,
-// a merge, and a run stopped by a decision). Every later version must keep reading all of them. Versions 0
-// and 1 are in test/fixtures/workflow-records, later ones beside this file.
-const corpusDirs = [
-  join(import.meta.dirname, '..', 'fixtures', 'workflow-records'),
-  join(import.meta.dirname, 'fixtures', 'workflow-records'),
-];
+// a merge, and a run stopped by a decision), written by scripts/workflow-record-fixtures.ts. Every later
+// version must keep reading all of them.
+const corpusDir = join(import.meta.dirname, '..', 'fixtures', 'workflow-records');
 type Row = Record<string, string | number | null>;
-const corpus = corpusDirs
-  .flatMap((dir) =>
-    readdirSync(dir)
-      .filter((name) => name.endsWith('-rows.json'))
-      .map((name) => ({
-        name,
-        rows: JSON.parse(readFileSync(join(dir, name), 'utf8')) as Record<string, Row[]>,
-      })),
-  )
+const corpus = readdirSync(corpusDir)
+  .filter((name) => name.endsWith('-rows.json'))
+  .map((name) => ({
+    name,
+    rows: JSON.parse(readFileSync(join(corpusDir, name), 'utf8')) as Record<string, Row[]>,
+  }))
   .sort((a, b) => Number.parseInt(a.name.slice(1), 10) - Number.parseInt(b.name.slice(1), 10));
 
 /** The stage records of a file's rows, each decoded after the one before it in its task. */
