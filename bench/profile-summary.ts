@@ -78,7 +78,8 @@ const socketWrites = new Set([
  */
 function floorPartOf(id: number, url: string, name: string): string {
   if (name === '(garbage collector)') return 'garbage collection';
-  if (url || name === '(program)' || name === '(idle)') return 'JavaScript and the rest';
+  if (name === '(idle)') return name;
+  if (url || name === '(program)') return 'JavaScript and the rest';
   const caller = byId.get(parentOf.get(id) ?? -1)?.callFrame.url ?? '';
   // better-sqlite3's statement methods are native and called straight from the store.
   if (caller.includes('better-sqlite3') || /\/(src|dist)\/store\//.test(caller))
