@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 /** Generates ids. Injected everywhere ids are made so tests can be deterministic. */
 export type IdGenerator = (prefix?: string) => string;
@@ -13,6 +13,18 @@ function encodeTime(timeMs: number, length: number): string {
     remaining = Math.floor(remaining / 32);
   }
   return out;
+}
+
+/** Random bytes drawn 4 KiB at a time: a chat turn makes several ids, and each draw is a call into OpenSSL. */
+const randomPool = Buffer.alloc(4096);
+let randomOffset = randomPool.length;
+
+function randomByte(): number {
+  if (randomOffset === randomPool.length) {
+    randomFillSync(randomPool);
+    randomOffset = 0;
+  }
+  return randomPool[randomOffset++]!;
 }
 
 /**
@@ -30,9 +42,8 @@ export function createIdGenerator(options: { now?: () => number } = {}): IdGener
       lastTime = time;
       counter = 0;
     }
-    const random = randomBytes(8);
     let tail = encodeTime(counter, 4);
-    for (let index = 0; index < 8; index++) tail += alphabet[random[index]! % 32];
+    for (let index = 0; index < 8; index++) tail += alphabet[randomByte() % 32];
     const id = encodeTime(time, 10) + tail;
     return prefix ? `${prefix}_${id}` : id;
   };

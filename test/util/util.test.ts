@@ -53,6 +53,18 @@ describe('ids', () => {
     expect([...ids].sort()).toEqual(ids);
     expect(ids[0]).toMatch(/^run_[0-9a-z]{22}$/);
   });
+
+  it('have random tails that differ between generators on the same clock, across many draws', () => {
+    const first = createIdGenerator({ now: () => 1_700_000_000_000 });
+    const second = createIdGenerator({ now: () => 1_700_000_000_000 });
+    // 2 × 1,500 ids draw 24,000 random bytes: several refills of the shared random pool.
+    const pairs = Array.from({ length: 1_500 }, () => [first(), second()] as const);
+    for (const [a, b] of pairs) {
+      expect(a.slice(0, 14)).toBe(b.slice(0, 14));
+      expect(a.slice(14)).not.toBe(b.slice(14));
+    }
+    expect(new Set(pairs.map(([a]) => a.slice(14))).size).toBe(1_500);
+  });
 });
 
 describe('semaphore and keyed mutex', () => {
