@@ -223,6 +223,34 @@ function vectorFromBlob(value: unknown): Float32Array | undefined {
  * branch on the dialect (FTS5 + bm25 on SQLite, tsvector + ts_rank on Postgres; sqlite-vec's
  * `vec_distance_cosine` or JS on SQLite, `unnest` over `real[]` on Postgres).
  */
+const insertEntryPrefix =
+  'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, related_to, order_key, ' +
+  'content, tool_data, metadata, tokens, created_at_ms, updated_at_ms, archived_at_ms) VALUES ';
+const entryPlaceholders = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+/** 16 parameters a row: far below SQLite's 32,766 and Postgres's 65,535 per statement. */
+const entriesPerInsert = 500;
+
+function entryParams(entry: StoredEntry): SqlValue[] {
+  return [
+    entry.sessionKey,
+    entry.memoryId,
+    entry.sessionId,
+    entry.agentId,
+    entry.kind,
+    entry.role,
+    entry.state,
+    entry.relatedTo,
+    entry.orderKey,
+    entry.content,
+    toolDataOf(entry),
+    entry.metadata ? JSON.stringify(entry.metadata) : null,
+    entry.tokens,
+    entry.createdAtMs,
+    entry.createdAtMs,
+    entry.archivedAtMs,
+  ];
+}
+
 export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean }) {
   const dialect = db.dialect;
 
@@ -232,31 +260,23 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       [sessionKey, limit],
     );
 
-  const insertEntry = async (tx: SqlExecutor, entry: StoredEntry): Promise<number> => {
-    const row = await tx.get<{ id: number }>(
-      'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, related_to, order_key, ' +
-        'content, tool_data, metadata, tokens, created_at_ms, updated_at_ms, archived_at_ms) ' +
-        'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
-      [
-        entry.sessionKey,
-        entry.memoryId,
-        entry.sessionId,
-        entry.agentId,
-        entry.kind,
-        entry.role,
-        entry.state,
-        entry.relatedTo,
-        entry.orderKey,
-        entry.content,
-        toolDataOf(entry),
-        entry.metadata ? JSON.stringify(entry.metadata) : null,
-        entry.tokens,
-        entry.createdAtMs,
-        entry.createdAtMs,
-        entry.archivedAtMs,
-      ],
-    );
-    return Number(row!.id);
+  /**
+   * Inserts entries of one session key in one statement per `entriesPerInsert` (a turn's reply and the
+   * tombstones of what it evicted are one round trip on Postgres, not one each) and sets their `rowId`.
+   * Row triggers see the rows inserted before theirs in the same statement on both dialects, so each
+   * entry's search context is what one insert per entry gave it.
+   */
+  const insertEntries = async (tx: SqlExecutor, entries: ReadonlyArray<StoredEntry>): Promise<void> => {
+    for (let start = 0; start < entries.length; start += entriesPerInsert) {
+      const chunk = entries.slice(start, start + entriesPerInsert);
+      const rows = await tx.all<{ id: number; memory_id: number }>(
+        `${insertEntryPrefix}${chunk.map(() => entryPlaceholders).join(', ')} RETURNING id, memory_id`,
+        chunk.flatMap(entryParams),
+      );
+      // RETURNING order is not guaranteed by SQL; memory ids are unique within the key.
+      const rowIds = new Map(rows.map((row) => [Number(row.memory_id), Number(row.id)]));
+      for (const entry of chunk) entry.rowId = rowIds.get(entry.memoryId);
+    }
   };
 
   /**
@@ -371,7 +391,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return Number(row!.next_id) - count;
     },
 
-    insertEntry,
+    insertEntries,
 
     async setStates(
       tx: SqlExecutor,

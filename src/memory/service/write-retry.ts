@@ -163,7 +163,7 @@ export async function commit(
         const first =
           count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
         const built = build(first);
-        for (const entry of built) entry.rowId = await ltm.insertEntry(tx, entry);
+        await ltm.insertEntries(tx, built);
         if (also) await also(tx);
         return built;
       });
@@ -194,10 +194,8 @@ export async function commit(
           message: `memory ids #${firstId}… of ${ram.ref.sessionKey} were taken in the database meanwhile`,
         });
     }
-    for (const [index, row] of rows.entries()) {
-      const rowId = await ltm.insertEntry(tx, row);
-      built[index]!.rowId = rowId;
-    }
+    await ltm.insertEntries(tx, rows);
+    for (const [index, row] of rows.entries()) built[index]!.rowId = row.rowId;
     if (also) await also(tx);
   });
   state.pendingWrites.set(ram.ref.sessionId, pending);
