@@ -133,7 +133,7 @@ describe('identity loader', () => {
     await expect(loader.systemPrompt('../etc')).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
   });
 
-  it('hands out copies: a caller changing its packet changes nobody else\'s', async () => {
+  it("hands out copies: a caller changing its packet changes nobody else's", async () => {
     write('agents/own/SOUL.md', '# Soul\n\nMine.\n');
     loader = createIdentityLoader({ workspaceDir: workspace, revalidateMs: 60_000 });
     const first = await loader.load('own');
