@@ -32,6 +32,8 @@ export interface RamSession {
   busy: Set<number>;
   lastActiveMs: number;
   nextId: number;
+  /** When a commit last wrote the session's `memory_sessions.last_active_ms` (undefined: not yet). */
+  storedActiveMs: number | undefined;
 }
 
 /** A commit that could not be written yet, replayed in its own transaction when the database is back. */

@@ -187,6 +187,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     busy: new Set(),
     lastActiveMs: ctx.clock.now(),
     nextId,
+    storedActiveMs: undefined,
   };
   sessions.set(ref.sessionId, ram);
   unloadLeastRecent(ctx, ram);

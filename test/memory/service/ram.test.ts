@@ -26,6 +26,7 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
     busy: new Set(),
     lastActiveMs: 0,
     nextId: roles.length + 1,
+    storedActiveMs: undefined,
   };
   ram.entries = roles.map((role, index) =>
     buildEntry(
