@@ -10,16 +10,14 @@
 // AGENTD_BENCH_PG_URL (default postgres://127.0.0.1:5432/test) names the Postgres server; each run uses a
 // fresh schema that is dropped afterwards. Without a reachable server the Postgres rows are left out.
 // AGENTD_BENCH_FROM_DIST=1 runs the servers on the compiled dist/ (npm run build) instead of src/ via tsx.
-import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
-import { serveRuntime } from './runtime-server.js';
+import { forkRoleServer, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -110,17 +108,12 @@ interface Target {
 }
 
 async function startTarget(name: ServerName, env: Record<string, string> = {}): Promise<Target> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
+  const { child, port } = await forkRoleServer({
+    moduleUrl: import.meta.url,
+    roleVariable: 'AGENTD_CHAT_TURN_BENCH_ROLE',
+    role: name,
+    env,
     execArgv: ['--import', 'tsx', '--expose-gc'],
-    env: { ...process.env, AGENTD_CHAT_TURN_BENCH_ROLE: name, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const ready = await new Promise<{ port: number }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
-    child.on('message', (message: { type: string; port: number }) => {
-      if (message.type === 'ready') resolve(message);
-    });
   });
   const ask = <Value = number>(
     type: 'rss' | 'memory' | 'cpu' | 'profile-start' | 'profile-stop',
@@ -137,7 +130,7 @@ async function startTarget(name: ServerName, env: Record<string, string> = {}): 
     });
   return {
     name,
-    port: ready.port,
+    port,
     rss: () => ask('rss'),
     memory: () => ask<NodeJS.MemoryUsage>('memory'),
     cpu: () => ask('cpu'),

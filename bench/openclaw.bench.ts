@@ -9,7 +9,7 @@
 // else ~/.cache/agentd-openclaw/bin/openclaw, or AGENTD_OPENCLAW_DIR) the OpenClaw rows are left out and a
 // note says so. Loopback only: OpenClaw runs with a throwaway HOME / state dir and everything that would
 // reach out (update check, model catalog refresh, Bonjour, channels, cron, heartbeat) switched off.
-import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import {
   accessSync,
   closeSync,
@@ -26,11 +26,10 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { cpus, homedir, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { connectRequest } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
-import { serveRuntime } from './runtime-server.js';
+import { forkRoleServer, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10];
 const warmupMs = 1000;
@@ -225,20 +224,12 @@ async function forkRole(
   name: 'model' | 'echo' | 'agentd',
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, AGENTD_OPENCLAW_BENCH_ROLE: name, ...env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  return forkRoleServer({
+    moduleUrl: import.meta.url,
+    roleVariable: 'AGENTD_OPENCLAW_BENCH_ROLE',
+    role: name,
+    env,
   });
-  const ready = await new Promise<{ port: number }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`${name} server exited with ${code}`)));
-    child.on('message', (message: { type: string; port: number }) => {
-      if (message.type === 'ready') resolve(message);
-    });
-  });
-  child.removeAllListeners('exit');
-  return { child, port: ready.port };
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

@@ -2,6 +2,7 @@
 // on a free loopback port from a temporary AGENTD_HOME, for the benchmarks that run it in a child process.
 // AGENTD_BENCH_FROM_DIST=1 loads the compiled package (its RSS is what a deployment has; tsx's compiled
 // copies add to it) instead of src/.
+import { type ChildProcess, fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,4 +32,31 @@ export async function serveRuntime(options: {
       rmSync(home, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Forks a benchmark module as one of its server roles (`roleVariable=role` in its environment) and resolves
+ * with the port its `{ type: 'ready', port }` message names; rejects if it exits first.
+ */
+export async function forkRoleServer(options: {
+  moduleUrl: string;
+  roleVariable: string;
+  role: string;
+  env?: Record<string, string>;
+  execArgv?: string[];
+}): Promise<{ child: ChildProcess; port: number }> {
+  const child = fork(new URL(options.moduleUrl), [], {
+    execArgv: options.execArgv ?? ['--import', 'tsx'],
+    env: { ...process.env, [options.roleVariable]: options.role, ...options.env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const ready = await new Promise<{ port: number }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${options.role} server exited with ${code}`)));
+    child.on('message', (message: { type: string; port: number }) => {
+      if (message.type === 'ready') resolve(message);
+    });
+  });
+  child.removeAllListeners('exit');
+  return { child, port: ready.port };
 }

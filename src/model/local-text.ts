@@ -54,10 +54,6 @@ export function firstWords(text: string, maxChars: number): string {
   return `${(space > maxChars / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-export function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
 /** Pieces of `text` of a few words each, for streaming; joined they give back `text` exactly. */
 export function chunkText(text: string, wordsPerChunk = 4): string[] {
   const pieces = text.match(/\S+\s*|\s+/g) ?? [];

@@ -1,15 +1,8 @@
+import { compiledPattern, escapeRegExp } from '../util/index.js';
 import { estimateTokens } from './call.js';
 import { contextWindowFor } from './context-windows.js';
 import { instanceForSchema, normalizeKey } from './json-schema-instance.js';
-import {
-  chunkText,
-  escapeRegExp,
-  firstWords,
-  keywords,
-  splitSentences,
-  stripBullet,
-  words,
-} from './local-text.js';
+import { chunkText, firstWords, keywords, splitSentences, stripBullet, words } from './local-text.js';
 import { abortedError } from './provider-errors.js';
 import type {
   LanguageModel,
@@ -279,19 +272,9 @@ function findToolName(message: string, name: string): number {
   return match ? match.index + match[1]!.length : -1;
 }
 
-/** Compiled once per tool name: every model call that offers tools looks for each tool's name. */
-const toolNamePatterns = new Map<string, RegExp>();
-const maxToolNamePatterns = 10_000;
-
+/** A tool's name as a whole word; every model call that offers tools looks for each tool's name. */
 function toolNamePattern(name: string, flags: 'i' | 'gi'): RegExp {
-  const key = `${flags} ${name}`;
-  let pattern = toolNamePatterns.get(key);
-  if (!pattern) {
-    pattern = new RegExp(`(^|[^\\w.-])${escapeRegExp(name)}(?![\\w-])`, flags);
-    if (toolNamePatterns.size >= maxToolNamePatterns) toolNamePatterns.clear();
-    toolNamePatterns.set(key, pattern);
-  }
-  return pattern;
+  return compiledPattern(`(^|[^\\w.-])${escapeRegExp(name)}(?![\\w-])`, flags);
 }
 
 function bestMatchingTool(message: string, tools: ModelToolDefinition[]): ModelToolDefinition {
@@ -469,7 +452,7 @@ export function pickLabel(text: string, labels: string[]): { label: string; how:
   let earliest: { label: string; index: number } | undefined;
   for (const label of labels) {
     const phrase = label.toLowerCase().replace(/[_-]+/g, ' ').trim();
-    const pattern = new RegExp(
+    const pattern = compiledPattern(
       `(?<![\\p{L}\\p{N}])${escapeRegExp(phrase).replace(/ /g, '[\\s_-]+')}(?![\\p{L}\\p{N}])`,
       'u',
     );

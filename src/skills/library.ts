@@ -7,7 +7,9 @@ import { estimateTokens } from '../model/index.js';
 import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
+  compiledPattern,
   ErrorCodes,
+  escapeRegExp,
   type Logger,
   silentLogger,
   systemClock,
@@ -151,19 +153,9 @@ export interface CreateSkillLibraryOptions {
 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-/** Compiled keyword patterns: every chat turn tests each auto-activating skill's keywords. */
-const keywordPatterns = new Map<string, RegExp>();
-const maxKeywordPatterns = 10_000;
-
 function keywordMatches(text: string, keyword: string): boolean {
-  let pattern = keywordPatterns.get(keyword);
-  if (!pattern) {
-    const escaped = keyword.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    pattern = new RegExp(`(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`, 'u');
-    if (keywordPatterns.size >= maxKeywordPatterns) keywordPatterns.clear();
-    keywordPatterns.set(keyword, pattern);
-  }
-  return pattern.test(text);
+  const escaped = escapeRegExp(keyword.toLowerCase());
+  return compiledPattern(`(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`, 'u').test(text);
 }
 
 export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLibrary {

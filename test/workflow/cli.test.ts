@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { registerWorkflowCommands } from '../../src/cli/commands/workflow.js';
 import { resolveModel } from '../../src/model/index.js';
 import { createSqliteDatabase, migrate } from '../../src/store/index.js';
+import { insertRows, type StoredRow } from '../helpers/workflow-rows.js';
 import { edge, node, tempDir, workflowYaml, writeWorkflow } from './helpers.js';
 
 const exampleDir = resolve(import.meta.dirname, '../../examples/mini-editor');
@@ -69,16 +70,8 @@ describe('agentd workflow CLI', () => {
     await migrate(db);
     const rows = JSON.parse(
       readFileSync(resolve(import.meta.dirname, '../fixtures/workflow-records/v0-rows.json'), 'utf8'),
-    ) as Record<string, Array<Record<string, string | number | null>>>;
-    for (const [table, list] of Object.entries(rows)) {
-      for (const row of list) {
-        const columns = Object.keys(row);
-        await db.run(
-          `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
-          columns.map((column) => row[column] ?? null),
-        );
-      }
-    }
+    ) as Record<string, StoredRow[]>;
+    await insertRows(db, rows);
     await db.close();
     await session.run('inspect', 'wft_fixture_branch');
     expect(session.err()).toBe('');

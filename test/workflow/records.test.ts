@@ -14,22 +14,22 @@ import {
 } from '../../src/workflow/records.js';
 import type { StageRecord } from '../../src/workflow/task.js';
 import { describeEachDatabase } from '../helpers/databases.js';
+import { insertRows as insertRowsInto, type StoredRow } from '../helpers/workflow-rows.js';
 
 // The corpus: rows as each released version of the engine wrote them (a branch with a tolerated failure,
 // a merge, and a run stopped by a decision), written by scripts/workflow-record-fixtures.ts. Every later
 // version must keep reading all of them.
 const corpusDir = join(import.meta.dirname, '..', 'fixtures', 'workflow-records');
-type Row = Record<string, string | number | null>;
 const corpus = readdirSync(corpusDir)
   .filter((name) => name.endsWith('-rows.json'))
   .map((name) => ({
     name,
-    rows: JSON.parse(readFileSync(join(corpusDir, name), 'utf8')) as Record<string, Row[]>,
+    rows: JSON.parse(readFileSync(join(corpusDir, name), 'utf8')) as Record<string, StoredRow[]>,
   }))
   .sort((a, b) => Number.parseInt(a.name.slice(1), 10) - Number.parseInt(b.name.slice(1), 10));
 
 /** The stage records of a file's rows, each decoded after the one before it in its task. */
-function decodeStages(rows: Row[]): StageRecord[] {
+function decodeStages(rows: StoredRow[]): StageRecord[] {
   const lastOfTask = new Map<string, StageRecord>();
   return rows.map((row) => {
     const { stage } = decodeStageRow(
@@ -176,18 +176,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
   });
 
   const tables = ['workflow_tasks', 'workflow_stages', 'workflow_events', 'workflow_artifacts'];
-  async function insertRows(rows: Record<string, Row[]>): Promise<void> {
-    const db = getDb();
-    for (const [table, list] of Object.entries(rows)) {
-      for (const row of list) {
-        const columns = Object.keys(row);
-        await db.run(
-          `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
-          columns.map((column) => row[column] ?? null),
-        );
-      }
-    }
-  }
+  const insertRows = (rows: Record<string, StoredRow[]>) => insertRowsInto(getDb(), rows);
 
   it('the same runs stored as version 1 and as version 2 read back the same', async () => {
     const db = getDb();
@@ -200,7 +189,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
       'telemetry_snapshot',
       'telemetry_snapshot',
     ]);
-    const read = async (rows: Record<string, Row[]>) => {
+    const read = async (rows: Record<string, StoredRow[]>) => {
       for (const table of tables) await db.run(`DELETE FROM ${table}`);
       await insertRows(rows);
       const runs = [

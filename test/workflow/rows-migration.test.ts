@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { migrate, type SqlDatabase } from '../../src/store/index.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import { openTestDatabase } from '../helpers/databases.js';
+import { insertRows, type StoredRow } from '../helpers/workflow-rows.js';
 import { tempDir } from './helpers.js';
 
 // Migration 0018 rebuilds the keys of workflow_stages and workflow_events and drops two artifact indexes:
@@ -11,7 +12,7 @@ import { tempDir } from './helpers.js';
 const migrationsRoot = join(import.meta.dirname, '..', '..', 'migrations');
 const versionOneRows = JSON.parse(
   readFileSync(join(import.meta.dirname, '..', 'fixtures', 'workflow-records', 'v1-rows.json'), 'utf8'),
-) as Record<string, Array<Record<string, string | number | null>>>;
+) as Record<string, StoredRow[]>;
 
 /** A copy of the migrations folder holding only those before 0018. */
 function migrationsBefore0018(): string {
@@ -36,15 +37,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     it('keeps the stage rows written before it, which read back as they did', async () => {
       db = await openTestDatabase(dialect, { migrate: false });
       await migrate(db, { dir: migrationsBefore0018() });
-      for (const [table, rows] of Object.entries(versionOneRows)) {
-        for (const row of rows) {
-          const columns = Object.keys(row);
-          await db.run(
-            `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
-            columns.map((column) => row[column] ?? null),
-          );
-        }
-      }
+      await insertRows(db, versionOneRows);
       const store = createSqlRecordStore(db);
       const before = await store.loadRun('wft_fixture_branch');
       expect(before!.tasks.flatMap((task) => task.history)).toHaveLength(7);

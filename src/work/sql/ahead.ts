@@ -33,7 +33,7 @@ export interface HandedOut {
 /** Items handed out are remembered until they complete, fail or are released; this many at most. */
 const maxHandedOut = 10_000;
 
-export function aheadHoldMs(ctx: QueueContext, filter: ClaimFilter): number {
+function aheadHoldMs(ctx: QueueContext, filter: ClaimFilter): number {
   return Math.min(1_000, Math.floor((filter.leaseMs ?? ctx.config.leaseMs) / 4));
 }
 
