@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
-import { createPlaceholderCache } from './placeholders.js';
+import { rewritePlaceholders } from './placeholders.js';
 import {
   createTransactionScope,
   currentTransactionScope,
@@ -25,6 +25,13 @@ export interface PostgresDatabaseOptions {
   connectTimeoutMs?: number;
   /** How long an idle pooled connection stays open. */
   idleTimeoutMs?: number;
+  /**
+   * Distinct statements (by SQL text) that run as named prepared statements once they have run twice
+   * (default 256; 0 turns it off). Postgres then parses and analyses each on a connection once, not on
+   * every call: a chat turn runs the same twenty or so statements each time. Texts past the limit (an IN
+   * list of a new length, say) keep running unnamed.
+   */
+  maxPreparedStatements?: number;
   logger?: Logger;
 }
 
@@ -140,6 +147,34 @@ function changesOf(result: pg.QueryResult | pg.QueryResult[]): number {
 }
 
 /**
+ * Rewrites `?` placeholders and names statements seen twice, up to `maxNamed` texts. A text keeps its name
+ * for the database's lifetime, so every connection that prepared it agrees on what the name means; texts
+ * not named are remembered in a bounded recency list only to count their second use.
+ */
+function createStatementNamer(maxNamed: number, maxUnnamed = 1_000) {
+  const named = new Map<string, { name: string; text: string }>();
+  const unnamed = new Map<string, { text: string; uses: number }>();
+  return (sql: string, values: unknown[]): pg.QueryConfig => {
+    const prepared = named.get(sql);
+    if (prepared) return { name: prepared.name, text: prepared.text, values };
+    let seen = unnamed.get(sql);
+    if (seen === undefined) {
+      seen = { text: rewritePlaceholders(sql), uses: 0 };
+      if (unnamed.size >= maxUnnamed) unnamed.delete(unnamed.keys().next().value!);
+      unnamed.set(sql, seen);
+    }
+    seen.uses++;
+    if (seen.uses >= 2 && named.size < maxNamed) {
+      unnamed.delete(sql);
+      const statement = { name: `agentd_${named.size + 1}`, text: seen.text };
+      named.set(sql, statement);
+      return { name: statement.name, text: statement.text, values };
+    }
+    return { text: seen.text, values };
+  };
+}
+
+/**
  * Opens a Postgres pool. The pool connects lazily: an unreachable server surfaces on the first query as a
  * retryable SystemError `STORE_UNAVAILABLE` (SQL errors keep the driver's error and its SQLSTATE `code`).
  */
@@ -165,7 +200,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   pool.on('error', (error) => logger.warn({ err: error, location }, 'idle postgres connection failed'));
 
   const owner = {};
-  const rewrite = createPlaceholderCache();
+  const prepare = createStatementNamer(options.maxPreparedStatements ?? 256);
 
   const translateError = (error: unknown): unknown => {
     if (!isConnectionFailure(error)) return error;
@@ -185,7 +220,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     const values = toDriverParams(params);
     try {
       // Without values node-postgres uses the simple protocol, which accepts multi-statement scripts.
-      return values ? await client.query(rewrite(sql), values) : await client.query(sql);
+      return values ? await client.query(prepare(sql, values)) : await client.query(sql);
     } catch (error) {
       throw translateError(error);
     }
