@@ -14,8 +14,11 @@ export interface ToolBatchResult {
 
 type CallTool = NonNullable<ToolContext['callTool']>;
 
-/** Runs one tool call with the run's policy, hooks and approver, announcing its start and end. */
-async function invokeTool(
+/**
+ * Runs one tool call with the run's policy, hooks and approver, announcing its start and end. Not an async
+ * function: one reaction on the call's promise instead of an async frame and an await per call.
+ */
+function invokeTool(
   state: RunState,
   setup: RunSetup,
   call: ModelToolCall,
@@ -52,20 +55,43 @@ async function invokeTool(
   if (options.policy) executeOptions.policy = options.policy;
   if (options.approve) executeOptions.approve = options.approve;
   if (options.hooks) executeOptions.hooks = options.hooks;
-  const outcome = await state.trace.executeTool(call, executeOptions);
-  bus.publish(
-    'run:tool-finished',
-    {
-      runId,
-      toolCallId: call.id,
-      toolName: call.name,
-      isError: outcome.isError,
-      result: outcome.content.length > 2000 ? `${outcome.content.slice(0, 2000)}…` : outcome.content,
-      durationMs: clock.now() - startedAt,
-    },
-    scope,
-  );
-  return outcome;
+  return state.trace.executeTool(call, executeOptions).then((outcome) => {
+    bus.publish(
+      'run:tool-finished',
+      {
+        runId,
+        toolCallId: call.id,
+        toolName: call.name,
+        isError: outcome.isError,
+        result: outcome.content.length > 2000 ? `${outcome.content.slice(0, 2000)}…` : outcome.content,
+        durationMs: clock.now() - startedAt,
+      },
+      scope,
+    );
+    return outcome;
+  });
+}
+
+/**
+ * The calls tools make themselves during one turn (`ToolContext.callTool`). Not through the semaphore: the
+ * calling tool holds a slot and waits for these. A class with a bound method rather than a closure per
+ * turn: its code is shared, and nothing has to name a new function every turn.
+ */
+class NestedCalls {
+  readonly outcomes: ToolCallOutcome[] = [];
+  readonly callTool: CallTool = this.call.bind(this);
+
+  constructor(
+    private readonly state: RunState,
+    private readonly setup: RunSetup,
+  ) {}
+
+  private call(inner: ModelToolCall): Promise<ToolCallOutcome> {
+    return invokeTool(this.state, this.setup, inner, this.callTool).then((outcome) => {
+      this.outcomes.push(outcome);
+      return outcome;
+    });
+  }
 }
 
 /** The answer to a call the run was aborted before it could start. */
@@ -121,40 +147,40 @@ export async function runToolBatch(
   toolCalls: ModelToolCall[],
   budgetExceeded: boolean,
 ): Promise<ToolBatchResult> {
-  const nested: ToolCallOutcome[] = [];
-  // Not through the semaphore: the calling tool holds a slot and waits for these.
-  const callTool: CallTool = async (inner) => {
-    const result = await invokeTool(state, setup, inner, callTool);
-    nested.push(result);
-    return result;
-  };
-  const outcomes: ToolCallOutcome[] = budgetExceeded
-    ? toolCalls.map((call) => ({
+  if (budgetExceeded)
+    return {
+      outcomes: toolCalls.map((call) => ({
         toolCallId: call.id,
         toolName: call.name,
         arguments: call.arguments,
         content: 'Not run: the run reached its token or cost budget.',
         isError: true,
         status: 'aborted' as const,
-      }))
-    : setup.registry
-      ? await Promise.all(
-          // A turn's calls are bounded by a semaphore of their own, made only when they do not all fit.
-          toolCalls.length > state.limits.maxParallelTools
-            ? runBounded(state, setup, toolCalls, callTool)
-            : toolCalls.map((call) =>
-                state.signal.aborted ? abortedBeforeStart(call) : invokeTool(state, setup, call, callTool),
-              ),
-        )
-      : toolCalls.map((call) => ({
-          toolCallId: call.id,
-          toolName: call.name,
-          arguments: call.arguments,
-          content: `Unknown tool "${call.name}": no tools are available in this run.`,
-          isError: true,
-          status: 'unknown_tool' as const,
-        }));
-  return { outcomes, nested };
+      })),
+      nested: [],
+    };
+  if (!setup.registry)
+    return {
+      outcomes: toolCalls.map((call) => ({
+        toolCallId: call.id,
+        toolName: call.name,
+        arguments: call.arguments,
+        content: `Unknown tool "${call.name}": no tools are available in this run.`,
+        isError: true,
+        status: 'unknown_tool' as const,
+      })),
+      nested: [],
+    };
+  const nested = new NestedCalls(state, setup);
+  const { callTool } = nested;
+  // A turn's calls are bounded by a semaphore of their own, made only when they do not all fit.
+  const running =
+    toolCalls.length > state.limits.maxParallelTools
+      ? runBounded(state, setup, toolCalls, callTool)
+      : toolCalls.map((call) =>
+          state.signal.aborted ? abortedBeforeStart(call) : invokeTool(state, setup, call, callTool),
+        );
+  return { outcomes: await Promise.all(running), nested: nested.outcomes };
 }
 
 /** What a turn's tool calls did besides answering: ledger writes and skill activations. */

@@ -5,7 +5,7 @@ import { AgentdError, ErrorCodes, formatZodIssues } from '../util/index.js';
 import type { HookPipeline } from './hooks.js';
 import type { Policy } from './policy.js';
 import type { ToolRegistry } from './registry.js';
-import type { ToolContext, ToolResultMetadata } from './tool.js';
+import type { ToolContext, ToolDefinition, ToolResult, ToolResultMetadata } from './tool.js';
 
 /** How a call ended; `ok` and `error` ran the tool, the others did not (or were cut off). */
 export type ToolCallStatus =
@@ -70,11 +70,11 @@ function truncate(content: string, maxChars: number): string {
  * `after_tool_call` hooks. Never throws: every failure becomes an `is_error` outcome the model can read.
  * The engage loop, child work and the sandbox all call tools through here, so hooks and policy cover all.
  */
-export async function executeToolCall(
+export function executeToolCall(
   call: ModelToolCall,
   options: ExecuteToolCallOptions,
 ): Promise<ToolCallOutcome> {
-  const { context, hooks, policy, registry } = options;
+  const { context, registry } = options;
   const maxResultChars = options.maxResultChars ?? defaultMaxResultChars;
 
   const tool =
@@ -83,41 +83,64 @@ export async function executeToolCall(
     const available = options.allowedNames
       ? [...options.allowedNames]
       : registry.list().map((entry) => entry.name);
-    return failed(
-      call,
-      'unknown_tool',
-      `Unknown tool "${call.name}". Available tools: ${available.join(', ') || '(none)'}.`,
-      call.arguments,
-      maxResultChars,
+    return Promise.resolve(
+      failed(
+        call,
+        'unknown_tool',
+        `Unknown tool "${call.name}". Available tools: ${available.join(', ') || '(none)'}.`,
+        call.arguments,
+        maxResultChars,
+      ),
     );
   }
   if (context.signal.aborted)
-    return failed(
-      call,
-      'aborted',
-      'The run was aborted before this tool call started.',
-      call.arguments,
-      maxResultChars,
+    return Promise.resolve(
+      failed(
+        call,
+        'aborted',
+        'The run was aborted before this tool call started.',
+        call.arguments,
+        maxResultChars,
+      ),
     );
   if (typeof call.arguments.__raw === 'string' && Object.keys(call.arguments).length === 1) {
-    return failed(
-      call,
-      'invalid_arguments',
-      `The arguments for ${call.name} were not valid JSON. Send a JSON object matching the tool's schema.`,
-      call.arguments,
-      maxResultChars,
+    return Promise.resolve(
+      failed(
+        call,
+        'invalid_arguments',
+        `The arguments for ${call.name} were not valid JSON. Send a JSON object matching the tool's schema.`,
+        call.arguments,
+        maxResultChars,
+      ),
     );
   }
 
-  let parsed = tool.input.safeParse(call.arguments);
+  const parsed = tool.input.safeParse(call.arguments);
   if (!parsed.success)
-    return failed(
-      call,
-      'invalid_arguments',
-      invalidArguments(call, parsed.error),
-      call.arguments,
-      maxResultChars,
+    return Promise.resolve(
+      failed(call, 'invalid_arguments', invalidArguments(call, parsed.error), call.arguments, maxResultChars),
     );
+  // Without hooks or policy nothing is awaited before or after the tool: no async frame around it, whose
+  // promises (and, with an AsyncLocalStorage in the process, their hooks) every call would pay for.
+  if (!options.hooks && !options.policy)
+    return runTool(tool, parsed.data, context).then((run) =>
+      run.status === 'aborted'
+        ? failed(call, 'aborted', run.content, call.arguments, maxResultChars)
+        : outcomeOf(call, call.arguments, run.content, run.isError, run.status, run.metadata, maxResultChars),
+    );
+  return executeGuarded(call, options, tool, parsed.data, maxResultChars);
+}
+
+/** The rest of the pipeline for a call that hooks or a policy may stop, patch or ask about. */
+async function executeGuarded(
+  call: ModelToolCall,
+  options: ExecuteToolCallOptions,
+  tool: ToolDefinition,
+  validated: unknown,
+  maxResultChars: number,
+): Promise<ToolCallOutcome> {
+  const { context, hooks, policy } = options;
+  let input = validated;
   let args = call.arguments;
 
   if (hooks) {
@@ -144,18 +167,18 @@ export async function executeToolCall(
     }
     if (outcome.modifiedBy.length > 0) {
       args = outcome.payload.arguments;
-      parsed = tool.input.safeParse(args);
-      if (!parsed.success)
+      const patched = tool.input.safeParse(args);
+      if (!patched.success)
         return failed(
           call,
           'invalid_arguments',
-          `${invalidArguments(call, parsed.error)} (after patch by ${outcome.modifiedBy.join(', ')})`,
+          `${invalidArguments(call, patched.error)} (after patch by ${outcome.modifiedBy.join(', ')})`,
           args,
           maxResultChars,
         );
+      input = patched.data;
     }
   }
-  const input = parsed.data;
 
   if (policy) {
     const decision = policy.check({
@@ -232,47 +255,20 @@ export async function executeToolCall(
     }
   }
 
-  let content: string;
-  let isError: boolean;
-  let status: ToolCallStatus;
-  let metadata: ToolResultMetadata | undefined;
-  try {
-    const result = await raceAbort(tool.execute(input, context), context.signal);
-    if (typeof result === 'string') {
-      content = result;
-      isError = false;
-    } else {
-      content = result.content;
-      isError = result.isError ?? false;
-      metadata = result.metadata;
-    }
-    status = isError ? 'error' : 'ok';
-  } catch (error) {
-    if (context.signal.aborted)
-      return failed(
-        call,
-        'aborted',
-        'The run was aborted while this tool was running.',
-        args,
-        maxResultChars,
-      );
-    const message = (error as Error)?.message ?? String(error);
-    const code = AgentdError.isInstance(error) ? error.code : ErrorCodes.toolFailed;
-    content = `${call.name} failed: ${AgentdError.isInstance(error) ? `${code}: ` : ''}${message}`;
-    isError = true;
-    status = 'error';
-    if (hooks) {
-      await hooks.run(
-        'on_error',
-        {
-          ...scopeOf(context),
-          where: 'tool',
-          toolName: call.name,
-          error: { code, message },
-        },
-        { signal: context.signal },
-      );
-    }
+  const run = await runTool(tool, input, context);
+  if (run.status === 'aborted') return failed(call, 'aborted', run.content, args, maxResultChars);
+  let { content, isError } = run;
+  if (hooks && run.failure) {
+    await hooks.run(
+      'on_error',
+      {
+        ...scopeOf(context),
+        where: 'tool',
+        toolName: call.name,
+        error: run.failure,
+      },
+      { signal: context.signal },
+    );
   }
 
   if (hooks) {
@@ -296,14 +292,101 @@ export async function executeToolCall(
         content: `Result withheld by hook ${outcome.hook}: ${outcome.reason}`,
         isError: true,
         status: 'blocked',
-        ...(metadata ? { metadata } : {}),
+        ...(run.metadata ? { metadata: run.metadata } : {}),
       };
     }
     content = outcome.payload.result.content;
     isError = outcome.payload.result.isError;
   }
+  return outcomeOf(call, args, content, isError, run.status, run.metadata, maxResultChars);
+}
 
-  // A plain literal with `metadata` added after: spreading into a literal costs V8 a slow path per call.
+/** What running a tool produced, before `after_tool_call` hooks and truncation. */
+interface ToolRun {
+  content: string;
+  isError: boolean;
+  /** `aborted`: the run was aborted while the tool ran; `content` says so. */
+  status: 'ok' | 'error' | 'aborted';
+  metadata: ToolResultMetadata | undefined;
+  /** Set when the tool threw: what `on_error` hooks are told. */
+  failure: { code: string; message: string } | undefined;
+}
+
+/**
+ * Runs the tool, raced against the run's abort so a tool that ignores its signal cannot hang a run, and
+ * turns whatever it returns or throws into a `ToolRun`. Never rejects.
+ */
+function runTool(tool: ToolDefinition, input: unknown, context: ToolContext): Promise<ToolRun> {
+  const { signal } = context;
+  let work: Promise<ToolResult | string>;
+  try {
+    work = tool.execute(input, context);
+  } catch (error) {
+    work = Promise.reject(error);
+  }
+  if (signal.aborted) {
+    work.catch(ignore);
+    return Promise.resolve(abortedRun());
+  }
+  const racers = racersOf(signal);
+  return new Promise<ToolRun>((resolve) => {
+    const racer: Racer = { work, settle: resolve };
+    racers.add(racer);
+    work.then(
+      (result) => {
+        racers.delete(racer);
+        resolve(
+          typeof result === 'string'
+            ? { content: result, isError: false, status: 'ok', metadata: undefined, failure: undefined }
+            : {
+                content: result.content,
+                isError: result.isError ?? false,
+                status: result.isError ? 'error' : 'ok',
+                metadata: result.metadata,
+                failure: undefined,
+              },
+        );
+      },
+      (error) => {
+        racers.delete(racer);
+        resolve(signal.aborted ? abortedRun() : thrownRun(tool, error));
+      },
+    );
+  });
+}
+
+function abortedRun(): ToolRun {
+  return {
+    content: 'The run was aborted while this tool was running.',
+    isError: true,
+    status: 'aborted',
+    metadata: undefined,
+    failure: undefined,
+  };
+}
+
+function thrownRun(tool: ToolDefinition, error: unknown): ToolRun {
+  const message = (error as Error)?.message ?? String(error);
+  const code = AgentdError.isInstance(error) ? error.code : ErrorCodes.toolFailed;
+  return {
+    content: `${tool.name} failed: ${AgentdError.isInstance(error) ? `${code}: ` : ''}${message}`,
+    isError: true,
+    status: 'error',
+    metadata: undefined,
+    failure: { code, message },
+  };
+}
+
+/** The outcome of a call that ran: a plain literal with `metadata` added after (a spread is V8's slow path). */
+function outcomeOf(
+  call: ModelToolCall,
+  args: Record<string, unknown>,
+  content: string,
+  isError: boolean,
+  status: ToolRun['status'],
+  metadata: ToolResultMetadata | undefined,
+  maxResultChars: number,
+): ToolCallOutcome {
   const outcome: ToolCallOutcome = {
     toolCallId: call.id,
     toolName: call.name,
@@ -352,52 +435,37 @@ function invalidArguments(call: ModelToolCall, error: z.ZodError): string {
   return `Invalid arguments for ${call.name}: ${formatZodIssues(error.issues)}`;
 }
 
+/** A tool call racing its run's abort: `settle` ends the race with the abort when it comes first. */
+interface Racer {
+  work: Promise<unknown>;
+  settle: (run: ToolRun) => void;
+}
+
+function ignore(): void {}
+
 /**
  * The calls racing each signal. One `abort` listener per signal serves them all: adding and removing an
  * EventTarget listener per call costs more than the rest of a no-op tool call's pipeline.
  */
-const racing = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();
+const racing = new WeakMap<AbortSignal, Set<Racer>>();
 
-function racersOf(signal: AbortSignal): Set<(reason: unknown) => void> {
+function racersOf(signal: AbortSignal): Set<Racer> {
   let racers = racing.get(signal);
   if (!racers) {
-    const waiting = new Set<(reason: unknown) => void>();
+    const waiting = new Set<Racer>();
     racers = waiting;
     racing.set(signal, waiting);
     signal.addEventListener(
       'abort',
       () => {
-        for (const reject of waiting) reject(signal.reason);
+        for (const racer of waiting) {
+          racer.work.catch(ignore);
+          racer.settle(abortedRun());
+        }
         waiting.clear();
       },
       { once: true },
     );
   }
   return racers;
-}
-
-/** Resolves with the tool's result or rejects at abort, so a tool that ignores its signal cannot hang a run. */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    work.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  const racers = racersOf(signal);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (reason: unknown) => {
-      work.catch(() => {});
-      reject(reason);
-    };
-    racers.add(onAbort);
-    work.then(
-      (value) => {
-        racers.delete(onAbort);
-        resolve(value);
-      },
-      (error) => {
-        racers.delete(onAbort);
-        reject(error);
-      },
-    );
-  });
 }
