@@ -61,6 +61,20 @@ interface LedgerRow {
   created_at: number;
 }
 
+/**
+ * The next seq is one past the work item's last: rows are append-only (triggers refuse UPDATE and DELETE),
+ * so MAX(seq) is the last seq handed out, found on the primary key. No head counter to bump: the append is
+ * one row written, and needs no transaction of its own.
+ */
+const appendOnSqlite = `INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at)
+  SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM work_ledger WHERE work_item_id = ?
+  RETURNING seq`;
+const bumpHeadOnPostgres = `INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
+  ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1
+  RETURNING last_seq`;
+const insertOnPostgres =
+  'INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at) VALUES (?, ?, ?, ?, ?)';
+
 const toEntry = (row: LedgerRow): LedgerEntry => ({
   workItemId: row.work_item_id,
   seq: Number(row.seq),
@@ -95,25 +109,32 @@ export function createLedger(options: CreateLedgerOptions): Ledger {
         });
       }
       const createdAt = clock.now();
-      const seq = await db.transaction(async (tx) => {
-        const head = await tx.get<{ last_seq: number }>(
-          `INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
-           ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1
-           RETURNING last_seq`,
-          [workItemId],
-        );
-        const next = Number(head!.last_seq);
-        await tx.run(
-          'INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at) VALUES (?, ?, ?, ?, ?)',
-          [workItemId, next, parsed.data.entryType, parsed.data.content, createdAt],
-        );
-        return next;
-      });
+      const { entryType, content } = parsed.data;
+      const seq =
+        db.dialect === 'sqlite'
+          ? // One autocommitted statement: it takes SQLite's write lock before it reads MAX(seq), so appenders
+            // in any process are serialised, and the append is committed when it returns.
+            Number(
+              (await db.get<{ seq: number }>(appendOnSqlite, [
+                workItemId,
+                entryType,
+                content,
+                createdAt,
+                workItemId,
+              ]))!.seq,
+            )
+          : await db.transaction(async (tx) => {
+              // Postgres reads MAX(seq) without a lock: the head counter's row lock serialises appenders.
+              const head = await tx.get<{ last_seq: number }>(bumpHeadOnPostgres, [workItemId]);
+              const next = Number(head!.last_seq);
+              await tx.run(insertOnPostgres, [workItemId, next, entryType, content, createdAt]);
+              return next;
+            });
       const appended: LedgerEntry = {
         workItemId,
         seq,
-        entryType: parsed.data.entryType,
-        content: parsed.data.content,
+        entryType,
+        content,
         createdAt,
       };
       bus?.publish(

@@ -1,6 +1,13 @@
-import { expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
 import { type BusEvent, createBus } from '../../src/bus/index.js';
 import { createLedger, formatLedgerEntries } from '../../src/ledger/index.js';
+import { createSqliteDatabase, migrate } from '../../src/store/index.js';
 import { createLedgerTools } from '../../src/tools/index.js';
 import { AgentdError, createManualClock } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
@@ -107,6 +114,25 @@ describeEachDatabase('work ledger', (getDb) => {
     expect((await ledger.read('w')).map((entry) => [entry.seq, entry.content])).toEqual([[1, 'kept']]);
   });
 
+  it("an append inside a caller's transaction commits and rolls back with it", async () => {
+    const db = getDb();
+    const ledger = createLedger({ db });
+    await ledger.append('w', { entryType: 'plan', content: 'first' });
+    await expect(
+      db.transaction(async () => {
+        await ledger.append('w', { entryType: 'note', content: 'rolled back' });
+        throw new Error('the caller fails');
+      }),
+    ).rejects.toThrow('the caller fails');
+    await db.transaction(async () => {
+      await ledger.append('w', { entryType: 'note', content: 'committed' });
+    });
+    expect((await ledger.read('w')).map((entry) => [entry.seq, entry.content])).toEqual([
+      [1, 'first'],
+      [2, 'committed'],
+    ]);
+  });
+
   it('ledger_append / ledger_read tools act on the run work item and report the entry in metadata', async () => {
     const ledger = createLedger({ db: getDb() });
     const [append, read] = createLedgerTools(ledger);
@@ -138,4 +164,59 @@ describeEachDatabase('work ledger', (getDb) => {
       isError: true,
     });
   });
+});
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const run = promisify(execFile);
+
+// One append on SQLite is one autocommitted statement that reads MAX(seq) under the write lock: processes
+// appending to the same work item at once must still get distinct, gapless seqs, and what a process was told
+// is written must be on disk for the others.
+describe('work ledger [sqlite file, several processes]', () => {
+  it('gives processes appending to one work item at once distinct, gapless seqs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agentd-ledger-'));
+    const path = join(dir, 'ledger.db');
+    const setup = createSqliteDatabase({ path });
+    await migrate(setup);
+    await setup.close();
+    const appender = `
+      const { createSqliteDatabase } = await import(${JSON.stringify(join(root, 'src/store/index.ts'))});
+      const { createLedger } = await import(${JSON.stringify(join(root, 'src/ledger/index.ts'))});
+      const db = createSqliteDatabase({ path: ${JSON.stringify(path)} });
+      const ledger = createLedger({ db });
+      // All processes start appending at the same moment, so their appends interleave.
+      await new Promise((resolve) => setTimeout(resolve, Number(process.argv[2]) - Date.now()));
+      const seqs = [];
+      for (let index = 0; index < 200; index++)
+        seqs.push((await ledger.append('shared', { entryType: 'note', content: process.argv[1] + index })).seq);
+      await db.close();
+      console.log(JSON.stringify(seqs));`;
+    const startAt = String(Date.now() + 8_000);
+    try {
+      const outputs = await Promise.all(
+        ['a', 'b', 'c'].map((name) =>
+          run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', appender, name, startAt], {
+            cwd: root,
+          }),
+        ),
+      );
+      const perProcess = outputs.map(({ stdout }) => JSON.parse(stdout) as number[]);
+      for (const seqs of perProcess) expect(seqs).toEqual([...seqs].sort((left, right) => left - right));
+      expect(perProcess.flat().sort((left, right) => left - right)).toEqual(
+        Array.from({ length: 600 }, (_, index) => index + 1),
+      );
+      const reader = createSqliteDatabase({ path });
+      try {
+        const entries = await createLedger({ db: reader }).read('shared');
+        expect(entries.map((entry) => entry.seq)).toEqual(
+          Array.from({ length: 600 }, (_, index) => index + 1),
+        );
+        expect(new Set(entries.map((entry) => entry.content)).size).toBe(600);
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
