@@ -144,6 +144,13 @@ describe('policy', () => {
       policy: 'freeze',
       reason: 'maintenance',
     });
+    // The engine keeps the decision: the next run is denied the same way, and says so again.
+    const again = await engine.run('y');
+    expect(again).toMatchObject({ status: 'failure', error: { code: 'POLICY_DENIED', nodeId: 'n1' } });
+    const events = (await engine.inspect(again.taskId))!.events.filter(
+      (event) => event.type === 'policy_denied',
+    );
+    expect(events.map((event) => event.payload)).toEqual([denied!.payload]);
   });
 
   it('a disabled policy denies nothing; a denied context profile fails the node', async () => {

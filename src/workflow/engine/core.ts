@@ -79,14 +79,39 @@ export interface PolicyDenial {
   reason: string | undefined;
 }
 
+type PolicyTarget = 'tool' | 'context' | 'node';
+/**
+ * Decisions per policy, target and id (`null`: allowed). A workflow's policy is its policy.yaml, fixed for
+ * the engine's life, and these checks carry no agent or resource: the answer for a node, profile or tool
+ * never changes, and asking anew cost a request and a decision object on every stage.
+ */
+const decisions = new WeakMap<Policy, Record<PolicyTarget, Map<string, PolicyDenial | null>>>();
+// The policy asked last and its decisions: an engine asks about every stage, so most lookups stop here.
+let lastPolicy: Policy | undefined;
+let lastDecisions: Record<PolicyTarget, Map<string, PolicyDenial | null>> | undefined;
+
 /** Asks the policy about a node, a context profile or a tool; undefined when it is allowed. */
 export function policyDenial(
   core: EngineCore,
-  target: 'tool' | 'context' | 'node',
+  target: PolicyTarget,
   targetId: string,
 ): PolicyDenial | undefined {
-  const decision = core.policy.check({ target, targetId });
-  if (decision.allowed) return undefined;
-  const rule = decision.rule ?? '';
-  return { policy: rule.slice(0, rule.lastIndexOf('#')) || 'default', reason: decision.reason };
+  let known = core.policy === lastPolicy ? lastDecisions : decisions.get(core.policy);
+  if (!known) {
+    known = { tool: new Map(), context: new Map(), node: new Map() };
+    decisions.set(core.policy, known);
+  }
+  lastPolicy = core.policy;
+  lastDecisions = known;
+  const byId = known[target];
+  let denial = byId.get(targetId);
+  if (denial === undefined) {
+    const decision = core.policy.check({ target, targetId });
+    const rule = decision.rule ?? '';
+    denial = decision.allowed
+      ? null
+      : { policy: rule.slice(0, rule.lastIndexOf('#')) || 'default', reason: decision.reason };
+    byId.set(targetId, denial);
+  }
+  return denial ?? undefined;
 }
