@@ -25,10 +25,12 @@ export interface ArtifactQuery {
 }
 
 /**
- * Artifacts of the runs in this process, indexed by run and task; node and time queries filter those lists
- * (insertion order is time order). The engine forgets a run's artifacts when it stops retaining the run;
- * durable engines keep them in the database. No per-node index: keeping one would make forgetting a run
- * cost a scan of every retained artifact, on the hot path of every run.
+ * Artifacts of the runs in this process, indexed by run and by task; node and time queries filter those
+ * lists (insertion order is time order). A root task has no list of its own: its artifacts are those of its
+ * run's list that name it (most runs are their root task alone, whose list would repeat the run's entry for
+ * entry). The engine forgets a run's artifacts when it stops retaining the run; durable engines keep them in
+ * the database. No per-node index: keeping one would make forgetting a run cost a scan of every retained
+ * artifact, on the hot path of every run.
  */
 export interface ArtifactStore {
   add(artifact: Artifact): void;
@@ -71,19 +73,15 @@ function artifactOf(entry: Entry, rootTaskId: string): Artifact {
 
 export function createArtifactStore(): ArtifactStore {
   const byRun = new Map<string, Entry[]>();
+  /** Tasks other than root tasks. */
   const byTask = new Map<string, Entry[]>();
   // The lists appended to last: a run's stages come one after another, so most appends skip the lookups.
-  let lastRun: { key: string; list: Entry[] } | undefined;
-  let lastTask: { key: string; list: Entry[] } | undefined;
-  const append = (
-    index: Map<string, Entry[]>,
-    last: { key: string; list: Entry[] } | undefined,
-    key: string,
-    entry: Entry,
-  ): { key: string; list: Entry[] } => {
-    if (last?.key === key) {
+  const lastRun: LastList = { key: undefined, list: [] };
+  const lastTask: LastList = { key: undefined, list: [] };
+  const append = (index: Map<string, Entry[]>, last: LastList, key: string, entry: Entry): void => {
+    if (last.key === key) {
       last.list.push(entry);
-      return last;
+      return;
     }
     let list = index.get(key);
     if (list) list.push(entry);
@@ -91,7 +89,8 @@ export function createArtifactStore(): ArtifactStore {
       list = [entry];
       index.set(key, list);
     }
-    return { key, list };
+    last.key = key;
+    last.list = list;
   };
   const filtered = (entries: ReadonlyArray<Entry>, rootTaskId: string | undefined, query: ArtifactQuery) => {
     const out: Artifact[] = [];
@@ -111,15 +110,24 @@ export function createArtifactStore(): ArtifactStore {
   };
   return {
     add(artifact) {
-      lastRun = append(byRun, lastRun, artifact.rootTaskId, artifact);
-      lastTask = append(byTask, lastTask, artifact.taskId, artifact);
+      append(byRun, lastRun, artifact.rootTaskId, artifact);
+      if (artifact.taskId !== artifact.rootTaskId) append(byTask, lastTask, artifact.taskId, artifact);
     },
     addRootStage(rootTaskId, stage) {
-      lastRun = append(byRun, lastRun, rootTaskId, stage);
-      lastTask = append(byTask, lastTask, rootTaskId, stage);
+      append(byRun, lastRun, rootTaskId, stage);
     },
     query(query) {
-      if (query.taskId !== undefined) return filtered(byTask.get(query.taskId) ?? [], query.taskId, query);
+      const { taskId } = query;
+      if (taskId !== undefined) {
+        const ofRun = byRun.get(taskId);
+        if (!ofRun) return filtered(byTask.get(taskId) ?? [], taskId, query);
+        // A root task: the entries of its run that name it (every stage entry does).
+        return filtered(
+          ofRun.filter((entry) => !isArtifact(entry) || entry.taskId === taskId),
+          taskId,
+          query,
+        );
+      }
       if (query.rootTaskId !== undefined)
         return filtered(byRun.get(query.rootTaskId) ?? [], query.rootTaskId, query);
       const out: Artifact[] = [];
@@ -139,13 +147,11 @@ export function createArtifactStore(): ArtifactStore {
       const entries = byRun.get(rootTaskId);
       if (!entries) return;
       // A forgotten list must not take appends again; whichever list was last is looked up anew.
-      lastRun = undefined;
-      lastTask = undefined;
+      lastRun.key = undefined;
+      lastTask.key = undefined;
       byRun.delete(rootTaskId);
-      // The root task's list holds every stage entry; other tasks are named by their artifacts, and
-      // neighbouring ones mostly belong to the same task (every stage of a chain does): skip the repeated
-      // deletes of one id.
-      byTask.delete(rootTaskId);
+      // Other tasks are named by their artifacts, and neighbouring ones mostly belong to the same task
+      // (every stage of a chain does): skip the repeated deletes of one id.
       let last = rootTaskId;
       for (const entry of entries) {
         if (!isArtifact(entry) || entry.taskId === last) continue;
@@ -154,4 +160,10 @@ export function createArtifactStore(): ArtifactStore {
       }
     },
   };
+}
+
+/** The list an index appended to last, and its key (undefined: none, look the next one up). */
+interface LastList {
+  key: string | undefined;
+  list: Entry[];
 }

@@ -315,8 +315,6 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
       const tasks = taskRows.map((row) => {
         const task = decodeTask(row.record);
         task.history = stagesByTask.get(task.taskId) ?? [];
-        task.stageResults = {};
-        for (const stage of task.history) task.stageResults[stage.nodeId] = stage;
         return task;
       });
       tasks.sort((a, b) => (a.taskId === root ? -1 : b.taskId === root ? 1 : 0));

@@ -172,7 +172,7 @@ export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: 
 }
 
 export function encodeTask(task: WorkflowTask): string {
-  const { history: _history, stageResults: _results, ...rest } = task;
+  const { history: _history, ...rest } = task;
   return versionedJson(rest);
 }
 
@@ -230,7 +230,6 @@ export function decodeTask(text: string): WorkflowTask {
     error: task.error,
     completedAt: task.completedAt,
     history: [],
-    stageResults: {},
   };
 }
 

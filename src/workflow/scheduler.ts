@@ -96,7 +96,9 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
       for (const wake of waiters) wake();
     }
   };
-  const pump = () => {
+  // `at`: the caller's reading of the clock, when it has just read it (a submit); else read at the first
+  // dequeue. Jobs started by one pump start at one moment.
+  const pump = (at?: number) => {
     while (!paused && running < options.maxConcurrency && depth() > 0) {
       const entry = queue[head]!;
       queue[head++] = undefined as never;
@@ -107,7 +109,7 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
       running++;
       remember(entry.job.taskId, 'running');
       if (options.listener?.dequeued) {
-        const at = options.now();
+        at ??= options.now();
         options.listener.dequeued(entry.job.taskId, at - entry.queuedAt, depth(), at);
       }
       entry.job.run().then(
@@ -142,7 +144,7 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
       queue.push({ job, queuedAt });
       remember(job.taskId, 'queued');
       options.listener?.queued?.(job.taskId, depth(), queuedAt);
-      pump();
+      pump(queuedAt);
     },
     withdraw(taskId) {
       for (let index = head; index < queue.length; index++) {

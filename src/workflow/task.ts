@@ -95,7 +95,6 @@ export interface WorkflowTask {
   currentStageId: string | undefined;
   /** Output of the last executed node; `undefined` before the first. */
   currentOutput: unknown;
-  stageResults: Record<string, StageRecord>;
   history: StageRecord[];
   routingTrace: RoutingStep[];
   /** `<node id>:<error code>` for every failed stage, the basis of regression comparisons. */

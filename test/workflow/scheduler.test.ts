@@ -49,6 +49,33 @@ describe('FIFO scheduler', () => {
     expect(events.slice(0, 3)).toEqual(['queued a 1', 'dequeued a 0', 'queued b 1']);
   });
 
+  it('reads the clock once for a job started as it is submitted, once per pump for queued ones', async () => {
+    let clock = 0;
+    const readings: string[] = [];
+    const executor = createFifoExecutor({
+      maxConcurrency: 1,
+      maxQueueSize: null,
+      now: () => ++clock,
+      listener: {
+        queued: (taskId, _depth, at) => readings.push(`queued ${taskId} at ${at}`),
+        dequeued: (taskId, waited, _depth, at) =>
+          readings.push(`dequeued ${taskId} at ${at} waited ${waited}`),
+      },
+    });
+    const started: string[] = [];
+    const first = gatedJob('first', started);
+    executor.submit(first.job);
+    executor.submit(gatedJob('second', started).job);
+    first.settle();
+    await flush();
+    expect(readings).toEqual([
+      'queued first at 1',
+      'dequeued first at 1 waited 0',
+      'queued second at 2',
+      'dequeued second at 3 waited 1',
+    ]);
+  });
+
   it('rejects a job beyond max_queue_size at once with QUEUE_FULL, and never runs it', () => {
     const started: string[] = [];
     const rejected: string[] = [];

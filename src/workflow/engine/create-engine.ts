@@ -73,10 +73,13 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     registry.retire(run);
   }
 
-  async function execute(run: Run, traceParent: Context): Promise<'completed' | 'failed'> {
-    await traceWorkflowRun(core, run, traceParent, () => executeRun(core, run));
-    finish(run);
-    return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
+  // Not an async function: the run's own promise with one reaction is less than an async function's
+  // state, its promise and an await on every run.
+  function execute(run: Run, traceParent: Context): Promise<'completed' | 'failed'> {
+    return traceWorkflowRun(core, run, traceParent, () => executeRun(core, run)).then(() => {
+      finish(run);
+      return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
+    });
   }
 
   function startRun(input: unknown, runOptions: RunOptions): Run {

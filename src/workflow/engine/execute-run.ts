@@ -86,6 +86,14 @@ function snapshotMetadataOf(workflow: LoadedWorkflow): Readonly<Record<string, u
   return metadata;
 }
 
+/** The completion metric's labels, by outcome: not a new string to build and hash at the end of every run. */
+const completionLabels: Readonly<Record<string, string>> = Object.freeze({
+  success: 'status=success',
+  failure: 'status=failure',
+  partial: 'status=partial',
+  undefined: 'status=undefined',
+});
+
 /**
  * Closes a run whose tasks have all ended: its telemetry snapshot, the completion metric, the end-of-run
  * records, and the result — resolved only after the run's writes landed, so `inspect` from the database
@@ -105,7 +113,7 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     payload: { eventCounts: core.emitter.countsOf(run), events: run.seq },
     metadata: snapshotMetadataOf(workflow),
   });
-  core.metrics.increment('task.completions', `status=${outcomeOf(root.state)}`);
+  core.metrics.increment('task.completions', completionLabels[outcomeOf(root.state) ?? 'undefined']);
   if (core.durable) {
     // What the stage rows do not already stand for (see `persistStage`).
     const events = core.emitter.eventsBesides(run, run.coveredSeqs);

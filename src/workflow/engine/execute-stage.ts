@@ -3,12 +3,11 @@ import { errorShape } from '../agent-node.js';
 import { type AssembledContext, assembleContext, type ContextItem } from '../context.js';
 import type { DagNode } from '../dag.js';
 import { WorkflowErrorCodes } from '../error-codes.js';
-import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
 import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
 import { type EngineCore, policyDenial } from './core.js';
 import { decisionLabel, route, selectEdge, splitItemsOf } from './route.js';
-import { type BodyResult, runBody } from './run-body.js';
+import { runBody } from './run-body.js';
 import { type MergeInput, nodeInput, type Run } from './run-state.js';
 
 type StageError = { code: string; message: string };
@@ -106,18 +105,12 @@ function checkSchema(core: EngineCore, schemaId: string, value: unknown, code: s
   if (problem) throw new UserInputError({ code, message: `${what} does not match ${schemaId}: ${problem}` });
 }
 
-interface StageOutcome {
-  output: unknown;
-  partial: boolean;
-  contextMetadata: Record<string, unknown> | undefined;
-  selected: WorkflowEdgeManifest | undefined;
-  splitItems: unknown[] | undefined;
-}
-
 /**
- * Everything a stage does before it is recorded; throws (or rejects with) the stage's failure. A promise
- * only when there is something to wait for (a context profile, a body that returns one): each await would
- * be a turn of the microtask queue on every stage.
+ * Everything a stage does before it is recorded; throws (or rejects with) the stage's failure. What it
+ * finds goes straight into the stage's record, made when the stage started: the output, the context
+ * metadata, and `partial` as the node status (a failure overrides both when the stage is recorded). A
+ * promise only when there is something to wait for (a context profile, a body that returns one): each
+ * await would be a turn of the microtask queue on every stage.
  */
 function performStage(
   core: EngineCore,
@@ -127,7 +120,7 @@ function performStage(
   input: unknown,
   mergeInputs: MergeInput[] | undefined,
   calls: ToolCallRecord[],
-  outcome: StageOutcome,
+  stage: StageRecord,
 ): Promise<void> | undefined {
   const nodeDenial = denied(core, run, task, node, 'node', node.id);
   if (nodeDenial) {
@@ -137,9 +130,9 @@ function performStage(
     });
   }
   if (node.manifest.context === 'none')
-    return performBody(core, run, task, node, input, mergeInputs, calls, outcome, noContext);
+    return performBody(core, run, task, node, input, mergeInputs, calls, stage, noContext);
   return stageContext(core, run, task, node, input).then((context) =>
-    performBody(core, run, task, node, input, mergeInputs, calls, outcome, context),
+    performBody(core, run, task, node, input, mergeInputs, calls, stage, context),
   );
 }
 
@@ -152,11 +145,11 @@ function performBody(
   input: unknown,
   mergeInputs: MergeInput[] | undefined,
   calls: ToolCallRecord[],
-  outcome: StageOutcome,
+  stage: StageRecord,
   context: StageContext,
 ): Promise<void> | undefined {
   const manifest = node.manifest;
-  outcome.contextMetadata = context.metadata;
+  stage.contextMetadata = context.metadata;
   if (manifest.inputs_schema_id && !mergeInputs)
     checkSchema(
       core,
@@ -166,7 +159,7 @@ function performBody(
       `input of node "${node.id}"`,
     );
   if (mergeInputs) {
-    if (checkMergeInputs(node, mergeInputs)) outcome.partial = true;
+    if (checkMergeInputs(node, mergeInputs)) stage.nodeStatus = 'partial';
     core.emitter.emit(run, 'routing_merge', task.taskId, node.id, {
       children: mergeInputs.length,
       failures: mergeInputs.filter((entry) => entry.status === 'failure').length,
@@ -175,40 +168,44 @@ function performBody(
   }
   if (node.role === 'exit' || (node.role === 'merge' && !mergeInputs)) {
     // EXIT is read-only; a MERGE reached without children (e.g. after a DECISION) passes the output through.
-    outcome.output = input;
+    stage.output = input;
   } else {
-    const pending = runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
-    if (pending instanceof Promise)
-      return pending.then((body) => {
-        takeBody(outcome, body);
-        checkOutput(core, node, outcome);
+    const body = runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
+    if (body instanceof Promise)
+      return body.then((output) => {
+        takeOutput(stage, output, calls);
+        checkOutput(core, node, stage.output);
       });
-    takeBody(outcome, pending);
+    takeOutput(stage, body, calls);
   }
-  checkOutput(core, node, outcome);
+  checkOutput(core, node, stage.output);
   return undefined;
 }
 
-function takeBody(outcome: StageOutcome, body: BodyResult): void {
-  outcome.output = body.output === undefined ? null : body.output;
-  if (body.toolErrors) outcome.partial = true;
+/** The body's output into the record; a tool call that failed without misuse makes the stage partial. */
+function takeOutput(stage: StageRecord, output: unknown, calls: ReadonlyArray<ToolCallRecord>): void {
+  stage.output = output === undefined ? null : output;
+  if (calls.length > 0 && calls.some((call) => call.status === 'failure')) stage.nodeStatus = 'partial';
 }
 
-/** The output schema, and what a DECISION or SPLIT needs of its output to route. */
-function checkOutput(core: EngineCore, node: DagNode, outcome: StageOutcome): void {
+/**
+ * The output schema, and that a DECISION's output selects one of its edges and a SPLIT's has items to fan
+ * out over (`endStage` reads them off the output again to route: two small pure functions, where keeping
+ * them would be an object per stage).
+ */
+function checkOutput(core: EngineCore, node: DagNode, output: unknown): void {
   const manifest = node.manifest;
   if (manifest.outputs_schema_id && node.role !== 'exit')
     checkSchema(
       core,
       manifest.outputs_schema_id,
-      outcome.output,
+      output,
       WorkflowErrorCodes.outputInvalid,
       `output of node "${node.id}"`,
     );
   if (node.role === 'decision') {
-    const label = decisionLabel(outcome.output);
-    outcome.selected = selectEdge(node, label);
-    if (!outcome.selected) {
+    const label = decisionLabel(output);
+    if (!selectEdge(node, label)) {
       const known = node.outEdges.map((edge) => edge.label ?? edge.condition).join(', ');
       throw new UserInputError({
         code: WorkflowErrorCodes.routeUnknownLabel,
@@ -216,14 +213,13 @@ function checkOutput(core: EngineCore, node: DagNode, outcome: StageOutcome): vo
       });
     }
   } else if (node.role === 'split') {
-    const items = splitItemsOf(outcome.output);
+    const items = splitItemsOf(output);
     if (!items || items.length === 0) {
       throw new UserInputError({
         code: WorkflowErrorCodes.splitInvalidOutput,
         message: `SPLIT "${node.id}" must output a non-empty list or {subtask_inputs: [...]}`,
       });
     }
-    outcome.splitItems = items;
   }
 }
 
@@ -338,25 +334,18 @@ export function executeStage(
   };
   const startSeq = core.emitter.stage(run, task, stage, false, statics.started);
 
-  const outcome: StageOutcome = {
-    output: undefined,
-    partial: false,
-    contextMetadata: undefined,
-    selected: undefined,
-    splitItems: undefined,
-  };
   let pending: Promise<void> | undefined;
   try {
-    pending = performStage(core, run, task, node, input, mergeInputs, calls, outcome);
+    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage);
   } catch (caught) {
-    return recordStage(core, run, task, node, stage, startSeq, outcome, stageError(core, run, caught));
+    return recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught));
   }
   if (pending)
     return pending.then(
-      () => recordStage(core, run, task, node, stage, startSeq, outcome, undefined),
-      (caught) => recordStage(core, run, task, node, stage, startSeq, outcome, stageError(core, run, caught)),
+      () => recordStage(core, run, task, node, statics, stage, startSeq, undefined),
+      (caught) => recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught)),
     );
-  return recordStage(core, run, task, node, stage, startSeq, outcome, undefined);
+  return recordStage(core, run, task, node, statics, stage, startSeq, undefined);
 }
 
 const noCalls: ToolCallRecord[] = Object.freeze([]) as unknown as ToolCallRecord[];
@@ -375,24 +364,23 @@ function recordStage(
   run: Run,
   task: WorkflowTask,
   node: DagNode,
+  statics: NodeStatics,
   stage: StageRecord,
   startSeq: number,
-  outcome: StageOutcome,
   error: StageError | undefined,
 ): Promise<void> | undefined {
-  const statics = staticsOf(node);
   const completedAt = core.clock.now();
   const startedAt = stage.startedAt;
-  stage.output = error ? null : outcome.output;
-  stage.nodeStatus = error ? 'failure' : outcome.partial ? 'partial' : 'success';
-  stage.contextMetadata = outcome.contextMetadata;
+  if (error) {
+    stage.output = null;
+    stage.nodeStatus = 'failure';
+    stage.error = error;
+  }
   stage.completedAt = completedAt;
-  if (error) stage.error = error;
   task.history.push(stage);
-  task.stageResults[node.id] = stage;
   task.updatedAt = completedAt;
   // A DECISION routes and does not transform: its verdict stays in the stage record, the payload flows on.
-  if (!error && node.role !== 'decision') task.currentOutput = outcome.output;
+  if (!error && node.role !== 'decision') task.currentOutput = stage.output;
   const labels = statics.labels;
   core.metrics.recordDuration('node.duration_ms', labels.node, completedAt - startedAt);
   core.metrics.increment('node.executions', labels[stage.nodeStatus]);
@@ -410,10 +398,10 @@ function recordStage(
     });
   if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
     return core
-      .addMemory('task', outcome.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] })
-      .then(() => endStage(core, run, task, node, stage, startSeq, outcome, error));
+      .addMemory('task', stage.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] })
+      .then(() => endStage(core, run, task, node, statics, stage, startSeq, error));
   }
-  endStage(core, run, task, node, stage, startSeq, outcome, error);
+  endStage(core, run, task, node, statics, stage, startSeq, error);
   return undefined;
 }
 
@@ -423,14 +411,14 @@ function endStage(
   run: Run,
   task: WorkflowTask,
   node: DagNode,
+  statics: NodeStatics,
   stage: StageRecord,
   startSeq: number,
-  outcome: StageOutcome,
   error: StageError | undefined,
 ): void {
   const completedAt = stage.completedAt;
   if (error) task.failureSignatures.push(`${node.id}:${error.code}`);
-  const endSeq = core.emitter.stage(run, task, stage, true, staticsOf(node).started);
+  const endSeq = core.emitter.stage(run, task, stage, true, statics.started);
   // Guarded here rather than only inside `persist`: the closure alone is an allocation per stage.
   if (core.durable) persistStage(core, run, task, stage, startSeq, endSeq);
   if (error) {
@@ -446,6 +434,15 @@ function endStage(
       return;
     }
     task.toleratedFailure = true;
-  } else if (outcome.partial) task.toleratedFailure = true;
-  route(core, run, task, node, outcome.selected, outcome.splitItems, completedAt);
+  } else if (stage.nodeStatus === 'partial') task.toleratedFailure = true;
+  const role = node.role;
+  route(
+    core,
+    run,
+    task,
+    node,
+    role === 'decision' ? selectEdge(node, decisionLabel(stage.output)) : undefined,
+    role === 'split' ? splitItemsOf(stage.output) : undefined,
+    completedAt,
+  );
 }

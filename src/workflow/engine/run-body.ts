@@ -58,18 +58,13 @@ class FunctionContext implements WorkflowFunctionContext {
   }
 }
 
-export interface BodyResult {
-  output: unknown;
-  /** A tool failed without misuse: the stage counts as partial. */
-  toolErrors: boolean;
-}
-
 /**
- * Runs what a node does with its input: an agent (through its model, with the node's tools), a registered
- * function, its tools in order (each output feeding the next), the default MERGE (outputs of the children
- * that count), or nothing (the input passes through). Only agents, tools and functions that return a
- * promise give a promise: the rest answer at once, so the stage goes on without two more microtask turns.
- * A function that throws gives a rejected promise, as an async body would.
+ * Runs what a node does with its input and gives its output: an agent (through its model, with the node's
+ * tools), a registered function, its tools in order (each output feeding the next), the default MERGE
+ * (outputs of the children that count), or nothing (the input passes through). Only agents, tools and
+ * functions that return a promise give a promise: the rest answer at once, so the stage goes on without two
+ * more microtask turns. A function that throws gives a rejected promise, as an async body would. Every tool
+ * call lands in `calls`: one that failed without misuse (status `failure`) makes the stage partial.
  */
 export function runBody(
   core: EngineCore,
@@ -80,7 +75,7 @@ export function runBody(
   context: ContextItem[],
   calls: ToolCallRecord[],
   merging: boolean,
-): BodyResult | Promise<BodyResult> {
+): unknown {
   const manifest = node.manifest;
   if (manifest.kind === 'agent') return runToolBody(core, run, task, node, input, context, calls);
   const registered = core.functions[node.id];
@@ -91,21 +86,18 @@ export function runBody(
     } catch (error) {
       return Promise.reject(error);
     }
-    if (typeof (output as PromiseLike<unknown> | null)?.then === 'function')
-      return Promise.resolve(output).then((value) => ({ output: value, toolErrors: false }));
-    return { output, toolErrors: false };
+    // A thenable that is not a promise becomes one, so the caller sees there is something to wait for.
+    if (typeof (output as PromiseLike<unknown> | null)?.then === 'function') return Promise.resolve(output);
+    return output;
   }
   if (manifest.tools.length > 0) return runToolBody(core, run, task, node, input, context, calls);
   if (merging) {
     // Default MERGE body: the outputs of the children that count under the failure mode, in child order.
     const inputs = (input as { merge_inputs: MergeInput[] }).merge_inputs;
-    return {
-      output: inputs.filter((entry) => entry.status !== 'failure').map((entry) => entry.output),
-      toolErrors: false,
-    };
+    return inputs.filter((entry) => entry.status !== 'failure').map((entry) => entry.output);
   }
   // Nothing to do (a START without a function, say): the input passes through.
-  return { output: input, toolErrors: false };
+  return input;
 }
 
 /** An agent with the node's tools, or the node's tools in order (each output feeding the next). */
@@ -117,7 +109,7 @@ async function runToolBody(
   input: unknown,
   context: ContextItem[],
   calls: ToolCallRecord[],
-): Promise<BodyResult> {
+): Promise<unknown> {
   const manifest = node.manifest;
   const makeContext = (tool?: LoadedTool): WorkflowFunctionContext =>
     new FunctionContext(core, task, node.id, context, run, tool?.manifest.permissions.root ?? '.');
@@ -155,15 +147,14 @@ async function runToolBody(
     });
     const misuse = calls.find((call) => call.misuse);
     if (misuse) throw new ToolMisuseError(`agent node "${node.id}" misused a tool: ${misuse.error!.message}`);
-    return { output, toolErrors: calls.some((call) => call.status === 'failure') };
+    return output;
   }
   let value = input;
-  let toolErrors = false;
   for (const toolId of manifest.tools) {
     const result = await invokeTool(core, run, task, node, toolId, value, calls, makeContext);
     if (result.ok) value = result.value;
     else if (result.misuse) throw new ToolMisuseError(result.error.message, { toolId });
-    else toolErrors = true;
+    // Else the failed call is in `calls`, which makes the stage partial; the chain goes on with `value`.
   }
-  return { output: value, toolErrors };
+  return value;
 }

@@ -81,7 +81,6 @@ export function newTaskRecord(workflowId: string, now: number, fields: NewTaskFi
     state: 'pending',
     currentStageId: undefined,
     currentOutput: undefined,
-    stageResults: {},
     history: [],
     routingTrace: [],
     failureSignatures: [],
@@ -109,9 +108,12 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
   const result = new Promise<WorkflowRunResult>((settle) => {
     resolve = settle;
   });
+  // Not `new Map([[id, root]])`: that builds two arrays and walks them with an iterator, on every run.
+  const tasks = new Map<string, WorkflowTask>();
+  tasks.set(root.taskId, root);
   return {
     root,
-    tasks: new Map([[root.taskId, root]]),
+    tasks,
     events: [],
     deferred: [],
     seq: 0,
