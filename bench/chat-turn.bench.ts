@@ -16,6 +16,7 @@ import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
+import { openDurableFloor } from './durable-floor.js';
 import { serveEcho } from './echo-floor.js';
 import { forkRoleServer, serveRuntime } from './runtime-server.js';
 
@@ -35,7 +36,7 @@ const pgUrl = (() => {
   return url.toString();
 })();
 
-type ServerName = 'echo' | 'sqlite' | 'postgres';
+type ServerName = 'echo' | 'durable-floor' | 'sqlite' | 'postgres';
 
 // --- servers (child processes) --------------------------------------------------------------------------
 
@@ -43,11 +44,14 @@ if (role) {
   const gc = (globalThis as { gc?: () => void }).gc;
   let stopRuntime: (() => Promise<void>) | undefined;
   let port: number;
-  if (role === 'echo') {
+  if (role === 'echo' || role === 'durable-floor') {
+    const durable = role === 'durable-floor' ? await openDurableFloor() : undefined;
     port = await serveEcho(
       Number(process.env.AGENTD_BENCH_HELLO_BYTES),
       JSON.parse(process.env.AGENTD_BENCH_FRAME_BYTES ?? '[]'),
+      durable,
     );
+    stopRuntime = async () => durable?.close();
   } else {
     const databaseUrl = role === 'postgres' ? process.env.AGENTD_BENCH_DATABASE_URL : undefined;
     const served = await serveRuntime({ token, ...(databaseUrl ? { databaseUrl } : {}) });
@@ -291,11 +295,11 @@ export default {
       await new Promise<void>((resolve) => sendTurn(probe!, () => resolve()));
       frameBytes = probe!.frames.slice();
       probe!.ws.terminate();
-      const echo = await startTarget('echo', {
+      const floorEnv = {
         AGENTD_BENCH_HELLO_BYTES: String(probe!.helloBytes),
         AGENTD_BENCH_FRAME_BYTES: JSON.stringify(frameBytes),
-      });
-      targets.unshift(echo);
+      };
+      targets.unshift(await startTarget('echo', floorEnv), await startTarget('durable-floor', floorEnv));
       if (schema) targets.push(await startTarget('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
       for (const count of clientCounts) for (const target of targets) rows.push(await phase(target, count));
       idle = await idleSessionsRss(sqlite);
@@ -314,16 +318,23 @@ export default {
           `${server} p50 ×${round(Number(r['p50 ms']) / Number(floor['p50 ms']))}, CPU/turn ×${round(Number(r['server CPU µs/turn']) / Number(floor['server CPU µs/turn']))}`,
         ];
       });
-      return `${count} client(s) vs floor: ${parts.join('; ')}`;
+      const durable = row('durable-floor', count);
+      const sqlite = row('sqlite', count);
+      const aboveDurable =
+        durable && sqlite
+          ? `; sqlite vs the durable floor: p50 ×${round(Number(sqlite['p50 ms']) / Number(durable['p50 ms']))}, CPU/turn ×${round(Number(sqlite['server CPU µs/turn']) / Number(durable['server CPU µs/turn']))}, turns/s ×${round(Number(sqlite['turns/s']) / Number(durable['turns/s']))}`
+          : '';
+      return `${count} client(s) vs floor: ${parts.join('; ')}${aboveDurable}`;
     });
     const one = row('sqlite', 1)!;
     return {
       rows,
       notes: [
         `frames per turn: ${frameBytes.length} (${frameBytes.join(', ')} bytes); the bare ws server ("echo") sends the same sizes`,
+        '"durable-floor" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd\'s schema (migrations, FTS5 triggers, indexes) and pragmas: the message, its run record and the session count before the first frame; the reply, one eviction past 64 active entries (tombstone, state, event), an audit row, the run record\'s removal and the session count before the rest (bench/durable-floor.ts)',
         ...ratios,
         `stalls at 1 client (SQLite): p99 ÷ p50 = ${round(Number(one['p99 ms']) / Number(one['p50 ms']))}`,
-        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, sqlite, postgres) so load hits all alike`,
+        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',
         idle
           ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc and ${memorySettleMs} ms: ${memoryLine(idle.after)} (before them: ${memoryLine(idle.before)})`

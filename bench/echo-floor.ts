@@ -1,11 +1,17 @@
 import { WebSocketServer } from 'ws';
+import type { DurableFloor } from './durable-floor.js';
 
 /**
  * The floor for the gateway benchmarks: a bare `ws` server that answers the OpenClaw handshake and every
  * chat turn with frames of the same sizes as agentd's (measured in the agentd run), with no protocol logic.
- * Returns the port it listens on (loopback).
+ * With `durable`, a turn's writes are committed as agentd must commit them: the message before the first
+ * frame (the acknowledgement), the reply before the others. Returns the port it listens on (loopback).
  */
-export async function serveEcho(helloBytes: number, turnFrameBytes: number[]): Promise<number> {
+export async function serveEcho(
+  helloBytes: number,
+  turnFrameBytes: number[],
+  durable?: DurableFloor,
+): Promise<number> {
   const pad = (text: string, bytes: number) =>
     text.length >= bytes
       ? text
@@ -35,7 +41,11 @@ export async function serveEcho(helloBytes: number, turnFrameBytes: number[]): P
         return;
       }
       const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
+      const sessionKey = /"sessionKey":"([^"]+)"/.exec(text)?.[1] ?? '';
+      const message = /"message":"([^"]*)"/.exec(text)?.[1] ?? '';
       turnFrameBytes.forEach((bytes, index) => {
+        if (durable && index === 0) durable.accept(sessionKey, runId, message);
+        if (durable && index === 1) durable.finish(sessionKey, runId, `[local model] Noted: "${message}".`);
         const last = index === turnFrameBytes.length - 1;
         const frame =
           index === 0

@@ -1,0 +1,162 @@
+// The durable floor of a chat turn: what a turn must write, written with better-sqlite3 alone into a file with
+// agentd's own schema (its migrations, FTS5 triggers and indexes included), as two transactions — the user's
+// message before the acknowledgement, the reply after the model — with agentd's pragmas (WAL,
+// synchronous=NORMAL, 8,000-page autocheckpoint). Paired with the bare ws frames (bench/echo-floor.ts), it
+// is the least a durable turn of this schema can cost: agentd's cost above it is its own code.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { createSqliteDatabase, migrate } from '../src/store/index.js';
+
+/** Active entries a session keeps before each reply evicts its oldest one, as agentd's context limit did. */
+const activeLimit = 64;
+
+export interface DurableFloor {
+  /** The user's message, its run record and the session's count: one commit, before the ack. */
+  accept(sessionKey: string, runId: string, text: string): void;
+  /** The reply, an eviction past the limit, its event, the audit row, the run record's removal: one commit. */
+  finish(sessionKey: string, runId: string, text: string): void;
+  close(): void;
+}
+
+export async function openDurableFloor(): Promise<DurableFloor> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-bench-floor-'));
+  const path = join(dir, 'floor.db');
+  const schema = createSqliteDatabase({ path });
+  await migrate(schema);
+  await schema.close();
+
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('wal_autocheckpoint = 8000');
+  db.pragma('foreign_keys = ON');
+  const insertSession = db.prepare(
+    "INSERT INTO sessions (id, session_key, agent_id, status, created_at, last_active_at) VALUES (?, ?, 'main', 'active', ?, ?)",
+  );
+  const insertMemorySession = db.prepare(
+    "INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms) VALUES (?, ?, 'main', ?, ?)",
+  );
+  const touchSession = db.prepare(
+    'UPDATE sessions SET message_count = message_count + 1, last_active_at = MAX(last_active_at, ?) WHERE id = ?',
+  );
+  const reserveIds = db.prepare(
+    'INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET next_id = ' +
+      'CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? RETURNING next_id',
+  );
+  const insertEntry = db.prepare(
+    'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, related_to, order_key, ' +
+      "content, tool_data, metadata, tokens, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'main', 'entry', ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
+  );
+  const evict = db.prepare(
+    "UPDATE memory_entries SET state = 'evicted', updated_at_ms = ? WHERE session_key = ? AND memory_id IN (?)",
+  );
+  const insertEvent = db.prepare(
+    'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
+      "message, details, created_at_ms) VALUES (?, ?, ?, 'main', 'evicted', 1, ?, ?, ?, ?, ?, ?)",
+  );
+  const insertAudit = db.prepare(
+    "INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ('chat.final', ?, ?, 'main', NULL, ?, ?)",
+  );
+  const setRunRecord = db.prepare(
+    "INSERT INTO kv (namespace, key, value, updated_at) VALUES ('chat-running', ?, ?, ?) " +
+      'ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
+  );
+  const deleteRunRecord = db.prepare("DELETE FROM kv WHERE namespace = 'chat-running' AND key = ?");
+
+  const sessions = new Map<string, { id: string; nextId: number; active: number[] }>();
+  const sessionOf = (sessionKey: string, now: number) => {
+    let session = sessions.get(sessionKey);
+    if (!session) {
+      session = { id: `ses_${sessions.size}_${now}`, nextId: 1, active: [] };
+      insertSession.run(session.id, sessionKey, now, now);
+      insertMemorySession.run(session.id, sessionKey, now, now);
+      sessions.set(sessionKey, session);
+    }
+    return session;
+  };
+  const append = (
+    session: { id: string; nextId: number; active: number[] },
+    sessionKey: string,
+    role: string,
+    state: string,
+    text: string,
+    metadata: string,
+    now: number,
+    relatedTo: number | null = null,
+  ) => {
+    const next = reserveIds.get(sessionKey, session.nextId, session.nextId, session.nextId, 1) as {
+      next_id: number;
+    };
+    const memoryId = next.next_id - 1;
+    session.nextId = next.next_id;
+    const tokens = state === 'tombstone' ? 0 : Math.ceil(text.length / 4) + 4;
+    insertEntry.run(
+      sessionKey,
+      memoryId,
+      session.id,
+      role,
+      state,
+      relatedTo,
+      relatedTo ?? memoryId,
+      text,
+      metadata,
+      tokens,
+      now,
+      now,
+    );
+    if (state === 'active') session.active.push(memoryId);
+  };
+
+  return {
+    accept(sessionKey, runId, text) {
+      const now = Date.now();
+      db.exec('BEGIN IMMEDIATE');
+      const session = sessionOf(sessionKey, now);
+      append(session, sessionKey, 'user', 'active', text, JSON.stringify({ runId }), now);
+      setRunRecord.run(runId, JSON.stringify({ runId, sessionKey, agentId: 'main', startedAt: now }), now);
+      touchSession.run(now, session.id);
+      db.exec('COMMIT');
+    },
+    finish(sessionKey, runId, text) {
+      const now = Date.now();
+      db.exec('BEGIN IMMEDIATE');
+      const session = sessionOf(sessionKey, now);
+      append(session, sessionKey, 'assistant', 'active', text, JSON.stringify({ runId }), now);
+      if (session.active.length > activeLimit) {
+        const victim = session.active.shift()!;
+        evict.run(now, sessionKey, victim);
+        append(
+          session,
+          sessionKey,
+          'system',
+          'tombstone',
+          `[evicted:${victim}]`,
+          '{"reason":"limit"}',
+          now,
+          victim,
+        );
+        insertEvent.run(
+          `mev_${runId}`,
+          session.id,
+          sessionKey,
+          600,
+          588,
+          `[${victim}]`,
+          `evicted 1 oldest entries (#${victim}) to long-term memory`,
+          '{"reason":"limit"}',
+          now,
+        );
+      }
+      insertAudit.run(now, sessionKey, runId, JSON.stringify({ runId, status: 'done' }));
+      deleteRunRecord.run(runId);
+      touchSession.run(now, session.id);
+      db.exec('COMMIT');
+    },
+    close() {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
