@@ -1,4 +1,4 @@
-import type { SqlDatabase, SqlValue } from './database.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from './database.js';
 
 /** An event as written to the audit log. */
 export interface EventInput {
@@ -100,15 +100,18 @@ export function createEventStore(db: SqlDatabase): EventStore {
 
     async appendMany(events) {
       if (events.length === 0) return [];
+      const insertChunk = async (executor: SqlExecutor, chunk: ReadonlyArray<EventInput>) => {
+        const sql = `${insertPrefix}${chunk.map(() => rowPlaceholders).join(', ')} RETURNING id`;
+        const rows = await executor.all<{ id: number }>(sql, chunk.flatMap(toParams));
+        // RETURNING order is not guaranteed by SQL; ids are assigned in VALUES order, so sort them.
+        return rows.map((row) => Number(row.id)).sort((left, right) => left - right);
+      };
+      // One statement is atomic by itself: no BEGIN and COMMIT round trips on Postgres.
+      if (events.length <= rowsPerInsert) return insertChunk(db, events);
       return db.transaction(async (tx) => {
         const ids: number[] = [];
-        for (let start = 0; start < events.length; start += rowsPerInsert) {
-          const chunk = events.slice(start, start + rowsPerInsert);
-          const sql = `${insertPrefix}${chunk.map(() => rowPlaceholders).join(', ')} RETURNING id`;
-          const rows = await tx.all<{ id: number }>(sql, chunk.flatMap(toParams));
-          // RETURNING order is not guaranteed by SQL; ids are assigned in VALUES order, so sort them.
-          ids.push(...rows.map((row) => Number(row.id)).sort((left, right) => left - right));
-        }
+        for (let start = 0; start < events.length; start += rowsPerInsert)
+          ids.push(...(await insertChunk(tx, events.slice(start, start + rowsPerInsert))));
         return ids;
       });
     },

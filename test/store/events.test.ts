@@ -86,6 +86,18 @@ describeEachDatabase('EventStore', (getDb) => {
     expect(await events.appendMany([])).toEqual([]);
   });
 
+  it('writes all of a batch or none of it, one statement or several', async () => {
+    const good = (count: number) =>
+      Array.from({ length: count }, (_, index) => ({ type: 'test:item', at: index, data: { index } }));
+    // A row the schema refuses (type is NOT NULL) fails the whole batch.
+    const bad = { type: null as unknown as string, at: 0, data: {} };
+    await expect(events.appendMany([...good(3), bad])).rejects.toThrow();
+    await expect(events.appendMany([...good(1_000), bad])).rejects.toThrow();
+    expect(await events.list({ limit: 10_000 })).toEqual([]);
+    expect(await events.appendMany(good(2))).toHaveLength(2);
+    expect(await events.list()).toHaveLength(2);
+  });
+
   it('records bus events in publish order, skipping streaming deltas', async () => {
     const bus = createBus({ clock: createManualClock(500) });
     const recorder = createEventRecorder({ bus, events });
