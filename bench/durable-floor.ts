@@ -12,11 +12,21 @@ import { createSqliteDatabase, migrate } from '../src/store/index.js';
 /** Active entries a session keeps before each reply evicts its oldest one, as agentd's context limit did. */
 const activeLimit = 64;
 
+export interface FloorTurn {
+  sessionKey: string;
+  runId: string;
+  text: string;
+}
+
+/**
+ * Each call is one commit for every turn given, as agentd's group commit shares one between the turns that
+ * arrive together.
+ */
 export interface DurableFloor {
-  /** The user's message, its run record and the session's count: one commit, before the ack. */
-  accept(sessionKey: string, runId: string, text: string): void;
-  /** The reply, an eviction past the limit, its event, the audit row, the run record's removal: one commit. */
-  finish(sessionKey: string, runId: string, text: string): void;
+  /** The users' messages, their run records and the sessions' counts: before the acknowledgements. */
+  accept(turns: ReadonlyArray<FloorTurn>): void;
+  /** The replies, an eviction past the limit each, its event, an audit row, the run records' removal. */
+  finish(turns: ReadonlyArray<FloorTurn>): void;
   close(): void;
 }
 
@@ -109,51 +119,54 @@ export async function openDurableFloor(): Promise<DurableFloor> {
     if (state === 'active') session.active.push(memoryId);
   };
 
+  const acceptOne = ({ sessionKey, runId, text }: FloorTurn, now: number) => {
+    const session = sessionOf(sessionKey, now);
+    append(session, sessionKey, 'user', 'active', text, JSON.stringify({ runId }), now);
+    setRunRecord.run(runId, JSON.stringify({ runId, sessionKey, agentId: 'main', startedAt: now }), now);
+    touchSession.run(now, session.id);
+  };
+  const finishOne = ({ sessionKey, runId, text }: FloorTurn, now: number) => {
+    const session = sessionOf(sessionKey, now);
+    append(session, sessionKey, 'assistant', 'active', text, JSON.stringify({ runId }), now);
+    if (session.active.length > activeLimit) {
+      const victim = session.active.shift()!;
+      evict.run(now, sessionKey, victim);
+      append(
+        session,
+        sessionKey,
+        'system',
+        'tombstone',
+        `[evicted:${victim}]`,
+        '{"reason":"limit"}',
+        now,
+        victim,
+      );
+      insertEvent.run(
+        `mev_${runId}`,
+        session.id,
+        sessionKey,
+        600,
+        588,
+        `[${victim}]`,
+        `evicted 1 oldest entries (#${victim}) to long-term memory`,
+        '{"reason":"limit"}',
+        now,
+      );
+    }
+    insertAudit.run(now, sessionKey, runId, JSON.stringify({ runId, status: 'done' }));
+    deleteRunRecord.run(runId);
+    touchSession.run(now, session.id);
+  };
+  const commit = (turns: ReadonlyArray<FloorTurn>, write: (turn: FloorTurn, now: number) => void) => {
+    const now = Date.now();
+    db.exec('BEGIN IMMEDIATE');
+    for (const turn of turns) write(turn, now);
+    db.exec('COMMIT');
+  };
+
   return {
-    accept(sessionKey, runId, text) {
-      const now = Date.now();
-      db.exec('BEGIN IMMEDIATE');
-      const session = sessionOf(sessionKey, now);
-      append(session, sessionKey, 'user', 'active', text, JSON.stringify({ runId }), now);
-      setRunRecord.run(runId, JSON.stringify({ runId, sessionKey, agentId: 'main', startedAt: now }), now);
-      touchSession.run(now, session.id);
-      db.exec('COMMIT');
-    },
-    finish(sessionKey, runId, text) {
-      const now = Date.now();
-      db.exec('BEGIN IMMEDIATE');
-      const session = sessionOf(sessionKey, now);
-      append(session, sessionKey, 'assistant', 'active', text, JSON.stringify({ runId }), now);
-      if (session.active.length > activeLimit) {
-        const victim = session.active.shift()!;
-        evict.run(now, sessionKey, victim);
-        append(
-          session,
-          sessionKey,
-          'system',
-          'tombstone',
-          `[evicted:${victim}]`,
-          '{"reason":"limit"}',
-          now,
-          victim,
-        );
-        insertEvent.run(
-          `mev_${runId}`,
-          session.id,
-          sessionKey,
-          600,
-          588,
-          `[${victim}]`,
-          `evicted 1 oldest entries (#${victim}) to long-term memory`,
-          '{"reason":"limit"}',
-          now,
-        );
-      }
-      insertAudit.run(now, sessionKey, runId, JSON.stringify({ runId, status: 'done' }));
-      deleteRunRecord.run(runId);
-      touchSession.run(now, session.id);
-      db.exec('COMMIT');
-    },
+    accept: (turns) => commit(turns, acceptOne),
+    finish: (turns) => commit(turns, finishOne),
     close() {
       db.close();
       rmSync(dir, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { WebSocketServer } from 'ws';
-import type { DurableFloor } from './durable-floor.js';
+import type { DurableFloor, FloorTurn } from './durable-floor.js';
 
 /**
  * The floor for the gateway benchmarks: a bare `ws` server that answers the OpenClaw handshake and every
@@ -27,6 +27,17 @@ export async function serveEcho(
     perMessageDeflate: false,
     clientTracking: false,
   });
+  /** Turns that arrived in one event-loop turn share each of their two commits (group commit). */
+  let arrived: Array<{ turn: FloorTurn; send: (index: number) => void }> = [];
+  const commitArrived = () => {
+    const group = arrived;
+    arrived = [];
+    durable!.accept(group.map((member) => member.turn));
+    for (const member of group) member.send(0);
+    durable!.finish(group.map(({ turn }) => ({ ...turn, text: `[local model] Noted: "${turn.text}".` })));
+    for (const member of group)
+      for (let index = 1; index < turnFrameBytes.length; index++) member.send(index);
+  };
   wss.on('connection', (ws) => {
     let connected = false;
     ws.send(challenge);
@@ -41,11 +52,7 @@ export async function serveEcho(
         return;
       }
       const runId = /"idempotencyKey":"([^"]+)"/.exec(text)?.[1] ?? '';
-      const sessionKey = /"sessionKey":"([^"]+)"/.exec(text)?.[1] ?? '';
-      const message = /"message":"([^"]*)"/.exec(text)?.[1] ?? '';
-      turnFrameBytes.forEach((bytes, index) => {
-        if (durable && index === 0) durable.accept(sessionKey, runId, message);
-        if (durable && index === 1) durable.finish(sessionKey, runId, `[local model] Noted: "${message}".`);
+      const send = (index: number) => {
         const last = index === turnFrameBytes.length - 1;
         const frame =
           index === 0
@@ -56,8 +63,16 @@ export async function serveEcho(
                 payload: { runId, state: last ? 'final' : 'x' },
                 seq: index,
               };
-        ws.send(pad(JSON.stringify(frame), bytes));
-      });
+        ws.send(pad(JSON.stringify(frame), turnFrameBytes[index]!));
+      };
+      if (!durable) {
+        for (let index = 0; index < turnFrameBytes.length; index++) send(index);
+        return;
+      }
+      const sessionKey = /"sessionKey":"([^"]+)"/.exec(text)?.[1] ?? '';
+      const message = /"message":"([^"]*)"/.exec(text)?.[1] ?? '';
+      arrived.push({ turn: { sessionKey, runId, text: message }, send });
+      if (arrived.length === 1) setImmediate(commitArrived);
     });
   });
   await new Promise((resolve) => wss.once('listening', resolve));
