@@ -101,111 +101,150 @@ export interface ContextWindow {
   rebuild(head: ModelMessage[], tail: ModelMessage[]): void;
 }
 
-export function createContextWindow(options: {
+export interface ContextWindowOptions {
   system: string;
   /** Appended to the system prompt in order (orient context, skill catalog, caller extras). */
   systemExtras: string[];
   /** The input messages after the system prompt: history and the new user message. */
   history: ModelMessage[];
   truncateClosedBlocks: boolean;
-}): ContextWindow {
-  let head = [...options.history];
-  let blocks: Block[] = [openEmptyBlock()];
-  const skills = new Map<string, string>();
-  const task = [...options.history].reverse().find((message) => message.role === 'user');
-  let cachedSystem: string | undefined;
-  let systemTokens = 0;
+}
+
+export function createContextWindow(options: ContextWindowOptions): ContextWindow {
+  return new Window(options);
+}
+
+/**
+ * A class rather than a literal of closures: every run makes a window, and its methods are then shared
+ * instead of allocated (and, under tsx, named) per run.
+ */
+class Window implements ContextWindow {
+  private headMessages: ModelMessage[];
+  private blocks: Block[] = [openEmptyBlock()];
+  private readonly skills = new Map<string, string>();
+  private readonly task: ModelMessage | undefined;
+  private cachedSystem: string | undefined;
+  private systemTokens = 0;
   // Everything after the system prompt, as rendered: estimateTokens is a sum over messages, so it is kept
   // as a running total rather than recomputed over the whole conversation every turn.
-  let bodyTokens = estimateTokens(head);
-  let bodyMessages = head.length;
+  private bodyTokens: number;
+  private bodyMessages: number;
 
-  const openBlock = () => blocks[blocks.length - 1]!;
-  const systemPrompt = () => {
-    if (cachedSystem === undefined) {
-      const parts = [options.system, ...options.systemExtras];
-      for (const [name, body] of skills)
-        parts.push(`<active_skill name="${name}">\n${body}\n</active_skill>`);
-      cachedSystem = parts.filter((part) => part.trim() !== '').join('\n\n');
-      systemTokens = cachedSystem === '' ? 0 : estimateTokens([{ role: 'system', content: cachedSystem }]);
-    }
-    return cachedSystem;
-  };
-  const addToOpenBlock = (kind: Item['kind'], message: ModelMessage, tokens: number) => {
-    const block = openBlock();
+  constructor(private readonly options: ContextWindowOptions) {
+    this.headMessages = [...options.history];
+    this.task = [...options.history].reverse().find((message) => message.role === 'user');
+    this.bodyTokens = estimateTokens(this.headMessages);
+    this.bodyMessages = this.headMessages.length;
+  }
+
+  private openBlock(): Block {
+    return this.blocks[this.blocks.length - 1]!;
+  }
+
+  private addToOpenBlock(kind: Item['kind'], message: ModelMessage, tokens: number): void {
+    const block = this.openBlock();
     block.items.push({ kind, message });
     block.itemTokens += tokens;
-    bodyTokens += tokens;
-    bodyMessages++;
-  };
+    this.bodyTokens += tokens;
+    this.bodyMessages++;
+  }
 
-  return {
-    systemPrompt,
-    setSkill(name, body) {
-      skills.set(name, body);
-      cachedSystem = undefined;
-    },
-    activeSkills: () => [...skills.keys()],
-    appendTurn(messages, steps, learned = []) {
-      const block = openBlock();
-      for (const message of messages) addToOpenBlock('message', message, estimateTokens([message]));
-      if (learned.length > 0) block.learned.push(...learned);
-      if (steps.length === 0) return false;
-      if (options.truncateClosedBlocks) {
-        block.summary = formatBlockSummary(steps, block.learned);
-        bodyTokens += estimateTokens([{ role: 'user', content: block.summary }]) - block.itemTokens;
-        bodyMessages += 1 - block.items.length;
-      }
-      blocks.push(openEmptyBlock());
-      return true;
-    },
-    appendNote(content) {
-      const message: ModelMessage = { role: 'user', content };
-      addToOpenBlock('note', message, estimateTokens([message]));
-    },
-    render() {
-      const out: ModelMessage[] = [];
-      const system = systemPrompt();
-      if (system !== '') out.push({ role: 'system', content: system });
-      for (const message of head) out.push(message);
-      for (const block of blocks) {
-        if (block.summary !== undefined) out.push({ role: 'user', content: block.summary });
-        else for (const item of block.items) out.push(item.message);
-      }
-      return out;
-    },
-    measure() {
-      const system = systemPrompt();
-      return { tokens: systemTokens + bodyTokens, messages: (system === '' ? 0 : 1) + bodyMessages };
-    },
-    head: () => [...head],
-    taskMessage: () => task,
-    blockMessages() {
-      const out: ModelMessage[] = [];
-      for (const block of blocks) {
-        if (block.summary !== undefined) continue;
-        for (const item of block.items) if (item.kind === 'message') out.push(item.message);
-      }
-      return out;
-    },
-    openBlockMessages: () =>
-      openBlock()
-        .items.filter((item) => item.kind === 'message')
-        .map((item) => item.message),
-    rebuild(newHead, tail) {
-      head = [...newHead];
-      const tailTokens = estimateTokens(tail);
-      blocks = [
-        {
-          items: tail.map((message) => ({ kind: 'message' as const, message })),
-          itemTokens: tailTokens,
-          learned: [],
-        },
-      ];
-      bodyTokens = estimateTokens(head) + tailTokens;
-      bodyMessages = head.length + tail.length;
-    },
-  };
+  systemPrompt(): string {
+    if (this.cachedSystem === undefined) {
+      const parts = [this.options.system, ...this.options.systemExtras];
+      for (const [name, body] of this.skills)
+        parts.push(`<active_skill name="${name}">\n${body}\n</active_skill>`);
+      this.cachedSystem = parts.filter((part) => part.trim() !== '').join('\n\n');
+      this.systemTokens =
+        this.cachedSystem === '' ? 0 : estimateTokens([{ role: 'system', content: this.cachedSystem }]);
+    }
+    return this.cachedSystem;
+  }
+
+  setSkill(name: string, body: string): void {
+    this.skills.set(name, body);
+    this.cachedSystem = undefined;
+  }
+
+  activeSkills(): string[] {
+    return [...this.skills.keys()];
+  }
+
+  appendTurn(messages: ModelMessage[], steps: StepMarker[], learned: LearnedEntry[] = []): boolean {
+    const block = this.openBlock();
+    for (const message of messages) this.addToOpenBlock('message', message, estimateTokens([message]));
+    if (learned.length > 0) block.learned.push(...learned);
+    if (steps.length === 0) return false;
+    if (this.options.truncateClosedBlocks) {
+      block.summary = formatBlockSummary(steps, block.learned);
+      this.bodyTokens += estimateTokens([{ role: 'user', content: block.summary }]) - block.itemTokens;
+      this.bodyMessages += 1 - block.items.length;
+    }
+    this.blocks.push(openEmptyBlock());
+    return true;
+  }
+
+  appendNote(content: string): void {
+    const message: ModelMessage = { role: 'user', content };
+    this.addToOpenBlock('note', message, estimateTokens([message]));
+  }
+
+  render(): ModelMessage[] {
+    const out: ModelMessage[] = [];
+    const system = this.systemPrompt();
+    if (system !== '') out.push({ role: 'system', content: system });
+    for (const message of this.headMessages) out.push(message);
+    for (const block of this.blocks) {
+      if (block.summary !== undefined) out.push({ role: 'user', content: block.summary });
+      else for (const item of block.items) out.push(item.message);
+    }
+    return out;
+  }
+
+  measure(): { tokens: number; messages: number } {
+    const system = this.systemPrompt();
+    return {
+      tokens: this.systemTokens + this.bodyTokens,
+      messages: (system === '' ? 0 : 1) + this.bodyMessages,
+    };
+  }
+
+  head(): ModelMessage[] {
+    return [...this.headMessages];
+  }
+
+  taskMessage(): ModelMessage | undefined {
+    return this.task;
+  }
+
+  blockMessages(): ModelMessage[] {
+    const out: ModelMessage[] = [];
+    for (const block of this.blocks) {
+      if (block.summary !== undefined) continue;
+      for (const item of block.items) if (item.kind === 'message') out.push(item.message);
+    }
+    return out;
+  }
+
+  openBlockMessages(): ModelMessage[] {
+    return this.openBlock()
+      .items.filter((item) => item.kind === 'message')
+      .map((item) => item.message);
+  }
+
+  rebuild(newHead: ModelMessage[], tail: ModelMessage[]): void {
+    this.headMessages = [...newHead];
+    const tailTokens = estimateTokens(tail);
+    this.blocks = [
+      {
+        items: tail.map((message) => ({ kind: 'message' as const, message })),
+        itemTokens: tailTokens,
+        learned: [],
+      },
+    ];
+    this.bodyTokens = estimateTokens(this.headMessages) + tailTokens;
+    this.bodyMessages = this.headMessages.length + tail.length;
+  }
 }
 
 function openEmptyBlock(): Block {
