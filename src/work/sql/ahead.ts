@@ -99,6 +99,17 @@ export function forgetHandedOut(ctx: QueueContext, workerId: string, ids: Iterab
     if (ctx.state.handedOut.get(id)?.workerId === workerId) ctx.state.handedOut.delete(id);
 }
 
+/**
+ * Records what a claim from the table found: all it asked for (more is likely waiting, so completions
+ * claim ahead) or fewer (the queue ran dry, so they do not). An idle worker's completions then stay one
+ * plain statement: a claim ahead would only race the claim its next wake-up makes anyway, and a row it
+ * takes would wait in memory for that claim to come back empty before it is handed out.
+ */
+export function noteClaimed(ctx: QueueContext, key: string, asked: number, got: number): void {
+  if (got >= asked) ctx.state.backlogged.add(key);
+  else ctx.state.backlogged.delete(key);
+}
+
 /** The claims a batch of this worker's completions makes ahead: per buffer, as many as items complete. */
 export function aheadClaimsFor(
   ctx: QueueContext,
@@ -109,7 +120,7 @@ export function aheadClaimsFor(
   const groups = new Map<string, { key: string; filter: ClaimFilter; limit: number }>();
   for (const id of ids) {
     const handed = ctx.state.handedOut.get(id);
-    if (!handed || handed.workerId !== workerId) continue;
+    if (!handed || handed.workerId !== workerId || !ctx.state.backlogged.has(handed.key)) continue;
     const group = groups.get(handed.key) ?? { key: handed.key, filter: handed.filter, limit: 0 };
     group.limit++;
     groups.set(handed.key, group);

@@ -1,7 +1,15 @@
 import type { SqlValue } from '../../store/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import type { ClaimFilter, WorkItem } from '../types.js';
-import { aheadKey, claimsAhead, noteHandedOut, takeAhead, workClaimCall, workClaimParams } from './ahead.js';
+import {
+  aheadKey,
+  claimsAhead,
+  noteClaimed,
+  noteHandedOut,
+  takeAhead,
+  workClaimCall,
+  workClaimParams,
+} from './ahead.js';
 import { noteDeadline, type QueueContext } from './context.js';
 import { eventBase, publish } from './events.js';
 import { inList } from './guards.js';
@@ -101,7 +109,9 @@ export async function claimBatch(
   let items = ahead;
   if (ahead.length < limit) {
     try {
-      items = [...ahead, ...(await claimFromQueue(ctx, workerId, limit - ahead.length, filter))];
+      const claimed = await claimFromQueue(ctx, workerId, limit - ahead.length, filter);
+      noteClaimed(ctx, key, limit - ahead.length, claimed.length);
+      items = [...ahead, ...claimed];
     } catch (error) {
       // The items taken from the buffer are the worker's all the same; without them it would sit on them.
       if (ahead.length === 0) throw error;

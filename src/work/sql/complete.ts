@@ -1,6 +1,13 @@
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import type { WorkItem } from '../types.js';
-import { aheadClaimsFor, forgetHandedOut, storeAhead, workClaimCall, workClaimParams } from './ahead.js';
+import {
+  aheadClaimsFor,
+  forgetHandedOut,
+  noteClaimed,
+  storeAhead,
+  workClaimCall,
+  workClaimParams,
+} from './ahead.js';
 import type { QueueContext } from './context.js';
 import { withEffects } from './effects.js';
 import { publishTerminal } from './events.js';
@@ -113,6 +120,7 @@ export async function completeMany(
       .filter((row) => row.ahead_group === group)
       .map(rowToWorkItem)
       .sort((left, right) => right.priority - left.priority || left.createdAt - right.createdAt);
+    noteClaimed(ctx, claim.key, claim.limit, claimed.length);
     storeAhead(ctx, claim.key, workerId, claim.filter, claimed);
   }
   const done = new Map(completedRows.map((row) => [row.id, rowToWorkItem(row)]));

@@ -38,6 +38,11 @@ export interface QueueState {
   readonly ahead: Map<string, AheadBuffer>;
   /** Items `claimBatch` handed out under claim-ahead, until they complete, fail or are released. */
   readonly handedOut: Map<string, HandedOut>;
+  /**
+   * Claim-ahead keys (worker and filter) whose last claim from the table took all it asked for, so more
+   * is likely waiting; completions claim ahead only for these (see `ahead.ts`).
+   */
+  readonly backlogged: Set<string>;
 }
 
 /**
@@ -92,6 +97,7 @@ export function createQueueContext(options: QueueContextOptions): QueueContext {
       dueEpoch: 0,
       ahead: new Map(),
       handedOut: new Map(),
+      backlogged: new Set(),
     },
   };
 }

@@ -112,6 +112,30 @@ describeEachDatabase('work sql: claim-ahead', (getDb) => {
     }
   });
 
+  it('claims ahead only while the worker is backlogged: not after a claim or a claim-ahead came back short', async () => {
+    const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
+    const state = async (id: string) => (await selectById(ctx, ctx.db, id))?.state;
+    // An idle worker: its claim asked for more than was ready, so its completion claims nothing ahead.
+    const [a, b] = [await submitted(ctx), await submitted(ctx)];
+    expect(await claimBatch(ctx, 'w1', 3, start)).toHaveLength(2);
+    const c = await submitted(ctx);
+    await completeMany(ctx, 'w1', [{ id: a.id }]);
+    expect(await state(c.id)).toBe('queued');
+    // A claim that takes all it asks for means more may be waiting: completions claim ahead again.
+    expect((await claimBatch(ctx, 'w1', 1, start)).map((item) => item.id)).toEqual([c.id]);
+    const d = await submitted(ctx);
+    await completeMany(ctx, 'w1', [{ id: c.id }]);
+    expect(await state(d.id)).toBe(ctx.isPostgres ? 'running' : 'queued');
+    // Handing d out takes no statement; completing it claims ahead again and finds the queue empty, so the
+    // completion after that claims nothing ahead for e.
+    expect((await claimBatch(ctx, 'w1', 1, start)).map((item) => item.id)).toEqual([d.id]);
+    await completeMany(ctx, 'w1', [{ id: d.id }]);
+    const e = await submitted(ctx);
+    await completeMany(ctx, 'w1', [{ id: b.id }]);
+    expect(await state(e.id)).toBe('queued');
+    expect(ctx.state.ahead.size).toBe(0);
+  });
+
   it('hands back items nobody took within the hold, keeping their attempts and their place in line', async () => {
     const { ctx, events } = stepContext(getDb(), { leaseMs: 400 });
     const ids: string[] = [];
