@@ -3,7 +3,7 @@
 //  - drain: N no-op jobs enqueued first, then workers start; jobs/s from start to the last completion.
 //  - latency: workers idle and waiting; jobs enqueued open-loop at a fixed rate; enqueue → handler start.
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Logger as GraphileLogger, makeWorkerUtils, run as runGraphile } from 'graphile-worker';
@@ -23,6 +23,11 @@ import { createWorkQueue } from '../src/work/index.js';
 /** Jobs per drain and latency samples per run; fewer (QUEUE_BENCH_SAMPLES) only for quick checks while iterating. */
 const drainJobs = Number(process.env.QUEUE_BENCH_SAMPLES ?? 5_000);
 const latencyJobs = drainJobs;
+/**
+ * Jobs per phase of the unrecorded warm-up every contender gets before each measurement, on the schema it
+ * is then measured on: its JIT, pool connections and the Postgres backends' caches start warm for all alike.
+ */
+const warmupJobs = Number(process.env.QUEUE_BENCH_WARMUP ?? 500);
 const latencyGapMs = 4;
 const concurrency = 24;
 /** Full repetitions (every contender, both phases); each is reported as its own rows. */
@@ -59,21 +64,24 @@ async function waitFor(count: () => number, target: number, timeoutMs: number): 
   return true;
 }
 
-async function measure(contender: Contender): Promise<Record<string, string | number>> {
-  // Drain.
+/** N jobs enqueued first, then workers start: how long until the last one ran. */
+async function drain(contender: Contender, jobs: number) {
   const enqueueStart = performance.now();
-  for (let index = 0; index < drainJobs; index++) await contender.enqueue(performance.now());
+  for (let index = 0; index < jobs; index++) await contender.enqueue(performance.now());
   const enqueueMs = performance.now() - enqueueStart;
   let drained = 0;
   const drainStart = performance.now();
   await contender.startWorkers(() => {
     drained++;
   });
-  const drainedAll = await waitFor(() => drained, drainJobs, 45_000);
+  const drainedAll = await waitFor(() => drained, jobs, 45_000);
   const drainMs = performance.now() - drainStart;
   await contender.stopWorkers();
+  return { enqueueMs, drainMs, drainedAll, drained };
+}
 
-  // Latency: idle workers, open-loop arrivals.
+/** Idle workers, N jobs arriving open-loop: enqueue → handler start of each. */
+async function latency(contender: Contender, jobs: number): Promise<number[]> {
   const latencies: number[] = [];
   const phaseStart = performance.now();
   // Jobs left over from a drain that timed out are not latency samples.
@@ -81,12 +89,22 @@ async function measure(contender: Contender): Promise<Record<string, string | nu
     if (t0 >= phaseStart) latencies.push(performance.now() - t0);
   });
   await new Promise((resolve) => setTimeout(resolve, 300));
-  for (let index = 0; index < latencyJobs; index++) {
+  for (let index = 0; index < jobs; index++) {
     await contender.enqueue(performance.now());
     await new Promise((resolve) => setTimeout(resolve, latencyGapMs));
   }
-  await waitFor(() => latencies.length, latencyJobs, 30_000);
+  await waitFor(() => latencies.length, jobs, 30_000);
   await contender.stopWorkers();
+  return latencies;
+}
+
+async function measure(contender: Contender): Promise<Record<string, string | number>> {
+  if (warmupJobs > 0) {
+    await drain(contender, warmupJobs);
+    await latency(contender, warmupJobs);
+  }
+  const { enqueueMs, drainMs, drainedAll, drained } = await drain(contender, drainJobs);
+  const latencies = await latency(contender, latencyJobs);
   const sorted = [...latencies].sort((left, right) => left - right);
   return {
     contender: contender.name,
@@ -278,7 +296,8 @@ export default {
       'agentd runs jobs through its worker pool: a batched claim-and-start (SKIP LOCKED on Postgres, through a PL/pgSQL function whose plan is pinned to the ready index) and batched completions (jobs finishing while a completion statement is in flight share the next one; each keeps its own lease guard). On Postgres the completion statement also claims as many ready jobs for the same worker (claim-ahead, work.claimAhead, on by default), so the slots it frees are refilled without a claim statement: one statement and one commit per completed batch. Wake-ups by LISTEN/NOTIFY on a dedicated connection; an idle worker re-reads the next backoff/lease deadline only when something may have moved it.',
       `graphile-worker: run() with concurrency ${concurrency}, maxPoolSize ${concurrency + 1}, default LISTEN/NOTIFY; jobs added with workerUtils.addJob.`,
       'pg-boss 12: useListenNotify with a notify queue; work() with 4 local workers fetching up to 50 jobs each, burstWhenBatchFull, polling every 0.5 s as the backstop; jobs added with send().',
-      `${rounds} runs, each measuring every contender in turn on freshly created schemas. All on one 2-core machine shared with other work; Postgres 15 on 127.0.0.1; graphile-worker 0.18 and pg-boss 12 declare Node >= 22 and ran here on Node ${process.versions.node}.`,
+      `warm-up: before each measurement every contender drains ${warmupJobs} jobs and runs ${warmupJobs} latency jobs, unrecorded, on the schema it is then measured on (QUEUE_BENCH_WARMUP).`,
+      `${rounds} runs, each measuring every contender in turn on freshly created schemas, each run starting with the next contender (rotated order). All on one 2-core machine shared with other work; Postgres 15 on 127.0.0.1; graphile-worker 0.18 and pg-boss 12 declare Node >= 22 and ran here on Node ${process.versions.node}.`,
     ];
     const postgres = await resetPostgres();
     if (!postgres) notes.push('Postgres at 127.0.0.1:5432 was not reachable: only SQLite was measured.');
@@ -305,9 +324,13 @@ export default {
           pgBossContender(),
         );
       }
+      // Each run starts with a different contender: measured in a fixed order, the first one would always
+      // get the machine while its load (from other work) was different from the others'.
+      const shift = (round - 1) % contenders.length;
+      const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
       const measured: Array<Record<string, string | number>> = [];
       try {
-        for (const contender of contenders) {
+        for (const contender of order) {
           if (only && !only.some((prefix) => contender.name.startsWith(prefix))) {
             await contender.close();
             continue;
@@ -323,6 +346,11 @@ export default {
         if (postgres) await resetPostgres();
       }
       rows.push(...measured);
+      notes.push(
+        `run ${round} order: ${measured.map((row) => row.contender).join(' → ')}; load average ${loadavg()
+          .map((value) => value.toFixed(2))
+          .join(', ')} at its end.`,
+      );
       const agentd = measured.find((row) => row.contender === 'agentd (Postgres)');
       const graphile = measured.find((row) => String(row.contender).startsWith('graphile-worker'));
       if (agentd && graphile) {
