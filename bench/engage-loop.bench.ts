@@ -80,7 +80,7 @@ function versionOf(pkg: string): string {
 // ---------------------------------------------------------------------------------------------- agentd
 /**
  * What the durable variant keeps on disk: the work ledger, which the first call of every tool turn writes
- * (`ledger_append`, one committed transaction each), and the transcript, written when the run finishes
+ * (`ledger_append`, one commit each), and the transcript, written when the run finishes
  * (`beforeFinish`, one transaction, as a chat turn persists its reply).
  */
 export interface DurableRun {
@@ -133,7 +133,9 @@ export function agentdContender(
       let results = 0;
       for (const message of request.messages) if (message.role === 'tool') results++;
       const turn = results / scenario.callsPerTurn;
-      if (turn < scenario.toolTurns) yield* toolCalls(turn);
+      // Event by event, as a provider adapter yields them (`yield*` over an array would add an
+      // async-from-sync iterator and its promises per event, a cost of this fake, not of agentd).
+      if (turn < scenario.toolTurns) for (const event of toolCalls(turn)) yield event;
       else yield { type: 'text-delta', text: finalText };
       yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 1 } };
       yield { type: 'finish', stopReason: turn < scenario.toolTurns ? 'tool_calls' : 'end_turn' };
@@ -192,8 +194,13 @@ export function agentdContender(
   };
 }
 
+/** The durable contender, with where its database file is (for the floor measurement). */
+export interface DurableContender extends Contender {
+  databasePath: string;
+}
+
 /** The agentd contender on a SQLite store in a temporary directory (WAL, synchronous=NORMAL: the defaults). */
-export async function durableAgentdContender(scenario: Scenario): Promise<Contender> {
+export async function durableAgentdContender(scenario: Scenario): Promise<DurableContender> {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-engage-bench-'));
   const bus = createBus();
   const store = await createStore({ stateDir: dir, bus });
@@ -208,6 +215,7 @@ export async function durableAgentdContender(scenario: Scenario): Promise<Conten
   });
   return {
     ...contender,
+    databasePath: join(dir, 'agentd.db'),
     async close() {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
@@ -215,11 +223,181 @@ export async function durableAgentdContender(scenario: Scenario): Promise<Conten
   };
 }
 
+/** One call the store made on better-sqlite3: `exec` (BEGIN, COMMIT, SAVEPOINT …) or a statement's method. */
+type RecordedSql =
+  | { method: 'exec'; sql: string }
+  | { method: 'run' | 'get' | 'all'; sql: string; params: unknown[] };
+
+/**
+ * Records every call the durable contender's store makes on better-sqlite3 during `runs` runs (statements
+ * with their parameters, BEGIN and COMMIT included), one list per run, by wrapping the driver's methods
+ * for that time only.
+ */
+async function recordDriverCalls(contender: DurableContender, runs: number): Promise<RecordedSql[][]> {
+  const probe = new Database(':memory:');
+  const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<
+    'run' | 'get' | 'all',
+    (...params: unknown[]) => unknown
+  >;
+  probe.close();
+  const databaseProto = Database.prototype as { exec: (sql: string) => unknown };
+  const originals = {
+    run: statementProto.run,
+    get: statementProto.get,
+    all: statementProto.all,
+    exec: databaseProto.exec,
+  };
+  let current: RecordedSql[] = [];
+  for (const method of ['run', 'get', 'all'] as const) {
+    const original = originals[method];
+    statementProto[method] = function (this: Database.Statement, ...params: unknown[]) {
+      current.push({ method, sql: this.source, params });
+      return original.apply(this, params);
+    };
+  }
+  databaseProto.exec = function (this: Database.Database, sql: string) {
+    current.push({ method: 'exec', sql });
+    return originals.exec.call(this, sql);
+  };
+  const recorded: RecordedSql[][] = [];
+  try {
+    for (let run = 0; run < runs; run++) {
+      current = [];
+      await contender.run();
+      recorded.push(current);
+    }
+  } finally {
+    statementProto.run = originals.run;
+    statementProto.get = originals.get;
+    statementProto.all = originals.all;
+    databaseProto.exec = originals.exec;
+  }
+  return recorded;
+}
+
+/**
+ * The durable run's SQLite floor: the SQL a durable run sent to better-sqlite3, replayed on better-sqlite3
+ * alone, with the same transactions and commits, on a copy of the contender's database made just before the
+ * recorded runs (so every replayed run meets the state its recorded run met). Timed in rounds interleaved
+ * with fresh durable runs, so both see the same machine load. Returns µs per run: the durable runs, the
+ * replays, and the commits the replays made per run.
+ */
+export async function durableFloor(contender: DurableContender, rounds: number, runsPerRound: number) {
+  const copyPath = `${contender.databasePath}.floor`;
+  const source = new Database(contender.databasePath, { readonly: true });
+  source.exec(`VACUUM INTO '${copyPath}'`);
+  source.close();
+  const recorded = await recordDriverCalls(contender, rounds * runsPerRound);
+  const floor = new Database(copyPath);
+  try {
+    floor.pragma('journal_mode = WAL');
+    floor.pragma('synchronous = NORMAL');
+    floor.pragma('foreign_keys = ON');
+    const prepared = new Map<string, Database.Statement>();
+    const statementOf = (sql: string) => {
+      let statement = prepared.get(sql);
+      if (!statement) {
+        statement = floor.prepare(sql);
+        prepared.set(sql, statement);
+      }
+      return statement;
+    };
+    // Prepared before timing, as the store's statement cache holds them in steady state.
+    for (const run of recorded) for (const call of run) if (call.method !== 'exec') statementOf(call.sql);
+    // What each replayed commit took (a transaction from BEGIN to COMMIT, or one autocommitted statement),
+    // split by what it wrote: the ledger, or the transcript (memory).
+    let ledgerUs = 0;
+    let transcriptUs = 0;
+    const replay = (run: RecordedSql[]) => {
+      let began = 0;
+      let inTransaction = false;
+      let ledger = false;
+      for (const call of run) {
+        if (call.method === 'exec') {
+          if (call.sql.startsWith('BEGIN')) {
+            began = performance.now();
+            inTransaction = true;
+            ledger = false;
+          }
+          floor.exec(call.sql);
+          if (call.sql === 'COMMIT') {
+            inTransaction = false;
+            if (ledger) ledgerUs += (performance.now() - began) * 1000;
+            else transcriptUs += (performance.now() - began) * 1000;
+          }
+          continue;
+        }
+        if (!inTransaction) began = performance.now();
+        if (call.sql.includes('work_ledger')) ledger = true;
+        statementOf(call.sql)[call.method](...call.params);
+        if (!inTransaction) {
+          if (ledger) ledgerUs += (performance.now() - began) * 1000;
+          else transcriptUs += (performance.now() - began) * 1000;
+          ledger = false;
+        }
+      }
+    };
+    const durableUs: number[] = [];
+    const floorUs: number[] = [];
+    let next = 0;
+    for (let round = 0; round < rounds; round++) {
+      const steps: Array<() => Promise<void>> = [
+        async () => {
+          const started = performance.now();
+          for (let index = 0; index < runsPerRound; index++) await contender.run();
+          durableUs.push(((performance.now() - started) * 1000) / runsPerRound);
+        },
+        async () => {
+          const started = performance.now();
+          for (let index = 0; index < runsPerRound; index++) replay(recorded[next++]!);
+          floorUs.push(((performance.now() - started) * 1000) / runsPerRound);
+        },
+      ];
+      for (const step of round % 2 === 0 ? steps : steps.reverse()) await step();
+    }
+    const median = (values: number[]) =>
+      percentile(
+        [...values].sort((left, right) => left - right),
+        0.5,
+      );
+    // COMMITs, and statements that wrote outside a transaction (each its own commit).
+    let commits = 0;
+    let open = false;
+    for (const call of recorded[0]!) {
+      if (call.method === 'exec') {
+        if (call.sql.startsWith('BEGIN')) open = true;
+        if (call.sql === 'COMMIT') {
+          open = false;
+          commits++;
+        }
+      } else if (!open && !/^\s*SELECT/i.test(call.sql)) commits++;
+    }
+    const ledgerCommits = recorded[0]!.filter(
+      (call) => call.method !== 'exec' && call.sql.startsWith('INSERT INTO work_ledger ('),
+    ).length;
+    return {
+      durableUs: median(durableUs),
+      floorUs: median(floorUs),
+      /** Means over all replays (not medians): the ledger's transactions and the transcript's, per run. */
+      floorLedgerUs: ledgerUs / next,
+      floorTranscriptUs: transcriptUs / next,
+      commits,
+      ledgerCommits,
+    };
+  } finally {
+    floor.close();
+    rmSync(copyPath, { force: true });
+    rmSync(`${copyPath}-wal`, { force: true });
+    rmSync(`${copyPath}-shm`, { force: true });
+  }
+}
+
 /**
  * What one durable ledger append costs against SQLite's own commit of the same row, measured side by side
  * in interleaved rounds: `ledger.append` through agentd's store (a work item's ledger, as the durable
- * contender writes it), the same two statements in a `BEGIN IMMEDIATE … COMMIT` on better-sqlite3 directly,
- * and the ledger row alone as one autocommitted INSERT. Each on its own file in a temporary directory, WAL
+ * contender writes it), its statement (`INSERT … SELECT MAX(seq) + 1 … RETURNING`) autocommitted on
+ * better-sqlite3 directly, the head-counter append agentd made before (two statements in a
+ * `BEGIN IMMEDIATE … COMMIT`), and the ledger row alone as one autocommitted INSERT. Each on its own file in a temporary directory, WAL
  * and synchronous=NORMAL like agentd's store, the schema of migrations/sqlite/0003_ledger_skills.sql.
  */
 export async function ledgerCommitCosts(rounds: number, appendsPerRound: number) {
@@ -235,6 +413,10 @@ export async function ledgerCommitCosts(rounds: number, appendsPerRound: number)
         content TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (work_item_id, seq));
       CREATE INDEX work_ledger_by_type_time ON work_ledger (entry_type, created_at);
       CREATE TABLE work_ledger_heads (work_item_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);`);
+    const appendStatement = bare.prepare(
+      `INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at)
+       SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM work_ledger WHERE work_item_id = ? RETURNING seq`,
+    );
     const bumpHead = bare.prepare(
       `INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
        ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1 RETURNING last_seq`,
@@ -252,7 +434,14 @@ export async function ledgerCommitCosts(rounds: number, appendsPerRound: number)
         () => ledger.append(`bench_${appended >> 4}`, { entryType: 'finding', content: content() }),
       ],
       [
-        'the same two statements + COMMIT',
+        'the same statement, autocommitted',
+        () => {
+          const workItemId = `same_${appended >> 4}`;
+          appendStatement.get(workItemId, 'finding', content(), Date.now(), workItemId);
+        },
+      ],
+      [
+        'the two statements of the head-counter append + COMMIT',
         () => {
           const workItemId = `bare_${appended >> 4}`;
           begin.run();
@@ -674,6 +863,19 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
         `${growth.slopeBytesPerRun.toFixed(2)} bytes per run.`,
     );
   }
+  const durable = contenders.find((contender): contender is DurableContender => 'databasePath' in contender);
+  if (durable) {
+    const floor = await durableFloor(durable, 2 * rounds, runsPerRound);
+    const turns = scenario.toolTurns + 1;
+    const perTurn = (us: number) => (us / turns).toFixed(0);
+    notes.push(
+      `Durable floor (${2 * rounds} interleaved rounds × ${runsPerRound} runs, medians): a durable run ${floor.durableUs.toFixed(0)} µs (${perTurn(floor.durableUs)} µs/turn); ` +
+        `the same SQL replayed on better-sqlite3 alone, ${floor.commits} commits a run, ${floor.floorUs.toFixed(0)} µs (${perTurn(floor.floorUs)} µs/turn): ` +
+        `agentd's overhead above SQLite's own work ${perTurn(floor.durableUs - floor.floorUs)} µs/turn. ` +
+        `Of the replay (means): the ledger's ${floor.ledgerCommits} appends ${floor.floorLedgerUs.toFixed(0)} µs a run, the transcript's commits ${floor.floorTranscriptUs.toFixed(0)} µs a run. ` +
+        'The SQL is recorded from runs of the durable contender (every statement with its parameters, BEGIN and COMMIT) and replayed on a copy of its database made just before them (VACUUM INTO), each run on the state its recorded run met.',
+    );
+  }
   const commits = await ledgerCommitCosts(rounds, 200);
   notes.push(
     `One durable ledger append against SQLite's own commit of the same row (${rounds} interleaved rounds × 200 writes after one warm-up round, median µs per write, WAL + synchronous=NORMAL in the same temporary directory): ${commits
@@ -685,7 +887,7 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
     `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after 10 warm-up runs; each sample is one whole run (performance.now).`,
     'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through streamModel), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
     'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
-    '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one committed transaction each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does.',
+    '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one commit each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does (once the session is at its memory limits, memory evicts the oldest entries in a second commit).',
     'Allocation: V8 sampling heap profiler (512-byte interval, objects later collected included) over 20 runs, divided by 20.',
   );
   return { rows, notes };
