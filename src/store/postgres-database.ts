@@ -194,6 +194,10 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: options.idleTimeoutMs ?? 10_000,
     types: typeParsers,
+    // A statement issued while another is in flight goes out at once instead of waiting for its result:
+    // a transaction's BEGIN travels with its first statement, and statements a transaction issues
+    // together share a round trip. Responses still come back in order, one per statement.
+    pipeline: true,
     ...(connectionOptions ? { options: connectionOptions } : {}),
   });
   // An idle client losing its connection emits on the pool; unhandled, it would crash the process.
@@ -297,10 +301,23 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       }
       const scope = createTransactionScope(owner, client);
       try {
-        await query(client, 'BEGIN', undefined);
+        // Not awaited: the work's first statement is pipelined behind it. Its result is awaited before
+        // COMMIT; BEGIN fails only with the connection, which fails the statements behind it too.
+        const began = query(client, 'BEGIN', undefined);
+        began.catch(() => {});
         try {
           const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
-          await query(client, 'COMMIT', undefined);
+          await began;
+          const committed = await query(client, 'COMMIT', undefined);
+          // Postgres answers COMMIT of a transaction that a failed statement aborted with ROLLBACK, not an
+          // error: work that caught that statement's error must not be told its writes are stored.
+          if (!Array.isArray(committed) && committed.command === 'ROLLBACK')
+            throw new SystemError({
+              code: ErrorCodes.storeUnavailable,
+              message:
+                'the transaction was rolled back: a statement in it failed and its error was handled inside the transaction',
+              retryable: true,
+            });
           return result;
         } catch (error) {
           try {

@@ -1,0 +1,141 @@
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createPostgresDatabase, type PostgresDatabase } from '../../src/store/index.js';
+import { postgresTestBackend } from '../helpers/databases.js';
+
+const backend = await postgresTestBackend();
+
+describe.skipIf(backend.kind !== 'server')(
+  'Postgres connections: prepared statements, pipelining, transactions',
+  () => {
+    const url = backend.kind === 'server' ? backend.url : '';
+    const opened: Array<{ db: PostgresDatabase; schema: string }> = [];
+    afterEach(async () => {
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      for (const { db, schema } of opened.splice(0)) {
+        await db.close();
+        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      }
+      await admin.end();
+    });
+
+    /** One connection, so the session's prepared statements are the ones every query used. */
+    const open = async (maxPreparedStatements?: number) => {
+      const schema = `agentd_t_prep_${process.pid}_${opened.length}_${Date.now().toString(36)}`;
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      await admin.end();
+      const db = createPostgresDatabase({
+        connectionString: url,
+        schema,
+        poolSize: 1,
+        ...(maxPreparedStatements === undefined ? {} : { maxPreparedStatements }),
+      });
+      opened.push({ db, schema });
+      await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+      return db;
+    };
+    const preparedOn = async (db: PostgresDatabase) =>
+      (
+        await db.all<{ name: string; statement: string }>(
+          'SELECT name, statement FROM pg_prepared_statements ORDER BY name',
+        )
+      ).map((row) => `${row.name}: ${row.statement}`);
+
+    it('prepares a statement by name from its second run, with the same results', async () => {
+      const db = await open();
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      await db.run(insert, [1, 'one']);
+      expect(await preparedOn(db)).toEqual([]);
+      expect(await db.run(insert, [2, 'two'])).toEqual({ changes: 1 });
+      expect(await db.run(insert, [3, 'three'])).toEqual({ changes: 1 });
+      expect(await preparedOn(db)).toEqual(['agentd_1: INSERT INTO t (id, v) VALUES ($1, $2)']);
+
+      const select = 'SELECT v FROM t WHERE id >= ? ORDER BY id';
+      expect(await db.all(select, [2])).toEqual([{ v: 'two' }, { v: 'three' }]);
+      expect(await db.all(select, [3])).toEqual([{ v: 'three' }]);
+      expect(await db.get(select, [1])).toEqual({ v: 'one' });
+      expect(await preparedOn(db)).toContain('agentd_2: SELECT v FROM t WHERE id >= $1 ORDER BY id');
+
+      // A transaction's statements use the same names on its connection.
+      await db.transaction(async (tx) => {
+        await tx.run(insert, [4, 'four']);
+        expect(await tx.all(select, [4])).toEqual([{ v: 'four' }]);
+      });
+      expect((await preparedOn(db)).filter((line) => line.startsWith('agentd_'))).toHaveLength(2);
+    });
+
+    it('runs texts past the limit unnamed, and names none with a limit of 0', async () => {
+      const limited = await open(1);
+      for (let run = 0; run < 3; run++) {
+        await limited.get('SELECT ? AS a', [run]);
+        expect(await limited.get('SELECT ?::int + 1 AS b', [run])).toEqual({ b: run + 1 });
+      }
+      expect(await preparedOn(limited)).toEqual(['agentd_1: SELECT $1 AS a']);
+
+      const off = await open(0);
+      for (let run = 0; run < 3; run++) await off.get('SELECT ? AS a', [run]);
+      expect(await preparedOn(off)).toEqual([]);
+    });
+
+    it('reports a statement that fails to prepare and still runs the good ones', async () => {
+      const db = await open();
+      const bad = 'INSERT INTO missing_table (id) VALUES (?)';
+      for (let run = 0; run < 3; run++)
+        await expect(db.run(bad, [run])).rejects.toMatchObject({ code: '42P01' });
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      for (let id = 1; id <= 3; id++) await db.run(insert, [id, `v${id}`]);
+      expect(await db.get('SELECT count(*) AS n FROM t', [])).toEqual({ n: 3 });
+    });
+
+    it('keeps a transaction atomic while its statements are pipelined', async () => {
+      const db = await open();
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      const seen = await db.transaction(async (tx) => {
+        // Issued together: they share round trips, and still run in order.
+        await Promise.all([tx.run(insert, [1, 'a']), tx.run(insert, [2, 'b']), tx.run(insert, [3, 'c'])]);
+        const inside = await tx.all<{ id: number }>('SELECT id FROM t ORDER BY id');
+        // Another connection does not see them before COMMIT.
+        const other = new pg.Client({ connectionString: url });
+        await other.connect();
+        try {
+          const outside = await other.query(`SELECT count(*)::int AS n FROM ${opened.at(-1)!.schema}.t`);
+          return { inside: inside.map((row) => row.id), outside: outside.rows[0].n as number };
+        } finally {
+          await other.end();
+        }
+      });
+      expect(seen).toEqual({ inside: [1, 2, 3], outside: 0 });
+      expect(await db.get('SELECT count(*) AS n FROM t')).toEqual({ n: 3 });
+
+      // One failing statement among pipelined ones fails the transaction, and none of them is stored.
+      await expect(
+        db.transaction((tx) =>
+          Promise.all([tx.run(insert, [4, 'd']), tx.run(insert, [1, 'duplicate']), tx.run(insert, [5, 'e'])]),
+        ),
+      ).rejects.toMatchObject({ code: '23505' });
+      expect(await db.get('SELECT count(*) AS n FROM t')).toEqual({ n: 3 });
+    });
+
+    it('refuses to report a commit that Postgres turned into a rollback', async () => {
+      const db = await open();
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      await db.run(insert, [1, 'kept']);
+      // The work handles a statement's error and returns normally: Postgres has aborted the transaction, and
+      // answers its COMMIT with ROLLBACK. The caller must hear that nothing was stored.
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.run(insert, [2, 'lost']);
+          await tx.run(insert, [1, 'duplicate']).catch(() => {});
+          return 'done';
+        }),
+      ).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', retryable: true });
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }]);
+      // The connection is usable afterwards.
+      await db.transaction((tx) => tx.run(insert, [3, 'next']));
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 3 }]);
+    });
+  },
+);
