@@ -196,21 +196,36 @@ export function createEmitter(options: EmitterOptions): Emitter {
       return out;
     },
     countsOf(run) {
-      // The walk of `replay`, inlined: this runs at the end of every run.
+      // The walk of `replay`, inlined: this runs at the end of every run. A deferred stage event is counted
+      // in a local (its type takes its place in `counts` when first met, which keeps the order of first
+      // occurrence) and added at the end: most of a run's events are those, and a store into `counts` per
+      // event was most of the walk.
       const { events, deferred } = run;
       const counts: Record<string, number> = {};
+      let started = 0;
+      let completed = 0;
+      let failed = 0;
       let built = 0;
       let next = 0;
       while (built < events.length || next < deferred.length) {
         const seq = built + next / 2 + 1;
         const mark = deferred[next] as number | undefined;
-        let type: string;
-        if (mark === seq || mark === -seq) {
-          type = stageEventType(deferred[next + 1] as StageRecord, mark < 0);
+        if (mark === seq) {
+          if (started++ === 0) counts.node_started ??= 0;
           next += 2;
-        } else type = events[built++]!.type;
-        counts[type] = (counts[type] ?? 0) + 1;
+        } else if (mark === -seq) {
+          if ((deferred[next + 1] as StageRecord).error) {
+            if (failed++ === 0) counts.node_failed ??= 0;
+          } else if (completed++ === 0) counts.node_completed ??= 0;
+          next += 2;
+        } else {
+          const type = events[built++]!.type;
+          counts[type] = (counts[type] ?? 0) + 1;
+        }
       }
+      if (started > 0) counts.node_started! += started;
+      if (completed > 0) counts.node_completed! += completed;
+      if (failed > 0) counts.node_failed! += failed;
       return counts;
     },
     emitLoose(type, taskId, payload) {
