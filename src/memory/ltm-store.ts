@@ -149,6 +149,42 @@ export interface RankedRow extends EntryRow {
   rank: number;
 }
 
+/**
+ * An entry as automatic recall lists it: what neighbour smoothing, leaving out the context and one line of
+ * the prompt need, without the JSON columns a full entry decodes.
+ */
+export interface RecallLine {
+  sessionKey: string;
+  memoryId: number;
+  kind: MemoryKind;
+  role: MemoryRole;
+  state: MemoryState;
+  content: string;
+  createdAtMs: number;
+  archivedAtMs: number | null;
+}
+
+export interface RankedLine extends RecallLine {
+  /** Higher is better. */
+  rank: number;
+}
+
+const lineColumns =
+  'e.session_key, e.memory_id, e.kind, e.role, e.state, e.content, e.created_at_ms, e.archived_at_ms';
+
+function rowToLine(row: Record<string, unknown>): RecallLine {
+  return {
+    sessionKey: String(row.session_key),
+    memoryId: Number(row.memory_id),
+    kind: row.kind as MemoryKind,
+    role: row.role as MemoryRole,
+    state: row.state as MemoryState,
+    content: String(row.content),
+    createdAtMs: Number(row.created_at_ms),
+    archivedAtMs: row.archived_at_ms === null ? null : Number(row.archived_at_ms),
+  };
+}
+
 export interface SnapshotRow {
   id: string;
   sessionId: string;
@@ -284,7 +320,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * document frequencies move slowly, and counting a common term costs about 0.1 µs per matching row.
    */
   const termRowCounts = new Map<string, { rows: number; cap: number; highestRowId: number }>();
-  const maxCachedTerms = 4_096;
+  const maxCachedTerms = 16_384;
 
   const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
     const cached = termRowCounts.get(term);
@@ -312,7 +348,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   const sqliteMatchPlan = async (
     terms: ReadonlyArray<string>,
     maxScoredRows: number,
-  ): Promise<{ match: string; term?: never } | { match?: never; term: string; fromRowId: number }> => {
+  ): Promise<{ match: string; term?: never } | { match?: never; term: string }> => {
     if (!Number.isFinite(maxScoredRows)) return { match: ftsAnyOf(terms) };
     const highest = await db.get<{ id: number | null }>('SELECT max(id) AS id FROM memory_entries');
     const highestRowId = Number(highest?.id ?? 0);
@@ -329,15 +365,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       kept.push(term);
       scored += rows;
     }
-    if (kept.length > 0) return { match: ftsAnyOf(kept) };
-    const rarest = counted[0]!;
-    // The scan for the newest matches that pass the search's filter stops at this row, so an agent with
-    // few entries among many of other agents costs no more than the budget.
-    const boundary = await db.get<{ rowid: number }>(
-      'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?',
-      [ftsAnyOf([rarest.term]), maxScoredRows - 1],
-    );
-    return { term: rarest.term, fromRowId: Number(boundary?.rowid ?? 0) };
+    // Terms counted at 0 alone would find nothing while a commoner term has matches.
+    const rarest = counted.find(({ rows }) => rows > 0);
+    if ((kept.length > 0 && scored > 0) || !rarest)
+      return { match: ftsAnyOf(kept.length > 0 ? kept : terms) };
+    return { term: rarest.term };
   };
 
   return {
@@ -588,6 +620,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (CROSS JOIN keeps it
           // the outer loop), newest row first, so the scan stops once enough rows pass.
           const phrase = ftsAnyOf([plan.term]);
+          // The scan for the newest matches that pass the search's filter stops at this row, so an agent
+          // with few entries among many of other agents costs no more than the budget.
+          const boundary = await db.get<{ rowid: number }>(
+            'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?',
+            [phrase, maxScoredRows - 1],
+          );
+          const fromRowId = Number(boundary?.rowid ?? 0);
           const newest =
             `SELECT memory_fts.rowid AS rowid, ? AS weight FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
             `WHERE memory_fts MATCH ? AND memory_fts.rowid >= ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`;
@@ -599,12 +638,12 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
             [
               1,
               `content : ${phrase}`,
-              plan.fromRowId,
+              fromRowId,
               ...params,
               candidates,
               weights.before,
               `before : ${phrase}`,
-              plan.fromRowId,
+              fromRowId,
               ...params,
               candidates,
               limit,
@@ -648,6 +687,79 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         [...params, limit],
       );
       return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
+    },
+
+    /**
+     * The `limit` best matches as recall lines, the cheap ranking of automatic recall. On SQLite it ranks
+     * as `fullText` does under `maxScoredRows` while some terms fit it, joining only the best `2 * limit`
+     * matches (no second pass when filters leave fewer: a prompt hint takes what it finds); past it, the
+     * rarest term's newest matches, all ranked 1, without the column split and the boundary query.
+     */
+    async rankedLines(
+      filter: EntryFilter,
+      terms: ReadonlyArray<string>,
+      limit: number,
+      weights: ContextWeights,
+      maxScoredRows: number,
+    ): Promise<RankedLine[]> {
+      if (terms.length === 0) return [];
+      const params: SqlValue[] = [];
+      if (dialect === 'sqlite') {
+        const plan = await sqliteMatchPlan(terms, maxScoredRows);
+        const where = filterSql(filter, params);
+        if (plan.term !== undefined) {
+          // The term's newest matches that pass the filter, among its newest `maxScoredRows`: the subquery
+          // runs as a coroutine, so rows are read and joined only until `limit` pass.
+          const rows = await db.all<Record<string, unknown>>(
+            `SELECT ${lineColumns}, 1 AS rank FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ` +
+              `ORDER BY rowid DESC LIMIT ?) f CROSS JOIN memory_entries e ON e.id = f.rowid WHERE ${where} LIMIT ?`,
+            [ftsAnyOf([plan.term]), maxScoredRows, ...params, limit],
+          );
+          return rows.map((row) => ({ ...rowToLine(row), rank: Number(row.rank) }));
+        }
+        const rows = await db.all<Record<string, unknown>>(
+          `SELECT ${lineColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts, 1.0, ?) AS rank FROM memory_fts ` +
+            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+          [weights.before, plan.match, 2 * limit, ...params, limit],
+        );
+        // bm25() is lower-is-better.
+        return rows.map((row) => ({ ...rowToLine(row), rank: -Number(row.rank) }));
+      }
+      params.push(`{1, 0, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
+      const where = filterSql(filter, params);
+      const words = '(e.search_vector || e.context_before)';
+      const rows = await db.all<Record<string, unknown>>(
+        `SELECT ${lineColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+          `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+        [...params, limit],
+      );
+      return rows.map((row) => ({ ...rowToLine(row), rank: Number(row.rank) }));
+    },
+
+    /**
+     * Recall lines of the conversational turns (user and assistant entries, not tombstones) at the given
+     * addresses that pass the filter, in no particular order: one index lookup per address.
+     */
+    async turnLinesAt(
+      filter: EntryFilter,
+      ids: ReadonlyArray<{ sessionKey: string; memoryId: number }>,
+    ): Promise<RecallLine[]> {
+      if (ids.length === 0) return [];
+      const params: SqlValue[] = [];
+      // SQLite plans the row-value list as one unique-index lookup per address (grouped ORs of many
+      // sessions cost more); Postgres would compare the untyped VALUES as text, so it takes the groups.
+      let addresses: string;
+      if (dialect === 'sqlite') {
+        for (const id of ids) params.push(id.sessionKey, id.memoryId);
+        addresses = `(e.session_key, e.memory_id) IN (VALUES ${ids.map(() => '(?, ?)').join(', ')})`;
+      } else addresses = addressesSql(ids, params);
+      const where = filterSql(filter, params);
+      const rows = await db.all<Record<string, unknown>>(
+        `SELECT ${lineColumns} FROM memory_entries e WHERE ${addresses} AND ${where} ` +
+          "AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'",
+        params,
+      );
+      return rows.map(rowToLine);
     },
 
     /**
