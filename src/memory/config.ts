@@ -139,10 +139,16 @@ export const memoryConfigSchema = z
          */
         maxScoredRows: z.number().int().min(100).default(5_000),
         /**
-         * The same bound for automatic recall (`recallForPrompt`), which runs before a chat turn's model call:
-         * a best-effort hint that should cost a fraction of the turn.
+         * The same bound for automatic recall (`recallForPrompt`), which runs before every chat turn's model
+         * call: a best-effort hint that should cost a fraction of the turn. 200 keeps LoCoMo recall@10 at
+         * 68.8% (75.6% at 1,000, 64.5% at 100; bench/results/locomo.md).
          */
-        promptMaxScoredRows: z.number().int().min(100).default(1_000),
+        promptMaxScoredRows: z.number().int().min(20).default(200),
+        /**
+         * Full-text candidates automatic recall smooths over neighbours (`candidateCount` for it): 20 ranks
+         * LoCoMo as 100 does.
+         */
+        promptCandidates: z.number().int().min(1).max(1000).default(20),
       })
       .default({
         defaultLimit: 25,
@@ -154,7 +160,8 @@ export const memoryConfigSchema = z
         neighbourWeights: [0.2, 0.1, 0.05],
         candidateCount: 100,
         maxScoredRows: 5_000,
-        promptMaxScoredRows: 1_000,
+        promptMaxScoredRows: 200,
+        promptCandidates: 20,
       }),
     embeddings: memoryEmbeddingsConfigSchema,
   })

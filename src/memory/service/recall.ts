@@ -1,6 +1,6 @@
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { parseMemoryAddress, toMemoryItem } from '../items.js';
-import { type EntryFilter, rowToEntry, type StoredEntry } from '../ltm-store.js';
+import { type EntryFilter, type RecallLine, rowToEntry, type StoredEntry } from '../ltm-store.js';
 import { fuseRankings, rrfRankConstant, type ScoredTurn, spreadToNeighbours } from '../ranking.js';
 import { estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
 import type {
@@ -14,7 +14,7 @@ import type {
   SearchOptions,
 } from '../types.js';
 import type { MemoryContext } from './context.js';
-import { activeOf, publicCopy } from './ram.js';
+import { publicCopy } from './ram.js';
 import { readWithFallback } from './write-retry.js';
 
 /** Entries of the key accepted while degraded and not written yet: what database reads cannot see. */
@@ -38,7 +38,7 @@ function ramEntries(ctx: MemoryContext, filter: { agentId: string; sessionKey?: 
 }
 
 /** A user or assistant message: what neighbour smoothing treats as a conversational turn. */
-function isTurn(entry: StoredEntry): boolean {
+function isTurn(entry: Pick<StoredEntry, 'kind' | 'role' | 'state'>): boolean {
   return (
     entry.kind === 'entry' &&
     (entry.role === 'user' || entry.role === 'assistant') &&
@@ -212,22 +212,36 @@ export async function search(ctx: MemoryContext, searchOptions: SearchOptions): 
       };
       return widening(fused, config.embeddings.candidateCount + headroom);
     },
-    () => {
-      const wanted = new Set(terms);
-      return ramEntries(ctx, filter)
-        .filter((entry) => entry.state !== 'tombstone' && !exclude.has(entry.address))
-        .filter((entry) => !filter.kind || entry.kind === filter.kind)
-        .map((entry) => {
-          let score = 0;
-          for (const token of new Set(wordTokens(entry.content))) if (wanted.has(token)) score++;
-          return { entry, score };
-        })
-        .filter((scored) => scored.score > 0)
-        .sort((left, right) => right.score - left.score || right.entry.memoryId - left.entry.memoryId)
-        .slice(0, limit)
-        .map((scored) => ({ ...toHit(scored.entry, scored.score), mode: 'fts' as const }));
-    },
+    () =>
+      ramMatches(ctx, filter, terms, (entry) => exclude.has(entry.address), limit).map(
+        ({ entry, score }) => ({
+          ...toHit(entry, score),
+          mode: 'fts' as const,
+        }),
+      ),
   );
+}
+
+/** While the database cannot be read: loaded entries scored by how many query terms they contain. */
+function ramMatches(
+  ctx: MemoryContext,
+  filter: EntryFilter,
+  terms: ReadonlyArray<string>,
+  excluded: (entry: StoredEntry) => boolean,
+  limit: number,
+): Array<{ entry: StoredEntry; score: number }> {
+  const wanted = new Set(terms);
+  return ramEntries(ctx, filter)
+    .filter((entry) => entry.state !== 'tombstone' && !excluded(entry))
+    .filter((entry) => !filter.kind || entry.kind === filter.kind)
+    .map((entry) => {
+      let score = 0;
+      for (const token of new Set(wordTokens(entry.content))) if (wanted.has(token)) score++;
+      return { entry, score };
+    })
+    .filter((scored) => scored.score > 0)
+    .sort((left, right) => right.score - left.score || right.entry.memoryId - left.entry.memoryId)
+    .slice(0, limit);
 }
 
 /** Summaries first, then active entries, then (optionally) replaced and archived ones, up to the limit. */
@@ -425,6 +439,97 @@ export async function history(
   );
 }
 
+/**
+ * Whether an entry is in the context of the session that `sessionKey` names: its loaded RAM context when
+ * the session is loaded, else what that context would load (active, unarchived rows of the key). Only
+ * entries of that key are looked up, so the many matches of other sessions cost a string comparison.
+ */
+function contextTest(ctx: MemoryContext, sessionKey: string): (entry: TurnState) => boolean {
+  let active: Set<number> | undefined;
+  let loaded: boolean | undefined;
+  return (entry) => {
+    if (entry.sessionKey !== sessionKey) return false;
+    if (loaded === undefined) {
+      active = new Set();
+      loaded = false;
+      for (const ram of ctx.sessions.values()) {
+        if (ram.ref.sessionKey !== sessionKey) continue;
+        loaded = true;
+        for (const stored of ram.entries) if (stored.state === 'active') active.add(stored.memoryId);
+      }
+    }
+    return loaded ? active!.has(entry.memoryId) : entry.state === 'active' && entry.archivedAtMs === null;
+  };
+}
+
+interface TurnState {
+  sessionKey: string;
+  memoryId: number;
+  state: string;
+  archivedAtMs: number | null;
+}
+
+/**
+ * Automatic recall's ranking, the lexical ranking of `search` made cheap enough to run before every chat
+ * turn: at most `recall.promptMaxScoredRows` rows ranked, `recall.promptCandidates` candidates smoothed,
+ * read with their text in the ranking query (no JSON decoded), the session's context left out as entries
+ * come (no list of it is built or read), and only neighbours that reach the top read afterwards. The best
+ * `limit`, best first.
+ */
+async function promptLines(
+  ctx: MemoryContext,
+  options: { agentId: string; sessionKey: string; terms: ReadonlyArray<string>; limit: number },
+): Promise<RecallLine[]> {
+  const { config, ltm } = ctx;
+  const settings = config.recall;
+  const filter: EntryFilter = { agentId: options.agentId, includeArchived: true };
+  const inContext = contextTest(ctx, options.sessionKey);
+  const candidates = await ltm.rankedLines(
+    filter,
+    options.terms,
+    settings.promptCandidates,
+    settings.contextWeights,
+    settings.promptMaxScoredRows,
+  );
+  const known = new Map<string, RecallLine>();
+  for (const line of candidates) known.set(`${line.sessionKey}#${line.memoryId}`, line);
+  const ranked = spreadToNeighbours(
+    candidates.map((line) => ({
+      sessionKey: line.sessionKey,
+      memoryId: line.memoryId,
+      score: line.rank,
+      spreads: isTurn(line),
+    })),
+    settings.neighbourWeights,
+  );
+  const found: RecallLine[] = [];
+  let next = 0;
+  while (found.length < options.limit && next < ranked.length) {
+    // The next best outside the context; neighbours only reached through a candidate are read in one query
+    // (a few more than missing, for those that turn out not to be turns).
+    const window: ScoredTurn[] = [];
+    let unknown = 0;
+    while (window.length < options.limit - found.length + Math.min(unknown, 4) && next < ranked.length) {
+      const turn = ranked[next++]!;
+      const line = known.get(`${turn.sessionKey}#${turn.memoryId}`);
+      if (line && inContext(line)) continue;
+      if (!line) unknown++;
+      window.push(turn);
+    }
+    if (unknown > 0)
+      for (const line of await ltm.turnLinesAt(
+        filter,
+        window.filter((turn) => !known.has(`${turn.sessionKey}#${turn.memoryId}`)),
+      ))
+        known.set(`${line.sessionKey}#${line.memoryId}`, line);
+    for (const turn of window) {
+      const line = known.get(`${turn.sessionKey}#${turn.memoryId}`);
+      if (line && !inContext(line) && found.length < options.limit) found.push(line);
+    }
+  }
+  return found;
+}
+
 /** A short block of relevant memories for the prompt, leaving out what is already in the context. */
 export async function recallForPrompt(
   ctx: MemoryContext,
@@ -432,37 +537,40 @@ export async function recallForPrompt(
 ): Promise<string> {
   const { config } = ctx;
   const maxTokens = promptOptions.maxTokens ?? config.recall.promptMaxTokens;
-  if (!promptOptions.query.trim()) return '';
-  const inContext = new Set<string>();
-  for (const ram of ctx.sessions.values()) {
-    if (ram.ref.sessionKey !== promptOptions.sessionKey) continue;
-    for (const entry of activeOf(ram)) inContext.add(entry.address);
-  }
-  if (inContext.size === 0 && ctx.writes.degradedReason === undefined) {
-    // Only the addresses: reading and decoding the whole rows of a large context cost more than the search.
-    const active = await ctx.ltm
-      .activeMemoryIds(promptOptions.sessionKey, config.maxActiveEntries * 4)
-      .catch(() => []);
-    for (const memoryId of active) inContext.add(`${promptOptions.sessionKey}#${memoryId}`);
-  }
-  const hits = await search(ctx, {
-    agentId: promptOptions.agentId,
-    query: promptOptions.query,
-    limit: config.recall.searchDefaultLimit,
-    excludeAddresses: inContext,
-    maxScoredRows: config.recall.promptMaxScoredRows,
-  });
+  const terms = queryTerms(promptOptions.query);
+  if (terms.length === 0) return '';
+  const limit = config.recall.searchDefaultLimit;
+  const lines = await readWithFallback(
+    ctx,
+    () =>
+      promptLines(ctx, {
+        agentId: promptOptions.agentId,
+        sessionKey: promptOptions.sessionKey,
+        terms,
+        limit,
+      }),
+    () => {
+      const inContext = contextTest(ctx, promptOptions.sessionKey);
+      return ramMatches(
+        ctx,
+        { agentId: promptOptions.agentId, includeArchived: true },
+        terms,
+        inContext,
+        limit,
+      ).map(({ entry }) => entry);
+    },
+  );
   const header = 'Relevant memories from earlier conversations (may be outdated):';
-  const lines: string[] = [];
+  const block: string[] = [];
   let used = estimateTokens(header);
-  for (const hit of hits) {
-    const date = new Date(hit.createdAtMs).toISOString().slice(0, 10);
-    const who = hit.kind === 'summary' ? 'summary' : hit.role;
-    const line = `- [${hit.address}, ${date}] ${who}: ${truncateText(hit.content.replace(/\s+/g, ' ').trim(), config.recall.previewChars).text}`;
+  for (const entry of lines) {
+    const date = new Date(entry.createdAtMs).toISOString().slice(0, 10);
+    const who = entry.kind === 'summary' ? 'summary' : entry.role;
+    const line = `- [${entry.sessionKey}#${entry.memoryId}, ${date}] ${who}: ${truncateText(entry.content.replace(/\s+/g, ' ').trim(), config.recall.previewChars).text}`;
     const cost = estimateTokens(line);
     if (used + cost > maxTokens) break;
-    lines.push(line);
+    block.push(line);
     used += cost;
   }
-  return lines.length === 0 ? '' : `${header}\n${lines.join('\n')}`;
+  return block.length === 0 ? '' : `${header}\n${block.join('\n')}`;
 }

@@ -1,0 +1,81 @@
+import { expect, it } from 'vitest';
+import { appendBatch } from '../../src/memory/service/ram.js';
+import { recallForPrompt } from '../../src/memory/service/recall.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+import { sessionRef } from './memory-fixtures.js';
+import { stepContext } from './service/helpers.js';
+
+/** Memory addresses listed in a prompt block, in order. */
+const addresses = (block: string) => [...block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
+
+describeEachDatabase('automatic recall ranking', (getDb) => {
+  it('past the row budget ranks the rarest term that has matches, not one that matches nothing', async () => {
+    const { ctx } = stepContext(getDb(), { config: { recall: { promptMaxScoredRows: 20 } } });
+    await appendBatch(
+      ctx,
+      sessionRef('old'),
+      Array.from({ length: 30 }, (_, index) => ({
+        role: index % 2 ? ('assistant' as const) : ('user' as const),
+        content: `hangar note ${index + 1}`,
+      })),
+    );
+    const block = await recallForPrompt(ctx, {
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:main',
+      query: 'zzqx hangar',
+    });
+    // SQLite ranks the newest matches of "hangar" (30 rows, over the budget of 20); Postgres ranks them all.
+    const listed = addresses(block);
+    expect(listed).toHaveLength(ctx.config.recall.searchDefaultLimit);
+    expect(listed.every((address) => address?.startsWith('agent:alpha:old#'))).toBe(true);
+  });
+
+  it('lists the turn before a match through smoothing, but not an entry that is no conversational turn', async () => {
+    const { ctx } = stepContext(getDb());
+    await appendBatch(ctx, sessionRef('old'), [
+      { role: 'user', content: 'can you book it for me' },
+      { role: 'assistant', content: 'the zeppelin hangar is booked' },
+    ]);
+    await appendBatch(ctx, sessionRef('ops'), [
+      { role: 'system', content: 'maintenance window opened' },
+      { role: 'assistant', content: 'zeppelin moved to the hangar' },
+    ]);
+    const block = await recallForPrompt(ctx, {
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:main',
+      query: 'zeppelin',
+    });
+    const listed = addresses(block);
+    expect(listed).toEqual(expect.arrayContaining(['agent:alpha:old#2', 'agent:alpha:ops#2']));
+    expect(listed).toContain('agent:alpha:old#1');
+    expect(listed).not.toContain('agent:alpha:ops#1');
+  });
+
+  it('leaves out the context of the asking session, loaded or not, and keeps the rest of its key', async () => {
+    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    await appendBatch(ctx, sessionRef('main'), [
+      { role: 'user', content: 'the zeppelin is red' },
+      { role: 'assistant', content: 'noted' },
+      { role: 'user', content: 'paint the zeppelin blue' },
+      { role: 'assistant', content: 'the zeppelin will be blue' },
+    ]);
+    const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'zeppelin' };
+    // #1 and #2 (which has #1's words as the turn before it) were evicted from a context of two entries.
+    const outside = ['agent:alpha:main#1', 'agent:alpha:main#2'];
+    expect(addresses(await recallForPrompt(ctx, ask)).sort()).toEqual(outside);
+    const { ctx: restarted } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    expect(addresses(await recallForPrompt(restarted, ask)).sort()).toEqual(outside);
+  });
+
+  it('smooths only recall.promptCandidates candidates', async () => {
+    const { ctx } = stepContext(getDb(), { config: { recall: { promptCandidates: 1 } } });
+    for (const key of ['a', 'b', 'c'])
+      await appendBatch(ctx, sessionRef(key), [{ role: 'user', content: `zeppelin log of ${key}` }]);
+    const block = await recallForPrompt(ctx, {
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:main',
+      query: 'zeppelin',
+    });
+    expect(addresses(block)).toHaveLength(1);
+  });
+});
