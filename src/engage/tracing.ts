@@ -42,20 +42,21 @@ export async function traceRun(
   body: (trace: RunTrace) => Promise<EngageResult>,
 ): Promise<EngageResult> {
   const { agentId, runId, sessionKey } = options.scope;
-  const span = startSpan(`invoke_agent ${agentId}`, {
-    attributes: {
-      [SpanAttributes.operationName]: 'invoke_agent',
-      [SpanAttributes.agentId]: agentId,
-      [SpanAttributes.agentName]: agentId,
-      [SpanAttributes.providerName]: options.model.provider,
-      [SpanAttributes.requestModel]: options.model.modelId,
-      [SpanAttributes.runId]: runId,
-      [SpanAttributes.workItemId]: options.workItemId,
-      ...(sessionKey !== undefined
-        ? { [SpanAttributes.conversationId]: sessionKey, [SpanAttributes.sessionKey]: sessionKey }
-        : {}),
-    },
-  });
+  // Keys assigned one by one: a literal spreading the optional session keys takes V8's slow path every run.
+  const attributes: Record<string, string> = {
+    [SpanAttributes.operationName]: 'invoke_agent',
+    [SpanAttributes.agentId]: agentId,
+    [SpanAttributes.agentName]: agentId,
+    [SpanAttributes.providerName]: options.model.provider,
+    [SpanAttributes.requestModel]: options.model.modelId,
+    [SpanAttributes.runId]: runId,
+    [SpanAttributes.workItemId]: options.workItemId,
+  };
+  if (sessionKey !== undefined) {
+    attributes[SpanAttributes.conversationId] = sessionKey;
+    attributes[SpanAttributes.sessionKey] = sessionKey;
+  }
+  const span = startSpan(`invoke_agent ${agentId}`, { attributes });
   if (!isTraced(span)) return body(untracedRun);
   let turnSpan: Span | undefined;
   const endTurn = () => {
