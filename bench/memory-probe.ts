@@ -8,20 +8,21 @@ import { join } from 'node:path';
 
 // On SIGUSR2 the probe reads request.json. With `gc` it collects garbage twice and notes the heap at once
 // (later allocations by a loaded server would blur it), then waits for freed pages to go back to the
-// system before it reads the rest; with `snapshot` it writes a V8 heap snapshot to that path first.
+// system before it reads the rest; with `snapshot` it then writes a V8 heap snapshot to that path, so the
+// snapshot holds what that collection left.
 const probeSource = `
 const fs = require('node:fs');
 const v8 = require('node:v8');
 const dir = process.env.AGENTD_BENCH_PROBE_DIR;
 process.on('SIGUSR2', () => {
   const request = JSON.parse(fs.readFileSync(dir + '/request.json', 'utf8'));
-  if (request.snapshot) v8.writeHeapSnapshot(request.snapshot);
   let heapUsedAfterGc;
   if (request.gc) {
     global.gc();
     global.gc();
     heapUsedAfterGc = process.memoryUsage().heapUsed;
   }
+  if (request.snapshot) v8.writeHeapSnapshot(request.snapshot);
   setTimeout(() => {
     const answer = JSON.stringify({ usage: process.memoryUsage(), heapUsedAfterGc });
     fs.writeFileSync(dir + '/' + request.id + '.tmp', answer);

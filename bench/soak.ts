@@ -3,9 +3,10 @@
 // after warm-up, per hour and per operation, is the leak figure. Not part of CI or `npm run bench` (it runs
 // for an hour by default):
 //   npx tsx bench/soak.ts [--minutes 60] [--sample-seconds 10] [--out bench/results/soak]
-//                         [--heap-snapshots <dir>]
-// --heap-snapshots writes a V8 heap snapshot of the server at the end of warm-up and another after the load,
-// to compare object counts by constructor when the heap grows.
+//                         [--ops-per-minute 3500] [--heap-snapshots <dir> [--snapshot-at 180,780]]
+// --heap-snapshots writes a V8 heap snapshot of the server, after its forced collections, at the end of warm-up
+// (or at each of the --snapshot-at seconds) and another after the load; bench/heap-diff.ts compares two.
+// --ops-per-minute paces the clients (0, the default: as fast as they go, which slows as the sessions fill).
 // Load: chat turns on several sessions (offline local model), work items for the worker pool, history and
 // memory queries, health, and now and then a session reset. Loopback only, bounded concurrency.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +31,8 @@ const minutes = option('minutes', 60);
 const sampleSeconds = option('sample-seconds', 10);
 const out = option('out', join(repoRoot, 'bench', 'results', 'soak'));
 const snapshotDir = option('heap-snapshots', '');
+const snapshotAt = option('snapshot-at', '');
+const opsPerMinute = option('ops-per-minute', 0);
 const sessions = 6;
 const concurrency = 4;
 // A chat turn whose final event never comes must not hold the run past its end.
@@ -83,6 +86,15 @@ async function main() {
   const warmupSeconds = (minutes * 60) / 5;
   const samples: Sample[] = [];
   const snapshots: string[] = [];
+  const pendingSnapshots = snapshotAt
+    ? snapshotAt
+        .split(',')
+        .map(Number)
+        .sort((a, b) => a - b)
+    : [warmupSeconds];
+  // Pacing: each operation claims the next start slot; the clients stay at most `concurrency` in flight.
+  const slotMs = opsPerMinute > 0 ? 60_000 / opsPerMinute : 0;
+  let nextSlot = Date.now();
   let completed = 0;
   let sequence = 0;
 
@@ -160,14 +172,15 @@ async function main() {
 
   const sampling = (async () => {
     samples.push(await take());
-    let warmupSnapshotTaken = false;
     // A slot missed while a reading or a snapshot took long is skipped, not caught up in a burst.
     for (let next = startedAt + sampleSeconds * 1000; next < endAt; next += sampleSeconds * 1000) {
       if (next < Date.now()) continue;
       await new Promise((resolveWait) => setTimeout(resolveWait, next - Date.now()));
-      const atWarmupEnd: boolean = !warmupSnapshotTaken && (next - startedAt) / 1000 >= warmupSeconds;
-      warmupSnapshotTaken ||= atWarmupEnd;
-      const sample = await take(atWarmupEnd ? 'after-warmup.heapsnapshot' : undefined);
+      const elapsedSeconds = (next - startedAt) / 1000;
+      const due = pendingSnapshots.length > 0 && elapsedSeconds >= pendingSnapshots[0]!;
+      if (due) pendingSnapshots.shift();
+      const name = snapshotAt ? `at-${Math.round(elapsedSeconds)}s` : 'after-warmup';
+      const sample = await take(due ? `${name}.heapsnapshot` : undefined);
       samples.push(sample);
       process.stderr.write(
         `soak t=${sample.seconds}s heap=${sample.heapUsedMb.toFixed(1)} MB rss=${sample.rssMb.toFixed(1)} MB ops=${JSON.stringify(counts)}\n`,
@@ -179,6 +192,12 @@ async function main() {
     sampling,
     ...Array.from({ length: concurrency }, async (_, worker) => {
       while (Date.now() < endAt) {
+        if (slotMs > 0) {
+          const slot = Math.max(nextSlot, Date.now());
+          nextSlot = slot + slotMs;
+          if (slot >= endAt) break;
+          await new Promise((resolveWait) => setTimeout(resolveWait, slot - Date.now()));
+        }
         try {
           await one(worker);
         } catch (error) {
@@ -204,6 +223,7 @@ async function main() {
     minutes,
     sampleSeconds,
     warmupSeconds,
+    opsPerMinute,
     machine: { cpus: cpus().length, node: process.version },
     loadAverage,
     operations: counts,
@@ -236,7 +256,7 @@ async function main() {
     `${sampleSeconds} s the server (a probe preloaded into it, bench/memory-probe.ts) runs a forced gc twice and`,
     'reads its JS heap used at once, then its RSS 1.5 s later. The forced collections are part of the load',
     'the server sees. Slopes are least squares over the samples after the first fifth of the run (warm-up).',
-    `Run: \`npx tsx bench/soak.ts --minutes ${minutes}\`. Load average (1/5/15 min) at start`,
+    `Run: \`npx tsx bench/soak.ts --minutes ${minutes}${opsPerMinute > 0 ? ` --ops-per-minute ${opsPerMinute}` : ''}\`${opsPerMinute > 0 ? ` (operations paced to at most ${opsPerMinute} a minute)` : ''}. Load average (1/5/15 min) at start`,
     `${loadAverage.start.map((value) => fixed(value, 2)).join(' ')}, at end ${loadAverage.end.map((value) => fixed(value, 2)).join(' ')}.`,
     '',
     '| figure | value |',
