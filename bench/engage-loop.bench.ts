@@ -339,18 +339,26 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
     };
     const durableUs: number[] = [];
     const floorUs: number[] = [];
+    const durableCpuUs: number[] = [];
+    const floorCpuUs: number[] = [];
     let next = 0;
     for (let round = 0; round < rounds; round++) {
       const steps: Array<() => Promise<void>> = [
         async () => {
           const started = performance.now();
+          const cpuStarted = process.cpuUsage();
           for (let index = 0; index < runsPerRound; index++) await contender.run();
+          const cpu = process.cpuUsage(cpuStarted);
           durableUs.push(((performance.now() - started) * 1000) / runsPerRound);
+          durableCpuUs.push((cpu.user + cpu.system) / runsPerRound);
         },
         async () => {
           const started = performance.now();
+          const cpuStarted = process.cpuUsage();
           for (let index = 0; index < runsPerRound; index++) replay(recorded[next++]!);
+          const cpu = process.cpuUsage(cpuStarted);
           floorUs.push(((performance.now() - started) * 1000) / runsPerRound);
+          floorCpuUs.push((cpu.user + cpu.system) / runsPerRound);
         },
       ];
       for (const step of round % 2 === 0 ? steps : steps.reverse()) await step();
@@ -378,6 +386,8 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
     return {
       durableUs: median(durableUs),
       floorUs: median(floorUs),
+      durableCpuUs: median(durableCpuUs),
+      floorCpuUs: median(floorCpuUs),
       /** Means over all replays (not medians): the ledger's transactions and the transcript's, per run. */
       floorLedgerUs: ledgerUs / next,
       floorTranscriptUs: transcriptUs / next,
@@ -456,18 +466,30 @@ export async function ledgerCommitCosts(rounds: number, appendsPerRound: number)
       ],
     ];
     const samples = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+    const cpuSamples = new Map<string, number[]>(variants.map(([name]) => [name, []]));
     for (let round = -1; round < rounds; round++) {
       for (const [name, write] of round % 2 === 0 ? variants : [...variants].reverse()) {
         const started = performance.now();
+        const cpuStarted = process.cpuUsage();
         for (let index = 0; index < appendsPerRound; index++, appended++) await write();
+        const cpu = process.cpuUsage(cpuStarted);
         // Round -1 warms up.
-        if (round >= 0) samples.get(name)!.push(((performance.now() - started) * 1000) / appendsPerRound);
+        if (round >= 0) {
+          samples.get(name)!.push(((performance.now() - started) * 1000) / appendsPerRound);
+          cpuSamples.get(name)!.push((cpu.user + cpu.system) / appendsPerRound);
+        }
       }
     }
-    return variants.map(([name]) => {
-      const sorted = [...samples.get(name)!].sort((left, right) => left - right);
-      return { name, medianUs: percentile(sorted, 0.5) };
-    });
+    const median = (values: number[]) =>
+      percentile(
+        [...values].sort((left, right) => left - right),
+        0.5,
+      );
+    return variants.map(([name]) => ({
+      name,
+      medianUs: median(samples.get(name)!),
+      medianCpuUs: median(cpuSamples.get(name)!),
+    }));
   } finally {
     bare.close();
     await store.close();
@@ -869,17 +891,17 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
     const turns = scenario.toolTurns + 1;
     const perTurn = (us: number) => (us / turns).toFixed(0);
     notes.push(
-      `Durable floor (${2 * rounds} interleaved rounds × ${runsPerRound} runs, medians): a durable run ${floor.durableUs.toFixed(0)} µs (${perTurn(floor.durableUs)} µs/turn); ` +
-        `the same SQL replayed on better-sqlite3 alone, ${floor.commits} commits a run, ${floor.floorUs.toFixed(0)} µs (${perTurn(floor.floorUs)} µs/turn): ` +
-        `agentd's overhead above SQLite's own work ${perTurn(floor.durableUs - floor.floorUs)} µs/turn. ` +
+      `Durable floor (${2 * rounds} interleaved rounds × ${runsPerRound} runs, medians, wall / CPU): a durable run ${floor.durableUs.toFixed(0)} / ${floor.durableCpuUs.toFixed(0)} µs (${perTurn(floor.durableUs)} / ${perTurn(floor.durableCpuUs)} µs/turn); ` +
+        `the same SQL replayed on better-sqlite3 alone, ${floor.commits} commits a run, ${floor.floorUs.toFixed(0)} / ${floor.floorCpuUs.toFixed(0)} µs (${perTurn(floor.floorUs)} / ${perTurn(floor.floorCpuUs)} µs/turn): ` +
+        `agentd's overhead above SQLite's own work ${perTurn(floor.durableUs - floor.floorUs)} / ${perTurn(floor.durableCpuUs - floor.floorCpuUs)} µs/turn. ` +
         `Of the replay (means): the ledger's ${floor.ledgerCommits} appends ${floor.floorLedgerUs.toFixed(0)} µs a run, the transcript's commits ${floor.floorTranscriptUs.toFixed(0)} µs a run. ` +
         'The SQL is recorded from runs of the durable contender (every statement with its parameters, BEGIN and COMMIT) and replayed on a copy of its database made just before them (VACUUM INTO), each run on the state its recorded run met.',
     );
   }
   const commits = await ledgerCommitCosts(rounds, 200);
   notes.push(
-    `One durable ledger append against SQLite's own commit of the same row (${rounds} interleaved rounds × 200 writes after one warm-up round, median µs per write, WAL + synchronous=NORMAL in the same temporary directory): ${commits
-      .map(({ name, medianUs }) => `${name} ${medianUs.toFixed(0)}`)
+    `One durable ledger append against SQLite's own commit of the same row (${rounds} interleaved rounds × 200 writes after one warm-up round, median µs per write wall / CPU, WAL + synchronous=NORMAL in the same temporary directory): ${commits
+      .map(({ name, medianUs, medianCpuUs }) => `${name} ${medianUs.toFixed(0)} / ${medianCpuUs.toFixed(0)}`)
       .join('; ')}.`,
   );
   notes.push(
