@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
@@ -147,6 +148,20 @@ function changesOf(result: pg.QueryResult | pg.QueryResult[]): number {
 }
 
 /**
+ * Holds a transaction's socket writes until the current burst of synchronous code is over, so statements
+ * issued together (BEGIN and the first statement, or several a transaction pipelines) leave in one write:
+ * each write to a loopback socket costs tens of microseconds of kernel time. node-postgres writes every
+ * protocol message separately and exposes its socket only as `connection.stream`; without it, writes
+ * simply go out one by one.
+ */
+function corkUntilNextTick(client: pg.PoolClient): void {
+  const stream = (client as unknown as { connection?: { stream?: Duplex } }).connection?.stream;
+  if (!stream || stream.writableCorked > 0) return;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
+}
+
+/**
  * Rewrites `?` placeholders and names statements seen twice, up to `maxNamed` texts. A text keeps its name
  * for the database's lifetime, so every connection that prepared it agrees on what the name means; texts
  * not named are remembered in a bounded recency list only to count their second use.
@@ -222,6 +237,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     params: ReadonlyArray<SqlValue> | undefined,
   ): Promise<pg.QueryResult | pg.QueryResult[]> => {
     const values = toDriverParams(params);
+    if (client !== pool) corkUntilNextTick(client as pg.PoolClient);
     try {
       // Without values node-postgres uses the simple protocol, which accepts multi-statement scripts.
       return values ? await client.query(prepare(sql, values)) : await client.query(sql);

@@ -31,16 +31,17 @@ export async function runModelTurn(
     // One transaction: the message is in the transcript and no longer pending, or neither. The session
     // record's count joins it too, which saves a commit per turn.
     async () => {
-      if (inbox) {
-        if (!acceptance) await inbox.delete(record.runId);
-        await inbox.markRunning({
+      // Independent rows, issued together: on Postgres they share a round trip.
+      await Promise.all([
+        inbox && !acceptance ? inbox.delete(record.runId) : undefined,
+        inbox?.markRunning({
           runId: record.runId,
           sessionKey: ref.sessionKey,
           agentId: ref.agentId,
           startedAt: record.startedAt,
-        });
-      }
-      await touchSession(ctx, ref.sessionId, 1);
+        }),
+        touchSession(ctx, ref.sessionId, 1),
+      ]);
     },
     // A message acknowledged by this append must be on disk, not queued in RAM.
     { requireCommit: acceptance !== undefined },
@@ -113,8 +114,10 @@ export async function runModelTurn(
         // the run is over, so a crash after it is no interruption to report.
         const endsRun = inbox !== undefined && running.has(record.runId);
         const entries = await options.memory.appendBatch(ref, kept, async () => {
-          await touchSession(ctx, ref.sessionId, kept.length);
-          if (endsRun) await inbox.markEnded(record.runId);
+          await Promise.all([
+            touchSession(ctx, ref.sessionId, kept.length),
+            endsRun ? inbox.markEnded(record.runId) : undefined,
+          ]);
         });
         if (endsRun) running.delete(record.runId);
         const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');

@@ -334,8 +334,10 @@ function evictionOf(
         tombstoneFor(ram, first + index, victim, `[evicted:${victim.memoryId}]`, { reason }, nowMs),
       ),
     write: async (tx: SqlExecutor) => {
-      await ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs);
-      await ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
+      await Promise.all([
+        ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs),
+        ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs)),
+      ]);
     },
   };
 }

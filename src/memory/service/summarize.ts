@@ -120,8 +120,10 @@ export async function summarize(
           ),
         ],
         async (tx) => {
-          await ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'summarized', nowMs);
-          await ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
+          await Promise.all([
+            ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'summarized', nowMs),
+            ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs)),
+          ]);
         },
       );
       replaceInRam(ctx, ram, ids, written);

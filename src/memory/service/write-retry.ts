@@ -165,12 +165,14 @@ export async function commit(
     const touches = ram.storedActiveMs === undefined || nowMs - ram.storedActiveMs >= storedActivityMs;
     try {
       const entries = await ltm.transaction(async (tx) => {
-        if (touches) await ltm.touchSession(tx, ram.ref, nowMs);
+        // Statements that wait for no result are issued together (on Postgres they share round trips):
+        // the session touch with the id reservation, the entries with what `also` writes.
+        const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
+        touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
         const first =
           count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
         const built = build(first);
-        await ltm.insertEntries(tx, built);
-        if (also) await also(tx);
+        await Promise.all([touched, ltm.insertEntries(tx, built), also?.(tx)]);
         return built;
       });
       if (count > 0) ram.nextId = entries[0]!.memoryId + count;
