@@ -293,6 +293,8 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
     floor.pragma('journal_mode = WAL');
     floor.pragma('synchronous = NORMAL');
     floor.pragma('foreign_keys = ON');
+    // agentd's store checkpoints the WAL every 8,000 pages (src/store/sqlite-database.ts), not SQLite's 1,000.
+    floor.pragma('wal_autocheckpoint = 8000');
     const prepared = new Map<string, Database.Statement>();
     const statementOf = (sql: string) => {
       let statement = prepared.get(sql);
@@ -308,7 +310,11 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
     // split by what it wrote: the ledger, or the transcript (memory).
     let ledgerUs = 0;
     let transcriptUs = 0;
+    const ledgerUsPerRun: number[] = [];
+    const transcriptUsPerRun: number[] = [];
     const replay = (run: RecordedSql[]) => {
+      ledgerUs = 0;
+      transcriptUs = 0;
       let began = 0;
       let inTransaction = false;
       let ledger = false;
@@ -336,6 +342,8 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
           ledger = false;
         }
       }
+      ledgerUsPerRun.push(ledgerUs);
+      transcriptUsPerRun.push(transcriptUs);
     };
     const durableUs: number[] = [];
     const floorUs: number[] = [];
@@ -388,9 +396,9 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
       floorUs: median(floorUs),
       durableCpuUs: median(durableCpuUs),
       floorCpuUs: median(floorCpuUs),
-      /** Means over all replays (not medians): the ledger's transactions and the transcript's, per run. */
-      floorLedgerUs: ledgerUs / next,
-      floorTranscriptUs: transcriptUs / next,
+      /** The replay split by what its commits wrote: the ledger's, and the transcript's (medians per run). */
+      floorLedgerUs: median(ledgerUsPerRun),
+      floorTranscriptUs: median(transcriptUsPerRun),
       commits,
       ledgerCommits,
     };
@@ -894,7 +902,7 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
       `Durable floor (${2 * rounds} interleaved rounds × ${runsPerRound} runs, medians, wall / CPU): a durable run ${floor.durableUs.toFixed(0)} / ${floor.durableCpuUs.toFixed(0)} µs (${perTurn(floor.durableUs)} / ${perTurn(floor.durableCpuUs)} µs/turn); ` +
         `the same SQL replayed on better-sqlite3 alone, ${floor.commits} commits a run, ${floor.floorUs.toFixed(0)} / ${floor.floorCpuUs.toFixed(0)} µs (${perTurn(floor.floorUs)} / ${perTurn(floor.floorCpuUs)} µs/turn): ` +
         `agentd's overhead above SQLite's own work ${perTurn(floor.durableUs - floor.floorUs)} / ${perTurn(floor.durableCpuUs - floor.floorCpuUs)} µs/turn. ` +
-        `Of the replay (means): the ledger's ${floor.ledgerCommits} appends ${floor.floorLedgerUs.toFixed(0)} µs a run, the transcript's commits ${floor.floorTranscriptUs.toFixed(0)} µs a run. ` +
+        `Of the replay (medians, wall): the ledger's ${floor.ledgerCommits} appends ${floor.floorLedgerUs.toFixed(0)} µs a run, the transcript's commits ${floor.floorTranscriptUs.toFixed(0)} µs a run. ` +
         'The SQL is recorded from runs of the durable contender (every statement with its parameters, BEGIN and COMMIT) and replayed on a copy of its database made just before them (VACUUM INTO), each run on the state its recorded run met.',
     );
   }
