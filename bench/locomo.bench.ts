@@ -20,8 +20,8 @@ import {
   type SqlDatabase,
 } from '../src/store/index.js';
 
-/** The row budget automatic recall (recallForPrompt) gives its search, as configured by default. */
-const promptMaxScoredRows = memoryConfigSchema.parse({}).recall.promptMaxScoredRows;
+/** Automatic recall's row budget and candidates, as configured by default. */
+const { promptMaxScoredRows, promptCandidates } = memoryConfigSchema.parse({}).recall;
 const dataDir = process.env.AGENTD_LOCOMO_DIR ?? '/work/shared/bench-data/locomo10';
 // Set to a Postgres URL to measure on Postgres (a fresh schema, dropped afterwards) instead of SQLite.
 const postgresUrl = process.env.AGENTD_BENCH_LOCOMO_PG_URL;
@@ -166,6 +166,13 @@ async function run() {
     bus: createBus(),
     embedder: createHashingEmbedder({ dimensions: 256 }),
   });
+  // Automatic recall as a chat turn runs it (memory.recallForPrompt), asked from a new session of the
+  // conversation's agent, so nothing is in its context; 10 lines for recall@10 and no token limit.
+  const promptMemory = createMemoryService({
+    db,
+    bus: createBus(),
+    config: { recall: { searchDefaultLimit: 10 } },
+  });
   const results = {
     fts: emptyResult(),
     prompt: emptyResult(),
@@ -198,16 +205,27 @@ async function run() {
         const buckets: Bucket[] = question.category === 5 ? ['all', half] : ['all', 'answerable', half];
         for (const method of ['fts', 'prompt', 'hybrid'] as const) {
           const start = performance.now();
-          const hits = await memory.search({
-            agentId,
-            query: question.question,
-            limit: 10,
-            kind: 'entry',
-            mode: method === 'hybrid' ? 'hybrid' : 'fts',
-            ...(method === 'prompt' ? { maxScoredRows: promptMaxScoredRows } : {}),
-          });
+          let memoryIds: number[];
+          if (method === 'prompt') {
+            const block = await promptMemory.recallForPrompt({
+              agentId,
+              sessionKey: `agent:${agentId}:ask`,
+              query: question.question,
+              maxTokens: Number.MAX_SAFE_INTEGER,
+            });
+            memoryIds = [...block.matchAll(/^- \[[^\],]*#(\d+),/gm)].map((match) => Number(match[1]));
+          } else {
+            const hits = await memory.search({
+              agentId,
+              query: question.question,
+              limit: 10,
+              kind: 'entry',
+              mode: method === 'hybrid' ? 'hybrid' : 'fts',
+            });
+            memoryIds = hits.map((hit) => hit.memoryId);
+          }
           timing[method] += performance.now() - start;
-          const ranked = hits.map((hit) => byMemoryId.get(hit.memoryId) ?? '');
+          const ranked = memoryIds.map((memoryId) => byMemoryId.get(memoryId) ?? '');
           for (const bucket of buckets) score(results[method][bucket], ranked, evidence);
         }
         const start = performance.now();
@@ -234,7 +252,7 @@ async function run() {
       ],
       [
         'agentd memory.search',
-        `fts as automatic recall runs it (at most ${promptMaxScoredRows} rows ranked)`,
+        `automatic recall: memory.recallForPrompt (at most ${promptMaxScoredRows} rows ranked, ${promptCandidates} candidates)`,
         'prompt',
         results.prompt,
       ],
@@ -264,8 +282,10 @@ async function run() {
         '"cat 1-4" leaves out the adversarial category 5.',
       'The hashing embedder is deterministic and offline (feature hashing of words and character trigrams); it is not a semantic model, and fused at ' +
         'vectorWeight 1 it lowers recall: the hybrid row measures the fusion code, not what a real embedding model adds.',
-      "The automatic-recall row passes recallForPrompt's row budget (recall.promptMaxScoredRows): past it, the commonest query terms are left out " +
-        'of the ranking, then only the newest matches are ranked; the fts row runs with the default search budget (recall.maxScoredRows, 5,000 rows).',
+      "The automatic-recall row calls memory.recallForPrompt, the code path of a chat turn, from a new session of the conversation's agent (nothing in " +
+        "its context) with recall.searchDefaultLimit 10 and no token limit, and scores the addresses of the block's lines; it ranks at most " +
+        "recall.promptMaxScoredRows rows (past them the commonest query terms are left out, then only the rarest term's newest matches are ranked) and " +
+        'includes summaries; the fts row runs memory.search with the default search budget (recall.maxScoredRows, 5,000 rows).',
       'Against overfitting: the search parameters (two turns before each turn in the index, column weight 0.5, neighbour weights ' +
         '0.2 / 0.1 / 0.05, 100 candidates) were chosen from a handful of settings by recall@10 on the conversations at even positions of the sorted ' +
         'file list (26, 41, 43, 47, 49) only; the "held-out half" column is the other five. No rule looks at question ids, answers or evidence.',

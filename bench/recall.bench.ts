@@ -153,6 +153,7 @@ async function measure(
     exact: [] as number[],
     plain: [] as number[],
     prompt: [] as number[],
+    promptCpu: [] as number[],
   };
   let topicItems = 0;
   let searchHits = 0;
@@ -184,9 +185,13 @@ async function measure(
     plainHits += await baseline(query);
     timings.plain.push(performance.now() - start);
     // Automatic recall: what a chat turn costs before the model call (search, minus what is in context).
+    // Its CPU time too (process.cpuUsage: this process, all threads), what the turn costs the machine.
+    const cpuStart = process.cpuUsage();
     start = performance.now();
     const block = await memory.recallForPrompt({ agentId: 'bench', sessionKey: 'agent:bench:s0', query });
     timings.prompt.push(performance.now() - start);
+    const cpu = process.cpuUsage(cpuStart);
+    timings.promptCpu.push((cpu.user + cpu.system) / 1000);
     promptLines += block === '' ? 0 : block.split('\n').length - 1;
   }
   const row = (kind: string, values: number[], found: number, agreed?: number) => {
@@ -209,6 +214,7 @@ async function measure(
     row('FTS search without a row budget (limit 10)', timings.exact, exactHits),
     row('reference: plain BM25, own words only (limit 10)', timings.plain, plainHits),
     row('automatic recall: recallForPrompt', timings.prompt, promptLines),
+    row('automatic recall: recallForPrompt, CPU ms', timings.promptCpu, promptLines),
   ];
 }
 
@@ -234,7 +240,8 @@ async function run() {
       'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns before it, then neighbour smoothing), ' +
       'on SQLite with the default row budget (recall.maxScoredRows 5,000: past it the commonest terms are left out, and when even the rarest term matches more rows, its newest matches are ranked by column without bm25()); ' +
       '"without a row budget" runs the same search with the budget lifted (the ranking before it), and the agreement column is the share of that top 10 the budgeted search returns. ' +
-      'recallForPrompt ranks at most recall.promptMaxScoredRows (1,000) rows. ' +
+      'recallForPrompt ranks at most recall.promptMaxScoredRows (200) rows and smooths recall.promptCandidates (20) candidates read with their text in the ranking query; ' +
+      'its CPU row is process.cpuUsage around the same calls (user + system, this process). ' +
       'The reference row runs, in the same loop, the single query memory.search ran before turn context (own words only, index built in the same database). ' +
       'recallForPrompt = memory.recallForPrompt for session s0 (search with the in-context entries excluded); its results column counts memory lines in the block.',
   ];
