@@ -320,7 +320,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * document frequencies move slowly, and counting a common term costs about 0.1 µs per matching row.
    */
   const termRowCounts = new Map<string, { rows: number; cap: number; highestRowId: number }>();
-  const maxCachedTerms = 16_384;
+  const maxCachedTerms = 4_096;
 
   const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
     const cached = termRowCounts.get(term);
