@@ -27,6 +27,11 @@ const maxSessions = 10_000;
 export interface AutoRecall {
   /** The recalled-memory block for the prompt of a turn of `ref` whose message is `query`. */
   block(ref: SessionRef, query: string): Promise<string>;
+  /**
+   * Drops what is kept for a session instance that has ended (reset or archived): its id gets no more
+   * turns, and its block would otherwise stay until `maxSessions` newer sessions push it out.
+   */
+  forget(sessionId: string): void;
   /** Stops background searches. */
   close(): void;
 }
@@ -109,6 +114,10 @@ export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
       queued.set(ref.sessionId, { ref, query });
       schedule();
       return last.block;
+    },
+    forget(sessionId) {
+      recent.delete(sessionId);
+      queued.delete(sessionId);
     },
     close() {
       closed = true;

@@ -38,6 +38,16 @@ describe('automatic recall', () => {
     expect(searches).toEqual(['agent:main:a:one', 'agent:main:a:two']);
   });
 
+  it('forgets an ended session: its block is not kept, and another session keeps its own', async () => {
+    const { recall, searches } = harness(0, { refreshMs: 1_000, maxShare: 0.1 });
+    await recall.block(ref('a'), 'one');
+    await recall.block(ref('b'), 'one');
+    recall.forget(ref('a').sessionId);
+    expect(await recall.block(ref('a'), 'two')).toBe('block for two');
+    expect(await recall.block(ref('b'), 'two')).toBe('block for one');
+    expect(searches).toEqual(['agent:main:a:one', 'agent:main:b:one', 'agent:main:a:two']);
+  });
+
   it('reuses a session block within refreshMs and searches again after it while within its share', async () => {
     const { recall, searches, clock } = harness(0, { refreshMs: 1_000, maxShare: 0.1 });
     expect(await recall.block(ref('a'), 'one')).toBe('block for one');

@@ -16,6 +16,7 @@ export async function resetSession(
       archived = true;
     }
     await options.sessions.archive(sessionKey, reason);
+    ctx.autoRecallBlocks.forget(previous.id);
   }
   const next = await options.sessions.ensureActive(sessionKey, agentId);
   return { sessionId: next.id, ...(previous ? { previousSessionId: previous.id } : {}), archived };

@@ -105,7 +105,9 @@ export function fakeContext(
     maxMessageChars: 1_000,
     maxRememberedRuns: 2,
     autoRecall: false,
-    autoRecallBlocks: {} as AutoRecall,
+    autoRecallBlocks: {
+      forget: (sessionId: string) => calls.push(['autoRecall.forget', sessionId]),
+    } as unknown as AutoRecall,
     lanes: createKeyedMutex(),
     live: new Map(),
     finished: new Map(),

@@ -20,7 +20,12 @@ describe('chat step: session commands', () => {
       'sessions.getActive',
       'memory.archive',
       'sessions.archive',
+      'autoRecall.forget',
       'sessions.ensureActive',
+    ]);
+    expect(calls.find((call) => call[0] === 'autoRecall.forget')).toEqual([
+      'autoRecall.forget',
+      'old-session',
     ]);
   });
 
