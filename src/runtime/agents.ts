@@ -177,10 +177,24 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
     createReportBlockedTool({ queue, ledger }),
   ];
   let agentRuntime: AgentRuntime | undefined;
+  // One registry while the tools stay the same: a registry converts each tool's schema to JSON Schema once,
+  // and a new one per run redid that for every tool of every work item (about a millisecond a run).
+  let cachedTools:
+    | { tools: ToolDefinition[]; runtime: AgentRuntime | undefined; registry: ToolRegistry }
+    | undefined;
   const workTools = (): ToolRegistry => {
+    const tools = options.tools.list();
+    if (
+      cachedTools &&
+      cachedTools.runtime === agentRuntime &&
+      cachedTools.tools.length === tools.length &&
+      cachedTools.tools.every((tool, index) => tool === tools[index])
+    )
+      return cachedTools.registry;
     const extra: ToolDefinition[] = [...childTools];
     if (agentRuntime) extra.push(createSendMessageTool(agentRuntime));
-    return createToolRegistry([...options.tools.list(), ...extra]);
+    cachedTools = { tools, runtime: agentRuntime, registry: createToolRegistry([...tools, ...extra]) };
+    return cachedTools.registry;
   };
 
   const runEngageFor = (input: {
@@ -223,7 +237,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   /** A work item runs as one engage run of its agent, told what its siblings are doing. */
   const runWorkItem = async (item: WorkItem, context: { signal: AbortSignal }) => {
     const agentId = item.agentId ?? 'main';
-    const packet = await identity.load(agentId);
+    const systemPrompt = await identity.systemPrompt(agentId);
     const digest = await buildAwarenessDigest({
       workItem: item,
       queue,
@@ -239,7 +253,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       agentId,
       model: options.model,
       messages: [
-        { role: 'system', content: digest ? `${packet.systemPrompt}\n\n${digest}` : packet.systemPrompt },
+        { role: 'system', content: digest ? `${systemPrompt}\n\n${digest}` : systemPrompt },
         { role: 'user', content: `Task: ${item.title}\n\n${item.description}${params}${earlier}`.trim() },
       ],
       workItemId: item.id,
