@@ -541,8 +541,7 @@ export async function appendBatch(
         ],
         eviction
           ? async (tx) => {
-              await eviction.write(tx);
-              if (also) await also();
+              await Promise.all([eviction.write(tx), also?.()]);
             }
           : also,
         requireCommit,

@@ -132,6 +132,9 @@ export async function readWithFallback<T>(
   return fromRam();
 }
 
+/** Thrown inside a commit's transaction to roll it back: the ids it was built with were taken. */
+const idsMoved = new Error('memory ids of the session key were taken meanwhile');
+
 /** How stale `memory_sessions.last_active_ms` may be while a session keeps committing. */
 const storedActivityMs = 1_000;
 
@@ -163,17 +166,34 @@ export async function commit(
     // The stored last-activity time may lag by up to `storedActivityMs`: a busy session's commits (two a
     // chat turn) then skip that statement, one round trip on Postgres. The first commit always writes it.
     const touches = ram.storedActiveMs === undefined || nowMs - ram.storedActiveMs >= storedActivityMs;
-    try {
-      const entries = await ltm.transaction(async (tx) => {
-        // Statements that wait for no result are issued together (on Postgres they share round trips):
-        // the session touch with the id reservation, the entries with what `also` writes.
+    // Statements that wait for no result are issued together (on Postgres they share round trips). Only
+    // the entries' ids wait for the reservation's answer; on Postgres they are built with the ids RAM
+    // expects and sent with it, and in the rare case another process took ids of this key meanwhile the
+    // transaction is rolled back and done again in order.
+    const attempt = (optimistic: boolean) =>
+      ltm.transaction(async (tx) => {
         const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
         touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
+        if (optimistic) {
+          const built = build(ram.nextId);
+          const reserved = ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId);
+          const rest = Promise.all([touched, ltm.insertEntries(tx, built), also?.(tx)]);
+          rest.catch(() => {});
+          if ((await reserved) !== ram.nextId) throw idsMoved;
+          await rest;
+          return built;
+        }
         const first =
           count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
         const built = build(first);
         await Promise.all([touched, ltm.insertEntries(tx, built), also?.(tx)]);
         return built;
+      });
+    try {
+      const optimistic = count > 0 && ltm.dialect === 'postgres';
+      const entries = await attempt(optimistic).catch((error: unknown) => {
+        if (error !== idsMoved) throw error;
+        return attempt(false);
       });
       if (count > 0) ram.nextId = entries[0]!.memoryId + count;
       if (touches) ram.storedActiveMs = nowMs;
