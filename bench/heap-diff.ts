@@ -8,14 +8,10 @@
 // With --operations (operations served between the two snapshots) growth is also shown in bytes per operation.
 // Both snapshots are read whole: two of a 40 MB heap (40 MB files each) took about 450 MB of RSS and 11 s here.
 import { readFileSync } from 'node:fs';
+import { takeFlag } from './args.js';
 
 const args = process.argv.slice(2);
-const flag = (name: string) => {
-  const index = args.indexOf(name);
-  if (index < 0) return undefined;
-  const [value] = args.splice(index, 2).slice(1);
-  return value;
-};
+const flag = (name: string) => takeFlag(args, name);
 const top = Number(flag('--top') ?? 20);
 const operationsFlag = flag('--operations');
 const operations = operationsFlag ? Number(operationsFlag) : undefined;

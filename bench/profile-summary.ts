@@ -4,6 +4,7 @@
 // With --turns, self time is also shown per chat turn (µs/turn) so profiles of runs of different lengths
 // compare directly.
 import { readFileSync } from 'node:fs';
+import { takeFlag } from './args.js';
 
 interface ProfileNode {
   id: number;
@@ -20,12 +21,7 @@ interface CpuProfile {
 }
 
 const args = process.argv.slice(2);
-const flag = (name: string) => {
-  const index = args.indexOf(name);
-  if (index < 0) return undefined;
-  const [value] = args.splice(index, 2).slice(1);
-  return value;
-};
+const flag = (name: string) => takeFlag(args, name);
 const top = Number(flag('--top') ?? 30);
 const turns = flag('--turns');
 const [file, title] = args;
