@@ -331,7 +331,7 @@ export default {
       rows,
       notes: [
         `frames per turn: ${frameBytes.length} (${frameBytes.join(', ')} bytes); the bare ws server ("echo") sends the same sizes`,
-        '"durable-floor" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd\'s schema (migrations, FTS5 triggers, indexes) and pragmas: the message, its run record and the session count before the first frame; the reply, one eviction past 64 active entries (tombstone, state, event), an audit row, the run record\'s removal and the session count before the rest; turns that arrive in one event-loop turn share each commit, as agentd\'s group commit does (bench/durable-floor.ts)',
+        "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message, its run record and the session count before the first frame; the reply, one eviction past 64 active entries (tombstone, state, event), an audit row, the run record's removal and the session count before the rest; turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
         `stalls at 1 client (SQLite): p99 ÷ p50 = ${round(Number(one['p99 ms']) / Number(one['p50 ms']))}`,
         `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike`,
