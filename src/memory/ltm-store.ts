@@ -153,16 +153,10 @@ export interface RankedRow extends EntryRow {
  * An entry as automatic recall lists it: what neighbour smoothing, leaving out the context and one line of
  * the prompt need, without the JSON columns a full entry decodes.
  */
-export interface RecallLine {
-  sessionKey: string;
-  memoryId: number;
-  kind: MemoryKind;
-  role: MemoryRole;
-  state: MemoryState;
-  content: string;
-  createdAtMs: number;
-  archivedAtMs: number | null;
-}
+export type RecallLine = Pick<
+  MemoryEntry,
+  'sessionKey' | 'memoryId' | 'kind' | 'role' | 'state' | 'content' | 'createdAtMs' | 'archivedAtMs'
+>;
 
 export interface RankedLine extends RecallLine {
   /** Higher is better. */
@@ -544,19 +538,6 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         [...params, limit],
       );
       return rows.map(rowToEntry);
-    },
-
-    /**
-     * MemoryIDs of the active, unarchived entries of a key, newest first: what a prompt of that session has
-     * in context. Read from the partial index of migration 0016 alone.
-     */
-    async activeMemoryIds(sessionKey: string, limit: number): Promise<number[]> {
-      const rows = await db.all<{ memory_id: number }>(
-        "SELECT memory_id FROM memory_entries WHERE session_key = ? AND state = 'active' " +
-          'AND archived_at_ms IS NULL ORDER BY memory_id DESC LIMIT ?',
-        [sessionKey, limit],
-      );
-      return rows.map((row) => Number(row.memory_id));
     },
 
     async entriesByIds(

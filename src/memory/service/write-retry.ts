@@ -166,10 +166,9 @@ export async function commit(
     // The stored last-activity time may lag by up to `storedActivityMs`: a busy session's commits (two a
     // chat turn) then skip that statement, one round trip on Postgres. The first commit always writes it.
     const touches = ram.storedActiveMs === undefined || nowMs - ram.storedActiveMs >= storedActivityMs;
-    // Statements that wait for no result are issued together (on Postgres they share round trips). Only
-    // the entries' ids wait for the reservation's answer; on Postgres they are built with the ids RAM
-    // expects and sent with it, and in the rare case another process took ids of this key meanwhile the
-    // transaction is rolled back and done again in order.
+    // Statements that wait for no result are issued together (on Postgres they share round trips). The
+    // entries are built with the ids RAM expects and sent with their reservation; in the rare case another
+    // process took ids of this key meanwhile, the transaction is rolled back and done again in order.
     const attempt = (optimistic: boolean) =>
       ltm.transaction(async (tx) => {
         const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
@@ -190,8 +189,7 @@ export async function commit(
         return built;
       });
     try {
-      const optimistic = count > 0 && ltm.dialect === 'postgres';
-      const entries = await attempt(optimistic).catch((error: unknown) => {
+      const entries = await attempt(count > 0).catch((error: unknown) => {
         if (error !== idsMoved) throw error;
         return attempt(false);
       });
