@@ -1,4 +1,4 @@
-import { compiledPattern, escapeRegExp } from '../util/index.js';
+import { literalPattern } from '../util/index.js';
 import { estimateTokens } from './call.js';
 import { contextWindowFor } from './context-windows.js';
 import { instanceForSchema, normalizeKey } from './json-schema-instance.js';
@@ -274,8 +274,10 @@ function findToolName(message: string, name: string): number {
 
 /** A tool's name as a whole word; every model call that offers tools looks for each tool's name. */
 function toolNamePattern(name: string, flags: 'i' | 'gi'): RegExp {
-  return compiledPattern(`(^|[^\\w.-])${escapeRegExp(name)}(?![\\w-])`, flags);
+  return literalPattern(toolNameAround, name, flags);
 }
+
+const toolNameAround = (escaped: string) => `(^|[^\\w.-])${escaped}(?![\\w-])`;
 
 function bestMatchingTool(message: string, tools: ModelToolDefinition[]): ModelToolDefinition {
   const wanted = new Set(keywords(message));
@@ -447,15 +449,16 @@ function planReply(request: ModelRequest, goal: string, limit: number): string {
  * The label that best matches the text: a label written as a whole word or phrase (the earliest one in
  * the text wins), else the most shared keywords, else the first label.
  */
+/** A label's words as a whole phrase, spaces matching any run of spaces, underscores or dashes. */
+const labelAround = (escaped: string) =>
+  `(?<![\\p{L}\\p{N}])${escaped.replace(/ /g, '[\\s_-]+')}(?![\\p{L}\\p{N}])`;
+
 export function pickLabel(text: string, labels: string[]): { label: string; how: string } {
   const lower = text.toLowerCase();
   let earliest: { label: string; index: number } | undefined;
   for (const label of labels) {
     const phrase = label.toLowerCase().replace(/[_-]+/g, ' ').trim();
-    const pattern = compiledPattern(
-      `(?<![\\p{L}\\p{N}])${escapeRegExp(phrase).replace(/ /g, '[\\s_-]+')}(?![\\p{L}\\p{N}])`,
-      'u',
-    );
+    const pattern = literalPattern(labelAround, phrase, 'u');
     const match = pattern.exec(lower);
     if (match && (earliest === undefined || match.index < earliest.index))
       earliest = { label, index: match.index };

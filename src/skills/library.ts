@@ -7,10 +7,9 @@ import { estimateTokens } from '../model/index.js';
 import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
-  compiledPattern,
   ErrorCodes,
-  escapeRegExp,
   type Logger,
+  literalPattern,
   silentLogger,
   systemClock,
   UserInputError,
@@ -153,9 +152,11 @@ export interface CreateSkillLibraryOptions {
 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+/** A keyword as a whole word or phrase. */
+const keywordAround = (escaped: string) => `(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`;
+
 function keywordMatches(text: string, keyword: string): boolean {
-  const escaped = escapeRegExp(keyword.toLowerCase());
-  return compiledPattern(`(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`, 'u').test(text);
+  return literalPattern(keywordAround, keyword.toLowerCase(), 'u').test(text);
 }
 
 export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLibrary {

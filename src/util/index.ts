@@ -18,6 +18,6 @@ export {
 } from './errors.js';
 export { createIdGenerator, createSequentialIdGenerator, type IdGenerator } from './ids.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
-export { compiledPattern, escapeRegExp } from './patterns.js';
+export { escapeRegExp, literalPattern, type PatternAround } from './patterns.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
