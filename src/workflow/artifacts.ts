@@ -1,3 +1,4 @@
+import { FreshMap } from './fresh-map.js';
 import type { StageRecord } from './task.js';
 
 export type ArtifactType = 'node_output' | 'tool_result' | 'telemetry_snapshot';
@@ -72,13 +73,14 @@ function artifactOf(entry: Entry, rootTaskId: string): Artifact {
 }
 
 export function createArtifactStore(): ArtifactStore {
-  const byRun = new Map<string, Entry[]>();
+  // FreshMaps: a key per run comes and goes (see fresh-map.ts).
+  const byRun = new FreshMap<string, Entry[]>();
   /** Tasks other than root tasks. */
-  const byTask = new Map<string, Entry[]>();
+  const byTask = new FreshMap<string, Entry[]>();
   // The lists appended to last: a run's stages come one after another, so most appends skip the lookups.
   const lastRun: LastList = { key: undefined, list: [] };
   const lastTask: LastList = { key: undefined, list: [] };
-  const append = (index: Map<string, Entry[]>, last: LastList, key: string, entry: Entry): void => {
+  const append = (index: FreshMap<string, Entry[]>, last: LastList, key: string, entry: Entry): void => {
     if (last.key === key) {
       last.list.push(entry);
       return;

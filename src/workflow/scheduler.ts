@@ -1,4 +1,5 @@
 import { ErrorCodes, UserInputError } from '../util/index.js';
+import { FreshMap } from './fresh-map.js';
 
 export type ScheduledTaskState = 'queued' | 'running' | 'completed' | 'failed';
 
@@ -60,8 +61,9 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
   // Queued and running jobs are always known; finished ones are remembered in the order they finished,
   // `maxRemembered` at most, through a ring of their ids. (Evicting a map's first key instead would walk
   // over every key deleted before it: thousands of steps per job once the map is full.)
-  const live = new Map<string, 'queued' | 'running'>();
-  const finished = new Map<string, { state: 'completed' | 'failed'; slot: number }>();
+  // FreshMaps: an entry per job comes and goes (see fresh-map.ts).
+  const live = new FreshMap<string, 'queued' | 'running'>();
+  const finished = new FreshMap<string, { state: 'completed' | 'failed'; slot: number }>();
   const maxRemembered = Math.max(0, options.maxRemembered ?? 10_000);
   const finishOrder: Array<string | undefined> = [];
   let finishCount = 0;

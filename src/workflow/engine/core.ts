@@ -4,6 +4,7 @@ import type { Clock, IdGenerator, Logger } from '../../util/index.js';
 import type { AdapterRegistry } from '../adapters.js';
 import type { RunAgentWithTools } from '../agent-node.js';
 import type { ArtifactStore } from '../artifacts.js';
+import type { FreshMap } from '../fresh-map.js';
 import type { LoadedWorkflow } from '../loader.js';
 import type { AgentDefinition, ContextProfile } from '../manifest-schemas.js';
 import type { MemoryStore, MemoryStoreKind, WorkflowMemoryItem } from '../memory-store.js';
@@ -52,7 +53,7 @@ export interface EngineCore {
   readonly redact: (<T>(value: T) => T) | undefined;
   readonly redactText: (text: string) => string;
   /** Every task of every retained run, by task id. */
-  readonly taskIndex: Map<string, Run>;
+  readonly taskIndex: FreshMap<string, Run>;
   readonly emitter: Emitter;
   /** Runs are written to the database as they execute. */
   readonly durable: boolean;

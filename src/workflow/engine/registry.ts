@@ -1,4 +1,5 @@
 import type { ArtifactStore } from '../artifacts.js';
+import { FreshMap } from '../fresh-map.js';
 import type { Run } from './run-state.js';
 
 /**
@@ -7,9 +8,9 @@ import type { Run } from './run-state.js';
  */
 export interface RunRegistry {
   /** Root task id → run. */
-  readonly runs: Map<string, Run>;
+  readonly runs: FreshMap<string, Run>;
   /** Any task id (root, clone, subtask) → its run. */
-  readonly taskIndex: Map<string, Run>;
+  readonly taskIndex: FreshMap<string, Run>;
   add(run: Run): void;
   remove(run: Run): void;
   /** Records a finished run and forgets the oldest finished ones beyond the limit. */
@@ -19,10 +20,10 @@ export interface RunRegistry {
 export function createRunRegistry(options: {
   retainRuns: number;
   /** The index the engine's steps add clones and subtasks to. */
-  taskIndex: Map<string, Run>;
+  taskIndex: FreshMap<string, Run>;
   artifacts: ArtifactStore;
 }): RunRegistry {
-  const runs = new Map<string, Run>();
+  const runs = new FreshMap<string, Run>();
   const { taskIndex } = options;
   // The ids of finished runs in the order they finished, as a ring of `retainRuns` slots: each finish takes
   // the oldest's slot (shifting an array instead moved every id on every run).

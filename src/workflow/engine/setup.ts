@@ -3,6 +3,7 @@ import { ErrorCodes, silentLogger, systemClock, UserInputError } from '../../uti
 import { type AdapterRegistry, createAdapterRegistry } from '../adapters.js';
 import { createArtifactStore } from '../artifacts.js';
 import { type CredentialVault, loadCredentials, redactValue } from '../credentials.js';
+import { FreshMap } from '../fresh-map.js';
 import type { ContextProfile } from '../manifest-schemas.js';
 import {
   createInMemoryStore,
@@ -158,7 +159,7 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
     stores,
     redact,
     redactText: (text) => vault.redact(text),
-    taskIndex: new Map(),
+    taskIndex: new FreshMap(),
     emitter: createEmitter({
       workflowId: workflow.id,
       clock,

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createArtifactStore } from '../../../src/workflow/artifacts.js';
 import { createRunRegistry } from '../../../src/workflow/engine/registry.js';
 import { createRunState, newTaskRecord, type Run, rootSpec } from '../../../src/workflow/engine/run-state.js';
+import { FreshMap } from '../../../src/workflow/fresh-map.js';
 
 const runNamed = (taskId: string) => {
   const run = createRunState(
@@ -20,7 +21,7 @@ const runNamed = (taskId: string) => {
 describe('run registry', () => {
   it('keeps the last retainRuns finished runs and forgets older ones with their artifacts', () => {
     const artifacts = createArtifactStore();
-    const taskIndex = new Map<string, Run>();
+    const taskIndex = new FreshMap<string, Run>();
     const registry = createRunRegistry({ retainRuns: 2, taskIndex, artifacts });
     const runs = ['a', 'b', 'c'].map(runNamed);
     for (const run of runs) {
@@ -48,7 +49,7 @@ describe('run registry', () => {
   it('removes a run that never started', () => {
     const registry = createRunRegistry({
       retainRuns: 5,
-      taskIndex: new Map(),
+      taskIndex: new FreshMap<string, Run>(),
       artifacts: createArtifactStore(),
     });
     const run = runNamed('x');
