@@ -244,32 +244,69 @@ export function withSession<T>(
   return ctx.mutex.run(checked.sessionId, async () => work(await ensureLoaded(ctx, checked)));
 }
 
-/** Keeps the newest `maxRamTombstones` tombstones. A long session is at the cap on every turn. */
+/**
+ * Keeps the newest `maxRamTombstones` tombstones. A long session is at the cap on every turn, one tombstone
+ * over it, so that case is one scan and a splice rather than a sort of every tombstone's id.
+ */
 function dropTombstoneOverflow(ctx: MemoryContext, ram: RamSession): void {
   const { maxRamTombstones } = ctx.config;
+  const { entries } = ram;
   let count = 0;
-  for (const entry of ram.entries) if (entry.state === 'tombstone') count++;
+  let oldestIndex = -1;
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index]!;
+    if (entry.state !== 'tombstone') continue;
+    count++;
+    if (oldestIndex < 0 || entry.memoryId < entries[oldestIndex]!.memoryId) oldestIndex = index;
+  }
   const overflow = count - maxRamTombstones;
   if (overflow <= 0) return;
+  if (overflow === 1) {
+    entries.splice(oldestIndex, 1);
+    return;
+  }
   const ids = new Float64Array(count);
   let index = 0;
-  for (const entry of ram.entries) if (entry.state === 'tombstone') ids[index++] = entry.memoryId;
+  for (const entry of entries) if (entry.state === 'tombstone') ids[index++] = entry.memoryId;
   // Ids are unique within a session: the oldest `overflow` tombstones are those up to this one.
   const lastDropped = ids.sort()[overflow - 1]!;
-  ram.entries = ram.entries.filter((entry) => entry.state !== 'tombstone' || entry.memoryId > lastDropped);
+  ram.entries = entries.filter((entry) => entry.state !== 'tombstone' || entry.memoryId > lastDropped);
 }
 
-/** Swaps the entries `ids` for what replaced them (tombstones, a summary), keeping context order. */
+/**
+ * Swaps the entries `ids` for what replaced them (tombstones, a summary), keeping context order. An
+ * eviction's tombstones take their entries' places one for one, so the entries usually stay in order
+ * and one pass confirms it; only otherwise (a summary folding several entries) are they sorted.
+ */
 export function replaceInRam(
   ctx: MemoryContext,
   ram: RamSession,
   ids: ReadonlyArray<number>,
   replacements: StoredEntry[],
 ): void {
-  const gone = new Set(ids);
-  ram.entries = [...ram.entries.filter((entry) => !gone.has(entry.memoryId)), ...replacements].sort(
-    byContextOrder,
-  );
+  const oneForOne = replacements.length === ids.length;
+  const byReplaced = new Map<number, StoredEntry | undefined>();
+  ids.forEach((id, index) => {
+    byReplaced.set(id, oneForOne ? replacements[index] : undefined);
+  });
+  let next: StoredEntry[] = [];
+  let placed = 0;
+  for (const entry of ram.entries) {
+    if (!byReplaced.has(entry.memoryId)) {
+      next.push(entry);
+      continue;
+    }
+    const replacement = byReplaced.get(entry.memoryId);
+    if (replacement?.orderKey === entry.orderKey) {
+      next.push(replacement);
+      placed++;
+    }
+  }
+  let sorted = placed === replacements.length;
+  if (!sorted) next = [...next.filter((entry) => !replacements.includes(entry)), ...replacements];
+  for (let index = 1; sorted && index < next.length; index++)
+    if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
+  ram.entries = sorted ? next : next.sort(byContextOrder);
   dropTombstoneOverflow(ctx, ram);
 }
 

@@ -5,6 +5,7 @@ import {
   buildEntry,
   enforceLimits,
   entryTokens,
+  evictEntries,
   idRange,
   pickOldest,
   pinEntries,
@@ -79,6 +80,26 @@ describe('memory RAM context: entries', () => {
 });
 
 describeEachDatabase('memory RAM context', (getDb) => {
+  it('keeps the newest tombstones in context order, one over the cap or many', async () => {
+    const { ctx } = stepContext(getDb(), {
+      config: { maxActiveEntries: 4, maxActiveTokens: 10_000, maxRamTombstones: 3 },
+    });
+    const ref = sessionRef();
+    const context = async () =>
+      (await loaded(ctx)).entries.map((entry) =>
+        entry.state === 'tombstone' ? `#${entry.memoryId}>${entry.relatedTo}` : entry.content,
+      );
+    // Each append past four evicts the oldest entry in the same commit, which adds one tombstone: the
+    // RAM context keeps the newest three of them, each where its entry was.
+    for (let index = 1; index <= 9; index++)
+      await appendBatch(ctx, ref, [{ role: 'user', content: `m${index}` }]);
+    expect(await context()).toEqual(['#10>3', '#12>4', '#14>5', 'm6', 'm7', 'm8', 'm9']);
+    // Three evicted at once push the three older tombstones out together.
+    const ram = await loaded(ctx);
+    await ctx.mutex.run(ref.sessionId, () => evictEntries(ctx, ram, ram.entries.slice(3, 6), 'test'));
+    expect(await context()).toEqual(['#15>7', '#16>9', '#17>11', 'm9']);
+  });
+
   it('appends under the session lock, evicts over the limit, and reloads the same context', async () => {
     const { ctx, events } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
     const ref = sessionRef();
