@@ -1,4 +1,5 @@
-import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor, SqlValue, TransactionExecutor } from '../store/index.js';
+import { ErrorCodes, SystemError } from '../util/index.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
 
@@ -260,6 +261,44 @@ const entryPlaceholders = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 /** 16 parameters a row: far below SQLite's 32,766 and Postgres's 65,535 per statement. */
 const entriesPerInsert = 500;
 
+/**
+ * A commit's entries were built with ids from a number the key's counter had already passed: another
+ * writer of the key (another agentd on the database) took those ids. The transaction must be rolled back
+ * (on Postgres it already failed) and the commit built again with the ids the counter gives.
+ */
+export class MemoryIdsTakenError extends SystemError {
+  constructor(sessionKey: string, firstId: number) {
+    super({
+      code: ErrorCodes.conflict,
+      message: `memory ids #${firstId}… of ${sessionKey} were taken meanwhile`,
+      retryable: true,
+    });
+  }
+}
+
+/**
+ * The counter's reservation as a data-modifying CTE of the entries' INSERT (Postgres): `count` ids from
+ * `atLeast` on, or from the counter when it is further. Parameters: key, atLeast + count, atLeast, atLeast,
+ * count.
+ */
+const reservingPrefix =
+  'WITH reserved AS (INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) ' +
+  'DO UPDATE SET next_id = CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? ' +
+  `RETURNING next_id) ${insertEntryPrefix}`;
+/**
+ * The first row's memory_id is NULL unless the reservation ended where the entries' ids do (parameter 2,
+ * the counter's expected value; parameter 3, the id): the NOT NULL constraint then fails the statement, so
+ * the transaction cannot commit entries whose ids another writer took, even with COMMIT already sent.
+ */
+const checkedEntryPlaceholders =
+  '(?, (SELECT CASE WHEN next_id = ? THEN ?::bigint END FROM reserved), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** The NOT NULL violation `checkedEntryPlaceholders` raises when the ids were taken. */
+function isIdsTakenViolation(error: unknown): boolean {
+  const { code, column } = error as { code?: unknown; column?: unknown };
+  return code === '23502' && column === 'memory_id';
+}
+
 function entryParams(entry: StoredEntry): SqlValue[] {
   return [
     entry.sessionKey,
@@ -306,6 +345,75 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       // RETURNING order is not guaranteed by SQL; memory ids are unique within the key.
       const rowIds = new Map(rows.map((row) => [Number(row.memory_id), Number(row.id)]));
       for (const entry of chunk) entry.rowId = rowIds.get(entry.memoryId);
+    }
+  };
+
+  /** Reserves `count` consecutive MemoryIDs for a key; returns the first. */
+  const reserveIds = async (
+    tx: SqlExecutor,
+    sessionKey: string,
+    count: number,
+    atLeast: number,
+  ): Promise<number> => {
+    // `atLeast` keeps the counter ahead of ids handed out while the database was unavailable.
+    const row = await tx.get<{ next_id: number }>(
+      'INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET next_id = ' +
+        'CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? RETURNING next_id',
+      [sessionKey, atLeast + count, atLeast, atLeast, count],
+    );
+    return Number(row!.next_id) - count;
+  };
+
+  /**
+   * Reserves the ids of `entries` (built with consecutive ids from `firstId` on) and inserts them; throws
+   * MemoryIdsTakenError when the counter had passed `firstId`. On Postgres the reservation rides in the
+   * first INSERT and every statement is issued before any answer is awaited, so the transaction may send
+   * COMMIT right behind them.
+   */
+  const insertReserved = async (
+    tx: SqlExecutor,
+    sessionKey: string,
+    firstId: number,
+    entries: ReadonlyArray<StoredEntry>,
+  ): Promise<void> => {
+    const count = entries.length;
+    if (dialect !== 'postgres') {
+      if ((await reserveIds(tx, sessionKey, count, firstId)) !== firstId)
+        throw new MemoryIdsTakenError(sessionKey, firstId);
+      await insertEntries(tx, entries);
+      return;
+    }
+    const chunks: StoredEntry[][] = [];
+    for (let start = 0; start < count; start += entriesPerInsert)
+      chunks.push(entries.slice(start, start + entriesPerInsert));
+    const inserts = chunks.map((chunk, index) => {
+      const rows = chunk.map(() => entryPlaceholders);
+      const params = chunk.flatMap(entryParams);
+      if (index > 0)
+        return tx.all<{ id: number; memory_id: number }>(
+          `${insertEntryPrefix}${rows.join(', ')} RETURNING id, memory_id`,
+          params,
+        );
+      rows[0] = checkedEntryPlaceholders;
+      params.splice(1, 0, firstId + count);
+      return tx.all<{ id: number; memory_id: number }>(
+        `${reservingPrefix}${rows.join(', ')} RETURNING id, memory_id`,
+        [sessionKey, firstId + count, firstId, firstId, count, ...params],
+      );
+    });
+    // Awaited in order: a failure of the first is the cause of the failures behind it.
+    for (const insert of inserts) insert.catch(() => {});
+    for (const [index, insert] of inserts.entries()) {
+      let rows: Array<{ id: number; memory_id: number }>;
+      try {
+        rows = await insert;
+      } catch (error) {
+        if (index === 0 && isIdsTakenViolation(error)) throw new MemoryIdsTakenError(sessionKey, firstId);
+        throw error;
+      }
+      // RETURNING order is not guaranteed by SQL; memory ids are unique within the key.
+      const rowIds = new Map(rows.map((row) => [Number(row.memory_id), Number(row.id)]));
+      for (const entry of chunks[index]!) entry.rowId = rowIds.get(entry.memoryId);
     }
   };
 
@@ -369,7 +477,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   return {
     dialect,
 
-    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>) => db.transaction(work),
+    transaction: <T>(work: (tx: TransactionExecutor) => Promise<T>) => db.transaction(work),
 
     async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number): Promise<void> {
       await tx.run(
@@ -406,18 +514,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return row ? Number(row.next_id) : 1;
     },
 
-    /** Reserves `count` consecutive MemoryIDs for a key; returns the first. */
-    async reserveIds(tx: SqlExecutor, sessionKey: string, count: number, atLeast: number): Promise<number> {
-      // `atLeast` keeps the counter ahead of ids handed out while the database was unavailable.
-      const row = await tx.get<{ next_id: number }>(
-        'INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET next_id = ' +
-          'CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? RETURNING next_id',
-        [sessionKey, atLeast + count, atLeast, atLeast, count],
-      );
-      return Number(row!.next_id) - count;
-    },
+    reserveIds,
 
     insertEntries,
+
+    insertReserved,
 
     async setStates(
       tx: SqlExecutor,

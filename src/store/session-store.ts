@@ -46,8 +46,11 @@ export interface SessionStore {
   getById(id: string): Promise<SessionRecord | undefined>;
   /** Most recently active first. */
   list(options?: ListSessionsOptions): Promise<SessionRecord[]>;
-  /** Records activity: adds `messageDelta` messages and moves `lastActiveAt` forward (never back). */
-  touch(id: string, options?: { messageDelta?: number; at?: number }): Promise<SessionRecord | undefined>;
+  /**
+   * Records activity: adds `messageDelta` messages and moves `lastActiveAt` forward (never back). False when
+   * there is no such session. (It runs in every chat commit; the record is not read back.)
+   */
+  touch(id: string, options?: { messageDelta?: number; at?: number }): Promise<boolean>;
   patch(id: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /** Archives the active instance of the key; undefined when none is active. */
   archive(sessionKey: string, reason: string): Promise<SessionRecord | undefined>;
@@ -204,12 +207,11 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     async touch(id, touchOptions = {}) {
       const delta = Math.trunc(touchOptions.messageDelta ?? 0);
       const at = touchOptions.at ?? clock.now();
-      const row = await db.get<SessionRow>(
-        `UPDATE sessions SET message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?)
-         WHERE id = ? RETURNING ${columns}`,
+      const result = await db.run(
+        `UPDATE sessions SET message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?) WHERE id = ?`,
         [delta, at, id],
       );
-      return row ? toRecord(row) : undefined;
+      return result.changes > 0;
     },
 
     async patch(id, patch) {

@@ -119,6 +119,78 @@ describe.skipIf(backend.kind !== 'server')(
       expect(await db.get('SELECT count(*) AS n FROM t')).toEqual({ n: 3 });
     });
 
+    /** Counts the socket writes of the pool's one connection (each is a round trip's outbound half). */
+    const countWrites = async (db: PostgresDatabase) => {
+      const client = await db.pool.connect();
+      const stream = (client as unknown as { connection: { stream: Record<string, unknown> } }).connection
+        .stream as { _write: (...args: unknown[]) => void; _writev: (...args: unknown[]) => void };
+      client.release();
+      const counter = { writes: 0 };
+      for (const method of ['_write', '_writev'] as const) {
+        const original = stream[method];
+        stream[method] = function (this: unknown, ...args: unknown[]) {
+          counter.writes++;
+          return original.apply(this, args);
+        };
+      }
+      return counter;
+    };
+
+    it('sends COMMIT behind the statements when the work says they are all issued', async () => {
+      const db = await open();
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      const counter = await countWrites(db);
+      await db.transaction((tx) => Promise.all([tx.run(insert, [1, 'a']), tx.run(insert, [2, 'b'])]));
+      expect(counter.writes).toBe(2);
+
+      counter.writes = 0;
+      const result = await db.transaction(async (tx) => {
+        const written = Promise.all([tx.run(insert, [3, 'c']), tx.run(insert, [4, 'd'])]);
+        expect(tx.commitWhenIssued).toBeTypeOf('function');
+        tx.commitWhenIssued?.();
+        await written;
+        return 'done';
+      });
+      // BEGIN, both statements and COMMIT left in one write.
+      expect(counter.writes).toBe(1);
+      expect(result).toBe('done');
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([
+        { id: 1 },
+        { id: 2 },
+        { id: 3 },
+        { id: 4 },
+      ]);
+
+      // A failing statement turns the COMMIT sent ahead into a rollback: the caller hears the statement's
+      // error and nothing of the transaction is stored.
+      await expect(
+        db.transaction(async (tx) => {
+          const written = Promise.all([tx.run(insert, [5, 'e']), tx.run(insert, [1, 'duplicate'])]);
+          tx.commitWhenIssued?.();
+          await written;
+        }),
+      ).rejects.toMatchObject({ code: '23505' });
+      expect(await db.get('SELECT count(*) AS n FROM t')).toEqual({ n: 4 });
+
+      // No statement may follow the COMMIT, through the executor or the database.
+      await expect(
+        db.transaction(async (tx) => {
+          tx.commitWhenIssued?.();
+          await tx.run(insert, [6, 'late']);
+        }),
+      ).rejects.toMatchObject({ code: 'INTERNAL' });
+      await expect(
+        db.transaction(async (tx) => {
+          tx.commitWhenIssued?.();
+          await db.run(insert, [7, 'late']);
+        }),
+      ).rejects.toMatchObject({ code: 'INTERNAL' });
+      expect(await db.get('SELECT count(*) AS n FROM t WHERE id > 5')).toEqual({ n: 0 });
+      // The connection is usable afterwards.
+      await db.transaction((tx) => tx.run(insert, [8, 'next']));
+      expect(await db.get('SELECT count(*) AS n FROM t')).toEqual({ n: 5 });
+    });
+
     it('refuses to report a commit that Postgres turned into a rollback', async () => {
       const db = await open();
       const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';

@@ -104,11 +104,11 @@ describeEachDatabase('SessionStore', (getDb) => {
 
   it('counts messages and moves last activity forward only', async () => {
     const session = await sessions.ensureActive('agent:main:main', 'main');
-    const touched = await sessions.touch(session.id, { messageDelta: 2, at: 5_000 });
-    expect(touched).toMatchObject({ messageCount: 2, lastActiveAt: 5_000 });
-    const late = await sessions.touch(session.id, { messageDelta: 1, at: 4_000 });
-    expect(late).toMatchObject({ messageCount: 3, lastActiveAt: 5_000 });
-    expect(await sessions.touch('missing', { messageDelta: 1 })).toBeUndefined();
+    expect(await sessions.touch(session.id, { messageDelta: 2, at: 5_000 })).toBe(true);
+    expect(await sessions.getById(session.id)).toMatchObject({ messageCount: 2, lastActiveAt: 5_000 });
+    expect(await sessions.touch(session.id, { messageDelta: 1, at: 4_000 })).toBe(true);
+    expect(await sessions.getById(session.id)).toMatchObject({ messageCount: 3, lastActiveAt: 5_000 });
+    expect(await sessions.touch('missing', { messageDelta: 1 })).toBe(false);
   });
 
   it('patches title, summary and metadata', async () => {

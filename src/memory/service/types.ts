@@ -22,7 +22,11 @@ export interface MemoryServiceOptions {
   fetch?: typeof globalThis.fetch;
 }
 
-/** Runs inside the transaction that commits an append; statements on the same database join it. */
+/**
+ * Runs inside the transaction that commits an append; statements on the same database join it. It issues
+ * all its statements before it awaits any answer (`Promise.all`, not one `await` after another): on
+ * Postgres the commit sends COMMIT right behind them, and a statement issued later fails the append.
+ */
 export type AlsoInTransaction = () => Promise<void>;
 
 export interface SummarizeOptions {

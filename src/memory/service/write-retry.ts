@@ -1,6 +1,6 @@
 import type { SqlExecutor } from '../../store/index.js';
 import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
-import type { StoredEntry } from '../ltm-store.js';
+import { MemoryIdsTakenError, type StoredEntry } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 
 /** The write-retry state of a writable database; `writeRetryMs` is the first retry delay. */
@@ -132,9 +132,6 @@ export async function readWithFallback<T>(
   return fromRam();
 }
 
-/** Thrown inside a commit's transaction to roll it back: the ids it was built with were taken. */
-const idsMoved = new Error('memory ids of the session key were taken meanwhile');
-
 /** How stale `memory_sessions.last_active_ms` may be while a session keeps committing. */
 const storedActivityMs = 1_000;
 
@@ -143,7 +140,8 @@ const storedActivityMs = 1_000;
  * transaction. While the database cannot be written (or earlier writes of the session still wait), the
  * entries get ids from the RAM counter and the whole commit is queued to be written through in order —
  * unless `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller
- * that acknowledges the write to someone as stored.
+ * that acknowledges the write to someone as stored. When there are entries, `also` must issue all its
+ * statements before it first awaits one (on Postgres COMMIT is sent right behind them).
  */
 export async function commit(
   ctx: MemoryContext,
@@ -166,22 +164,25 @@ export async function commit(
     // The stored last-activity time may lag by up to `storedActivityMs`: a busy session's commits (two a
     // chat turn) then skip that statement, one round trip on Postgres. The first commit always writes it.
     const touches = ram.storedActiveMs === undefined || nowMs - ram.storedActiveMs >= storedActivityMs;
-    // Statements that wait for no result are issued together (on Postgres they share round trips). The
-    // entries are built with the ids RAM expects and sent with their reservation; in the rare case another
-    // process took ids of this key meanwhile, the transaction is rolled back and done again in order.
+    // Statements that wait for no result are issued together (on Postgres they share one round trip with
+    // BEGIN and COMMIT). The entries are built with the ids RAM expects and sent with their reservation; in
+    // the rare case another process took ids of this key meanwhile, the reservation fails the transaction
+    // and the commit is done again in order.
     const attempt = (optimistic: boolean) =>
       ltm.transaction(async (tx) => {
-        const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
-        touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
         if (optimistic) {
+          // Built before any statement is issued: a throw here leaves nothing to commit.
           const built = build(ram.nextId);
-          const reserved = ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId);
-          const rest = Promise.all([touched, ltm.insertEntries(tx, built), also?.(tx)]);
-          rest.catch(() => {});
-          if ((await reserved) !== ram.nextId) throw idsMoved;
+          const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built);
+          const rest = Promise.all([touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined, also?.(tx)]);
+          rest.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
+          tx.commitWhenIssued?.();
+          await inserted;
           await rest;
           return built;
         }
+        const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
+        touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
         const first =
           count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
         const built = build(first);
@@ -190,7 +191,7 @@ export async function commit(
       });
     try {
       const entries = await attempt(count > 0).catch((error: unknown) => {
-        if (error !== idsMoved) throw error;
+        if (!(error instanceof MemoryIdsTakenError)) throw error;
         return attempt(false);
       });
       if (count > 0) ram.nextId = entries[0]!.memoryId + count;

@@ -1,0 +1,81 @@
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { openTestDatabase, postgresTestBackend } from '../helpers/databases.js';
+import { createHarness, sessionRef } from './memory-fixtures.js';
+
+const backend = await postgresTestBackend();
+
+/** Statements (their first words) and socket writes of every pg client while `work` runs. */
+async function traced(work: () => Promise<unknown>): Promise<{ statements: string[]; writes: number }> {
+  const seen = { statements: [] as string[], writes: 0 };
+  const patched = new WeakSet<object>();
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
+    const text = typeof config === 'string' ? config : (config as { text: string }).text;
+    seen.statements.push(text.split(/\s+/).slice(0, 3).join(' '));
+    const stream = (
+      this as unknown as { connection: { stream: Record<string, (...args: unknown[]) => void> } }
+    ).connection.stream;
+    if (!patched.has(stream)) {
+      patched.add(stream);
+      for (const method of ['_write', '_writev']) {
+        const original = stream[method]!;
+        stream[method] = function (this: unknown, ...args: unknown[]) {
+          seen.writes++;
+          return original.apply(this, args);
+        };
+      }
+    }
+    return (query as (...args: unknown[]) => unknown).call(this, config, ...rest);
+  } as typeof query;
+  try {
+    await work();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return seen;
+}
+
+describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => {
+  it('is one round trip: its entries with their ids, an eviction, what the caller adds, and COMMIT', async () => {
+    const db = await openTestDatabase('postgres');
+    try {
+      await db.run('CREATE TABLE caller_rows (id TEXT PRIMARY KEY)');
+      const { memory } = createHarness(db, { config: { maxActiveEntries: 4 } });
+      const ref = sessionRef();
+      for (let index = 0; index < 4; index++)
+        await memory.append(ref, { role: 'user', content: `m${index}` });
+
+      const seen = await traced(() =>
+        memory.append(ref, { role: 'assistant', content: 'pushes the oldest out' }, async () => {
+          await db.run('INSERT INTO caller_rows (id) VALUES (?)', ['run-1']);
+        }),
+      );
+      // The id reservation rides in the entries' INSERT; the statements and COMMIT leave in one write.
+      expect(seen.statements).toEqual([
+        'BEGIN',
+        'WITH reserved AS',
+        'UPDATE memory_entries SET',
+        'INSERT INTO memory_events',
+        'INSERT INTO caller_rows',
+        'COMMIT',
+      ]);
+      expect(seen.writes).toBe(1);
+      expect(await db.all('SELECT id FROM caller_rows')).toEqual([{ id: 'run-1' }]);
+      const rows = await db.all<{ memory_id: number; state: string }>(
+        'SELECT memory_id, state FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
+        [ref.sessionKey],
+      );
+      expect(rows.map((row) => [Number(row.memory_id), row.state])).toEqual([
+        [1, 'evicted'],
+        [2, 'active'],
+        [3, 'active'],
+        [4, 'active'],
+        [5, 'active'],
+        [6, 'tombstone'],
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+});
