@@ -1,6 +1,12 @@
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { parseMemoryAddress, toMemoryItem } from '../items.js';
-import { type EntryFilter, type RecallLine, rowToEntry, type StoredEntry } from '../ltm-store.js';
+import {
+  type EntryFilter,
+  type RankedLine,
+  type RecallLine,
+  rowToEntry,
+  type StoredEntry,
+} from '../ltm-store.js';
 import { fuseRankings, rrfRankConstant, type ScoredTurn, spreadToNeighbours } from '../ranking.js';
 import { estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
 import type {
@@ -469,6 +475,66 @@ interface TurnState {
   archivedAtMs: number | null;
 }
 
+/** A turn that automatic recall's smoothing scored: a candidate (with its line) or a neighbour of one. */
+interface PromptSlot {
+  sessionKey: string;
+  memoryId: number;
+  score: number;
+  /** Known for candidates; neighbours are read once they reach the top. */
+  line: RecallLine | undefined;
+  /** Position of the session key among the keys seen, in sorted order: the tie-break of `search`'s order. */
+  keyOrder: number;
+}
+
+/**
+ * `spreadToNeighbours` for automatic recall's few candidates, with the same scores and the same order (ties:
+ * session key, then MemoryID), keyed by key and number instead of an address string per turn, and keeping
+ * each candidate's line with its score: a turn looks up nothing afterwards.
+ */
+function smoothPromptLines(
+  candidates: ReadonlyArray<RankedLine>,
+  weights: ReadonlyArray<number>,
+): { ranked: PromptSlot[]; byKey: Map<string, Map<number, PromptSlot>> } {
+  const byKey = new Map<string, Map<number, PromptSlot>>();
+  const slots: PromptSlot[] = [];
+  const add = (sessionKey: string, memoryId: number, score: number, line: RecallLine | undefined) => {
+    if (memoryId < 1 || score <= 0) return;
+    let ids = byKey.get(sessionKey);
+    if (ids === undefined) {
+      ids = new Map();
+      byKey.set(sessionKey, ids);
+    }
+    const found = ids.get(memoryId);
+    if (found === undefined) {
+      const slot: PromptSlot = { sessionKey, memoryId, score, line, keyOrder: 0 };
+      ids.set(memoryId, slot);
+      slots.push(slot);
+      return;
+    }
+    found.score += score;
+    if (line !== undefined) found.line = line;
+  };
+  for (const candidate of candidates) {
+    const { sessionKey, memoryId, rank } = candidate;
+    add(sessionKey, memoryId, rank, candidate);
+    if (!isTurn(candidate)) continue;
+    for (let index = 0; index < weights.length; index++) {
+      const share = weights[index]! * rank;
+      add(sessionKey, memoryId - index - 1, share, undefined);
+      add(sessionKey, memoryId + index + 1, share, undefined);
+    }
+  }
+  if (byKey.size > 1) {
+    const order = new Map([...byKey.keys()].sort().map((key, index) => [key, index] as const));
+    for (const slot of slots) slot.keyOrder = order.get(slot.sessionKey)!;
+  }
+  slots.sort(
+    (left, right) =>
+      right.score - left.score || left.keyOrder - right.keyOrder || left.memoryId - right.memoryId,
+  );
+  return { ranked: slots, byKey };
+}
+
 /**
  * Automatic recall's ranking, the lexical ranking of `search` made cheap enough to run before every chat
  * turn: at most `recall.promptMaxScoredRows` rows ranked, `recall.promptCandidates` candidates smoothed,
@@ -491,41 +557,29 @@ async function promptLines(
     settings.contextWeights,
     settings.promptMaxScoredRows,
   );
-  const known = new Map<string, RecallLine>();
-  for (const line of candidates) known.set(`${line.sessionKey}#${line.memoryId}`, line);
-  const ranked = spreadToNeighbours(
-    candidates.map((line) => ({
-      sessionKey: line.sessionKey,
-      memoryId: line.memoryId,
-      score: line.rank,
-      spreads: isTurn(line),
-    })),
-    settings.neighbourWeights,
-  );
+  const { ranked, byKey } = smoothPromptLines(candidates, settings.neighbourWeights);
   const found: RecallLine[] = [];
   let next = 0;
   while (found.length < options.limit && next < ranked.length) {
     // The next best outside the context; neighbours only reached through a candidate are read in one query
     // (a few more than missing, for those that turn out not to be turns).
-    const window: ScoredTurn[] = [];
-    let unknown = 0;
-    while (window.length < options.limit - found.length + Math.min(unknown, 4) && next < ranked.length) {
-      const turn = ranked[next++]!;
-      const line = known.get(`${turn.sessionKey}#${turn.memoryId}`);
-      if (line && inContext(line)) continue;
-      if (!line) unknown++;
-      window.push(turn);
+    const window: PromptSlot[] = [];
+    const unknown: PromptSlot[] = [];
+    while (
+      window.length < options.limit - found.length + Math.min(unknown.length, 4) &&
+      next < ranked.length
+    ) {
+      const slot = ranked[next++]!;
+      if (slot.line === undefined) unknown.push(slot);
+      else if (inContext(slot.line)) continue;
+      window.push(slot);
     }
-    if (unknown > 0)
-      for (const line of await ltm.turnLinesAt(
-        filter,
-        window.filter((turn) => !known.has(`${turn.sessionKey}#${turn.memoryId}`)),
-      ))
-        known.set(`${line.sessionKey}#${line.memoryId}`, line);
-    for (const turn of window) {
-      const line = known.get(`${turn.sessionKey}#${turn.memoryId}`);
-      if (line && !inContext(line) && found.length < options.limit) found.push(line);
-    }
+    if (unknown.length > 0)
+      for (const line of await ltm.turnLinesAt(filter, unknown))
+        byKey.get(line.sessionKey)!.get(line.memoryId)!.line = line;
+    for (const slot of window)
+      if (slot.line !== undefined && !inContext(slot.line) && found.length < options.limit)
+        found.push(slot.line);
   }
   return found;
 }
