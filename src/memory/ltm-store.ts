@@ -167,7 +167,11 @@ export interface RankedLine extends RecallLine {
 const lineColumns =
   'e.session_key, e.memory_id, e.kind, e.role, e.state, e.content, e.created_at_ms, e.archived_at_ms';
 
-function rowToLine(row: Record<string, unknown>): RecallLine {
+/**
+ * A recall line and its rank, built as one object: every line has one shape (a neighbour's rank is 0), so
+ * the code reading them stays monomorphic, and no line is spread into another object.
+ */
+function rowToLine(row: Record<string, unknown>, rank: number): RankedLine {
   return {
     sessionKey: String(row.session_key),
     memoryId: Number(row.memory_id),
@@ -177,6 +181,7 @@ function rowToLine(row: Record<string, unknown>): RecallLine {
     content: String(row.content),
     createdAtMs: Number(row.created_at_ms),
     archivedAtMs: row.archived_at_ms === null ? null : Number(row.archived_at_ms),
+    rank,
   };
 }
 
@@ -879,7 +884,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
               `ORDER BY rowid DESC LIMIT ?) f CROSS JOIN memory_entries e ON e.id = f.rowid WHERE ${where} LIMIT ?`,
             [ftsAnyOf([plan.term]), maxScoredRows, ...params, limit],
           );
-          return rows.map((row) => ({ ...rowToLine(row), rank: Number(row.rank) }));
+          return rows.map((row) => rowToLine(row, Number(row.rank)));
         }
         const rows = await db.all<Record<string, unknown>>(
           `SELECT ${lineColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts, 1.0, ?) AS rank FROM memory_fts ` +
@@ -887,7 +892,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           [weights.before, plan.match, 2 * limit, ...params, limit],
         );
         // bm25() is lower-is-better.
-        return rows.map((row) => ({ ...rowToLine(row), rank: -Number(row.rank) }));
+        return rows.map((row) => rowToLine(row, -Number(row.rank)));
       }
       params.push(`{1, 0, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
       const where = filterSql(filter, params);
@@ -897,7 +902,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
         [...params, limit],
       );
-      return rows.map((row) => ({ ...rowToLine(row), rank: Number(row.rank) }));
+      return rows.map((row) => rowToLine(row, Number(row.rank)));
     },
 
     /**
@@ -923,7 +928,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           "AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'",
         params,
       );
-      return rows.map(rowToLine);
+      return rows.map((row) => rowToLine(row, 0));
     },
 
     /**
