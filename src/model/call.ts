@@ -4,6 +4,7 @@ import { sleep as defaultSleep, ErrorCodes } from '../util/index.js';
 import { abortedError, errorEvent, timeoutError } from './provider-errors.js';
 import type {
   LanguageModel,
+  ModelCallOptions,
   ModelMessage,
   ModelRequest,
   ModelResponse,
@@ -91,10 +92,34 @@ export function streamModel(
   return new ModelCall(model, request, options);
 }
 
+/** Takes the events of one model call as they come (`streamModelTo`). */
+export interface ModelEventSink {
+  onEvent(event: ModelStreamEvent): void;
+}
+
+/**
+ * `streamModel` for a caller that takes every event as it comes: `sink.onEvent` is called synchronously
+ * with each event, in order, with the same guarantees; the promise resolves after the terminal event. It
+ * costs no promise or iterator result per event (the engage loop consumes each turn's call this way). If
+ * `onEvent` throws, the provider call is aborted as on `return()` and the promise rejects with that error.
+ */
+export function streamModelTo(
+  model: LanguageModel,
+  request: ModelRequest,
+  sink: ModelEventSink,
+  options: StreamModelOptions = {},
+): Promise<void> {
+  return new ModelCall(model, request, options).drain(sink);
+}
+
 /**
  * A hand-written iterator rather than an async generator: per event it costs one promise and one
  * reaction on the provider's promise, which keeps the wrapper's share of a streamed chunk small
- * (see bench/model-overhead.bench.ts).
+ * (see bench/model-overhead.bench.ts). `drain` serves the same state machine to a callback instead.
+ *
+ * The consumer waits either in `next()` (`waiting`) or in `drain()` (`sink`); `pulling` is set while it
+ * waits on the provider's `next()`. Nothing here is a per-call closure under a name: the abort listener is
+ * one per signal (`watch`), and the provider's `signal` is made the first time the provider asks for it.
  */
 class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   private readonly signal: AbortSignal | undefined;
@@ -107,14 +132,21 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   private yielded = false;
   private usage: ModelUsage | undefined;
   private spanEnded = false;
+  private waiting: ((step: Step | Promise<Step>) => void) | undefined;
+  private sink: ModelEventSink | undefined;
+  private drained: (() => void) | undefined;
+  private drainFailed: ((error: unknown) => void) | undefined;
+  private pulling = false;
   // Per attempt:
   private source: AsyncIterator<ModelStreamEvent> | undefined;
+  /** Made when the provider first reads its signal; an attempt whose provider never does needs none. */
   private controller: AbortController | undefined;
+  /** Set when the attempt was aborted before its provider read the signal: the signal is made aborted. */
+  private abandoned: { reason: unknown } | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private reason: 'abort' | 'timeout' | undefined;
-  private waiting: ((step: Step | Promise<Step>) => void) | undefined;
-  private onStep: (step: Step) => void = () => {};
-  private onThrow: (error: unknown) => void = () => {};
+  private onStep: ((step: Step) => void) | undefined;
+  private onThrow: ((error: unknown) => void) | undefined;
   private outputChars = 0;
   private attemptUsage: ModelUsage | undefined;
 
@@ -124,7 +156,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     private readonly options: StreamModelOptions,
   ) {
     this.signal = options.signal;
-    this.retry = { ...defaultRetry, ...options.retry };
+    this.retry = options.retry ? { ...defaultRetry, ...options.retry } : defaultRetry;
     this.span = startSpan(options.tracer ?? trace.getTracer('agentd'), model, request);
   }
 
@@ -135,10 +167,10 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   next(): Promise<Step> {
     if (this.queue.length > 0) return Promise.resolve({ value: this.queue.shift()!, done: false });
     if (this.state === 'streaming') {
-      if (this.reason) return this.endAttempt(this.interruptEvent());
+      if (this.reason) return this.continued(this.endAttempt(this.interruptEvent()));
       return new Promise<Step>((resolve) => {
         this.waiting = resolve;
-        this.source!.next().then(this.onStep, this.onThrow);
+        this.pull();
       });
     }
     if (this.state === 'finished') return Promise.resolve(done);
@@ -149,7 +181,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   return(): Promise<Step> {
     if (this.state === 'streaming') {
       // The caller stopped listening: cancel the provider call and let it unwind in the background.
-      this.controller?.abort();
+      this.abortAttempt(undefined);
       this.source?.return?.().catch(() => {});
       this.closeAttempt();
     }
@@ -157,6 +189,81 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     this.queue.length = 0;
     this.endSpan(undefined);
     return Promise.resolve(done);
+  }
+
+  drain(sink: ModelEventSink): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.sink = sink;
+      this.drained = resolve;
+      this.drainFailed = reject;
+      this.pump();
+    });
+  }
+
+  /** Drain mode: hands the sink everything available now, then waits on the provider (or is done). */
+  private pump(): void {
+    for (;;) {
+      if (this.queue.length > 0) {
+        if (!this.emit(this.queue.shift()!)) return;
+      } else if (this.state === 'finished') {
+        this.drained!();
+        return;
+      } else if (this.state === 'idle') this.startAttempt();
+      else if (this.reason) {
+        const backoff = this.endAttempt(this.interruptEvent());
+        if (backoff) {
+          this.resume(backoff);
+          return;
+        }
+      } else {
+        this.pull();
+        return;
+      }
+    }
+  }
+
+  /** Gives the sink one event; a sink that throws ends the call as `return()` does and fails the drain. */
+  private emit(event: ModelStreamEvent): boolean {
+    try {
+      this.sink!.onEvent(event);
+      return true;
+    } catch (error) {
+      this.return();
+      this.drainFailed!(error);
+      return false;
+    }
+  }
+
+  private pull(): void {
+    this.pulling = true;
+    this.source!.next().then(this.onStep, this.onThrow);
+  }
+
+  /** The provider's event the consumer was waiting for. */
+  private deliver(event: ModelStreamEvent): void {
+    if (this.sink) {
+      if (this.emit(event)) this.pump();
+      return;
+    }
+    const resolve = this.waiting!;
+    this.waiting = undefined;
+    resolve({ value: event, done: false });
+  }
+
+  /** The attempt ended while the consumer waited: it goes on now, or after the retry's backoff. */
+  private resume(backoff: Promise<void> | undefined): void {
+    if (this.sink) {
+      if (backoff) backoff.then(() => this.pump());
+      else this.pump();
+      return;
+    }
+    const resolve = this.waiting!;
+    this.waiting = undefined;
+    resolve(this.continued(backoff));
+  }
+
+  private continued(backoff: Promise<void> | undefined): Promise<Step> {
+    return backoff ? backoff.then(() => this.next()) : this.next();
   }
 
   private startAttempt(): void {
@@ -169,29 +276,59 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     this.reason = undefined;
     this.outputChars = 0;
     this.attemptUsage = undefined;
-    this.controller = new AbortController();
-    this.signal?.addEventListener('abort', this.onAbort, { once: true });
-    if (this.options.timeoutMs !== undefined) this.timer = setTimeout(this.onTimeout, this.options.timeoutMs);
+    this.controller = undefined;
+    this.abandoned = undefined;
+    if (this.signal) ModelCall.watch(this.signal).push(this);
+    if (this.options.timeoutMs !== undefined)
+      this.timer = setTimeout(() => this.interrupt('timeout'), this.options.timeoutMs);
     // Results of an attempt that was already given up (interrupted) must not leak into the next one.
     this.onStep = (step) => {
-      if (attempt === this.attempt && this.waiting) this.handleStep(step);
+      if (attempt === this.attempt && this.pulling) this.takeStep(step);
     };
     this.onThrow = (error) => {
-      if (attempt === this.attempt && this.waiting) this.settle(this.endAttempt(this.brokenContract(error)));
+      if (attempt === this.attempt && this.pulling) {
+        this.pulling = false;
+        this.resume(this.endAttempt(this.brokenContract(error)));
+      }
+    };
+    const call = this;
+    const callOptions: ModelCallOptions = {
+      get signal() {
+        return call.signalOf(attempt);
+      },
     };
     try {
-      this.source = this.model
-        .doStream(this.request, { signal: this.controller.signal })
-        [Symbol.asyncIterator]();
+      this.source = this.model.doStream(this.request, callOptions)[Symbol.asyncIterator]();
     } catch (error) {
       // doStream threw instead of returning a stream: surface it through the normal path.
       this.source = { next: () => Promise.reject(error) };
     }
   }
 
-  private handleStep(step: Step): void {
+  /**
+   * The signal of attempt `attempt`, made on first use: Node's AbortController costs more than the rest of
+   * an in-process model's turn, and a provider that never looks at its signal needs none. The signal aborts
+   * exactly as an eagerly made one would: on `return()`, abort and timeout, also when read after them.
+   */
+  private signalOf(attempt: number): AbortSignal {
+    // An earlier attempt: the wrapper has given up on it.
+    if (attempt !== this.attempt) return AbortSignal.abort();
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abandoned) this.controller.abort(this.abandoned.reason);
+    }
+    return this.controller.signal;
+  }
+
+  private abortAttempt(reason: unknown): void {
+    if (this.controller) this.controller.abort(reason);
+    else this.abandoned = { reason };
+  }
+
+  private takeStep(step: Step): void {
+    this.pulling = false;
     if (step.done) {
-      this.settle(
+      this.resume(
         this.endAttempt(
           errorEvent({
             code: ErrorCodes.providerError,
@@ -209,7 +346,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
         break;
       case 'finish':
       case 'error':
-        this.settle(this.endAttempt(event));
+        this.resume(this.endAttempt(event));
         return;
       case 'usage':
         this.attemptUsage = event.usage;
@@ -217,23 +354,50 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
         break;
     }
     this.yielded = true;
-    this.settle({ value: event, done: false });
+    this.deliver(event);
   }
 
-  private settle(step: Step | Promise<Step>): void {
-    const resolve = this.waiting;
-    this.waiting = undefined;
-    resolve?.(step);
+  /**
+   * The calls streaming under each caller signal. One `abort` listener per signal serves them all: adding
+   * and removing an EventTarget listener per attempt costs more than the rest of the wrapper's turn. An
+   * array, not a Set: a Set that empties reallocates its table, and a run's signal empties every turn.
+   */
+  private static readonly watching = new WeakMap<AbortSignal, ModelCall[]>();
+
+  private static watch(signal: AbortSignal): ModelCall[] {
+    let calls = ModelCall.watching.get(signal);
+    if (!calls) {
+      const streaming: ModelCall[] = [];
+      calls = streaming;
+      ModelCall.watching.set(signal, streaming);
+      signal.addEventListener(
+        'abort',
+        () => {
+          for (const call of streaming.splice(0)) call.interrupt('abort');
+        },
+        { once: true },
+      );
+    }
+    return calls;
   }
 
-  private readonly onAbort = () => this.interrupt('abort');
-  private readonly onTimeout = () => this.interrupt('timeout');
+  private static unwatch(signal: AbortSignal, call: ModelCall): void {
+    const calls = ModelCall.watching.get(signal);
+    const index = calls ? calls.indexOf(call) : -1;
+    if (index < 0) return;
+    // Order does not matter (an abort interrupts them all): the last one takes the freed place.
+    const last = calls!.pop()!;
+    if (last !== call) calls![index] = last;
+  }
 
   private interrupt(why: 'abort' | 'timeout'): void {
     if (this.state !== 'streaming' || this.reason) return;
     this.reason = why;
-    this.controller?.abort(why === 'abort' ? this.signal?.reason : new Error('model call timed out'));
-    if (this.waiting) this.settle(this.endAttempt(this.interruptEvent()));
+    this.abortAttempt(why === 'abort' ? this.signal?.reason : new Error('model call timed out'));
+    if (this.pulling) {
+      this.pulling = false;
+      this.resume(this.endAttempt(this.interruptEvent()));
+    }
   }
 
   private interruptEvent(): ErrorEvent {
@@ -255,11 +419,14 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   private closeAttempt(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    this.signal?.removeEventListener('abort', this.onAbort);
+    if (this.signal) ModelCall.unwatch(this.signal, this);
   }
 
-  /** The attempt ended with `end`: finish, retry after a backoff, or fail. Resolves to the caller's next step. */
-  private endAttempt(end: ModelStreamEvent): Promise<Step> {
+  /**
+   * The attempt ended with `end`: finish (the terminal event is queued) or retry. Returns the retry's
+   * backoff, after which the call is ready for its next attempt (or finished, when the backoff was aborted).
+   */
+  private endAttempt(end: ModelStreamEvent): Promise<void> | undefined {
     this.closeAttempt();
     if (this.reason) {
       this.source?.return?.().catch(() => {});
@@ -276,7 +443,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
       }
       this.usage = this.attemptUsage;
       this.finish(end);
-      return this.next();
+      return undefined;
     }
     const error = (end as ErrorEvent).error;
     const retryable =
@@ -287,7 +454,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
       !this.signal?.aborted;
     if (!retryable) {
       this.finish(end);
-      return this.next();
+      return undefined;
     }
     this.state = 'idle';
     const delayMs = backoffDelay(this.attempt, this.retry, error, this.options.random ?? Math.random);
@@ -303,11 +470,8 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     );
     this.span.addEvent('retry', { attempt: this.attempt, 'error.type': error.code, delay_ms: delayMs });
     return (this.options.sleep ?? defaultSleep)(delayMs, this.signal).then(
-      () => this.next(),
-      () => {
-        this.finish(errorEvent(abortedError()));
-        return this.next();
-      },
+      () => {},
+      () => this.finish(errorEvent(abortedError())),
     );
   }
 
@@ -343,32 +507,40 @@ export async function completeModel(
   request: ModelRequest,
   options: StreamModelOptions = {},
 ): Promise<ModelResponse> {
-  let text = '';
-  const toolCalls: ModelToolCall[] = [];
-  let usage: ModelUsage = { inputTokens: 0, outputTokens: 0 };
-  let stopReason: ModelStopReason = 'error';
-  let error: ModelStreamError | undefined;
-  for await (const event of streamModel(model, request, options)) {
+  const folded = new FoldedResponse();
+  await streamModelTo(model, request, folded, options);
+  const { text, toolCalls, usage, stopReason, error } = folded;
+  return error ? { text, toolCalls, usage, stopReason, error } : { text, toolCalls, usage, stopReason };
+}
+
+/** completeModel's fold of the events. */
+class FoldedResponse implements ModelEventSink {
+  text = '';
+  readonly toolCalls: ModelToolCall[] = [];
+  usage: ModelUsage = { inputTokens: 0, outputTokens: 0 };
+  stopReason: ModelStopReason = 'error';
+  error: ModelStreamError | undefined;
+
+  onEvent(event: ModelStreamEvent): void {
     switch (event.type) {
       case 'text-delta':
-        text += event.text;
+        this.text += event.text;
         break;
       case 'tool-call':
-        toolCalls.push(event.toolCall);
+        this.toolCalls.push(event.toolCall);
         break;
       case 'usage':
-        usage = event.usage;
+        this.usage = event.usage;
         break;
       case 'finish':
-        stopReason = event.stopReason;
+        this.stopReason = event.stopReason;
         break;
       case 'error':
-        error = event.error;
-        stopReason = event.error.code === ErrorCodes.aborted ? 'aborted' : 'error';
+        this.error = event.error;
+        this.stopReason = event.error.code === ErrorCodes.aborted ? 'aborted' : 'error';
         break;
     }
   }
-  return error ? { text, toolCalls, usage, stopReason, error } : { text, toolCalls, usage, stopReason };
 }
 
 function startSpan(tracer: Tracer, model: LanguageModel, request: ModelRequest): Span {

@@ -3,9 +3,11 @@ export { type AnthropicModelOptions, createAnthropicModel } from './anthropic.js
 export {
   completeModel,
   estimateTokens,
+  type ModelEventSink,
   type ModelRetryOptions,
   type StreamModelOptions,
   streamModel,
+  streamModelTo,
 } from './call.js';
 export { type CommandModelOptions, commandPresets, createCommandModel } from './command.js';
 export { contextWindowFor, defaultContextWindowTokens } from './context-windows.js';

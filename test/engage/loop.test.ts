@@ -284,7 +284,8 @@ describe('engage loop: parallel tools', () => {
     await runTurn(2);
     await runTurn(12);
     expect(listenersWhileRunning[1]).toBe(listenersWhileRunning[0]);
-    expect(listenersWhileRunning[1]).toBeLessThanOrEqual(1);
+    // One for the tool calls racing the signal, one for the model calls streaming under it.
+    expect(listenersWhileRunning[1]).toBeLessThanOrEqual(2);
   });
 
   it('maxParallelTools bounds concurrency (1 = sequential)', async () => {

@@ -1,11 +1,17 @@
+import { getEventListeners } from 'node:events';
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { completeModel, estimateTokens, streamModel } from '../../src/model/call.js';
-import type { LanguageModel, ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
+import { completeModel, estimateTokens, streamModel, streamModelTo } from '../../src/model/call.js';
+import type {
+  LanguageModel,
+  ModelCallOptions,
+  ModelRequest,
+  ModelStreamEvent,
+} from '../../src/model/spec.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/testing.js';
 import { createRecordingLogger } from '../../src/util/logger.js';
 import { collect } from './helpers.js';
@@ -236,6 +242,124 @@ describe('streamModel / completeModel', () => {
     });
     expect(failed!.attributes['error.type']).toBe('PROVIDER_AUTH');
     expect(failed!.status.code).toBe(2);
+  });
+});
+
+describe('streamModelTo', () => {
+  const events: ModelStreamEvent[] = [
+    { type: 'text-delta', text: 'a' },
+    { type: 'tool-call', toolCall: { id: 'c1', name: 't', arguments: {} } },
+    { type: 'usage', usage: { inputTokens: 1, outputTokens: 2 } },
+    { type: 'finish', stopReason: 'tool_calls' },
+  ];
+
+  it('hands the sink the events streamModel yields, in order, and resolves after the terminal one', async () => {
+    const model = createScriptedModel({ steps: [{ events }, { events }] });
+    const taken: ModelStreamEvent[] = [];
+    await streamModelTo(model, request, { onEvent: (event) => taken.push(event) });
+    expect(taken).toEqual(await collect(streamModel(model, request)));
+    expect(taken.at(-1)).toEqual({ type: 'finish', stopReason: 'tool_calls' });
+  });
+
+  it('aborts the provider call and rejects with the error when the sink throws', async () => {
+    let providerSignal: AbortSignal | undefined;
+    const endless: LanguageModel = {
+      specificationVersion: 'v1',
+      provider: 'test',
+      modelId: 'endless',
+      contextWindowTokens: 1000,
+      async *doStream(_request, options) {
+        providerSignal = options.signal;
+        for (;;) yield { type: 'text-delta', text: 'x' };
+      },
+    };
+    let taken = 0;
+    const failing = streamModelTo(endless, request, {
+      onEvent: () => {
+        if (++taken === 3) throw new Error('sink failed');
+      },
+    });
+    await expect(failing).rejects.toThrow('sink failed');
+    expect(taken).toBe(3);
+    expect(providerSignal?.aborted).toBe(true);
+  });
+});
+
+describe('the provider signal', () => {
+  /** A provider that reads its signal only when `read` is called, after doStream returned. */
+  function lateReader() {
+    let options: ModelCallOptions | undefined;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const model: LanguageModel = {
+      specificationVersion: 'v1',
+      provider: 'test',
+      modelId: 'late',
+      contextWindowTokens: 1000,
+      doStream(_request, callOptions) {
+        options = callOptions;
+        return (async function* () {
+          yield { type: 'text-delta', text: 'x' } as const;
+          await released;
+          yield { type: 'finish', stopReason: 'end_turn' } as const;
+        })();
+      },
+    };
+    return { model, read: () => options!.signal!, release };
+  }
+
+  it('is aborted for a provider that reads it only after the caller stopped listening', async () => {
+    const late = lateReader();
+    for await (const _event of streamModel(late.model, request)) break;
+    expect(late.read().aborted).toBe(true);
+  });
+
+  it('carries the caller abort reason to a provider that reads it after the abort', async () => {
+    const late = lateReader();
+    const controller = new AbortController();
+    const taken: ModelStreamEvent[] = [];
+    const call = streamModelTo(
+      late.model,
+      request,
+      { onEvent: (event) => taken.push(event) },
+      {
+        signal: controller.signal,
+      },
+    );
+    await vi.waitFor(() => expect(taken).toHaveLength(1));
+    controller.abort('stop now');
+    await call;
+    expect(taken.at(-1)).toMatchObject({ type: 'error', error: { code: 'ABORTED' } });
+    expect(late.read().aborted).toBe(true);
+    expect(late.read().reason).toBe('stop now');
+  });
+
+  it('is not aborted while the call runs, and is the same signal on every read', async () => {
+    const late = lateReader();
+    const stream = streamModel(late.model, request);
+    await stream.next();
+    const signal = late.read();
+    expect(signal.aborted).toBe(false);
+    expect(late.read()).toBe(signal);
+    late.release();
+    await collect(stream);
+    expect(signal.aborted).toBe(false);
+  });
+
+  it('calls made one after another under one caller signal leave one abort listener on it, not one each', async () => {
+    const model = createScriptedModel({ steps: Array.from({ length: 15 }, () => ({ text: 'ok' })) });
+    const controller = new AbortController();
+    for (let index = 0; index < 15; index++) {
+      await completeModel(model, request, { signal: controller.signal });
+      expect(getEventListeners(controller.signal, 'abort').length).toBeLessThanOrEqual(1);
+    }
+    // The listener still serves a call that is streaming when the signal aborts.
+    model.push({ hang: true });
+    const pending = completeModel(model, request, { signal: controller.signal });
+    controller.abort();
+    expect((await pending).stopReason).toBe('aborted');
   });
 });
 
