@@ -16,11 +16,12 @@ export interface LearnedEntry {
 /** How much of a block's findings and decisions its summary keeps. */
 export const blockSummaryLimits = { maxEntries: 10, maxEntryChars: 300, maxChars: 2_000 } as const;
 
-type Item = { kind: 'message'; message: ModelMessage } | { kind: 'note'; message: ModelMessage };
-
 interface Block {
-  items: Item[];
-  /** `estimateTokens` of the items' messages, kept as they are added. */
+  /** The block's messages as rendered: the transcript's, with runtime notes among them. */
+  items: ModelMessage[];
+  /** Which of `items` are runtime notes (the nudge), not transcript; most blocks have none. */
+  notes: Set<ModelMessage> | undefined;
+  /** `estimateTokens` of the items, kept as they are added. */
   itemTokens: number;
   /** Findings and decisions written while the block was open. */
   learned: LearnedEntry[];
@@ -129,6 +130,8 @@ class Window implements ContextWindow {
   // as a running total rather than recomputed over the whole conversation every turn.
   private bodyTokens: number;
   private bodyMessages: number;
+  /** What `render()` returns (a copy of), while nothing has replaced or summarised what it holds. */
+  private rendered: ModelMessage[] | undefined;
 
   constructor(private readonly options: ContextWindowOptions) {
     this.headMessages = [...options.history];
@@ -141,12 +144,14 @@ class Window implements ContextWindow {
     return this.blocks[this.blocks.length - 1]!;
   }
 
-  private addToOpenBlock(kind: Item['kind'], message: ModelMessage, tokens: number): void {
+  /** Adds `messages` (whose estimate is `tokens`) to the open block. */
+  private addToOpenBlock(messages: ModelMessage[], tokens: number): void {
     const block = this.openBlock();
-    block.items.push({ kind, message });
+    for (const message of messages) block.items.push(message);
     block.itemTokens += tokens;
     this.bodyTokens += tokens;
-    this.bodyMessages++;
+    this.bodyMessages += messages.length;
+    if (this.rendered) for (const message of messages) this.rendered.push(message);
   }
 
   systemPrompt(): string {
@@ -164,6 +169,7 @@ class Window implements ContextWindow {
   setSkill(name: string, body: string): void {
     this.skills.set(name, body);
     this.cachedSystem = undefined;
+    this.rendered = undefined;
   }
 
   activeSkills(): string[] {
@@ -172,13 +178,14 @@ class Window implements ContextWindow {
 
   appendTurn(messages: ModelMessage[], steps: StepMarker[], learned: LearnedEntry[] = []): boolean {
     const block = this.openBlock();
-    for (const message of messages) this.addToOpenBlock('message', message, estimateTokens([message]));
+    this.addToOpenBlock(messages, estimateTokens(messages));
     if (learned.length > 0) block.learned.push(...learned);
     if (steps.length === 0) return false;
     if (this.options.truncateClosedBlocks) {
       block.summary = formatBlockSummary(steps, block.learned);
       this.bodyTokens += estimateTokens([{ role: 'user', content: block.summary }]) - block.itemTokens;
       this.bodyMessages += 1 - block.items.length;
+      this.rendered = undefined;
     }
     this.blocks.push(openEmptyBlock());
     return true;
@@ -186,19 +193,27 @@ class Window implements ContextWindow {
 
   appendNote(content: string): void {
     const message: ModelMessage = { role: 'user', content };
-    this.addToOpenBlock('note', message, estimateTokens([message]));
+    const block = this.openBlock();
+    block.notes ??= new Set();
+    block.notes.add(message);
+    this.addToOpenBlock([message], estimateTokens([message]));
   }
 
   render(): ModelMessage[] {
-    const out: ModelMessage[] = [];
-    const system = this.systemPrompt();
-    if (system !== '') out.push({ role: 'system', content: system });
-    for (const message of this.headMessages) out.push(message);
-    for (const block of this.blocks) {
-      if (block.summary !== undefined) out.push({ role: 'user', content: block.summary });
-      else for (const item of block.items) out.push(item.message);
+    // A copy of the rendering kept as messages are appended: every turn sends the whole context, and a
+    // caller (a hook, a provider keeping the request) may hold on to what it got.
+    if (!this.rendered) {
+      const out: ModelMessage[] = [];
+      const system = this.systemPrompt();
+      if (system !== '') out.push({ role: 'system', content: system });
+      for (const message of this.headMessages) out.push(message);
+      for (const block of this.blocks) {
+        if (block.summary !== undefined) out.push({ role: 'user', content: block.summary });
+        else for (const message of block.items) out.push(message);
+      }
+      this.rendered = out;
     }
-    return out;
+    return this.rendered.slice();
   }
 
   measure(): { tokens: number; messages: number } {
@@ -221,34 +236,28 @@ class Window implements ContextWindow {
     const out: ModelMessage[] = [];
     for (const block of this.blocks) {
       if (block.summary !== undefined) continue;
-      for (const item of block.items) if (item.kind === 'message') out.push(item.message);
+      for (const message of block.items) if (!block.notes?.has(message)) out.push(message);
     }
     return out;
   }
 
   openBlockMessages(): ModelMessage[] {
-    return this.openBlock()
-      .items.filter((item) => item.kind === 'message')
-      .map((item) => item.message);
+    const { items, notes } = this.openBlock();
+    return notes ? items.filter((message) => !notes.has(message)) : [...items];
   }
 
   rebuild(newHead: ModelMessage[], tail: ModelMessage[]): void {
     this.headMessages = [...newHead];
     const tailTokens = estimateTokens(tail);
-    this.blocks = [
-      {
-        items: tail.map((message) => ({ kind: 'message' as const, message })),
-        itemTokens: tailTokens,
-        learned: [],
-      },
-    ];
+    this.blocks = [{ items: [...tail], notes: undefined, itemTokens: tailTokens, learned: [] }];
     this.bodyTokens = estimateTokens(this.headMessages) + tailTokens;
     this.bodyMessages = this.headMessages.length + tail.length;
+    this.rendered = undefined;
   }
 }
 
 function openEmptyBlock(): Block {
-  return { items: [], itemTokens: 0, learned: [] };
+  return { items: [], notes: undefined, itemTokens: 0, learned: [] };
 }
 
 /**

@@ -4,7 +4,7 @@ import { abortedError, finish, recordInLedger } from './finish.js';
 import { createRunState, overBudget } from './run-state.js';
 import { prepareRun } from './setup.js';
 import { recordToolResults, runToolBatch } from './tool-batch.js';
-import { type RunTrace, traceRun } from './tracing.js';
+import { type RunTrace, traceRun, untracedRun } from './tracing.js';
 import { runModelTurn } from './turn.js';
 import { EngageErrorCodes, type EngageOptions, type EngageResult } from './types.js';
 
@@ -53,14 +53,20 @@ async function runLoop(options: EngageOptions, spans: RunTrace): Promise<EngageR
 
   try {
     const setup = await prepareRun(state);
+    const traced = spans !== untracedRun;
     let turnsWithoutLedgerWrite = 0;
 
     for (let turn = 1; turn <= limits.maxTurns; turn++) {
-      const step = await spans.turn(turn, () => runModelTurn(state, setup, turn));
+      // An untraced run calls its steps directly: no closure per turn for a span that records nothing.
+      const step = traced
+        ? await spans.turn(turn, () => runModelTurn(state, setup, turn))
+        : await runModelTurn(state, setup, turn);
       if ('result' in step) return step.result;
 
       const budgetExceeded = overBudget(state);
-      const batch = await spans.inTurn(() => runToolBatch(state, setup, step.toolCalls, budgetExceeded));
+      const batch = traced
+        ? await spans.inTurn(() => runToolBatch(state, setup, step.toolCalls, budgetExceeded))
+        : await runToolBatch(state, setup, step.toolCalls, budgetExceeded);
       const { wroteLedger } = recordToolResults(state, setup, step.assistant, batch);
 
       if (budgetExceeded) {

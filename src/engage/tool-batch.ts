@@ -183,6 +183,9 @@ export async function runToolBatch(
   return { outcomes: await Promise.all(running), nested: nested.outcomes };
 }
 
+const noSteps: StepMarker[] = [];
+const noLedgerWrite = { wroteLedger: false } as const;
+
 /** What a turn's tool calls did besides answering: ledger writes and skill activations. */
 interface TurnEffects {
   steps: StepMarker[];
@@ -235,6 +238,13 @@ export function recordToolResults(
     state.newMessages.push(message);
   }
 
+  // Most turns' calls carry no metadata (no ledger write, no skill): they need no effects to be gathered.
+  let withEffects = batch.nested.length > 0;
+  for (const outcome of batch.outcomes) if (outcome.metadata) withEffects = true;
+  if (!withEffects) {
+    window.appendTurn(turnMessages, noSteps);
+    return noLedgerWrite;
+  }
   const effects: TurnEffects = { steps: [], learned: [], wroteLedger: false, skillsChanged: false };
   for (const outcome of batch.outcomes) takeEffects(outcome, window, effects);
   for (const outcome of batch.nested) takeEffects(outcome, window, effects);

@@ -1,9 +1,11 @@
 import {
+  type ModelEventSink,
   type ModelMessage,
   type ModelRequest,
   type ModelStreamError,
+  type ModelStreamEvent,
   type ModelToolCall,
-  streamModel,
+  streamModelTo,
 } from '../model/index.js';
 import type { HookPayloads } from '../tools/index.js';
 import { ErrorCodes } from '../util/index.js';
@@ -76,22 +78,14 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
   }
 
   state.turns = turn;
-  let text = '';
-  const toolCalls: ModelToolCall[] = [];
-  let streamError: ModelStreamError | undefined;
   const request: ModelRequest = { messages: requestMessages };
   if (modelTools.length) request.tools = modelTools;
   const callOptions = options.modelCallOptions;
   if (callOptions?.maxTokens !== undefined) request.maxTokens = callOptions.maxTokens;
   if (callOptions?.temperature !== undefined) request.temperature = callOptions.temperature;
-  for await (const event of streamModel(model, request, streamOptions)) {
-    if (event.type === 'text-delta') {
-      text += event.text;
-      bus.publish('run:text-delta', { runId, delta: event.text, text }, scope);
-    } else if (event.type === 'tool-call') toolCalls.push(event.toolCall);
-    else if (event.type === 'usage') addUsage(state, event.usage.inputTokens, event.usage.outputTokens);
-    else if (event.type === 'error') streamError = event.error;
-  }
+  const stream = new TurnStream(state);
+  await streamModelTo(model, request, stream, streamOptions);
+  const { text, toolCalls, error: streamError } = stream;
   state.lastText = text;
 
   if (streamError) {
@@ -133,4 +127,30 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
     return { result: await finish(state, 'completed') };
   }
   return { assistant, toolCalls };
+}
+
+/**
+ * The model's answer of one turn, taken event by event as the stream delivers them (text deltas are
+ * published as they come). An object rather than a closure: its code is shared by every turn.
+ */
+class TurnStream implements ModelEventSink {
+  text = '';
+  readonly toolCalls: ModelToolCall[] = [];
+  error: ModelStreamError | undefined;
+
+  constructor(private readonly state: RunState) {}
+
+  onEvent(event: ModelStreamEvent): void {
+    if (event.type === 'text-delta') {
+      this.text += event.text;
+      const { options, scope } = this.state;
+      options.bus.publish(
+        'run:text-delta',
+        { runId: scope.runId, delta: event.text, text: this.text },
+        scope,
+      );
+    } else if (event.type === 'tool-call') this.toolCalls.push(event.toolCall);
+    else if (event.type === 'usage') addUsage(this.state, event.usage.inputTokens, event.usage.outputTokens);
+    else if (event.type === 'error') this.error = event.error;
+  }
 }
