@@ -40,15 +40,32 @@ export interface ArtifactStore {
    * kept as the stage record and built from it when read, since the record already holds all it says.
    */
   addRootStage(rootTaskId: string, stage: StageRecord): void;
+  /**
+   * An artifact of a root task made when it is first read (then kept): for what is computed from a run that
+   * no longer changes, which most runs are never asked for.
+   */
+  addLater(rootTaskId: string, make: () => Artifact): void;
   query(query: ArtifactQuery): Artifact[];
   /** The run's artifacts; without `node_output` ones when `nodeOutputs` is false. */
   forRun(rootTaskId: string, nodeOutputs?: boolean): Artifact[];
   forget(rootTaskId: string): void;
 }
 
-type Entry = Artifact | StageRecord;
-// A property read, not `in`: it stays a cheap inline-cached load on both shapes of entry.
+/** An artifact of `addLater`: made on first read. */
+class LaterArtifact {
+  private made: Artifact | undefined;
+  constructor(private readonly make: () => Artifact) {}
+  get artifact(): Artifact {
+    this.made ??= this.make();
+    return this.made;
+  }
+}
+
+type Entry = Artifact | StageRecord | LaterArtifact;
+// A property read, not `in`: it stays a cheap inline-cached load on every shape of entry.
 const isArtifact = (entry: Entry): entry is Artifact => (entry as Artifact).artifactId !== undefined;
+/** A stage record standing for its `node_output` artifact. */
+const isStage = (entry: Entry): entry is StageRecord => (entry as StageRecord).nodeRole !== undefined;
 
 /**
  * The `node_output` artifact of a stage of `taskId` whose output is kept as it is (no redaction): all of it
@@ -69,7 +86,8 @@ export function stageArtifact(rootTaskId: string, taskId: string, stage: StageRe
 
 /** The artifact an entry stands for; `rootTaskId` is the run it was added under. */
 function artifactOf(entry: Entry, rootTaskId: string): Artifact {
-  return isArtifact(entry) ? entry : stageArtifact(rootTaskId, rootTaskId, entry);
+  if (isArtifact(entry)) return entry;
+  return isStage(entry) ? stageArtifact(rootTaskId, rootTaskId, entry) : entry.artifact;
 }
 
 export function createArtifactStore(): ArtifactStore {
@@ -97,7 +115,7 @@ export function createArtifactStore(): ArtifactStore {
   const filtered = (entries: ReadonlyArray<Entry>, rootTaskId: string | undefined, query: ArtifactQuery) => {
     const out: Artifact[] = [];
     for (const entry of entries) {
-      // A stage entry is only ever listed under its root task, so the list's key names its run.
+      // Stage and later entries are only ever listed under their root task, so the list's key names their run.
       const artifact = artifactOf(entry, isArtifact(entry) ? entry.rootTaskId : rootTaskId!);
       if (
         (query.rootTaskId === undefined || artifact.rootTaskId === query.rootTaskId) &&
@@ -118,12 +136,15 @@ export function createArtifactStore(): ArtifactStore {
     addRootStage(rootTaskId, stage) {
       append(byRun, lastRun, rootTaskId, stage);
     },
+    addLater(rootTaskId, make) {
+      append(byRun, lastRun, rootTaskId, new LaterArtifact(make));
+    },
     query(query) {
       const { taskId } = query;
       if (taskId !== undefined) {
         const ofRun = byRun.get(taskId);
         if (!ofRun) return filtered(byTask.get(taskId) ?? [], taskId, query);
-        // A root task: the entries of its run that name it (every stage entry does).
+        // A root task: the entries of its run that name it (every stage and later entry does).
         return filtered(
           ofRun.filter((entry) => !isArtifact(entry) || entry.taskId === taskId),
           taskId,
@@ -139,9 +160,12 @@ export function createArtifactStore(): ArtifactStore {
     forRun(rootTaskId, nodeOutputs = true) {
       const out: Artifact[] = [];
       for (const entry of byRun.get(rootTaskId) ?? []) {
-        if (!isArtifact(entry)) {
+        if (isStage(entry)) {
           if (nodeOutputs) out.push(artifactOf(entry, rootTaskId));
-        } else if (nodeOutputs || entry.type !== 'node_output') out.push(entry);
+        } else {
+          const artifact = artifactOf(entry, rootTaskId);
+          if (nodeOutputs || artifact.type !== 'node_output') out.push(artifact);
+        }
       }
       return out;
     },

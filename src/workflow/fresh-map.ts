@@ -30,10 +30,14 @@ export class FreshMap<K, V> {
   }
 
   set(key: K, value: V): this {
-    // Copying costs one step per entry: starting over every `size` additions (at least 64) keeps that
-    // under one step per addition, and the table younger than the tens of runs between two renewals.
-    if (++this.added > 64 && this.added > this.map.size) {
-      this.map = new Map(this.map);
+    // Copying costs a step per entry and the new table's growth: starting over after twice `size` (and 64)
+    // additions keeps that to about half a step per addition, and the table younger than the runs between
+    // two scavenges.
+    if (++this.added > 2 * this.map.size + 64) {
+      // forEach, not `new Map(this.map)`: that walks an iterator, an entry array and a result per entry.
+      const renewed = new Map<K, V>();
+      this.map.forEach((entry, entryKey) => renewed.set(entryKey, entry));
+      this.map = renewed;
       this.added = 0;
     }
     this.map.set(key, value);

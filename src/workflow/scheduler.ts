@@ -6,7 +6,10 @@ export type ScheduledTaskState = 'queued' | 'running' | 'completed' | 'failed';
 /** A unit of work the scheduler runs: one workflow run. `run` settles when the run ends. */
 export interface ScheduledJob {
   taskId: string;
-  run(): Promise<'completed' | 'failed'>;
+  /** The submitter's reading of `now()` as it submits, when it has just read it: the job's queued time. */
+  submittedAt?: number;
+  /** `startedAt`: the executor's reading of `now()` as it starts the job, when it has one. */
+  run(startedAt?: number): Promise<'completed' | 'failed'>;
 }
 
 /** `at` is the scheduler's own reading of `now()` for the transition, so a listener need not read it again. */
@@ -114,7 +117,7 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
         at ??= options.now();
         options.listener.dequeued(entry.job.taskId, at - entry.queuedAt, depth(), at);
       }
-      entry.job.run().then(
+      entry.job.run(at).then(
         (result) => finish(entry.job.taskId, result),
         () => finish(entry.job.taskId, 'failed'),
       );
@@ -142,7 +145,7 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
           details: { queueDepth: depth(), maxQueueSize: options.maxQueueSize },
         });
       }
-      const queuedAt = options.now();
+      const queuedAt = job.submittedAt ?? options.now();
       queue.push({ job, queuedAt });
       remember(job.taskId, 'queued');
       options.listener?.queued?.(job.taskId, depth(), queuedAt);

@@ -50,4 +50,23 @@ describe('artifact store', () => {
     store.add(artifact('r', 4));
     expect(store.query({ rootTaskId: 'r' }).map((entry) => entry.artifactId)).toEqual(['r:4']);
   });
+
+  it('makes an artifact added for later on its first read, once, in its place in the run', () => {
+    const store = createArtifactStore();
+    let made = 0;
+    store.addRootStage('r', stage(0));
+    store.addLater('r', () => {
+      made++;
+      return artifact('r', 1, 'telemetry_snapshot');
+    });
+    store.addRootStage('r', stage(2));
+    expect(made).toBe(0);
+    expect(store.query({ taskId: 'r' }).map((entry) => entry.artifactId)).toEqual(['r:0', 'r:1', 'r:2']);
+    expect(store.forRun('r', false).map((entry) => entry.type)).toEqual(['telemetry_snapshot']);
+    expect(store.query({ rootTaskId: 'r', type: 'node_output' })).toHaveLength(2);
+    expect(store.query({ type: 'telemetry_snapshot' })[0]).toBe(store.forRun('r')[1]);
+    expect(made).toBe(1);
+    store.forget('r');
+    expect(store.query({ rootTaskId: 'r' })).toEqual([]);
+  });
 });

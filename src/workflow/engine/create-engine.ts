@@ -75,14 +75,14 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
 
   // Not an async function: the run's own promise with one reaction is less than an async function's
   // state, its promise and an await on every run.
-  function execute(run: Run, traceParent: Context): Promise<'completed' | 'failed'> {
-    return traceWorkflowRun(core, run, traceParent, () => executeRun(core, run)).then(() => {
+  function execute(run: Run, traceParent: Context, startedAt?: number): Promise<'completed' | 'failed'> {
+    return traceWorkflowRun(core, run, traceParent, () => executeRun(core, run, startedAt)).then(() => {
       finish(run);
       return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
     });
   }
 
-  function startRun(input: unknown, runOptions: RunOptions): Run {
+  function startRun(input: unknown, runOptions: RunOptions, at: number): Run {
     const startNodeId = runOptions.startNodeId ?? workflow.dag.defaultStartId!;
     if (workflow.dag.nodes.get(startNodeId)?.role !== 'start') {
       throw new UserInputError({
@@ -96,7 +96,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
         code: ErrorCodes.conflict,
         message: `a task with id ${taskId} already exists`,
       });
-    const root = newTaskRecord(workflow.id, clock.now(), {
+    const root = newTaskRecord(workflow.id, at, {
       taskId,
       rootTaskId: taskId,
       spec: rootSpec(taskId, input, runOptions.spec),
@@ -115,7 +115,10 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     input: unknown,
     runOptions: RunOptions = {},
   ): { taskId: string; result: Promise<WorkflowRunResult> } {
-    const run = startRun(input, runOptions);
+    // One clock reading for the task's creation, its submission and — when a slot is free — its start:
+    // they happen in this one synchronous call.
+    const at = clock.now();
+    const run = startRun(input, runOptions, at);
     const taskId = run.root.taskId;
     // The scheduler starts the run from wherever a slot frees: its span's parent is what enqueued it.
     const traceParent = activeContext();
@@ -123,9 +126,10 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       const dispatch = options.dispatch;
       executor.submit({
         taskId,
+        submittedAt: at,
         run: dispatch
           ? () => dispatch(taskId, () => execute(run, traceParent))
-          : () => execute(run, traceParent),
+          : (startedAt) => execute(run, traceParent, startedAt),
       });
     } catch (error) {
       registry.remove(run);

@@ -14,13 +14,14 @@ import type { WorkflowRunResult } from './types.js';
  * (clones and subtasks interleave by the order they were queued). Ends every task still open — cancelled
  * when the run was, failed when the queue drained without reaching an EXIT or a step threw.
  */
-export async function executeRun(core: EngineCore, run: Run): Promise<void> {
+export async function executeRun(core: EngineCore, run: Run, at?: number): Promise<void> {
   const { root } = run;
   root.lifecycle = 'active';
   root.state = 'in_progress';
-  // The START stage begins at the moment the run is reported started: one clock reading for both. Later
-  // stages begin when the one before them ended, when nothing ran between them.
-  let startedAt: number | undefined = core.clock.now();
+  // The START stage begins at the moment the run is reported started: one clock reading for both (`at`,
+  // the scheduler's, when it has just read the clock to start the run). Later stages begin when the one
+  // before them ended, when nothing ran between them.
+  let startedAt: number | undefined = at ?? core.clock.now();
   core.emitter.emit(
     run,
     'task_started',
@@ -103,16 +104,18 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
   const { root } = run;
   const { workflow } = core;
   run.finished = true;
-  core.artifacts.add({
+  // Made when first read: the run's events no longer change, and most runs' snapshots are never read.
+  const snapshotAt = root.completedAt ?? core.clock.now();
+  core.artifacts.addLater(root.taskId, () => ({
     artifactId: `${root.taskId}:telemetry`,
     rootTaskId: root.taskId,
     taskId: root.taskId,
     nodeId: undefined,
     type: 'telemetry_snapshot',
-    createdAt: root.completedAt ?? core.clock.now(),
+    createdAt: snapshotAt,
     payload: { eventCounts: core.emitter.countsOf(run), events: run.seq },
     metadata: snapshotMetadataOf(workflow),
-  });
+  }));
   core.metrics.increment('task.completions', completionLabels[outcomeOf(root.state) ?? 'undefined']);
   if (core.durable) {
     // What the stage rows do not already stand for (see `persistStage`).

@@ -17,7 +17,17 @@ describe('execute run', () => {
     const result = finishRun(core, run);
     expect(result).toMatchObject({ status: 'success', output: 20, stagesExecuted: 4, taskId: 'wft_1' });
     expect(await run.result).toBe(result);
-    expect(core.artifacts.query({ rootTaskId: 'wft_1', type: 'telemetry_snapshot' })).toHaveLength(1);
+    expect(core.artifacts.query({ rootTaskId: 'wft_1', type: 'telemetry_snapshot' })).toEqual([
+      expect.objectContaining({
+        artifactId: 'wft_1:telemetry',
+        taskId: 'wft_1',
+        // The events of the run (no scheduler here): task_started, two per stage, task_completed.
+        payload: {
+          eventCounts: { task_started: 1, node_started: 4, node_completed: 4, task_completed: 1 },
+          events: 10,
+        },
+      }),
+    ]);
     expect(core.metrics.snapshot().counters['task.completions{status=success}']).toBe(1);
   });
 
