@@ -215,6 +215,36 @@ export interface MemoryEventRow {
   createdAtMs: number;
 }
 
+/** Entries of a key that a commit moves out of the context (evicted, summarized) and the event saying so. */
+export interface Retirement {
+  memoryIds: ReadonlyArray<number>;
+  state: MemoryState;
+  nowMs: number;
+  event: MemoryEventRow;
+}
+
+const insertEventSql =
+  'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
+  'message, details, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+function eventParams(event: MemoryEventRow): SqlValue[] {
+  return [
+    ...sessionLogHeadValues(event),
+    event.kind,
+    event.count,
+    event.tokensBefore,
+    event.tokensAfter,
+    JSON.stringify(event.memoryIds),
+    event.message,
+    event.details ? JSON.stringify(event.details) : null,
+    event.createdAtMs,
+  ];
+}
+
+function setStatesSql(count: number): string {
+  return `UPDATE memory_entries SET state = ?, updated_at_ms = ? WHERE session_key = ? AND memory_id IN (${placeholders(count)})`;
+}
+
 /**
  * Snapshots and events are per-session logs: both tables start with these identifying columns and are
  * listed newest first, so they share the code that writes and reads those columns.
@@ -286,10 +316,10 @@ export class MemoryIdsTakenError extends SystemError {
  * `atLeast` on, or from the counter when it is further. Parameters: key, atLeast + count, atLeast, atLeast,
  * count.
  */
-const reservingPrefix =
+const reservingCte =
   'WITH reserved AS (INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) ' +
   'DO UPDATE SET next_id = CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? ' +
-  `RETURNING next_id) ${insertEntryPrefix}`;
+  'RETURNING next_id)';
 /**
  * The first row's memory_id is NULL unless the reservation ended where the entries' ids do (parameter 2,
  * the counter's expected value; parameter 3, the id): the NOT NULL constraint then fails the statement, so
@@ -369,24 +399,61 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     return Number(row!.next_id) - count;
   };
 
+  const setStates = async (
+    tx: SqlExecutor,
+    sessionKey: string,
+    memoryIds: ReadonlyArray<number>,
+    state: MemoryState,
+    nowMs: number,
+  ): Promise<void> => {
+    if (memoryIds.length === 0) return;
+    await tx.run(setStatesSql(memoryIds.length), [state, nowMs, sessionKey, ...memoryIds]);
+  };
+
+  const insertEvent = async (tx: SqlExecutor, event: MemoryEventRow): Promise<void> => {
+    await tx.run(insertEventSql, eventParams(event));
+  };
+
+  /** Writes a retirement in statements of its own (state change and event issued together). */
+  const retire = async (tx: SqlExecutor, sessionKey: string, retirement: Retirement): Promise<void> => {
+    await Promise.all([
+      setStates(tx, sessionKey, retirement.memoryIds, retirement.state, retirement.nowMs),
+      insertEvent(tx, retirement.event),
+    ]);
+  };
+
   /**
-   * Reserves the ids of `entries` (built with consecutive ids from `firstId` on) and inserts them; throws
-   * MemoryIdsTakenError when the counter had passed `firstId`. On Postgres the reservation rides in the
-   * first INSERT and every statement is issued before any answer is awaited, so the transaction may send
-   * COMMIT right behind them.
+   * Reserves the ids of `entries` (built with consecutive ids from `firstId` on), inserts them and writes
+   * `retirement`; throws MemoryIdsTakenError when the counter had passed `firstId`. On Postgres the
+   * reservation and the retirement are data-modifying CTEs of the first INSERT, and every statement is issued
+   * before any answer is awaited, so the transaction may send COMMIT right behind them.
    */
   const insertReserved = async (
     tx: SqlExecutor,
     sessionKey: string,
     firstId: number,
     entries: ReadonlyArray<StoredEntry>,
+    retirement?: Retirement,
   ): Promise<void> => {
     const count = entries.length;
     if (dialect !== 'postgres') {
       if ((await reserveIds(tx, sessionKey, count, firstId)) !== firstId)
         throw new MemoryIdsTakenError(sessionKey, firstId);
       await insertEntries(tx, entries);
+      if (retirement) await retire(tx, sessionKey, retirement);
       return;
+    }
+    // The CTEs touch other rows than the INSERT (and Postgres runs each exactly once, to completion): the
+    // retired rows keep their places, and the context trigger of a new row skips tombstones either way.
+    let ctes = '';
+    const cteParams: SqlValue[] = [];
+    if (retirement && retirement.memoryIds.length > 0) {
+      ctes += `, retired AS (${setStatesSql(retirement.memoryIds.length)})`;
+      cteParams.push(retirement.state, retirement.nowMs, sessionKey, ...retirement.memoryIds);
+    }
+    if (retirement) {
+      ctes += `, logged AS (${insertEventSql})`;
+      cteParams.push(...eventParams(retirement.event));
     }
     const chunks: StoredEntry[][] = [];
     for (let start = 0; start < count; start += entriesPerInsert)
@@ -402,8 +469,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       rows[0] = checkedEntryPlaceholders;
       params.splice(1, 0, firstId + count);
       return tx.all<{ id: number; memory_id: number }>(
-        `${reservingPrefix}${rows.join(', ')} RETURNING id, memory_id`,
-        [sessionKey, firstId + count, firstId, firstId, count, ...params],
+        `${reservingCte}${ctes} ${insertEntryPrefix}${rows.join(', ')} RETURNING id, memory_id`,
+        [sessionKey, firstId + count, firstId, firstId, count, ...cteParams, ...params],
       );
     });
     // Awaited in order: a failure of the first is the cause of the failures behind it.
@@ -607,19 +674,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
 
     insertReserved,
 
-    async setStates(
-      tx: SqlExecutor,
-      sessionKey: string,
-      memoryIds: ReadonlyArray<number>,
-      state: MemoryState,
-      nowMs: number,
-    ) {
-      if (memoryIds.length === 0) return;
-      await tx.run(
-        `UPDATE memory_entries SET state = ?, updated_at_ms = ? WHERE session_key = ? AND memory_id IN (${placeholders(memoryIds.length)})`,
-        [state, nowMs, sessionKey, ...memoryIds],
-      );
-    },
+    setStates,
+
+    retire,
 
     /** Active entries and the newest `maxTombstones` tombstones of a live session instance, in context order. */
     async loadRam(sessionId: string, maxTombstones: number): Promise<StoredEntry[]> {
@@ -684,23 +741,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       }));
     },
 
-    async insertEvent(tx: SqlExecutor, event: MemoryEventRow): Promise<void> {
-      await tx.run(
-        'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
-          'message, details, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-        [
-          ...sessionLogHeadValues(event),
-          event.kind,
-          event.count,
-          event.tokensBefore,
-          event.tokensAfter,
-          JSON.stringify(event.memoryIds),
-          event.message,
-          event.details ? JSON.stringify(event.details) : null,
-          event.createdAtMs,
-        ],
-      );
-    },
+    insertEvent,
 
     async listEvents(sessionKey: string, limit: number): Promise<MemoryEventRow[]> {
       const rows = await newestSessionLogRows('memory_events', sessionKey, limit);

@@ -51,15 +51,9 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
           await db.run('INSERT INTO caller_rows (id) VALUES (?)', ['run-1']);
         }),
       );
-      // The id reservation rides in the entries' INSERT; the statements and COMMIT leave in one write.
-      expect(seen.statements).toEqual([
-        'BEGIN',
-        'WITH reserved AS',
-        'UPDATE memory_entries SET',
-        'INSERT INTO memory_events',
-        'INSERT INTO caller_rows',
-        'COMMIT',
-      ]);
+      // The id reservation and the eviction (state change, event) ride in the entries' INSERT; the
+      // statements and COMMIT leave in one write.
+      expect(seen.statements).toEqual(['BEGIN', 'WITH reserved AS', 'INSERT INTO caller_rows', 'COMMIT']);
       expect(seen.writes).toBe(1);
       expect(await db.all('SELECT id FROM caller_rows')).toEqual([{ id: 'run-1' }]);
       const rows = await db.all<{ memory_id: number; state: string }>(
@@ -73,6 +67,9 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
         [4, 'active'],
         [5, 'active'],
         [6, 'tombstone'],
+      ]);
+      expect(await db.all('SELECT kind, memory_ids FROM memory_events')).toEqual([
+        { kind: 'evicted', memory_ids: '[1]' },
       ]);
     } finally {
       await db.close();

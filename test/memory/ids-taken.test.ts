@@ -33,4 +33,32 @@ describeEachDatabase('memory ids another writer of the session key took meanwhil
     ]);
     expect(memory.status().degraded).toBe(false);
   });
+
+  it('are skipped by a commit that also evicts: the eviction is written once, with the new tombstone ids', async () => {
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 2 } });
+    const ref = sessionRef();
+    await memory.appendBatch(ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    await getDb().run('UPDATE memory_counters SET next_id = next_id + 5 WHERE session_key = ?', [
+      ref.sessionKey,
+    ]);
+    const [third] = await memory.appendBatch(ref, [{ role: 'user', content: 'three' }]);
+    expect(third!.memoryId).toBe(8);
+
+    const rows = await getDb().all<{ memory_id: number; state: string; content: string }>(
+      'SELECT memory_id, state, content FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
+      [ref.sessionKey],
+    );
+    expect(rows.map((row) => [Number(row.memory_id), row.state, row.content])).toEqual([
+      [1, 'evicted', 'one'],
+      [2, 'active', 'two'],
+      [8, 'active', 'three'],
+      [9, 'tombstone', '[evicted:1]'],
+    ]);
+    expect(await getDb().all('SELECT kind, memory_ids FROM memory_events')).toEqual([
+      { kind: 'evicted', memory_ids: '[1]' },
+    ]);
+  });
 });

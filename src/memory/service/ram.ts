@@ -1,6 +1,5 @@
-import type { SqlExecutor } from '../../store/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
-import { byContextOrder, type StoredEntry } from '../ltm-store.js';
+import { byContextOrder, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
 import { appendInputSchema, checkRef, invalid, type MemoryContext, type RamSession } from './context.js';
 import { queueEmbedding } from './embedding-indexer.js';
@@ -37,6 +36,28 @@ export function publicCopy(entry: StoredEntry): MemoryEntry {
   if (entry.toolName !== undefined) copy.toolName = entry.toolName;
   if (entry.isError !== undefined) copy.isError = entry.isError;
   return copy;
+}
+
+/**
+ * The read-only copy of an entry that pins hand out, made once per entry: a chat turn pins its whole
+ * context, and copying every entry on every turn was the memory service's largest cost in a turn's profile.
+ * Frozen, so no caller can change what the next turn is given; RAM never changes an entry once it is built.
+ */
+const pinnedViews = new WeakMap<StoredEntry, MemoryEntry>();
+
+function pinnedView(entry: StoredEntry): MemoryEntry {
+  let view = pinnedViews.get(entry);
+  if (view === undefined) {
+    view = publicCopy(entry);
+    if (view.metadata) Object.freeze(view.metadata);
+    if (view.sourceIds) Object.freeze(view.sourceIds);
+    if (view.toolCalls) {
+      for (const call of view.toolCalls) Object.freeze(Object.freeze(call).arguments);
+      Object.freeze(view.toolCalls);
+    }
+    pinnedViews.set(entry, Object.freeze(view));
+  }
+  return view;
 }
 
 export function activeOf(ram: RamSession): StoredEntry[] {
@@ -370,12 +391,12 @@ function evictionOf(
       victims.map((victim, index) =>
         tombstoneFor(ram, first + index, victim, `[evicted:${victim.memoryId}]`, { reason }, nowMs),
       ),
-    write: async (tx: SqlExecutor) => {
-      await Promise.all([
-        ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'evicted', nowMs),
-        ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs)),
-      ]);
-    },
+    retire: {
+      memoryIds: ids,
+      state: 'evicted',
+      nowMs,
+      event: eventRow(ctx, ram, detail, nowMs),
+    } satisfies Retirement,
   };
 }
 
@@ -389,7 +410,9 @@ export async function evictEntries(
   if (victims.length === 0) return [];
   const nowMs = ctx.clock.now();
   const eviction = evictionOf(ctx, ram, victims, reason, tokensOf(activeOf(ram)), nowMs);
-  const tombstones = await commit(ctx, ram, victims.length, eviction.tombstones, eviction.write);
+  const tombstones = await commit(ctx, ram, victims.length, eviction.tombstones, undefined, {
+    retire: eviction.retire,
+  });
   replaceInRam(ctx, ram, eviction.ids, tombstones);
   publishEvent(ctx, ram, eviction.detail);
   return eviction.ids;
@@ -485,7 +508,7 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   let released = false;
   return {
     memoryIds: pinned.map((entry) => entry.memoryId),
-    entries: active.map(publicCopy),
+    entries: active.map(pinnedView),
     release: () => {
       if (released) return;
       released = true;
@@ -576,12 +599,8 @@ export async function appendBatch(
           ...parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
           ...(eviction ? eviction.tombstones(first + parsed.length) : []),
         ],
-        eviction
-          ? async (tx) => {
-              await Promise.all([eviction.write(tx), also?.()]);
-            }
-          : also,
-        requireCommit,
+        also,
+        { requireCommit, ...(eviction ? { retire: eviction.retire } : {}) },
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);

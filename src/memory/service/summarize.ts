@@ -119,12 +119,8 @@ export async function summarize(
             ),
           ),
         ],
-        async (tx) => {
-          await Promise.all([
-            ctx.ltm.setStates(tx, ram.ref.sessionKey, ids, 'summarized', nowMs),
-            ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs)),
-          ]);
-        },
+        undefined,
+        { retire: { memoryIds: ids, state: 'summarized', nowMs, event: eventRow(ctx, ram, detail, nowMs) } },
       );
       replaceInRam(ctx, ram, ids, written);
       queueEmbedding(ctx, written[0]!);

@@ -1,6 +1,6 @@
 import type { SqlExecutor } from '../../store/index.js';
 import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
-import { MemoryIdsTakenError, type StoredEntry } from '../ltm-store.js';
+import { MemoryIdsTakenError, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 
 /** The write-retry state of a writable database; `writeRetryMs` is the first retry delay. */
@@ -136,8 +136,8 @@ export async function readWithFallback<T>(
 const storedActivityMs = 1_000;
 
 /**
- * Reserves ids for `count` new entries, builds them, and commits them together with `also` in one
- * transaction. While the database cannot be written (or earlier writes of the session still wait), the
+ * Reserves ids for `count` new entries, builds them, and commits them together with `retire` (the entries
+ * they take out of the context and its event) and `also` in one transaction. While the database cannot be written (or earlier writes of the session still wait), the
  * entries get ids from the RAM counter and the whole commit is queued to be written through in order —
  * unless `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller
  * that acknowledges the write to someone as stored. When there are entries, `also` must issue all its
@@ -149,8 +149,9 @@ export async function commit(
   count: number,
   build: (firstId: number) => StoredEntry[],
   also?: (tx: SqlExecutor) => Promise<void>,
-  requireCommit = false,
+  options: { requireCommit?: boolean; retire?: Retirement } = {},
 ): Promise<StoredEntry[]> {
+  const { requireCommit = false, retire } = options;
   const { ltm, writes: state } = ctx;
   const nowMs = ctx.clock.now();
   const writable = state.degradedReason === undefined && !state.pendingWrites.has(ram.ref.sessionId);
@@ -173,7 +174,7 @@ export async function commit(
         if (optimistic) {
           // Built before any statement is issued: a throw here leaves nothing to commit.
           const built = build(ram.nextId);
-          const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built);
+          const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
           const rest = Promise.all([touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined, also?.(tx)]);
           rest.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
           tx.commitWhenIssued?.();
@@ -186,7 +187,12 @@ export async function commit(
         const first =
           count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
         const built = build(first);
-        await Promise.all([touched, ltm.insertEntries(tx, built), also?.(tx)]);
+        await Promise.all([
+          touched,
+          ltm.insertEntries(tx, built),
+          retire ? ltm.retire(tx, ram.ref.sessionKey, retire) : undefined,
+          also?.(tx),
+        ]);
         return built;
       });
     try {
@@ -224,6 +230,7 @@ export async function commit(
     }
     await ltm.insertEntries(tx, rows);
     for (const [index, row] of rows.entries()) built[index]!.rowId = row.rowId;
+    if (retire) await ltm.retire(tx, ram.ref.sessionKey, retire);
     if (also) await also(tx);
   });
   state.pendingWrites.set(ram.ref.sessionId, pending);
