@@ -86,7 +86,11 @@ export interface MemoryService {
   /** LOAD: the active entries in context order (copies). */
   load(ref: SessionRef): Promise<MemoryEntry[]>;
   /** Loads and pins the active entries atomically; pinned entries are never evicted or summarized. */
-  pin(ref: SessionRef, memoryIds?: ReadonlyArray<number>): Promise<PinLease & { entries: MemoryEntry[] }>;
+  /** The lease's entries are frozen: one copy per entry, shared by every pin that hands it out. */
+  pin(
+    ref: SessionRef,
+    memoryIds?: ReadonlyArray<number>,
+  ): Promise<PinLease & { entries: ReadonlyArray<Readonly<MemoryEntry>> }>;
   evict(ref: SessionRef, options?: { count?: number; reason?: string }): Promise<number[]>;
   summarize(ref: SessionRef, options?: SummarizeOptions): Promise<SummarizeResult>;
   snapshot(ref: SessionRef, reason: string): Promise<SnapshotResult>;

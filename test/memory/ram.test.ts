@@ -227,6 +227,13 @@ describeEachDatabase('memory RAM model', (getDb) => {
     const lease = await memory.pin(ref);
     expect(lease.memoryIds).toEqual([1, 2, 3]);
     expect(lease.entries.map((entry) => entry.content)).toEqual(['a', 'b', 'c']);
+    // One frozen copy per entry, shared by the pins that hand it out: no caller changes the next turn's view.
+    const again = await memory.pin(ref);
+    expect(again.entries[0]).toBe(lease.entries[0]);
+    expect(() => {
+      (lease.entries[0] as { content: string }).content = 'changed';
+    }).toThrow(TypeError);
+    again.release();
     await memory.append(ref, { role: 'assistant', content: 'd' });
     expect((await memory.load(ref)).map((entry) => entry.content)).toEqual(['a', 'b', 'c', 'd']);
     expect((await memory.summarize(ref)).skipped).toBe('nothing-to-summarize');

@@ -38,6 +38,28 @@ export function publicCopy(entry: StoredEntry): MemoryEntry {
   return copy;
 }
 
+/**
+ * The read-only copy of an entry that pins hand out, made once per entry: a chat turn pins its whole
+ * context, and copying every entry on every turn was the memory service's largest cost in a turn's profile.
+ * Frozen, so no caller can change what the next turn is given; RAM never changes an entry once it is built.
+ */
+const pinnedViews = new WeakMap<StoredEntry, MemoryEntry>();
+
+function pinnedView(entry: StoredEntry): MemoryEntry {
+  let view = pinnedViews.get(entry);
+  if (view === undefined) {
+    view = publicCopy(entry);
+    if (view.metadata) Object.freeze(view.metadata);
+    if (view.sourceIds) Object.freeze(view.sourceIds);
+    if (view.toolCalls) {
+      for (const call of view.toolCalls) Object.freeze(Object.freeze(call).arguments);
+      Object.freeze(view.toolCalls);
+    }
+    pinnedViews.set(entry, Object.freeze(view));
+  }
+  return view;
+}
+
 export function activeOf(ram: RamSession): StoredEntry[] {
   const active: StoredEntry[] = [];
   for (const entry of ram.entries) if (entry.state === 'active') active.push(entry);
@@ -486,7 +508,7 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   let released = false;
   return {
     memoryIds: pinned.map((entry) => entry.memoryId),
-    entries: active.map(publicCopy),
+    entries: active.map(pinnedView),
     release: () => {
       if (released) return;
       released = true;
