@@ -1,7 +1,8 @@
 import { ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
+import type { DagNode } from '../dag.js';
 import type { LoadedWorkflow } from '../loader.js';
-import { outcomeOf } from '../task.js';
+import { outcomeOf, type WorkflowTask } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';
 import { cleanTask, type EngineCore } from './core.js';
 import { executeStage } from './execute-stage.js';
@@ -41,7 +42,7 @@ export async function executeRun(core: EngineCore, run: Run, at?: number): Promi
       const stageStartedAt = startedAt;
       const { task } = item;
       const pending = run.traced
-        ? traceNode(task, node, () => executeStage(core, run, task, node, stageStartedAt))
+        ? tracedStage(core, run, task, node, stageStartedAt)
         : executeStage(core, run, task, node, stageStartedAt);
       if (pending) {
         await pending;
@@ -71,6 +72,20 @@ export async function executeRun(core: EngineCore, run: Run, at?: number): Promi
     core.logger.error({ err: error, rootTaskId: root.taskId }, 'workflow run crashed');
     concludeOpen(core, run, 'failed', { code: ErrorCodes.internal, message: errorShape(error).message });
   }
+}
+
+/**
+ * A stage in its span. A function of its own so that the loop's variables are not captured by a closure:
+ * that would give every iteration of the loop a context object, traced or not.
+ */
+function tracedStage(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  startedAt: number | undefined,
+): Promise<void> {
+  return traceNode(task, node, () => executeStage(core, run, task, node, startedAt));
 }
 
 /**

@@ -131,6 +131,23 @@ function performStage(
   }
   if (node.manifest.context === 'none')
     return performBody(core, run, task, node, input, mergeInputs, calls, stage, noContext);
+  return performWithContext(core, run, task, node, input, mergeInputs, calls, stage);
+}
+
+// The continuations below are functions of their own: a closure in the function that usually answers at
+// once would give every call of it a context object for the variables the closure captures.
+
+/** `performBody` once the node's context profile is assembled. */
+function performWithContext(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  input: unknown,
+  mergeInputs: MergeInput[] | undefined,
+  calls: ToolCallRecord[],
+  stage: StageRecord,
+): Promise<void> {
   return stageContext(core, run, task, node, input).then((context) =>
     performBody(core, run, task, node, input, mergeInputs, calls, stage, context),
   );
@@ -171,15 +188,25 @@ function performBody(
     stage.output = input;
   } else {
     const body = runBody(core, run, task, node, input, context.items, calls, mergeInputs !== undefined);
-    if (body instanceof Promise)
-      return body.then((output) => {
-        takeOutput(stage, output, calls);
-        checkOutput(core, node, stage.output);
-      });
+    if (body instanceof Promise) return outputWhenDone(core, node, stage, calls, body);
     takeOutput(stage, body, calls);
   }
   checkOutput(core, node, stage.output);
   return undefined;
+}
+
+/** The output of a body that had something to wait for, taken and checked once it came. */
+function outputWhenDone(
+  core: EngineCore,
+  node: DagNode,
+  stage: StageRecord,
+  calls: ToolCallRecord[],
+  body: Promise<unknown>,
+): Promise<void> {
+  return body.then((output) => {
+    takeOutput(stage, output, calls);
+    checkOutput(core, node, stage.output);
+  });
 }
 
 /** The body's output into the record; a tool call that failed without misuse makes the stage partial. */
@@ -340,12 +367,25 @@ export function executeStage(
   } catch (caught) {
     return recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught));
   }
-  if (pending)
-    return pending.then(
-      () => recordStage(core, run, task, node, statics, stage, startSeq, undefined),
-      (caught) => recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught)),
-    );
+  if (pending) return recordWhenDone(core, run, task, node, statics, stage, startSeq, pending);
   return recordStage(core, run, task, node, statics, stage, startSeq, undefined);
+}
+
+/** `recordStage` once a stage that had something to wait for has ended. */
+function recordWhenDone(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  statics: NodeStatics,
+  stage: StageRecord,
+  startSeq: number,
+  pending: Promise<void>,
+): Promise<void> {
+  return pending.then(
+    () => recordStage(core, run, task, node, statics, stage, startSeq, undefined),
+    (caught) => recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught)),
+  );
 }
 
 const noCalls: ToolCallRecord[] = Object.freeze([]) as unknown as ToolCallRecord[];
@@ -396,13 +436,25 @@ function recordStage(
       payload: core.redact ? core.redact(stage.output) : stage.output,
       metadata: statics.artifactMetadata[stage.nodeStatus],
     });
-  if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit') {
-    return core
-      .addMemory('task', stage.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] })
-      .then(() => endStage(core, run, task, node, statics, stage, startSeq, error));
-  }
+  if (core.workflow.memory.taskStoreRead && !error && node.role !== 'exit')
+    return endAfterMemory(core, run, task, node, statics, stage, startSeq);
   endStage(core, run, task, node, statics, stage, startSeq, error);
   return undefined;
+}
+
+/** A successful stage's output into task memory, then `endStage`. */
+function endAfterMemory(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  statics: NodeStatics,
+  stage: StageRecord,
+  startSeq: number,
+): Promise<void> {
+  return core
+    .addMemory('task', stage.output, { taskId: task.taskId, tags: [node.id, 'stage_output'] })
+    .then(() => endStage(core, run, task, node, statics, stage, startSeq, undefined));
 }
 
 /** Reports the stage's end, queues its row, and concludes the task on a failure or routes it on. */
