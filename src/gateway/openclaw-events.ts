@@ -19,83 +19,108 @@ export function toOpenClawRunEvent(
   event: RunWireEvent,
   options: { protocol: number; caps: ReadonlySet<string> },
 ): OpenClawEvent | undefined {
+  // Payloads are spelled out rather than spread from a shared base: several frames a turn, and the spreads
+  // showed in the turn's profile. The key order is the frames' own.
   const { run } = event;
-  const base = { runId: run.runId, sessionKey: run.sessionKey, agentId: run.agentId };
   switch (event.kind) {
     case 'lifecycle': {
-      const data =
-        event.phase === 'start'
-          ? { phase: 'start', startedAt: event.startedAt }
-          : {
-              phase: event.phase,
-              startedAt: event.startedAt,
-              endedAt: event.endedAt,
-              aborted: event.status === 'aborted',
-              stopReason: event.stopReason,
-              ...(event.error ? { error: event.error.message, errorCode: event.error.code } : {}),
-            };
-      return { event: 'agent', payload: { ...base, stream: 'lifecycle', data, seq: run.seq, ts: run.ts } };
+      let data: Record<string, unknown>;
+      if (event.phase === 'start') data = { phase: 'start', startedAt: event.startedAt };
+      else {
+        data = {
+          phase: event.phase,
+          startedAt: event.startedAt,
+          endedAt: event.endedAt,
+          aborted: event.status === 'aborted',
+          stopReason: event.stopReason,
+        };
+        if (event.error) {
+          data.error = event.error.message;
+          data.errorCode = event.error.code;
+        }
+      }
+      return {
+        event: 'agent',
+        payload: {
+          runId: run.runId,
+          sessionKey: run.sessionKey,
+          agentId: run.agentId,
+          stream: 'lifecycle',
+          data,
+          seq: run.seq,
+          ts: run.ts,
+        },
+      };
     }
     case 'assistant':
       return {
         event: 'agent',
         payload: {
-          ...base,
+          runId: run.runId,
+          sessionKey: run.sessionKey,
+          agentId: run.agentId,
           stream: 'assistant',
           data: { text: event.text, delta: event.delta },
           seq: run.seq,
           ts: run.ts,
         },
       };
-    case 'tool':
+    case 'tool': {
       if (!options.caps.has('tool-events')) return undefined;
+      const data: Record<string, unknown> = {
+        phase: event.phase,
+        name: event.toolName,
+        toolCallId: event.toolCallId,
+      };
+      if (event.args !== undefined) data.args = event.args;
+      if (event.isError !== undefined) data.isError = event.isError;
+      if (event.durationMs !== undefined) data.durationMs = event.durationMs;
       return {
         event: 'agent',
         payload: {
-          ...base,
+          runId: run.runId,
+          sessionKey: run.sessionKey,
+          agentId: run.agentId,
           stream: 'tool',
-          data: {
-            phase: event.phase,
-            name: event.toolName,
-            toolCallId: event.toolCallId,
-            ...(event.args !== undefined ? { args: event.args } : {}),
-            ...(event.isError !== undefined ? { isError: event.isError } : {}),
-            ...(event.durationMs !== undefined ? { durationMs: event.durationMs } : {}),
-          },
+          data,
           seq: run.seq,
           ts: run.ts,
         },
       };
-    case 'chat-delta':
+    }
+    case 'chat-delta': {
       // v3 deltas are cumulative snapshots, so skipping one for a slow client loses nothing; v4 clients
       // append `deltaText`, so theirs are never dropped.
-      return {
-        event: 'chat',
-        payload: {
-          ...base,
-          seq: run.seq,
-          state: 'delta',
-          ...(options.protocol >= 4
-            ? { deltaText: event.deltaText, ...(event.replace ? { replace: true } : {}) }
-            : {}),
-          message: chatMessage(event.text, run.ts),
-        },
-        droppable: options.protocol < 4,
+      const payload: Record<string, unknown> = {
+        runId: run.runId,
+        sessionKey: run.sessionKey,
+        agentId: run.agentId,
+        seq: run.seq,
+        state: 'delta',
       };
-    case 'chat-end':
-      return {
-        event: 'chat',
-        payload: {
-          ...base,
-          seq: run.seq,
-          state: event.state,
-          stopReason: event.stopReason,
-          ...(event.state !== 'error' || event.text ? { message: chatMessage(event.text, run.ts) } : {}),
-          ...(event.errorMessage !== undefined
-            ? { errorMessage: event.errorMessage, errorKind: event.errorKind }
-            : {}),
-        },
+      if (options.protocol >= 4) {
+        payload.deltaText = event.deltaText;
+        if (event.replace) payload.replace = true;
+      }
+      payload.message = chatMessage(event.text, run.ts);
+      return { event: 'chat', payload, droppable: options.protocol < 4 };
+    }
+    case 'chat-end': {
+      const payload: Record<string, unknown> = {
+        runId: run.runId,
+        sessionKey: run.sessionKey,
+        agentId: run.agentId,
+        seq: run.seq,
+        state: event.state,
+        stopReason: event.stopReason,
       };
+      if (event.state !== 'error' || event.text) payload.message = chatMessage(event.text, run.ts);
+      if (event.errorMessage !== undefined) {
+        payload.errorMessage = event.errorMessage;
+        payload.errorKind = event.errorKind;
+      }
+      return { event: 'chat', payload };
+    }
   }
 }
 
