@@ -56,43 +56,35 @@ export interface FifoExecutorOptions {
  * await, which is where workflows spend their time: model calls, tools, I/O). A job beyond the queue limit
  * is rejected with QUEUE_FULL and never runs.
  */
+/** A job's place in the executor: queued, running, or finished and remembered. */
+interface JobEntry {
+  readonly taskId: string;
+  /** Let go when the job finishes: a remembered state keeps nothing of the job alive. */
+  job: ScheduledJob | undefined;
+  readonly queuedAt: number;
+  state: ScheduledTaskState;
+}
+
 export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
-  const queue: Array<{ job: ScheduledJob; queuedAt: number }> = [];
+  const queue: Array<JobEntry | undefined> = [];
   let head = 0;
   let running = 0;
   let paused = false;
   // Queued and running jobs are always known; finished ones are remembered in the order they finished,
-  // `maxRemembered` at most, through a ring of their ids. (Evicting a map's first key instead would walk
-  // over every key deleted before it: thousands of steps per job once the map is full.)
-  // FreshMaps: an entry per job comes and goes (see fresh-map.ts).
-  const live = new FreshMap<string, 'queued' | 'running'>();
-  const finished = new FreshMap<string, { state: 'completed' | 'failed'; slot: number }>();
+  // `maxRemembered` at most, through a ring of their entries. (Evicting a map's first key instead would
+  // walk over every key deleted before it: thousands of steps per job once the map is full.) One entry per
+  // job, whose state changes in place: a map operation per change of state was most of the bookkeeping.
+  // A FreshMap: an entry per job comes and goes (see fresh-map.ts).
+  const states = new FreshMap<string, JobEntry>();
   const maxRemembered = Math.max(0, options.maxRemembered ?? 10_000);
-  const finishOrder: Array<string | undefined> = [];
+  const finishOrder: Array<JobEntry | undefined> = [];
   let finishCount = 0;
   let idleWaiters: Array<() => void> = [];
 
   const depth = () => queue.length - head;
-  const remember = (taskId: string, state: ScheduledTaskState) => {
-    if (state === 'running') {
-      // Queued before (which forgot any earlier finish of the id): only its state changes.
-      live.set(taskId, state);
-      return;
-    }
-    if (state === 'queued') {
-      if (finished.size > 0) finished.delete(taskId);
-      live.set(taskId, state);
-      return;
-    }
-    live.delete(taskId);
-    if (maxRemembered === 0) return;
-    const slot = finishCount++ % maxRemembered;
-    const evicted = finishOrder[slot];
-    // The id leaves only if its entry is still the one this slot recorded (not a later finish of a
-    // resubmitted task with the same id).
-    if (evicted !== undefined && finished.get(evicted)?.slot === slot) finished.delete(evicted);
-    finishOrder[slot] = taskId;
-    finished.set(taskId, { state, slot });
+  /** Forgets `entry` unless its id has been submitted again since (its entry is then another). */
+  const forget = (entry: JobEntry) => {
+    if (states.get(entry.taskId) === entry) states.delete(entry.taskId);
   };
   const settleIdle = () => {
     if (running === 0 && (paused || depth() === 0) && idleWaiters.length > 0) {
@@ -106,27 +98,35 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
   const pump = (at?: number) => {
     while (!paused && running < options.maxConcurrency && depth() > 0) {
       const entry = queue[head]!;
-      queue[head++] = undefined as never;
+      queue[head++] = undefined;
       if (head > 1024 && head * 2 > queue.length) {
         queue.splice(0, head);
         head = 0;
       }
       running++;
-      remember(entry.job.taskId, 'running');
+      entry.state = 'running';
       if (options.listener?.dequeued) {
         at ??= options.now();
-        options.listener.dequeued(entry.job.taskId, at - entry.queuedAt, depth(), at);
+        options.listener.dequeued(entry.taskId, at - entry.queuedAt, depth(), at);
       }
-      entry.job.run(at).then(
-        (result) => finish(entry.job.taskId, result),
-        () => finish(entry.job.taskId, 'failed'),
+      entry.job!.run(at).then(
+        (result) => finish(entry, result),
+        () => finish(entry, 'failed'),
       );
     }
     settleIdle();
   };
-  const finish = (taskId: string, result: 'completed' | 'failed') => {
+  const finish = (entry: JobEntry, result: 'completed' | 'failed') => {
     running--;
-    remember(taskId, result);
+    entry.job = undefined;
+    entry.state = result;
+    if (maxRemembered === 0) forget(entry);
+    else {
+      const slot = finishCount++ % maxRemembered;
+      const evicted = finishOrder[slot];
+      if (evicted !== undefined) forget(evicted);
+      finishOrder[slot] = entry;
+    }
     pump();
   };
 
@@ -146,23 +146,25 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
         });
       }
       const queuedAt = job.submittedAt ?? options.now();
-      queue.push({ job, queuedAt });
-      remember(job.taskId, 'queued');
+      const entry: JobEntry = { taskId: job.taskId, job, queuedAt, state: 'queued' };
+      queue.push(entry);
+      states.set(job.taskId, entry);
       options.listener?.queued?.(job.taskId, depth(), queuedAt);
       pump(queuedAt);
     },
     withdraw(taskId) {
       for (let index = head; index < queue.length; index++) {
-        if (queue[index]?.job.taskId === taskId) {
+        const entry = queue[index];
+        if (entry?.taskId === taskId) {
           queue.splice(index, 1);
-          live.delete(taskId);
+          forget(entry);
           settleIdle();
           return true;
         }
       }
       return false;
     },
-    stateOf: (taskId) => live.get(taskId) ?? finished.get(taskId)?.state,
+    stateOf: (taskId) => states.get(taskId)?.state,
     get queueDepth() {
       return depth();
     },

@@ -52,7 +52,7 @@ export interface EngineCore {
   /** Credential redaction of anything leaving a stage; undefined when the workflow has no secrets. */
   readonly redact: (<T>(value: T) => T) | undefined;
   readonly redactText: (text: string) => string;
-  /** Every task of every retained run, by task id. */
+  /** The tasks of the engine's runs other than their root tasks (clones, subtasks), by task id. */
   readonly taskIndex: FreshMap<string, Run>;
   readonly emitter: Emitter;
   /** Runs are written to the database as they execute. */

@@ -31,7 +31,12 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   const { core, vault, adapters, plugins, records } = setup;
   const registry = createRunRegistry({ retainRuns, taskIndex: core.taskIndex, artifacts: core.artifacts });
   const { runs } = registry;
-  const indexTask = (taskId: string) => core.taskIndex.get(taskId);
+  const indexTask = (taskId: string) => registry.find(taskId);
+  // The engine's own run ids are unique by construction (see `createRunIdGenerator`): only ids given by
+  // the caller, or by a generator of theirs, can name a task that exists.
+  const ownIds = options.idGenerator === undefined;
+  /** The run being submitted: the scheduler reports its queueing (and an immediate start) for it. */
+  let submitting: Run | undefined;
   const clock = core.clock;
 
   const schedulerConfig = workflow.manifests.scheduler.scheduler;
@@ -41,7 +46,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     payload: Record<string, unknown>,
     at?: number,
   ) => {
-    const run = runs.get(taskId);
+    const run = submitting?.root.taskId === taskId ? submitting : runs.get(taskId);
     if (run) core.emitter.emit(run, type, taskId, undefined, payload, at);
     else core.emitter.emitLoose(type, taskId, payload);
   };
@@ -91,7 +96,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       });
     }
     const taskId = runOptions.taskId ?? core.idGenerator('wft');
-    if (indexTask(taskId))
+    if ((runOptions.taskId !== undefined || !ownIds) && indexTask(taskId))
       throw new UserInputError({
         code: ErrorCodes.conflict,
         message: `a task with id ${taskId} already exists`,
@@ -124,6 +129,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     const traceParent = activeContext();
     try {
       const dispatch = options.dispatch;
+      submitting = run;
       executor.submit({
         taskId,
         submittedAt: at,
@@ -134,6 +140,8 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     } catch (error) {
       registry.remove(run);
       throw error;
+    } finally {
+      submitting = undefined;
     }
     core.metrics.setGauge('queue.depth', executor.queueDepth);
     return { taskId, result: run.result };

@@ -9,8 +9,10 @@ import type { Run } from './run-state.js';
 export interface RunRegistry {
   /** Root task id → run. */
   readonly runs: FreshMap<string, Run>;
-  /** Any task id (root, clone, subtask) → its run. */
+  /** The id of a task other than a root task (a clone, a subtask) → its run. */
   readonly taskIndex: FreshMap<string, Run>;
+  /** The run of any task (root, clone, subtask). */
+  find(taskId: string): Run | undefined;
   add(run: Run): void;
   remove(run: Run): void;
   /** Records a finished run and forgets the oldest finished ones beyond the limit. */
@@ -25,22 +27,25 @@ export function createRunRegistry(options: {
 }): RunRegistry {
   const runs = new FreshMap<string, Run>();
   const { taskIndex } = options;
-  // The ids of finished runs in the order they finished, as a ring of `retainRuns` slots: each finish takes
-  // the oldest's slot (shifting an array instead moved every id on every run).
-  const finishedOrder: Array<string | undefined> = [];
+  // Finished runs in the order they finished, as a ring of `retainRuns` slots: each finish takes the
+  // oldest's slot (shifting an array instead moved every entry on every run). It holds no run longer than
+  // `runs` does.
+  const finishedOrder: Array<Run | undefined> = [];
   let finishedCount = 0;
   const remove = (run: Run) => {
-    runs.delete(run.root.taskId);
-    // Most runs are their root task alone: no iterator for those.
-    if (run.tasks.size === 1) taskIndex.delete(run.root.taskId);
-    else for (const taskId of run.tasks.keys()) taskIndex.delete(taskId);
+    const rootTaskId = run.root.taskId;
+    runs.delete(rootTaskId);
+    // Most runs are their root task alone, which only `runs` indexes.
+    if (run.tasks.size > 1)
+      for (const taskId of run.tasks.keys()) if (taskId !== rootTaskId) taskIndex.delete(taskId);
   };
   return {
     runs,
     taskIndex,
+    find: (taskId) => runs.get(taskId) ?? taskIndex.get(taskId),
     add(run) {
       runs.set(run.root.taskId, run);
-      for (const taskId of run.tasks.keys()) taskIndex.set(taskId, run);
+      for (const taskId of run.tasks.keys()) if (taskId !== run.root.taskId) taskIndex.set(taskId, run);
     },
     remove,
     retire(run) {
@@ -50,9 +55,8 @@ export function createRunRegistry(options: {
         return;
       }
       const slot = finishedCount++ % options.retainRuns;
-      const evicted = finishedOrder[slot];
-      finishedOrder[slot] = run.root.taskId;
-      const old = evicted === undefined ? undefined : runs.get(evicted);
+      const old = finishedOrder[slot];
+      finishedOrder[slot] = run;
       if (!old) return;
       remove(old);
       options.artifacts.forget(old.root.taskId);
