@@ -3,6 +3,7 @@ import { createArtifactStore } from '../../../src/workflow/artifacts.js';
 import { createRunRegistry } from '../../../src/workflow/engine/registry.js';
 import { createRunState, newTaskRecord, type Run, rootSpec } from '../../../src/workflow/engine/run-state.js';
 import { FreshMap } from '../../../src/workflow/fresh-map.js';
+import { chainWorkflow, engineFor, workflowYaml } from '../helpers.js';
 
 const runNamed = (taskId: string) => {
   const run = createRunState(
@@ -57,5 +58,27 @@ describe('run registry', () => {
     registry.remove(run);
     expect(registry.runs.size).toBe(0);
     expect(registry.taskIndex.size).toBe(0);
+  });
+});
+
+describe('task ids of an engine', () => {
+  it('refuses a run whose given id names a task of a retained run, a clone or the root, and not a new id', async () => {
+    const { nodes, edges } = chainWorkflow(1);
+    const byGenerator = await engineFor({ 'workflow.yaml': workflowYaml(nodes, edges) });
+    const first = await byGenerator.run('a');
+    await expect(byGenerator.run('b', { taskId: first.taskId })).rejects.toMatchObject({ code: 'CONFLICT' });
+    // A generator of the caller's may repeat itself: its ids are checked too.
+    const repeating = await engineFor(
+      { 'workflow.yaml': workflowYaml(nodes, edges) },
+      { idGenerator: () => 'same' },
+    );
+    await repeating.run('a');
+    await expect(repeating.run('b')).rejects.toMatchObject({ code: 'CONFLICT' });
+    // The engine's own ids are new on every run.
+    const own = await engineFor({ 'workflow.yaml': workflowYaml(nodes, edges) }, { idGenerator: undefined });
+    const ids = new Set<string>();
+    for (let index = 0; index < 50; index++) ids.add((await own.run(index)).taskId);
+    expect(ids.size).toBe(50);
+    await Promise.all([byGenerator.close(), repeating.close(), own.close()]);
   });
 });
