@@ -304,7 +304,8 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         usable(outer.connection);
         return runSavepoint(
           outer,
-          (sql) => query(outer.connection, sql, undefined),
+          // Through `usable`: a SAVEPOINT that would follow a COMMIT sent ahead must not run outside it.
+          (sql) => query(usable(outer.connection), sql, undefined),
           () => work(executorFor(outer)),
         );
       }

@@ -185,6 +185,14 @@ describe.skipIf(backend.kind !== 'server')(
           await db.run(insert, [7, 'late']);
         }),
       ).rejects.toMatchObject({ code: 'INTERNAL' });
+      // A nested transaction begun before the COMMIT was sent cannot open its SAVEPOINT after it.
+      await expect(
+        db.transaction(async (tx) => {
+          const nested = db.transaction((inner) => inner.run(insert, [9, 'late']));
+          tx.commitWhenIssued?.();
+          await nested;
+        }),
+      ).rejects.toMatchObject({ code: 'INTERNAL' });
       expect(await db.get('SELECT count(*) AS n FROM t WHERE id > 5')).toEqual({ n: 0 });
       // The connection is usable afterwards.
       await db.transaction((tx) => tx.run(insert, [8, 'next']));
