@@ -39,7 +39,7 @@ function toolOverheadTokens(registry: ToolRegistry, tools: ModelToolDefinition[]
  * adds the orientation and the skill catalog, and activates skills the task message triggers.
  */
 export async function prepareRun(state: RunState): Promise<RunSetup> {
-  const { options, contextOptions, scope, logger, signal } = state;
+  const { options, contextOptions, scope } = state;
   let leading = 0;
   while (leading < options.messages.length && options.messages[leading]!.role === 'system') leading++;
   const system = options.messages
@@ -92,13 +92,21 @@ export async function prepareRun(state: RunState): Promise<RunSetup> {
     overheadTokens,
     canWriteLedger,
     maxContextTokens: Math.floor(options.model.contextWindowTokens * contextOptions.compactThreshold),
-    streamOptions: {
-      signal,
-      logger,
-      ...(options.modelCallOptions?.timeoutMs !== undefined
-        ? { timeoutMs: options.modelCallOptions.timeoutMs }
-        : {}),
-      ...(options.modelCallOptions?.retry ? { retry: options.modelCallOptions.retry } : {}),
-    },
+    streamOptions: streamOptionsOf(state),
   };
+}
+
+/**
+ * The options of the run's model calls. The run's signal aborts with the caller's and only with it, so a
+ * run without a caller signal gives its model calls none: nothing could abort them, and the listener they
+ * would put on the run's signal is Node's costly first one on it (more than a turn of the loop costs).
+ */
+function streamOptionsOf(state: RunState): StreamModelOptions {
+  const { options, logger } = state;
+  const streamOptions: StreamModelOptions = { logger };
+  if (options.signal) streamOptions.signal = state.signal;
+  const callOptions = options.modelCallOptions;
+  if (callOptions?.timeoutMs !== undefined) streamOptions.timeoutMs = callOptions.timeoutMs;
+  if (callOptions?.retry) streamOptions.retry = callOptions.retry;
+  return streamOptions;
 }

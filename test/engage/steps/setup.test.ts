@@ -37,6 +37,18 @@ describe('engage setup', () => {
     expect(setup.canWriteLedger).toBe(false);
   });
 
+  it("gives the model calls the run's signal only when the caller gave one (otherwise nothing can abort them)", async () => {
+    const { options } = stepOptions([]);
+    const unabortable = await prepareRun(createRunState(options));
+    expect(unabortable.streamOptions.signal).toBeUndefined();
+    const controller = new AbortController();
+    const state = createRunState({ ...options, signal: controller.signal });
+    const abortable = await prepareRun(state);
+    expect(abortable.streamOptions.signal).toBe(state.signal);
+    controller.abort();
+    expect(abortable.streamOptions.signal?.aborted).toBe(true);
+  });
+
   it('offers only the named tools, counts their tokens, and nudges only when the ledger can be written', async () => {
     const registry = createToolRegistry([tool('ledger_append'), tool('alpha'), tool('beta')]);
     const { options } = stepOptions([], {
