@@ -61,7 +61,16 @@ export interface SessionStore {
 export interface CreateSessionStoreOptions {
   clock?: Clock;
   idGenerator?: IdGenerator;
+  /**
+   * `lastActiveAt` is written at most this often per session by one store (default 1,000 ms; 0 writes every
+   * touch). Every chat commit touches its session; moving `lastActiveAt` rewrites the row's entries in both
+   * activity indexes, while the message count alone changes only the row.
+   */
+  activityResolutionMs?: number;
 }
+
+/** Sessions whose activity one store remembers writing; past it the least recently written are forgotten. */
+const maxRememberedActivity = 10_000;
 
 const maxSessionKeyLength = 512;
 const maxListLimit = 1_000;
@@ -149,6 +158,9 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
   const newId = options.idGenerator ?? createIdGenerator({ now: () => clock.now() });
   // SQLite's two-argument MAX is scalar; Postgres spells it GREATEST.
   const greatest = db.dialect === 'postgres' ? 'GREATEST' : 'MAX';
+  const activityResolutionMs = Math.max(0, options.activityResolutionMs ?? 1_000);
+  /** When this store last moved each session's `lastActiveAt`, by session id, least recent first. */
+  const activityWrittenAt = new Map<string, number>();
 
   const getActive = async (sessionKey: string) => {
     const row = await db.get<SessionRow>(
@@ -207,11 +219,25 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     async touch(id, touchOptions = {}) {
       const delta = Math.trunc(touchOptions.messageDelta ?? 0);
       const at = touchOptions.at ?? clock.now();
+      const written = activityWrittenAt.get(id);
+      // This store moved the activity less than the resolution ago (or later than `at`): count only.
+      if (written !== undefined && at - written < activityResolutionMs) {
+        const result = await db.run('UPDATE sessions SET message_count = message_count + ? WHERE id = ?', [
+          delta,
+          id,
+        ]);
+        return result.changes > 0;
+      }
       const result = await db.run(
         `UPDATE sessions SET message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?) WHERE id = ?`,
         [delta, at, id],
       );
-      return result.changes > 0;
+      if (result.changes === 0) return false;
+      activityWrittenAt.delete(id);
+      activityWrittenAt.set(id, at);
+      if (activityWrittenAt.size > maxRememberedActivity)
+        activityWrittenAt.delete(activityWrittenAt.keys().next().value as string);
+      return true;
     },
 
     async patch(id, patch) {

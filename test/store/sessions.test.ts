@@ -111,6 +111,28 @@ describeEachDatabase('SessionStore', (getDb) => {
     expect(await sessions.touch('missing', { messageDelta: 1 })).toBe(false);
   });
 
+  it('moves last activity at most once a second per session, and counts every message', async () => {
+    const session = await sessions.ensureActive('agent:main:main', 'main');
+    const other = await sessions.ensureActive('agent:main:other', 'main');
+    await sessions.touch(session.id, { messageDelta: 1, at: 10_000 });
+    await sessions.touch(session.id, { messageDelta: 2, at: 10_999 });
+    await sessions.touch(other.id, { messageDelta: 1, at: 10_500 });
+    expect(await sessions.getById(session.id)).toMatchObject({ messageCount: 3, lastActiveAt: 10_000 });
+    expect(await sessions.getById(other.id)).toMatchObject({ messageCount: 1, lastActiveAt: 10_500 });
+    expect((await sessions.list()).map((listed) => listed.id)).toEqual([other.id, session.id]);
+    await sessions.touch(session.id, { messageDelta: 1, at: 11_000 });
+    expect(await sessions.getById(session.id)).toMatchObject({ messageCount: 4, lastActiveAt: 11_000 });
+    expect((await sessions.list()).map((listed) => listed.id)).toEqual([session.id, other.id]);
+    // Another store (another process on the same database) keeps its own pace and never moves it back.
+    const elsewhere = createSessionStore(getDb());
+    await elsewhere.touch(session.id, { messageDelta: 1, at: 11_500 });
+    await sessions.touch(session.id, { messageDelta: 1, at: 11_600 });
+    expect(await sessions.getById(session.id)).toMatchObject({ messageCount: 6, lastActiveAt: 11_500 });
+    const everyTouch = createSessionStore(getDb(), { activityResolutionMs: 0 });
+    await everyTouch.touch(session.id, { at: 11_501 });
+    expect(await sessions.getById(session.id)).toMatchObject({ messageCount: 6, lastActiveAt: 11_501 });
+  });
+
   it('patches title, summary and metadata', async () => {
     const session = await sessions.ensureActive('agent:main:main', 'main');
     const patched = await sessions.patch(session.id, {
