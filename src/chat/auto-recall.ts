@@ -8,8 +8,8 @@ export interface AutoRecallOptions {
   logger: Logger;
   /**
    * How long a session's last recall is used as it is (0: every turn searches, the rest of these options
-   * do not apply). A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: about 0.7 ms of
-   * CPU at 100,000 entries on a loaded machine (bench/results/recall.md), more than the rest of a turn's
+   * do not apply). A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: about 0.45–0.65 ms
+   * of CPU at 100,000 entries on a loaded machine (bench/results/recall.md), more than the rest of a turn's
    * bookkeeping.
    */
   refreshMs: number;
