@@ -802,6 +802,7 @@ async function heapGrowth(contender: Contender, runs: number, checkpoints: numbe
 const scenario: Scenario = { toolTurns: 10, callsPerTurn: 3, work: async () => {} };
 const rounds = 5;
 const runsPerRound = 10;
+const warmUpRuns = 100;
 
 export default {
   name: 'engage-loop',
@@ -847,8 +848,9 @@ export default {
 
 /** Times, allocation and (for agentd) heap growth of the contenders that ran the scenario. */
 async function measure(contenders: Contender[], notes: string[], gc: () => void) {
-  // Warm-up, then interleaved rounds so machine load hits every contender alike.
-  for (const contender of contenders) for (let index = 0; index < 10; index++) await contender.run();
+  // Warm-up, then interleaved rounds so machine load hits every contender alike. 10 warm-up runs were too
+  // few: code that runs once per run (a run's setup and loop) was still unoptimised in the timed runs.
+  for (const contender of contenders) for (let index = 0; index < warmUpRuns; index++) await contender.run();
   const samples = new Map<Contender, number[]>(contenders.map((contender) => [contender, []]));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? contenders : [...contenders].reverse();
@@ -914,8 +916,8 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
   );
   notes.push(
     `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
-    `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after 10 warm-up runs; each sample is one whole run (performance.now).`,
-    'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through streamModel), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
+    `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after ${warmUpRuns} warm-up runs each (10 before 2026-11-26); each sample is one whole run (performance.now).`,
+    'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through the model call wrapper: streamModelTo), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
     'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
     '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one commit each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does (once the session is at its memory limits, memory evicts the oldest entries in a second commit).',
     'Allocation: V8 sampling heap profiler (512-byte interval, objects later collected included) over 20 runs, divided by 20.',
