@@ -1,4 +1,4 @@
-import type { SqlDatabase, SqlExecutor, SqlValue, TransactionExecutor } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
 import { ErrorCodes, SystemError } from '../util/index.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
@@ -631,7 +631,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     /** Segments of the SQLite full-text index (0 on Postgres). */
     indexSegments: async () => (dialect === 'sqlite' ? indexSegments() : 0),
 
-    transaction: <T>(work: (tx: TransactionExecutor) => Promise<T>) => db.transaction(work),
+    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>) => db.transaction(work),
 
     async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number): Promise<void> {
       await tx.run(

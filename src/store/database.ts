@@ -26,18 +26,6 @@ export interface SqlExecutor {
   run(sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult>;
 }
 
-/** What `transaction(work)` hands its work. */
-export interface TransactionExecutor extends SqlExecutor {
-  /**
-   * Says that every statement of the transaction has been issued and that the work can now fail only
-   * because one of them fails. Postgres sends COMMIT right behind them, so statements and COMMIT share one
-   * round trip instead of COMMIT waiting for the work to resolve; a failed statement turns that COMMIT into a
-   * rollback. The transaction still settles only once COMMIT is answered. A statement issued afterwards
-   * throws. Absent where COMMIT costs no round trip of its own (SQLite) and in nested transactions.
-   */
-  commitWhenIssued?(): void;
-}
-
 /**
  * The SQL connection every store writes through, one interface for SQLite and Postgres (`dialect` tells which).
  */
@@ -52,7 +40,7 @@ export interface SqlDatabase extends SqlExecutor {
    * that awaits an earlier transaction's promise, or a lock an earlier caller holds around its transaction,
    * never finishes, and one that awaits anything slow holds up every transaction of its group.
    */
-  transaction<T>(work: (tx: TransactionExecutor) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
   /** Where the data lives, safe to print: a file path, `:memory:`, or a URL with the password removed. */
   readonly location: string;
   /** False for RAM-only databases: data is gone when the process exits. */

@@ -1,11 +1,4 @@
-export type {
-  SqlDatabase,
-  SqlDialect,
-  SqlExecutor,
-  SqlRunResult,
-  SqlValue,
-  TransactionExecutor,
-} from './database.js';
+export type { SqlDatabase, SqlDialect, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
 export {
   createEventRecorder,
   defaultUnrecordedEventTypes,

@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
-import type { SqlDatabase, SqlRunResult, SqlValue, TransactionExecutor } from './database.js';
+import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
 import { rewritePlaceholders } from './placeholders.js';
 import {
   createTransactionScope,
@@ -249,33 +249,16 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   const rowsOf = (result: pg.QueryResult | pg.QueryResult[]): Record<string, unknown>[] =>
     Array.isArray(result) ? (result.at(-1)?.rows ?? []) : result.rows;
 
-  /** Connections of transactions whose COMMIT was sent ahead (`commitWhenIssued`): no statement may follow. */
-  const committing = new WeakSet<pg.PoolClient>();
-  const usable = (connection: pg.PoolClient): pg.PoolClient => {
-    if (committing.has(connection))
-      throw new SystemError({
-        code: ErrorCodes.internal,
-        message: 'a statement was issued after its transaction had sent COMMIT (commitWhenIssued)',
-      });
-    return connection;
-  };
-
   /** Statements issued on the database from inside a transaction's async chain join that transaction. */
-  const target = (): pg.Pool | pg.PoolClient => {
-    const scope = currentTransactionScope<pg.PoolClient>(owner);
-    return scope ? usable(scope.connection) : pool;
-  };
+  const target = (): pg.Pool | pg.PoolClient =>
+    currentTransactionScope<pg.PoolClient>(owner)?.connection ?? pool;
 
-  const executorFor = (
-    scope: TransactionScope<pg.PoolClient>,
-    commitWhenIssued?: () => void,
-  ): TransactionExecutor => {
+  const executorFor = (scope: TransactionScope<pg.PoolClient>): SqlExecutor => {
     const connection = () => {
       if (scope.finished) throw new Error('transaction executor used after its transaction ended');
-      return usable(scope.connection);
+      return scope.connection;
     };
     return {
-      ...(commitWhenIssued ? { commitWhenIssued } : {}),
       dialect: 'postgres',
       all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
         rowsOf(await query(connection(), sql, params)) as Row[],
@@ -301,11 +284,9 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     async transaction(work) {
       const outer = currentTransactionScope<pg.PoolClient>(owner);
       if (outer) {
-        usable(outer.connection);
         return runSavepoint(
           outer,
-          // Through `usable`: a SAVEPOINT that would follow a COMMIT sent ahead must not run outside it.
-          (sql) => query(usable(outer.connection), sql, undefined),
+          (sql) => query(outer.connection, sql, undefined),
           () => work(executorFor(outer)),
         );
       }
@@ -335,23 +316,15 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         throw translateError(error);
       }
       const scope = createTransactionScope(owner, client);
-      // COMMIT sent ahead by the work (`commitWhenIssued`), pipelined behind its statements.
-      let commit: Promise<pg.QueryResult | pg.QueryResult[]> | undefined;
-      const commitWhenIssued = () => {
-        if (commit || scope.finished) return;
-        commit = query(client, 'COMMIT', undefined);
-        commit.catch(() => {});
-        committing.add(client);
-      };
       try {
         // Not awaited: the work's first statement is pipelined behind it. Its result is awaited before
         // COMMIT; BEGIN fails only with the connection, which fails the statements behind it too.
         const began = query(client, 'BEGIN', undefined);
         began.catch(() => {});
         try {
-          const result = await runInTransactionScope(scope, () => work(executorFor(scope, commitWhenIssued)));
+          const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
           await began;
-          const committed = await (commit ?? query(client, 'COMMIT', undefined));
+          const committed = await query(client, 'COMMIT', undefined);
           // Postgres answers COMMIT of a transaction that a failed statement aborted with ROLLBACK, not an
           // error: work that caught that statement's error must not be told its writes are stored.
           if (!Array.isArray(committed) && committed.command === 'ROLLBACK')
@@ -363,14 +336,6 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
             });
           return result;
         } catch (error) {
-          // A COMMIT sent ahead is answered first (ROLLBACK when a statement failed); the ROLLBACK below is
-          // then a no-op, and otherwise ends the transaction.
-          const answer = commit ? await commit.catch(() => undefined) : undefined;
-          if (answer && !Array.isArray(answer) && answer.command === 'COMMIT')
-            logger.error(
-              { err: error, location },
-              'a transaction failed after it sent COMMIT ahead (commitWhenIssued); what it issued before is committed',
-            );
           try {
             await query(client, 'ROLLBACK', undefined);
           } catch (rollbackError) {
@@ -384,7 +349,6 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         throw error;
       } finally {
         scope.finished = true;
-        committing.delete(client);
         client.off('error', onConnectionError);
         client.release(broken);
       }

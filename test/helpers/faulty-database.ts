@@ -1,7 +1,9 @@
 import type { SqlDatabase, SqlExecutor, SqlValue } from '../../src/store/index.js';
 import { ErrorCodes, SystemError } from '../../src/util/index.js';
 
-const writeStatement = /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i;
+/** A write: its first keyword, or a data-modifying common table expression (Postgres's one-statement commits). */
+const writeStatement =
+  /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b|^\s*WITH\b[\s\S]*\b(INSERT|UPDATE|DELETE)\b/i;
 
 /**
  * A database whose writes fail like a full disk until `heal()`: statements that write throw what the

@@ -37,7 +37,7 @@ async function traced(work: () => Promise<unknown>): Promise<{ statements: strin
 }
 
 describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => {
-  it('is one round trip: its entries with their ids, an eviction, what the caller adds, and COMMIT', async () => {
+  it('is two round trips: its entries with their ids, an eviction and what the caller adds, then COMMIT', async () => {
     const db = await openTestDatabase('postgres');
     try {
       await db.run('CREATE TABLE caller_rows (id TEXT PRIMARY KEY)');
@@ -51,10 +51,10 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
           await db.run('INSERT INTO caller_rows (id) VALUES (?)', ['run-1']);
         }),
       );
-      // The id reservation and the eviction (state change, event) ride in the entries' INSERT; the
-      // statements and COMMIT leave in one write.
+      // The id reservation and the eviction (state change, event) ride in the entries' INSERT; BEGIN and
+      // the statements leave in one write, COMMIT once they are answered and the caller's work resolved.
       expect(seen.statements).toEqual(['BEGIN', 'WITH reserved AS', 'INSERT INTO caller_rows', 'COMMIT']);
-      expect(seen.writes).toBe(1);
+      expect(seen.writes).toBe(2);
       expect(await db.all('SELECT id FROM caller_rows')).toEqual([{ id: 'run-1' }]);
       const rows = await db.all<{ memory_id: number; state: string }>(
         'SELECT memory_id, state FROM memory_entries WHERE session_key = ? ORDER BY memory_id',

@@ -177,7 +177,8 @@ export async function commit(
           const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
           const rest = Promise.all([touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined, also?.(tx)]);
           rest.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
-          tx.commitWhenIssued?.();
+          // COMMIT waits for every answer: `also` may still fail in JavaScript after its statements went out,
+          // and then nothing of this transaction may be stored.
           await inserted;
           await rest;
           return built;
