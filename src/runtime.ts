@@ -226,8 +226,11 @@ export interface Runtime {
 const identityRevalidateMs = 1_000;
 /** Chat turns of one session this close together share one automatic recall (see the chat service). */
 const autoRecallRefreshMs = 2_000;
-/** Audit-log events gather this long into one commit (several chat turns' worth under load). */
-const auditBatchDelayMs = 20;
+/**
+ * Audit-log events gather this long into one commit (tens of chat turns' worth): each commit writes every
+ * index of the events table once, and no client waits for these rows (docs/storage.md).
+ */
+const auditBatchDelayMs = 100;
 
 /**
  * Builds a runtime from a config: opens the store (SQLite, Postgres or RAM), resolves the model,
