@@ -11,6 +11,22 @@ function chatMessage(text: string, ts: number) {
   return { role: 'assistant', content: [{ type: 'text', text }], timestamp: ts };
 }
 
+/** An `agent` event frame of one stream of the run. */
+function agentEvent(run: RunWireEvent['run'], stream: string, data: Record<string, unknown>): OpenClawEvent {
+  return {
+    event: 'agent',
+    payload: {
+      runId: run.runId,
+      sessionKey: run.sessionKey,
+      agentId: run.agentId,
+      stream,
+      data,
+      seq: run.seq,
+      ts: run.ts,
+    },
+  };
+}
+
 /**
  * A hub run event as OpenClaw's `agent` and `chat` events for a client of `protocol` with `caps`; undefined
  * when the client did not ask for it (tool events without the `tool-events` capability).
@@ -19,8 +35,8 @@ export function toOpenClawRunEvent(
   event: RunWireEvent,
   options: { protocol: number; caps: ReadonlySet<string> },
 ): OpenClawEvent | undefined {
-  // Payloads are spelled out rather than spread from a shared base: several frames a turn, and the spreads
-  // showed in the turn's profile. The key order is the frames' own.
+  // Payloads are built key by key rather than spread from a shared base: several frames a turn, and the
+  // spreads showed in the turn's profile. The key order is the frames' own.
   const { run } = event;
   switch (event.kind) {
     case 'lifecycle': {
@@ -39,32 +55,10 @@ export function toOpenClawRunEvent(
           data.errorCode = event.error.code;
         }
       }
-      return {
-        event: 'agent',
-        payload: {
-          runId: run.runId,
-          sessionKey: run.sessionKey,
-          agentId: run.agentId,
-          stream: 'lifecycle',
-          data,
-          seq: run.seq,
-          ts: run.ts,
-        },
-      };
+      return agentEvent(run, 'lifecycle', data);
     }
     case 'assistant':
-      return {
-        event: 'agent',
-        payload: {
-          runId: run.runId,
-          sessionKey: run.sessionKey,
-          agentId: run.agentId,
-          stream: 'assistant',
-          data: { text: event.text, delta: event.delta },
-          seq: run.seq,
-          ts: run.ts,
-        },
-      };
+      return agentEvent(run, 'assistant', { text: event.text, delta: event.delta });
     case 'tool': {
       if (!options.caps.has('tool-events')) return undefined;
       const data: Record<string, unknown> = {
@@ -75,18 +69,7 @@ export function toOpenClawRunEvent(
       if (event.args !== undefined) data.args = event.args;
       if (event.isError !== undefined) data.isError = event.isError;
       if (event.durationMs !== undefined) data.durationMs = event.durationMs;
-      return {
-        event: 'agent',
-        payload: {
-          runId: run.runId,
-          sessionKey: run.sessionKey,
-          agentId: run.agentId,
-          stream: 'tool',
-          data,
-          seq: run.seq,
-          ts: run.ts,
-        },
-      };
+      return agentEvent(run, 'tool', data);
     }
     case 'chat-delta': {
       // v3 deltas are cumulative snapshots, so skipping one for a slow client loses nothing; v4 clients
