@@ -26,20 +26,26 @@ export function wordTokens(text: string): string[] {
   return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
 }
 
-/** Distinct non-stopword tokens of a query, in first-seen order, capped so a pasted essay stays cheap. */
-export function queryTerms(text: string, maxTerms = 32): string[] {
+/** Distinct non-stopword tokens of a text, in first-seen order, capped so a pasted essay stays cheap. */
+export function contentTerms(text: string, maxTerms = 32): string[] {
   const seen = new Set<string>();
   for (const token of wordTokens(text)) {
     if (stopwords.has(token) || seen.has(token)) continue;
     seen.add(token);
     if (seen.size >= maxTerms) break;
   }
-  if (seen.size === 0) {
-    // A query made only of stopwords still deserves an answer.
-    for (const token of wordTokens(text)) {
-      seen.add(token);
-      if (seen.size >= maxTerms) break;
-    }
+  return [...seen];
+}
+
+/** A search's terms: its content terms, or, for a query made only of stopwords, those words. */
+export function queryTerms(text: string, maxTerms = 32): string[] {
+  const terms = contentTerms(text, maxTerms);
+  if (terms.length > 0) return terms;
+  // Someone who searches for stopwords alone still deserves an answer.
+  const seen = new Set<string>();
+  for (const token of wordTokens(text)) {
+    seen.add(token);
+    if (seen.size >= maxTerms) break;
   }
   return [...seen];
 }

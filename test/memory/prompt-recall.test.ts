@@ -30,6 +30,18 @@ describeEachDatabase('automatic recall ranking', (getDb) => {
     expect(listed.every((address) => address?.startsWith('agent:alpha:old#'))).toBe(true);
   });
 
+  it('recalls nothing for a prompt of stopwords alone', async () => {
+    const { ctx } = stepContext(getDb());
+    await appendBatch(ctx, sessionRef('old'), [
+      { role: 'user', content: 'what is it about then' },
+      { role: 'assistant', content: 'it is about the zeppelin' },
+    ]);
+    const ask = (query: string) =>
+      recallForPrompt(ctx, { agentId: 'alpha', sessionKey: 'agent:alpha:main', query });
+    expect(await ask('What is it about, then?')).toBe('');
+    expect(addresses(await ask('what is the zeppelin about'))).toContain('agent:alpha:old#2');
+  });
+
   it('lists the turn before a match through smoothing, but not an entry that is no conversational turn', async () => {
     const { ctx } = stepContext(getDb());
     await appendBatch(ctx, sessionRef('old'), [

@@ -8,7 +8,7 @@ import {
   type StoredEntry,
 } from '../ltm-store.js';
 import { fuseRankings, rrfRankConstant, type ScoredTurn, spreadToNeighbours } from '../ranking.js';
-import { estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
+import { contentTerms, estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
 import type {
   HistoryEntry,
   HistoryOptions,
@@ -591,7 +591,9 @@ export async function recallForPrompt(
 ): Promise<string> {
   const { config } = ctx;
   const maxTokens = promptOptions.maxTokens ?? config.recall.promptMaxTokens;
-  const terms = queryTerms(promptOptions.query);
+  // A prompt of stopwords alone ("what is it?", "and then?") says nothing to search for: every turn holds
+  // those words, and recalling by them only costs the prompt tokens and the turn time.
+  const terms = contentTerms(promptOptions.query);
   if (terms.length === 0) return '';
   const limit = config.recall.searchDefaultLimit;
   const lines = await readWithFallback(
