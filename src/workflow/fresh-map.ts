@@ -36,7 +36,9 @@ export class FreshMap<K, V> {
     if (++this.added > 2 * this.map.size + 64) {
       // forEach, not `new Map(this.map)`: that walks an iterator, an entry array and a result per entry.
       const renewed = new Map<K, V>();
-      this.map.forEach((entry, entryKey) => renewed.set(entryKey, entry));
+      this.map.forEach((entry, entryKey) => {
+        renewed.set(entryKey, entry);
+      });
       this.map = renewed;
       this.added = 0;
     }
