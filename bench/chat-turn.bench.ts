@@ -22,6 +22,8 @@ import { forkRoleServer, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
+/** Before its first measured phase each server serves this long at 10 clients: a long-running server's code is optimised. */
+const serverWarmupMs = 3000;
 const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
 const idleSessions = 1000;
 const idleTurnsPerSession = 2;
@@ -301,6 +303,11 @@ export default {
       };
       targets.unshift(await startTarget('echo', floorEnv), await startTarget('durable-floor', floorEnv));
       if (schema) targets.push(await startTarget('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
+      for (const target of targets) {
+        const warming = await connect(target, 10, 'warm');
+        await closedLoop(warming, serverWarmupMs);
+        for (const client of warming) client.ws.terminate();
+      }
       for (const count of clientCounts) for (const target of targets) rows.push(await phase(target, count));
       idle = await idleSessionsRss(sqlite);
     } finally {
@@ -334,7 +341,7 @@ export default {
         "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message, its run record and the session count before the first frame; the reply, one eviction past 64 active entries (tombstone, state, event), an audit row, the run record's removal and the session count before the rest; turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
         `stalls at 1 client (SQLite): p99 ÷ p50 = ${round(Number(one['p99 ms']) / Number(one['p50 ms']))}`,
-        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike`,
+        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike; before its first phase every server serves ${serverWarmupMs} ms of 10-client turns on other sessions, so the 1-client phase does not time a server whose code is still being optimised (the runs before this note had no such warm-up)`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',
         idle
           ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc and ${memorySettleMs} ms: ${memoryLine(idle.after)} (before them: ${memoryLine(idle.before)})`
