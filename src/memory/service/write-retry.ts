@@ -166,7 +166,7 @@ export async function commit(
     // chat turn) then skip that statement, one round trip on Postgres. The first commit always writes it.
     const touches = ram.storedActiveMs === undefined || nowMs - ram.storedActiveMs >= storedActivityMs;
     // Statements that wait for no result are issued together (on Postgres they share one round trip with
-    // BEGIN and COMMIT). The entries are built with the ids RAM expects and sent with their reservation; in
+    // BEGIN; COMMIT follows their answers). The entries are built with the ids RAM expects and sent with their reservation; in
     // the rare case another process took ids of this key meanwhile, the reservation fails the transaction
     // and the commit is done again in order.
     const attempt = (optimistic: boolean) =>
