@@ -467,6 +467,7 @@ export function buildEntry(
   input: AppendInput,
   memoryId: number,
   nowMs: number,
+  tokens = entryTokens(input),
 ): StoredEntry {
   // One literal with every field, not a spread of shared identity fields: after about a thousand sessions V8 gave
   // every spread-built entry a hidden class of its own (seen in heap snapshots; 4 KiB of RAM context per
@@ -482,7 +483,7 @@ export function buildEntry(
     state: 'active',
     content: input.content,
     relatedTo: null,
-    tokens: entryTokens(input),
+    tokens,
     createdAtMs: input.createdAtMs ?? nowMs,
     archivedAtMs: null,
     orderKey: memoryId,
@@ -585,18 +586,17 @@ export async function appendBatch(
       started();
       const nowMs = ctx.clock.now();
       // What the append pushes over the limits is evicted in the append's own commit: one commit, not two.
-      const { victims, tokens } = victimsAfterAppend(
-        ctx,
-        ram,
-        parsed.map((input) => ({ role: input.role, tokens: entryTokens(input) })),
-      );
+      const incoming = parsed.map((input) => ({ role: input.role, tokens: entryTokens(input) }));
+      const { victims, tokens } = victimsAfterAppend(ctx, ram, incoming);
       const eviction = victims.length > 0 ? evictionOf(ctx, ram, victims, 'limit', tokens, nowMs) : undefined;
       const written = await commit(
         ctx,
         ram,
         parsed.length + victims.length,
         (first) => [
-          ...parsed.map((input, index) => buildEntry(ram, input, first + index, nowMs)),
+          ...parsed.map((input, index) =>
+            buildEntry(ram, input, first + index, nowMs, incoming[index]!.tokens),
+          ),
           ...(eviction ? eviction.tombstones(first + parsed.length) : []),
         ],
         also,
