@@ -316,25 +316,22 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         throw translateError(error);
       }
       const scope = createTransactionScope(owner, client);
+      let released = false;
+      const release = () => {
+        scope.finished = true;
+        client.off('error', onConnectionError);
+        released = true;
+        client.release(broken);
+      };
       try {
         // Not awaited: the work's first statement is pipelined behind it. Its result is awaited before
         // COMMIT; BEGIN fails only with the connection, which fails the statements behind it too.
         const began = query(client, 'BEGIN', undefined);
         began.catch(() => {});
+        let result: Awaited<ReturnType<typeof work>>;
         try {
-          const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+          result = await runInTransactionScope(scope, () => work(executorFor(scope)));
           await began;
-          const committed = await query(client, 'COMMIT', undefined);
-          // Postgres answers COMMIT of a transaction that a failed statement aborted with ROLLBACK, not an
-          // error: work that caught that statement's error must not be told its writes are stored.
-          if (!Array.isArray(committed) && committed.command === 'ROLLBACK')
-            throw new SystemError({
-              code: ErrorCodes.storeUnavailable,
-              message:
-                'the transaction was rolled back: a statement in it failed and its error was handled inside the transaction',
-              retryable: true,
-            });
-          return result;
         } catch (error) {
           try {
             await query(client, 'ROLLBACK', undefined);
@@ -344,13 +341,31 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
           }
           throw error;
         }
+        // COMMIT goes out only now that the work has resolved. The connection goes back to the pool with
+        // COMMIT in flight: whatever ends the transaction (COMMIT, its error, or its answer ROLLBACK), the
+        // connection is outside any transaction afterwards, and the next transaction's BEGIN and statements
+        // are pipelined behind it, often in the same socket write, instead of waiting for the commit's
+        // flush. This transaction still reports success only on COMMIT's answer; a connection lost
+        // meanwhile fails the statements queued behind it as well.
+        const committing = query(client, 'COMMIT', undefined);
+        committing.catch(() => {});
+        release();
+        const committed = await committing;
+        // Postgres answers COMMIT of a transaction that a failed statement aborted with ROLLBACK, not an
+        // error: work that caught that statement's error must not be told its writes are stored.
+        if (!Array.isArray(committed) && committed.command === 'ROLLBACK')
+          throw new SystemError({
+            code: ErrorCodes.storeUnavailable,
+            message:
+              'the transaction was rolled back: a statement in it failed and its error was handled inside the transaction',
+            retryable: true,
+          });
+        return result;
       } catch (error) {
         broken ??= isConnectionFailure(error) || isStoreUnavailable(error) ? (error as Error) : undefined;
         throw error;
       } finally {
-        scope.finished = true;
-        client.off('error', onConnectionError);
-        client.release(broken);
+        if (!released) release();
       }
     },
     async close() {

@@ -153,6 +153,94 @@ describe.skipIf(backend.kind !== 'server')(
       expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
     });
 
+    it('hands the connection to the next transaction with COMMIT in flight, each reporting its own outcome', async () => {
+      const db = await open();
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      const counter = await countWrites(db);
+      // Two transactions on the one connection: the second's BEGIN and statements leave in the same write
+      // as the first's COMMIT, not after its answer (4 writes when the connection waited for it).
+      await Promise.all([
+        db.transaction((tx) => Promise.all([tx.run(insert, [1, 'a']), tx.run(insert, [2, 'b'])])),
+        db.transaction((tx) => Promise.all([tx.run(insert, [3, 'c']), tx.run(insert, [4, 'd'])])),
+      ]);
+      expect(counter.writes).toBe(3);
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([
+        { id: 1 },
+        { id: 2 },
+        { id: 3 },
+        { id: 4 },
+      ]);
+
+      // A COMMIT that Postgres answers with ROLLBACK fails only its own transaction, not the one pipelined
+      // behind it, and a failed one ahead leaves the next one's writes intact.
+      const outcomes = await Promise.allSettled([
+        db.transaction(async (tx) => {
+          await tx.run(insert, [5, 'lost']);
+          await tx.run(insert, [1, 'duplicate']).catch(() => {});
+        }),
+        db.transaction((tx) => tx.run(insert, [6, 'kept'])),
+        db.transaction(async (tx) => {
+          await tx.run(insert, [7, 'lost']);
+          throw new Error('the work failed after its statement');
+        }),
+        db.transaction((tx) => tx.run(insert, [8, 'kept'])),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).toEqual([
+        'rejected',
+        'fulfilled',
+        'rejected',
+        'fulfilled',
+      ]);
+      expect(outcomes[0]).toMatchObject({ reason: { code: 'STORE_UNAVAILABLE' } });
+      expect(await db.all('SELECT id FROM t WHERE id > 4 ORDER BY id')).toEqual([{ id: 6 }, { id: 8 }]);
+    });
+
+    it('reports a commit only once Postgres has answered it, with the connection already serving others', async () => {
+      const db = await open();
+      const schema = opened.at(-1)!.schema;
+      // A deferred constraint trigger runs at COMMIT; it waits for an advisory lock another session holds,
+      // so the COMMIT stays unanswered until the test lets it go.
+      await db.run(`CREATE FUNCTION ${schema}.wait_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$`);
+      await db.run(
+        `CREATE CONSTRAINT TRIGGER wait_at_commit AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED
+         FOR EACH ROW WHEN (NEW.v = 'slow') EXECUTE FUNCTION ${schema}.wait_at_commit()`,
+      );
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT pg_advisory_xact_lock(4242)');
+        let slowSettled = false;
+        const slow = db
+          .transaction((tx) => tx.run('INSERT INTO t (id, v) VALUES (?, ?)', [1, 'slow']))
+          .finally(() => {
+            slowSettled = true;
+          });
+        let nextStarted = false;
+        const next = db.transaction(async (tx) => {
+          nextStarted = true;
+          await tx.run('INSERT INTO t (id, v) VALUES (?, ?)', [2, 'next']);
+        });
+        // Once the COMMIT waits inside Postgres, the next transaction already has the connection; the first
+        // has not been told it committed.
+        for (;;) {
+          const waiting = await holder.query(
+            "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+          );
+          if (waiting.rows[0].n > 0) break;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        expect(nextStarted).toBe(true);
+        expect(slowSettled).toBe(false);
+        await holder.query('COMMIT');
+        await Promise.all([slow, next]);
+      } finally {
+        await holder.end();
+      }
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
+    });
+
     it('refuses to report a commit that Postgres turned into a rollback', async () => {
       const db = await open();
       const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
