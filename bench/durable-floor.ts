@@ -9,8 +9,12 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createSqliteDatabase, migrate } from '../src/store/index.js';
 
-/** Active entries a session keeps before each reply evicts its oldest one, as agentd's context limit did. */
+/**
+ * Active entries a session keeps before a reply evicts its oldest, and how many stay after it: agentd's
+ * default limit (64) and eviction target (`evictDownToRatio` 0.875 of it).
+ */
 const activeLimit = 64;
+const activeAfterEviction = 56;
 
 export interface FloorTurn {
   sessionKey: string;
@@ -25,7 +29,7 @@ export interface FloorTurn {
 export interface DurableFloor {
   /** The users' messages, their run records and the sessions' counts: before the acknowledgements. */
   accept(turns: ReadonlyArray<FloorTurn>): void;
-  /** The replies, an eviction past the limit each, its event, an audit row, the run records' removal. */
+  /** The replies, an eviction when one passes the limit with its event, an audit row, the run records' removal. */
   finish(turns: ReadonlyArray<FloorTurn>): void;
   close(): void;
 }
@@ -64,7 +68,7 @@ export async function openDurableFloor(): Promise<DurableFloor> {
   );
   const insertEvent = db.prepare(
     'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
-      "message, details, created_at_ms) VALUES (?, ?, ?, 'main', 'evicted', 1, ?, ?, ?, ?, ?, ?)",
+      "message, details, created_at_ms) VALUES (?, ?, ?, 'main', 'evicted', ?, ?, ?, ?, ?, ?, ?)",
   );
   const insertAudit = db.prepare(
     "INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ('chat.final', ?, ?, 'main', NULL, ?, ?)",
@@ -129,26 +133,29 @@ export async function openDurableFloor(): Promise<DurableFloor> {
     const session = sessionOf(sessionKey, now);
     append(session, sessionKey, 'assistant', 'active', text, JSON.stringify({ runId }), now);
     if (session.active.length > activeLimit) {
-      const victim = session.active.shift()!;
-      evict.run(now, sessionKey, victim);
-      append(
-        session,
-        sessionKey,
-        'system',
-        'tombstone',
-        `[evicted:${victim}]`,
-        '{"reason":"limit"}',
-        now,
-        victim,
-      );
+      const victims = session.active.splice(0, session.active.length - activeAfterEviction);
+      for (const victim of victims) {
+        evict.run(now, sessionKey, victim);
+        append(
+          session,
+          sessionKey,
+          'system',
+          'tombstone',
+          `[evicted:${victim}]`,
+          '{"reason":"limit"}',
+          now,
+          victim,
+        );
+      }
       insertEvent.run(
         `mev_${runId}`,
         session.id,
         sessionKey,
+        victims.length,
         600,
         588,
-        `[${victim}]`,
-        `evicted 1 oldest entries (#${victim}) to long-term memory`,
+        JSON.stringify(victims),
+        `evicted ${victims.length} oldest entries (#${victims[0]}–#${victims.at(-1)}) to long-term memory`,
         '{"reason":"limit"}',
         now,
       );

@@ -38,6 +38,12 @@ export const memoryConfigSchema = z
     maxActiveEntries: z.number().int().min(2).default(64),
     /** Estimated tokens of active entries before the oldest are evicted. */
     maxActiveTokens: z.number().int().min(64).default(8_000),
+    /**
+     * Once an append passes a limit, the oldest entries are evicted until active entries and tokens are at
+     * most this fraction of their limits (1 evicts just enough to fit). Room for several turns per eviction
+     * means one eviction commit every few turns instead of one per append.
+     */
+    evictDownToRatio: z.number().gt(0).max(1).default(0.875),
     /** Entries folded into one summary. */
     summarizeBatch: z.number().int().min(1).default(8),
     /** Tombstones kept in RAM per session (all of them stay in the database). */

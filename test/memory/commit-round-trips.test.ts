@@ -41,7 +41,7 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
     const db = await openTestDatabase('postgres');
     try {
       await db.run('CREATE TABLE caller_rows (id TEXT PRIMARY KEY)');
-      const { memory } = createHarness(db, { config: { maxActiveEntries: 4 } });
+      const { memory } = createHarness(db, { config: { maxActiveEntries: 4, evictDownToRatio: 1 } });
       const ref = sessionRef();
       for (let index = 0; index < 4; index++)
         await memory.append(ref, { role: 'user', content: `m${index}` });

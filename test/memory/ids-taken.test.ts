@@ -35,7 +35,7 @@ describeEachDatabase('memory ids another writer of the session key took meanwhil
   });
 
   it('are skipped by a commit that also evicts: the eviction is written once, with the new tombstone ids', async () => {
-    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 2 } });
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await memory.appendBatch(ref, [
       { role: 'user', content: 'one' },

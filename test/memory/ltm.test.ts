@@ -188,7 +188,7 @@ describeEachDatabase('long-term memory', (getDb) => {
   });
 
   it('recallForPrompt brings back relevant memories that are not in the context', async () => {
-    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 2 } });
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await memory.append(ref, { role: 'user', content: 'My sister Ana lives in Lisbon' });
     await memory.append(ref, { role: 'user', content: 'I like jazz' });
@@ -277,7 +277,9 @@ describeEachDatabase('long-term memory', (getDb) => {
   });
 
   it('maps memory events to the Spiderweb memory.event message', async () => {
-    const { memory, events } = createHarness(getDb(), { config: { maxActiveEntries: 2 } });
+    const { memory, events } = createHarness(getDb(), {
+      config: { maxActiveEntries: 2, evictDownToRatio: 1 },
+    });
     const ref = sessionRef();
     for (const content of ['a', 'b', 'c']) await memory.append(ref, { role: 'user', content });
     expect(toSpiderwebMemoryEvent(events.at(-1)!, 'req-1')).toEqual({

@@ -64,7 +64,7 @@ describeEachDatabase('automatic recall ranking', (getDb) => {
   });
 
   it('leaves out the context of the asking session, loaded or not, and keeps the rest of its key', async () => {
-    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     await appendBatch(ctx, sessionRef('main'), [
       { role: 'user', content: 'the zeppelin is red' },
       { role: 'assistant', content: 'noted' },
@@ -75,7 +75,7 @@ describeEachDatabase('automatic recall ranking', (getDb) => {
     // #1 and #2 (which has #1's words as the turn before it) were evicted from a context of two entries.
     const outside = ['agent:alpha:main#1', 'agent:alpha:main#2'];
     expect(addresses(await recallForPrompt(ctx, ask)).sort()).toEqual(outside);
-    const { ctx: restarted } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const { ctx: restarted } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     expect(addresses(await recallForPrompt(restarted, ask)).sort()).toEqual(outside);
   });
 

@@ -59,7 +59,7 @@ describeEachDatabase('memory RAM model', (getDb) => {
 
   it('enforces entry and token limits without counting tombstones', async () => {
     const { memory } = createHarness(getDb(), {
-      config: { maxActiveEntries: 4, maxActiveTokens: 10_000, maxRamTombstones: 3 },
+      config: { maxActiveEntries: 4, evictDownToRatio: 1, maxActiveTokens: 10_000, maxRamTombstones: 3 },
     });
     const ref = sessionRef();
     for (let index = 1; index <= 20; index++)
@@ -74,7 +74,9 @@ describeEachDatabase('memory RAM model', (getDb) => {
     const stats = await memory.stats(ref);
     expect(stats).toMatchObject({ activeEntries: 4, tombstones: 3 });
 
-    const tokens = createHarness(getDb(), { config: { maxActiveEntries: 64, maxActiveTokens: 100 } });
+    const tokens = createHarness(getDb(), {
+      config: { maxActiveEntries: 64, evictDownToRatio: 1, maxActiveTokens: 100 },
+    });
     const small = sessionRef('tokens');
     for (let index = 0; index < 6; index++)
       await tokens.memory.append(small, { role: 'user', content: 'x'.repeat(120) });
@@ -87,7 +89,7 @@ describeEachDatabase('memory RAM model', (getDb) => {
   });
 
   it('round-trips tool calls and never separates a tool call from its results', async () => {
-    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3 } });
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await memory.append(ref, { role: 'user', content: 'weather?' });
     await memory.appendBatch(ref, [
@@ -182,7 +184,7 @@ describeEachDatabase('memory RAM model', (getDb) => {
     });
     const { memory } = createHarness(getDb(), {
       model: countingModel(gate),
-      config: { maxActiveEntries: 40, summarizeBatch: 5 },
+      config: { maxActiveEntries: 40, evictDownToRatio: 1, summarizeBatch: 5 },
     });
     const ref = sessionRef();
     for (let index = 0; index < 10; index++)
@@ -221,7 +223,7 @@ describeEachDatabase('memory RAM model', (getDb) => {
   });
 
   it('never evicts or summarizes pinned entries, and enforces limits once released', async () => {
-    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3 } });
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3, evictDownToRatio: 1 } });
     const ref = sessionRef();
     for (const content of ['a', 'b', 'c']) await memory.append(ref, { role: 'user', content });
     const lease = await memory.pin(ref);

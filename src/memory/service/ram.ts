@@ -436,27 +436,41 @@ function victimsAfterAppend(
   for (const entry of incoming) tokens += entry.tokens;
   const count = active.length + incoming.length;
   if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return { victims: [], tokens };
+  const target = evictionTarget(config);
   const victims = pickOldest(
     ram,
-    (takenCount, takenTokens) =>
-      count - takenCount > config.maxActiveEntries || tokens - takenTokens > config.maxActiveTokens,
+    (takenCount, takenTokens) => count - takenCount > target.entries || tokens - takenTokens > target.tokens,
     // The incoming entries are the latest; of the others none has to stay.
     0,
   );
   return { victims, tokens };
 }
 
-/** The hard limit: evict the oldest groups until active entries and tokens fit (tombstones do not count). */
+/**
+ * What an eviction brings a context down to once a limit is passed: `evictDownToRatio` of each limit, so the
+ * next few appends fit without another eviction (and its commit of tombstones, states and an event).
+ */
+function evictionTarget(config: MemoryContext['config']): { entries: number; tokens: number } {
+  const ratio = config.evictDownToRatio;
+  return {
+    entries: Math.max(1, Math.floor(config.maxActiveEntries * ratio)),
+    tokens: Math.floor(config.maxActiveTokens * ratio),
+  };
+}
+
+/**
+ * The hard limit: past it, evict the oldest groups down to the eviction target (tombstones do not count).
+ */
 export async function enforceLimits(ctx: MemoryContext, ram: RamSession): Promise<void> {
   const { config } = ctx;
   const active = activeOf(ram);
   const count = active.length;
   const tokens = tokensOf(active);
   if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return;
+  const target = evictionTarget(config);
   const victims = pickOldest(
     ram,
-    (takenCount, takenTokens) =>
-      count - takenCount > config.maxActiveEntries || tokens - takenTokens > config.maxActiveTokens,
+    (takenCount, takenTokens) => count - takenCount > target.entries || tokens - takenTokens > target.tokens,
     1,
   );
   await evictEntries(ctx, ram, victims, 'limit');

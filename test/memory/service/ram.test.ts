@@ -82,7 +82,7 @@ describe('memory RAM context: entries', () => {
 describeEachDatabase('memory RAM context', (getDb) => {
   it('keeps the newest tombstones in context order, one over the cap or many', async () => {
     const { ctx } = stepContext(getDb(), {
-      config: { maxActiveEntries: 4, maxActiveTokens: 10_000, maxRamTombstones: 3 },
+      config: { maxActiveEntries: 4, evictDownToRatio: 1, maxActiveTokens: 10_000, maxRamTombstones: 3 },
     });
     const ref = sessionRef();
     const context = async () =>
@@ -101,7 +101,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
   });
 
   it('appends under the session lock, evicts over the limit, and reloads the same context', async () => {
-    const { ctx, events } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const { ctx, events } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     const written = await appendBatch(ctx, ref, [
       { role: 'user', content: 'one' },
@@ -113,12 +113,52 @@ describeEachDatabase('memory RAM context', (getDb) => {
     expect(statsOf(ram)).toMatchObject({ activeEntries: 2, tombstones: 1, nextMemoryId: 5 });
     expect(events.at(-1)).toMatchObject({ type: 'memory:event', data: { kind: 'evicted', memoryIds: [1] } });
     // A fresh context (a restart) restores the same active entries from the database.
-    const restarted = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const restarted = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const reloaded = await loaded(restarted.ctx);
     expect(
       reloaded.entries.filter((entry) => entry.state === 'active').map((entry) => entry.memoryId),
     ).toEqual([2, 3]);
     expect(restarted.events[0]).toMatchObject({ data: { kind: 'restored', count: 2 } });
+  });
+
+  it('evicts down to evictDownToRatio of the limits once one is passed, then appends without evicting', async () => {
+    const { ctx, events } = stepContext(getDb(), {
+      config: { maxActiveEntries: 8, evictDownToRatio: 0.5 },
+    });
+    const ref = sessionRef();
+    const evictions = () => events.filter((event) => (event.data as { kind?: string }).kind === 'evicted');
+    for (let turn = 1; turn <= 8; turn++)
+      await appendBatch(ctx, ref, [{ role: 'user', content: `m${turn}` }]);
+    expect(evictions()).toHaveLength(0);
+    // The ninth entry passes the limit of 8: the oldest go until 4 (half of it) are active, in one eviction.
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'm9' }]);
+    expect(evictions()).toHaveLength(1);
+    expect(evictions()[0]).toMatchObject({ data: { memoryIds: [1, 2, 3, 4, 5], count: 5 } });
+    expect(statsOf(await loaded(ctx))).toMatchObject({ activeEntries: 4, tombstones: 5 });
+    // Room for four more before the next eviction.
+    for (let turn = 10; turn <= 13; turn++)
+      await appendBatch(ctx, ref, [{ role: 'user', content: `m${turn}` }]);
+    expect(evictions()).toHaveLength(1);
+    expect(statsOf(await loaded(ctx))).toMatchObject({ activeEntries: 8 });
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'm14' }]);
+    expect(evictions()).toHaveLength(2);
+    // The token limit works the same way: entries of 10 estimated tokens, a limit of 100, down to 50.
+    const tokens = stepContext(getDb(), {
+      config: { maxActiveEntries: 64, maxActiveTokens: 100, evictDownToRatio: 0.5 },
+    });
+    const tokenRef = sessionRef('tokens');
+    const tokenEntry = { role: 'user' as const, content: 'x'.repeat(24) };
+    expect(entryTokens(tokenEntry)).toBe(10);
+    for (let turn = 1; turn <= 10; turn++) await appendBatch(tokens.ctx, tokenRef, [tokenEntry]);
+    expect(statsOf(await loaded(tokens.ctx, 'tokens'))).toMatchObject({
+      activeEntries: 10,
+      activeTokens: 100,
+    });
+    await appendBatch(tokens.ctx, tokenRef, [tokenEntry]);
+    expect(statsOf(await loaded(tokens.ctx, 'tokens'))).toMatchObject({
+      activeEntries: 5,
+      activeTokens: 50,
+    });
   });
 
   it('refuses bad input and a session id reused by another key', async () => {
@@ -146,7 +186,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
       transactions++;
       return db.transaction(work);
     };
-    const { ctx, events } = stepContext(counted, { config: { maxActiveEntries: 2 } });
+    const { ctx, events } = stepContext(counted, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await appendBatch(ctx, ref, [
       { role: 'user', content: 'one' },
@@ -166,7 +206,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
     const evicted = events.find((event) => event.type === 'memory:event');
     expect(evicted?.data).toMatchObject({ kind: 'evicted', memoryIds: [1], reason: 'limit' });
     // What the database kept: the same as RAM, read back by a fresh load.
-    const { ctx: fresh } = stepContext(db, { config: { maxActiveEntries: 2 } });
+    const { ctx: fresh } = stepContext(db, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     expect((await loaded(fresh)).entries.map((entry) => [entry.memoryId, entry.state])).toEqual([
       [4, 'tombstone'],
       [2, 'active'],
@@ -182,7 +222,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
       transactions++;
       return db.transaction(work);
     };
-    const { ctx } = stepContext(counted, { config: { maxActiveEntries: 2 } });
+    const { ctx } = stepContext(counted, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await appendBatch(ctx, ref, [
       { role: 'user', content: 'one' },
@@ -204,7 +244,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
   });
 
   it('pinned entries outlive the limit until released, and a pinned session does not unload', async () => {
-    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2 } });
+    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await appendBatch(ctx, ref, [
       { role: 'user', content: 'keep me' },
