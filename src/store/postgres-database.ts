@@ -231,16 +231,48 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     });
   };
 
+  /** Without values node-postgres uses the simple protocol, which accepts multi-statement scripts. */
+  const send = (client: pg.PoolClient, sql: string, values: unknown[] | undefined) =>
+    values ? client.query(prepare(sql, values)) : client.query(sql);
+
+  /**
+   * A statement outside any transaction. Its connection goes back to the pool as soon as the statement is
+   * sent, not when it is answered: outside a transaction the statement leaves no state on the connection
+   * that a statement pipelined behind it could see, and holding the connection for the round trip only made
+   * the transactions queued for the pool wait (a chat turn's session read, say). Sent in the pool's
+   * callback, so no 'error' of the connection can come while no listener is on it.
+   */
+  const queryOnPool = (sql: string, values: unknown[] | undefined) =>
+    new Promise<pg.QueryResult | pg.QueryResult[]>((resolve, reject) => {
+      pool.connect((error, client, release) => {
+        if (error || !client) {
+          reject(translateError(error ?? new Error('connection error: the pool gave no client')));
+          return;
+        }
+        corkUntilNextTick(client);
+        let answered: Promise<pg.QueryResult | pg.QueryResult[]>;
+        try {
+          answered = send(client, sql, values);
+        } catch (sendError) {
+          release(sendError as Error);
+          reject(translateError(sendError));
+          return;
+        }
+        release();
+        answered.then(resolve, (queryError: unknown) => reject(translateError(queryError)));
+      });
+    });
+
   const query = async (
     client: pg.Pool | pg.PoolClient,
     sql: string,
     params: ReadonlyArray<SqlValue> | undefined,
   ): Promise<pg.QueryResult | pg.QueryResult[]> => {
     const values = toDriverParams(params);
-    if (client !== pool) corkUntilNextTick(client as pg.PoolClient);
+    if (client === pool) return queryOnPool(sql, values);
+    corkUntilNextTick(client as pg.PoolClient);
     try {
-      // Without values node-postgres uses the simple protocol, which accepts multi-statement scripts.
-      return values ? await client.query(prepare(sql, values)) : await client.query(sql);
+      return await send(client as pg.PoolClient, sql, values);
     } catch (error) {
       throw translateError(error);
     }

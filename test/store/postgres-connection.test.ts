@@ -241,6 +241,41 @@ describe.skipIf(backend.kind !== 'server')(
       expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
     });
 
+    it('returns the connection of a statement outside a transaction to the pool once it is sent', async () => {
+      const db = await open();
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        await holder.query('SELECT pg_advisory_lock(4343)');
+        // The one connection's statement waits inside Postgres for the lock; meanwhile the pool has handed
+        // the connection on, and the transaction's statements are pipelined behind it.
+        const blocked = db.get<{ v: string }>("SELECT 'after the lock' AS v FROM pg_advisory_lock(4343)");
+        let workStarted = false;
+        const next = db.transaction(async (tx) => {
+          workStarted = true;
+          await tx.run('INSERT INTO t (id, v) VALUES (?, ?)', [1, 'behind']);
+        });
+        for (;;) {
+          const waiting = await holder.query(
+            "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+          );
+          if (waiting.rows[0].n > 0) break;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        expect(workStarted).toBe(true);
+        await holder.query('SELECT pg_advisory_unlock(4343)');
+        expect(await blocked).toEqual({ v: 'after the lock' });
+        await next;
+      } finally {
+        await holder.end();
+      }
+      // Failures still reach the statement's caller, and the connection keeps serving.
+      await expect(db.run('INSERT INTO missing_table (id) VALUES (?)', [1])).rejects.toMatchObject({
+        code: '42P01',
+      });
+      expect(await db.all('SELECT id, v FROM t')).toEqual([{ id: 1, v: 'behind' }]);
+    });
+
     it('refuses to report a commit that Postgres turned into a rollback', async () => {
       const db = await open();
       const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
