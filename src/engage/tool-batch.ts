@@ -1,6 +1,11 @@
 import { estimateTokens, type ModelMessage, type ModelToolCall } from '../model/index.js';
-import type { ExecuteToolCallOptions, ToolCallOutcome, ToolContext } from '../tools/index.js';
-import { createSemaphore, type Semaphore } from '../util/index.js';
+import type {
+  ExecuteToolCallOptions,
+  ToolCallOutcome,
+  ToolContext,
+  ToolOutcomeSink,
+} from '../tools/index.js';
+import { createSemaphore } from '../util/index.js';
 import type { LearnedEntry, StepMarker } from './context-window.js';
 import type { RunState } from './run-state.js';
 import type { RunSetup } from './setup.js';
@@ -15,15 +20,17 @@ export interface ToolBatchResult {
 type CallTool = NonNullable<ToolContext['callTool']>;
 
 /**
- * Runs one tool call with the run's policy, hooks and approver, announcing its start and end. Not an async
- * function: one reaction on the call's promise instead of an async frame and an await per call.
+ * Starts one tool call with the run's policy, hooks and approver, announcing its start; its outcome goes to
+ * `sink` (never synchronously), which announces its end with `announceFinished`. Returns when it started.
  */
 function invokeTool(
   state: RunState,
   setup: RunSetup,
   call: ModelToolCall,
   callTool: CallTool,
-): Promise<ToolCallOutcome> {
+  sink: ToolOutcomeSink,
+  slot: number,
+): number {
   const { options, scope, logger, signal, clock, limits } = state;
   const { bus } = options;
   const { runId, agentId, workItemId, sessionKey } = scope;
@@ -55,21 +62,30 @@ function invokeTool(
   if (options.policy) executeOptions.policy = options.policy;
   if (options.approve) executeOptions.approve = options.approve;
   if (options.hooks) executeOptions.hooks = options.hooks;
-  return state.trace.executeTool(call, executeOptions).then((outcome) => {
-    bus.publish(
-      'run:tool-finished',
-      {
-        runId,
-        toolCallId: call.id,
-        toolName: call.name,
-        isError: outcome.isError,
-        result: outcome.content.length > 2000 ? `${outcome.content.slice(0, 2000)}…` : outcome.content,
-        durationMs: clock.now() - startedAt,
-      },
-      scope,
-    );
-    return outcome;
-  });
+  state.trace.executeToolTo(call, executeOptions, sink, slot);
+  return startedAt;
+}
+
+/** Publishes `run:tool-finished` for a call `invokeTool` started at `startedAt`. */
+function announceFinished(
+  state: RunState,
+  call: ModelToolCall,
+  outcome: ToolCallOutcome,
+  startedAt: number,
+): void {
+  const { scope } = state;
+  state.options.bus.publish(
+    'run:tool-finished',
+    {
+      runId: scope.runId,
+      toolCallId: call.id,
+      toolName: call.name,
+      isError: outcome.isError,
+      result: outcome.content.length > 2000 ? `${outcome.content.slice(0, 2000)}…` : outcome.content,
+      durationMs: state.clock.now() - startedAt,
+    },
+    scope,
+  );
 }
 
 /**
@@ -87,9 +103,22 @@ class NestedCalls {
   ) {}
 
   private call(inner: ModelToolCall): Promise<ToolCallOutcome> {
-    return invokeTool(this.state, this.setup, inner, this.callTool).then((outcome) => {
-      this.outcomes.push(outcome);
-      return outcome;
+    return new Promise((resolve, reject) => {
+      const startedAt = invokeTool(
+        this.state,
+        this.setup,
+        inner,
+        this.callTool,
+        {
+          onOutcome: (outcome) => {
+            announceFinished(this.state, inner, outcome, startedAt);
+            this.outcomes.push(outcome);
+            resolve(outcome);
+          },
+          onFailure: reject,
+        },
+        0,
+      );
     });
   }
 }
@@ -106,49 +135,97 @@ function abortedBeforeStart(call: ModelToolCall): ToolCallOutcome {
   };
 }
 
-/** One call under the semaphore; a call still waiting for a slot when the run is aborted does not start. */
-async function runTool(
-  state: RunState,
-  setup: RunSetup,
-  semaphore: Semaphore,
-  call: ModelToolCall,
-  callTool: CallTool,
-): Promise<ToolCallOutcome> {
-  let release: () => void;
-  try {
-    release = await semaphore.acquire(state.signal);
-  } catch {
-    return abortedBeforeStart(call);
+/**
+ * One turn's calls in flight: each outcome lands in its call's slot, and `done` resolves with all of them
+ * in call order when the last one lands (or rejects with the first failure of the pipeline itself). One
+ * promise per turn, where a promise per call and `Promise.all` cost four more reactions a call.
+ */
+class TurnCalls implements ToolOutcomeSink {
+  readonly done: Promise<ToolBatchResult>;
+  private readonly result: ToolBatchResult;
+  private readonly startedAt: number[];
+  private pending: number;
+  private resolve!: (result: ToolBatchResult) => void;
+  private reject!: (error: unknown) => void;
+
+  constructor(
+    private readonly state: RunState,
+    private readonly setup: RunSetup,
+    private readonly calls: ModelToolCall[],
+    private readonly nested: NestedCalls,
+  ) {
+    this.result = { outcomes: new Array(calls.length), nested: nested.outcomes };
+    this.startedAt = new Array(calls.length);
+    this.pending = calls.length;
+    this.done = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    if (calls.length === 0) this.resolve(this.result);
   }
-  try {
-    return await invokeTool(state, setup, call, callTool);
-  } finally {
-    release();
+
+  /** Starts the call in `slot`; its outcome comes to `sink`, which hands it on to `onOutcome`. */
+  start(slot: number, sink: ToolOutcomeSink = this): void {
+    const { state, setup, calls, nested } = this;
+    this.startedAt[slot] = invokeTool(state, setup, calls[slot]!, nested.callTool, sink, slot);
+  }
+
+  onOutcome(outcome: ToolCallOutcome, slot: number): void {
+    announceFinished(this.state, this.calls[slot]!, outcome, this.startedAt[slot]!);
+    this.settle(outcome, slot);
+  }
+
+  onFailure(error: unknown): void {
+    this.reject(error);
+  }
+
+  /** An outcome for `slot`, announced or not. */
+  settle(outcome: ToolCallOutcome, slot: number): void {
+    this.result.outcomes[slot] = outcome;
+    if (--this.pending === 0) this.resolve(this.result);
   }
 }
 
-function runBounded(
-  state: RunState,
-  setup: RunSetup,
-  toolCalls: ModelToolCall[],
-  callTool: CallTool,
-): Promise<ToolCallOutcome>[] {
+/** A call started under the semaphore: it gives its slot back once its outcome has landed. */
+function runBounded(state: RunState, calls: TurnCalls, toolCalls: ModelToolCall[]): void {
   const semaphore = createSemaphore(state.limits.maxParallelTools);
-  return toolCalls.map((call) => runTool(state, setup, semaphore, call, callTool));
+  toolCalls.forEach((call, slot) => {
+    semaphore.acquire(state.signal).then(
+      (release) => {
+        try {
+          calls.start(slot, {
+            onOutcome(outcome) {
+              calls.onOutcome(outcome, slot);
+              release();
+            },
+            onFailure(error) {
+              release();
+              calls.onFailure(error);
+            },
+          });
+        } catch (error) {
+          release();
+          calls.onFailure(error);
+        }
+      },
+      // A call still waiting for a slot when the run is aborted does not start.
+      () => calls.settle(abortedBeforeStart(call), slot),
+    );
+  });
 }
 
 /**
  * All tool calls of a turn, at most `maxParallelTools` at once, results in call order. Over budget, or
  * without tools, each call gets an error result instead of running.
  */
-export async function runToolBatch(
+export function runToolBatch(
   state: RunState,
   setup: RunSetup,
   toolCalls: ModelToolCall[],
   budgetExceeded: boolean,
 ): Promise<ToolBatchResult> {
   if (budgetExceeded)
-    return {
+    return Promise.resolve({
       outcomes: toolCalls.map((call) => ({
         toolCallId: call.id,
         toolName: call.name,
@@ -158,9 +235,9 @@ export async function runToolBatch(
         status: 'aborted' as const,
       })),
       nested: [],
-    };
+    });
   if (!setup.registry)
-    return {
+    return Promise.resolve({
       outcomes: toolCalls.map((call) => ({
         toolCallId: call.id,
         toolName: call.name,
@@ -170,17 +247,17 @@ export async function runToolBatch(
         status: 'unknown_tool' as const,
       })),
       nested: [],
-    };
+    });
   const nested = new NestedCalls(state, setup);
-  const { callTool } = nested;
+  const calls = new TurnCalls(state, setup, toolCalls, nested);
   // A turn's calls are bounded by a semaphore of their own, made only when they do not all fit.
-  const running =
-    toolCalls.length > state.limits.maxParallelTools
-      ? runBounded(state, setup, toolCalls, callTool)
-      : toolCalls.map((call) =>
-          state.signal.aborted ? abortedBeforeStart(call) : invokeTool(state, setup, call, callTool),
-        );
-  return { outcomes: await Promise.all(running), nested: nested.outcomes };
+  if (toolCalls.length > state.limits.maxParallelTools) runBounded(state, calls, toolCalls);
+  else
+    for (let slot = 0; slot < toolCalls.length; slot++) {
+      if (state.signal.aborted) calls.settle(abortedBeforeStart(toolCalls[slot]!), slot);
+      else calls.start(slot);
+    }
+  return calls.done;
 }
 
 const noSteps: StepMarker[] = [];

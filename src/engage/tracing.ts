@@ -9,7 +9,13 @@ import {
   startSpan,
   withSpan,
 } from '../telemetry/index.js';
-import { type ExecuteToolCallOptions, executeToolCall, type ToolCallOutcome } from '../tools/index.js';
+import {
+  type ExecuteToolCallOptions,
+  executeToolCall,
+  executeToolCallTo,
+  type ToolCallOutcome,
+  type ToolOutcomeSink,
+} from '../tools/index.js';
 import type { EngageOptions, EngageResult } from './types.js';
 
 /**
@@ -23,17 +29,22 @@ export interface RunTrace {
   /** Runs `fn` inside the current turn's span. */
   inTurn<T>(fn: () => Promise<T>): Promise<T>;
   /**
-   * `executeToolCall`, as an `execute_tool` span when the run is traced. An untraced run's tool spans
+   * `executeToolCallTo`, as an `execute_tool` span when the run is traced. An untraced run's tool spans
    * would be no-ops too, so there it is the plain call, without the span's attributes and closures.
    */
-  executeTool(call: ModelToolCall, options: ExecuteToolCallOptions): Promise<ToolCallOutcome>;
+  executeToolTo(
+    call: ModelToolCall,
+    options: ExecuteToolCallOptions,
+    sink: ToolOutcomeSink,
+    slot: number,
+  ): void;
 }
 
 /** The trace of a run in an untraced process (and of steps driven without `runEngage`, in tests). */
 export const untracedRun: RunTrace = {
   turn: (_turn, fn) => fn(),
   inTurn: (fn) => fn(),
-  executeTool: executeToolCall,
+  executeToolTo: executeToolCallTo,
 };
 
 /** Runs the loop `body` inside the run's `invoke_agent` span and records its outcome on it. */
@@ -75,7 +86,12 @@ export async function traceRun(
     inTurn(fn) {
       return turnSpan ? runInSpan(turnSpan, fn) : fn();
     },
-    executeTool: executeTracedToolCall,
+    executeToolTo(call, options, sink, slot) {
+      executeTracedToolCall(call, options).then(
+        (outcome) => sink.onOutcome(outcome, slot),
+        (error) => sink.onFailure(error, slot),
+      );
+    },
   };
   try {
     const result = await runInSpan(span, () => body(trace));

@@ -65,6 +65,16 @@ function truncate(content: string, maxChars: number): string {
 }
 
 /**
+ * Takes the end of a call started with `executeToolCallTo`: exactly one of its methods is called, once,
+ * with the call's `slot`. Neither may throw: they are called from reactions of the tool's promise.
+ */
+export interface ToolOutcomeSink {
+  onOutcome(outcome: ToolCallOutcome, slot: number): void;
+  /** The pipeline itself threw (a schema, hook pipeline or policy that throws): `executeToolCall` rejects. */
+  onFailure(error: unknown, slot: number): void;
+}
+
+/**
  * Runs one model tool call through the whole pipeline: lookup → zod validation → `before_tool_call` hooks
  * (a patch is validated again) → policy on the final arguments → execute (raced against abort) →
  * `after_tool_call` hooks. Never throws: every failure becomes an `is_error` outcome the model can read.
@@ -74,6 +84,36 @@ export function executeToolCall(
   call: ModelToolCall,
   options: ExecuteToolCallOptions,
 ): Promise<ToolCallOutcome> {
+  return new Promise((resolve, reject) =>
+    executeToolCallTo(call, options, { onOutcome: resolve, onFailure: reject }, 0),
+  );
+}
+
+/**
+ * `executeToolCall` for a caller that takes the outcome as it comes: `sink.onOutcome(outcome, slot)` is
+ * called once, never synchronously (as a promise's reaction would be). A call with neither hooks nor
+ * policy costs one reaction on the tool's promise this way, where a promise per layer (pipeline, caller,
+ * `Promise.all`) cost four more and their closures (the engage loop runs each turn's calls this way).
+ */
+export function executeToolCallTo(
+  call: ModelToolCall,
+  options: ExecuteToolCallOptions,
+  sink: ToolOutcomeSink,
+  slot: number,
+): void {
+  try {
+    startCall(call, options, sink, slot);
+  } catch (error) {
+    Promise.reject(error).catch((reason) => sink.onFailure(reason, slot));
+  }
+}
+
+function startCall(
+  call: ModelToolCall,
+  options: ExecuteToolCallOptions,
+  sink: ToolOutcomeSink,
+  slot: number,
+): void {
   const { context, registry } = options;
   const maxResultChars = options.maxResultChars ?? defaultMaxResultChars;
 
@@ -83,7 +123,9 @@ export function executeToolCall(
     const available = options.allowedNames
       ? [...options.allowedNames]
       : registry.list().map((entry) => entry.name);
-    return Promise.resolve(
+    deliverLater(
+      sink,
+      slot,
       failed(
         call,
         'unknown_tool',
@@ -92,9 +134,12 @@ export function executeToolCall(
         maxResultChars,
       ),
     );
+    return;
   }
-  if (context.signal.aborted)
-    return Promise.resolve(
+  if (context.signal.aborted) {
+    deliverLater(
+      sink,
+      slot,
       failed(
         call,
         'aborted',
@@ -103,8 +148,12 @@ export function executeToolCall(
         maxResultChars,
       ),
     );
+    return;
+  }
   if (typeof call.arguments.__raw === 'string' && Object.keys(call.arguments).length === 1) {
-    return Promise.resolve(
+    deliverLater(
+      sink,
+      slot,
       failed(
         call,
         'invalid_arguments',
@@ -113,22 +162,118 @@ export function executeToolCall(
         maxResultChars,
       ),
     );
+    return;
   }
 
   const parsed = tool.input.safeParse(call.arguments);
-  if (!parsed.success)
-    return Promise.resolve(
+  if (!parsed.success) {
+    deliverLater(
+      sink,
+      slot,
       failed(call, 'invalid_arguments', invalidArguments(call, parsed.error), call.arguments, maxResultChars),
     );
+    return;
+  }
   // Without hooks or policy nothing is awaited before or after the tool: no async frame around it, whose
   // promises (and, with an AsyncLocalStorage in the process, their hooks) every call would pay for.
-  if (!options.hooks && !options.policy)
-    return runTool(tool, parsed.data, context).then((run) =>
-      run.status === 'aborted'
-        ? failed(call, 'aborted', run.content, call.arguments, maxResultChars)
-        : outcomeOf(call, call.arguments, run.content, run.isError, run.status, run.metadata, maxResultChars),
+  if (!options.hooks && !options.policy) {
+    new DirectCall(call, tool, parsed.data, context, maxResultChars, sink, slot);
+    return;
+  }
+  executeGuarded(call, options, tool, parsed.data, maxResultChars).then(
+    (outcome) => sink.onOutcome(outcome, slot),
+    (error) => sink.onFailure(error, slot),
+  );
+}
+
+/** An outcome decided before any tool ran, delivered a reaction later like every other outcome. */
+function deliverLater(sink: ToolOutcomeSink, slot: number, outcome: ToolCallOutcome): void {
+  Promise.resolve(outcome).then((ready) => sink.onOutcome(ready, slot));
+}
+
+/**
+ * A call with neither hooks nor policy: the tool runs at once, raced against the run's abort, and its
+ * outcome goes straight to the sink. One object per call holds what the race needs; its two reactions on
+ * the tool's promise are the only closures.
+ */
+class DirectCall implements Racer {
+  private readonly work: Promise<ToolResult | string>;
+  private settled = false;
+
+  constructor(
+    private readonly call: ModelToolCall,
+    private readonly tool: ToolDefinition,
+    input: unknown,
+    private readonly context: ToolContext,
+    private readonly maxResultChars: number,
+    private readonly sink: ToolOutcomeSink,
+    private readonly slot: number,
+  ) {
+    this.work = startTool(tool, input, context);
+    if (context.signal.aborted) {
+      this.work.catch(ignore);
+      deliverLater(sink, slot, this.abortedOutcome());
+      this.settled = true;
+      return;
+    }
+    race(context.signal, this);
+    this.work.then(
+      (result) => this.succeeded(result),
+      (error) => this.threw(error),
     );
-  return executeGuarded(call, options, tool, parsed.data, maxResultChars);
+  }
+
+  private succeeded(result: ToolResult | string): void {
+    if (this.settled) return;
+    this.end();
+    const { call, maxResultChars } = this;
+    this.sink.onOutcome(
+      typeof result === 'string'
+        ? outcomeOf(call, call.arguments, result, false, 'ok', undefined, maxResultChars)
+        : outcomeOf(
+            call,
+            call.arguments,
+            result.content,
+            result.isError ?? false,
+            result.isError ? 'error' : 'ok',
+            result.metadata,
+            maxResultChars,
+          ),
+      this.slot,
+    );
+  }
+
+  private threw(error: unknown): void {
+    if (this.settled) return;
+    this.end();
+    if (this.context.signal.aborted) {
+      this.sink.onOutcome(this.abortedOutcome(), this.slot);
+      return;
+    }
+    const run = thrownRun(this.tool, error);
+    const { call } = this;
+    this.sink.onOutcome(
+      outcomeOf(call, call.arguments, run.content, true, 'error', undefined, this.maxResultChars),
+      this.slot,
+    );
+  }
+
+  /** The run was aborted first; the tool's promise already has its reactions, so it cannot go unhandled. */
+  abort(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.sink.onOutcome(this.abortedOutcome(), this.slot);
+  }
+
+  private end(): void {
+    this.settled = true;
+    unrace(this.context.signal, this);
+  }
+
+  private abortedOutcome(): ToolCallOutcome {
+    const { call } = this;
+    return failed(call, 'aborted', abortedRun().content, call.arguments, this.maxResultChars);
+  }
 }
 
 /** The rest of the pipeline for a call that hooks or a policy may stop, patch or ask about. */
@@ -312,43 +457,51 @@ interface ToolRun {
   failure: { code: string; message: string } | undefined;
 }
 
+/** Calls the tool; a tool that throws instead of returning a promise gives a rejected one. */
+function startTool(tool: ToolDefinition, input: unknown, context: ToolContext): Promise<ToolResult | string> {
+  try {
+    return tool.execute(input, context);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** What a tool returned, as a `ToolRun`. */
+function runOf(result: ToolResult | string): ToolRun {
+  return typeof result === 'string'
+    ? { content: result, isError: false, status: 'ok', metadata: undefined, failure: undefined }
+    : {
+        content: result.content,
+        isError: result.isError ?? false,
+        status: result.isError ? 'error' : 'ok',
+        metadata: result.metadata,
+        failure: undefined,
+      };
+}
+
 /**
  * Runs the tool, raced against the run's abort so a tool that ignores its signal cannot hang a run, and
- * turns whatever it returns or throws into a `ToolRun`. Never rejects.
+ * turns whatever it returns or throws into a `ToolRun`. Never rejects. (The path with hooks or policy;
+ * `DirectCall` is the same race for a call without them.)
  */
 function runTool(tool: ToolDefinition, input: unknown, context: ToolContext): Promise<ToolRun> {
   const { signal } = context;
-  let work: Promise<ToolResult | string>;
-  try {
-    work = tool.execute(input, context);
-  } catch (error) {
-    work = Promise.reject(error);
-  }
+  const work = startTool(tool, input, context);
   if (signal.aborted) {
     work.catch(ignore);
     return Promise.resolve(abortedRun());
   }
-  const racers = racersOf(signal);
   return new Promise<ToolRun>((resolve) => {
-    const racer: Racer = { work, settle: resolve };
-    racers.add(racer);
+    // The tool's promise gets its reactions below, so an abort leaves no rejection unhandled.
+    const racer: Racer = { abort: () => resolve(abortedRun()) };
+    race(signal, racer);
     work.then(
       (result) => {
-        racers.delete(racer);
-        resolve(
-          typeof result === 'string'
-            ? { content: result, isError: false, status: 'ok', metadata: undefined, failure: undefined }
-            : {
-                content: result.content,
-                isError: result.isError ?? false,
-                status: result.isError ? 'error' : 'ok',
-                metadata: result.metadata,
-                failure: undefined,
-              },
-        );
+        unrace(signal, racer);
+        resolve(runOf(result));
       },
       (error) => {
-        racers.delete(racer);
+        unrace(signal, racer);
         resolve(signal.aborted ? abortedRun() : thrownRun(tool, error));
       },
     );
@@ -435,37 +588,42 @@ function invalidArguments(call: ModelToolCall, error: z.ZodError): string {
   return `Invalid arguments for ${call.name}: ${formatZodIssues(error.issues)}`;
 }
 
-/** A tool call racing its run's abort: `settle` ends the race with the abort when it comes first. */
+/** A tool call racing its run's abort: `abort` ends the race with the abort when it comes first. */
 interface Racer {
-  work: Promise<unknown>;
-  settle: (run: ToolRun) => void;
+  abort(): void;
 }
 
 function ignore(): void {}
 
 /**
  * The calls racing each signal. One `abort` listener per signal serves them all: adding and removing an
- * EventTarget listener per call costs more than the rest of a no-op tool call's pipeline.
+ * EventTarget listener per call costs more than the rest of a no-op tool call's pipeline. An array, not a
+ * Set: a Set that empties reallocates its table, and a run's signal empties every turn.
  */
-const racing = new WeakMap<AbortSignal, Set<Racer>>();
+const racing = new WeakMap<AbortSignal, Racer[]>();
 
-function racersOf(signal: AbortSignal): Set<Racer> {
+function race(signal: AbortSignal, racer: Racer): void {
   let racers = racing.get(signal);
   if (!racers) {
-    const waiting = new Set<Racer>();
+    const waiting: Racer[] = [];
     racers = waiting;
     racing.set(signal, waiting);
     signal.addEventListener(
       'abort',
       () => {
-        for (const racer of waiting) {
-          racer.work.catch(ignore);
-          racer.settle(abortedRun());
-        }
-        waiting.clear();
+        for (const racer of waiting.splice(0)) racer.abort();
       },
       { once: true },
     );
   }
-  return racers;
+  racers.push(racer);
+}
+
+function unrace(signal: AbortSignal, racer: Racer): void {
+  const racers = racing.get(signal);
+  const index = racers ? racers.indexOf(racer) : -1;
+  if (index < 0) return;
+  // Order does not matter (an abort ends them all): the last one takes the freed place.
+  const last = racers!.pop()!;
+  if (last !== racer) racers![index] = last;
 }

@@ -9,10 +9,12 @@ export { type ToolsConfig, toolsConfigSchema } from './config.js';
 export {
   type ExecuteToolCallOptions,
   executeToolCall,
+  executeToolCallTo,
   type ToolApprovalRequest,
   type ToolApprover,
   type ToolCallOutcome,
   type ToolCallStatus,
+  type ToolOutcomeSink,
 } from './execute.js';
 export {
   type CreateHookPipelineOptions,

@@ -288,6 +288,35 @@ describe('engage loop: parallel tools', () => {
     expect(listenersWhileRunning[1]).toBeLessThanOrEqual(2);
   });
 
+  it('a tool pipeline that throws ends the run as an error, with the calls all in flight or under the semaphore', async () => {
+    const brittle = defineTool({
+      name: 'brittle',
+      description: 'its schema throws',
+      input: z.object({}).superRefine(() => {
+        throw new Error('schema exploded');
+      }),
+      execute: async () => 'never',
+    });
+    for (const maxParallelTools of [8, 1]) {
+      const harness = await createHarness({
+        tools: [brittle],
+        model: {
+          steps: [
+            {
+              toolCalls: [
+                { name: 'noop', arguments: {} },
+                { name: 'brittle', arguments: {} },
+              ],
+            },
+            { text: 'unreachable' },
+          ],
+        },
+      });
+      const result = await harness.run({ limits: { maxParallelTools } });
+      expect(result).toMatchObject({ status: 'error', error: { message: 'schema exploded' } });
+    }
+  });
+
   it('maxParallelTools bounds concurrency (1 = sequential)', async () => {
     let active = 0;
     let peak = 0;

@@ -6,6 +6,8 @@ import {
   createToolRegistry,
   defineTool,
   executeToolCall,
+  executeToolCallTo,
+  type ToolCallOutcome,
 } from '../../src/tools/index.js';
 import { UserInputError } from '../../src/util/index.js';
 import { createToolContext } from './helpers.js';
@@ -262,5 +264,66 @@ describe('executeToolCall', () => {
     expect(asked).toEqual(['save:a.md', 'save:a.md']);
     expect(executed).toHaveLength(1);
     expect(context.events.filter((event) => event.type === 'tool:policy-denied')).toHaveLength(2);
+  });
+
+  it('executeToolCallTo hands each outcome to the sink once, with its slot, never synchronously', async () => {
+    const { registry } = setup();
+    const controller = new AbortController();
+    const context = createToolContext('/tmp', { signal: controller.signal });
+    const landed: Array<[number, ToolCallOutcome]> = [];
+    const sink = {
+      onOutcome: (outcome: ToolCallOutcome, slot: number) => landed.push([slot, outcome]),
+      onFailure: (error: unknown) => {
+        throw error;
+      },
+    };
+    executeToolCallTo(
+      { id: 'a', name: 'save', arguments: { path: 'a.md', text: '' } },
+      { registry, context },
+      sink,
+      4,
+    );
+    executeToolCallTo({ id: 'b', name: 'nope', arguments: {} }, { registry, context }, sink, 5);
+    executeToolCallTo({ id: 'c', name: 'stuck', arguments: {} }, { registry, context }, sink, 6);
+    expect(landed).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(landed.map(([slot, outcome]) => [slot, outcome.status])).toEqual([
+      [4, 'ok'],
+      [5, 'unknown_tool'],
+    ]);
+    // The stuck call ends at the abort, once, however often the signal's listeners run.
+    controller.abort();
+    controller.signal.dispatchEvent(new Event('abort'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(landed.map(([slot, outcome]) => [slot, outcome.status])).toEqual([
+      [4, 'ok'],
+      [5, 'unknown_tool'],
+      [6, 'aborted'],
+    ]);
+  });
+
+  it('a pipeline that throws (here a schema) rejects executeToolCall and reaches the sink as a failure', async () => {
+    const brittle = defineTool({
+      name: 'brittle',
+      description: 'its schema throws',
+      input: z.object({}).superRefine(() => {
+        throw new Error('schema exploded');
+      }),
+      execute: async () => 'never',
+    });
+    const registry = createToolRegistry([brittle]);
+    const context = createToolContext('/tmp');
+    await expect(
+      executeToolCall({ id: 'c', name: 'brittle', arguments: {} }, { registry, context }),
+    ).rejects.toThrow('schema exploded');
+    const failure = await new Promise<[unknown, number]>((resolve) =>
+      executeToolCallTo(
+        { id: 'c', name: 'brittle', arguments: {} },
+        { registry, context },
+        { onOutcome: () => resolve([undefined, -1]), onFailure: (error, slot) => resolve([error, slot]) },
+        3,
+      ),
+    );
+    expect(failure).toEqual([expect.objectContaining({ message: 'schema exploded' }), 3]);
   });
 });
