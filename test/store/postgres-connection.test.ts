@@ -37,6 +37,8 @@ describe.skipIf(backend.kind !== 'server')(
       await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
       return db;
     };
+    /** An advisory lock key of this run alone: others may run this file against the same server at once. */
+    const lockKey = 1_000_000 + (process.pid % 1_000_000);
     const preparedOn = async (db: PostgresDatabase) =>
       (
         await db.all<{ name: string; statement: string }>(
@@ -201,7 +203,7 @@ describe.skipIf(backend.kind !== 'server')(
       // A deferred constraint trigger runs at COMMIT; it waits for an advisory lock another session holds,
       // so the COMMIT stays unanswered until the test lets it go.
       await db.run(`CREATE FUNCTION ${schema}.wait_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN PERFORM pg_advisory_xact_lock(4242); RETURN NULL; END $$`);
+        BEGIN PERFORM pg_advisory_xact_lock(${lockKey}); RETURN NULL; END $$`);
       await db.run(
         `CREATE CONSTRAINT TRIGGER wait_at_commit AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED
          FOR EACH ROW WHEN (NEW.v = 'slow') EXECUTE FUNCTION ${schema}.wait_at_commit()`,
@@ -210,7 +212,7 @@ describe.skipIf(backend.kind !== 'server')(
       await holder.connect();
       try {
         await holder.query('BEGIN');
-        await holder.query('SELECT pg_advisory_xact_lock(4242)');
+        await holder.query(`SELECT pg_advisory_xact_lock(${lockKey})`);
         let slowSettled = false;
         const slow = db
           .transaction((tx) => tx.run('INSERT INTO t (id, v) VALUES (?, ?)', [1, 'slow']))
@@ -226,7 +228,7 @@ describe.skipIf(backend.kind !== 'server')(
         // has not been told it committed.
         for (;;) {
           const waiting = await holder.query(
-            "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${lockKey} AND NOT granted`,
           );
           if (waiting.rows[0].n > 0) break;
           await new Promise((resolve) => setImmediate(resolve));
@@ -246,10 +248,12 @@ describe.skipIf(backend.kind !== 'server')(
       const holder = new pg.Client({ connectionString: url });
       await holder.connect();
       try {
-        await holder.query('SELECT pg_advisory_lock(4343)');
+        await holder.query(`SELECT pg_advisory_lock(${lockKey})`);
         // The one connection's statement waits inside Postgres for the lock; meanwhile the pool has handed
         // the connection on, and the transaction's statements are pipelined behind it.
-        const blocked = db.get<{ v: string }>("SELECT 'after the lock' AS v FROM pg_advisory_lock(4343)");
+        const blocked = db.get<{ v: string }>(
+          `SELECT 'after the lock' AS v FROM pg_advisory_lock(${lockKey})`,
+        );
         let workStarted = false;
         const next = db.transaction(async (tx) => {
           workStarted = true;
@@ -257,13 +261,13 @@ describe.skipIf(backend.kind !== 'server')(
         });
         for (;;) {
           const waiting = await holder.query(
-            "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${lockKey} AND NOT granted`,
           );
           if (waiting.rows[0].n > 0) break;
           await new Promise((resolve) => setImmediate(resolve));
         }
         expect(workStarted).toBe(true);
-        await holder.query('SELECT pg_advisory_unlock(4343)');
+        await holder.query(`SELECT pg_advisory_unlock(${lockKey})`);
         expect(await blocked).toEqual({ v: 'after the lock' });
         await next;
       } finally {
