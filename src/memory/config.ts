@@ -151,8 +151,9 @@ export const memoryConfigSchema = z
          */
         promptMaxScoredRows: z.number().int().min(20).default(200),
         /**
-         * Full-text candidates automatic recall smooths over neighbours (`candidateCount` for it): 20 ranks
-         * LoCoMo as 100 does.
+         * Full-text candidates automatic recall smooths over neighbours (`candidateCount` for it) while its
+         * terms fit the row budget: 20 ranks LoCoMo as 100 does. Past the budget the newest matches are listed
+         * as they are, without smoothing.
          */
         promptCandidates: z.number().int().min(1).max(1000).default(20),
       })

@@ -151,37 +151,54 @@ export interface RankedRow extends EntryRow {
 }
 
 /**
- * An entry as automatic recall lists it: what neighbour smoothing, leaving out the context and one line of
- * the prompt need, without the JSON columns a full entry decodes.
+ * An entry as automatic recall lists it: its address, one line of the prompt and whether it is in a
+ * context, without the JSON columns a full entry decodes. Every column a statement returns costs a property
+ * on each row object (about 0.2 µs), so kind and role come as the one word the line shows.
  */
-export type RecallLine = Pick<
-  MemoryEntry,
-  'sessionKey' | 'memoryId' | 'kind' | 'role' | 'state' | 'content' | 'createdAtMs' | 'archivedAtMs'
->;
+export interface RecallLine {
+  sessionKey: string;
+  memoryId: number;
+  content: string;
+  createdAtMs: number;
+  /** Who the line is from: "summary" for a summary, else the entry's role. */
+  speaker: string;
+  /** Active and unarchived: in its session's context, or in what that context loads once the session does. */
+  storedInContext: boolean;
+}
 
 export interface RankedLine extends RecallLine {
   /** Higher is better. */
   rank: number;
+  /** A user or assistant entry that is no tombstone: a conversational turn, which neighbour smoothing spreads. */
+  turn: boolean;
 }
 
-const lineColumns =
-  'e.session_key, e.memory_id, e.kind, e.role, e.state, e.content, e.created_at_ms, e.archived_at_ms';
+const speakerColumn = "CASE WHEN e.kind = 'summary' THEN 'summary' ELSE e.role END AS speaker";
+const lineColumns = `e.session_key, e.memory_id, e.content, e.created_at_ms, ${speakerColumn}`;
+const turnTest = "e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'";
+const storedInContextTest = "e.state = 'active' AND e.archived_at_ms IS NULL";
+const rankedLineColumns = `${lineColumns}, (${turnTest}) AS turn, (${storedInContextTest}) AS stored_in_context`;
 
 /**
  * A recall line and its rank, built as one object: every line has one shape (a neighbour's rank is 0), so
- * the code reading them stays monomorphic, and no line is spread into another object.
+ * the code reading them stays monomorphic, and no line is spread into another object. SQLite answers the
+ * tests as 0 or 1, Postgres as booleans.
  */
-function rowToLine(row: Record<string, unknown>, rank: number): RankedLine {
+function rowToLine(
+  row: Record<string, unknown>,
+  rank: number,
+  turn: unknown,
+  storedInContext: unknown,
+): RankedLine {
   return {
     sessionKey: String(row.session_key),
     memoryId: Number(row.memory_id),
-    kind: row.kind as MemoryKind,
-    role: row.role as MemoryRole,
-    state: row.state as MemoryState,
     content: String(row.content),
     createdAtMs: Number(row.created_at_ms),
-    archivedAtMs: row.archived_at_ms === null ? null : Number(row.archived_at_ms),
+    speaker: String(row.speaker),
+    storedInContext: Boolean(storedInContext),
     rank,
+    turn: Boolean(turn),
   };
 }
 
@@ -365,12 +382,34 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     );
 
   /**
+   * The highest entry row id, as read at most `highestRowIdMaxAgeMs` ago and after this store's last insert:
+   * it tells whether a search is under its row budget at all, when a cached term count is stale and when to
+   * merge the index, all of which follow growth by a tenth; reading it for every search was a statement of
+   * its own (4–25 µs, a tenth of an automatic recall). Another process's inserts are seen within the age.
+   */
+  let inserts = 0;
+  let highestRowIdRead: { id: number; atMs: number; inserts: number } | undefined;
+  const highestRowIdMaxAgeMs = 1_000;
+  const highestEntryRowId = async (): Promise<number> => {
+    const now = performance.now();
+    const read = highestRowIdRead;
+    if (read !== undefined && read.inserts === inserts && now - read.atMs < highestRowIdMaxAgeMs)
+      return read.id;
+    const seen = inserts;
+    const row = await db.get<{ id: number | null }>('SELECT max(id) AS id FROM memory_entries');
+    const id = Number(row?.id ?? 0);
+    highestRowIdRead = { id, atMs: now, inserts: seen };
+    return id;
+  };
+
+  /**
    * Inserts entries of one session key in one statement per `entriesPerInsert` (a turn's reply and the
    * tombstones of what it evicted are one round trip on Postgres, not one each) and sets their `rowId`.
    * Row triggers see the rows inserted before theirs in the same statement on both dialects, so each
    * entry's search context is what one insert per entry gave it.
    */
   const insertEntries = async (tx: SqlExecutor, entries: ReadonlyArray<StoredEntry>): Promise<void> => {
+    inserts++;
     for (let start = 0; start < entries.length; start += entriesPerInsert) {
       const chunk = entries.slice(start, start + entriesPerInsert);
       const rows = await tx.all<{ id: number; memory_id: number }>(
@@ -496,10 +535,15 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   const termRowCounts = new Map<string, { rows: number; cap: number; highestRowId: number }>();
   const maxCachedTerms = 4_096;
 
-  const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
+  /** A term's row count (capped at `cap + 1`) while its cached count still holds, else undefined. */
+  const cachedTermRows = (term: string, cap: number, highestRowId: number): number | undefined => {
     const cached = termRowCounts.get(term);
     if (cached && cached.cap >= cap && highestRowId - cached.highestRowId <= cached.highestRowId / 10)
       return Math.min(cached.rows, cap + 1);
+    return undefined;
+  };
+
+  const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
     const row = await db.get<{ n: number }>(
       'SELECT count(*) AS n FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
       [ftsAnyOf([term]), cap + 1],
@@ -596,13 +640,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     maxScoredRows: number,
   ): Promise<{ match: string; term?: never } | { match?: never; term: string }> => {
     if (!Number.isFinite(maxScoredRows)) return { match: ftsAnyOf(terms) };
-    const highest = await db.get<{ id: number | null }>('SELECT max(id) AS id FROM memory_entries');
-    const highestRowId = Number(highest?.id ?? 0);
+    const highestRowId = await highestEntryRowId();
     noteIndexSize(highestRowId);
     if (highestRowId <= maxScoredRows) return { match: ftsAnyOf(terms) };
     const counted: Array<{ term: string; rows: number }> = [];
     for (const term of terms)
-      counted.push({ term, rows: await countTermRows(term, maxScoredRows, highestRowId) });
+      counted.push({
+        term,
+        rows:
+          cachedTermRows(term, maxScoredRows, highestRowId) ??
+          (await countTermRows(term, maxScoredRows, highestRowId)),
+      });
     counted.sort((left, right) => left.rows - right.rows);
     // A term counted at 0 stays in: the count may predate the first entry that has it.
     const kept: string[] = [];
@@ -900,50 +948,61 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     /**
-     * The `limit` best matches as recall lines, the cheap ranking of automatic recall. On SQLite it ranks
-     * as `fullText` does under `maxScoredRows` while some terms fit it, joining only the best `2 * limit`
-     * matches (no second pass when filters leave fewer: a prompt hint takes what it finds); past it, the
-     * rarest term's newest matches, all ranked 1, without the column split and the boundary query.
+     * Automatic recall's candidates, as recall lines. While some terms fit `maxScoredRows` (see
+     * `sqliteMatchPlan`; always on Postgres), the `candidates` best matches ranked as `fullText` ranks them
+     * (`order: 'rank'`; on SQLite joining only the best `2 * candidates` matches, with no second pass when
+     * filters leave fewer: a prompt hint takes what it finds). Past it on SQLite, no term says much about
+     * relevance: the rarest term's newest `newest` matches among its newest `maxScoredRows`, newest first,
+     * leaving out the stored context of `outside` (`order: 'newest'`): one join of as many rows as are listed.
      */
     async rankedLines(
       filter: EntryFilter,
       terms: ReadonlyArray<string>,
-      limit: number,
+      counts: { candidates: number; newest: number },
       weights: ContextWeights,
       maxScoredRows: number,
-    ): Promise<RankedLine[]> {
-      if (terms.length === 0) return [];
+      outside: { sessionKey: string },
+    ): Promise<{ order: 'rank'; lines: RankedLine[] } | { order: 'newest'; lines: RecallLine[] }> {
+      if (terms.length === 0) return { order: 'rank', lines: [] };
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
         if (plan.term !== undefined) {
-          // The term's newest matches that pass the filter, among its newest `maxScoredRows`: the subquery
-          // runs as a coroutine, so rows are read and joined only until `limit` pass.
+          // The subquery runs as a coroutine: FTS5 rows are read and joined only until `newest` pass. A row
+          // of the asking key that is active and unarchived is in that session's context, or will be once
+          // the session loads.
           const rows = await db.all<Record<string, unknown>>(
-            `SELECT ${lineColumns}, 1 AS rank FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ` +
-              `ORDER BY rowid DESC LIMIT ?) f CROSS JOIN memory_entries e ON e.id = f.rowid WHERE ${where} LIMIT ?`,
-            [ftsAnyOf([plan.term]), maxScoredRows, ...params, limit],
+            `SELECT ${lineColumns} FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?) f ` +
+              `CROSS JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ` +
+              `AND NOT (e.session_key = ? AND ${storedInContextTest}) LIMIT ?`,
+            [ftsAnyOf([plan.term]), maxScoredRows, ...params, outside.sessionKey, counts.newest],
           );
-          return rows.map((row) => rowToLine(row, Number(row.rank)));
+          return { order: 'newest', lines: rows.map((row) => rowToLine(row, 0, false, false)) };
         }
         const rows = await db.all<Record<string, unknown>>(
-          `SELECT ${lineColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts, 1.0, ?) AS rank FROM memory_fts ` +
+          `SELECT ${rankedLineColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts, 1.0, ?) AS rank FROM memory_fts ` +
             `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
-          [weights.before, plan.match, 2 * limit, ...params, limit],
+          [weights.before, plan.match, 2 * counts.candidates, ...params, counts.candidates],
         );
         // bm25() is lower-is-better.
-        return rows.map((row) => rowToLine(row, -Number(row.rank)));
+        return {
+          order: 'rank',
+          lines: rows.map((row) => rowToLine(row, -Number(row.rank), row.turn, row.stored_in_context)),
+        };
       }
       params.push(`{1, 0, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
       const where = filterSql(filter, params);
       const words = '(e.search_vector || e.context_before)';
       const rows = await db.all<Record<string, unknown>>(
-        `SELECT ${lineColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+        `SELECT ${rankedLineColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
           `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
-        [...params, limit],
+        [...params, counts.candidates],
       );
-      return rows.map((row) => rowToLine(row, Number(row.rank)));
+      return {
+        order: 'rank',
+        lines: rows.map((row) => rowToLine(row, Number(row.rank), row.turn, row.stored_in_context)),
+      };
     },
 
     /**
@@ -965,11 +1024,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       } else addresses = addressesSql(ids, params);
       const where = filterSql(filter, params);
       const rows = await db.all<Record<string, unknown>>(
-        `SELECT ${lineColumns} FROM memory_entries e WHERE ${addresses} AND ${where} ` +
-          "AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'",
+        `SELECT ${lineColumns}, (${storedInContextTest}) AS stored_in_context FROM memory_entries e ` +
+          `WHERE ${addresses} AND ${where} AND ${turnTest}`,
         params,
       );
-      return rows.map((row) => rowToLine(row, 0));
+      return rows.map((row) => rowToLine(row, 0, true, row.stored_in_context));
     },
 
     /**

@@ -161,6 +161,28 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
     expect(hits.length).toBeGreaterThan(0);
   });
 
+  it('past the budget, automatic recall lists the newest matches outside the asking context, newest first', async () => {
+    const harness = createHarness(db, {
+      config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
+    });
+    const { memory } = harness;
+    const turns = (key: string) =>
+      Array.from({ length: 30 }, (_, index) => ({
+        role: index % 2 ? ('assistant' as const) : ('user' as const),
+        content: `${key} hangar ${index + 1}`,
+      }));
+    await memory.appendBatch(sessionRef('old'), turns('old'));
+    // The asking session's 30 turns are its context and the newest matches of "hangar" (over the budget).
+    await memory.appendBatch(sessionRef('main'), turns('main'));
+    const block = await memory.recallForPrompt({
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:main',
+      query: 'hangar',
+    });
+    const listed = [...block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
+    expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
+  });
+
   it('answers a topic lookup newest written first without reading every match', async () => {
     const memory = await seed({});
     const items = await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 3 });

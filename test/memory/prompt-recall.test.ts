@@ -1,8 +1,9 @@
 import { expect, it } from 'vitest';
 import { appendBatch } from '../../src/memory/service/ram.js';
 import { recallForPrompt } from '../../src/memory/service/recall.js';
+import { summarize } from '../../src/memory/service/summarize.js';
 import { describeEachDatabase } from '../helpers/databases.js';
-import { sessionRef } from './memory-fixtures.js';
+import { failingModel, sessionRef } from './memory-fixtures.js';
 import { stepContext } from './service/helpers.js';
 
 /** Memory addresses listed in a prompt block, in order. */
@@ -77,6 +78,29 @@ describeEachDatabase('automatic recall ranking', (getDb) => {
     expect(addresses(await recallForPrompt(ctx, ask)).sort()).toEqual(outside);
     const { ctx: restarted } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     expect(addresses(await recallForPrompt(restarted, ask)).sort()).toEqual(outside);
+  });
+
+  it('writes each memory on one line, its whitespace collapsed, and tells summaries from roles', async () => {
+    const { ctx } = stepContext(getDb(), { model: failingModel() });
+    await appendBatch(ctx, sessionRef('old'), [
+      { role: 'user', content: 'the zeppelin hangar' },
+      { role: 'assistant', content: 'booked for the zeppelin' },
+      { role: 'user', content: '  the zeppelin\n\tis  red ' },
+      { role: 'assistant', content: 'a zeppelin is a rigid airship' },
+    ]);
+    // An extractive summary of #1 and #2 (the model fails) takes their place as #5.
+    expect((await summarize(ctx, sessionRef('old'), { maxEntries: 2 })).summary?.memoryId).toBe(5);
+    const block = await recallForPrompt(ctx, {
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:main',
+      query: 'zeppelin',
+    });
+    const day = String.raw`\d{4}-\d{2}-\d{2}`;
+    expect(block).toMatch(new RegExp(`^- \\[agent:alpha:old#3, ${day}\\] user: the zeppelin is red$`, 'm'));
+    expect(block).toMatch(
+      new RegExp(`^- \\[agent:alpha:old#4, ${day}\\] assistant: a zeppelin is a rigid airship$`, 'm'),
+    );
+    expect(block).toMatch(new RegExp(`^- \\[agent:alpha:old#5, ${day}\\] summary: .*zeppelin`, 'm'));
   });
 
   it('smooths only recall.promptCandidates candidates', async () => {

@@ -79,6 +79,18 @@ function resolveIds(ids: ReadonlyArray<number | string>, sessionKey: string | un
   });
 }
 
+/** A loaded entry as automatic recall lists it. */
+function recallLineOf(entry: StoredEntry): RecallLine {
+  return {
+    sessionKey: entry.sessionKey,
+    memoryId: entry.memoryId,
+    content: entry.content,
+    createdAtMs: entry.createdAtMs,
+    speaker: entry.kind === 'summary' ? 'summary' : entry.role,
+    storedInContext: entry.state === 'active' && entry.archivedAtMs === null,
+  };
+}
+
 /** Full-text, or hybrid (full-text fused with vector similarity) search over long-term memory. */
 export async function search(ctx: MemoryContext, searchOptions: SearchOptions): Promise<SearchHit[]> {
   const { config, embedder, ltm } = ctx;
@@ -450,11 +462,14 @@ export async function history(
  * the session is loaded, else what that context would load (active, unarchived rows of the key). Only
  * entries of that key are looked up, so the many matches of other sessions cost a string comparison.
  */
-function contextTest(ctx: MemoryContext, sessionKey: string): (entry: TurnState) => boolean {
+function contextTest(
+  ctx: MemoryContext,
+  sessionKey: string,
+): (line: Pick<RecallLine, 'sessionKey' | 'memoryId' | 'storedInContext'>) => boolean {
   let active: Set<number> | undefined;
   let loaded: boolean | undefined;
-  return (entry) => {
-    if (entry.sessionKey !== sessionKey) return false;
+  return (line) => {
+    if (line.sessionKey !== sessionKey) return false;
     if (loaded === undefined) {
       active = new Set();
       loaded = false;
@@ -464,15 +479,8 @@ function contextTest(ctx: MemoryContext, sessionKey: string): (entry: TurnState)
         for (const stored of ram.entries) if (stored.state === 'active') active.add(stored.memoryId);
       }
     }
-    return loaded ? active!.has(entry.memoryId) : entry.state === 'active' && entry.archivedAtMs === null;
+    return loaded ? active!.has(line.memoryId) : line.storedInContext;
   };
-}
-
-interface TurnState {
-  sessionKey: string;
-  memoryId: number;
-  state: string;
-  archivedAtMs: number | null;
 }
 
 /** A turn that automatic recall's smoothing scored: a candidate (with its line) or a neighbour of one. */
@@ -517,7 +525,7 @@ function smoothPromptLines(
   for (const candidate of candidates) {
     const { sessionKey, memoryId, rank } = candidate;
     add(sessionKey, memoryId, rank, candidate);
-    if (!isTurn(candidate)) continue;
+    if (!candidate.turn) continue;
     for (let index = 0; index < weights.length; index++) {
       const share = weights[index]! * rank;
       add(sessionKey, memoryId - index - 1, share, undefined);
@@ -539,8 +547,8 @@ function smoothPromptLines(
  * Automatic recall's ranking, the lexical ranking of `search` made cheap enough to run before every chat
  * turn: at most `recall.promptMaxScoredRows` rows ranked, `recall.promptCandidates` candidates smoothed,
  * read with their text in the ranking query (no JSON decoded), the session's context left out as entries
- * come (no list of it is built or read), and only neighbours that reach the top read afterwards. The best
- * `limit`, best first.
+ * come (no list of it is built or read), and only neighbours that reach the top read afterwards; past the
+ * budget, the newest `limit` matches of the rarest term outside the context. The best `limit`, best first.
  */
 async function promptLines(
   ctx: MemoryContext,
@@ -550,14 +558,19 @@ async function promptLines(
   const settings = config.recall;
   const filter: EntryFilter = { agentId: options.agentId, includeArchived: true };
   const inContext = contextTest(ctx, options.sessionKey);
+  // Past the row budget only recency orders the matches: the newest outside the stored context are listed
+  // as they come (checked against a loaded context as well, which holds no row stored as out of it).
   const candidates = await ltm.rankedLines(
     filter,
     options.terms,
-    settings.promptCandidates,
+    { candidates: settings.promptCandidates, newest: options.limit },
     settings.contextWeights,
     settings.promptMaxScoredRows,
+    { sessionKey: options.sessionKey },
   );
-  const { ranked, byKey } = smoothPromptLines(candidates, settings.neighbourWeights);
+  if (candidates.order === 'newest')
+    return candidates.lines.filter((line) => !inContext(line)).slice(0, options.limit);
+  const { ranked, byKey } = smoothPromptLines(candidates.lines, settings.neighbourWeights);
   const found: RecallLine[] = [];
   let next = 0;
   while (found.length < options.limit && next < ranked.length) {
@@ -582,6 +595,24 @@ async function promptLines(
         found.push(slot.line);
   }
   return found;
+}
+
+/** Whitespace other than a single space: what a prompt line collapses into one space. */
+const unevenSpace = /[^\S ]| {2}/;
+
+/** `YYYY-MM-DD` (UTC) of each day seen, so that the lines of one day share a string instead of a Date each. */
+const utcDates = new Map<number, string>();
+const dayMs = 86_400_000;
+
+function utcDate(timeMs: number): string {
+  const day = Math.floor(timeMs / dayMs);
+  let date = utcDates.get(day);
+  if (date === undefined) {
+    if (utcDates.size >= 4_096) utcDates.clear();
+    date = new Date(day * dayMs).toISOString().slice(0, 10);
+    utcDates.set(day, date);
+  }
+  return date;
 }
 
 /** A short block of relevant memories for the prompt, leaving out what is already in the context. */
@@ -611,18 +642,19 @@ export async function recallForPrompt(
         ctx,
         { agentId: promptOptions.agentId, includeArchived: true },
         terms,
-        inContext,
+        (entry) => inContext(recallLineOf(entry)),
         limit,
-      ).map(({ entry }) => entry);
+      ).map(({ entry }) => recallLineOf(entry));
     },
   );
   const header = 'Relevant memories from earlier conversations (may be outdated):';
   const block: string[] = [];
   let used = estimateTokens(header);
   for (const entry of lines) {
-    const date = new Date(entry.createdAtMs).toISOString().slice(0, 10);
-    const who = entry.kind === 'summary' ? 'summary' : entry.role;
-    const line = `- [${entry.sessionKey}#${entry.memoryId}, ${date}] ${who}: ${truncateText(entry.content.replace(/\s+/g, ' ').trim(), config.recall.previewChars).text}`;
+    // Most contents are one line with single spaces: only the others are rewritten (a regex replace copies
+    // the whole text, about 1 µs a line).
+    const flat = unevenSpace.test(entry.content) ? entry.content.replace(/\s+/g, ' ') : entry.content;
+    const line = `- [${entry.sessionKey}#${entry.memoryId}, ${utcDate(entry.createdAtMs)}] ${entry.speaker}: ${truncateText(flat.trim(), config.recall.previewChars).text}`;
     const cost = estimateTokens(line);
     if (used + cost > maxTokens) break;
     block.push(line);
