@@ -1,7 +1,7 @@
 import { WorkflowErrorCodes } from '../error-codes.js';
 import { outcomeOf, type TaskState, type WorkflowTask } from '../task.js';
 import { cleanTask, type EngineCore } from './core.js';
-import { type MergeInput, type Run, settledState } from './run-state.js';
+import { type MergeInput, queueStage, type Run, settledState } from './run-state.js';
 
 /**
  * Ends a task: sets its terminal state, reports it, writes it, and — for a child — lets its parent move on
@@ -109,7 +109,7 @@ export function childSettled(core: EngineCore, run: Run, child: WorkflowTask): v
   if (merges.length === 1) {
     run.pendingMerges ??= new Map();
     run.pendingMerges.set(parent.taskId, inputs);
-    run.queue.push({ task: parent, nodeId: merges[0]! });
+    queueStage(run, parent, merges[0]!);
     return;
   }
   // No merge: every child ended at an EXIT or failed.

@@ -10,7 +10,7 @@ import { executeRun, finishRun } from './execute-run.js';
 import { createRunRegistry } from './registry.js';
 import { abortRun, createRunState, newTaskRecord, type Run, rootSpec } from './run-state.js';
 import { setupEngine } from './setup.js';
-import { traceWorkflowRun } from './tracing.js';
+import { startRunSpan, traceWorkflowRun } from './tracing.js';
 import type {
   CreateWorkflowEngineOptions,
   QueueStatus,
@@ -78,13 +78,21 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     registry.retire(run);
   }
 
-  // Not an async function: the run's own promise with one reaction is less than an async function's
-  // state, its promise and an await on every run.
+  /** Ends a run that has executed: what the executor is told. */
+  function end(run: Run): 'completed' | 'failed' {
+    finish(run);
+    return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
+  }
+
+  // Not an async function, and an untraced run is ended by `executeRun` itself: the run's own promise is
+  // all the executor waits on, not an async function's state, its promise and an await, or a reaction of
+  // its own. A traced run ends after its span has, as its caller may look at the span once it has the result.
   function execute(run: Run, traceParent: Context, startedAt?: number): Promise<'completed' | 'failed'> {
-    return traceWorkflowRun(core, run, traceParent, () => executeRun(core, run, startedAt)).then(() => {
-      finish(run);
-      return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
-    });
+    const span = startRunSpan(core, run, traceParent);
+    if (!span) return executeRun(core, run, startedAt, () => end(run));
+    return traceWorkflowRun(span, run, traceParent, () => executeRun(core, run, startedAt)).then(() =>
+      end(run),
+    );
   }
 
   function startRun(input: unknown, runOptions: RunOptions, at: number): Run {

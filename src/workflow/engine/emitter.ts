@@ -71,6 +71,9 @@ export interface EmitterOptions {
  * The engine's one telemetry path. Delivery is skipped entirely when nobody listens, which keeps the
  * in-memory hot path to one object and one push per event.
  */
+/** The runs of deferred sequence numbers of a run that has none. */
+const noRanges: ReadonlyArray<number> = Object.freeze([]);
+
 export function createEmitter(options: EmitterOptions): Emitter {
   const { clock, logger, plugins, publish, redact, workflowId } = options;
   const listeners: TelemetryListener[] = [];
@@ -105,8 +108,8 @@ export function createEmitter(options: EmitterOptions): Emitter {
   }
 
   /**
-   * Walks the run's events in sequence order: the built ones in `run.events` and the deferred ones, whose
-   * sequence numbers are noted beside their records; every other number belongs to the next built event.
+   * Walks the run's events in sequence order: the deferred ones, in their runs of sequence numbers (see
+   * `Run.deferred`), and the built ones in `run.events`, which hold every other number.
    */
   function replay(
     run: Run,
@@ -117,17 +120,46 @@ export function createEmitter(options: EmitterOptions): Emitter {
       seq: number,
     ) => void,
   ): void {
-    const { events, deferred } = run;
+    const { events } = run;
+    const ranges = run.deferred ?? noRanges;
+    const stages = run.deferredStages!;
     let built = 0;
-    let next = 0;
-    while (built < events.length || next < deferred.length) {
-      const seq = built + next / 2 + 1;
-      const mark = deferred[next] as number | undefined;
-      if (mark === seq || mark === -seq) {
-        visit(undefined, deferred[next + 1] as StageRecord, mark < 0, seq);
-        next += 2;
+    let range = 0;
+    let offset = 0;
+    for (let seq = 1; seq <= run.seq; seq++) {
+      if (range < ranges.length && seq === ranges[range]! + offset) {
+        const mark = ranges[range + 2]! + offset;
+        visit(undefined, stages[mark >> 1], (mark & 1) === 1, seq);
+        if (++offset === ranges[range + 1]) {
+          range += 3;
+          offset = 0;
+        }
       } else visit(events[built++], undefined, false, seq);
     }
+  }
+
+  /** Notes a root-task stage event nobody receives (see `Run.deferred`); gives its sequence number. */
+  function defer(run: Run, stage: StageRecord, ended: boolean): number {
+    const seq = ++run.seq;
+    let stages = run.deferredStages;
+    // The record's place: a new one for a start; for an end, the last one when its start was deferred too.
+    let at: number;
+    if (!stages) {
+      stages = run.deferredStages = [stage];
+      at = 0;
+    } else if (ended && stages[stages.length - 1] === stage) at = stages.length - 1;
+    else at = stages.push(stage) - 1;
+    const mark = at * 2 + (ended ? 1 : 0);
+    const ranges = run.deferred;
+    if (!ranges) run.deferred = [seq, 1, mark];
+    else {
+      const last = ranges.length - 3;
+      const count = ranges[last + 1]!;
+      // The next number and the next event (start after end, end after start) of the run of numbers.
+      if (ranges[last] + count === seq && ranges[last + 2]! + count === mark) ranges[last + 1] = count + 1;
+      else ranges.push(seq, 1, mark);
+    }
+    return seq;
   }
 
   function emit(
@@ -157,11 +189,8 @@ export function createEmitter(options: EmitterOptions): Emitter {
   return {
     emit,
     stage(run, task, stage, ended, started) {
-      if (task === run.root && !redact && listeners.length === 0 && plugins.count === 0 && !publish) {
-        const seq = ++run.seq;
-        run.deferred.push(ended ? -seq : seq, stage);
-        return seq;
-      }
+      if (task === run.root && !redact && listeners.length === 0 && plugins.count === 0 && !publish)
+        return defer(run, stage, ended);
       return emit(
         run,
         stageEventType(stage, ended),
@@ -172,7 +201,7 @@ export function createEmitter(options: EmitterOptions): Emitter {
       );
     },
     eventsOf(run) {
-      if (run.deferred.length === 0) return run.events.slice();
+      if (!run.deferred) return run.events.slice();
       const rootTaskId = run.root.taskId;
       const out: TelemetryEvent[] = [];
       replay(run, (built, stage, ended, seq) => {
@@ -200,24 +229,28 @@ export function createEmitter(options: EmitterOptions): Emitter {
       // in a local (its type takes its place in `counts` when first met, which keeps the order of first
       // occurrence) and added at the end: most of a run's events are those, and a store into `counts` per
       // event was most of the walk.
-      const { events, deferred } = run;
+      const { events } = run;
+      const ranges = run.deferred ?? noRanges;
+      const stages = run.deferredStages!;
       const counts: Record<string, number> = {};
       let started = 0;
       let completed = 0;
       let failed = 0;
       let built = 0;
-      let next = 0;
-      while (built < events.length || next < deferred.length) {
-        const seq = built + next / 2 + 1;
-        const mark = deferred[next] as number | undefined;
-        if (mark === seq) {
-          if (started++ === 0) counts.node_started ??= 0;
-          next += 2;
-        } else if (mark === -seq) {
-          if ((deferred[next + 1] as StageRecord).error) {
+      let range = 0;
+      let offset = 0;
+      for (let seq = 1; seq <= run.seq; seq++) {
+        if (range < ranges.length && seq === ranges[range]! + offset) {
+          const mark = ranges[range + 2]! + offset;
+          if ((mark & 1) === 0) {
+            if (started++ === 0) counts.node_started ??= 0;
+          } else if (stages[mark >> 1]!.error) {
             if (failed++ === 0) counts.node_failed ??= 0;
           } else if (completed++ === 0) counts.node_completed ??= 0;
-          next += 2;
+          if (++offset === ranges[range + 1]) {
+            range += 3;
+            offset = 0;
+          }
         } else {
           const type = events[built++]!.type;
           counts[type] = (counts[type] ?? 0) + 1;

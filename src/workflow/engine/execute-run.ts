@@ -6,23 +6,48 @@ import { outcomeOf, type WorkflowTask } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';
 import { cleanTask, type EngineCore } from './core.js';
 import { executeStage } from './execute-stage.js';
-import { nextStage, type Run } from './run-state.js';
+import { nextStage, queueStage, type Run } from './run-state.js';
 import { traceNode } from './tracing.js';
 import type { WorkflowRunResult } from './types.js';
+
+/** Where the deliberate turn after a run's first stage starts from: one settled promise for every run. */
+const settled: Promise<void> = Promise.resolve();
 
 /**
  * Drives one run from its START node until no stage is left: stages run one at a time in queue order
  * (clones and subtasks interleave by the order they were queued). Ends every task still open — cancelled
- * when the run was, failed when the queue drained without reaching an EXIT or a step threw.
+ * when the run was, failed when the queue drained without reaching an EXIT or a step threw — and then
+ * calls `end`, whose value the promise resolves with.
+ *
+ * Not an async function, and `end` is called here rather than in a reaction of the caller's: each of those
+ * is a promise more per run (with `await`, two), and where an async hook is installed (any
+ * AsyncLocalStorage in the process) every promise also costs a call of the hook and fields of its own. A
+ * run whose stages answer at once makes one promise here: the turn after its first stage.
  */
-export async function executeRun(core: EngineCore, run: Run, at?: number): Promise<void> {
+export function executeRun<T = undefined>(
+  core: EngineCore,
+  run: Run,
+  at?: number,
+  end: () => T = () => undefined as T,
+): Promise<T> {
+  try {
+    const outcome = startRun(core, run, at, end);
+    return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+  } catch (error) {
+    // As an async function would: what throws here (ending the run, say) is the promise's rejection.
+    return Promise.reject(error);
+  }
+}
+
+/** Reports the run started and executes its stages (see `runStages`). */
+function startRun<T>(core: EngineCore, run: Run, at: number | undefined, end: () => T): T | Promise<T> {
   const { root } = run;
   root.lifecycle = 'active';
   root.state = 'in_progress';
   // The START stage begins at the moment the run is reported started: one clock reading for both (`at`,
   // the scheduler's, when it has just read the clock to start the run). Later stages begin when the one
   // before them ended, when nothing ran between them.
-  let startedAt: number | undefined = at ?? core.clock.now();
+  const startedAt = at ?? core.clock.now();
   core.emitter.emit(
     run,
     'task_started',
@@ -32,46 +57,72 @@ export async function executeRun(core: EngineCore, run: Run, at?: number): Promi
     startedAt,
   );
   if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
-  run.queue.push({ task: root, nodeId: run.startNodeId });
-  const nodes = core.workflow.dag.nodes;
-  let first = true;
+  queueStage(run, root, run.startNodeId);
+  return runStages(core, run, startedAt, true, end);
+}
+
+/**
+ * Executes the queued stages while they answer at once; a promise of the rest when one has something to
+ * wait for, and — while `first` — after the first stage, so that `enqueue` hands the run back to its caller
+ * there, able to cancel it, as when every stage took a turn. Ends the run (see `executeRun`) when the queue
+ * is empty, and on a crash.
+ */
+function runStages<T>(
+  core: EngineCore,
+  run: Run,
+  startedAt: number | undefined,
+  first: boolean,
+  end: () => T,
+): T | Promise<T> {
   try {
-    for (let item = nextStage(run); item && !run.cancelled; item = nextStage(run)) {
-      if (item.task.lifecycle === 'concluded') continue;
-      const node = nodes.get(item.nodeId)!;
-      const stageStartedAt = startedAt;
-      const { task } = item;
+    const nodes = core.workflow.dag.nodes;
+    for (let task = nextStage(run); task && !run.cancelled; task = nextStage(run)) {
+      if (task.lifecycle === 'concluded') continue;
+      const node = nodes.get(run.nextNodeId)!;
       const pending = run.traced
-        ? tracedStage(core, run, task, node, stageStartedAt)
-        : executeStage(core, run, task, node, stageStartedAt);
-      if (pending) {
-        await pending;
-        startedAt = undefined;
-      } else if (first) {
-        // Stages that answer at once follow each other without a turn of the microtask queue, except
-        // after the first: `enqueue` hands the run back to its caller there, able to cancel it, as when
-        // every stage took a turn.
-        first = false;
-        await undefined;
-        startedAt = undefined;
-      } else {
-        // Nothing ran in between but routing: the next stage starts when this one was recorded as ending.
-        startedAt = task.history[task.history.length - 1]!.completedAt;
-      }
+        ? tracedStage(core, run, task, node, startedAt)
+        : executeStage(core, run, task, node, startedAt);
+      if (pending) return continueAfter(core, run, pending, first, end);
+      if (first) return continueAfter(core, run, settled, false, end);
+      // Nothing ran in between but routing: the next stage starts when this one was recorded as ending.
+      startedAt = task.history[task.history.length - 1]!.completedAt;
     }
     if (run.cancelled) {
       concludeOpen(core, run, 'cancelled', { code: ErrorCodes.aborted, message: 'the run was cancelled' });
     } else if (run.root.lifecycle !== 'concluded') {
       // Only reachable through a defect: the queue drained with the root still open.
-      conclude(core, run, root, 'failed', {
+      conclude(core, run, run.root, 'failed', {
         code: ErrorCodes.internal,
         message: 'the run ended without reaching an EXIT',
       });
     }
   } catch (error) {
-    core.logger.error({ err: error, rootTaskId: root.taskId }, 'workflow run crashed');
-    concludeOpen(core, run, 'failed', { code: ErrorCodes.internal, message: errorShape(error).message });
+    crashed(core, run, error);
   }
+  return end();
+}
+
+/** The rest of the run once `pending` settles; a rejection is a crash. */
+function continueAfter<T>(
+  core: EngineCore,
+  run: Run,
+  pending: Promise<void>,
+  first: boolean,
+  end: () => T,
+): Promise<T> {
+  return pending.then(
+    () => runStages(core, run, undefined, first, end),
+    (error) => {
+      crashed(core, run, error);
+      return end();
+    },
+  );
+}
+
+/** A step threw: every task still open fails. */
+function crashed(core: EngineCore, run: Run, error: unknown): void {
+  core.logger.error({ err: error, rootTaskId: run.root.taskId }, 'workflow run crashed');
+  concludeOpen(core, run, 'failed', { code: ErrorCodes.internal, message: errorShape(error).message });
 }
 
 /**

@@ -4,7 +4,7 @@ import type { WorkflowEdgeManifest } from '../manifest-schemas.js';
 import type { RoutingStep, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
 import { addTask, cleanTask, type EngineCore } from './core.js';
-import { type Run, settledState } from './run-state.js';
+import { queueStage, type Run, settledState } from './run-state.js';
 
 /** The label a DECISION's output selects: a string output, or one of the usual keys of an object output. */
 export function decisionLabel(output: unknown): string | undefined {
@@ -79,7 +79,7 @@ export function advance(
     conclude(core, run, task, settledState(task), undefined, now);
     return;
   }
-  run.queue.push({ task, nodeId: edge.to });
+  queueStage(run, task, edge.to);
 }
 
 function suspend(
@@ -177,7 +177,7 @@ function branch(core: EngineCore, run: Run, task: WorkflowTask, node: DagNode): 
       ...(edge.label ? { label: edge.label } : {}),
       childTaskId: clone.taskId,
     });
-    run.queue.push({ task: clone, nodeId: edge.to });
+    queueStage(run, clone, edge.to);
   });
   suspend(core, run, task, node, 'branch');
   core.emitter.emit(run, 'routing_branch', task.taskId, node.id, { clones });
@@ -223,7 +223,7 @@ function split(core: EngineCore, run: Run, task: WorkflowTask, node: DagNode, it
       ...(edge.label ? { label: edge.label } : {}),
       childTaskId: subtask.taskId,
     });
-    run.queue.push({ task: subtask, nodeId: edge.to });
+    queueStage(run, subtask, edge.to);
   });
   suspend(core, run, task, node, 'split');
   core.emitter.emit(run, 'routing_split', task.taskId, node.id, { subtasks });

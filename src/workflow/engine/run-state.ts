@@ -17,12 +17,6 @@ export interface MergeInput {
   lineage_metadata: Record<string, unknown>;
 }
 
-/** One (task, node) stage waiting to execute. */
-export interface QueuedStage {
-  task: WorkflowTask;
-  nodeId: string;
-}
-
 /** Everything one run of a workflow owns while it executes: its tasks, events, stage queue and result. */
 export interface Run {
   root: WorkflowTask;
@@ -33,11 +27,17 @@ export interface Run {
    */
   events: TelemetryEvent[];
   /**
-   * Events of root-task stages that nobody received when they happened, kept as pairs of a sequence number
-   * (negative for the stage's end) and the stage record they are made from when someone asks (see
-   * `emitter.ts`): a stage's two events would otherwise be five objects kept for as long as the run is.
+   * Events of root-task stages that nobody received when they happened, made from their stage records when
+   * someone asks (see `emitter.ts`): a stage's two events would otherwise be five objects kept for as long
+   * as the run is. Noted as runs of consecutive sequence numbers, three numbers each: the first sequence
+   * number, how many, and where the first one's record is in `deferredStages` (times two, plus one when it
+   * is a stage's end). Within a run of numbers the events alternate start, end, start… of successive
+   * records, since a task's stages follow each other: a chain's stages are one run of numbers, three
+   * numbers in all. Undefined until the first one.
    */
-  deferred: Array<number | StageRecord>;
+  deferred: number[] | undefined;
+  /** The records of the deferred stage events, each once, in the order the stages started. */
+  deferredStages: StageRecord[] | undefined;
   seq: number;
   /**
    * Sequence numbers of the events that the run's stage rows stand for in the database (a stage row of a
@@ -47,9 +47,14 @@ export interface Run {
   /** Created on first use (a node needing a signal, or a cancel): most deterministic runs never need one. */
   controller: AbortController | undefined;
   cancelled: boolean;
-  /** FIFO of stages to execute; `head` avoids O(n) shifts. */
-  queue: Array<QueuedStage | undefined>;
+  /**
+   * FIFO of stages to execute, each as two entries: the task, then the id of the node (see `queueStage`);
+   * `head` avoids O(n) shifts. Not an object per stage: a chain queues one stage per node of every run.
+   */
+  queue: Array<WorkflowTask | string | undefined>;
   head: number;
+  /** The node of the stage `nextStage` took off the queue last. */
+  nextNodeId: string;
   /**
    * Parents whose children are all terminal and that will execute a MERGE with these inputs; made by the
    * first fan-out that joins (most runs have none).
@@ -115,13 +120,15 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     root,
     tasks,
     events: [],
-    deferred: [],
+    deferred: undefined,
+    deferredStages: undefined,
     seq: 0,
     coveredSeqs: [],
     controller: undefined,
     cancelled: false,
     queue: [],
     head: 0,
+    nextNodeId: startNodeId,
     pendingMerges: undefined,
     startNodeId,
     traced: true,
@@ -145,19 +152,32 @@ export function abortRun(run: Run, reason: unknown): void {
   run.controller?.abort(reason);
 }
 
-/** Takes the next stage off the run's queue, or undefined when it is empty. */
-export function nextStage(run: Run): QueuedStage | undefined {
+/** Queues a stage: `task` at the node `nodeId`. */
+export function queueStage(run: Run, task: WorkflowTask, nodeId: string): void {
+  run.queue.push(task, nodeId);
+}
+
+/**
+ * Takes the next stage off the run's queue: gives its task (undefined when the queue is empty) and leaves
+ * its node's id in `run.nextNodeId`.
+ */
+export function nextStage(run: Run): WorkflowTask | undefined {
   const { queue } = run;
   if (run.head >= queue.length) return undefined;
   // The only stage queued (every step of a chain): taken off the end, so the array never grows.
-  if (run.head === 0 && queue.length === 1) return queue.pop();
-  const item = queue[run.head]!;
+  if (run.head === 0 && queue.length === 2) {
+    run.nextNodeId = queue.pop() as string;
+    return queue.pop() as WorkflowTask;
+  }
+  const task = queue[run.head] as WorkflowTask;
+  run.nextNodeId = queue[run.head + 1] as string;
+  queue[run.head++] = undefined;
   queue[run.head++] = undefined;
   if (run.head === queue.length) {
     queue.length = 0;
     run.head = 0;
   }
-  return item;
+  return task;
 }
 
 /** The state a task ends in when it reaches an EXIT (or a merge as a child): decided before, reported here. */

@@ -14,15 +14,11 @@ import type { EngineCore } from './core.js';
 import type { Run } from './run-state.js';
 
 /**
- * A run as the `workflow_run {workflow}` span. `parent` is the context of the `enqueue` that accepted it:
- * the scheduler starts the run later, from wherever a slot freed.
+ * A run's `workflow_run {workflow}` span, or undefined when it would be a no-op (no tracer registered, no
+ * traced parent): the run's stages then skip their spans too. `parent` is the context of the `enqueue` that
+ * accepted the run: the scheduler starts it later, from wherever a slot freed.
  */
-export function traceWorkflowRun(
-  core: EngineCore,
-  run: Run,
-  parent: Context,
-  execute: () => Promise<void>,
-): Promise<void> {
+export function startRunSpan(core: EngineCore, run: Run, parent: Context): Span | undefined {
   const workflowId = core.workflow.id;
   const span = startSpan(`workflow_run ${workflowId}`, {
     parent,
@@ -31,16 +27,18 @@ export function traceWorkflowRun(
       [SpanAttributes.workflowTaskId]: run.root.taskId,
     },
   });
-  // Not an async function: an untraced run hands back `execute`'s own promise, without the turns of the
-  // microtask queue that wrapping it in another would cost every run.
-  if (!isTraced(span)) {
-    run.traced = false;
-    return execute();
-  }
-  return tracedRun(span, run, parent, execute);
+  if (isTraced(span)) return span;
+  run.traced = false;
+  return undefined;
 }
 
-async function tracedRun(span: Span, run: Run, parent: Context, execute: () => Promise<void>): Promise<void> {
+/** Executes a run inside its span (from `startRunSpan`), which ends when the run has. */
+export async function traceWorkflowRun(
+  span: Span,
+  run: Run,
+  parent: Context,
+  execute: () => Promise<unknown>,
+): Promise<void> {
   try {
     await runInSpan(span, execute, parent);
     const status = outcomeOf(run.root.state) ?? 'failure';

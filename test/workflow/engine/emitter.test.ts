@@ -108,6 +108,80 @@ describe('emitter', () => {
     expect(Object.entries(recount)).toEqual(Object.entries(counts));
   });
 
+  it('builds deferred stage events in order when other events and a listener come and go between them', () => {
+    const emitter = createEmitter({
+      workflowId: 'wf',
+      clock: createManualClock(0),
+      logger: silentLogger,
+      plugins: noPlugins,
+      publish: undefined,
+      redact: undefined,
+    });
+    const target = run();
+    const stage = (nodeId: string, at: number, failed = false) =>
+      ({
+        nodeId,
+        nodeRole: 'linear',
+        nodeKind: 'deterministic',
+        startedAt: at,
+        completedAt: at + 1,
+        nodeStatus: failed ? 'failure' : 'success',
+        ...(failed ? { error: { code: 'E', message: 'm' } } : {}),
+      }) as unknown as StageRecord;
+    const started = Object.freeze({ role: 'linear', kind: 'deterministic' });
+    const [a, b, c, d] = [stage('a', 10), stage('b', 20), stage('c', 30, true), stage('d', 40)];
+    emitter.emit(target, 'task_started', 'r', undefined, {});
+    // a: both events deferred, one after the other.
+    emitter.stage(target, target.root, a, false, started);
+    emitter.stage(target, target.root, a, true, started);
+    // b: an event of its own between its start and its end, both deferred.
+    emitter.stage(target, target.root, b, false, started);
+    emitter.emit(target, 'routing_merge', 'r', 'b', {});
+    emitter.stage(target, target.root, b, true, started);
+    // c: started while someone listened (built at once), ended after they left (deferred).
+    const unsubscribe = emitter.subscribe(() => {});
+    emitter.stage(target, target.root, c, false, started);
+    unsubscribe();
+    emitter.stage(target, target.root, c, true, started);
+    // d: deferred again, right after c's end.
+    emitter.stage(target, target.root, d, false, started);
+    emitter.stage(target, target.root, d, true, started);
+    emitter.emit(target, 'task_failed', 'r', undefined, {});
+
+    const events = emitter.eventsOf(target);
+    expect(events.map((event) => [event.eventId, event.type, event.stageId, event.timestamp])).toEqual([
+      ['r:1', 'task_started', undefined, 0],
+      ['r:2', 'node_started', 'a', 10],
+      ['r:3', 'node_completed', 'a', 11],
+      ['r:4', 'node_started', 'b', 20],
+      ['r:5', 'routing_merge', 'b', 0],
+      ['r:6', 'node_completed', 'b', 21],
+      ['r:7', 'node_started', 'c', 30],
+      ['r:8', 'node_failed', 'c', 31],
+      ['r:9', 'node_started', 'd', 40],
+      ['r:10', 'node_completed', 'd', 41],
+      ['r:11', 'task_failed', undefined, 0],
+    ]);
+    expect(Object.entries(emitter.countsOf(target))).toEqual([
+      ['task_started', 1],
+      ['node_started', 4],
+      ['node_completed', 3],
+      ['routing_merge', 1],
+      ['node_failed', 1],
+      ['task_failed', 1],
+    ]);
+    // Leaving out the numbers the stage rows stand for keeps the rest in order.
+    expect(emitter.eventsBesides(target, [2, 3, 9, 10]).map((event) => event.eventId)).toEqual([
+      'r:1',
+      'r:4',
+      'r:5',
+      'r:6',
+      'r:7',
+      'r:8',
+      'r:11',
+    ]);
+  });
+
   it('delivers a loose scheduler event without a run log', () => {
     const emitter = createEmitter({
       workflowId: 'wf',

@@ -47,7 +47,7 @@ describe('execute stage', () => {
     const [stage] = run.root.history;
     expect(stage).toMatchObject({ nodeId: 'n1', input: 21, output: { doubled: 42 }, nodeStatus: 'success' });
     expect(run.root.currentOutput).toEqual({ doubled: 42 });
-    expect(run.queue).toEqual([{ task: run.root, nodeId: 'exit' }]);
+    expect(run.queue).toEqual([run.root, 'exit']);
     expect(core.artifacts.query({ taskId: 'wft_1' }).map((artifact) => artifact.type)).toEqual([
       'node_output',
     ]);
@@ -89,7 +89,7 @@ describe('execute stage', () => {
     expect(run.root.history[0]).toMatchObject({ nodeStatus: 'failure', output: null });
     expect(run.root.toleratedFailure).toBe(true);
     expect(run.root.currentOutput).toBeUndefined();
-    expect(run.queue).toEqual([{ task: run.root, nodeId: 'exit' }]);
+    expect(run.queue).toEqual([run.root, 'exit']);
   });
 
   it('rejects a DECISION output that names no edge', async () => {

@@ -43,7 +43,7 @@ describe('route', () => {
     const pick = core.workflow.dag.nodes.get('pick')!;
     route(core, run, run.root, pick, pick.outEdges[1], undefined);
     expect(run.root.routingTrace).toEqual([{ from: 'pick', to: 'no', role: 'decision', label: 'reject' }]);
-    expect(run.queue).toEqual([{ task: run.root, nodeId: 'no' }]);
+    expect(run.queue).toEqual([run.root, 'no']);
     expect(run.events.map((event) => event.type)).toEqual(['routing_decision']);
   });
 
@@ -64,7 +64,7 @@ describe('route', () => {
     expect(clone.currentOutput).not.toBe(run.root.currentOutput);
     expect(clone.lineageMetadata).toEqual({ branch_label: 'left', cloned_at_stage: 'fan', clone_index: 0 });
     expect(core.taskIndex.get('wft_1-clone-1')).toBe(run);
-    expect(run.queue.map((item) => item?.nodeId)).toEqual(['a', 'b']);
+    expect(run.queue.filter((entry) => typeof entry === 'string')).toEqual(['a', 'b']);
   });
 
   it('deals SPLIT items over the edges round robin, one subtask each', async () => {
@@ -73,7 +73,7 @@ describe('route', () => {
     });
     const run = runOf(core);
     route(core, run, run.root, core.workflow.dag.nodes.get('fan')!, undefined, ['x', { y: 1 }, 'z']);
-    expect(run.queue.map((item) => item?.nodeId)).toEqual(['a', 'b', 'a']);
+    expect(run.queue.filter((entry) => typeof entry === 'string')).toEqual(['a', 'b', 'a']);
     const second = run.tasks.get('wft_1-subtask-1')!;
     expect(second.spec).toMatchObject({ input: { y: 1 }, request: '{"y":1}', taskSpecId: 'wft_1-subtask-1' });
     expect(run.events.at(-1)).toMatchObject({ type: 'routing_split' });

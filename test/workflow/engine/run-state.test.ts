@@ -7,6 +7,7 @@ import {
   nextStage,
   nodeInput,
   normalizeRequest,
+  queueStage,
   rootSpec,
   settledState,
   signalOf,
@@ -51,12 +52,21 @@ describe('run state', () => {
     const task = root();
     const run = createRunState(task, 'start');
     expect(run.tasks.get('t')).toBe(task);
-    run.queue.push({ task, nodeId: 'a' }, { task, nodeId: 'b' });
-    expect(nextStage(run)?.nodeId).toBe('a');
-    run.queue.push({ task, nodeId: 'c' });
-    expect(nextStage(run)?.nodeId).toBe('b');
-    expect(nextStage(run)?.nodeId).toBe('c');
+    queueStage(run, task, 'a');
+    queueStage(run, task, 'b');
+    expect(nextStage(run)).toBe(task);
+    expect(run.nextNodeId).toBe('a');
+    queueStage(run, task, 'c');
+    expect(nextStage(run)).toBe(task);
+    expect(run.nextNodeId).toBe('b');
+    expect(nextStage(run)).toBe(task);
+    expect(run.nextNodeId).toBe('c');
     expect(nextStage(run)).toBeUndefined();
+    // A chain's one queued stage at a time.
+    queueStage(run, task, 'd');
+    expect(nextStage(run)).toBe(task);
+    expect(run.nextNodeId).toBe('d');
+    expect(run.queue).toEqual([]);
     // Taken slots are released so a long run does not keep every stage alive.
     expect(run.queue.every((slot) => slot === undefined)).toBe(true);
   });
