@@ -5,9 +5,16 @@
  */
 import { estimateTokens as estimateModelTokens } from '../model/index.js';
 
-/** Tokens of a text as one message of a conversation: the model layer's one estimate, overhead included. */
+/** What the model layer's estimate adds for a message around its text. */
+const messageOverheadTokens = estimateModelTokens([{ role: 'user', content: '' }]);
+
+/**
+ * Tokens of a text as one message of a conversation: the model layer's one estimate, overhead included. The
+ * estimate of a message is its text's plus the overhead, so no message array is built for it (the array
+ * form is also what every other caller passes, where the message loop runs megamorphic).
+ */
 export function estimateTokens(text: string): number {
-  return estimateModelTokens([{ role: 'user', content: text }]);
+  return estimateModelTokens(text) + messageOverheadTokens;
 }
 
 const stopwords = new Set(
