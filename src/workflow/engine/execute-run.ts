@@ -6,7 +6,7 @@ import { outcomeOf, type WorkflowTask } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';
 import { cleanTask, type EngineCore } from './core.js';
 import { executeStage } from './execute-stage.js';
-import { nextStage, queueStage, type Run } from './run-state.js';
+import { nextStage, type Run } from './run-state.js';
 import { traceNode } from './tracing.js';
 import type { WorkflowRunResult } from './types.js';
 
@@ -57,7 +57,9 @@ function startRun<T>(core: EngineCore, run: Run, at: number | undefined, end: ()
     startedAt,
   );
   if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, root)));
-  queueStage(run, root, run.startNodeId);
+  // The queue starts as a two-entry array holding the first stage (see `queueStage`), not as a push onto an
+  // empty one, which would make room for eighteen: a chain's queue never holds more than the one stage.
+  run.queue = [root, run.startNodeId];
   return runStages(core, run, startedAt, true, end);
 }
 

@@ -20,7 +20,7 @@ import type { Run } from './run-state.js';
  */
 export function startRunSpan(core: EngineCore, run: Run, parent: Context): Span | undefined {
   const workflowId = core.workflow.id;
-  const span = startSpan(`workflow_run ${workflowId}`, {
+  const span = startSpan(runSpanName(workflowId), {
     parent,
     attributes: {
       [SpanAttributes.workflowId]: workflowId,
@@ -30,6 +30,17 @@ export function startRunSpan(core: EngineCore, run: Run, parent: Context): Span 
   if (isTraced(span)) return span;
   run.traced = false;
   return undefined;
+}
+
+// The span name of the workflow that ran last: an engine's runs share it, not a new string each.
+let lastWorkflowId: string | undefined;
+let lastRunSpanName = '';
+function runSpanName(workflowId: string): string {
+  if (workflowId !== lastWorkflowId) {
+    lastWorkflowId = workflowId;
+    lastRunSpanName = `workflow_run ${workflowId}`;
+  }
+  return lastRunSpanName;
 }
 
 /** Executes a run inside its span (from `startRunSpan`), which ends when the run has. */
