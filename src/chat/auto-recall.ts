@@ -8,9 +8,9 @@ export interface AutoRecallOptions {
   logger: Logger;
   /**
    * How long a session's last recall is used as it is (0: every turn searches, the rest of these options
-   * do not apply). A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: about 0.45–0.65 ms
-   * of CPU at 100,000 entries on a loaded machine (bench/results/recall.md), more than the rest of a turn's
-   * bookkeeping.
+   * do not apply). A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: about 0.12 ms of
+   * CPU at 100,000 entries alone and 0.2–0.35 ms among other searches, on a loaded machine
+   * (bench/results/recall.md, docs/memory.md), more than the rest of a turn's bookkeeping.
    */
   refreshMs: number;
   /**
