@@ -89,7 +89,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   // its own. A traced run ends after its span has, as its caller may look at the span once it has the result.
   function execute(run: Run, traceParent: Context, startedAt?: number): Promise<'completed' | 'failed'> {
     const span = startRunSpan(core, run, traceParent);
-    if (!span) return executeRun(core, run, startedAt, () => end(run));
+    if (!span) return executeRun(core, run, startedAt, end);
     return traceWorkflowRun(span, run, traceParent, () => executeRun(core, run, startedAt)).then(() =>
       end(run),
     );

@@ -17,7 +17,8 @@ const settled: Promise<void> = Promise.resolve();
  * Drives one run from its START node until no stage is left: stages run one at a time in queue order
  * (clones and subtasks interleave by the order they were queued). Ends every task still open — cancelled
  * when the run was, failed when the queue drained without reaching an EXIT or a step threw — and then
- * calls `end`, whose value the promise resolves with.
+ * calls `end` with the run, whose value the promise resolves with (a function of the engine's, not a
+ * closure per run).
  *
  * Not an async function, and `end` is called here rather than in a reaction of the caller's: each of those
  * is a promise more per run (with `await`, two), and where an async hook is installed (any
@@ -28,7 +29,7 @@ export function executeRun<T = undefined>(
   core: EngineCore,
   run: Run,
   at?: number,
-  end: () => T = () => undefined as T,
+  end: (run: Run) => T = () => undefined as T,
 ): Promise<T> {
   try {
     const outcome = startRun(core, run, at, end);
@@ -40,7 +41,12 @@ export function executeRun<T = undefined>(
 }
 
 /** Reports the run started and executes its stages (see `runStages`). */
-function startRun<T>(core: EngineCore, run: Run, at: number | undefined, end: () => T): T | Promise<T> {
+function startRun<T>(
+  core: EngineCore,
+  run: Run,
+  at: number | undefined,
+  end: (run: Run) => T,
+): T | Promise<T> {
   const { root } = run;
   root.lifecycle = 'active';
   root.state = 'in_progress';
@@ -74,7 +80,7 @@ function runStages<T>(
   run: Run,
   startedAt: number | undefined,
   first: boolean,
-  end: () => T,
+  end: (run: Run) => T,
 ): T | Promise<T> {
   try {
     const nodes = core.workflow.dag.nodes;
@@ -101,7 +107,7 @@ function runStages<T>(
   } catch (error) {
     crashed(core, run, error);
   }
-  return end();
+  return end(run);
 }
 
 /** The rest of the run once `pending` settles; a rejection is a crash. */
@@ -110,13 +116,13 @@ function continueAfter<T>(
   run: Run,
   pending: Promise<void>,
   first: boolean,
-  end: () => T,
+  end: (run: Run) => T,
 ): Promise<T> {
   return pending.then(
     () => runStages(core, run, undefined, first, end),
     (error) => {
       crashed(core, run, error);
-      return end();
+      return end(run);
     },
   );
 }
