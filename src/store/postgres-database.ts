@@ -257,11 +257,14 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   };
 
   /**
-   * A statement outside any transaction. Its connection goes back to the pool as soon as the statement is
-   * sent, not when it is answered: outside a transaction the statement leaves no state on the connection
-   * that a statement pipelined behind it could see, and holding the connection for the round trip only made
-   * the transactions queued for the pool wait (a chat turn's session read, say). Sent in the pool's
-   * callback, so no 'error' of the connection can come while no listener is on it.
+   * A statement outside any transaction. While others wait for the pool, its connection goes back as soon
+   * as the statement is sent, not when it is answered: outside a transaction the statement leaves no state
+   * on the connection that a statement pipelined behind it could see, and holding the connection for the
+   * round trip only made the waiting transactions wait longer (a chat turn's session read, say). With no one
+   * waiting the connection is held until the answer: nothing would gain from it, and the pool would
+   * otherwise count a connection with a statement in flight as idle (to hand out first, or to close).
+   * Either way the statement is sent in the pool's callback, and a held connection has a listener for its
+   * 'error', so no 'error' comes while no listener is on it.
    */
   const queryOnPool = (sql: string, values: unknown[] | undefined) =>
     new Promise<Answer>((resolve, reject) => {
@@ -271,14 +274,49 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
           return;
         }
         corkUntilNextTick(client);
-        try {
-          submit(client, sql, values, resolve, reject);
-        } catch (submitError) {
-          release(submitError as Error);
-          reject(translateError(submitError));
+        if (pool.waitingCount > 0) {
+          try {
+            submit(client, sql, values, resolve, reject);
+          } catch (submitError) {
+            release(submitError as Error);
+            reject(translateError(submitError));
+            return;
+          }
+          release();
           return;
         }
-        release();
+        let lost: Error | undefined;
+        const onConnectionError = (connectionError: Error) => {
+          lost = connectionError;
+        };
+        client.on('error', onConnectionError);
+        const settle = (failure: unknown) => {
+          client.off('error', onConnectionError);
+          release(
+            lost ??
+              (failure !== undefined && (isConnectionFailure(failure) || isStoreUnavailable(failure))
+                ? (failure as Error)
+                : undefined),
+          );
+        };
+        try {
+          submit(
+            client,
+            sql,
+            values,
+            (answer) => {
+              settle(undefined);
+              resolve(answer);
+            },
+            (queryError) => {
+              settle(queryError);
+              reject(queryError);
+            },
+          );
+        } catch (submitError) {
+          settle(submitError);
+          reject(translateError(submitError));
+        }
       });
     });
 
@@ -390,15 +428,15 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
           }
           throw error;
         }
-        // COMMIT goes out only now that the work has resolved. The connection goes back to the pool with
-        // COMMIT in flight: whatever ends the transaction (COMMIT, its error, or its answer ROLLBACK), the
-        // connection is outside any transaction afterwards, and the next transaction's BEGIN and statements
-        // are pipelined behind it, often in the same socket write, instead of waiting for the commit's
-        // flush. This transaction still reports success only on COMMIT's answer; a connection lost
-        // meanwhile fails the statements queued behind it as well.
+        // COMMIT goes out only now that the work has resolved. While others wait for the pool the
+        // connection goes back with COMMIT in flight: whatever ends the transaction (COMMIT, its error, or
+        // its answer ROLLBACK), the connection is outside any transaction afterwards, and the next
+        // transaction's BEGIN and statements are pipelined behind it, often in the same socket write,
+        // instead of waiting for the commit's flush. This transaction still reports success only on
+        // COMMIT's answer; a connection lost meanwhile fails the statements queued behind it as well.
         const committing = query(client, 'COMMIT', undefined);
         committing.catch(() => {});
-        release();
+        if (pool.waitingCount > 0) release();
         const committed = await committing;
         // Postgres answers COMMIT of a transaction that a failed statement aborted with ROLLBACK, not an
         // error: work that caught that statement's error must not be told its writes are stored.

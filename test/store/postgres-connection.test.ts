@@ -243,7 +243,7 @@ describe.skipIf(backend.kind !== 'server')(
       expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
     });
 
-    it('returns the connection of a statement outside a transaction to the pool once it is sent', async () => {
+    it('returns the connection of a statement outside a transaction to the pool once sent while others wait', async () => {
       const db = await open();
       const holder = new pg.Client({ connectionString: url });
       await holder.connect();
@@ -278,6 +278,31 @@ describe.skipIf(backend.kind !== 'server')(
         code: '42P01',
       });
       expect(await db.all('SELECT id, v FROM t')).toEqual([{ id: 1, v: 'behind' }]);
+    });
+
+    it('holds the connection of a statement until its answer while no one waits for the pool', async () => {
+      const db = await open();
+      await db.get('SELECT 1 AS one');
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        await holder.query(`SELECT pg_advisory_lock(${lockKey})`);
+        const blocked = db.get(`SELECT 1 AS one FROM pg_advisory_lock(${lockKey})`);
+        for (;;) {
+          const waiting = await holder.query(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = ${lockKey} AND NOT granted`,
+          );
+          if (waiting.rows[0].n > 0) break;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        // Not counted idle with its statement in flight: the pool neither hands it out first nor closes it.
+        expect(db.pool.idleCount).toBe(0);
+        await holder.query(`SELECT pg_advisory_unlock(${lockKey})`);
+        expect(await blocked).toEqual({ one: 1 });
+      } finally {
+        await holder.end();
+      }
+      expect(db.pool.idleCount).toBe(1);
     });
 
     it('refuses to report a commit that Postgres turned into a rollback', async () => {
