@@ -59,6 +59,8 @@ function invokeTool(
     maxResultChars: limits.maxToolResultChars,
     context,
   };
+  // Nothing can abort a run without a caller signal: its calls need not check or race it.
+  if (!state.abortable) executeOptions.abortSignal = null;
   if (options.policy) executeOptions.policy = options.policy;
   if (options.approve) executeOptions.approve = options.approve;
   if (options.hooks) executeOptions.hooks = options.hooks;
@@ -190,7 +192,8 @@ class TurnCalls implements ToolOutcomeSink {
 function runBounded(state: RunState, calls: TurnCalls, toolCalls: ModelToolCall[]): void {
   const semaphore = createSemaphore(state.limits.maxParallelTools);
   toolCalls.forEach((call, slot) => {
-    semaphore.acquire(state.signal).then(
+    // Waiting for a slot is cut short by the run's abort, if anything can abort it.
+    semaphore.acquire(state.abortable ? state.signal : undefined).then(
       (release) => {
         try {
           calls.start(slot, {

@@ -53,6 +53,12 @@ export interface ExecuteToolCallOptions {
   approve?: ToolApprover;
   hooks?: HookPipeline;
   context: ToolContext;
+  /**
+   * What aborts the call: checked before the tool starts and raced while it runs. `context.signal` when
+   * omitted; `null` for a call nothing can abort (the engage loop's run without a caller signal), which is
+   * then neither checked nor raced, so `context.signal` is never read on the tool's behalf.
+   */
+  abortSignal?: AbortSignal | null;
   /** Results longer than this are cut (with a note) before they reach the model. */
   maxResultChars?: number;
 }
@@ -116,6 +122,7 @@ function startCall(
 ): void {
   const { context, registry } = options;
   const maxResultChars = options.maxResultChars ?? defaultMaxResultChars;
+  const abortSignal = abortSignalOf(options);
 
   const tool =
     options.allowedNames && !options.allowedNames.has(call.name) ? undefined : registry.get(call.name);
@@ -136,7 +143,7 @@ function startCall(
     );
     return;
   }
-  if (context.signal.aborted) {
+  if (abortSignal?.aborted) {
     deliverLater(
       sink,
       slot,
@@ -177,13 +184,17 @@ function startCall(
   // Without hooks or policy nothing is awaited before or after the tool: no async frame around it, whose
   // promises (and, with an AsyncLocalStorage in the process, their hooks) every call would pay for.
   if (!options.hooks && !options.policy) {
-    new DirectCall(call, tool, parsed.data, context, maxResultChars, sink, slot);
+    new DirectCall(call, tool, parsed.data, context, abortSignal, maxResultChars, sink, slot);
     return;
   }
   executeGuarded(call, options, tool, parsed.data, maxResultChars).then(
     (outcome) => sink.onOutcome(outcome, slot),
     (error) => sink.onFailure(error, slot),
   );
+}
+
+function abortSignalOf(options: ExecuteToolCallOptions): AbortSignal | null {
+  return options.abortSignal === undefined ? options.context.signal : options.abortSignal;
 }
 
 /** An outcome decided before any tool ran, delivered a reaction later like every other outcome. */
@@ -204,19 +215,27 @@ class DirectCall implements Racer {
     private readonly call: ModelToolCall,
     private readonly tool: ToolDefinition,
     input: unknown,
-    private readonly context: ToolContext,
+    context: ToolContext,
+    private readonly signal: AbortSignal | null,
     private readonly maxResultChars: number,
     private readonly sink: ToolOutcomeSink,
     private readonly slot: number,
   ) {
     this.work = startTool(tool, input, context);
-    if (context.signal.aborted) {
+    if (!signal) {
+      this.work.then(
+        (result) => this.succeeded(result),
+        (error) => this.threw(error),
+      );
+      return;
+    }
+    if (signal.aborted) {
       this.work.catch(ignore);
       deliverLater(sink, slot, this.abortedOutcome());
       this.settled = true;
       return;
     }
-    race(context.signal, this);
+    race(signal, this);
     this.work.then(
       (result) => this.succeeded(result),
       (error) => this.threw(error),
@@ -246,7 +265,7 @@ class DirectCall implements Racer {
   private threw(error: unknown): void {
     if (this.settled) return;
     this.end();
-    if (this.context.signal.aborted) {
+    if (this.signal?.aborted) {
       this.sink.onOutcome(this.abortedOutcome(), this.slot);
       return;
     }
@@ -267,7 +286,7 @@ class DirectCall implements Racer {
 
   private end(): void {
     this.settled = true;
-    unrace(this.context.signal, this);
+    if (this.signal) unrace(this.signal, this);
   }
 
   private abortedOutcome(): ToolCallOutcome {
@@ -371,7 +390,7 @@ async function executeGuarded(
       } catch (error) {
         context.logger.warn({ err: error, toolName: call.name }, 'tool approval failed; refusing the call');
       }
-      if (context.signal.aborted)
+      if (abortSignalOf(options)?.aborted)
         return failed(
           call,
           'aborted',
@@ -400,7 +419,7 @@ async function executeGuarded(
     }
   }
 
-  const run = await runTool(tool, input, context);
+  const run = await runTool(tool, input, context, abortSignalOf(options));
   if (run.status === 'aborted') return failed(call, 'aborted', run.content, args, maxResultChars);
   let { content, isError } = run;
   if (hooks && run.failure) {
@@ -484,9 +503,14 @@ function runOf(result: ToolResult | string): ToolRun {
  * turns whatever it returns or throws into a `ToolRun`. Never rejects. (The path with hooks or policy;
  * `DirectCall` is the same race for a call without them.)
  */
-function runTool(tool: ToolDefinition, input: unknown, context: ToolContext): Promise<ToolRun> {
-  const { signal } = context;
+function runTool(
+  tool: ToolDefinition,
+  input: unknown,
+  context: ToolContext,
+  signal: AbortSignal | null,
+): Promise<ToolRun> {
   const work = startTool(tool, input, context);
+  if (!signal) return work.then(runOf, (error) => thrownRun(tool, error));
   if (signal.aborted) {
     work.catch(ignore);
     return Promise.resolve(abortedRun());

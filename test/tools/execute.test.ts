@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -325,5 +326,29 @@ describe('executeToolCall', () => {
       ),
     );
     expect(failure).toEqual([expect.objectContaining({ message: 'schema exploded' }), 3]);
+  });
+
+  it('races the call against abortSignal when given, and neither checks nor races a null one', async () => {
+    const { registry } = setup();
+    const runAborted = new AbortController();
+    runAborted.abort();
+    const unabortable = await executeToolCall(
+      { id: 'c', name: 'save', arguments: { path: 'a.md', text: '' } },
+      {
+        registry,
+        context: createToolContext('/tmp', { signal: runAborted.signal }),
+        abortSignal: null,
+      },
+    );
+    expect(unabortable).toMatchObject({ status: 'ok' });
+    const fresh = new AbortController();
+    const other = new AbortController();
+    const pending = executeToolCall(
+      { id: 'c', name: 'stuck', arguments: {} },
+      { registry, context: createToolContext('/tmp', { signal: fresh.signal }), abortSignal: other.signal },
+    );
+    expect(getEventListeners(fresh.signal, 'abort')).toHaveLength(0);
+    other.abort();
+    expect(await pending).toMatchObject({ status: 'aborted' });
   });
 });

@@ -60,6 +60,34 @@ describe('engage run state', () => {
     expect(createRunState({ ...options, signal: already.signal }).signal.aborted).toBe(true);
   });
 
+  it('a run without a caller signal takes over the signal of a finished one, unless a listener was left on it', () => {
+    const { options } = stepOptions();
+    const first = createRunState(options);
+    expect(first.abortable).toBe(false);
+    first.detach();
+    // Nothing can abort either run, and nothing listens on the signal: the next run may have it.
+    const second = createRunState(options);
+    expect(second.signal).toBe(first.signal);
+    expect(second.signal.aborted).toBe(false);
+    // Two runs at once never share one.
+    const concurrent = createRunState(options);
+    expect(concurrent.signal).not.toBe(second.signal);
+    // A listener a tool left behind would pile up with the next run's: that signal is not handed on.
+    second.signal.addEventListener('abort', () => {});
+    second.detach();
+    concurrent.detach();
+    const third = createRunState(options);
+    expect(third.signal).not.toBe(second.signal);
+    expect(third.signal).toBe(concurrent.signal);
+    // A run that follows a caller's signal has its own, and gives none back.
+    const caller = new AbortController();
+    const abortable = createRunState({ ...options, signal: caller.signal });
+    expect(abortable.abortable).toBe(true);
+    abortable.detach();
+    third.detach();
+    expect(createRunState(options).signal).toBe(third.signal);
+  });
+
   it('reports the result as it stands', () => {
     const { options } = stepOptions();
     const state = createRunState(options);
