@@ -1,12 +1,14 @@
 // The durable floor of a chat turn: what a turn must write, written with better-sqlite3 alone into a file with
-// agentd's own schema (its migrations, FTS5 triggers and indexes included), as two transactions — the user's
-// message before the acknowledgement, the reply after the model — with agentd's pragmas (WAL,
-// synchronous=NORMAL, 8,000-page autocheckpoint). Paired with the bare ws frames (bench/echo-floor.ts), it
-// is the least a durable turn of this schema can cost: agentd's cost above it is its own code.
+// agentd's own schema (its migrations, triggers and indexes included, and the full-text index's backlog), as
+// two transactions — the user's message before the acknowledgement, the reply after the model — with agentd's
+// pragmas (WAL, synchronous=NORMAL, 8,000-page autocheckpoint). Paired with the bare ws frames
+// (bench/echo-floor.ts), it is the least a durable turn of this schema can cost: agentd's cost above it is its
+// own code.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { indexBacklogSql } from '../src/memory/fts-backlog.js';
 import { createSqliteDatabase, migrate } from '../src/store/index.js';
 
 /**
@@ -78,6 +80,13 @@ export async function openDurableFloor(): Promise<DurableFloor> {
       'ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
   );
   const deleteRunRecord = db.prepare("DELETE FROM kv WHERE namespace = 'chat-running' AND key = ?");
+  // The full-text index follows the entries as agentd's does: the backlog in one statement, at most every
+  // 50 ms (src/memory/fts-backlog.ts), here inside a turn's commit rather than one of its own.
+  const indexBacklog = db.prepare(indexBacklogSql);
+  const markIndexed = db.prepare('UPDATE memory_fts_progress SET indexed_up_to = ? WHERE id = 1');
+  const highestEntry = db.prepare('SELECT max(id) AS n FROM memory_entries').pluck();
+  let indexedUpTo = 0;
+  let indexedAtMs = 0;
 
   const sessions = new Map<string, { id: string; nextId: number; active: number[] }>();
   const sessionOf = (sessionKey: string, now: number) => {
@@ -168,6 +177,13 @@ export async function openDurableFloor(): Promise<DurableFloor> {
     const now = Date.now();
     db.exec('BEGIN IMMEDIATE');
     for (const turn of turns) write(turn, now);
+    if (now - indexedAtMs >= 50) {
+      const highest = Number(highestEntry.get() ?? 0);
+      indexBacklog.run(indexedUpTo, highest);
+      markIndexed.run(highest);
+      indexedUpTo = highest;
+      indexedAtMs = now;
+    }
     db.exec('COMMIT');
   };
 

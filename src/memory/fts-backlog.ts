@@ -24,7 +24,7 @@ export interface FtsBacklog {
  * conversational turn the two previous turns of its key (newest first). Earlier turns are all committed
  * before a later one is indexed, so indexing later sees what the trigger saw.
  */
-const indexBacklogSql =
+export const indexBacklogSql =
   'INSERT INTO memory_fts (rowid, content, before) SELECT n.id, n.content, ' +
   "CASE WHEN n.kind = 'entry' AND n.role IN ('user', 'assistant') THEN coalesce((" +
   'SELECT group_concat(content, char(10)) FROM (SELECT p.content FROM memory_entries p ' +
