@@ -5,7 +5,7 @@
 
 import { dirname, join, resolve } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
-import { type ChatService, createChatService, type PendingMessage, type RunningRun } from './chat/index.js';
+import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
 import { type AgentDefinition, type AgentdConfig, providerSettings } from './config/index.js';
 import { createCronScheduler } from './cron/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
@@ -547,7 +547,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     });
 
   const inboxNamespace = 'chat-inbox';
-  const runningNamespace = 'chat-running';
   const chat = createChatService({
     sessions: store.sessions,
     inbox: {
@@ -570,12 +569,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       },
       list: async () =>
         (await store.kv.list(inboxNamespace)).map((entry) => JSON.parse(entry.value) as PendingMessage),
-      markRunning: (run) => store.kv.set(runningNamespace, run.runId, JSON.stringify(run)),
-      markEnded: async (runId) => {
-        await store.kv.delete(runningNamespace, runId);
-      },
-      listRunning: async () =>
-        (await store.kv.list(runningNamespace)).map((entry) => JSON.parse(entry.value) as RunningRun),
+      // On the session's row, which the same commits update for the message count (migration 0023).
+      markRunning: (run) =>
+        store.sessions.markRunning(run.sessionId, { runId: run.runId, startedAt: run.startedAt }),
+      markEnded: (run) => store.sessions.markEnded(run.sessionKey, run.runId),
+      listRunning: () => store.sessions.listRunning(),
     },
     memory,
     identity,

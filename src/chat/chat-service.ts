@@ -95,8 +95,9 @@ export interface ChatInbox {
   put(message: PendingMessage): Promise<void>;
   delete(runId: string): Promise<void>;
   list(): Promise<PendingMessage[]>;
-  markRunning(run: RunningRun): Promise<void>;
-  markEnded(runId: string): Promise<void>;
+  /** In the transaction of the run's user message; `sessionId` is the instance the message went to. */
+  markRunning(run: RunningRun & { sessionId: string }): Promise<void>;
+  markEnded(run: { runId: string; sessionKey: string }): Promise<void>;
   listRunning(): Promise<RunningRun[]>;
 }
 

@@ -56,6 +56,23 @@ export interface SessionStore {
   archive(sessionKey: string, reason: string): Promise<SessionRecord | undefined>;
   /** Removes every instance of the key, archived ones included; returns how many. */
   delete(sessionKey: string): Promise<number>;
+  /**
+   * Marks the chat run in progress on the session's row (one per session: a key runs one turn at a time). It
+   * joins the transaction it is called in, as the message count does.
+   */
+  markRunning(id: string, run: { runId: string; startedAt: number }): Promise<void>;
+  /** Clears the mark of `runId` on the key's rows (the instance may have been archived meanwhile). */
+  markEnded(sessionKey: string, runId: string): Promise<void>;
+  /** Runs still marked: at a start, the ones a stop interrupted. */
+  listRunning(): Promise<RunningSessionRun[]>;
+}
+
+/** A chat run marked in progress on its session's row. */
+export interface RunningSessionRun {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  startedAt: number;
 }
 
 export interface CreateSessionStoreOptions {
@@ -275,6 +292,39 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     async delete(sessionKey) {
       const result = await db.run('DELETE FROM sessions WHERE session_key = ?', [sessionKey]);
       return result.changes;
+    },
+
+    async markRunning(id, run) {
+      await db.run('UPDATE sessions SET running_run_id = ?, running_started_at = ? WHERE id = ?', [
+        run.runId,
+        run.startedAt,
+        id,
+      ]);
+    },
+
+    async markEnded(sessionKey, runId) {
+      await db.run(
+        'UPDATE sessions SET running_run_id = NULL, running_started_at = NULL WHERE session_key = ? AND running_run_id = ?',
+        [sessionKey, runId],
+      );
+    },
+
+    async listRunning() {
+      // Read at a start only: a scan of the table, so no index is written on every turn for it.
+      const rows = await db.all<{
+        running_run_id: string;
+        session_key: string;
+        agent_id: string;
+        running_started_at: number;
+      }>(
+        'SELECT running_run_id, session_key, agent_id, running_started_at FROM sessions WHERE running_run_id IS NOT NULL',
+      );
+      return rows.map((row) => ({
+        runId: row.running_run_id,
+        sessionKey: row.session_key,
+        agentId: row.agent_id,
+        startedAt: Number(row.running_started_at),
+      }));
     },
   };
   return store;

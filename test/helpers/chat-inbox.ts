@@ -1,19 +1,21 @@
-import type { ChatInbox, PendingMessage, RunningRun } from '../../src/chat/index.js';
-import { createKvStore, type SqlDatabase } from '../../src/store/index.js';
+import type { ChatInbox, PendingMessage } from '../../src/chat/index.js';
+import { createKvStore, createSessionStore, type SqlDatabase } from '../../src/store/index.js';
 
-/** A chat inbox on the `kv` table of `db`, as the runtime keeps it (namespaces `inbox` and `running`). */
+/**
+ * A chat inbox on `db` as the runtime keeps it: pending messages in the `kv` table (namespace `inbox`), runs in
+ * progress on their sessions' rows.
+ */
 export function inboxOn(db: SqlDatabase): ChatInbox {
   const kv = createKvStore(db);
+  const sessions = createSessionStore(db);
   return {
     put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
     delete: async (runId) => {
       await kv.delete('inbox', runId);
     },
     list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-    markRunning: (run) => kv.set('running', run.runId, JSON.stringify(run)),
-    markEnded: async (runId) => {
-      await kv.delete('running', runId);
-    },
-    listRunning: async () => (await kv.list('running')).map((entry) => JSON.parse(entry.value) as RunningRun),
+    markRunning: (run) => sessions.markRunning(run.sessionId, run),
+    markEnded: (run) => sessions.markEnded(run.sessionKey, run.runId),
+    listRunning: () => sessions.listRunning(),
   };
 }

@@ -1,11 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
-import {
-  type ChatInbox,
-  createChatService,
-  type PendingMessage,
-  type RunningRun,
-} from '../../src/chat/index.js';
+import { type ChatInbox, createChatService, type PendingMessage } from '../../src/chat/index.js';
 import { createIdentityLoader } from '../../src/identity/index.js';
 import { createMemoryService } from '../../src/memory/index.js';
 import type { Runtime } from '../../src/runtime.js';
@@ -32,12 +27,9 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
         await kv.delete('inbox', runId);
       },
       list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-      markRunning: (run) => kv.set('running', run.runId, JSON.stringify(run)),
-      markEnded: async (runId) => {
-        await kv.delete('running', runId);
-      },
-      listRunning: async () =>
-        (await kv.list('running')).map((entry) => JSON.parse(entry.value) as RunningRun),
+      markRunning: (run) => createSessionStore(db).markRunning(run.sessionId, run),
+      markEnded: (run) => createSessionStore(db).markEnded(run.sessionKey, run.runId),
+      listRunning: () => createSessionStore(db).listRunning(),
     };
     const bus = createBus();
     const memory = createMemoryService({ db, bus, config: { writeRetryMs: 5, maxWriteRetryMs: 20 } });
@@ -96,11 +88,7 @@ describe('a turn cut off by a crash', () => {
       { sessionId: session.id, sessionKey: 'agent:main:main', agentId: 'main' },
       { role: 'user', content: 'cut off', metadata: { runId: 'run-cut' } },
     );
-    await store.kv.set(
-      'chat-running',
-      'run-cut',
-      JSON.stringify({ runId: 'run-cut', sessionKey: 'agent:main:main', agentId: 'main', startedAt: 1 }),
-    );
+    await store.sessions.markRunning(session.id, { runId: 'run-cut', startedAt: 1 });
     await store.close();
 
     const model = createScriptedModel({ steps: [] });

@@ -36,6 +36,7 @@ export async function runModelTurn(
         inbox && !acceptance ? inbox.delete(record.runId) : undefined,
         inbox?.markRunning({
           runId: record.runId,
+          sessionId: ref.sessionId,
           sessionKey: ref.sessionKey,
           agentId: ref.agentId,
           startedAt: record.startedAt,
@@ -116,7 +117,7 @@ export async function runModelTurn(
         const entries = await options.memory.appendBatch(ref, kept, async () => {
           await Promise.all([
             touchSession(ctx, ref.sessionId, kept.length),
-            endsRun ? inbox.markEnded(record.runId) : undefined,
+            endsRun ? inbox.markEnded({ runId: record.runId, sessionKey: ref.sessionKey }) : undefined,
           ]);
         });
         if (endsRun) running.delete(record.runId);

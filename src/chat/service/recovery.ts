@@ -9,7 +9,9 @@ export async function markEnded(ctx: ChatContext, record: ChatRunRecord): Promis
   if (!inbox) return;
   try {
     const ref = await refFor(ctx, record.sessionKey, record.agentId);
-    await ctx.options.memory.persist(ref, () => inbox.markEnded(record.runId));
+    await ctx.options.memory.persist(ref, () =>
+      inbox.markEnded({ runId: record.runId, sessionKey: record.sessionKey }),
+    );
   } catch (error) {
     // The run is over for every client already; at worst the next start reports it interrupted.
     ctx.logger.warn({ err: error, runId: record.runId }, 'could not record the end of a chat run');
@@ -44,7 +46,7 @@ export async function failInterrupted(ctx: ChatContext): Promise<string[]> {
           '(No reply: agentd stopped before this reply was finished. Send the message again to retry.)',
         metadata: { runId: run.runId, interrupted: true },
       },
-      () => inbox.markEnded(run.runId),
+      () => inbox.markEnded({ runId: run.runId, sessionKey: run.sessionKey }),
     );
     record.assistantMemoryId = note.address;
     record.endedAt = clock.now();

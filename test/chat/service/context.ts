@@ -91,8 +91,8 @@ export function fakeContext(
         calls.push(['inbox.markRunning', run.runId]);
       },
       listRunning: async () => overrides.running ?? [],
-      markEnded: async (runId: string) => {
-        calls.push(['inbox.markEnded', runId]);
+      markEnded: async (run: { runId: string }) => {
+        calls.push(['inbox.markEnded', run.runId]);
       },
     },
     bus,

@@ -1,0 +1,83 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import {
+  createKvStore,
+  createSessionStore,
+  defaultMigrationsDir,
+  migrate,
+  type SqlDatabase,
+} from '../../src/store/index.js';
+import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
+
+/** The shipped migrations up to `version`, both dialects: a database as an older agentd left it. */
+function migrationsUpTo(version: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-migrations-upto-'));
+  for (const dialect of ['sqlite', 'postgres']) {
+    mkdirSync(join(dir, dialect));
+    for (const file of readdirSync(join(defaultMigrationsDir(), dialect)))
+      if (Number(file.slice(0, 4)) <= version)
+        copyFileSync(join(defaultMigrationsDir(), dialect, file), join(dir, dialect, file));
+  }
+  return dir;
+}
+
+describeEachDatabase('a chat run in progress, marked on its session row (migration 0023)', (getDb) => {
+  const opened: SqlDatabase[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((db) => db.close()));
+  });
+
+  it('lists what is marked, and clears only the run it is told, on the key archived or not', async () => {
+    const sessions = createSessionStore(getDb());
+    const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
+    const ops = await sessions.ensureActive('agent:alpha:ops', 'alpha');
+    await sessions.markRunning(main.id, { runId: 'run-1', startedAt: 10 });
+    await sessions.markRunning(ops.id, { runId: 'run-2', startedAt: 20 });
+    const byRun = async () =>
+      (await sessions.listRunning()).sort((left, right) => left.startedAt - right.startedAt);
+    expect(await byRun()).toEqual([
+      { runId: 'run-1', sessionKey: 'agent:alpha:main', agentId: 'alpha', startedAt: 10 },
+      { runId: 'run-2', sessionKey: 'agent:alpha:ops', agentId: 'alpha', startedAt: 20 },
+    ]);
+    // Another run's end, or another key's, leaves the mark.
+    await sessions.markEnded('agent:alpha:main', 'run-0');
+    await sessions.markEnded('agent:alpha:ops', 'run-1');
+    expect((await byRun()).map((run) => run.runId)).toEqual(['run-1', 'run-2']);
+    // `/new` archived the instance while its run went on: the run's end still clears it.
+    await sessions.archive('agent:alpha:main', 'reset');
+    await sessions.ensureActive('agent:alpha:main', 'alpha');
+    await sessions.markEnded('agent:alpha:main', 'run-1');
+    expect((await byRun()).map((run) => run.runId)).toEqual(['run-2']);
+    // The message count and the mark live on one row and do not disturb each other.
+    await sessions.touch(ops.id, { messageDelta: 2 });
+    expect((await byRun()).map((run) => run.runId)).toEqual(['run-2']);
+    expect((await sessions.getById(ops.id))?.messageCount).toBe(2);
+  });
+
+  it('keeps the runs an older version left marked in kv, on their key’s newest session', async () => {
+    const db = await openTestDatabase(getDb().dialect, { migrate: false });
+    opened.push(db);
+    await migrate(db, { dir: migrationsUpTo(22) });
+    const older = createSessionStore(db);
+    const archived = await older.ensureActive('agent:alpha:main', 'alpha');
+    await older.archive('agent:alpha:main', 'reset');
+    const newest = await older.ensureActive('agent:alpha:main', 'alpha');
+    await older.ensureActive('agent:alpha:idle', 'alpha');
+    const kv = createKvStore(db);
+    const marked = { runId: 'run-cut', sessionKey: 'agent:alpha:main', agentId: 'alpha', startedAt: 42 };
+    await kv.set('chat-running', 'run-cut', JSON.stringify(marked));
+    await kv.set('chat-inbox', 'run-waiting', '{"runId":"run-waiting"}');
+
+    await migrate(db);
+    const sessions = createSessionStore(db);
+    expect(await sessions.listRunning()).toEqual([marked]);
+    const row = await db.get<{ id: string }>('SELECT id FROM sessions WHERE running_run_id = ?', ['run-cut']);
+    expect(row?.id).toBe(newest.id);
+    expect(row?.id).not.toBe(archived.id);
+    // The marks moved; the pending messages stayed where they were.
+    expect(await kv.list('chat-running')).toEqual([]);
+    expect((await kv.list('chat-inbox')).map((entry) => entry.key)).toEqual(['run-waiting']);
+  });
+});
