@@ -134,6 +134,8 @@ function filterSql(filter: EntryFilter, params: SqlValue[]): string {
   if (filter.kind) {
     clauses.push('e.kind = ?');
     params.push(filter.kind);
+    // Literal, so the planners can use the summaries' partial index (migration 0024).
+    if (filter.kind !== 'entry') clauses.push("e.kind <> 'entry'");
   }
   if (filter.states?.length) {
     clauses.push(`e.state IN (${placeholders(filter.states.length)})`);
