@@ -446,13 +446,42 @@ export function createLtmStore(
     ftsBacklog?.noteInserted(entries.length);
   };
 
-  /** Reserves `count` consecutive MemoryIDs for a key; returns the first. */
+  /**
+   * The next free MemoryID of a key: past every id its entries hold and past its counter, which holds the
+   * ids of deleted entries (see `keepIdsOf`).
+   */
+  const nextFreeIdSql =
+    `SELECT ${dialect === 'postgres' ? 'GREATEST' : 'max'}(coalesce((SELECT next_id FROM memory_counters WHERE session_key = ?), 1), ` +
+    'coalesce((SELECT max(memory_id) + 1 FROM memory_entries WHERE session_key = ?), 1)) AS next_id';
+
+  /**
+   * Before entries of a key are deleted, the counter keeps their ids, so that none is handed out again.
+   * (SQLite reads the next id from the entries themselves and writes the counter only here.)
+   */
+  const keepIdsOf = (tx: SqlExecutor, where: 'session_key' | 'session_id', value: string) =>
+    tx.run(
+      'INSERT INTO memory_counters (session_key, next_id) ' +
+        `SELECT session_key, max(memory_id) + 1 FROM memory_entries WHERE ${where} = ? GROUP BY session_key ` +
+        `ON CONFLICT (session_key) DO UPDATE SET next_id = ${dialect === 'postgres' ? 'GREATEST' : 'MAX'}(memory_counters.next_id, excluded.next_id)`,
+      [value],
+    );
+
+  /**
+   * Reserves `count` consecutive MemoryIDs for a key; returns the first. On SQLite the transaction holds the
+   * database's write lock, so reading the next free id is a reservation: the entries' unique (key, id) index
+   * answers it from its last page, and no counter row is rewritten in every commit. On Postgres the counter
+   * row's lock serialises writers of the key.
+   */
   const reserveIds = async (
     tx: SqlExecutor,
     sessionKey: string,
     count: number,
     atLeast: number,
   ): Promise<number> => {
+    if (dialect === 'sqlite') {
+      const free = await tx.get<{ next_id: number }>(nextFreeIdSql, [sessionKey, sessionKey]);
+      return Math.max(atLeast, Number(free?.next_id ?? 1));
+    }
     // `atLeast` keeps the counter ahead of ids handed out while the database was unavailable.
     const row = await tx.get<{ next_id: number }>(
       'INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET next_id = ' +
@@ -740,10 +769,7 @@ export function createLtmStore(
     },
 
     async nextIdOf(sessionKey: string): Promise<number> {
-      const row = await db.get<{ next_id: number }>(
-        'SELECT next_id FROM memory_counters WHERE session_key = ?',
-        [sessionKey],
-      );
+      const row = await db.get<{ next_id: number }>(nextFreeIdSql, [sessionKey, sessionKey]);
       return row ? Number(row.next_id) : 1;
     },
 
@@ -1206,6 +1232,7 @@ export function createLtmStore(
           'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_key = ?)',
           [sessionKey],
         );
+        await keepIdsOf(tx, 'session_key', sessionKey);
         const deleted = await tx.run('DELETE FROM memory_entries WHERE session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_snapshots WHERE session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_events WHERE session_key = ?', [sessionKey]);
@@ -1256,6 +1283,7 @@ export function createLtmStore(
             'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_id = ?)',
             [sessionId],
           );
+          await keepIdsOf(tx, 'session_id', sessionId);
           entries += (await tx.run('DELETE FROM memory_entries WHERE session_id = ?', [sessionId])).changes;
           await tx.run('DELETE FROM memory_snapshots WHERE session_id = ?', [sessionId]);
           await tx.run('DELETE FROM memory_sessions WHERE session_id = ?', [sessionId]);
