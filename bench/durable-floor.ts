@@ -29,9 +29,9 @@ export interface FloorTurn {
  * arrive together.
  */
 export interface DurableFloor {
-  /** The users' messages, their run records and the sessions' counts: before the acknowledgements. */
+  /** The users' messages, and the sessions' counts with their runs marked: before the acknowledgements. */
   accept(turns: ReadonlyArray<FloorTurn>): void;
-  /** The replies, an eviction when one passes the limit with its event, an audit row, the run records' removal. */
+  /** The replies, an eviction when one passes the limit with its event, an audit row, the runs' marks cleared. */
   finish(turns: ReadonlyArray<FloorTurn>): void;
   close(): void;
 }
@@ -54,12 +54,10 @@ export async function openDurableFloor(): Promise<DurableFloor> {
   const insertMemorySession = db.prepare(
     "INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms) VALUES (?, ?, 'main', ?, ?)",
   );
+  // The session's count and its run's mark in one statement: the least that writes both (agentd: two).
   const touchSession = db.prepare(
-    'UPDATE sessions SET message_count = message_count + 1, last_active_at = MAX(last_active_at, ?) WHERE id = ?',
-  );
-  const reserveIds = db.prepare(
-    'INSERT INTO memory_counters (session_key, next_id) VALUES (?, ?) ON CONFLICT (session_key) DO UPDATE SET next_id = ' +
-      'CASE WHEN memory_counters.next_id >= ? THEN memory_counters.next_id ELSE ? END + ? RETURNING next_id',
+    'UPDATE sessions SET message_count = message_count + 1, last_active_at = MAX(last_active_at, ?), ' +
+      'running_run_id = ?, running_started_at = ? WHERE id = ?',
   );
   const insertEntry = db.prepare(
     'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, related_to, order_key, ' +
@@ -75,11 +73,6 @@ export async function openDurableFloor(): Promise<DurableFloor> {
   const insertAudit = db.prepare(
     "INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ('chat.final', ?, ?, 'main', NULL, ?, ?)",
   );
-  const setRunRecord = db.prepare(
-    "INSERT INTO kv (namespace, key, value, updated_at) VALUES ('chat-running', ?, ?, ?) " +
-      'ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at',
-  );
-  const deleteRunRecord = db.prepare("DELETE FROM kv WHERE namespace = 'chat-running' AND key = ?");
   // The full-text index follows the entries as agentd's does: the backlog in one statement, at most every
   // 50 ms (src/memory/fts-backlog.ts), here inside a turn's commit rather than one of its own.
   const indexBacklog = db.prepare(indexBacklogSql);
@@ -109,11 +102,9 @@ export async function openDurableFloor(): Promise<DurableFloor> {
     now: number,
     relatedTo: number | null = null,
   ) => {
-    const next = reserveIds.get(sessionKey, session.nextId, session.nextId, session.nextId, 1) as {
-      next_id: number;
-    };
-    const memoryId = next.next_id - 1;
-    session.nextId = next.next_id;
+    // Ids from this process's own count: the floor has no other writer to look out for (agentd reads the
+    // key's next free id in the commit).
+    const memoryId = session.nextId++;
     const tokens = state === 'tombstone' ? 0 : Math.ceil(text.length / 4) + 4;
     insertEntry.run(
       sessionKey,
@@ -135,8 +126,7 @@ export async function openDurableFloor(): Promise<DurableFloor> {
   const acceptOne = ({ sessionKey, runId, text }: FloorTurn, now: number) => {
     const session = sessionOf(sessionKey, now);
     append(session, sessionKey, 'user', 'active', text, JSON.stringify({ runId }), now);
-    setRunRecord.run(runId, JSON.stringify({ runId, sessionKey, agentId: 'main', startedAt: now }), now);
-    touchSession.run(now, session.id);
+    touchSession.run(now, runId, now, session.id);
   };
   const finishOne = ({ sessionKey, runId, text }: FloorTurn, now: number) => {
     const session = sessionOf(sessionKey, now);
@@ -170,8 +160,7 @@ export async function openDurableFloor(): Promise<DurableFloor> {
       );
     }
     insertAudit.run(now, sessionKey, runId, JSON.stringify({ runId, status: 'done' }));
-    deleteRunRecord.run(runId);
-    touchSession.run(now, session.id);
+    touchSession.run(now, null, null, session.id);
   };
   const commit = (turns: ReadonlyArray<FloorTurn>, write: (turn: FloorTurn, now: number) => void) => {
     const now = Date.now();
