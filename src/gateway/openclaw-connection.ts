@@ -99,7 +99,7 @@ export function acceptOpenClawConnection(
   const dispatcher = createOpenClawDispatcher({
     table,
     context,
-    send: (frame, onWritten) => out.send(frame, onWritten ? { onWritten } : {}),
+    send: (frame) => out.send(frame),
     isOpen: () => out.open,
     ping: (token) => ws.ping(token),
     maxPendingRequests: limits.maxPendingRequests,

@@ -24,8 +24,8 @@ type WireError = ReturnType<typeof toWireError>;
 export interface OpenClawDispatcherDeps {
   table: MethodTable;
   context: MethodContext;
-  /** Writes one frame; `onWritten` runs once it was handed to the socket. False when it could not be. */
-  send(frame: Record<string, unknown>, onWritten?: () => void): boolean;
+  /** Writes one frame (the frames of one event-loop turn share a socket write). False when it could not be. */
+  send(frame: Record<string, unknown>): boolean;
   /** Whether frames can still be written. */
   isOpen(): boolean;
   /** Sends a WebSocket ping carrying `token`; the peer's pong echoes it (see `onPong`). */
@@ -41,8 +41,8 @@ export interface OpenClawDispatcher {
   whenNotHolding(send: () => void): void;
   /** A pong from the client, with its payload as text. */
   onPong(token: string): void;
-  sendResult(id: string, payload: unknown, onWritten?: () => void): void;
-  sendError(id: string, error: WireError, onWritten?: () => void): void;
+  sendResult(id: string, payload: unknown): void;
+  sendError(id: string, error: WireError): void;
   /** The connection closed: nothing is held any longer. */
   close(): void;
 }
@@ -65,11 +65,11 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
   const heldEvents: Array<() => void> = [];
   const awaitedPongs = new Map<string, () => void>();
 
-  const sendResult = (id: string, payload: unknown, onWritten?: () => void) => {
-    deps.send({ type: 'res', id, ok: true, payload }, onWritten);
+  const sendResult = (id: string, payload: unknown) => {
+    deps.send({ type: 'res', id, ok: true, payload });
   };
-  const sendError = (id: string, error: WireError, onWritten?: () => void) => {
-    deps.send({ type: 'res', id, ok: false, error }, onWritten);
+  const sendError = (id: string, error: WireError) => {
+    deps.send({ type: 'res', id, ok: false, error });
   };
 
   const whenNotHolding = (send: () => void) => {
@@ -83,7 +83,7 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
     for (const send of heldEvents.splice(0)) send();
   };
 
-  /** After a run's answer was written: ping, and confirm it on the pong (or after a while, for a client that never answers). */
+  /** After a run's answer was sent: ping, and confirm it on the pong (or after a while, for a client that never answers). */
   const awaitAnswerRead = () => {
     if (!deps.isOpen()) {
       confirmAnswer();
@@ -105,7 +105,10 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
     const startsRun = runStartingMethods.has(method);
     if (startsRun) unconfirmedAnswers++;
     let answered = !startsRun;
-    const onAnswerWritten = () => {
+    // The ping follows the answer in the same write: frames are read in order, so its pong still says the
+    // client has read the answer, and a turn takes one socket write fewer than with the ping sent from the
+    // answer's write callback.
+    const answerSent = () => {
       if (answered) return;
       answered = true;
       awaitAnswerRead();
@@ -113,10 +116,12 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
     try {
       const result = await table.invoke(method, params, context);
       if (!isAsyncResult(result)) {
-        sendResult(id, result, startsRun ? onAnswerWritten : undefined);
+        sendResult(id, result);
+        answerSent();
         return;
       }
-      sendResult(id, result.accepted, startsRun ? onAnswerWritten : undefined);
+      sendResult(id, result.accepted);
+      answerSent();
       // The final answer follows the run's events, which may still be held.
       try {
         const final = await result.final;
@@ -126,10 +131,8 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
         whenNotHolding(() => sendError(id, wire));
       }
     } catch (error) {
-      sendError(id, toWireError(error, logger), startsRun ? onAnswerWritten : undefined);
-    } finally {
-      // A frame that could not be written (closed socket) never calls back; nothing is held forever.
-      if (!deps.isOpen()) onAnswerWritten();
+      sendError(id, toWireError(error, logger));
+      answerSent();
     }
   };
 

@@ -23,10 +23,9 @@ export function closeReason(text: string): string {
 export interface Outbound {
   /**
    * Serialises and sends one message. `droppable` messages (intermediate chat deltas) are skipped while the
-   * peer is behind; anything else that pushes the queue past the limit disconnects the peer. `onWritten`
-   * runs once the frame was handed to the socket (or failed to be).
+   * peer is behind; anything else that pushes the queue past the limit disconnects the peer.
    */
-  send(value: unknown, options?: { droppable?: boolean; onWritten?: () => void }): boolean;
+  send(value: unknown, options?: { droppable?: boolean }): boolean;
   close(code: number, reason: string): void;
   readonly open: boolean;
   /** True while the peer is behind enough that droppable messages are being skipped. */
@@ -71,7 +70,7 @@ export function createOutbound(
         socket.cork();
         setImmediate(uncork);
       }
-      ws.send(JSON.stringify(value), sendOptions.onWritten ? () => sendOptions.onWritten?.() : undefined);
+      ws.send(JSON.stringify(value));
       if (ws.bufferedAmount > options.maxBufferedBytes) {
         options.logger.warn(
           { bufferedBytes: ws.bufferedAmount, maxBufferedBytes: options.maxBufferedBytes },

@@ -22,6 +22,9 @@ function setup(options: { maxPendingRequests?: number } = {}) {
   const table = createMethodTable();
   const wire: Array<Record<string, unknown>> = [];
   const pings: string[] = [];
+  /** Whether each ping came in the same synchronous step as the frame before it (so in its socket write). */
+  const pingsWithFrame: boolean[] = [];
+  let frameStep = 0;
   let open = true;
   let finishAgent: (value: unknown) => void = () => undefined;
   table.register('echo', { scopes: [], params: z.looseObject({ text: z.string() }), handler: (p) => p.text });
@@ -54,14 +57,18 @@ function setup(options: { maxPendingRequests?: number } = {}) {
   const dispatcher = createOpenClawDispatcher({
     table,
     context,
-    send(frame, onWritten) {
+    send(frame) {
       if (!open) return false;
       wire.push(frame);
-      if (onWritten) queueMicrotask(onWritten);
+      const step = ++frameStep;
+      queueMicrotask(() => {
+        if (frameStep === step) frameStep = 0;
+      });
       return true;
     },
     isOpen: () => open,
     ping(token) {
+      pingsWithFrame.push(frameStep !== 0);
       pings.push(token);
       wire.push({ ping: token });
     },
@@ -74,6 +81,7 @@ function setup(options: { maxPendingRequests?: number } = {}) {
     dispatcher,
     wire,
     pings,
+    pingsWithFrame,
     request,
     finishAgent: (value: unknown) => finishAgent(value),
     close: () => {
@@ -139,14 +147,15 @@ describe('OpenClaw dispatcher', () => {
   });
 
   it('holds run events from a run-starting request until the pong after its answer', async () => {
-    const { wire, pings, request, dispatcher } = setup();
+    const { wire, pings, pingsWithFrame, request, dispatcher } = setup();
     request('1', 'chat.send');
     await settle();
-    // Answer, then the ping; the run's event waits.
+    // Answer, then the ping, sent with it (one socket write); the run's event waits.
     expect(wire).toEqual([
       { type: 'res', id: '1', ok: true, payload: { runId: 'r1', status: 'started' } },
       { ping: pings[0] },
     ]);
+    expect(pingsWithFrame).toEqual([true]);
     dispatcher.whenNotHolding(() => wire.push({ event: 'chat:final' }));
     dispatcher.onPong('some other pong');
     expect(wire).toHaveLength(2);
