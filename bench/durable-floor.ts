@@ -1,5 +1,5 @@
 // The durable floor of a chat turn: what a turn must write, written with better-sqlite3 alone into a file with
-// agentd's own schema (its migrations, triggers and indexes included, and the full-text index's backlog), as
+// agentd's own schema (its migrations, FTS5 triggers and indexes included), as
 // two transactions — the user's message before the acknowledgement, the reply after the model — with agentd's
 // pragmas (WAL, synchronous=NORMAL, 8,000-page autocheckpoint). Paired with the bare ws frames
 // (bench/echo-floor.ts), it is the least a durable turn of this schema can cost: agentd's cost above it is its
@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { indexBacklogSql } from '../src/memory/fts-backlog.js';
 import { createSqliteDatabase, migrate } from '../src/store/index.js';
 
 /**
@@ -73,13 +72,6 @@ export async function openDurableFloor(): Promise<DurableFloor> {
   const insertAudit = db.prepare(
     "INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ('chat.final', ?, ?, 'main', NULL, ?, ?)",
   );
-  // The full-text index follows the entries as agentd's does: the backlog in one statement, at most every
-  // 50 ms (src/memory/fts-backlog.ts), here inside a turn's commit rather than one of its own.
-  const indexBacklog = db.prepare(indexBacklogSql);
-  const markIndexed = db.prepare('UPDATE memory_fts_progress SET indexed_up_to = ? WHERE id = 1');
-  const highestEntry = db.prepare('SELECT max(id) AS n FROM memory_entries').pluck();
-  let indexedUpTo = 0;
-  let indexedAtMs = 0;
 
   const sessions = new Map<string, { id: string; nextId: number; active: number[] }>();
   const sessionOf = (sessionKey: string, now: number) => {
@@ -166,13 +158,6 @@ export async function openDurableFloor(): Promise<DurableFloor> {
     const now = Date.now();
     db.exec('BEGIN IMMEDIATE');
     for (const turn of turns) write(turn, now);
-    if (now - indexedAtMs >= 50) {
-      const highest = Number(highestEntry.get() ?? 0);
-      indexBacklog.run(indexedUpTo, highest);
-      markIndexed.run(highest);
-      indexedUpTo = highest;
-      indexedAtMs = now;
-    }
     db.exec('COMMIT');
   };
 

@@ -886,7 +886,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       await sandbox?.close();
       await memoryManager.stop();
       await memory.flushEmbeddings().catch(() => {});
-      await memory.flushIndex().catch(() => {});
       identity.close();
       await recorder.stop();
       await store.close();

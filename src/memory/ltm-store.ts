@@ -1,6 +1,5 @@
 import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
 import { ErrorCodes, SystemError } from '../util/index.js';
-import { createFtsBacklog } from './fts-backlog.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
 
@@ -375,17 +374,7 @@ function entryParams(entry: StoredEntry): SqlValue[] {
   ];
 }
 
-export function createLtmStore(
-  db: SqlDatabase,
-  options: { sqliteVec: boolean },
-  index: {
-    /** After the last entries, how soon the SQLite full-text index catches up (see `createFtsBacklog`). */
-    delayMs?: number;
-    /** Backlogged entries that make it catch up at once. */
-    maxBacklogRows?: number;
-    onError?: (error: unknown) => void;
-  } = {},
-) {
+export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean }) {
   const dialect = db.dialect;
   const newestSessionLogRows = (table: SessionLogTable, sessionKey: string, limit: number) =>
     db.all<Record<string, unknown>>(
@@ -403,15 +392,6 @@ export function createLtmStore(
   let highestRowIdRead: { id: number; atMs: number; inserts: number } | undefined;
   const highestRowIdMaxAgeMs = 1_000;
 
-  const ftsBacklog =
-    dialect === 'sqlite'
-      ? createFtsBacklog(db, {
-          delayMs: index.delayMs ?? 50,
-          maxBacklogRows: index.maxBacklogRows ?? 512,
-          otherWritersMs: highestRowIdMaxAgeMs,
-          onError: index.onError ?? (() => {}),
-        })
-      : undefined;
 
   const highestEntryRowId = async (): Promise<number> => {
     const now = performance.now();
@@ -428,8 +408,8 @@ export function createLtmStore(
   /**
    * Inserts entries of one session key in one statement per `entriesPerInsert` (a turn's reply and the
    * tombstones of what it evicted are one round trip on Postgres, not one each) and sets their `rowId`.
-   * On Postgres, row triggers see the rows inserted before theirs in the same statement, so each entry's
-   * search context is what one insert per entry gave it; on SQLite the full-text index follows behind.
+   * Row triggers see the rows inserted before theirs in the same statement on both dialects, so each
+   * entry's search context is what one insert per entry gave it.
    */
   const insertEntries = async (tx: SqlExecutor, entries: ReadonlyArray<StoredEntry>): Promise<void> => {
     inserts++;
@@ -443,7 +423,6 @@ export function createLtmStore(
       const rowIds = new Map(rows.map((row) => [Number(row.memory_id), Number(row.id)]));
       for (const entry of chunk) entry.rowId = rowIds.get(entry.memoryId);
     }
-    ftsBacklog?.noteInserted(entries.length);
   };
 
   /**
@@ -692,7 +671,6 @@ export function createLtmStore(
     terms: ReadonlyArray<string>,
     maxScoredRows: number,
   ): Promise<{ match: string; term?: never } | { match?: never; term: string }> => {
-    await ftsBacklog?.catchUp();
     if (!Number.isFinite(maxScoredRows)) return { match: ftsAnyOf(terms) };
     const highestRowId = await highestEntryRowId();
     noteIndexSize(highestRowId);
@@ -728,13 +706,7 @@ export function createLtmStore(
      * Merges the full-text index into one segment now, in the background merge's steps without its pauses
      * (SQLite; nothing to do on Postgres, whose GIN index folds its pending entries in on its own).
      */
-    mergeIndex: async () => {
-      await ftsBacklog?.catchUp(true);
-      await mergeIndex(0);
-    },
-
-    /** Brings the SQLite full-text index up to every committed entry now (full-text reads do it first). */
-    indexBacklog: async () => ftsBacklog?.catchUp(true),
+    mergeIndex: () => mergeIndex(0),
 
     /** Segments of the SQLite full-text index (0 on Postgres). */
     indexSegments: async () => (dialect === 'sqlite' ? indexSegments() : 0),
@@ -1116,7 +1088,6 @@ export function createLtmStore(
       if (dialect === 'sqlite') {
         const phrase = ftsPhrase(topic);
         if (!phrase) return [];
-        await ftsBacklog?.catchUp();
         // Only the entry's own words: the neighbour columns would match the turns around it too.
         params.push(`content : ${phrase}`);
         const where = filterSql(filter, params);

@@ -125,11 +125,6 @@ export interface MemoryService {
   }>;
   /** Waits until queued embeddings are stored. */
   flushEmbeddings(): Promise<void>;
-  /**
-   * Brings the full-text index up to every committed entry (SQLite indexes entries shortly after their
-   * commit, and before any search; this is for a clean shutdown).
-   */
-  flushIndex(): Promise<void>;
   /** Queues entries that have no vector yet (e.g. written before a restart); returns how many. */
   backfillEmbeddings(limit?: number): Promise<number>;
   status(): MemoryStatus;
@@ -204,9 +199,6 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       return result;
     },
     flushEmbeddings: () => flushEmbeddings(ctx),
-    flushIndex: async () => {
-      await ctx.ltm.indexBacklog();
-    },
     backfillEmbeddings: (limit) => backfillEmbeddings(ctx, limit),
     reportWriteFailure: (error) => enterDegraded(ctx, error),
     status: () => ({

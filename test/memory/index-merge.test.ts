@@ -3,7 +3,7 @@ import { createLtmStore } from '../../src/memory/ltm-store.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
-// Every transaction that indexes entries leaves its own FTS5 segment, and every term lookup reads each
+// Every transaction that writes entries leaves its own FTS5 segment, and every term lookup reads each
 // segment: the SQLite full-text index is merged into one, in the background once it has grown, and search
 // results do not depend on how it is split.
 describeEachDatabase('merging the full-text index', (getDb) => {
@@ -13,8 +13,7 @@ describeEachDatabase('merging the full-text index', (getDb) => {
    */
   const seed = async () => {
     const harness = createHarness(getDb(), { config: { maxActiveEntries: 16 } });
-    const ltm = createLtmStore(getDb(), { sqliteVec: false });
-    for (let batch = 0; batch < 20; batch++) {
+    for (let batch = 0; batch < 20; batch++)
       await harness.memory.appendBatch(
         sessionRef(batch % 2 ? 'ops' : 'main'),
         Array.from({ length: 60 }, (_, index) => {
@@ -30,9 +29,6 @@ describeEachDatabase('merging the full-text index', (getDb) => {
           };
         }),
       );
-      // Indexed batch by batch (as a busy server's index catches up): a segment each.
-      await ltm.indexBacklog();
-    }
     return harness.memory;
   };
   const queries = ['zeppelin hangar', 'hangar inventory', 'lanterns zeppelin', 'filler'];

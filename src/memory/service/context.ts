@@ -193,10 +193,7 @@ export function createMemoryContext(options: MemoryServiceOptions): MemoryContex
     clock,
     newId: options.idGenerator ?? createIdGenerator({ now: () => clock.now() }),
     logger,
-    ltm: createLtmStore(db, vectorSupport, {
-      onError: (error) =>
-        logger.warn({ err: error }, 'the full-text index could not catch up; the next search tries again'),
-    }),
+    ltm: createLtmStore(db, vectorSupport),
     mutex: createKeyedMutex(),
     sessions: new Map(),
     appendsWaiting: new Map(),
