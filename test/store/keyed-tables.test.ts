@@ -1,22 +1,8 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { createLtmStore } from '../../src/memory/ltm-store.js';
-import { createKvStore, defaultMigrationsDir, migrate, type SqlDatabase } from '../../src/store/index.js';
+import { createKvStore, migrate, type SqlDatabase } from '../../src/store/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
-
-/** The shipped migrations up to `version`, both dialects: a database as an older agentd left it. */
-function migrationsUpTo(version: number): string {
-  const dir = mkdtempSync(join(tmpdir(), 'agentd-migrations-upto-'));
-  for (const dialect of ['sqlite', 'postgres']) {
-    mkdirSync(join(dir, dialect));
-    for (const file of readdirSync(join(defaultMigrationsDir(), dialect)))
-      if (Number(file.slice(0, 4)) <= version)
-        copyFileSync(join(defaultMigrationsDir(), dialect, file), join(dir, dialect, file));
-  }
-  return dir;
-}
+import { migrationsUpTo } from '../helpers/migrations.js';
 
 const eventRow = (id: string, sessionKey: string, createdAtMs: number) => [
   id,

@@ -1,27 +1,7 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import {
-  createKvStore,
-  createSessionStore,
-  defaultMigrationsDir,
-  migrate,
-  type SqlDatabase,
-} from '../../src/store/index.js';
+import { createKvStore, createSessionStore, migrate, type SqlDatabase } from '../../src/store/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
-
-/** The shipped migrations up to `version`, both dialects: a database as an older agentd left it. */
-function migrationsUpTo(version: number): string {
-  const dir = mkdtempSync(join(tmpdir(), 'agentd-migrations-upto-'));
-  for (const dialect of ['sqlite', 'postgres']) {
-    mkdirSync(join(dir, dialect));
-    for (const file of readdirSync(join(defaultMigrationsDir(), dialect)))
-      if (Number(file.slice(0, 4)) <= version)
-        copyFileSync(join(defaultMigrationsDir(), dialect, file), join(dir, dialect, file));
-  }
-  return dir;
-}
+import { migrationsUpTo } from '../helpers/migrations.js';
 
 describeEachDatabase('a chat run in progress, marked on its session row (migration 0023)', (getDb) => {
   const opened: SqlDatabase[] = [];
