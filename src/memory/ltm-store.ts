@@ -392,7 +392,6 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   let highestRowIdRead: { id: number; atMs: number; inserts: number } | undefined;
   const highestRowIdMaxAgeMs = 1_000;
 
-
   const highestEntryRowId = async (): Promise<number> => {
     const now = performance.now();
     const read = highestRowIdRead;
