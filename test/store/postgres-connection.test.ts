@@ -22,7 +22,9 @@ describe.skipIf(backend.kind !== 'server')(
 
     /** One connection, so the session's prepared statements are the ones every query used. */
     const open = async (maxPreparedStatements?: number) => {
-      const schema = `agentd_t_prep_${process.pid}_${opened.length}_${Date.now().toString(36)}`;
+      // The creation time comes first: other test files drop `agentd_t_<time>_…` schemas older than an hour,
+      // and a name starting with a word read as base-36 time ("prep") looked decades old to them.
+      const schema = `agentd_t_${Date.now().toString(36)}_prep_${process.pid}_${opened.length}`;
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
       await admin.query(`CREATE SCHEMA ${schema}`);
