@@ -1,4 +1,3 @@
-import { getEventListeners } from 'node:events';
 import type { RunStatus } from '../bus/index.js';
 import type { ModelMessage } from '../model/index.js';
 import {
@@ -47,14 +46,11 @@ export interface RunState {
   readonly clock: Clock;
   readonly limits: RunSettings['limits'];
   readonly contextOptions: RunSettings['contextOptions'];
-  /**
-   * Aborts with the caller's signal (and only with it). A run without a caller signal can never abort: its
-   * signal is a spare one when there is one (see `takeUnabortableSignal`).
-   */
+  /** Aborts with the caller's signal (and only with it): a run without one never aborts. */
   readonly signal: AbortSignal;
   /** Whether anything can abort the run: it follows a caller's signal. */
   readonly abortable: boolean;
-  /** Stops following the caller's signal (or gives back an unabortable run's); done when the run finishes. */
+  /** Stops following the caller's signal; done when the run finishes. */
   readonly detach: () => void;
   readonly usage: EngageUsage;
   /** Assistant and tool messages of the run, uncompacted, in order. */
@@ -95,26 +91,8 @@ function resolveSettings(options: EngageOptions) {
 
 type RunSettings = ReturnType<typeof resolveSettings>;
 
-/** The detach of a run whose caller's signal had aborted already: there is nothing to stop following. */
+/** The detach of a run that follows no live caller's signal: there is nothing to stop following. */
 const stayDetached = () => {};
-
-/**
- * A never-aborted signal a finished run without a caller signal left with no listener on it. Such a run's
- * signal can never abort, and Node's AbortController costs a run about as much as a turn of the loop, so
- * the next such run takes it over: with no listener and no abort to come it is as good as a new one. A
- * signal a tool left a listener on is not kept (listeners would pile up across runs).
- */
-let spareSignal: AbortSignal | undefined;
-
-function takeUnabortableSignal(): AbortSignal {
-  const signal = spareSignal ?? new AbortController().signal;
-  spareSignal = undefined;
-  return signal;
-}
-
-function releaseUnabortableSignal(signal: AbortSignal): void {
-  if (getEventListeners(signal, 'abort').length === 0) spareSignal = signal;
-}
 
 /** Checks the options (throwing `INVALID_REQUEST` for bad limits) and sets up the run's state. */
 export function createRunState(options: EngageOptions, trace: RunTrace = untracedRun): RunState {
@@ -136,22 +114,14 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
     });
   }
 
+  const controller = new AbortController();
   const outer = options.signal;
-  let signal: AbortSignal;
   let detach = stayDetached;
-  if (outer) {
-    const controller = new AbortController();
-    signal = controller.signal;
-    if (outer.aborted) controller.abort(outer.reason);
-    else {
-      const onOuterAbort = () => controller.abort(outer.reason);
-      outer.addEventListener('abort', onOuterAbort, { once: true });
-      detach = () => outer.removeEventListener('abort', onOuterAbort);
-    }
-  } else {
-    const unabortable = takeUnabortableSignal();
-    signal = unabortable;
-    detach = () => releaseUnabortableSignal(unabortable);
+  if (outer?.aborted) controller.abort(outer.reason);
+  else if (outer) {
+    const onOuterAbort = () => controller.abort(outer.reason);
+    outer.addEventListener('abort', onOuterAbort, { once: true });
+    detach = () => outer.removeEventListener('abort', onOuterAbort);
   }
   const scope: RunScope = { runId, agentId, workItemId };
   if (sessionKey !== undefined) scope.sessionKey = sessionKey;
@@ -164,7 +134,7 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
     clock: options.clock ?? systemClock,
     limits,
     contextOptions,
-    signal,
+    signal: controller.signal,
     abortable: outer !== undefined,
     detach,
     usage: { inputTokens: 0, outputTokens: 0 },

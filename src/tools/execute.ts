@@ -208,7 +208,6 @@ function deliverLater(sink: ToolOutcomeSink, slot: number, outcome: ToolCallOutc
  * the tool's promise are the only closures.
  */
 class DirectCall implements Racer {
-  private readonly work: Promise<ToolResult | string>;
   private settled = false;
 
   constructor(
@@ -221,22 +220,15 @@ class DirectCall implements Racer {
     private readonly sink: ToolOutcomeSink,
     private readonly slot: number,
   ) {
-    this.work = startTool(tool, input, context);
-    if (!signal) {
-      this.work.then(
-        (result) => this.succeeded(result),
-        (error) => this.threw(error),
-      );
-      return;
-    }
-    if (signal.aborted) {
-      this.work.catch(ignore);
+    const work = startTool(tool, input, context);
+    if (signal?.aborted) {
+      work.catch(ignore);
       deliverLater(sink, slot, this.abortedOutcome());
       this.settled = true;
       return;
     }
-    race(signal, this);
-    this.work.then(
+    if (signal) race(signal, this);
+    work.then(
       (result) => this.succeeded(result),
       (error) => this.threw(error),
     );
@@ -245,19 +237,18 @@ class DirectCall implements Racer {
   private succeeded(result: ToolResult | string): void {
     if (this.settled) return;
     this.end();
-    const { call, maxResultChars } = this;
+    const { call } = this;
+    const run = runOf(result);
     this.sink.onOutcome(
-      typeof result === 'string'
-        ? outcomeOf(call, call.arguments, result, false, 'ok', undefined, maxResultChars)
-        : outcomeOf(
-            call,
-            call.arguments,
-            result.content,
-            result.isError ?? false,
-            result.isError ? 'error' : 'ok',
-            result.metadata,
-            maxResultChars,
-          ),
+      outcomeOf(
+        call,
+        call.arguments,
+        run.content,
+        run.isError,
+        run.status,
+        run.metadata,
+        this.maxResultChars,
+      ),
       this.slot,
     );
   }

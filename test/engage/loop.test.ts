@@ -2,6 +2,7 @@ import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createPolicy, defineTool } from '../../src/tools/index.js';
+import { brittleTool } from '../helpers/tools.js';
 import { createHarness, deferred, nextEvent } from './helpers.js';
 
 describe('engage loop: basics', () => {
@@ -289,14 +290,7 @@ describe('engage loop: parallel tools', () => {
   });
 
   it('a tool pipeline that throws ends the run as an error, with the calls all in flight or under the semaphore', async () => {
-    const brittle = defineTool({
-      name: 'brittle',
-      description: 'its schema throws',
-      input: z.object({}).superRefine(() => {
-        throw new Error('schema exploded');
-      }),
-      execute: async () => 'never',
-    });
+    const brittle = brittleTool();
     for (const maxParallelTools of [8, 1]) {
       const harness = await createHarness({
         tools: [brittle],

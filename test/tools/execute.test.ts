@@ -11,6 +11,7 @@ import {
   type ToolCallOutcome,
 } from '../../src/tools/index.js';
 import { UserInputError } from '../../src/util/index.js';
+import { brittleTool } from '../helpers/tools.js';
 import { createToolContext } from './helpers.js';
 
 function setup() {
@@ -304,14 +305,7 @@ describe('executeToolCall', () => {
   });
 
   it('a pipeline that throws (here a schema) rejects executeToolCall and reaches the sink as a failure', async () => {
-    const brittle = defineTool({
-      name: 'brittle',
-      description: 'its schema throws',
-      input: z.object({}).superRefine(() => {
-        throw new Error('schema exploded');
-      }),
-      execute: async () => 'never',
-    });
+    const brittle = brittleTool();
     const registry = createToolRegistry([brittle]);
     const context = createToolContext('/tmp');
     await expect(
