@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteDatabase, type SqliteDatabase } from '../../src/store/index.js';
 
 describe('SQLite group commit', () => {
@@ -53,6 +53,34 @@ describe('SQLite group commit', () => {
     expect(commits).toBe(1);
     expect(settledBeforeCommit).toEqual([]);
     expect(committedRows()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('lets transactions started by later callbacks of the same event-loop turn join the commit', async () => {
+    // Each socket read is its own callback: a chat turn started by the next one must share the commit of
+    // the turn the previous one started, not pay its own.
+    const insert = (v: string) => db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]));
+    const later = new Promise<unknown>((resolve) => setImmediate(() => resolve(insert('b'))));
+    const first = insert('a');
+    await Promise.all([first, later]);
+    expect(commits).toBe(1);
+    expect(committedRows()).toEqual(['a', 'b']);
+  });
+
+  it('commits a transaction awaited on its own before the next one starts', async () => {
+    await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
+    expect(committedRows()).toEqual(['a']);
+    await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['b']));
+    expect(commits).toBe(2);
+  });
+
+  it("commits under a test's fake timers too", async () => {
+    vi.useFakeTimers();
+    try {
+      await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
+      expect(committedRows()).toEqual(['a']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('rolls back only the failed member of a group', async () => {
