@@ -420,9 +420,11 @@ export async function evictEntries(
 
 /**
  * The oldest entries the limits would evict once `incoming` entries are appended, so the append can evict
- * them in its own commit, and the active tokens after the append (the eviction's `tokensBefore`). No
- * victims when an incoming entry is a tool result: it may belong to an older tool call's group, which only
- * the eviction after the append can see whole.
+ * them in its own commit, and the active tokens after the append (the eviction's `tokensBefore`): the same
+ * whole groups the eviction after the append would pick, since the incoming entries come last. The one group
+ * the append can still change is the last stored one, when the batch starts with tool results that may
+ * belong to its tool calls: when the eviction would reach it, there are no victims here and the eviction
+ * after the append, which sees that group whole, takes them in a commit of its own.
  */
 function victimsAfterAppend(
   ctx: MemoryContext,
@@ -430,7 +432,6 @@ function victimsAfterAppend(
   incoming: ReadonlyArray<{ role: string; tokens: number }>,
 ): { victims: StoredEntry[]; tokens: number } {
   const { config } = ctx;
-  if (incoming.some((entry) => entry.role === 'tool')) return { victims: [], tokens: 0 };
   const active = activeOf(ram);
   let tokens = tokensOf(active);
   for (const entry of incoming) tokens += entry.tokens;
@@ -443,6 +444,7 @@ function victimsAfterAppend(
     // The incoming entries are the latest; of the others none has to stay.
     0,
   );
+  if (victims.length === active.length && incoming[0]?.role === 'tool') return { victims: [], tokens };
   return { victims, tokens };
 }
 

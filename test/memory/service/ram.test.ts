@@ -214,6 +214,78 @@ describeEachDatabase('memory RAM context', (getDb) => {
     ]);
   });
 
+  it("stores a tool result's call as JSON.stringify writes it, whatever its id and name hold", async () => {
+    const db = getDb();
+    const { ctx } = stepContext(db);
+    const call = { toolCallId: 'c"1\\\u2028é', toolName: 'look "up"\n', isError: true };
+    await appendBatch(ctx, sessionRef(), [
+      { role: 'tool', content: 'failed', ...call },
+      { role: 'tool', content: 'found', toolCallId: 'c2', toolName: 'read' },
+    ]);
+    expect(await db.all('SELECT tool_data FROM memory_entries ORDER BY memory_id')).toEqual([
+      { tool_data: JSON.stringify(call) },
+      { tool_data: JSON.stringify({ toolCallId: 'c2', toolName: 'read', isError: false }) },
+    ]);
+  });
+
+  it("evicts in the append's own commit when the batch brings tool calls and their results", async () => {
+    const db = getDb();
+    let transactions = 0;
+    const counted: typeof db = Object.create(db);
+    counted.transaction = (work) => {
+      transactions++;
+      return db.transaction(work);
+    };
+    const { ctx, events } = stepContext(counted, { config: { maxActiveEntries: 4, evictDownToRatio: 1 } });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    const before = transactions;
+    // A run's transcript, as `beforeFinish` appends it: a tool call, its result, the answer.
+    await appendBatch(ctx, ref, [
+      { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'read', arguments: {} }] },
+      { role: 'tool', content: 'result', toolCallId: 'c1', toolName: 'read' },
+      { role: 'assistant', content: 'done' },
+    ]);
+    expect(transactions - before).toBe(1);
+    const evicted = events.filter((event) => (event.data as { kind?: string }).kind === 'evicted');
+    expect(evicted.map((event) => event.data)).toMatchObject([
+      { memoryIds: [1], count: 1, tokensBefore: 27 },
+    ]);
+    const states = (entries: RamSession['entries']) => entries.map((entry) => [entry.memoryId, entry.state]);
+    const expected = [
+      [6, 'tombstone'],
+      [2, 'active'],
+      [3, 'active'],
+      [4, 'active'],
+      [5, 'active'],
+    ];
+    expect(states((await loaded(ctx)).entries)).toEqual(expected);
+    const { ctx: fresh } = stepContext(db, { config: { maxActiveEntries: 4, evictDownToRatio: 1 } });
+    expect(states((await loaded(fresh)).entries)).toEqual(expected);
+  });
+
+  it('leaves an eviction that reaches a tool call to after the append when the batch starts with its results', async () => {
+    const { ctx, events } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'question' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'read', arguments: {} }] },
+    ]);
+    await appendBatch(ctx, ref, [
+      { role: 'tool', content: 'result', toolCallId: 'c1', toolName: 'read' },
+      { role: 'assistant', content: 'answer' },
+    ]);
+    // The call goes with its result, never without it.
+    const evicted = events.filter((event) => (event.data as { kind?: string }).kind === 'evicted');
+    expect(evicted.map((event) => (event.data as { memoryIds: number[] }).memoryIds)).toEqual([[1, 2, 3]]);
+    expect(
+      (await loaded(ctx)).entries.filter((entry) => entry.state === 'active').map((entry) => entry.content),
+    ).toEqual(['answer']);
+  });
+
   it("leaves what a released pin held off to an append queued behind it, in the append's commit", async () => {
     const db = getDb();
     let transactions = 0;
