@@ -2,10 +2,10 @@
 // scripted scenario: every run is N tool turns (each turn: K parallel calls of no-op tools) and one final
 // answer, with an instant in-process model. Also allocation per run and heap growth over 10,000 runs.
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, endianness, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -229,11 +229,31 @@ type RecordedSql =
   | { method: 'run' | 'get' | 'all'; sql: string; params: unknown[] };
 
 /**
+ * The WAL's last valid frame, from the header of the WAL index (`-shm`; `mxFrame`, bytes 16–19, in the
+ * byte order of the machine that wrote it): what a commit wrote is the difference before and after it, as
+ * long as no checkpoint restarted the WAL in between (then the number goes down).
+ */
+function walFrames(databasePath: string): number {
+  const header = Buffer.alloc(20);
+  const fd = openSync(`${databasePath}-shm`, 'r');
+  try {
+    readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return endianness() === 'LE' ? header.readUInt32LE(16) : header.readUInt32BE(16);
+}
+
+/**
  * Records every call the durable contender's store makes on better-sqlite3 during `runs` runs (statements
  * with their parameters, BEGIN and COMMIT included), one list per run, by wrapping the driver's methods
- * for that time only.
+ * for that time only. Also counts the WAL frames (pages) the runs' commits wrote, the ledger's and the
+ * transcript's apart, over the commits no checkpoint interrupted.
  */
-async function recordDriverCalls(contender: DurableContender, runs: number): Promise<RecordedSql[][]> {
+async function recordDriverCalls(
+  contender: DurableContender,
+  runs: number,
+): Promise<{ recorded: RecordedSql[][]; ledgerFrames: number; transcriptFrames: number; commits: number }> {
   const probe = new Database(':memory:');
   const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<
     'run' | 'get' | 'all',
@@ -248,16 +268,29 @@ async function recordDriverCalls(contender: DurableContender, runs: number): Pro
     exec: databaseProto.exec,
   };
   let current: RecordedSql[] = [];
+  const frames = { ledger: 0, transcript: 0, commits: 0, last: walFrames(contender.databasePath) };
+  const committed = (ledger: boolean) => {
+    const now = walFrames(contender.databasePath);
+    if (now >= frames.last) {
+      frames[ledger ? 'ledger' : 'transcript'] += now - frames.last;
+      frames.commits++;
+    }
+    frames.last = now;
+  };
   for (const method of ['run', 'get', 'all'] as const) {
     const original = originals[method];
     statementProto[method] = function (this: Database.Statement, ...params: unknown[]) {
       current.push({ method, sql: this.source, params });
-      return original.apply(this, params);
+      const result = original.apply(this, params);
+      if (!this.database.inTransaction && !this.readonly) committed(this.source.includes('work_ledger'));
+      return result;
     };
   }
   databaseProto.exec = function (this: Database.Database, sql: string) {
     current.push({ method: 'exec', sql });
-    return originals.exec.call(this, sql);
+    const result = originals.exec.call(this, sql);
+    if (sql === 'COMMIT') committed(false);
+    return result;
   };
   const recorded: RecordedSql[][] = [];
   try {
@@ -272,7 +305,12 @@ async function recordDriverCalls(contender: DurableContender, runs: number): Pro
     statementProto.all = originals.all;
     databaseProto.exec = originals.exec;
   }
-  return recorded;
+  return {
+    recorded,
+    ledgerFrames: frames.ledger / runs,
+    transcriptFrames: frames.transcript / runs,
+    commits: frames.commits,
+  };
 }
 
 /**
@@ -287,7 +325,10 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
   const source = new Database(contender.databasePath, { readonly: true });
   source.exec(`VACUUM INTO '${copyPath}'`);
   source.close();
-  const recorded = await recordDriverCalls(contender, rounds * runsPerRound);
+  const { recorded, ledgerFrames, transcriptFrames } = await recordDriverCalls(
+    contender,
+    rounds * runsPerRound,
+  );
   const floor = new Database(copyPath);
   try {
     floor.pragma('journal_mode = WAL');
@@ -401,6 +442,9 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
       floorTranscriptUs: median(transcriptUsPerRun),
       commits,
       ledgerCommits,
+      /** WAL frames (4 KiB pages) a run's commits wrote, averaged over the recorded runs. */
+      ledgerFrames,
+      transcriptFrames,
     };
   } finally {
     floor.close();
@@ -414,9 +458,11 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
  * What one durable ledger append costs against SQLite's own commit of the same row, measured side by side
  * in interleaved rounds: `ledger.append` through agentd's store (a work item's ledger, as the durable
  * contender writes it), its statement (`INSERT … SELECT MAX(seq) + 1 … RETURNING`) autocommitted on
- * better-sqlite3 directly, the head-counter append agentd made before (two statements in a
- * `BEGIN IMMEDIATE … COMMIT`), and the ledger row alone as one autocommitted INSERT. Each on its own file in a temporary directory, WAL
- * and synchronous=NORMAL like agentd's store, the schema of migrations/sqlite/0003_ledger_skills.sql.
+ * better-sqlite3 directly, on the table as migrations/sqlite/0025_ledger_keyed.sql keys it and as
+ * 0003_ledger_skills.sql made it (a rowid table, its key's index and a type/time index), the head-counter
+ * append agentd made before (two statements in a `BEGIN IMMEDIATE … COMMIT`, on the 0003 table), and the
+ * ledger row alone as one autocommitted INSERT. Each on its own file in a temporary directory, WAL and
+ * synchronous=NORMAL like agentd's store.
  */
 export async function ledgerCommitCosts(rounds: number, appendsPerRound: number) {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-ledger-commit-'));
@@ -428,19 +474,28 @@ export async function ledgerCommitCosts(rounds: number, appendsPerRound: number)
     bare.pragma('journal_mode = WAL');
     bare.pragma('synchronous = NORMAL');
     bare.exec(`CREATE TABLE work_ledger (work_item_id TEXT NOT NULL, seq INTEGER NOT NULL, entry_type TEXT NOT NULL,
+        content TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (work_item_id, seq)) WITHOUT ROWID;
+      CREATE INDEX work_ledger_findings_by_time ON work_ledger (created_at) WHERE entry_type = 'finding';
+      CREATE TABLE work_ledger_0003 (work_item_id TEXT NOT NULL, seq INTEGER NOT NULL, entry_type TEXT NOT NULL,
         content TEXT NOT NULL, created_at INTEGER NOT NULL, PRIMARY KEY (work_item_id, seq));
-      CREATE INDEX work_ledger_by_type_time ON work_ledger (entry_type, created_at);
+      CREATE INDEX work_ledger_0003_by_type_time ON work_ledger_0003 (entry_type, created_at);
       CREATE TABLE work_ledger_heads (work_item_id TEXT PRIMARY KEY, last_seq INTEGER NOT NULL);`);
-    const appendStatement = bare.prepare(
-      `INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at)
-       SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM work_ledger WHERE work_item_id = ? RETURNING seq`,
-    );
+    const appendStatementOn = (table: string) =>
+      bare.prepare(
+        `INSERT INTO ${table} (work_item_id, seq, entry_type, content, created_at)
+         SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM ${table} WHERE work_item_id = ? RETURNING seq`,
+      );
+    const appendStatement = appendStatementOn('work_ledger');
+    const appendStatement0003 = appendStatementOn('work_ledger_0003');
     const bumpHead = bare.prepare(
       `INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
        ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1 RETURNING last_seq`,
     );
     const insertEntry = bare.prepare(
       'INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at) VALUES (?, ?, ?, ?, ?)',
+    );
+    const insertEntry0003 = bare.prepare(
+      'INSERT INTO work_ledger_0003 (work_item_id, seq, entry_type, content, created_at) VALUES (?, ?, ?, ?, ?)',
     );
     const begin = bare.prepare('BEGIN IMMEDIATE');
     const commit = bare.prepare('COMMIT');
@@ -459,12 +514,19 @@ export async function ledgerCommitCosts(rounds: number, appendsPerRound: number)
         },
       ],
       [
-        'the two statements of the head-counter append + COMMIT',
+        'the same statement on the table of migration 0003 (rowid, key index, type/time index)',
+        () => {
+          const workItemId = `same_${appended >> 4}`;
+          appendStatement0003.get(workItemId, 'finding', content(), Date.now(), workItemId);
+        },
+      ],
+      [
+        'the two statements of the head-counter append + COMMIT (table of 0003)',
         () => {
           const workItemId = `bare_${appended >> 4}`;
           begin.run();
           const { last_seq } = bumpHead.get(workItemId) as { last_seq: number };
-          insertEntry.run(workItemId, last_seq, 'finding', content(), Date.now());
+          insertEntry0003.run(workItemId, last_seq, 'finding', content(), Date.now());
           commit.run();
         },
       ],
@@ -905,6 +967,7 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
         `the same SQL replayed on better-sqlite3 alone, ${floor.commits} commits a run, ${floor.floorUs.toFixed(0)} / ${floor.floorCpuUs.toFixed(0)} µs (${perTurn(floor.floorUs)} / ${perTurn(floor.floorCpuUs)} µs/turn): ` +
         `agentd's overhead above SQLite's own work ${perTurn(floor.durableUs - floor.floorUs)} / ${perTurn(floor.durableCpuUs - floor.floorCpuUs)} µs/turn. ` +
         `Of the replay (medians, wall): the ledger's ${floor.ledgerCommits} appends ${floor.floorLedgerUs.toFixed(0)} µs a run, the transcript's commits ${floor.floorTranscriptUs.toFixed(0)} µs a run. ` +
+        `WAL frames (4 KiB pages) the recorded runs' commits wrote, a run: the ledger's ${floor.ledgerFrames.toFixed(1)}, the transcript's ${floor.transcriptFrames.toFixed(1)}. ` +
         'The SQL is recorded from runs of the durable contender (every statement with its parameters, BEGIN and COMMIT) and replayed on a copy of its database made just before them (VACUUM INTO), each run on the state its recorded run met.',
     );
   }
@@ -919,7 +982,7 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
     `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after ${warmUpRuns} warm-up runs each (10 before 2026-11-26); each sample is one whole run (performance.now).`,
     'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through the model call wrapper: streamModelTo), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
     'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
-    '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one commit each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does (once the session is at its memory limits, memory evicts the oldest entries in a second commit).',
+    '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one commit each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does (once the session is at its memory limits, memory evicts the oldest entries in that same commit: their tombstones, states and event; in a second commit before 2026-11-28).',
     'Allocation: V8 sampling heap profiler (512-byte interval, objects later collected included) over 20 runs, divided by 20.',
   );
   return { rows, notes };
