@@ -2,6 +2,7 @@ import type { MemoryConfig } from './config.js';
 import './events.js';
 import { createMemoryContext } from './service/context.js';
 import { backfillEmbeddings, flushEmbeddings } from './service/embedding-indexer.js';
+import { promptLineCacheSize } from './service/prompt-lines.js';
 import {
   activeOf,
   appendBatch,
@@ -56,6 +57,11 @@ export interface MemoryStatus {
   pendingEmbeddings: number;
   searchMode: 'fts' | 'hybrid';
   embeddingModel: string | undefined;
+  /**
+   * Committed entries automatic recall keeps for its newest-matches path (SQLite), and the characters they
+   * hold (content or prompt line, at most `2 * recall.previewChars` each, of at most 4,096 entries).
+   */
+  promptLineCache: { lines: number; chars: number };
 }
 
 export interface MemoryService {
@@ -209,6 +215,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       pendingEmbeddings: ctx.embeddings.pending.length,
       searchMode: embedder ? 'hybrid' : 'fts',
       embeddingModel: embedder?.model,
+      promptLineCache: promptLineCacheSize(ctx),
     }),
   };
 }

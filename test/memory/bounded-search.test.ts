@@ -183,6 +183,57 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
     expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
   });
 
+  it('past the budget, lists what it keeps of each commit only while the rows exist, outside the context and of the agent', async () => {
+    const config = { maxActiveEntries: 4, evictDownToRatio: 1, recall: { promptMaxScoredRows: 30 } };
+    const { memory } = createHarness(db, { config });
+    // The last turn of each key is long, on several lines: its line is made (and copied) as it is committed.
+    const turns = (key: string, count: number) =>
+      Array.from({ length: count }, (_, index) => ({
+        role: index % 2 ? ('assistant' as const) : ('user' as const),
+        content: `${key} hangar ${index + 1}${index === count - 1 ? `  with\n\t${'long '.repeat(200)}` : ''}`,
+      }));
+    await memory.appendBatch(sessionRef('old'), turns('old', 24));
+    await memory.appendBatch(sessionRef('gone'), turns('gone', 12));
+    // Another agent's turns are the newest matches of all.
+    await memory.appendBatch(sessionRef('other', 'beta'), turns('other', 12));
+    // The asking session's own four turns fill its context of four.
+    await memory.appendBatch(sessionRef('main'), turns('main', 4));
+    const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
+    const listed = async (service = memory) =>
+      [...(await service.recallForPrompt(ask)).matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
+    expect(memory.status().promptLineCache.lines).toBe(52);
+    expect(await listed()).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:gone#${12 - index}`));
+    // A restarted service, which keeps nothing yet, reads the same lines.
+    const restarted = createHarness(db, { config }).memory;
+    expect(await restarted.recallForPrompt(ask)).toBe(await memory.recallForPrompt(ask));
+    // Deleted rows are not listed from what was kept of them.
+    await memory.deleteSessionKey('agent:alpha:gone');
+    expect(await listed()).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${24 - index}`));
+    // Two more turns (matching through the turns before them, and in context) evict the asking session's
+    // first two: those leave its context and may be recalled now.
+    await memory.appendBatch(sessionRef('main'), [
+      { role: 'user', content: 'unrelated' },
+      { role: 'assistant', content: 'unrelated too' },
+    ]);
+    expect((await listed()).slice(0, 3)).toEqual([
+      'agent:alpha:main#2',
+      'agent:alpha:main#1',
+      'agent:alpha:old#24',
+    ]);
+    expect(await restarted.recallForPrompt(ask)).toBe(await memory.recallForPrompt(ask));
+  });
+
+  it('keeps at most 4,096 committed entries for automatic recall, and reports them', async () => {
+    const { memory } = createHarness(db, { config: { maxActiveEntries: 5_000, maxActiveTokens: 1_000_000 } });
+    await memory.appendBatch(
+      sessionRef(),
+      Array.from({ length: 4_100 }, (_, index) => ({ role: 'user' as const, content: `note ${index}` })),
+    );
+    const { lines, chars } = memory.status().promptLineCache;
+    expect(lines).toBe(4_096);
+    expect(chars).toBeGreaterThanOrEqual(4_096 * 'note 9'.length);
+  });
+
   it('answers a topic lookup newest written first without reading every match', async () => {
     const memory = await seed({});
     const items = await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 3 });

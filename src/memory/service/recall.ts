@@ -4,11 +4,12 @@ import {
   type EntryFilter,
   type RankedLine,
   type RecallLine,
+  type RowLine,
   rowToEntry,
   type StoredEntry,
 } from '../ltm-store.js';
 import { fuseRankings, rrfRankConstant, type ScoredTurn, spreadToNeighbours } from '../ranking.js';
-import { contentTerms, estimateTokens, queryTerms, truncateText, wordTokens } from '../text.js';
+import { contentTerms, estimateTokens, queryTerms, wordTokens } from '../text.js';
 import type {
   HistoryEntry,
   HistoryOptions,
@@ -20,6 +21,7 @@ import type {
   SearchOptions,
 } from '../types.js';
 import type { MemoryContext } from './context.js';
+import { cachedPromptLine, linedOf, type PromptLine, promptLineCache, promptLineOf } from './prompt-lines.js';
 import { publicCopy } from './ram.js';
 import { readWithFallback } from './write-retry.js';
 
@@ -544,34 +546,85 @@ function smoothPromptLines(
 }
 
 /**
+ * Past the row budget (SQLite): the newest matches of `term` among its newest `recall.promptMaxScoredRows`,
+ * newest first, of the asking agent and outside the asking session's context, as many as the block lists.
+ * The full-text index names the row ids a few more than needed at a time, and only the lines not cached
+ * (or of the asking key, whose context state is read each time) are read, in one query.
+ */
+async function newestPromptLines(
+  ctx: MemoryContext,
+  options: { agentId: string; sessionKey: string; limit: number },
+  term: string,
+): Promise<PromptLine[]> {
+  const { ltm, config } = ctx;
+  const maxRows = config.recall.promptMaxScoredRows;
+  const previewChars = config.recall.previewChars;
+  const cache = promptLineCache(ctx);
+  const inContext = contextTest(ctx, options.sessionKey);
+  const found: PromptLine[] = [];
+  let seen = 0;
+  let below: number | undefined;
+  let batch = 2 * options.limit;
+  while (found.length < options.limit && seen < maxRows) {
+    const size = Math.min(batch, maxRows - seen);
+    const rowIds = await ltm.newestMatchRowIds(term, size, below);
+    seen += rowIds.length;
+    const unread: number[] = [];
+    for (const rowId of rowIds) {
+      const cached = cache.get(rowId);
+      if (cached === undefined || cached.sessionKey === options.sessionKey) unread.push(rowId);
+    }
+    const read = new Map<number, RowLine>();
+    for (const line of await ltm.linesByRowIds(unread)) read.set(line.rowId, line);
+    for (const rowId of rowIds) {
+      const fresh = read.get(rowId);
+      let line = cache.get(rowId);
+      if (fresh !== undefined) {
+        if (line === undefined) {
+          line = cachedPromptLine(fresh, previewChars);
+          cache.set(rowId, line);
+        }
+        // A row of the asking key that is active and unarchived is in that session's context, or will be
+        // once the session loads; a loaded context is asked as well.
+        if (fresh.sessionKey === options.sessionKey && (fresh.storedInContext || inContext(fresh))) continue;
+      } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
+      if (line.agentId !== options.agentId) continue;
+      found.push(linedOf(line, previewChars));
+      if (found.length >= options.limit) break;
+    }
+    if (rowIds.length < size) break;
+    below = rowIds[rowIds.length - 1];
+    batch *= 4;
+  }
+  return found;
+}
+
+/**
  * Automatic recall's ranking, the lexical ranking of `search` made cheap enough to run before every chat
  * turn: at most `recall.promptMaxScoredRows` rows ranked, `recall.promptCandidates` candidates smoothed,
  * read with their text in the ranking query (no JSON decoded), the session's context left out as entries
  * come (no list of it is built or read), and only neighbours that reach the top read afterwards; past the
- * budget, the newest `limit` matches of the rarest term outside the context. The best `limit`, best first.
+ * budget, the newest `limit` matches of the rarest term outside the context (`newestPromptLines`). The best
+ * `limit`, best first.
  */
 async function promptLines(
   ctx: MemoryContext,
   options: { agentId: string; sessionKey: string; terms: ReadonlyArray<string>; limit: number },
-): Promise<RecallLine[]> {
+): Promise<PromptLine[]> {
   const { config, ltm } = ctx;
   const settings = config.recall;
   const filter: EntryFilter = { agentId: options.agentId, includeArchived: true };
-  const inContext = contextTest(ctx, options.sessionKey);
-  // Past the row budget only recency orders the matches: the newest outside the stored context are listed
-  // as they come (checked against a loaded context as well, which holds no row stored as out of it).
   const candidates = await ltm.rankedLines(
     filter,
     options.terms,
-    { candidates: settings.promptCandidates, newest: options.limit },
+    settings.promptCandidates,
     settings.contextWeights,
     settings.promptMaxScoredRows,
-    { sessionKey: options.sessionKey },
   );
-  if (candidates.order === 'newest')
-    return candidates.lines.filter((line) => !inContext(line)).slice(0, options.limit);
+  if (candidates.order === 'newest') return newestPromptLines(ctx, options, candidates.term);
+  const inContext = contextTest(ctx, options.sessionKey);
   const { ranked, byKey } = smoothPromptLines(candidates.lines, settings.neighbourWeights);
-  const found: RecallLine[] = [];
+  const found: PromptLine[] = [];
   let next = 0;
   while (found.length < options.limit && next < ranked.length) {
     // The next best outside the context; neighbours only reached through a candidate are read in one query
@@ -592,27 +645,9 @@ async function promptLines(
         byKey.get(line.sessionKey)!.get(line.memoryId)!.line = line;
     for (const slot of window)
       if (slot.line !== undefined && !inContext(slot.line) && found.length < options.limit)
-        found.push(slot.line);
+        found.push(promptLineOf(slot.line, settings.previewChars));
   }
   return found;
-}
-
-/** Whitespace other than a single space: what a prompt line collapses into one space. */
-const unevenSpace = /[^\S ]| {2}/;
-
-/** `YYYY-MM-DD` (UTC) of each day seen, so that the lines of one day share a string instead of a Date each. */
-const utcDates = new Map<number, string>();
-const dayMs = 86_400_000;
-
-function utcDate(timeMs: number): string {
-  const day = Math.floor(timeMs / dayMs);
-  let date = utcDates.get(day);
-  if (date === undefined) {
-    if (utcDates.size >= 4_096) utcDates.clear();
-    date = new Date(day * dayMs).toISOString().slice(0, 10);
-    utcDates.set(day, date);
-  }
-  return date;
 }
 
 /** A short block of relevant memories for the prompt, leaving out what is already in the context. */
@@ -644,21 +679,16 @@ export async function recallForPrompt(
         terms,
         (entry) => inContext(recallLineOf(entry)),
         limit,
-      ).map(({ entry }) => recallLineOf(entry));
+      ).map(({ entry }) => promptLineOf(recallLineOf(entry), config.recall.previewChars));
     },
   );
   const header = 'Relevant memories from earlier conversations (may be outdated):';
   const block: string[] = [];
   let used = estimateTokens(header);
-  for (const entry of lines) {
-    // Most contents are one line with single spaces: only the others are rewritten (a regex replace copies
-    // the whole text, about 1 µs a line).
-    const flat = unevenSpace.test(entry.content) ? entry.content.replace(/\s+/g, ' ') : entry.content;
-    const line = `- [${entry.sessionKey}#${entry.memoryId}, ${utcDate(entry.createdAtMs)}] ${entry.speaker}: ${truncateText(flat.trim(), config.recall.previewChars).text}`;
-    const cost = estimateTokens(line);
-    if (used + cost > maxTokens) break;
-    block.push(line);
-    used += cost;
+  for (const line of lines) {
+    if (used + line.tokens > maxTokens) break;
+    block.push(line.text);
+    used += line.tokens;
   }
   return block.length === 0 ? '' : `${header}\n${block.join('\n')}`;
 }

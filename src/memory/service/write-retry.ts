@@ -2,6 +2,7 @@ import type { SqlExecutor } from '../../store/index.js';
 import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
 import { MemoryIdsTakenError, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
+import { rememberCommitted } from './prompt-lines.js';
 
 /** The write-retry state of a writable database; `writeRetryMs` is the first retry delay. */
 export function createWriteRetryState(writeRetryMs: number): WriteRetryState {
@@ -203,6 +204,7 @@ export async function commit(
       });
       if (count > 0) ram.nextId = entries[0]!.memoryId + count;
       if (touches) ram.storedActiveMs = nowMs;
+      rememberCommitted(ctx, entries);
       return entries;
     } catch (error) {
       enterDegraded(ctx, error);

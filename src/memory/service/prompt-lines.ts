@@ -1,0 +1,174 @@
+import type { RecallLine, StoredEntry } from '../ltm-store.js';
+import { estimateTokens, truncateText } from '../text.js';
+import type { MemoryContext } from './context.js';
+
+/** One line of automatic recall's prompt block, as written, and its estimated tokens. */
+export interface PromptLine {
+  text: string;
+  tokens: number;
+}
+
+/** Whitespace other than a single space: what a prompt line collapses into one space. */
+const unevenSpace = /[^\S ]| {2}/;
+
+/** `YYYY-MM-DD` (UTC) of each day seen, so that the lines of one day share a string instead of a Date each. */
+const utcDates = new Map<number, string>();
+const dayMs = 86_400_000;
+
+function utcDate(timeMs: number): string {
+  const day = Math.floor(timeMs / dayMs);
+  let date = utcDates.get(day);
+  if (date === undefined) {
+    if (utcDates.size >= 4_096) utcDates.clear();
+    date = new Date(day * dayMs).toISOString().slice(0, 10);
+    utcDates.set(day, date);
+  }
+  return date;
+}
+
+/** A memory as one line of the prompt block: its address, day and speaker, its text on one line and cut. */
+export function promptLineOf(line: RecallLine, previewChars: number): PromptLine {
+  // Most contents are one line with single spaces: only the others are rewritten (a regex replace copies
+  // the whole text, about 1 µs a line).
+  const flat = unevenSpace.test(line.content) ? line.content.replace(/\s+/g, ' ') : line.content;
+  const text = `- [${line.sessionKey}#${line.memoryId}, ${utcDate(line.createdAtMs)}] ${line.speaker}: ${truncateText(flat.trim(), previewChars).text}`;
+  return { text, tokens: estimateTokens(text) };
+}
+
+/**
+ * A stored entry as the newest-matches path lists it: none of it ever changes once the entry is committed.
+ * Its prompt line is made when it is first listed (most committed entries never are), from the content kept
+ * until then; a long content's line is made at once, so that no long content is held.
+ */
+export interface CachedPromptLine {
+  readonly agentId: string;
+  readonly sessionKey: string;
+  readonly memoryId: number;
+  readonly createdAtMs: number;
+  readonly speaker: string;
+  content: string;
+  line: PromptLine | undefined;
+}
+
+/** The prompt line of a cached entry, made on first use. */
+export function linedOf(cached: CachedPromptLine, previewChars: number): PromptLine {
+  if (cached.line === undefined) {
+    cached.line = promptLineOf({ ...cached, storedInContext: false }, previewChars);
+    cached.content = '';
+  }
+  return cached.line;
+}
+
+/**
+ * Prompt lines of stored entries by row id, for automatic recall's newest-matches path (recall.ts), which
+ * lists the newest matches of a term: mostly rows committed recently, so the entries of every commit are kept
+ * as it is made, and rows read for a search are kept as well. A row's agent, key, number, text, time and
+ * speaker never change once it is committed, and a committed row id is never reused (AUTOINCREMENT), so a
+ * line stays true while its row exists; a deleted row is no longer named by the full-text lookup that names
+ * the row ids. A row's context state does change, and is not kept. At most `maxCachedLines` entries, each
+ * holding at most `2 * recall.previewChars` characters of content or its line (about 2.5 MB at the default
+ * 280, less where contents are shorter and shared with the RAM contexts), the least recently used dropped
+ * first.
+ */
+export interface PromptLineCache {
+  /** The entry of a row, counted as used. */
+  get(rowId: number): CachedPromptLine | undefined;
+  set(rowId: number, line: CachedPromptLine): void;
+  readonly size: number;
+  /** Characters held (content or line; two bytes each at most). */
+  chars(): number;
+}
+
+export const maxCachedLines = 4_096;
+
+function createPromptLineCache(): PromptLineCache {
+  const lines = new Map<number, CachedPromptLine>();
+  return {
+    get(rowId) {
+      const line = lines.get(rowId);
+      if (line !== undefined) {
+        lines.delete(rowId);
+        lines.set(rowId, line);
+      }
+      return line;
+    },
+    set(rowId, line) {
+      lines.delete(rowId);
+      if (lines.size >= maxCachedLines) lines.delete(lines.keys().next().value!);
+      lines.set(rowId, line);
+    },
+    get size() {
+      return lines.size;
+    },
+    chars() {
+      let total = 0;
+      for (const line of lines.values()) total += line.line?.text.length ?? line.content.length;
+      return total;
+    },
+  };
+}
+
+const caches = new WeakMap<MemoryContext, PromptLineCache>();
+
+export function promptLineCache(ctx: MemoryContext): PromptLineCache {
+  let cache = caches.get(ctx);
+  if (cache === undefined) {
+    cache = createPromptLineCache();
+    caches.set(ctx, cache);
+  }
+  return cache;
+}
+
+/** Lines and characters held by automatic recall's line cache (`status().promptLineCache`). */
+export function promptLineCacheSize(ctx: MemoryContext): { lines: number; chars: number } {
+  const cache = caches.get(ctx);
+  return { lines: cache?.size ?? 0, chars: cache?.chars() ?? 0 };
+}
+
+/** An entry to cache. A long content's line is made now, and copied: a cut of a string may keep the whole. */
+export function cachedPromptLine(
+  entry: Omit<RecallLine, 'storedInContext'> & { agentId: string },
+  previewChars: number,
+): CachedPromptLine {
+  const cached: CachedPromptLine = {
+    agentId: entry.agentId,
+    sessionKey: entry.sessionKey,
+    memoryId: entry.memoryId,
+    createdAtMs: entry.createdAtMs,
+    speaker: entry.speaker,
+    content: entry.content,
+    line: undefined,
+  };
+  if (entry.content.length > 2 * previewChars) {
+    const { text, tokens } = linedOf(cached, previewChars);
+    cached.line = { text: Buffer.from(text, 'utf16le').toString('utf16le'), tokens };
+  }
+  return cached;
+}
+
+/**
+ * Keeps the entries of a commit just made (tombstones are never recalled) for the newest-matches path, which
+ * only SQLite takes. About 0.2 µs an entry: no line is made here.
+ */
+export function rememberCommitted(ctx: MemoryContext, entries: ReadonlyArray<StoredEntry>): void {
+  if (ctx.ltm.dialect !== 'sqlite') return;
+  const cache = promptLineCache(ctx);
+  const previewChars = ctx.config.recall.previewChars;
+  for (const entry of entries) {
+    if (entry.rowId === undefined || entry.state === 'tombstone') continue;
+    cache.set(
+      entry.rowId,
+      cachedPromptLine(
+        {
+          agentId: entry.agentId,
+          sessionKey: entry.sessionKey,
+          memoryId: entry.memoryId,
+          content: entry.content,
+          createdAtMs: entry.createdAtMs,
+          speaker: entry.kind === 'summary' ? 'summary' : entry.role,
+        },
+        previewChars,
+      ),
+    );
+  }
+}
