@@ -67,11 +67,9 @@ export function linedOf(cached: CachedPromptLine, previewChars: number): PromptL
  * line stays true while its row exists; a deleted row is no longer named by the full-text lookup that names
  * the row ids. A row's context state does change, and is not kept. At most `maxCachedLines` entries, each
  * holding at most `2 * recall.previewChars` characters of content or its line (about 2.5 MB at the default
- * 280, less where contents are shorter and shared with the RAM contexts), the least recently used dropped
- * first.
+ * 280, less where contents are shorter and shared with the RAM contexts), the oldest dropped first.
  */
 export interface PromptLineCache {
-  /** The entry of a row, counted as used. */
   get(rowId: number): CachedPromptLine | undefined;
   set(rowId: number, line: CachedPromptLine): void;
   readonly size: number;
@@ -81,17 +79,15 @@ export interface PromptLineCache {
 
 export const maxCachedLines = 4_096;
 
+/**
+ * First in, first out: entries come in as they are committed or read, and a hit does not move one (moving
+ * it was two Map operations for every row id looked at, most of them never listed). An old entry that is
+ * still asked for is read again once dropped, and comes in again.
+ */
 function createPromptLineCache(): PromptLineCache {
   const lines = new Map<number, CachedPromptLine>();
   return {
-    get(rowId) {
-      const line = lines.get(rowId);
-      if (line !== undefined) {
-        lines.delete(rowId);
-        lines.set(rowId, line);
-      }
-      return line;
-    },
+    get: (rowId) => lines.get(rowId),
     set(rowId, line) {
       lines.delete(rowId);
       if (lines.size >= maxCachedLines) lines.delete(lines.keys().next().value!);

@@ -4,7 +4,6 @@ import {
   type EntryFilter,
   type RankedLine,
   type RecallLine,
-  type RowLine,
   rowToEntry,
   type StoredEntry,
 } from '../ltm-store.js';
@@ -574,10 +573,13 @@ async function newestPromptLines(
       const cached = cache.get(rowId);
       if (cached === undefined || cached.sessionKey === options.sessionKey) unread.push(rowId);
     }
-    const read = new Map<number, RowLine>();
-    for (const line of await ltm.linesByRowIds(unread)) read.set(line.rowId, line);
+    // Most lines come from the cache: no query (nor a promise) for none.
+    const read =
+      unread.length > 0
+        ? new Map((await ltm.linesByRowIds(unread)).map((line) => [line.rowId, line]))
+        : undefined;
     for (const rowId of rowIds) {
-      const fresh = read.get(rowId);
+      const fresh = read?.get(rowId);
       let line = cache.get(rowId);
       if (fresh !== undefined) {
         if (line === undefined) {
