@@ -21,16 +21,27 @@ export interface WorkflowMetrics {
   recordDuration(name: string, label: string, ms: number): void;
   increment(name: string, label: string, by?: number): void;
   setGauge(name: string, value: number): void;
+  /**
+   * `recordDuration(name, label, ms)` as a function of `ms`, for a caller that records into the same timer
+   * on every stage: the timer is looked up (or made) at its first record, then kept.
+   */
+  timer(name: string, label: string): (ms: number) => void;
+  /** `increment(name, label, by)` as a function of `by`, in the same way as `timer`. */
+  counter(name: string, label: string): (by?: number) => void;
   snapshot(): MetricsSnapshot;
+}
+
+interface Timer {
+  count: number;
+  totalMs: number;
+  minMs: number;
+  maxMs: number;
 }
 
 export function createWorkflowMetrics(): WorkflowMetrics {
   // By name, then by label: the caller's strings are looked up as they are, where a joined key would be
   // a new string to build and hash on every stage.
-  const timers = new Map<
-    string,
-    Map<string, { count: number; totalMs: number; minMs: number; maxMs: number }>
-  >();
+  const timers = new Map<string, Map<string, Timer>>();
   const counters = new Map<string, Map<string, { value: number }>>();
   const gauges = new Map<string, number>();
   const family = <T>(families: Map<string, Map<string, T>>, name: string): Map<string, T> => {
@@ -41,22 +52,47 @@ export function createWorkflowMetrics(): WorkflowMetrics {
     }
     return entries;
   };
+  /** Records `ms` into the timer, or makes it with `ms` as its first record: gives the timer. */
+  const record = (name: string, label: string, ms: number): Timer => {
+    const entries = family(timers, name);
+    let timer = entries.get(label);
+    if (timer) addDuration(timer, ms);
+    else {
+      timer = { count: 1, totalMs: ms, minMs: ms, maxMs: ms };
+      entries.set(label, timer);
+    }
+    return timer;
+  };
+  const add = (name: string, label: string, by: number): { value: number } => {
+    const entries = family(counters, name);
+    let counter = entries.get(label);
+    if (counter) counter.value += by;
+    else {
+      counter = { value: by };
+      entries.set(label, counter);
+    }
+    return counter;
+  };
   return {
     recordDuration(name, label, ms) {
-      const entries = family(timers, name);
-      const timer = entries.get(label);
-      if (timer) {
-        timer.count++;
-        timer.totalMs += ms;
-        if (ms < timer.minMs) timer.minMs = ms;
-        if (ms > timer.maxMs) timer.maxMs = ms;
-      } else entries.set(label, { count: 1, totalMs: ms, minMs: ms, maxMs: ms });
+      record(name, label, ms);
     },
     increment(name, label, by = 1) {
-      const entries = family(counters, name);
-      const counter = entries.get(label);
-      if (counter) counter.value += by;
-      else entries.set(label, { value: by });
+      add(name, label, by);
+    },
+    timer(name, label) {
+      let timer: Timer | undefined;
+      return (ms) => {
+        if (timer) addDuration(timer, ms);
+        else timer = record(name, label, ms);
+      };
+    },
+    counter(name, label) {
+      let counter: { value: number } | undefined;
+      return (by = 1) => {
+        if (counter) counter.value += by;
+        else counter = add(name, label, by);
+      };
     },
     setGauge(name, value) {
       gauges.set(name, value);
@@ -72,4 +108,11 @@ export function createWorkflowMetrics(): WorkflowMetrics {
       return { timers: timerOut, counters: counterOut, gauges: Object.fromEntries(gauges) };
     },
   };
+}
+
+function addDuration(timer: Timer, ms: number): void {
+  timer.count++;
+  timer.totalMs += ms;
+  if (ms < timer.minMs) timer.minMs = ms;
+  if (ms > timer.maxMs) timer.maxMs = ms;
 }

@@ -5,7 +5,7 @@ import type { DagNode } from '../dag.js';
 import { WorkflowErrorCodes } from '../error-codes.js';
 import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
-import { type EngineCore, policyDenial } from './core.js';
+import { type EngineCore, type PolicyDenial, policyDenial } from './core.js';
 import { decisionLabel, route, selectEdge, splitItemsOf } from './route.js';
 import { runBody } from './run-body.js';
 import { type MergeInput, nodeInput, type Run } from './run-state.js';
@@ -21,14 +21,25 @@ function denied(
   targetId: string,
 ) {
   const denial = policyDenial(core, target, targetId);
-  if (!denial) return undefined;
+  if (denial) reportDenial(core, run, task, node, target, targetId, denial);
+  return denial;
+}
+
+function reportDenial(
+  core: EngineCore,
+  run: Run,
+  task: WorkflowTask,
+  node: DagNode,
+  target: 'node' | 'context',
+  targetId: string,
+  denial: PolicyDenial,
+): void {
   core.emitter.emit(run, 'policy_denied', task.taskId, node.id, {
     target,
     targetId,
     policy: denial.policy,
     reason: denial.reason,
   });
-  return denial;
 }
 
 type StageContext = { items: ContextItem[]; metadata: Record<string, unknown> | undefined };
@@ -121,9 +132,10 @@ function performStage(
   mergeInputs: MergeInput[] | undefined,
   calls: ToolCallRecord[],
   stage: StageRecord,
+  nodeDenial: PolicyDenial | undefined,
 ): Promise<void> | undefined {
-  const nodeDenial = denied(core, run, task, node, 'node', node.id);
   if (nodeDenial) {
+    reportDenial(core, run, task, node, 'node', node.id, nodeDenial);
     throw new UserInputError({
       code: WorkflowErrorCodes.policyDenied,
       message: `node "${node.id}" is denied by policy "${nodeDenial.policy}"`,
@@ -251,38 +263,49 @@ function checkOutput(core: EngineCore, node: DagNode, output: unknown): void {
 }
 
 /**
- * What every stage of a node reports the same way, built once per node: metric labels, the `node_started`
- * payload and the artifact metadata per status. Frozen, since every event and artifact of the node shares
- * them.
+ * What every stage of a node reports the same way, built once per node and engine: the `node_started`
+ * payload, the artifact metadata per status (frozen, since every event and artifact of the node shares
+ * them), the node's metrics (no lookup by name and label per stage) and the policy's verdict on the node
+ * (the engine's policy.yaml is fixed for its life).
  */
 interface NodeStatics {
-  labels: Readonly<Record<'node' | WorkflowOutcome, string>>;
   /** Whether the node's body can call tools (an agent, or a node with tools): else its stages record none. */
   recordsCalls: boolean;
   started: Readonly<Record<string, unknown>>;
   artifactMetadata: Readonly<Record<WorkflowOutcome, Readonly<Record<string, unknown>>>>;
+  duration: (ms: number) => void;
+  executions: Readonly<Record<WorkflowOutcome, (by?: number) => void>>;
+  denial: PolicyDenial | undefined;
 }
-const staticsCache = new WeakMap<DagNode, NodeStatics>();
-function staticsOf(node: DagNode): NodeStatics {
-  let statics = staticsCache.get(node);
+const staticsCache = new WeakMap<EngineCore, Map<DagNode, NodeStatics>>();
+function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
+  let ofEngine = staticsCache.get(core);
+  if (!ofEngine) {
+    ofEngine = new Map();
+    staticsCache.set(core, ofEngine);
+  }
+  let statics = ofEngine.get(node);
   if (!statics) {
     const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });
+    const executions = (status: WorkflowOutcome) =>
+      core.metrics.counter('node.executions', `node=${node.id},status=${status}`);
     statics = Object.freeze({
       recordsCalls: node.manifest.kind === 'agent' || node.manifest.tools.length > 0,
-      labels: Object.freeze({
-        node: `node=${node.id}`,
-        success: `node=${node.id},status=success`,
-        failure: `node=${node.id},status=failure`,
-        partial: `node=${node.id},status=partial`,
-      }),
       started: Object.freeze({ role: node.role, kind: node.manifest.kind }),
       artifactMetadata: Object.freeze({
         success: metadata('success'),
         failure: metadata('failure'),
         partial: metadata('partial'),
       }),
+      duration: core.metrics.timer('node.duration_ms', `node=${node.id}`),
+      executions: Object.freeze({
+        success: executions('success'),
+        failure: executions('failure'),
+        partial: executions('partial'),
+      }),
+      denial: policyDenial(core, 'node', node.id),
     });
-    staticsCache.set(node, statics);
+    ofEngine.set(node, statics);
   }
   return statics;
 }
@@ -334,7 +357,7 @@ export function executeStage(
   startedAt: number = core.clock.now(),
 ): Promise<void> | undefined {
   const manifest = node.manifest;
-  const statics = staticsOf(node);
+  const statics = staticsOf(core, node);
   task.lifecycle = 'active';
   if (task.state === 'pending') task.state = 'in_progress';
   task.currentStageId = node.id;
@@ -363,7 +386,7 @@ export function executeStage(
 
   let pending: Promise<void> | undefined;
   try {
-    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage);
+    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage, statics.denial);
   } catch (caught) {
     return recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught));
   }
@@ -421,9 +444,8 @@ function recordStage(
   task.updatedAt = completedAt;
   // A DECISION routes and does not transform: its verdict stays in the stage record, the payload flows on.
   if (!error && node.role !== 'decision') task.currentOutput = stage.output;
-  const labels = statics.labels;
-  core.metrics.recordDuration('node.duration_ms', labels.node, completedAt - startedAt);
-  core.metrics.increment('node.executions', labels[stage.nodeStatus]);
+  statics.duration(completedAt - startedAt);
+  statics.executions[stage.nodeStatus]();
   if (task === run.root && !core.redact) core.artifacts.addRootStage(task.taskId, stage);
   else
     core.artifacts.add({
