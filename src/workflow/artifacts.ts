@@ -176,6 +176,8 @@ export function createArtifactStore(): ArtifactStore {
       lastRun.key = undefined;
       lastTask.key = undefined;
       byRun.delete(rootTaskId);
+      // No task but root tasks has artifacts (no run has had clones or subtasks since): nothing more to find.
+      if (byTask.size === 0) return;
       // Other tasks are named by their artifacts, and neighbouring ones mostly belong to the same task
       // (every stage of a chain does): skip the repeated deletes of one id.
       let last = rootTaskId;

@@ -10,6 +10,20 @@ export interface ScheduledJob {
   submittedAt?: number;
   /** `startedAt`: the executor's reading of `now()` as it starts the job, when it has one. */
   run(startedAt?: number): Promise<'completed' | 'failed'>;
+  /**
+   * What an executor that knows it calls instead of `run`: the job then reports its end by calling `ended`
+   * on `handle` (once; a throw from `start` ends it failed).
+   */
+  start?(startedAt: number | undefined, handle: JobHandle): void;
+}
+
+/**
+ * How a job started by `start` reports its end. Synchronous: the executor knows of the end (and
+ * starts what was queued behind it) before the job's submitter hears of it, without a promise, its
+ * reaction and a turn of the microtask queue per job.
+ */
+export interface JobHandle {
+  ended(result: 'completed' | 'failed'): void;
 }
 
 /** `at` is the scheduler's own reading of `now()` for the transition, so a listener need not read it again. */
@@ -56,8 +70,8 @@ export interface FifoExecutorOptions {
  * await, which is where workflows spend their time: model calls, tools, I/O). A job beyond the queue limit
  * is rejected with QUEUE_FULL and never runs.
  */
-/** A job's place in the executor: queued, running, or finished and remembered. */
-interface JobEntry {
+/** A job's place in the executor: queued, running, or finished and remembered; the running job's handle. */
+interface JobEntry extends JobHandle {
   readonly taskId: string;
   /** Let go when the job finishes: a remembered state keeps nothing of the job alive. */
   job: ScheduledJob | undefined;
@@ -80,6 +94,21 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
   const finishOrder: Array<JobEntry | undefined> = [];
   let finishCount = 0;
   let idleWaiters: Array<() => void> = [];
+  /**
+   * The entries are their jobs' handles: a class of this executor's, so that `ended` reaches `finish`
+   * without a closure per job. A second `ended`, or one after the job was withdrawn, does nothing.
+   */
+  class Entry implements JobEntry {
+    state: ScheduledTaskState = 'queued';
+    constructor(
+      readonly taskId: string,
+      public job: ScheduledJob | undefined,
+      readonly queuedAt: number,
+    ) {}
+    ended(result: 'completed' | 'failed'): void {
+      if (this.state === 'running') finish(this, result);
+    }
+  }
 
   const depth = () => queue.length - head;
   /** Forgets `entry` unless its id has been submitted again since (its entry is then another). */
@@ -93,26 +122,42 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
       for (const wake of waiters) wake();
     }
   };
+  /** Whether `pump` is on the stack: a job that ends as it starts is then not pumped for from within. */
+  let pumping = false;
   // `at`: the caller's reading of the clock, when it has just read it (a submit); else read at the first
   // dequeue. Jobs started by one pump start at one moment.
   const pump = (at?: number) => {
-    while (!paused && running < options.maxConcurrency && depth() > 0) {
-      const entry = queue[head]!;
-      queue[head++] = undefined;
-      if (head > 1024 && head * 2 > queue.length) {
-        queue.splice(0, head);
-        head = 0;
+    if (pumping) return;
+    pumping = true;
+    try {
+      while (!paused && running < options.maxConcurrency && depth() > 0) {
+        const entry = queue[head]!;
+        queue[head++] = undefined;
+        if (head > 1024 && head * 2 > queue.length) {
+          queue.splice(0, head);
+          head = 0;
+        }
+        running++;
+        entry.state = 'running';
+        if (options.listener?.dequeued) {
+          at ??= options.now();
+          options.listener.dequeued(entry.taskId, at - entry.queuedAt, depth(), at);
+        }
+        const job = entry.job!;
+        if (job.start) {
+          try {
+            job.start(at, entry);
+          } catch {
+            entry.ended('failed');
+          }
+        } else
+          job.run(at).then(
+            (result) => entry.ended(result),
+            () => entry.ended('failed'),
+          );
       }
-      running++;
-      entry.state = 'running';
-      if (options.listener?.dequeued) {
-        at ??= options.now();
-        options.listener.dequeued(entry.taskId, at - entry.queuedAt, depth(), at);
-      }
-      entry.job!.run(at).then(
-        (result) => finish(entry, result),
-        () => finish(entry, 'failed'),
-      );
+    } finally {
+      pumping = false;
     }
     settleIdle();
   };
@@ -146,7 +191,7 @@ export function createFifoExecutor(options: FifoExecutorOptions): TaskExecutor {
         });
       }
       const queuedAt = job.submittedAt ?? options.now();
-      const entry: JobEntry = { taskId: job.taskId, job, queuedAt, state: 'queued' };
+      const entry = new Entry(job.taskId, job, queuedAt);
       queue.push(entry);
       states.set(job.taskId, entry);
       options.listener?.queued?.(job.taskId, depth(), queuedAt);

@@ -1,14 +1,15 @@
 import { join } from 'node:path';
 import { activeContext, type Context } from '../../telemetry/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { errorShape } from '../agent-node.js';
 import { runEvaluationSuites } from '../evaluation.js';
 import { buildInspection, type InspectionReport } from '../inspector.js';
-import { createFifoExecutor } from '../scheduler.js';
+import { createFifoExecutor, type JobHandle, type ScheduledJob } from '../scheduler.js';
 import { statusViewOf } from '../task.js';
 import { concludeOpen } from './conclude.js';
-import { executeRun, finishRun } from './execute-run.js';
+import { executeRun, finishRun, settleRun } from './execute-run.js';
 import { createRunRegistry } from './registry.js';
-import { abortRun, createRunState, newTaskRecord, type Run, rootSpec } from './run-state.js';
+import { abortRun, createRunState, newRootTask, type Run, rootSpec } from './run-state.js';
 import { setupEngine } from './setup.js';
 import { startRunSpan, traceWorkflowRun } from './tracing.js';
 import type {
@@ -73,26 +74,71 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
 
   await plugins.startup({ workflowId: workflow.id, metadata: workflow.metadata });
 
-  function finish(run: Run): void {
-    finishRun(core, run);
+  /** Finishes a run and lets the oldest retained one go; gives the result, for `settleRun`. */
+  function finish(run: Run): WorkflowRunResult {
+    const result = finishRun(core, run);
     registry.retire(run);
+    return result;
   }
 
-  /** Ends a run that has executed: what the executor is told. */
+  /**
+   * Ends a run that has executed: finishes it, tells the executor (which may start the run queued next from
+   * here), then resolves the run's result. Never throws: a failure to finish the run (a defect) ends its job
+   * failed and rejects its result, where it would otherwise be a rejection nobody waits on.
+   */
   function end(run: Run): 'completed' | 'failed' {
-    finish(run);
-    return run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
+    const status = run.root.state === 'failed' || run.root.state === 'cancelled' ? 'failed' : 'completed';
+    let result: WorkflowRunResult;
+    try {
+      result = finish(run);
+    } catch (error) {
+      core.logger.error({ err: error, rootTaskId: run.root.taskId }, 'finishing a workflow run failed');
+      run.job?.ended('failed');
+      run.reject(error);
+      return 'failed';
+    }
+    run.job?.ended(status);
+    settleRun(run, result);
+    return status;
   }
 
   // Not an async function, and an untraced run is ended by `executeRun` itself: the run's own promise is
-  // all the executor waits on, not an async function's state, its promise and an await, or a reaction of
-  // its own. A traced run ends after its span has, as its caller may look at the span once it has the result.
+  // all there is, not an async function's state, its promise and an await, or a reaction of its own. A
+  // traced run ends after its span has, as its caller may look at the span once it has the result.
   function execute(run: Run, traceParent: Context, startedAt?: number): Promise<'completed' | 'failed'> {
     const span = startRunSpan(core, run, traceParent);
     if (!span) return executeRun(core, run, startedAt, end);
-    return traceWorkflowRun(span, run, traceParent, () => executeRun(core, run, startedAt)).then(() =>
-      end(run),
+    return traceWorkflowRun(span, run, traceParent, () => executeRun(core, run, startedAt)).then(
+      () => end(run),
+      (error) => {
+        core.logger.error({ err: error, rootTaskId: run.root.taskId }, 'workflow run crashed');
+        concludeOpen(core, run, 'failed', { code: ErrorCodes.internal, message: errorShape(error).message });
+        return end(run);
+      },
     );
+  }
+
+  /**
+   * A run as the executor's job. Its end reaches the executor through the handle (`run.job`, see `end`):
+   * the promise `execute` gives is not waited on, which would be a promise and a reaction more per run
+   * (it never rejects: `end` does not throw, and `executeRun` ends a run whatever its steps threw). An
+   * object of fields, not a closure per run.
+   */
+  class RunJob implements ScheduledJob {
+    constructor(
+      readonly taskId: string,
+      readonly submittedAt: number,
+      private readonly target: Run,
+      private readonly traceParent: Context,
+    ) {}
+    start(startedAt: number | undefined, handle: JobHandle): void {
+      this.target.job = handle;
+      execute(this.target, this.traceParent, startedAt);
+    }
+    /** For an executor that does not `start` jobs: the run's end is then the promise's. */
+    run(startedAt?: number): Promise<'completed' | 'failed'> {
+      return execute(this.target, this.traceParent, startedAt);
+    }
   }
 
   function startRun(input: unknown, runOptions: RunOptions, at: number): Run {
@@ -109,11 +155,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
         code: ErrorCodes.conflict,
         message: `a task with id ${taskId} already exists`,
       });
-    const root = newTaskRecord(workflow.id, at, {
-      taskId,
-      rootTaskId: taskId,
-      spec: rootSpec(taskId, input, runOptions.spec),
-    });
+    const root = newRootTask(workflow.id, at, taskId, rootSpec(taskId, input, runOptions.spec));
     const run = createRunState(root, startNodeId);
     registry.add(run);
     const signal = runOptions.signal;
@@ -138,13 +180,11 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     try {
       const dispatch = options.dispatch;
       submitting = run;
-      executor.submit({
-        taskId,
-        submittedAt: at,
-        run: dispatch
-          ? () => dispatch(taskId, () => execute(run, traceParent))
-          : (startedAt) => execute(run, traceParent, startedAt),
-      });
+      executor.submit(
+        dispatch
+          ? { taskId, submittedAt: at, run: () => dispatch(taskId, () => execute(run, traceParent)) }
+          : new RunJob(taskId, at, run, traceParent),
+      );
     } catch (error) {
       registry.remove(run);
       throw error;
@@ -179,7 +219,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
         code: ErrorCodes.aborted,
         message: 'the run was cancelled before it started',
       });
-      finish(run);
+      settleRun(run, finish(run));
       return true;
     }
     abortRun(run, new UserInputError({ code: ErrorCodes.aborted, message: 'the run was cancelled' }));

@@ -6,7 +6,7 @@ import { outcomeOf, type WorkflowTask } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';
 import { cleanTask, type EngineCore } from './core.js';
 import { executeStage } from './execute-stage.js';
-import { nextStage, type Run } from './run-state.js';
+import { nextStage, noWrites, type Run } from './run-state.js';
 import { traceNode } from './tracing.js';
 import type { WorkflowRunResult } from './types.js';
 
@@ -31,13 +31,15 @@ export function executeRun<T = undefined>(
   at?: number,
   end: (run: Run) => T = () => undefined as T,
 ): Promise<T> {
+  let outcome: T | Promise<T>;
   try {
-    const outcome = startRun(core, run, at, end);
-    return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+    outcome = startRun(core, run, at, end);
   } catch (error) {
-    // As an async function would: what throws here (ending the run, say) is the promise's rejection.
-    return Promise.reject(error);
+    // Reporting the start failed: the run fails as when a stage crashes.
+    crashed(core, run, error);
+    outcome = end(run);
   }
+  return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
 }
 
 /** Reports the run started and executes its stages (see `runStages`). */
@@ -170,9 +172,8 @@ const completionLabels: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /**
- * Closes a run whose tasks have all ended: its telemetry snapshot, the completion metric, the end-of-run
- * records, and the result — resolved only after the run's writes landed, so `inspect` from the database
- * sees the whole run.
+ * Closes a run whose tasks have all ended: its telemetry snapshot, the completion metric and the end-of-run
+ * records; gives the result, for `settleRun`.
  */
 export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
   const { root } = run;
@@ -213,8 +214,15 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
     metadata: workflow.metadata,
   };
   if (root.error) result.error = root.error;
-  // Even with nothing to write (an in-memory run) this is a turn later: the executor sees the run end
-  // (`execute` returning) before its caller does, so a run started right after it is not queued behind it.
-  run.persistQueue.then(() => run.resolve(result));
   return result;
+}
+
+/**
+ * Resolves the run's result: at once when it has nothing to write (an in-memory run), else once its
+ * writes landed, so `inspect` from the database sees the whole run. The executor is told of the end
+ * before this (see `JobHandle`), so a run started when this result arrives is not queued behind it.
+ */
+export function settleRun(run: Run, result: WorkflowRunResult): void {
+  if (run.persistQueue === noWrites) run.resolve(result);
+  else run.persistQueue.then(() => run.resolve(result));
 }

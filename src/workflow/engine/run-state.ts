@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IdGenerator } from '../../util/index.js';
 import type { WorkflowRecordWriter } from '../record-store.js';
+import type { JobHandle } from '../scheduler.js';
 import type { StageRecord, TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
 import type { TelemetryEvent } from '../telemetry.js';
 import type { WorkflowRunResult } from './types.js';
@@ -68,7 +69,11 @@ export interface Run {
    */
   traced: boolean;
   finished: boolean;
+  /** The executor's handle of the run, told of its end (see `JobHandle`); undefined when dispatched. */
+  job: JobHandle | undefined;
   resolve: (result: WorkflowRunResult) => void;
+  /** A failure to finish the run (a defect): its result rejects. */
+  reject: (error: unknown) => void;
   result: Promise<WorkflowRunResult>;
   /** Writes of this run, chained so they land in order without blocking the next stage. */
   persistQueue: Promise<void>;
@@ -104,14 +109,50 @@ export function newTaskRecord(workflowId: string, now: number, fields: NewTaskFi
   };
 }
 
-/** Where every run's chain of writes starts: one settled promise shared by all, never a new one per run. */
-const settled: Promise<void> = Promise.resolve();
+/**
+ * Where every run's chain of writes starts: one settled promise shared by all, never a new one per run. A
+ * run whose `persistQueue` is still this one has written nothing.
+ */
+export const noWrites: Promise<void> = Promise.resolve();
+
+/**
+ * A root task: `newTaskRecord` with the fields of a root, as one literal in the same order (the spread
+ * there makes every run's root task a copy of the defaults and then of the fields).
+ */
+export function newRootTask(workflowId: string, now: number, taskId: string, spec: TaskSpec): WorkflowTask {
+  return {
+    workflowId,
+    lifecycle: 'queued',
+    state: 'pending',
+    currentStageId: undefined,
+    currentOutput: undefined,
+    history: [],
+    routingTrace: [],
+    failureSignatures: [],
+    parentTaskId: undefined,
+    lineageType: undefined,
+    lineageMetadata: undefined,
+    childTaskIds: [],
+    fanOut: undefined,
+    arrivedAtMerge: undefined,
+    toleratedFailure: false,
+    error: undefined,
+    createdAt: now,
+    updatedAt: now,
+    completedAt: undefined,
+    taskId,
+    rootTaskId: taskId,
+    spec,
+  };
+}
 
 /** A run that has not started: `root` is set by the caller through `newTaskRecord`. */
 export function createRunState(root: WorkflowTask, startNodeId: string): Run {
   let resolve!: (result: WorkflowRunResult) => void;
-  const result = new Promise<WorkflowRunResult>((settle) => {
+  let reject!: (error: unknown) => void;
+  const result = new Promise<WorkflowRunResult>((settle, fail) => {
     resolve = settle;
+    reject = fail;
   });
   // Not `new Map([[id, root]])`: that builds two arrays and walks them with an iterator, on every run.
   const tasks = new Map<string, WorkflowTask>();
@@ -133,9 +174,11 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     startNodeId,
     traced: true,
     finished: false,
+    job: undefined,
     resolve,
+    reject,
     result,
-    persistQueue: settled,
+    persistQueue: noWrites,
     pendingWrites: undefined,
   };
 }

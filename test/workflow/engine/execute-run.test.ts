@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { executeRun, finishRun } from '../../../src/workflow/engine/execute-run.js';
+import { executeRun, finishRun, settleRun } from '../../../src/workflow/engine/execute-run.js';
 import { chainWorkflow, workflowYaml } from '../helpers.js';
 import { coreFor, runOf } from './core-helper.js';
 
@@ -16,6 +16,7 @@ describe('execute run', () => {
     expect(run.root.history.map((stage) => stage.nodeId)).toEqual(['start', 'n1', 'n2', 'exit']);
     const result = finishRun(core, run);
     expect(result).toMatchObject({ status: 'success', output: 20, stagesExecuted: 4, taskId: 'wft_1' });
+    settleRun(run, result);
     expect(await run.result).toBe(result);
     expect(core.artifacts.query({ rootTaskId: 'wft_1', type: 'telemetry_snapshot' })).toEqual([
       expect.objectContaining({

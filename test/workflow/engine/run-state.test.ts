@@ -3,6 +3,7 @@ import {
   abortRun,
   createRunIdGenerator,
   createRunState,
+  newRootTask,
   newTaskRecord,
   nextStage,
   nodeInput,
@@ -36,6 +37,15 @@ function stage(nodeId: string, nodeStatus: StageRecord['nodeStatus'], output: un
 }
 
 describe('run state', () => {
+  it('makes a root task as newTaskRecord does, the same fields in the same order', () => {
+    const spec = rootSpec('r', { v: 1 });
+    const made = newRootTask('wf', 42, 'r', spec);
+    const general = newTaskRecord('wf', 42, { taskId: 'r', rootTaskId: 'r', spec });
+    expect(made).toEqual(general);
+    expect(Object.keys(made)).toEqual(Object.keys(general));
+    expect(JSON.stringify(made)).toBe(JSON.stringify(general));
+  });
+
   it('starts a task queued and pending, stamped with the given time, fields overriding defaults', () => {
     const task = newTaskRecord('wf', 42, {
       taskId: 'a',
