@@ -16,7 +16,7 @@ import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
-import { openDurableFloor } from './durable-floor.js';
+import { floorCpuPerTurn, openDurableFloor } from './durable-floor.js';
 import { serveEcho } from './echo-floor.js';
 import { forkRoleServer, serveRuntime } from './runtime-server.js';
 
@@ -314,6 +314,13 @@ export default {
       await Promise.all(targets.map((target) => target.stop()));
       await schema?.drop();
     }
+    // The floor's SQLite work alone, with and without the full-text index, interleaved three times each.
+    const floorCpu: { withIndex: number[]; without: number[] } = { withIndex: [], without: [] };
+    for (let round = 0; round < 3; round++) {
+      floorCpu.withIndex.push(await floorCpuPerTurn(2000));
+      floorCpu.without.push(await floorCpuPerTurn(2000, { withoutFullText: true }));
+    }
+    const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const row = (server: ServerName, count: number) =>
       rows.find((r) => r.server === server && r.clients === count);
     const ratios = clientCounts.map((count) => {
@@ -340,7 +347,9 @@ export default {
         `frames per turn: ${frameBytes.length} (${frameBytes.join(', ')} bytes); the bare ws server ("echo") sends the same sizes`,
         "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message and the session's count with its run marked (one statement) before the first frame; the reply and, when it passes 64 active entries, an eviction down to 56 as agentd's default evictDownToRatio does (a tombstone and state per entry, one event), an audit row and the session's count with the mark cleared before the rest; memory ids from the floor's own count (no read of the key's next free id); turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
+        `the durable floor's SQLite work alone (bench/durable-floor.ts in the benchmark's process, no sockets, one client's turns: two commits each, medians of 3 × 2,000 turns): ${Math.round(median(floorCpu.withIndex))} µs CPU a turn; without the FTS5 index of memory entries (its trigger dropped) ${Math.round(median(floorCpu.without))} µs: the full-text index is ${Math.round(100 - (100 * median(floorCpu.without)) / median(floorCpu.withIndex))}% of the floor's SQLite work`,
         `stalls at 1 client (SQLite): p99 ÷ p50 = ${round(Number(one['p99 ms']) / Number(one['p50 ms']))}`,
+        `a closed loop obeys Little's law: with every client keeping one turn in flight, the mean latency is clients ÷ turns/s, so at 100 clients a p99 of 50 ms or less needs more than 2,000 turns/s (at 1,500 turns/s the mean alone is 67 ms); sqlite at 100 clients: 100 ÷ ${row('sqlite', 100)?.['turns/s'] ?? '?'} turns/s = ${row('sqlite', 100) ? round(100_000 / Number(row('sqlite', 100)!['turns/s']), 1) : '?'} ms mean`,
         `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike; before its first phase every server serves ${serverWarmupMs} ms of 10-client turns on other sessions, so the 1-client phase does not time a server whose code is still being optimised (the runs before this note had no such warm-up)`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',
         idle

@@ -35,11 +35,16 @@ export interface DurableFloor {
   close(): void;
 }
 
-export async function openDurableFloor(): Promise<DurableFloor> {
+/**
+ * `withoutFullText` drops the FTS5 trigger of memory entries: the same writes without the full-text index,
+ * to show what share of the floor that index is.
+ */
+export async function openDurableFloor(options: { withoutFullText?: boolean } = {}): Promise<DurableFloor> {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-bench-floor-'));
   const path = join(dir, 'floor.db');
   const schema = createSqliteDatabase({ path });
   await migrate(schema);
+  if (options.withoutFullText) await schema.run('DROP TRIGGER memory_entries_fts_insert');
   await schema.close();
 
   const db = new Database(path);
@@ -169,4 +174,35 @@ export async function openDurableFloor(): Promise<DurableFloor> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The floor's SQLite work alone, in this process without sockets: `turns` single-client turns (two commits
+ * each) after as many to warm up, on 10 sessions; process CPU µs a turn.
+ */
+export async function floorCpuPerTurn(
+  turns: number,
+  options: { withoutFullText?: boolean } = {},
+): Promise<number> {
+  const floor = await openDurableFloor(options);
+  try {
+    const turn = (index: number): FloorTurn => ({
+      sessionKey: `agent:main:floor-${index % 10}`,
+      runId: `floor-${index}`,
+      text: `turn ${index}: what do you remember about the trip we planned?`,
+    });
+    for (let index = 0; index < turns; index++) {
+      floor.accept([turn(index)]);
+      floor.finish([turn(index)]);
+    }
+    const before = process.cpuUsage();
+    for (let index = turns; index < 2 * turns; index++) {
+      floor.accept([turn(index)]);
+      floor.finish([turn(index)]);
+    }
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / turns;
+  } finally {
+    floor.close();
+  }
 }
