@@ -76,6 +76,7 @@ export {
 export { type ReplIo, type ReplOptions, runWorkflowRepl } from './repl.js';
 export {
   createFifoExecutor,
+  type JobHandle,
   type ScheduledJob,
   type ScheduledTaskState,
   type TaskExecutor,

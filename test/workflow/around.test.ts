@@ -199,6 +199,31 @@ describe('scheduler', () => {
     return { enginePromise, gates, nextStart, peak: () => peak };
   }
 
+  it('is done with a run before its caller hears of it: a run started then starts at once', async () => {
+    const { nodes, edges } = chainWorkflow(1);
+    const engine = await make(
+      { 'workflow.yaml': workflowYaml(nodes, edges) },
+      {
+        functions: {
+          n1: (input) => {
+            if (input === 'fail') throw new Error('no');
+            return input;
+          },
+        },
+      },
+    );
+    const states = () =>
+      Object.fromEntries(engine.queueStatus().tasks.map((task) => [task.taskId, task.state]));
+    const first = await engine.run('a');
+    expect(engine.queueStatus()).toMatchObject({ queued: 0, running: 0 });
+    const failed = await engine.run('fail');
+    expect(failed.status).toBe('failure');
+    expect(states()).toEqual({ [first.taskId]: 'completed', [failed.taskId]: 'failed' });
+    const next = engine.enqueue('b');
+    expect(states()[next.taskId]).toBe('running');
+    expect((await next.result).output).toBe('b');
+  });
+
   it('runs up to max_concurrency tasks at once, FIFO, and rejects beyond max_queue_size', async () => {
     const { enginePromise, gates, nextStart, peak } = gatedEngine({ max_concurrency: 2, max_queue_size: 1 });
     const engine = await enginePromise;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFifoExecutor, type ScheduledJob } from '../../src/workflow/index.js';
+import { createFifoExecutor, type JobHandle, type ScheduledJob } from '../../src/workflow/index.js';
 
 /** A job that runs until the test settles it. */
 function gatedJob(taskId: string, started: string[]) {
@@ -167,5 +167,62 @@ describe('FIFO scheduler', () => {
       'completed',
       'completed',
     ]);
+  });
+
+  it('ends a job it started through the handle, once, before anything else runs; a throw from start fails it', () => {
+    const executor = createFifoExecutor({ maxConcurrency: 1, maxQueueSize: null, now: () => 0 });
+    const started: string[] = [];
+    const handles: JobHandle[] = [];
+    const job = (taskId: string, start?: ScheduledJob['start']): ScheduledJob => ({
+      taskId,
+      run: () => Promise.reject(new Error('run is not called when there is start')),
+      start:
+        start ??
+        ((_at, handle) => {
+          started.push(taskId);
+          handles.push(handle);
+        }),
+    });
+    executor.submit(job('a'));
+    executor.submit(job('b'));
+    expect(started).toEqual(['a']);
+    handles[0]!.ended('completed');
+    // At once: the next job started from within `ended`.
+    expect(started).toEqual(['a', 'b']);
+    expect([executor.stateOf('a'), executor.running]).toEqual(['completed', 1]);
+    handles[0]!.ended('failed');
+    expect([executor.stateOf('a'), executor.running]).toEqual(['completed', 1]);
+    executor.submit(
+      job('c', () => {
+        throw new Error('boom');
+      }),
+    );
+    handles[1]!.ended('completed');
+    expect([executor.stateOf('c'), executor.running, executor.queueDepth]).toEqual(['failed', 0, 0]);
+  });
+
+  it('starts the next job from the same loop when one ends as it starts, not from a call within it', async () => {
+    const executor = createFifoExecutor({ maxConcurrency: 1, maxQueueSize: null, now: () => 0 });
+    executor.pause();
+    const count = 50_000;
+    let ended = 0;
+    for (let index = 0; index < count; index++)
+      executor.submit({
+        taskId: `t${index}`,
+        run: () => Promise.reject(new Error('not called')),
+        start: (_at, handle) => {
+          ended++;
+          handle.ended('completed');
+        },
+      });
+    // Each ending within its start would otherwise nest a call of the loop per job, deeper than the stack.
+    executor.resume();
+    expect(ended).toBe(count);
+    expect([executor.running, executor.queueDepth, executor.stateOf(`t${count - 1}`)]).toEqual([
+      0,
+      0,
+      'completed',
+    ]);
+    await executor.drain();
   });
 });
