@@ -20,6 +20,9 @@ import type {
   WorkflowRunResult,
 } from './types.js';
 
+/** The options of a run given none: one frozen object, not a new empty one per run. */
+const noOptions: RunOptions = Object.freeze({});
+
 /**
  * Creates an engine for one loaded workflow. This is the orchestrator only: the steps live beside it —
  * `setup` (tools, credentials, stores), `execute-run` → `execute-stage` → `route` / `conclude`, with
@@ -168,7 +171,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
 
   function enqueue(
     input: unknown,
-    runOptions: RunOptions = {},
+    runOptions: RunOptions = noOptions,
   ): { taskId: string; result: Promise<WorkflowRunResult> } {
     // One clock reading for the task's creation, its submission and — when a slot is free — its start:
     // they happen in this one synchronous call.
@@ -231,7 +234,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     metadata: workflow.metadata,
     // Not an async function: that would wrap the run's own promise in another, a few more turns of the
     // microtask queue on every run. A refusal still comes back as a rejection.
-    run(input, runOptions = {}) {
+    run(input, runOptions = noOptions) {
       try {
         return enqueue(input, runOptions).result;
       } catch (error) {

@@ -45,7 +45,9 @@ export function createRunRegistry(options: {
     find: (taskId) => runs.get(taskId) ?? taskIndex.get(taskId),
     add(run) {
       runs.set(run.root.taskId, run);
-      for (const taskId of run.tasks.keys()) if (taskId !== run.root.taskId) taskIndex.set(taskId, run);
+      // A run being started is its root task alone: no iterator over its tasks for nothing.
+      if (run.tasks.size > 1)
+        for (const taskId of run.tasks.keys()) if (taskId !== run.root.taskId) taskIndex.set(taskId, run);
     },
     remove,
     retire(run) {

@@ -254,12 +254,14 @@ export function normalizeRequest(input: unknown): string {
   return JSON.stringify(input ?? null);
 }
 
+type SpecOptions = Partial<
+  Pick<TaskSpec, 'mode' | 'priority' | 'hints' | 'files' | 'overrides' | 'metadata'>
+>;
+/** The spec options of a run given none: one frozen object, not a new empty one per run. */
+const noSpecOptions: SpecOptions = Object.freeze({});
+
 /** The task spec of a root task from `run` options. */
-export function rootSpec(
-  taskId: string,
-  input: unknown,
-  spec: Partial<Pick<TaskSpec, 'mode' | 'priority' | 'hints' | 'files' | 'overrides' | 'metadata'>> = {},
-): TaskSpec {
+export function rootSpec(taskId: string, input: unknown, spec: SpecOptions = noSpecOptions): TaskSpec {
   return {
     taskSpecId: taskId,
     request: normalizeRequest(input),
