@@ -20,7 +20,14 @@ import type {
   SearchOptions,
 } from '../types.js';
 import type { MemoryContext } from './context.js';
-import { cachedPromptLine, linedOf, type PromptLine, promptLineCache, promptLineOf } from './prompt-lines.js';
+import {
+  type CachedPromptLine,
+  cachedPromptLine,
+  linedOf,
+  type PromptLine,
+  promptLineCache,
+  promptLineOf,
+} from './prompt-lines.js';
 import { publicCopy } from './ram.js';
 import { readWithFallback } from './write-retry.js';
 
@@ -568,31 +575,43 @@ async function newestPromptLines(
     const size = Math.min(batch, maxRows - seen);
     const rowIds = await ltm.newestMatchRowIds(term, size, below);
     seen += rowIds.length;
-    const unread: number[] = [];
-    for (const rowId of rowIds) {
-      const cached = cache.get(rowId);
-      if (cached === undefined || cached.sessionKey === options.sessionKey) unread.push(rowId);
-    }
-    // Most lines come from the cache: no query (nor a promise) for none.
-    const read =
-      unread.length > 0
-        ? new Map((await ltm.linesByRowIds(unread)).map((line) => [line.rowId, line]))
-        : undefined;
-    for (const rowId of rowIds) {
-      const fresh = read?.get(rowId);
-      let line = cache.get(rowId);
-      if (fresh !== undefined) {
-        if (line === undefined) {
-          line = cachedPromptLine(fresh, previewChars);
-          cache.set(rowId, line);
-        }
-        // A row of the asking key that is active and unarchived is in that session's context, or will be
-        // once the session loads; a loaded context is asked as well.
-        if (fresh.sessionKey === options.sessionKey && (fresh.storedInContext || inContext(fresh))) continue;
-      } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
-      if (line.agentId !== options.agentId) continue;
-      found.push(linedOf(line, previewChars));
-      if (found.length >= options.limit) break;
+    for (let at = 0; at < rowIds.length && found.length < options.limit; ) {
+      // The row ids from `at` whose kept lines and unread rows could fill the block if all of them passed:
+      // at most as many rows are read as lines are missing, as a join that stops once enough pass would.
+      const unread: number[] = [];
+      // Taken now: adding the lines read may drop kept ones.
+      const kept: Array<CachedPromptLine | undefined> = [];
+      let end = at;
+      for (let could = found.length; end < rowIds.length && could < options.limit; end++) {
+        const cached = cache.get(rowIds[end]!);
+        kept.push(cached);
+        if (cached === undefined || cached.sessionKey === options.sessionKey) {
+          unread.push(rowIds[end]!);
+          could++;
+        } else if (cached.agentId === options.agentId) could++;
+      }
+      // Most lines come from the cache: no query (nor a promise) for none.
+      const read =
+        unread.length > 0
+          ? new Map((await ltm.linesByRowIds(unread)).map((line) => [line.rowId, line]))
+          : undefined;
+      for (let index = 0; at < end; at++, index++) {
+        const rowId = rowIds[at]!;
+        const fresh = read?.get(rowId);
+        let line = kept[index];
+        if (fresh !== undefined) {
+          if (line === undefined) {
+            line = cachedPromptLine(fresh, previewChars);
+            cache.set(rowId, line);
+          }
+          // A row of the asking key that is active and unarchived is in that session's context, or will be
+          // once the session loads; a loaded context is asked as well.
+          if (fresh.sessionKey === options.sessionKey && (fresh.storedInContext || inContext(fresh)))
+            continue;
+        } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
+        if (line.agentId !== options.agentId) continue;
+        found.push(linedOf(line, previewChars));
+      }
     }
     if (rowIds.length < size) break;
     below = rowIds[rowIds.length - 1];
