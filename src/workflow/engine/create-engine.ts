@@ -32,7 +32,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   const { workflow } = options;
   const retainRuns = options.retainRuns ?? 100;
   const setup = await setupEngine(options);
-  const { core, vault, adapters, plugins, records } = setup;
+  const { core, vault, adapters, plugins, records, runIds } = setup;
   const registry = createRunRegistry({ retainRuns, taskIndex: core.taskIndex, artifacts: core.artifacts });
   const { runs } = registry;
   const indexTask = (taskId: string) => registry.find(taskId);
@@ -152,7 +152,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
         message: `"${startNodeId}" is not a START node of workflow "${workflow.id}"`,
       });
     }
-    const taskId = runOptions.taskId ?? core.idGenerator('wft');
+    const taskId = runOptions.taskId ?? (runIds ? runIds('wft', at) : core.idGenerator('wft'));
     if ((runOptions.taskId !== undefined || !ownIds) && indexTask(taskId))
       throw new UserInputError({
         code: ErrorCodes.conflict,

@@ -278,12 +278,17 @@ interface NodeStatics {
   denial: PolicyDenial | undefined;
 }
 const staticsCache = new WeakMap<EngineCore, Map<DagNode, NodeStatics>>();
+// The engine that executed a stage last and its nodes' statics: most stages follow one of the same engine.
+let lastCore: EngineCore | undefined;
+let lastStatics: Map<DagNode, NodeStatics> | undefined;
 function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
-  let ofEngine = staticsCache.get(core);
+  let ofEngine = core === lastCore ? lastStatics : staticsCache.get(core);
   if (!ofEngine) {
     ofEngine = new Map();
     staticsCache.set(core, ofEngine);
   }
+  lastCore = core;
+  lastStatics = ofEngine;
   let statics = ofEngine.get(node);
   if (!statics) {
     const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });

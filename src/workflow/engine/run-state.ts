@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { IdGenerator } from '../../util/index.js';
 import type { WorkflowRecordWriter } from '../record-store.js';
 import type { JobHandle } from '../scheduler.js';
 import type { StageRecord, TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
@@ -275,19 +274,23 @@ export function rootSpec(taskId: string, input: unknown, spec: SpecOptions = noS
   };
 }
 
+/** An id generator that can be handed the time, when its caller has just read `Date.now()`. */
+export type RunIdGenerator = (prefix?: string, nowMs?: number) => string;
+
 /**
  * Task ids: `<prefix>_<ms since epoch, base 36><8 random hex chars per engine><counter, base 36>`. Unique
  * across processes sharing a database, time-ordered, and without a random draw per run (the default
- * util generator draws 8 random bytes per id, a measurable cost on the per-run hot path).
+ * util generator draws 8 random bytes per id, a measurable cost on the per-run hot path). `nowMs`: the
+ * caller's reading of `now()` for the id, when it has just taken one.
  */
-export function createRunIdGenerator(now: () => number = Date.now): IdGenerator {
+export function createRunIdGenerator(now: () => number = Date.now): RunIdGenerator {
   const instance = randomBytes(4).toString('hex');
   let counter = 0;
   // Ids made within one millisecond share its base-36 text, converted once.
   let lastMs = Number.NaN;
   let lastText = '';
-  return (prefix = 'id') => {
-    const ms = now();
+  return (prefix = 'id', nowMs) => {
+    const ms = nowMs ?? now();
     if (ms !== lastMs) {
       lastMs = ms;
       lastText = ms.toString(36);

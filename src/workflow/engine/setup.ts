@@ -19,7 +19,7 @@ import { validateReferences, WorkflowValidationError } from '../validate.js';
 import type { EngineCore, MemoryAddOptions } from './core.js';
 import { createEmitter } from './emitter.js';
 import { createPersister } from './persistence.js';
-import { createRunIdGenerator } from './run-state.js';
+import { createRunIdGenerator, type RunIdGenerator } from './run-state.js';
 import type { CreateWorkflowEngineOptions } from './types.js';
 
 /** Binds `function:` tools to the registered functions; reports the capabilities the manifests lack. */
@@ -73,13 +73,20 @@ export interface EngineSetup {
   adapters: AdapterRegistry;
   plugins: PluginHost;
   records: WorkflowRecordStore | undefined;
+  /**
+   * The engine's own run ids when both the clock and the ids are the defaults: handed the clock reading
+   * the run was accepted at, which is then `Date.now()` too, rather than reading it again.
+   */
+  runIds: RunIdGenerator | undefined;
 }
 
 /** Builds everything an engine's steps need from its options; nothing runs yet. */
 export async function setupEngine(options: CreateWorkflowEngineOptions): Promise<EngineSetup> {
   const { workflow } = options;
   const clock = options.clock ?? systemClock;
-  const idGenerator = options.idGenerator ?? createRunIdGenerator();
+  const runIds =
+    options.idGenerator === undefined && options.clock === undefined ? createRunIdGenerator() : undefined;
+  const idGenerator = options.idGenerator ?? runIds ?? createRunIdGenerator();
   const logger = (options.logger ?? silentLogger).child({ component: 'workflow', workflowId: workflow.id });
   const tools = bindTools(options);
 
@@ -172,5 +179,5 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
     persist: createPersister(records, logger),
     addMemory,
   };
-  return { core, vault, adapters, plugins, records };
+  return { core, vault, adapters, plugins, records, runIds };
 }

@@ -149,4 +149,17 @@ describe('run state', () => {
     expect(first).not.toBe(second);
     expect(first < second).toBe(true);
   });
+
+  it('takes the time it is handed instead of reading it', () => {
+    let readings = 0;
+    const next = createRunIdGenerator(() => {
+      readings++;
+      return 1_700_000_000_000;
+    });
+    const handed = next('wft', 1_700_000_060_000);
+    expect(readings).toBe(0);
+    expect(handed.startsWith(`wft_${(1_700_000_060_000).toString(36)}`)).toBe(true);
+    expect(next('wft').startsWith(`wft_${(1_700_000_000_000).toString(36)}`)).toBe(true);
+    expect(readings).toBe(1);
+  });
 });

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../../src/store/index.js';
+import { createManualClock, createSequentialIdGenerator } from '../../../src/util/index.js';
 import { bindTools, contextProfiles } from '../../../src/workflow/engine/setup.js';
-import { loadWorkflow } from '../../../src/workflow/index.js';
+import { createWorkflowEngine, loadWorkflow } from '../../../src/workflow/index.js';
 import { chainWorkflow, workflowYaml, writeWorkflow } from '../helpers.js';
 import { setupFor } from './core-helper.js';
 
@@ -91,5 +92,24 @@ describe('engine setup', () => {
     );
     expect(withSecret.core.redact?.({ note: `key ${secret}` })).toEqual({ note: 'key [REDACTED]' });
     expect(withSecret.core.redactText(secret)).toBe('[REDACTED]');
+  });
+
+  it('hands run ids the time a run was accepted at only when the clock and the ids are the defaults', async () => {
+    const { nodes, edges } = chainWorkflow(1);
+    const workflow = await loadWorkflow(writeWorkflow({ 'workflow.yaml': workflowYaml(nodes, edges) }));
+    expect((await setupFor({ 'workflow.yaml': workflowYaml(nodes, edges) })).runIds).toBeUndefined();
+    const engine = await createWorkflowEngine({ workflow });
+    const result = await engine.run('x');
+    // The id's time is the task's creation time: one reading for both.
+    expect(result.taskId.startsWith(`wft_${result.startedAt.toString(36)}`)).toBe(true);
+    await engine.close();
+    const clock = createManualClock();
+    const ticking = await createWorkflowEngine({ workflow, clock });
+    // An injected clock is the tasks' time, not the ids': those keep reading the wall clock.
+    expect((await ticking.run('x')).taskId.startsWith(`wft_${clock.now().toString(36)}`)).toBe(false);
+    await ticking.close();
+    const sequential = await createWorkflowEngine({ workflow, idGenerator: createSequentialIdGenerator() });
+    expect((await sequential.run('x')).taskId).toBe('wft_1');
+    await sequential.close();
   });
 });
