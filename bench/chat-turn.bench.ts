@@ -9,7 +9,8 @@
 // start-up) and writes <dir>/<server>-<clients>.cpuprofile (summarize with bench/profile-summary.ts).
 // AGENTD_BENCH_PG_URL (default postgres://127.0.0.1:5432/test) names the Postgres server; each run uses a
 // fresh schema that is dropped afterwards. Without a reachable server the Postgres rows are left out.
-// AGENTD_BENCH_FROM_DIST=1 runs the servers on the compiled dist/ (npm run build) instead of src/ via tsx.
+// The servers run the compiled dist/ (`npm run build` first), as `npm start` does; AGENTD_BENCH_FROM_SRC=1
+// runs src/ through tsx instead (bench/runtime-server.ts).
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
@@ -18,7 +19,7 @@ import pg from 'pg';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { floorCpuPerTurn, openDurableFloor } from './durable-floor.js';
 import { serveEcho } from './echo-floor.js';
-import { forkRoleServer, serveRuntime } from './runtime-server.js';
+import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
@@ -284,6 +285,7 @@ export default {
   description:
     'whole-runtime chat turn through the gateway (durable store, memory, identity, engage loop, local model) at 1/10/100 clients on SQLite and Postgres vs a bare ws server sending the same frames',
   async run() {
+    assertRuntimeBuilt();
     const schema = await freshPostgresSchema();
     const targets: Target[] = [];
     const rows: Array<Record<string, string | number>> = [];
@@ -355,7 +357,7 @@ export default {
         idle
           ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc and ${memorySettleMs} ms: ${memoryLine(idle.after)} (before them: ${memoryLine(idle.before)})`
           : 'idle sessions: not measured',
-        `servers run ${process.env.AGENTD_BENCH_FROM_DIST ? 'the compiled dist/' : 'src/ through tsx (its compiled copies are in the RSS)'}`,
+        `servers run ${runtimeSource}`,
         schema
           ? `Postgres: ${pgUrl.replace(/\/\/[^@/]*@/, '//')} with a fresh schema, dropped afterwards`
           : `Postgres: ${pgUrl} did not answer; no Postgres rows`,

@@ -17,7 +17,7 @@ import {
 } from '../src/gateway/index.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
-import { serveRuntime } from './runtime-server.js';
+import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
 
 const clientCount = 1000;
 const connectBatch = 100;
@@ -319,6 +319,7 @@ export default {
   name: 'gateway',
   description: `${clientCount} concurrent OpenClaw-protocol clients sending chat turns: agentd gateway vs a bare ws server sending the same frames`,
   async run() {
+    assertRuntimeBuilt();
     const agentd = await startTarget('agentd');
     let agentdResult: Awaited<ReturnType<typeof measure>>;
     try {
@@ -352,7 +353,7 @@ export default {
       notes: [
         `frames per turn: ${agentdResult.frameBytes.length} (${agentdResult.frameBytes.join(', ')} bytes); the bare ws server sends the same sizes; agentd also pings after each chat.send answer and sends the run's events on the pong (one round trip, so a client reads the answer first)`,
         `gateway cost vs floor: server CPU per turn ×${ratio(agentdSaturated!['server CPU µs/turn'], echoSaturated!['server CPU µs/turn'])} (saturated), ×${ratio(agentdPaced!['server CPU µs/turn'], echoPaced!['server CPU µs/turn'])} (paced); paced p50 ×${ratio(agentdPaced!['p50 ms'], echoPaced!['p50 ms'])}, paced p99 ×${ratio(agentdPaced!['p99 ms'], echoPaced!['p99 ms'])}, saturated throughput ×${ratio(echoSaturated!['turns/s'], agentdSaturated!['turns/s'])} (floor turns/s ÷ agentd turns/s)`,
-        'servers run in child processes (RSS/conn = server RSS after connecting all clients minus before, after gc, ÷ clients); clients share this process',
+        `servers run in child processes (RSS/conn = server RSS after connecting all clients minus before, after gc, ÷ clients); clients share this process; the whole-runtime server runs ${runtimeSource}`,
         'server "agentd": the gateway with a chat service that replies instantly (one delta, then finished) — the protocol cost alone',
         `server "runtime": the whole stack (createRuntime: SQLite file, memory write-through of both messages, identity, engage loop, local model; ${runtimeResult.frameBytes.length} frames per turn); vs floor: server CPU per turn ×${ratio(runtimeSaturated!['server CPU µs/turn'], echoSaturated!['server CPU µs/turn'])} (saturated), paced p50 ×${ratio(runtimePaced!['p50 ms'], echoPaced!['p50 ms'])}, paced p99 ×${ratio(runtimePaced!['p99 ms'], echoPaced!['p99 ms'])}`,
         `machine: ${cpus().length} cores shared with other work; load average at the end ${loadavg()

@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { connectRequest } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
-import { forkRoleServer, serveRuntime } from './runtime-server.js';
+import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10];
 const warmupMs = 1000;
@@ -617,6 +617,7 @@ export default {
   description:
     'the real OpenClaw gateway beside agentd, the same scripted OpenAI-compatible model behind both, and a bare ws floor: chat.send → final at 1 and 10 clients (p50/p99, turns/s, server CPU, RSS)',
   async run() {
+    assertRuntimeBuilt();
     const { bin, looked } = findOpenClaw();
     const stops: Array<() => Promise<void>> = [];
     const rows: Array<Record<string, string | number>> = [];
@@ -717,7 +718,7 @@ export default {
     notes.push(
       `closed loop: each client keeps one turn in flight on its own session (agent:main:<client>) for ${phaseMs} ms (OpenClaw: ${peerPhaseMs} ms) after ${warmupMs} ms of warm-up, turns in flight at the end finish and count; client counts interleaved across servers (echo, agentd, openclaw)`,
       'the scripted model (its own process, shared by both): POST /v1/chat/completions → SSE: role chunk, "Hello from the ", "scripted model.", finish, usage, [DONE]; no delay',
-      `agentd: createRuntime (SQLite, memory, identity, engage loop) with AGENTD_MODEL=openai/${modelId} and OPENAI_BASE_URL=<the scripted model>, ${process.env.AGENTD_BENCH_FROM_DIST ? 'the compiled dist/' : 'src/ through tsx (its compiled copies are in the RSS)'}`,
+      `agentd: createRuntime (SQLite, memory, identity, engage loop) with AGENTD_MODEL=openai/${modelId} and OPENAI_BASE_URL=<the scripted model>, ${runtimeSource}`,
       ...(bin
         ? [
             `OpenClaw: \`openclaw gateway run\` with a throwaway HOME and OPENCLAW_STATE_DIR; config: gateway {mode local, bind loopback, token auth}, models.providers.fake {baseUrl <the scripted model>, api openai-completions, apiKey sk-local, model ${modelId}}, agents.defaults.model.primary fake/${modelId}; off: heartbeat (every 0m), models.catalogRefresh, update.checkOnStart, telemetry, mDNS; env OPENCLAW_SKIP_CHANNELS=1 OPENCLAW_SKIP_CRON=1 OPENCLAW_DISABLE_BONJOUR=1 OPENCLAW_NO_RESPAWN=1 OPENCLAW_NO_AUTO_UPDATE=1; everything else (tools, memory plugin, system prompt) as shipped`,

@@ -1,11 +1,40 @@
 // The whole agentd runtime (createRuntime: store, memory, identity, engage loop, model) serving its gateway
 // on a free loopback port from a temporary AGENTD_HOME, for the benchmarks that run it in a child process.
-// AGENTD_BENCH_FROM_DIST=1 loads the compiled package (its RSS is what a deployment has; tsx's compiled
-// copies add to it) instead of src/.
+// It loads the compiled package, dist/ (`npm run build`), as `npm start` does: src/ through tsx adds tsx's
+// own work to agentd's (esbuild's `__name` on every function it makes, the loader) and its compiled copies to
+// the RSS. AGENTD_BENCH_FROM_SRC=1 loads src/ through tsx instead.
 import { type ChildProcess, fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const fromSource = Boolean(process.env.AGENTD_BENCH_FROM_SRC);
+
+/** Where the benchmark servers' agentd comes from, for the notes. */
+export const runtimeSource = fromSource
+  ? 'src/ through tsx (AGENTD_BENCH_FROM_SRC; its compiled copies are in the RSS)'
+  : 'the compiled dist/ (npm run build), as npm start runs it';
+
+function newestMtimeMs(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtimeMs(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Throws when dist/ is missing or older than src/: a benchmark must not time code that is not the tree's. */
+export function assertRuntimeBuilt(): void {
+  if (fromSource) return;
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const built = join(root, 'dist', 'runtime.js');
+  if (!existsSync(built))
+    throw new Error('dist/ is missing: run `npm run build` (or set AGENTD_BENCH_FROM_SRC=1)');
+  if (newestMtimeMs(join(root, 'src')) > statSync(built).mtimeMs)
+    throw new Error('dist/ is older than src/: run `npm run build` (or set AGENTD_BENCH_FROM_SRC=1)');
+}
 
 export async function serveRuntime(options: {
   token: string;
@@ -13,7 +42,7 @@ export async function serveRuntime(options: {
   env?: Record<string, string>;
   databaseUrl?: string;
 }): Promise<{ port: number; stop(): Promise<void> }> {
-  const from = process.env.AGENTD_BENCH_FROM_DIST ? '../dist' : '../src';
+  const from = fromSource ? '../src' : '../dist';
   const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
   const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-runtime-'));
