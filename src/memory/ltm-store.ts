@@ -321,6 +321,33 @@ const entryPlaceholders = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const entriesPerInsert = 500;
 
 /**
+ * The INSERT … RETURNING of `rows` entries, built once per row count: the same string each time is found in
+ * the SQLite statement cache without hashing kilobytes of text again (a run's transcript and its eviction
+ * are 82 rows, 4 KB of SQL).
+ */
+const insertEntriesSqls = new Map<number, string>();
+function insertEntriesSql(rows: number): string {
+  let sql = insertEntriesSqls.get(rows);
+  if (sql === undefined) {
+    sql = `${insertEntryPrefix}${new Array(rows).fill(entryPlaceholders).join(', ')} RETURNING id, memory_id`;
+    if (insertEntriesSqls.size >= 64) insertEntriesSqls.delete(insertEntriesSqls.keys().next().value!);
+    insertEntriesSqls.set(rows, sql);
+  }
+  return sql;
+}
+
+/** Sets each entry's `rowId` from its INSERT's RETURNING rows, matched by memory id (unique within the key). */
+function setRowIds(
+  entries: ReadonlyArray<StoredEntry>,
+  rows: ReadonlyArray<{ id: number; memory_id: number }>,
+): void {
+  // RETURNING order is not guaranteed by SQL.
+  const rowIds = new Map<number, number>();
+  for (const row of rows) rowIds.set(Number(row.memory_id), Number(row.id));
+  for (const entry of entries) entry.rowId = rowIds.get(entry.memoryId);
+}
+
+/**
  * A commit's entries were built with ids from a number the key's counter had already passed: another
  * writer of the key (another agentd on the database) took those ids. The transaction must be rolled back
  * (on Postgres it already failed) and the commit built again with the ids the counter gives.
@@ -427,12 +454,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     for (let start = 0; start < entries.length; start += entriesPerInsert) {
       const chunk = entries.slice(start, start + entriesPerInsert);
       const rows = await tx.all<{ id: number; memory_id: number }>(
-        `${insertEntryPrefix}${chunk.map(() => entryPlaceholders).join(', ')} RETURNING id, memory_id`,
+        insertEntriesSql(chunk.length),
         entriesParams(chunk),
       );
-      // RETURNING order is not guaranteed by SQL; memory ids are unique within the key.
-      const rowIds = new Map(rows.map((row) => [Number(row.memory_id), Number(row.id)]));
-      for (const entry of chunk) entry.rowId = rowIds.get(entry.memoryId);
+      setRowIds(chunk, rows);
     }
   };
 
@@ -565,9 +590,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         if (index === 0 && isIdsTakenViolation(error)) throw new MemoryIdsTakenError(sessionKey, firstId);
         throw error;
       }
-      // RETURNING order is not guaranteed by SQL; memory ids are unique within the key.
-      const rowIds = new Map(rows.map((row) => [Number(row.memory_id), Number(row.id)]));
-      for (const entry of chunks[index]!) entry.rowId = rowIds.get(entry.memoryId);
+      setRowIds(chunks[index]!, rows);
     }
   };
 
