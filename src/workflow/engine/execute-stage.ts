@@ -132,8 +132,10 @@ function performStage(
   mergeInputs: MergeInput[] | undefined,
   calls: ToolCallRecord[],
   stage: StageRecord,
-  nodeDenial: PolicyDenial | undefined,
+  statics: NodeStatics,
 ): Promise<void> | undefined {
+  if (statics.denial === undefined) statics.denial = policyDenial(core, 'node', node.id) ?? null;
+  const nodeDenial = statics.denial;
   if (nodeDenial) {
     reportDenial(core, run, task, node, 'node', node.id, nodeDenial);
     throw new UserInputError({
@@ -275,7 +277,8 @@ interface NodeStatics {
   artifactMetadata: Readonly<Record<WorkflowOutcome, Readonly<Record<string, unknown>>>>;
   duration: (ms: number) => void;
   executions: Readonly<Record<WorkflowOutcome, (by?: number) => void>>;
-  denial: PolicyDenial | undefined;
+  /** Asked at the node's first stage, inside it (a policy that throws fails that stage); null: allowed. */
+  denial: PolicyDenial | null | undefined;
 }
 const staticsCache = new WeakMap<EngineCore, Map<DagNode, NodeStatics>>();
 // The engine that executed a stage last and its nodes' statics: most stages follow one of the same engine.
@@ -294,7 +297,7 @@ function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
     const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });
     const executions = (status: WorkflowOutcome) =>
       core.metrics.counter('node.executions', `node=${node.id},status=${status}`);
-    statics = Object.freeze({
+    statics = {
       recordsCalls: node.manifest.kind === 'agent' || node.manifest.tools.length > 0,
       started: Object.freeze({ role: node.role, kind: node.manifest.kind }),
       artifactMetadata: Object.freeze({
@@ -308,8 +311,8 @@ function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
         failure: executions('failure'),
         partial: executions('partial'),
       }),
-      denial: policyDenial(core, 'node', node.id),
-    });
+      denial: undefined,
+    };
     ofEngine.set(node, statics);
   }
   return statics;
@@ -391,7 +394,7 @@ export function executeStage(
 
   let pending: Promise<void> | undefined;
   try {
-    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage, statics.denial);
+    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage, statics);
   } catch (caught) {
     return recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught));
   }

@@ -50,4 +50,21 @@ describe('execute run', () => {
     await executeRun(core, run);
     expect(run.root).toMatchObject({ state: 'failed', error: { code: 'INTERNAL' } });
   });
+
+  it('fails the run, and still ends it, when reporting its start throws', async () => {
+    const { nodes, edges } = chainWorkflow(1);
+    const core = await coreFor({ 'workflow.yaml': workflowYaml(nodes, edges) });
+    const run = runOf(core);
+    const emit = core.emitter.emit;
+    core.emitter.emit = (target, type, ...rest) => {
+      if (type === 'task_started') throw new Error('the log is gone');
+      return emit(target, type, ...rest);
+    };
+    const ended = await executeRun(core, run, undefined, (target) => target.root.state);
+    expect(ended).toBe('failed');
+    expect(run.root).toMatchObject({
+      state: 'failed',
+      error: { code: 'INTERNAL', message: 'the log is gone' },
+    });
+  });
 });

@@ -54,6 +54,31 @@ describe('execute stage', () => {
     expect(core.metrics.snapshot().counters['node.executions{node=n1,status=success}']).toBe(1);
   });
 
+  it('asks the policy about a node at its first stage, inside it: a policy that throws fails that stage', async () => {
+    const { nodes, edges } = chainWorkflow(1);
+    const core = await coreFor({ 'workflow.yaml': workflowYaml(nodes, edges) });
+    let asked = 0;
+    const policy = core.policy;
+    Object.assign(core, {
+      policy: {
+        ...policy,
+        check: () => {
+          asked++;
+          throw new Error('policy store unreachable');
+        },
+      },
+    });
+    const run = runOf(core);
+    await executeStage(core, run, run.root, core.workflow.dag.nodes.get('n1')!);
+    expect(asked).toBe(1);
+    expect(run.root.history[0]).toMatchObject({
+      nodeId: 'n1',
+      nodeStatus: 'failure',
+      error: { message: 'policy store unreachable' },
+    });
+    expect(run.root.state).toBe('failed');
+  });
+
   it('fails the task on an output that does not match its schema', async () => {
     const { nodes, edges } = chainWorkflow(1);
     nodes[1]!.outputs_schema_id = 'out';
