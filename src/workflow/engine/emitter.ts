@@ -68,6 +68,21 @@ export interface EmitterOptions {
 }
 
 /**
+ * An event of a run that nobody received when it happened (no listener, plugin or bus, nothing to redact):
+ * what is its own, without what every event of the run shares — its id (the run's id and its sequence
+ * number), its root task and the metadata — which `eventsOf` adds when it builds the event.
+ */
+export class QuietEvent {
+  constructor(
+    readonly type: TelemetryEventType,
+    readonly taskId: string,
+    readonly stageId: string | undefined,
+    readonly timestamp: number,
+    readonly payload: Record<string, unknown>,
+  ) {}
+}
+
+/**
  * The engine's one telemetry path. Delivery is skipped entirely when nobody listens, which keeps the
  * in-memory hot path to one object and one push per event.
  */
@@ -107,14 +122,30 @@ export function createEmitter(options: EmitterOptions): Emitter {
     }
   }
 
+  /** The event a logged entry stands for (see `QuietEvent`), `seq` its number. */
+  function eventOf(run: Run, entry: TelemetryEvent | QuietEvent, seq: number): TelemetryEvent {
+    if (!(entry instanceof QuietEvent)) return entry;
+    const rootTaskId = run.root.taskId;
+    return {
+      eventId: `${rootTaskId}:${seq}`,
+      rootTaskId,
+      taskId: entry.taskId,
+      stageId: entry.stageId,
+      type: entry.type,
+      timestamp: entry.timestamp,
+      payload: entry.payload,
+      metadata: eventMetadata,
+    };
+  }
+
   /**
    * Walks the run's events in sequence order: the deferred ones, in their runs of sequence numbers (see
-   * `Run.deferred`), and the built ones in `run.events`, which hold every other number.
+   * `Run.deferred`), and the logged ones in `run.events`, which hold every other number.
    */
   function replay(
     run: Run,
     visit: (
-      built: TelemetryEvent | undefined,
+      built: TelemetryEvent | QuietEvent | undefined,
       stage: StageRecord | undefined,
       ended: boolean,
       seq: number,
@@ -171,6 +202,10 @@ export function createEmitter(options: EmitterOptions): Emitter {
     timestamp?: number,
   ): number {
     const seq = ++run.seq;
+    if (!redact && listeners.length === 0 && plugins.count === 0 && !publish) {
+      run.events.push(new QuietEvent(type, taskId, stageId, timestamp ?? clock.now(), payload));
+      return seq;
+    }
     const event: TelemetryEvent = {
       eventId: `${run.root.taskId}:${seq}`,
       rootTaskId: run.root.taskId,
@@ -182,7 +217,7 @@ export function createEmitter(options: EmitterOptions): Emitter {
       metadata: eventMetadata,
     };
     run.events.push(event);
-    if (listeners.length > 0 || plugins.count > 0 || publish) deliver(event);
+    deliver(event);
     return seq;
   }
 
@@ -201,12 +236,13 @@ export function createEmitter(options: EmitterOptions): Emitter {
       );
     },
     eventsOf(run) {
-      if (!run.deferred) return run.events.slice();
+      // Without deferred stage events, the logged ones are numbered from 1 in order.
+      if (!run.deferred) return run.events.map((entry, index) => eventOf(run, entry, index + 1));
       const rootTaskId = run.root.taskId;
       const out: TelemetryEvent[] = [];
       replay(run, (built, stage, ended, seq) => {
         if (built) {
-          out.push(built);
+          out.push(eventOf(run, built, seq));
           return;
         }
         out.push(stageEvent(rootTaskId, rootTaskId, stage!, ended, seq, eventMetadata));
@@ -220,7 +256,11 @@ export function createEmitter(options: EmitterOptions): Emitter {
       replay(run, (built, stage, ended, seq) => {
         while (next < covered.length && covered[next]! < seq) next++;
         if (covered[next] === seq) return;
-        out.push(built ?? stageEvent(rootTaskId, rootTaskId, stage!, ended, seq, eventMetadata));
+        out.push(
+          built
+            ? eventOf(run, built, seq)
+            : stageEvent(rootTaskId, rootTaskId, stage!, ended, seq, eventMetadata),
+        );
       });
       return out;
     },

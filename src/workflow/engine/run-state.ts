@@ -3,6 +3,7 @@ import type { WorkflowRecordWriter } from '../record-store.js';
 import type { JobHandle } from '../scheduler.js';
 import type { StageRecord, TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
 import type { TelemetryEvent } from '../telemetry.js';
+import type { QuietEvent } from './emitter.js';
 import type { WorkflowRunResult } from './types.js';
 
 /** What a MERGE node receives per child (the manifest's snake_case shape, visible to merge functions). */
@@ -22,10 +23,11 @@ export interface Run {
   root: WorkflowTask;
   tasks: Map<string, WorkflowTask>;
   /**
-   * The events built when they were emitted, in order. Not the whole log: read it through `eventsOf`,
+   * The events logged as they were emitted, in order: built, or — when nobody received them — noted as a
+   * `QuietEvent` and built when read. Not the whole log: read it through `eventsOf`,
    * which merges in the `deferred` ones.
    */
-  events: TelemetryEvent[];
+  events: Array<TelemetryEvent | QuietEvent>;
   /**
    * Events of root-task stages that nobody received when they happened, made from their stage records when
    * someone asks (see `emitter.ts`): a stage's two events would otherwise be five objects kept for as long

@@ -27,11 +27,49 @@ describe('emitter', () => {
     const target = run();
     emitter.emit(target, 'node_started', 'r', 'a', {});
     emitter.emit(target, 'node_completed', 'r', 'a', {});
-    expect(target.events.map((event) => [event.eventId, event.timestamp])).toEqual([
+    const events = emitter.eventsOf(target);
+    expect(events.map((event) => [event.eventId, event.timestamp])).toEqual([
       ['r:1', 7],
       ['r:2', 7],
     ]);
-    expect(Object.isFrozen(target.events[0]!.metadata)).toBe(true);
+    expect(Object.isFrozen(events[0]!.metadata)).toBe(true);
+  });
+
+  it('builds an event nobody received when read, the same as one it delivered', () => {
+    const emitter = createEmitter({
+      workflowId: 'wf',
+      clock: createManualClock(7),
+      logger: silentLogger,
+      plugins: noPlugins,
+      publish: undefined,
+      redact: undefined,
+    });
+    const target = run();
+    emitter.emit(target, 'task_queued', 'r', undefined, { queueDepth: 1 });
+    const delivered: unknown[] = [];
+    const unsubscribe = emitter.subscribe((event) => delivered.push(event));
+    emitter.emit(target, 'task_dequeued', 'r', undefined, { queueDepth: 0 }, 9);
+    unsubscribe();
+    emitter.emit(target, 'task_started', 'r', undefined, { startNodeId: 'start' });
+    const events = emitter.eventsOf(target);
+    expect(events[1]).toBe(delivered[0]);
+    expect(events).toEqual([
+      {
+        eventId: 'r:1',
+        rootTaskId: 'r',
+        taskId: 'r',
+        stageId: undefined,
+        type: 'task_queued',
+        timestamp: 7,
+        payload: { queueDepth: 1 },
+        metadata: { workflowId: 'wf' },
+      },
+      delivered[0],
+      expect.objectContaining({ eventId: 'r:3', type: 'task_started', timestamp: 7 }),
+    ]);
+    expect(Object.keys(events[0]!)).toEqual(Object.keys(events[1]!));
+    expect(events[0]!.metadata).toBe(events[1]!.metadata);
+    expect(emitter.countsOf(target)).toEqual({ task_queued: 1, task_dequeued: 1, task_started: 1 });
   });
 
   it('isolates a throwing listener and still reaches the others and the bus', () => {
