@@ -33,7 +33,8 @@ export type ShapeKey = (typeof shapeKeys)[number];
 
 /** What the benchmark sends a contender's process, and what it answers. */
 export type Command =
-  | { cmd: 'build'; shape: ShapeKey }
+  /** `iterations` and `warmUpMs`: the shape's batch size and warm-up, for `agentd-shared`'s own warm-up. */
+  | { cmd: 'build'; shape: ShapeKey; iterations: number; warmUpMs: number }
   | { cmd: 'batch'; iterations: number }
   | { cmd: 'heap'; runs: number }
   | { cmd: 'release' }
@@ -454,6 +455,24 @@ async function build(shape: ShapeKey, key: ContenderKey): Promise<Contender & { 
 }
 export const sharedName = 'agentd in-memory, every contender in its process';
 
+/**
+ * The earlier benchmark's warm-up in `agentd-shared`'s process: every contender runs batches for `warmUpMs`
+ * in two passes, so that agentd's batches, one per round of the benchmark's own warm-up, do not leave its
+ * code unoptimised and its retained runs short of their steady state.
+ */
+async function warmUpShared(
+  agentd: Contender,
+  others: Contender[],
+  iterations: number,
+  warmUpMs: number,
+): Promise<void> {
+  for (let pass = 0; pass < 2; pass++)
+    for (const contender of [agentd, ...others]) {
+      const until = performance.now() + warmUpMs / 2;
+      while (performance.now() < until) await timeBatch(contender.run, iterations);
+    }
+}
+
 let sharedRounds = 0;
 /**
  * One round of the earlier benchmark's loop, every contender a batch, starting one further on each round;
@@ -483,6 +502,8 @@ function serve(key: ContenderKey): void {
     switch (command.cmd) {
       case 'build':
         contender = await build(command.shape, key);
+        if (contender.others)
+          await warmUpShared(contender, contender.others, command.iterations, command.warmUpMs);
         return { built: true, name: contender.name };
       case 'batch':
         if (contender!.others) return sharedRound(contender!, contender!.others, command.iterations);

@@ -110,7 +110,12 @@ export default {
         const names = new Map<Child, string>();
         const children = all.filter((child) => shape.shared || child.key !== 'agentd-shared');
         for (const child of children) {
-          const built = (await child.ask({ cmd: 'build', shape: shape.key })) as { name: string };
+          const built = (await child.ask({
+            cmd: 'build',
+            shape: shape.key,
+            iterations: shape.iterations,
+            warmUpMs,
+          })) as { name: string };
           names.set(child, built.name);
         }
         // Warm up every contender (JIT, lazy init, a full set of retained runs) until it is in its steady
@@ -182,7 +187,7 @@ export default {
     }
     notes.push(
       `Each contender runs in a process of its own (bench/workflow-contender.ts, forked per shape), and this process has them run their batches in turn, one process at a time: the same machine load, but no contender's garbage, JIT state or async hooks in another's process (LangGraph.js runs its graphs in an AsyncLocalStorage, which makes Node call promise hooks for every promise in its process).`,
-      `"${sharedName}" (3-node chain only): agentd's in-memory engine in the setting of earlier versions of this harness, one process holding every contender of the shape, each running a batch in turn (rotating start) before agentd's batch is taken; the row's figures are agentd's batches. There agentd's batches also pay for the collection of the peers' garbage, and for the promise hooks LangGraph.js's AsyncLocalStorage turns on.`,
+      `"${sharedName}" (3-node chain only): agentd's in-memory engine in the setting of earlier versions of this harness, one process holding every contender of the shape, warmed up as they were (${warmUpMs / 1000} s per contender in two passes) and each running a batch in turn (rotating start) before agentd's batch is taken; the row's figures are agentd's batches. There agentd's batches also pay for the collection of the peers' garbage, and for the promise hooks LangGraph.js's AsyncLocalStorage turns on.`,
       `Each figure is the median (and p90) of ${rounds} interleaved batches; a batch awaits N runs one after another (3-node: 200, 10-node: 100, 100-node: 8, fan-out: 150). CPU µs/run: the contender process's CPU time (all its threads, the garbage collector's included) per run, median of the batches. µs/node divides by the function nodes only.`,
       `Warm-up: every contender runs batches for ${warmUpMs / 1000} s per shape, in two passes over the contenders, before the timed batches: the steady state (optimised code, a full set of retained runs). Earlier versions of this harness warmed up with about 100 runs, which measured agentd's 3-node chain at several times its steady-state cost.`,
       'agentd runs each shape as a YAML workflow with deterministic nodes bound to functions; it also executes its mandatory START and EXIT stages (and a BRANCH + MERGE for the fan-out), goes through the FIFO scheduler, records stage history, routing trace, 3+ telemetry events and a node_output artifact per stage.',
