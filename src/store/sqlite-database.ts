@@ -148,9 +148,9 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     for (const settle of open.settle) settle(failure);
   };
   /**
-   * With the lock still held, the open group waits for the rest of this event-loop turn: transactions that
-   * other callbacks of the same I/O phase start (the chat turns of every socket read in it) queue for the
-   * lock and join the group, so they share one COMMIT instead of paying one each.
+   * On a file, with the lock still held, the open group waits for the rest of this event-loop turn:
+   * transactions that other callbacks of the same I/O phase start (the chat turns of every socket read in
+   * it) queue for the lock and join the group, so they share one COMMIT instead of paying one each.
    */
   const scheduleGroupCommit = () => {
     afterIo(() => {
@@ -338,8 +338,12 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       } else if (transactionsWaiting > 0) {
         // The next transaction joins the group; the last of them commits for all.
         lock.release();
-      } else {
+      } else if (persistent) {
         scheduleGroupCommit();
+      } else {
+        // A RAM-only database writes no pages at COMMIT: nothing to share, so no reason to wait.
+        commitGroup();
+        lock.release();
       }
       await committed;
       return result;

@@ -66,6 +66,25 @@ describe('SQLite group commit', () => {
     expect(committedRows()).toEqual(['a', 'b']);
   });
 
+  it('commits at once in a RAM-only database, whose COMMIT writes nothing to share', async () => {
+    const ram = createSqliteDatabase({ path: ':memory:' });
+    try {
+      await ram.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+      let ramCommits = 0;
+      const exec = ram.driver.exec.bind(ram.driver);
+      ram.driver.exec = (sql: string) => {
+        if (sql === 'COMMIT') ramCommits++;
+        return exec(sql);
+      };
+      const insert = (v: string) => ram.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]));
+      const later = new Promise<unknown>((resolve) => setImmediate(() => resolve(insert('b'))));
+      await Promise.all([insert('a'), later]);
+      expect(ramCommits).toBe(2);
+    } finally {
+      await ram.close();
+    }
+  });
+
   it('commits a transaction awaited on its own before the next one starts', async () => {
     await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
     expect(committedRows()).toEqual(['a']);
