@@ -566,13 +566,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     for (let start = 0; start < count; start += entriesPerInsert)
       chunks.push(entries.slice(start, start + entriesPerInsert));
     const inserts = chunks.map((chunk, index) => {
-      const rows = chunk.map(() => entryPlaceholders);
       const params = entriesParams(chunk);
-      if (index > 0)
-        return tx.all<{ id: number; memory_id: number }>(
-          `${insertEntryPrefix}${rows.join(', ')} RETURNING id, memory_id`,
-          params,
-        );
+      if (index > 0) return tx.all<{ id: number; memory_id: number }>(insertEntriesSql(chunk.length), params);
+      const rows = chunk.map(() => entryPlaceholders);
       rows[0] = checkedEntryPlaceholders;
       params.splice(1, 0, firstId + count);
       return tx.all<{ id: number; memory_id: number }>(

@@ -280,18 +280,14 @@ interface NodeStatics {
   /** Asked at the node's first stage, inside it (a policy that throws fails that stage); null: allowed. */
   denial: PolicyDenial | null | undefined;
 }
-const staticsCache = new WeakMap<EngineCore, Map<DagNode, NodeStatics>>();
-// The engine that executed a stage last and its nodes' statics: most stages follow one of the same engine.
-let lastCore: EngineCore | undefined;
-let lastStatics: Map<DagNode, NodeStatics> | undefined;
+// Weak on both keys: a closed engine, or a workflow whose manifest was replaced, takes its statics with it.
+const staticsCache = new WeakMap<EngineCore, WeakMap<DagNode, NodeStatics>>();
 function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
-  let ofEngine = core === lastCore ? lastStatics : staticsCache.get(core);
+  let ofEngine = staticsCache.get(core);
   if (!ofEngine) {
-    ofEngine = new Map();
+    ofEngine = new WeakMap();
     staticsCache.set(core, ofEngine);
   }
-  lastCore = core;
-  lastStatics = ofEngine;
   let statics = ofEngine.get(node);
   if (!statics) {
     const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });

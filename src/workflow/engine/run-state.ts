@@ -86,28 +86,7 @@ export type NewTaskFields = Partial<WorkflowTask> & Pick<WorkflowTask, 'taskId' 
 
 /** A task with every field at its starting value, overridden by `fields`. */
 export function newTaskRecord(workflowId: string, now: number, fields: NewTaskFields): WorkflowTask {
-  return {
-    workflowId,
-    lifecycle: 'queued',
-    state: 'pending',
-    currentStageId: undefined,
-    currentOutput: undefined,
-    history: [],
-    routingTrace: [],
-    failureSignatures: [],
-    parentTaskId: undefined,
-    lineageType: undefined,
-    lineageMetadata: undefined,
-    childTaskIds: [],
-    fanOut: undefined,
-    arrivedAtMerge: undefined,
-    toleratedFailure: false,
-    error: undefined,
-    createdAt: now,
-    updatedAt: now,
-    completedAt: undefined,
-    ...fields,
-  };
+  return { ...newRootTask(workflowId, now, fields.taskId, fields.spec), ...fields };
 }
 
 /**
@@ -117,8 +96,8 @@ export function newTaskRecord(workflowId: string, now: number, fields: NewTaskFi
 export const noWrites: Promise<void> = Promise.resolve();
 
 /**
- * A root task: `newTaskRecord` with the fields of a root, as one literal in the same order (the spread
- * there makes every run's root task a copy of the defaults and then of the fields).
+ * A root task, every field at its starting value: one literal, no spread (every run makes one); other tasks
+ * override it with their fields (`newTaskRecord`).
  */
 export function newRootTask(workflowId: string, now: number, taskId: string, spec: TaskSpec): WorkflowTask {
   return {
