@@ -69,11 +69,18 @@ interface LedgerRow {
 const appendOnSqlite = `INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at)
   SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM work_ledger WHERE work_item_id = ?
   RETURNING seq`;
-const bumpHeadOnPostgres = `INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
-  ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1
-  RETURNING last_seq`;
-const insertOnPostgres =
-  'INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at) VALUES (?, ?, ?, ?, ?)';
+/**
+ * Postgres reads MAX(seq) without a lock, so the head counter's row lock serialises appenders. The counter's
+ * bump is a data-modifying CTE of the row's INSERT: one autocommitted statement, one round trip, and a
+ * failing insert takes the bump back with it (no gap).
+ */
+const appendOnPostgres = `WITH head AS (
+    INSERT INTO work_ledger_heads (work_item_id, last_seq) VALUES (?, 1)
+    ON CONFLICT (work_item_id) DO UPDATE SET last_seq = work_ledger_heads.last_seq + 1
+    RETURNING last_seq)
+  INSERT INTO work_ledger (work_item_id, seq, entry_type, content, created_at)
+  SELECT ?, last_seq, ?, ?, ?::bigint FROM head
+  RETURNING seq`;
 
 const toEntry = (row: LedgerRow): LedgerEntry => ({
   workItemId: row.work_item_id,
@@ -110,26 +117,25 @@ export function createLedger(options: CreateLedgerOptions): Ledger {
       }
       const createdAt = clock.now();
       const { entryType, content } = parsed.data;
-      const seq =
+      // One autocommitted statement on either dialect: it is committed when it returns. On SQLite it takes
+      // the write lock before it reads MAX(seq), so appenders in any process are serialised.
+      const row =
         db.dialect === 'sqlite'
-          ? // One autocommitted statement: it takes SQLite's write lock before it reads MAX(seq), so appenders
-            // in any process are serialised, and the append is committed when it returns.
-            Number(
-              (await db.get<{ seq: number }>(appendOnSqlite, [
-                workItemId,
-                entryType,
-                content,
-                createdAt,
-                workItemId,
-              ]))!.seq,
-            )
-          : await db.transaction(async (tx) => {
-              // Postgres reads MAX(seq) without a lock: the head counter's row lock serialises appenders.
-              const head = await tx.get<{ last_seq: number }>(bumpHeadOnPostgres, [workItemId]);
-              const next = Number(head!.last_seq);
-              await tx.run(insertOnPostgres, [workItemId, next, entryType, content, createdAt]);
-              return next;
-            });
+          ? await db.get<{ seq: number }>(appendOnSqlite, [
+              workItemId,
+              entryType,
+              content,
+              createdAt,
+              workItemId,
+            ])
+          : await db.get<{ seq: number }>(appendOnPostgres, [
+              workItemId,
+              workItemId,
+              entryType,
+              content,
+              createdAt,
+            ]);
+      const seq = Number(row!.seq);
       const appended: LedgerEntry = {
         workItemId,
         seq,
