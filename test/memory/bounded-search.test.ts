@@ -231,7 +231,19 @@ describe('memory search with a bounded number of ranked rows [sqlite]', () => {
     );
     const { lines, chars } = memory.status().promptLineCache;
     expect(lines).toBe(4_096);
-    expect(chars).toBeGreaterThanOrEqual(4_096 * 'note 9'.length);
+    // The contents of the newest 4,096 (the first four were dropped).
+    const held = Array.from({ length: 4_096 }, (_, index) => `note ${index + 4}`.length);
+    expect(chars).toBe(held.reduce((sum, length) => sum + length, 0));
+    // Recall makes lines of the entries it lists: each one now holds its line instead of its content.
+    const block = await memory.recallForPrompt({
+      agentId: 'alpha',
+      sessionKey: 'agent:alpha:elsewhere',
+      query: 'note',
+    });
+    const listed = block.split('\n').filter((line) => line.startsWith('- ['));
+    expect(listed.length).toBeGreaterThan(0);
+    const grown = listed.reduce((sum, line) => sum + line.length - /: (note \d+)$/.exec(line)![1]!.length, 0);
+    expect(memory.status().promptLineCache.chars).toBe(chars + grown);
   });
 
   it('answers a topic lookup newest written first without reading every match', async () => {

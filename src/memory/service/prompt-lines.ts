@@ -50,8 +50,8 @@ export interface CachedPromptLine {
   line: PromptLine | undefined;
 }
 
-/** The prompt line of a cached entry, made on first use. */
-export function linedOf(cached: CachedPromptLine, previewChars: number): PromptLine {
+/** The prompt line of a cached entry, made on first use (through the cache's `lineOf` once it is cached). */
+function linedOf(cached: CachedPromptLine, previewChars: number): PromptLine {
   if (cached.line === undefined) {
     cached.line = promptLineOf({ ...cached, storedInContext: false }, previewChars);
     cached.content = '';
@@ -73,8 +73,10 @@ export interface PromptLineCache {
   get(rowId: number): CachedPromptLine | undefined;
   set(rowId: number, line: CachedPromptLine): void;
   readonly size: number;
-  /** Characters held (content or line; two bytes each at most). */
-  chars(): number;
+  /** Characters held (content or line; two bytes each at most), counted as entries come, go and are lined. */
+  readonly chars: number;
+  /** The prompt line of an entry read from the cache (`rowId`'s), made on first use. */
+  lineOf(rowId: number, cached: CachedPromptLine, previewChars: number): PromptLine;
 }
 
 export const maxCachedLines = 4_096;
@@ -86,20 +88,36 @@ export const maxCachedLines = 4_096;
  */
 function createPromptLineCache(): PromptLineCache {
   const lines = new Map<number, CachedPromptLine>();
+  // A running count: memory.status() reports it, and the chat path asks status() on every message.
+  let chars = 0;
+  const charsOf = (cached: CachedPromptLine) => cached.line?.text.length ?? cached.content.length;
+  const drop = (rowId: number) => {
+    const held = lines.get(rowId);
+    if (held === undefined) return;
+    chars -= charsOf(held);
+    lines.delete(rowId);
+  };
   return {
     get: (rowId) => lines.get(rowId),
     set(rowId, line) {
-      lines.delete(rowId);
-      if (lines.size >= maxCachedLines) lines.delete(lines.keys().next().value!);
+      drop(rowId);
+      if (lines.size >= maxCachedLines) drop(lines.keys().next().value!);
       lines.set(rowId, line);
+      chars += charsOf(line);
     },
     get size() {
       return lines.size;
     },
-    chars() {
-      let total = 0;
-      for (const line of lines.values()) total += line.line?.text.length ?? line.content.length;
-      return total;
+    get chars() {
+      return chars;
+    },
+    lineOf(rowId, cached, previewChars) {
+      if (cached.line !== undefined) return cached.line;
+      const before = cached.content.length;
+      const line = linedOf(cached, previewChars);
+      // An entry dropped since it was read is no longer counted.
+      if (lines.get(rowId) === cached) chars += line.text.length - before;
+      return line;
     },
   };
 }
@@ -118,7 +136,7 @@ export function promptLineCache(ctx: MemoryContext): PromptLineCache {
 /** Lines and characters held by automatic recall's line cache (`status().promptLineCache`). */
 export function promptLineCacheSize(ctx: MemoryContext): { lines: number; chars: number } {
   const cache = caches.get(ctx);
-  return { lines: cache?.size ?? 0, chars: cache?.chars() ?? 0 };
+  return { lines: cache?.size ?? 0, chars: cache?.chars ?? 0 };
 }
 
 /** An entry to cache. A long content's line is made now, and copied: a cut of a string may keep the whole. */

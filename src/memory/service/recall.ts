@@ -23,7 +23,6 @@ import type { MemoryContext } from './context.js';
 import {
   type CachedPromptLine,
   cachedPromptLine,
-  linedOf,
   type PromptLine,
   promptLineCache,
   promptLineOf,
@@ -610,7 +609,7 @@ async function newestPromptLines(
             continue;
         } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
         if (line.agentId !== options.agentId) continue;
-        found.push(linedOf(line, previewChars));
+        found.push(cache.lineOf(rowId, line, previewChars));
       }
     }
     if (rowIds.length < size) break;
