@@ -121,6 +121,13 @@ export interface CreateChatServiceOptions {
    * within this time (a fast exchange, a client replaying messages) share one search. See `createAutoRecall`.
    */
   recallRefreshMs?: number;
+  /**
+   * A message waiting in the inbox whose turn finds the store unavailable (a dropped connection, a
+   * failover) is tried again after this long, doubling up to 5 s, for `storeRetryForMs` (default 250 ms and
+   * 30 s); then the run fails with STORE_UNAVAILABLE.
+   */
+  storeRetryMs?: number;
+  storeRetryForMs?: number;
   /** Longest accepted user message, in characters. */
   maxMessageChars?: number;
   /** How many finished runs are remembered for `wait` and idempotency. */
@@ -242,6 +249,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     maxRememberedRuns,
     autoRecall,
     autoRecallBlocks,
+    storeRetryMs: options.storeRetryMs ?? 250,
+    storeRetryForMs: options.storeRetryForMs ?? 30_000,
     lanes: createKeyedMutex(),
     live: new Map(),
     finished: new Map(),

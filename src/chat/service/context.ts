@@ -21,6 +21,10 @@ export interface ChatContext {
   readonly maxRememberedRuns: number;
   readonly autoRecall: boolean;
   readonly autoRecallBlocks: AutoRecall;
+  /** First wait before a queued turn tries an unavailable store again; doubles each time. */
+  readonly storeRetryMs: number;
+  /** How long after its first attempt a queued turn still tries an unavailable store again. */
+  readonly storeRetryForMs: number;
   /** One lane per session key: runs of a session are serialized. */
   readonly lanes: ReturnType<typeof createKeyedMutex>;
   readonly live: Map<string, LiveRun>;

@@ -1,5 +1,5 @@
 import { activeContext } from '../../telemetry/index.js';
-import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
+import { AgentdError, ErrorCodes, sleep, UserInputError } from '../../util/index.js';
 import type { ChatService } from '../chat-service.js';
 import { traceChatRun } from '../tracing.js';
 import type { Acceptance } from './acceptance.js';
@@ -9,6 +9,9 @@ import { runLocalReply } from './local-reply.js';
 import { runModelTurn } from './model-turn.js';
 import { newRecord, refFor, settle } from './records.js';
 import { markEnded } from './recovery.js';
+
+/** The longest wait between a queued turn's attempts while the store is unavailable. */
+const maxStoreRetryDelayMs = 5_000;
 
 /** Aborts the session's live runs (or the one run asked for); the runs settle as aborted on their own. */
 export async function abortRuns(
@@ -55,11 +58,9 @@ export function startTurn(
   const done = lanes.run(sessionKey, async () => {
     options.onTurnActivity?.(agentId, true);
     let unstored: unknown;
-    try {
-      if (controller.signal.aborted) {
-        record.status = 'aborted';
-        return record;
-      }
+    // A command may act before it fails; a second attempt must not run it again.
+    let commandStarted = false;
+    const attempt = async () => {
       const ref = await refFor(ctx, sessionKey, agentId);
       const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
       const handler = command
@@ -73,6 +74,7 @@ export function startTurn(
           )
         : undefined;
       if (handler) {
+        commandStarted = true;
         // A command is not replayed after a crash: it may have acted already.
         await options.inbox?.delete(runId);
         await runLocalReply(ctx, record, ref, handler);
@@ -80,6 +82,64 @@ export function startTurn(
         await traceChatRun(record, ref.sessionId, traceParent, () =>
           runModelTurn(ctx, record, ref, message, controller.signal, acceptance),
         );
+    };
+    // Stopped before its turn began: the acknowledged message is dropped and its clients get the final.
+    const endAborted = async () => {
+      record.status = 'aborted';
+      if (acceptance) return; // not stored yet: the send is refused instead (below)
+      await options.inbox?.delete(runId).catch((cleanup: unknown) => {
+        logger.warn({ err: cleanup, runId }, 'could not drop a stopped message from the inbox');
+      });
+      options.bus.publish(
+        'run:finished',
+        {
+          runId,
+          status: 'aborted',
+          text: '',
+          error: { code: ErrorCodes.aborted, message: 'The run was aborted.', retryable: false },
+          usage: { inputTokens: 0, outputTokens: 0 },
+          turns: 0,
+        },
+        { runId, sessionKey, agentId },
+      );
+    };
+    try {
+      if (controller.signal.aborted) {
+        await endAborted();
+        return record;
+      }
+      // A message waiting in the inbox is acknowledged and on disk: while the store cannot be reached
+      // (a connection dropped, a failover), its turn waits and tries again instead of failing it. A message
+      // stored by its own turn is not acknowledged yet; its sender hears of the failure and may resend.
+      const retryUntil = clock.now() + ctx.storeRetryForMs;
+      let retryDelayMs = ctx.storeRetryMs;
+      for (;;) {
+        try {
+          await attempt();
+          break;
+        } catch (error) {
+          const retry =
+            !acceptance &&
+            !commandStarted &&
+            // Once the message is in the transcript a second attempt would store it twice.
+            record.userMemoryId === undefined &&
+            AgentdError.isInstance(error) &&
+            error.code === ErrorCodes.storeUnavailable &&
+            clock.now() + retryDelayMs <= retryUntil;
+          if (!retry) throw error;
+          logger.warn(
+            { err: error, runId, sessionKey, retryInMs: retryDelayMs },
+            'the store is unavailable; the queued message stays in the inbox and its turn is tried again',
+          );
+          try {
+            await sleep(retryDelayMs, controller.signal);
+          } catch {
+            await endAborted();
+            return record;
+          }
+          retryDelayMs = Math.min(retryDelayMs * 2, maxStoreRetryDelayMs);
+        }
+      }
     } catch (error) {
       if (acceptance && !acceptance.settled) {
         unstored = error;

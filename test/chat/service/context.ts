@@ -2,7 +2,13 @@ import { createBus } from '../../../src/bus/index.js';
 import type { AutoRecall } from '../../../src/chat/auto-recall.js';
 import type { CreateChatServiceOptions, RunningRun } from '../../../src/chat/index.js';
 import type { ChatContext } from '../../../src/chat/service/context.js';
-import { createKeyedMutex, createManualClock, silentLogger } from '../../../src/util/index.js';
+import {
+  createKeyedMutex,
+  createManualClock,
+  ErrorCodes,
+  SystemError,
+  silentLogger,
+} from '../../../src/util/index.js';
 
 /** What the fakes saw, in order. */
 export type Call = [string, ...unknown[]];
@@ -16,6 +22,8 @@ export function fakeContext(
     summarized?: number[];
     slashCommands?: CreateChatServiceOptions['slashCommands'];
     runTurn?: CreateChatServiceOptions['runTurn'];
+    /** The first this many session lookups fail as an unreachable store would. */
+    sessionLookupFailures?: number;
   } = {},
 ) {
   const calls: Call[] = [];
@@ -26,6 +34,7 @@ export function fakeContext(
     events.push({ type: event.type, data: event.data }),
   );
   let activeTokens = 100;
+  let lookupFailures = 0;
   const options = {
     sessions: {
       touch: async (id: string, touch: unknown) => {
@@ -35,6 +44,12 @@ export function fakeContext(
       },
       ensureActive: async (sessionKey: string, agentId: string) => {
         calls.push(['sessions.ensureActive', sessionKey, agentId]);
+        if ((overrides.sessionLookupFailures ?? 0) > lookupFailures++)
+          throw new SystemError({
+            code: ErrorCodes.storeUnavailable,
+            message: 'the connection was terminated',
+            retryable: true,
+          });
         return { id: `session-of-${sessionKey}` };
       },
       getActive: async (sessionKey: string) => {
@@ -108,6 +123,8 @@ export function fakeContext(
     autoRecallBlocks: {
       forget: (sessionId: string) => calls.push(['autoRecall.forget', sessionId]),
     } as unknown as AutoRecall,
+    storeRetryMs: 250,
+    storeRetryForMs: 30_000,
     lanes: createKeyedMutex(),
     live: new Map(),
     finished: new Map(),
