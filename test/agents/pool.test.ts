@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createWorkerPool, type RunItem, type WorkerPool } from '../../src/agents/index.js';
 import { type Bus, type BusEvent, createBus } from '../../src/bus/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
-import { ProviderError, UserInputError } from '../../src/util/index.js';
+import { ErrorCodes, ProviderError, SystemError, UserInputError } from '../../src/util/index.js';
 import { createWorkQueue, type WorkItem, type WorkQueue } from '../../src/work/index.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import { countEvents, deferred, nextEvent } from './helpers.js';
@@ -305,6 +305,42 @@ describe('worker pool', () => {
       ['c', 'cancelled', undefined],
       ['d', 'completed', { summary: 'd done' }],
     ]);
+  });
+
+  it('reports the end of an item again while the store is unavailable, without running the item twice', async () => {
+    let refusals = 2;
+    const unavailable = () =>
+      new SystemError({ code: ErrorCodes.storeUnavailable, message: 'connection terminated', retryable: true });
+    const flaky: WorkQueue = Object.assign(Object.create(queue) as WorkQueue, {
+      completeMany: async (...args: Parameters<WorkQueue['completeMany']>) => {
+        if (refusals-- > 0) throw unavailable();
+        return queue.completeMany(...args);
+      },
+      fail: async (...args: Parameters<WorkQueue['fail']>) => {
+        if (refusals-- > 0) throw unavailable();
+        return queue.fail(...args);
+      },
+    });
+    const runs = new Map<string, number>();
+    pool = createWorkerPool({
+      queue: flaky,
+      bus,
+      runItem: async (item) => {
+        runs.set(item.description, (runs.get(item.description) ?? 0) + 1);
+        if (item.description === 'broken')
+          throw new UserInputError({ code: 'BAD_INPUT', message: 'no', retryable: false });
+        return { ok: true };
+      },
+      concurrency: 1,
+    });
+    const done = await pool.submit({ kind: 'task', description: 'done' });
+    pool.start();
+    await expect.poll(async () => (await queue.get(done.id))?.state, { timeout: 5_000 }).toBe('completed');
+    // The failure report meets the store unavailable too, and is kept all the same.
+    refusals = 1;
+    const broken = await pool.submit({ kind: 'task', description: 'broken' });
+    await expect.poll(async () => (await queue.get(broken.id))?.state, { timeout: 5_000 }).toBe('failed');
+    expect(Object.fromEntries(runs)).toEqual({ done: 1, broken: 1 });
   });
 
   it('stop hands running items back to the queue without spending an attempt', async () => {

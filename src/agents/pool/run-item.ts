@@ -1,5 +1,5 @@
 import { markSpanFailed, runInSpan, SpanAttributes, startSpan } from '../../telemetry/index.js';
-import { AgentdError } from '../../util/index.js';
+import { AgentdError, ErrorCodes, sleep } from '../../util/index.js';
 import { outcomeSummary, WorkErrorCodes, type WorkItem } from '../../work/index.js';
 import { complete } from './completions.js';
 import {
@@ -59,11 +59,8 @@ export async function runOne(
       runner(item, { signal: controller.signal, heartbeat, workerId }),
     );
     if (controller.signal.aborted) throw controller.signal.reason;
-    const done = await complete(pool, {
-      id: item.id,
-      data,
-      durationMs: Math.round(performance.now() - startedAt),
-    });
+    const durationMs = Math.round(performance.now() - startedAt);
+    const done = await reportUntilStored(pool, item, () => complete(pool, { id: item.id, data, durationMs }));
     progress(
       pool,
       'worker-completed',
@@ -88,7 +85,7 @@ export async function runOne(
       return;
     }
     try {
-      const after = await queue.fail(item.id, workerId, payload);
+      const after = await reportUntilStored(pool, item, () => queue.fail(item.id, workerId, payload));
       progress(
         pool,
         'worker-failed',
@@ -101,6 +98,35 @@ export async function runOne(
   } finally {
     if (timer) clearInterval(timer);
     span.end();
+  }
+}
+
+/** First wait before an item's end that the store refused is reported again; doubles up to 5 s. */
+const firstReportRetryMs = 250;
+const maxReportRetryMs = 5_000;
+
+/**
+ * Reports an item's end (its completion or its failure) until the store takes it: the work is done, and a
+ * dropped database connection must not leave the item running until its lease lapses and then run it
+ * again. Gives up with the last error after one lease's length (the heartbeat keeps renewing the lease
+ * meanwhile), or at the next failure once the pool stops.
+ */
+async function reportUntilStored<T>(pool: PoolState, item: WorkItem, report: () => Promise<T>): Promise<T> {
+  const giveUpAt = performance.now() + pool.queue.config.leaseMs;
+  let delayMs = firstReportRetryMs;
+  for (;;) {
+    try {
+      return await report();
+    } catch (error) {
+      const unavailable = AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable;
+      if (!unavailable || pool.stopped || performance.now() + delayMs > giveUpAt) throw error;
+      pool.logger.warn(
+        { err: error, workItemId: item.id, retryInMs: delayMs },
+        'the store is unavailable; reporting the end of a work item again',
+      );
+      await sleep(delayMs, pool.loopController.signal).catch(() => undefined);
+      delayMs = Math.min(delayMs * 2, maxReportRetryMs);
+    }
   }
 }
 
