@@ -1,10 +1,10 @@
 // The durable floor of a chat turn: what a turn must write, written with better-sqlite3 alone into a file with
 // agentd's own schema (its migrations, FTS5 triggers and indexes included), as
 // two transactions — the user's message before the acknowledgement, the reply after the model — with agentd's
-// pragmas (WAL, synchronous=NORMAL, 8,000-page autocheckpoint). Paired with the bare ws frames
+// pragmas (WAL, synchronous=NORMAL, 8,000-page autocheckpoint, the WAL synced in the background). Paired with the bare ws frames
 // (bench/echo-floor.ts), it is the least a durable turn of this schema can cost: agentd's cost above it is its
 // own code.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, fdatasync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -159,17 +159,33 @@ export async function openDurableFloor(options: { withoutFullText?: boolean } = 
     insertAudit.run(now, sessionKey, runId, JSON.stringify({ runId, status: 'done' }));
     touchSession.run(now, null, null, session.id);
   };
+  // The WAL synced in the background while commits are written, as agentd's store does (walSyncIntervalMs).
+  let walWritten = false;
+  let walSyncing = false;
+  const walHandle = openSync(`${path}-wal`, 'a');
+  const walSync = setInterval(() => {
+    if (!walWritten || walSyncing) return;
+    walWritten = false;
+    walSyncing = true;
+    fdatasync(walHandle, () => {
+      walSyncing = false;
+    });
+  }, 50);
+  walSync.unref();
   const commit = (turns: ReadonlyArray<FloorTurn>, write: (turn: FloorTurn, now: number) => void) => {
     const now = Date.now();
     db.exec('BEGIN IMMEDIATE');
     for (const turn of turns) write(turn, now);
     db.exec('COMMIT');
+    walWritten = true;
   };
 
   return {
     accept: (turns) => commit(turns, acceptOne),
     finish: (turns) => commit(turns, finishOne),
     close() {
+      clearInterval(walSync);
+      closeSync(walHandle);
       db.close();
       rmSync(dir, { recursive: true, force: true });
     },
