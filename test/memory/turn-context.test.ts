@@ -139,3 +139,59 @@ describe('migrations 0014 and 0015 index existing entries with the turns before 
     });
   }
 });
+
+describe('migration 0026: a full-text index without a copy of the text (SQLite)', () => {
+  it('keeps what was indexed at 0025 searchable, and re-indexes an entry whose text changes', async () => {
+    const db = await openTestDatabase('sqlite', { migrate: false });
+    const before = mkdtempSync(join(tmpdir(), 'agentd-migrations-'));
+    try {
+      for (const folder of ['sqlite', 'postgres'])
+        for (const file of readdirSync(join(defaultMigrationsDir(), folder)).filter((name) => name < '0026'))
+          cpSync(join(defaultMigrationsDir(), folder, file), join(before, folder, file));
+      await migrate(db, { dir: before });
+      await createMemoryService({ db, bus: createBus() }).appendBatch(
+        sessionRef(),
+        dialogue.slice(0, 6).map((content, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content,
+        })),
+      );
+      expect((await migrate(db)).applied).toEqual([26]);
+      // Nothing but the index is kept: no content table beside it.
+      const tables = await db.all<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE name LIKE 'memory_fts%' ORDER BY name",
+      );
+      expect(tables.map((table) => table.name)).toEqual([
+        'memory_fts',
+        'memory_fts_config',
+        'memory_fts_data',
+        'memory_fts_docsize',
+        'memory_fts_idx',
+      ]);
+      const memory = createMemoryService({ db, bus: createBus() });
+      const ids = async (query: string) =>
+        (await memory.search({ agentId: 'alpha', query, limit: 10 })).map((hit) => hit.memoryId).sort();
+      // Rows indexed before the migration, with the turns before them.
+      expect(await ids('Which sport?')).toEqual(expect.arrayContaining([3, 4, 5, 6]));
+      // The index itself (a search adds each hit's neighbouring turns): a changed text matches by its new
+      // words only, and a deleted row leaves the index.
+      const indexed = async (term: string) =>
+        (
+          await db.all<{ memoryId: number }>(
+            'SELECT e.memory_id AS memoryId FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid WHERE memory_fts MATCH ?',
+            [term],
+          )
+        ).map((row) => row.memoryId);
+      expect(await indexed('bouldering')).toEqual([6]);
+      await db.run("UPDATE memory_entries SET content = 'Climbing walls, mostly.' WHERE memory_id = 6");
+      expect(await indexed('bouldering')).toEqual([]);
+      expect(await indexed('climbing')).toEqual([6]);
+      expect(await ids('climbing')).toContain(6);
+      await db.run('DELETE FROM memory_entries WHERE memory_id = 6');
+      expect(await indexed('climbing')).toEqual([]);
+    } finally {
+      rmSync(before, { recursive: true, force: true });
+      await db.close();
+    }
+  });
+});
