@@ -310,7 +310,11 @@ describe('worker pool', () => {
   it('reports the end of an item again while the store is unavailable, without running the item twice', async () => {
     let refusals = 2;
     const unavailable = () =>
-      new SystemError({ code: ErrorCodes.storeUnavailable, message: 'connection terminated', retryable: true });
+      new SystemError({
+        code: ErrorCodes.storeUnavailable,
+        message: 'connection terminated',
+        retryable: true,
+      });
     const flaky: WorkQueue = Object.assign(Object.create(queue) as WorkQueue, {
       completeMany: async (...args: Parameters<WorkQueue['completeMany']>) => {
         if (refusals-- > 0) throw unavailable();
