@@ -46,8 +46,17 @@ export async function startTmux(
   const socket = ['-L', name];
   const pollMs = options.pollMs ?? 200;
   const envArgs = Object.entries(options.env ?? {}).flatMap(([key, value]) => ['-e', `${key}=${value}`]);
+  // A pane whose program exits stays on screen, so a timeout shows what the program printed last (a crash)
+  // instead of an empty capture of a session that is gone.
   await run('tmux', [
     ...socket,
+    'start-server',
+    ';',
+    'set-option',
+    '-g',
+    'remain-on-exit',
+    'on',
+    ';',
     'new-session',
     '-d',
     '-s',
