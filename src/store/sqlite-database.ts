@@ -100,7 +100,8 @@ function createWalSyncer(walPath: string, intervalMs: number, logger: Logger) {
     written = false;
     syncing = (async () => {
       try {
-        handle ??= await open(walPath, 'r');
+        // Read-write: Windows flushes only a handle that may write.
+        handle ??= await open(walPath, 'r+');
         await handle.datasync();
       } catch (error) {
         await handle?.close().catch(() => undefined);
