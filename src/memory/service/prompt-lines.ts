@@ -88,6 +88,12 @@ export const maxCachedLines = 4_096;
  */
 function createPromptLineCache(): PromptLineCache {
   const lines = new Map<number, CachedPromptLine>();
+  // Row ids in the order they came in. The oldest is found here, not as the Map's first key: a Map that
+  // drops its first key on every insert keeps the deleted slots until it rehashes, and finding the first
+  // live key walked over them (0.8 µs an insert at 4,096 entries against 0.1). A row id set again is in
+  // here twice; its older place only drops it a little early.
+  let order: number[] = [];
+  let oldest = 0;
   // A running count: memory.status() reports it, and the chat path asks status() on every message.
   let chars = 0;
   const charsOf = (cached: CachedPromptLine) => cached.line?.text.length ?? cached.content.length;
@@ -101,8 +107,13 @@ function createPromptLineCache(): PromptLineCache {
     get: (rowId) => lines.get(rowId),
     set(rowId, line) {
       drop(rowId);
-      if (lines.size >= maxCachedLines) drop(lines.keys().next().value!);
+      while (lines.size >= maxCachedLines && oldest < order.length) drop(order[oldest++]!);
+      if (oldest > maxCachedLines && oldest * 2 > order.length) {
+        order = order.slice(oldest);
+        oldest = 0;
+      }
       lines.set(rowId, line);
+      order.push(rowId);
       chars += charsOf(line);
     },
     get size() {
