@@ -77,6 +77,22 @@ const det = (id: string, role: string): NodeSpec => ({ id, role, kind: 'determin
 const databases = new WeakMap<WorkflowEngine, { dir: string; all: SqlAll }>();
 type SqlAll = (sql: string, params: string[]) => Promise<Array<Record<string, unknown>>>;
 
+/** agentd's engine on a workflow of these nodes, edges and functions, as a contender running `{ v: 0 }`. */
+async function agentdContender(
+  nodes: NodeSpec[],
+  edges: Array<{ from: string; to: string }>,
+  functions: Record<string, WorkflowFunction>,
+  durable: boolean,
+): Promise<Contender> {
+  const engine = await agentdEngine(nodes, edges, functions, durable);
+  return {
+    name: durable ? 'agentd durable (SQLite)' : 'agentd in-memory',
+    run: () => engine.run({ v: 0 }),
+    close: () => engine.close(),
+    engine,
+  };
+}
+
 async function agentdEngine(
   nodes: NodeSpec[],
   edges: Array<{ from: string; to: string }>,
@@ -241,13 +257,7 @@ async function agentdChain(length: number, durable: boolean): Promise<Contender>
   const edges = order.slice(1).map((to, index) => ({ from: order[index]!, to }));
   const functions: Record<string, WorkflowFunction> = {};
   for (const id of ids) functions[id] = (input) => ({ v: (input as { v: number }).v + 1 });
-  const engine = await agentdEngine(nodes, edges, functions, durable);
-  return {
-    name: durable ? 'agentd durable (SQLite)' : 'agentd in-memory',
-    run: () => engine.run({ v: 0 }),
-    close: () => engine.close(),
-    engine,
-  };
+  return agentdContender(nodes, edges, functions, durable);
 }
 
 async function agentdFan(durable: boolean): Promise<Contender> {
@@ -276,13 +286,7 @@ async function agentdFan(durable: boolean): Promise<Contender> {
   branches.forEach((id, index) => {
     functions[id] = (input) => ({ v: (input as { v: number }).v + index + 1 });
   });
-  const engine = await agentdEngine(nodes, edges, functions, durable);
-  return {
-    name: durable ? 'agentd durable (SQLite)' : 'agentd in-memory',
-    run: () => engine.run({ v: 0 }),
-    close: () => engine.close(),
-    engine,
-  };
+  return agentdContender(nodes, edges, functions, durable);
 }
 
 // --- LangGraph.js and Mastra (imported only by the processes that hold one) ----------------------------

@@ -97,11 +97,11 @@ import {
 } from './tools/index.js';
 import type { Logger } from './util/index.js';
 import {
-  AgentdError,
   type Clock,
   createIdGenerator,
   ErrorCodes,
   type IdGenerator,
+  isStoreUnavailable,
   systemClock,
   UserInputError,
 } from './util/index.js';
@@ -559,8 +559,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           );
         } catch (error) {
           // The client gets STORE_UNAVAILABLE; health and the other clients must see the store degraded too.
-          if (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
-            memory.reportWriteFailure(error);
+          if (isStoreUnavailable(error)) memory.reportWriteFailure(error);
           throw error;
         }
       },

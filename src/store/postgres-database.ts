@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import type { Logger } from '../util/index.js';
-import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
+import { ErrorCodes, isStoreUnavailable, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
 import { rewritePlaceholders } from './placeholders.js';
 import {
@@ -461,8 +461,4 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       await pool.end();
     },
   };
-}
-
-function isStoreUnavailable(error: unknown): boolean {
-  return SystemError.isInstance(error) && error.code === ErrorCodes.storeUnavailable;
 }

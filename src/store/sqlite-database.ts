@@ -245,31 +245,25 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     return prepared;
   };
 
-  // A statement that returns no rows yields none, as on Postgres, instead of better-sqlite3's TypeError.
-  /** A write outside a transaction committed on its own. */
-  const autocommitted = () => {
-    if (walSyncer !== undefined && !driver.inTransaction) walSyncer.written();
+  /** After a statement: one that wrote outside a transaction committed on its own (COMMIT tells the rest). */
+  const autocommitted = (prepared: Database.Statement | undefined) => {
+    if (walSyncer !== undefined && !prepared?.readonly && !driver.inTransaction) walSyncer.written();
   };
+  // A statement that returns no rows yields none, as on Postgres, instead of better-sqlite3's TypeError.
   const allNow = <Row>(sql: string, params?: ReadonlyArray<SqlValue>): Row[] => {
     const prepared = statement(sql);
-    if (!prepared.reader) {
-      prepared.run(...toDriverParams(params));
-      autocommitted();
-      return [];
-    }
-    const rows = prepared.all(...toDriverParams(params)) as Row[];
-    if (!prepared.readonly) autocommitted(); // INSERT … RETURNING
+    let rows: Row[] = [];
+    if (prepared.reader) rows = prepared.all(...toDriverParams(params)) as Row[];
+    else prepared.run(...toDriverParams(params));
+    autocommitted(prepared);
     return rows;
   };
   const getNow = <Row>(sql: string, params?: ReadonlyArray<SqlValue>): Row | undefined => {
     const prepared = statement(sql);
-    if (!prepared.reader) {
-      prepared.run(...toDriverParams(params));
-      autocommitted();
-      return undefined;
-    }
-    const row = prepared.get(...toDriverParams(params)) as Row | undefined;
-    if (!prepared.readonly) autocommitted();
+    let row: Row | undefined;
+    if (prepared.reader) row = prepared.get(...toDriverParams(params)) as Row | undefined;
+    else prepared.run(...toDriverParams(params));
+    autocommitted(prepared);
     return row;
   };
   const runNow = (sql: string, params?: ReadonlyArray<SqlValue>): SqlRunResult => {
@@ -287,13 +281,13 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         const before = driver.prepare('SELECT total_changes() AS n').pluck().get() as number;
         driver.exec(sql);
         const after = driver.prepare('SELECT total_changes() AS n').pluck().get() as number;
-        autocommitted();
+        autocommitted(undefined);
         return { changes: after - before };
       }
       throw error;
     }
     const { changes } = prepared.run(...toDriverParams(params));
-    autocommitted();
+    autocommitted(prepared);
     return { changes };
   };
 

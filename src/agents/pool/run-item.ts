@@ -1,5 +1,5 @@
 import { markSpanFailed, runInSpan, SpanAttributes, startSpan } from '../../telemetry/index.js';
-import { AgentdError, ErrorCodes, sleep } from '../../util/index.js';
+import { AgentdError, isStoreUnavailable, retrying } from '../../util/index.js';
 import { outcomeSummary, WorkErrorCodes, type WorkItem } from '../../work/index.js';
 import { complete } from './completions.js';
 import {
@@ -101,33 +101,25 @@ export async function runOne(
   }
 }
 
-/** First wait before an item's end that the store refused is reported again; doubles up to 5 s. */
-const firstReportRetryMs = 250;
-const maxReportRetryMs = 5_000;
-
 /**
  * Reports an item's end (its completion or its failure) until the store takes it: the work is done, and a
  * dropped database connection must not leave the item running until its lease lapses and then run it
- * again. Gives up with the last error after one lease's length (the heartbeat keeps renewing the lease
- * meanwhile), or at the next failure once the pool stops.
+ * again. 250 ms, doubling up to 5 s, for one lease's length (the heartbeat keeps renewing the lease
+ * meanwhile); a stopping pool ends the wait.
  */
-async function reportUntilStored<T>(pool: PoolState, item: WorkItem, report: () => Promise<T>): Promise<T> {
-  const giveUpAt = performance.now() + pool.queue.config.leaseMs;
-  let delayMs = firstReportRetryMs;
-  for (;;) {
-    try {
-      return await report();
-    } catch (error) {
-      const unavailable = AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable;
-      if (!unavailable || pool.stopped || performance.now() + delayMs > giveUpAt) throw error;
+function reportUntilStored<T>(pool: PoolState, item: WorkItem, report: () => Promise<T>): Promise<T> {
+  return retrying(report, {
+    firstDelayMs: 250,
+    maxDelayMs: 5_000,
+    forMs: pool.queue.config.leaseMs,
+    retryable: isStoreUnavailable,
+    onRetry: (error, delayMs) =>
       pool.logger.warn(
         { err: error, workItemId: item.id, retryInMs: delayMs },
         'the store is unavailable; reporting the end of a work item again',
-      );
-      await sleep(delayMs, pool.loopController.signal).catch(() => undefined);
-      delayMs = Math.min(delayMs * 2, maxReportRetryMs);
-    }
-  }
+      ),
+    signal: pool.loopController.signal,
+  });
 }
 
 /** Takes a slot of the class and runs the item; the slot is freed (and waiters woken) when it ends. */

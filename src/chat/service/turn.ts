@@ -1,6 +1,6 @@
 import { activeContext } from '../../telemetry/index.js';
-import { AgentdError, ErrorCodes, sleep, UserInputError } from '../../util/index.js';
-import type { ChatService } from '../chat-service.js';
+import { ErrorCodes, isStoreUnavailable, retrying, UserInputError } from '../../util/index.js';
+import type { ChatRunRecord, ChatService } from '../chat-service.js';
 import { traceChatRun } from '../tracing.js';
 import type { Acceptance } from './acceptance.js';
 import { builtInCommand } from './commands.js';
@@ -83,25 +83,31 @@ export function startTurn(
           runModelTurn(ctx, record, ref, message, controller.signal, acceptance),
         );
     };
-    // Stopped before its turn began: the acknowledged message is dropped and its clients get the final.
-    const endAborted = async () => {
-      record.status = 'aborted';
-      if (acceptance) return; // not stored yet: the send is refused instead (below)
-      await options.inbox?.delete(runId).catch((cleanup: unknown) => {
-        logger.warn({ err: cleanup, runId }, 'could not drop a stopped message from the inbox');
-      });
+    /**
+     * A turn that ends without running the model (it failed, or was stopped before it began): the message,
+     * unless its run is marked running, leaves the inbox so it does not come back as a reply after the next
+     * start, and its clients get the final.
+     */
+    const endUnrun = async (status: 'error' | 'aborted', error: NonNullable<ChatRunRecord['error']>) => {
+      if (!running.has(runId))
+        await options.inbox?.delete(runId).catch((cleanup: unknown) => {
+          logger.warn({ err: cleanup, runId }, 'could not drop an unanswered message from the inbox');
+        });
       options.bus.publish(
         'run:finished',
-        {
-          runId,
-          status: 'aborted',
-          text: '',
-          error: { code: ErrorCodes.aborted, message: 'The run was aborted.', retryable: false },
-          usage: { inputTokens: 0, outputTokens: 0 },
-          turns: 0,
-        },
+        { runId, status, text: '', error, usage: { inputTokens: 0, outputTokens: 0 }, turns: 0 },
         { runId, sessionKey, agentId },
       );
+    };
+    const endAborted = async () => {
+      record.status = 'aborted';
+      // Not stored yet: the send is refused instead (below).
+      if (!acceptance)
+        await endUnrun('aborted', {
+          code: ErrorCodes.aborted,
+          message: 'The run was aborted.',
+          retryable: false,
+        });
     };
     try {
       if (controller.signal.aborted) {
@@ -111,34 +117,30 @@ export function startTurn(
       // A message waiting in the inbox is acknowledged and on disk: while the store cannot be reached
       // (a connection dropped, a failover), its turn waits and tries again instead of failing it. A message
       // stored by its own turn is not acknowledged yet; its sender hears of the failure and may resend.
-      const retryUntil = clock.now() + ctx.storeRetryForMs;
-      let retryDelayMs = ctx.storeRetryMs;
-      for (;;) {
-        try {
-          await attempt();
-          break;
-        } catch (error) {
-          const retry =
+      try {
+        await retrying(attempt, {
+          firstDelayMs: ctx.storeRetryMs,
+          maxDelayMs: maxStoreRetryDelayMs,
+          forMs: ctx.storeRetryForMs,
+          retryable: (error) =>
             !acceptance &&
             !commandStarted &&
             // Once the message is in the transcript a second attempt would store it twice.
             record.userMemoryId === undefined &&
-            AgentdError.isInstance(error) &&
-            error.code === ErrorCodes.storeUnavailable &&
-            clock.now() + retryDelayMs <= retryUntil;
-          if (!retry) throw error;
-          logger.warn(
-            { err: error, runId, sessionKey, retryInMs: retryDelayMs },
-            'the store is unavailable; the queued message stays in the inbox and its turn is tried again',
-          );
-          try {
-            await sleep(retryDelayMs, controller.signal);
-          } catch {
-            await endAborted();
-            return record;
-          }
-          retryDelayMs = Math.min(retryDelayMs * 2, maxStoreRetryDelayMs);
-        }
+            isStoreUnavailable(error),
+          onRetry: (error, delayMs) =>
+            logger.warn(
+              { err: error, runId, sessionKey, retryInMs: delayMs },
+              'the store is unavailable; the queued message stays in the inbox and its turn is tried again',
+            ),
+          signal: controller.signal,
+          clock,
+        });
+      } catch (error) {
+        // Stopped while it waited to try again.
+        if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
+        await endAborted();
+        return record;
       }
     } catch (error) {
       if (acceptance && !acceptance.settled) {
@@ -149,31 +151,14 @@ export function startTurn(
       record.status = 'error';
       // The store being unavailable is the client's business (retry later), the rest is agentd's.
       record.error =
-        UserInputError.isInstance(error) ||
-        (AgentdError.isInstance(error) && error.code === ErrorCodes.storeUnavailable)
+        UserInputError.isInstance(error) || isStoreUnavailable(error)
           ? error.toJSON()
           : {
               code: ErrorCodes.internal,
               message: 'the turn failed inside agentd; see the server log',
               retryable: false,
             };
-      // The client is told the message failed; it must not come back as a reply after the next start.
-      if (!running.has(runId))
-        await options.inbox?.delete(runId).catch((cleanup: unknown) => {
-          logger.warn({ err: cleanup, runId }, 'could not drop a failed message from the inbox');
-        });
-      options.bus.publish(
-        'run:finished',
-        {
-          runId: record.runId,
-          status: 'error',
-          text: '',
-          error: record.error,
-          usage: { inputTokens: 0, outputTokens: 0 },
-          turns: 0,
-        },
-        { runId: record.runId, sessionKey, agentId },
-      );
+      await endUnrun('error', record.error);
     } finally {
       options.onTurnActivity?.(agentId, false);
       const left = (unsettledTurns.get(sessionKey) ?? 1) - 1;

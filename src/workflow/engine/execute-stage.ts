@@ -5,13 +5,14 @@ import type { DagNode } from '../dag.js';
 import { WorkflowErrorCodes } from '../error-codes.js';
 import type { StageRecord, ToolCallRecord, WorkflowOutcome, WorkflowTask } from '../task.js';
 import { conclude } from './conclude.js';
-import { type EngineCore, type PolicyDenial, policyDenial } from './core.js';
+import { type EngineCore, policyDenial } from './core.js';
 import { decisionLabel, route, selectEdge, splitItemsOf } from './route.js';
 import { runBody } from './run-body.js';
 import { type MergeInput, nodeInput, type Run } from './run-state.js';
 
 type StageError = { code: string; message: string };
 
+/** The policy's verdict on the node or context profile, reported as `policy_denied` when it denies. */
 function denied(
   core: EngineCore,
   run: Run,
@@ -21,25 +22,14 @@ function denied(
   targetId: string,
 ) {
   const denial = policyDenial(core, target, targetId);
-  if (denial) reportDenial(core, run, task, node, target, targetId, denial);
-  return denial;
-}
-
-function reportDenial(
-  core: EngineCore,
-  run: Run,
-  task: WorkflowTask,
-  node: DagNode,
-  target: 'node' | 'context',
-  targetId: string,
-  denial: PolicyDenial,
-): void {
+  if (!denial) return undefined;
   core.emitter.emit(run, 'policy_denied', task.taskId, node.id, {
     target,
     targetId,
     policy: denial.policy,
     reason: denial.reason,
   });
+  return denial;
 }
 
 type StageContext = { items: ContextItem[]; metadata: Record<string, unknown> | undefined };
@@ -132,12 +122,10 @@ function performStage(
   mergeInputs: MergeInput[] | undefined,
   calls: ToolCallRecord[],
   stage: StageRecord,
-  statics: NodeStatics,
 ): Promise<void> | undefined {
-  if (statics.denial === undefined) statics.denial = policyDenial(core, 'node', node.id) ?? null;
-  const nodeDenial = statics.denial;
+  // policyDenial keeps the policy's verdicts: asking again at every stage is a lookup.
+  const nodeDenial = denied(core, run, task, node, 'node', node.id);
   if (nodeDenial) {
-    reportDenial(core, run, task, node, 'node', node.id, nodeDenial);
     throw new UserInputError({
       code: WorkflowErrorCodes.policyDenied,
       message: `node "${node.id}" is denied by policy "${nodeDenial.policy}"`,
@@ -267,8 +255,7 @@ function checkOutput(core: EngineCore, node: DagNode, output: unknown): void {
 /**
  * What every stage of a node reports the same way, built once per node and engine: the `node_started`
  * payload, the artifact metadata per status (frozen, since every event and artifact of the node shares
- * them), the node's metrics (no lookup by name and label per stage) and the policy's verdict on the node
- * (the engine's policy.yaml is fixed for its life).
+ * them) and the node's metrics (no lookup by name and label per stage).
  */
 interface NodeStatics {
   /** Whether the node's body can call tools (an agent, or a node with tools): else its stages record none. */
@@ -277,8 +264,6 @@ interface NodeStatics {
   artifactMetadata: Readonly<Record<WorkflowOutcome, Readonly<Record<string, unknown>>>>;
   duration: (ms: number) => void;
   executions: Readonly<Record<WorkflowOutcome, (by?: number) => void>>;
-  /** Asked at the node's first stage, inside it (a policy that throws fails that stage); null: allowed. */
-  denial: PolicyDenial | null | undefined;
 }
 // Weak on both keys: a closed engine, or a workflow whose manifest was replaced, takes its statics with it.
 const staticsCache = new WeakMap<EngineCore, WeakMap<DagNode, NodeStatics>>();
@@ -293,7 +278,7 @@ function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
     const metadata = (status: WorkflowOutcome) => Object.freeze({ status, role: node.role });
     const executions = (status: WorkflowOutcome) =>
       core.metrics.counter('node.executions', `node=${node.id},status=${status}`);
-    statics = {
+    statics = Object.freeze({
       recordsCalls: node.manifest.kind === 'agent' || node.manifest.tools.length > 0,
       started: Object.freeze({ role: node.role, kind: node.manifest.kind }),
       artifactMetadata: Object.freeze({
@@ -307,8 +292,7 @@ function staticsOf(core: EngineCore, node: DagNode): NodeStatics {
         failure: executions('failure'),
         partial: executions('partial'),
       }),
-      denial: undefined,
-    };
+    });
     ofEngine.set(node, statics);
   }
   return statics;
@@ -390,7 +374,7 @@ export function executeStage(
 
   let pending: Promise<void> | undefined;
   try {
-    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage, statics);
+    pending = performStage(core, run, task, node, input, mergeInputs, calls, stage);
   } catch (caught) {
     return recordStage(core, run, task, node, statics, stage, startSeq, stageError(core, run, caught));
   }

@@ -14,16 +14,20 @@ const noPlugins: PluginHost = {
 const run = () =>
   createRunState(newTaskRecord('wf', 0, { taskId: 'r', rootTaskId: 'r', spec: rootSpec('r', 'x') }), 'start');
 
+/** An emitter with no listener, plugin, bus or redaction, on a manual clock at `nowMs`. */
+const quietEmitter = (nowMs?: number) =>
+  createEmitter({
+    workflowId: 'wf',
+    clock: createManualClock(nowMs),
+    logger: silentLogger,
+    plugins: noPlugins,
+    publish: undefined,
+    redact: undefined,
+  });
+
 describe('emitter', () => {
   it('numbers events per run and logs them even when nobody listens', () => {
-    const emitter = createEmitter({
-      workflowId: 'wf',
-      clock: createManualClock(7),
-      logger: silentLogger,
-      plugins: noPlugins,
-      publish: undefined,
-      redact: undefined,
-    });
+    const emitter = quietEmitter(7);
     const target = run();
     emitter.emit(target, 'node_started', 'r', 'a', {});
     emitter.emit(target, 'node_completed', 'r', 'a', {});
@@ -36,14 +40,7 @@ describe('emitter', () => {
   });
 
   it('builds an event nobody received when read, the same as one it delivered', () => {
-    const emitter = createEmitter({
-      workflowId: 'wf',
-      clock: createManualClock(7),
-      logger: silentLogger,
-      plugins: noPlugins,
-      publish: undefined,
-      redact: undefined,
-    });
+    const emitter = quietEmitter(7);
     const target = run();
     emitter.emit(target, 'task_queued', 'r', undefined, { queueDepth: 1 });
     const delivered: unknown[] = [];
@@ -101,14 +98,7 @@ describe('emitter', () => {
   });
 
   it('counts a run\u2019s events by type in order of first occurrence, deferred stage events included', () => {
-    const emitter = createEmitter({
-      workflowId: 'wf',
-      clock: createManualClock(),
-      logger: silentLogger,
-      plugins: noPlugins,
-      publish: undefined,
-      redact: undefined,
-    });
+    const emitter = quietEmitter();
     const target = run();
     const stage = (nodeId: string, failed = false) =>
       ({
@@ -147,14 +137,7 @@ describe('emitter', () => {
   });
 
   it('builds deferred stage events in order when other events and a listener come and go between them', () => {
-    const emitter = createEmitter({
-      workflowId: 'wf',
-      clock: createManualClock(0),
-      logger: silentLogger,
-      plugins: noPlugins,
-      publish: undefined,
-      redact: undefined,
-    });
+    const emitter = quietEmitter(0);
     const target = run();
     const stage = (nodeId: string, at: number, failed = false) =>
       ({
@@ -221,14 +204,7 @@ describe('emitter', () => {
   });
 
   it('delivers a loose scheduler event without a run log', () => {
-    const emitter = createEmitter({
-      workflowId: 'wf',
-      clock: createManualClock(),
-      logger: silentLogger,
-      plugins: noPlugins,
-      publish: undefined,
-      redact: undefined,
-    });
+    const emitter = quietEmitter();
     const seen: unknown[] = [];
     emitter.subscribe((event) => seen.push(event));
     emitter.emitLoose('queue_full', 'wft_9', { queueDepth: 3 });
