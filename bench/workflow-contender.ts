@@ -84,40 +84,33 @@ async function agentdContender(
   functions: Record<string, WorkflowFunction>,
   durable: boolean,
 ): Promise<Contender> {
-  const engine = await agentdEngine(nodes, edges, functions, durable);
-  return {
-    name: durable ? 'agentd durable (SQLite)' : 'agentd in-memory',
-    run: () => engine.run({ v: 0 }),
-    close: () => engine.close(),
-    engine,
-  };
-}
-
-async function agentdEngine(
-  nodes: NodeSpec[],
-  edges: Array<{ from: string; to: string }>,
-  functions: Record<string, WorkflowFunction>,
-  durable: boolean,
-): Promise<WorkflowEngine> {
   const dir = tempDir();
   writeFileSync(
     join(dir, 'workflow.yaml'),
     stringify({ version: 1, id: `bench-${nodes.length}`, nodes, edges }),
   );
   const workflow = await loadWorkflow(dir);
-  if (!durable) return createWorkflowEngine({ workflow, functions });
-  // Durable: the platform store (a SQLite file under a temp state dir), handed to the engine as the runtime does.
-  const store = await createStore({ stateDir: join(dir, 'state') });
-  const engine = await createWorkflowEngine({ workflow, functions, database: store.db });
-  const wrapped = {
-    ...engine,
-    async close() {
-      await engine.close();
-      await store.close();
-    },
+  let engine: WorkflowEngine;
+  if (!durable) engine = await createWorkflowEngine({ workflow, functions });
+  else {
+    // Durable: the platform store (a SQLite file under a temp state dir), handed to the engine as the runtime does.
+    const store = await createStore({ stateDir: join(dir, 'state') });
+    const inner = await createWorkflowEngine({ workflow, functions, database: store.db });
+    engine = {
+      ...inner,
+      async close() {
+        await inner.close();
+        await store.close();
+      },
+    };
+    databases.set(engine, { dir, all: (sql, params) => store.db.all(sql, params) });
+  }
+  return {
+    name: durable ? 'agentd durable (SQLite)' : 'agentd in-memory',
+    run: () => engine.run({ v: 0 }),
+    close: () => engine.close(),
+    engine,
   };
-  databases.set(wrapped, { dir, all: (sql, params) => store.db.all(sql, params) });
-  return wrapped;
 }
 
 // The four tables' multi-row INSERTs as `src/workflow/record-store.ts` words them (64/16/4/1 rows per
