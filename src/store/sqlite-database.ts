@@ -19,7 +19,10 @@ export interface SqliteDatabaseOptions {
   /** A file path, or `:memory:` for a RAM-only database. */
   path: string;
   logger?: Logger;
-  /** How long a write waits for another process's write lock before failing with SQLITE_BUSY. */
+  /**
+   * How long a write waits for another connection's write lock before failing with SQLITE_BUSY (a
+   * `STORE_UNAVAILABLE`). On a WAL file the wait is on a timer, not on the event loop.
+   */
   busyTimeoutMs?: number;
   /** Prepared statements kept per connection, keyed by SQL text. */
   statementCacheSize?: number;
@@ -58,6 +61,31 @@ const afterIo = globalThis.setImmediate;
 const backgroundTimer = globalThis.setTimeout;
 const clearBackgroundTimer = globalThis.clearTimeout;
 const multipleStatementsMessage = 'more than one statement';
+
+const isBusy = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+};
+
+/**
+ * Runs `attempt` again while another connection holds the lock it needs, waiting between tries on a timer
+ * (1 ms, doubling up to 20 ms) until `timeoutMs` is spent, then throws the last SQLITE_BUSY. SQLite's own
+ * busy handler sleeps on the thread instead: every socket and timer of the process would stall with it,
+ * and a connection of this same process holding the lock until its group commit (at the end of the
+ * event-loop turn) could never let go, so the wait always ran to its timeout.
+ */
+async function whileBusy<T>(attempt: () => T, timeoutMs: number): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (let delayMs = 1; ; delayMs = Math.min(delayMs * 2, 20)) {
+    if (Date.now() + delayMs > until) return attempt();
+    await new Promise((resume) => backgroundTimer(resume, delayMs));
+    try {
+      return attempt();
+    } catch (error) {
+      if (!isBusy(error)) throw error;
+    }
+  }
+}
 const noParams: unknown[] = [];
 
 function toDriverParams(params: ReadonlyArray<SqlValue> | undefined): unknown[] {
@@ -144,9 +172,11 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   const statementCacheSize = options.statementCacheSize ?? 500;
   const persistent = options.path !== ':memory:' && options.path !== '';
   const driver = new Database(options.path, { timeout: busyTimeoutMs });
+  let waitsOnTimer = false;
   try {
     if (persistent) {
       const mode = driver.pragma('journal_mode = WAL', { simple: true });
+      waitsOnTimer = mode === 'wal';
       if (mode !== 'wal')
         logger.warn({ journalMode: mode, path: options.path }, 'sqlite did not switch to WAL');
     }
@@ -156,6 +186,9 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
     // Reading the schema makes a corrupt or foreign file fail here, at open, not at the first query.
     driver.prepare('SELECT count(*) FROM sqlite_master').get();
+    // From here a busy lock is waited for on a timer (whileBusy). Without WAL a COMMIT waits for readers to
+    // finish, in SQLite's handler: it cannot be retried from outside without losing the transaction.
+    if (waitsOnTimer) driver.pragma('busy_timeout = 0');
   } catch (error) {
     driver.close();
     throw error;
@@ -292,15 +325,29 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   };
 
   /**
+   * Runs now; a statement refused for another connection's lock (it did nothing) waits and runs again.
+   * Failures come out translated.
+   */
+  const runOrWait = <T>(task: () => T): T | Promise<T> => {
+    try {
+      return task();
+    } catch (error) {
+      if (!waitsOnTimer || !isBusy(error)) throw translate(error);
+      return whileBusy(task, busyTimeoutMs).catch((failure) => {
+        throw translate(failure);
+      });
+    }
+  };
+  /**
    * Runs now when nobody holds the lock or the caller is inside the holder's transaction; else queues. A
    * statement of its own commits an open group first: it must not join a commit that comes later.
    */
   const schedule = <T>(task: () => T): Promise<T> => {
     if (lock.held && currentTransactionScope(owner) === undefined) {
-      return lock.acquire().then(() => {
+      return lock.acquire().then(async () => {
         try {
           commitGroup();
-          return task();
+          return await runOrWait(task);
         } catch (error) {
           throw translate(error);
         } finally {
@@ -309,9 +356,9 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       });
     }
     try {
-      return Promise.resolve(task());
+      return Promise.resolve(runOrWait(task));
     } catch (error) {
-      return Promise.reject(translate(error));
+      return Promise.reject(error);
     }
   };
 
@@ -346,6 +393,9 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     }
   }
   const executorFor = (scope: TransactionScope): SqlExecutor => new TransactionExecutor(scope);
+  const beginImmediate = (): void => {
+    driver.exec('BEGIN IMMEDIATE');
+  };
 
   return {
     dialect: 'sqlite',
@@ -383,11 +433,8 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
             () => work(executorFor(scope)),
           );
         } else {
-          try {
-            driver.exec('BEGIN IMMEDIATE');
-          } catch (error) {
-            throw translate(error);
-          }
+          const begun = runOrWait(beginImmediate);
+          if (begun !== undefined) await begun;
           try {
             result = await runInTransactionScope(scope, work, executorFor(scope));
           } catch (error) {
