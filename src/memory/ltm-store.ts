@@ -320,6 +320,26 @@ const entryPlaceholders = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 /** 16 parameters a row: far below SQLite's 32,766 and Postgres's 65,535 per statement. */
 const entriesPerInsert = 500;
 
+/** The entries past the full-text index's mark, indexed as migration 0026's insert trigger indexed each. */
+export const indexPendingSql =
+  'INSERT INTO memory_fts (rowid, content, before) SELECT n.id, n.content, ' +
+  "CASE WHEN n.kind = 'entry' AND n.role IN ('user', 'assistant') THEN coalesce((" +
+  'SELECT group_concat(content, char(10)) FROM (SELECT p.content FROM memory_entries p ' +
+  'WHERE p.session_key = n.session_key AND p.memory_id < n.memory_id ' +
+  "AND p.kind = 'entry' AND p.role IN ('user', 'assistant') AND p.state <> 'tombstone' " +
+  "ORDER BY p.memory_id DESC LIMIT 2)), '') ELSE '' END " +
+  "FROM memory_entries n WHERE n.id > (SELECT up_to FROM memory_fts_indexed WHERE id = 1) AND n.state <> 'tombstone' " +
+  'ORDER BY n.id';
+/** Moves the full-text index's mark past every entry, in the transaction of `indexPendingSql`. */
+export const moveIndexMarkSql =
+  'UPDATE memory_fts_indexed SET up_to = max(up_to, (SELECT coalesce(max(id), 0) FROM memory_entries)) WHERE id = 1 RETURNING up_to';
+/** How soon after an insert the full-text index takes the new rows when no search asks for them first. */
+const indexDelayMs = 100;
+/** Rows a store inserts before the commit that passes this many indexes them itself. */
+const maxUnindexedRows = 2_000;
+/** Taken at load: a test's fake timers must not hold back the index under it. */
+const indexLater = globalThis.setTimeout;
+
 /**
  * The INSERT … RETURNING of `rows` entries, built once per row count: the same string each time is found in
  * the SQLite statement cache without hashing kilobytes of text again (a run's transcript and its eviction
@@ -444,6 +464,42 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   };
 
   /**
+   * The SQLite full-text index is written in batches (migration 0027): the rows past the mark in
+   * `memory_fts_indexed`, with the two turns before each as the insert trigger gave them, in one statement,
+   * and the mark moved, in one transaction. FTS5 turns each transaction's rows into a segment when it
+   * commits; one segment for a batch of turns costs far less than one for each of a turn's two commits.
+   * Every read of the index brings it up to date first (`indexPending`), so a search finds every entry
+   * committed before it; a timer does it `indexDelayMs` after an insert, so the index is also up to date on
+   * disk for other processes. SQLite serialises writers, so no uncommitted row can hide below the mark.
+   * Another process's rows are seen through `highestEntryRowId`, within its age.
+   */
+  let indexed: { inserts: number; upTo: number } | undefined;
+  let indexTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Rows this store inserted since it last indexed: a loop that writes without yielding to timers. */
+  let unindexedRows = 0;
+  const indexPending = async (): Promise<void> => {
+    if (dialect !== 'sqlite') return;
+    if (indexed?.inserts === inserts && (await highestEntryRowId()) <= indexed.upTo) return;
+    const seen = inserts;
+    unindexedRows = 0;
+    const mark = await db.transaction(async (tx) => {
+      await tx.run(indexPendingSql);
+      return tx.get<{ up_to: number }>(moveIndexMarkSql);
+    });
+    // Inserts made meanwhile may have committed after the batch: the next read looks again.
+    indexed = { inserts: seen, upTo: Number(mark?.up_to ?? 0) };
+  };
+  const indexSoon = () => {
+    if (dialect !== 'sqlite' || indexTimer !== undefined) return;
+    indexTimer = indexLater(() => {
+      indexTimer = undefined;
+      // A failure here (a full disk, a closed store) leaves the rows to the next search, which reports it.
+      indexPending().catch(() => undefined);
+    }, indexDelayMs);
+    indexTimer.unref?.();
+  };
+
+  /**
    * Inserts entries of one session key in one statement per `entriesPerInsert` (a turn's reply and the
    * tombstones of what it evicted are one round trip on Postgres, not one each) and sets their `rowId`.
    * Row triggers see the rows inserted before theirs in the same statement on both dialects, so each
@@ -458,7 +514,15 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         entriesParams(chunk),
       );
       setRowIds(chunk, rows);
+      unindexedRows += chunk.length;
     }
+    // A bulk load that never lets the timer run is indexed as it goes, in bounded batches, not all at once
+    // by the first search after it.
+    if (dialect === 'sqlite' && unindexedRows >= maxUnindexedRows) {
+      unindexedRows = 0;
+      await tx.run(indexPendingSql);
+      await tx.get(moveIndexMarkSql);
+    } else indexSoon();
   };
 
   /**
@@ -660,7 +724,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
 
   /** Merges the whole index in bounded steps, pausing between them (no pause when `pause` is 0). */
   const mergeIndex = async (pause: number): Promise<void> => {
-    if (dialect !== 'sqlite' || (await indexSegments()) <= 1) return;
+    if (dialect !== 'sqlite') return;
+    await indexPending();
+    if ((await indexSegments()) <= 1) return;
     for (let start = true; ; start = false) {
       const began = performance.now();
       if (!(await mergeIndexStep(start))) return;
@@ -738,8 +804,15 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      */
     mergeIndex: () => mergeIndex(0),
 
-    /** Segments of the SQLite full-text index (0 on Postgres). */
-    indexSegments: async () => (dialect === 'sqlite' ? indexSegments() : 0),
+    /** Segments of the SQLite full-text index, brought up to date first (0 on Postgres). */
+    indexSegments: async () => {
+      if (dialect !== 'sqlite') return 0;
+      await indexPending();
+      return indexSegments();
+    },
+
+    /** Brings the SQLite full-text index up to date with every committed entry (see `indexPending`). */
+    indexPending,
 
     transaction: <T>(work: (tx: SqlExecutor) => Promise<T>) => db.transaction(work),
 
@@ -930,6 +1003,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (terms.length === 0) return [];
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
+        await indexPending();
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
         if (plan.term !== undefined) {
@@ -1024,6 +1098,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (terms.length === 0) return { order: 'rank', lines: [] };
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
+        await indexPending();
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         if (plan.term !== undefined) return { order: 'newest', term: plan.term };
         const where = filterSql(filter, params);
@@ -1057,6 +1132,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * below `belowRowId` when given. One FTS5 lookup; no entry row is read.
      */
     async newestMatchRowIds(term: string, limit: number, belowRowId?: number): Promise<number[]> {
+      await indexPending();
       const rows =
         belowRowId === undefined
           ? await db.all<{ rowid: number }>(
@@ -1152,6 +1228,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (dialect === 'sqlite') {
         const phrase = ftsPhrase(topic);
         if (!phrase) return [];
+        await indexPending();
         // Only the entry's own words: the neighbour columns would match the turns around it too.
         params.push(`content : ${phrase}`);
         const where = filterSql(filter, params);

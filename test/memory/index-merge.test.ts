@@ -3,17 +3,19 @@ import { createLtmStore } from '../../src/memory/ltm-store.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
-// Every transaction that writes entries leaves its own FTS5 segment, and every term lookup reads each
+// Every batch the full-text index takes leaves its own FTS5 segment, and every term lookup reads each
 // segment: the SQLite full-text index is merged into one, in the background once it has grown, and search
 // results do not depend on how it is split.
 describeEachDatabase('merging the full-text index', (getDb) => {
   /**
-   * 1,200 turns written 60 per transaction, past the 1,000 rows a merge waits for: 20 segments on SQLite,
-   * of which FTS5's own automerge leaves several.
+   * 1,200 turns written 60 per transaction, each indexed before the next (a store of its own brings the
+   * index up to date), past the 1,000 rows a merge waits for: 20 segments on SQLite, of which FTS5's own
+   * automerge leaves several.
    */
   const seed = async () => {
     const harness = createHarness(getDb(), { config: { maxActiveEntries: 16 } });
-    for (let batch = 0; batch < 20; batch++)
+    for (let batch = 0; batch < 20; batch++) {
+      await createLtmStore(getDb(), { sqliteVec: false }).indexPending();
       await harness.memory.appendBatch(
         sessionRef(batch % 2 ? 'ops' : 'main'),
         Array.from({ length: 60 }, (_, index) => {
@@ -29,6 +31,7 @@ describeEachDatabase('merging the full-text index', (getDb) => {
           };
         }),
       );
+    }
     return harness.memory;
   };
   const queries = ['zeppelin hangar', 'hangar inventory', 'lanterns zeppelin', 'filler'];

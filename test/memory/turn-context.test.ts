@@ -156,8 +156,8 @@ describe('migration 0026: a full-text index without a copy of the text (SQLite)'
           content,
         })),
       );
-      expect((await migrate(db)).applied).toEqual([26]);
-      // Nothing but the index is kept: no content table beside it.
+      expect((await migrate(db)).applied).toEqual([26, 27]);
+      // Nothing but the index is kept: no content table beside it (0027 adds the index's one-row mark).
       const tables = await db.all<{ name: string }>(
         "SELECT name FROM sqlite_master WHERE name LIKE 'memory_fts%' ORDER BY name",
       );
@@ -167,6 +167,7 @@ describe('migration 0026: a full-text index without a copy of the text (SQLite)'
         'memory_fts_data',
         'memory_fts_docsize',
         'memory_fts_idx',
+        'memory_fts_indexed',
       ]);
       const memory = createMemoryService({ db, bus: createBus() });
       const ids = async (query: string) =>

@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createBus } from '../../src/bus/index.js';
+import { createMemoryService } from '../../src/memory/index.js';
+import { createSqliteDatabase, migrate, type SqliteDatabase } from '../../src/store/index.js';
+import { sessionRef } from './memory-fixtures.js';
+
+/**
+ * SQLite's full-text index takes new entries in batches (migration 0027): a commit that writes entries does
+ * not index them, a search does before it reads, and a timer does shortly after the insert.
+ */
+describe('the full-text index written in batches (SQLite)', () => {
+  let dir: string;
+  let db: SqliteDatabase;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agentd-fts-deferred-'));
+    db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    await migrate(db);
+  });
+  afterEach(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** What the index itself holds for a term (no search, so nothing brings it up to date). */
+  const indexed = async (term: string) =>
+    (
+      await db.all<{ memoryId: number }>(
+        'SELECT e.memory_id AS memoryId FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ' +
+          'WHERE memory_fts MATCH ? ORDER BY e.memory_id',
+        [term],
+      )
+    ).map((row) => row.memoryId);
+  const mark = async () =>
+    Number((await db.get<{ up_to: number }>('SELECT up_to FROM memory_fts_indexed WHERE id = 1'))?.up_to);
+  const memoryOn = (database: SqliteDatabase) => createMemoryService({ db: database, bus: createBus() });
+  const found = async (memory: ReturnType<typeof memoryOn>, query: string) =>
+    (await memory.search({ agentId: 'alpha', query, limit: 10 })).map((hit) => hit.memoryId).sort();
+
+  it('leaves a commit unindexed, and a search finds every committed entry anyway', async () => {
+    const memory = memoryOn(db);
+    await memory.appendBatch(sessionRef(), [
+      { role: 'user', content: 'We keep bees on the roof.' },
+      { role: 'assistant', content: 'How many hives?' },
+    ]);
+    expect(await indexed('bees')).toEqual([]);
+    expect(await found(memory, 'bees')).toEqual([1, 2]);
+    // The search indexed them, each with the turns before it, as the insert trigger did.
+    expect(await indexed('bees')).toEqual([1, 2]);
+    expect(await indexed('before : bees')).toEqual([2]);
+    expect(await mark()).toBe(2);
+  });
+
+  it('indexes shortly after an insert when nothing searches', async () => {
+    await memoryOn(db).append(sessionRef(), { role: 'user', content: 'The lighthouse keeper waved.' });
+    expect(await indexed('lighthouse')).toEqual([]);
+    await vi.waitFor(async () => expect(await indexed('lighthouse')).toEqual([1]), {
+      timeout: 2_000,
+      interval: 20,
+    });
+  });
+
+  it('indexes a bulk load as it goes, not all at once at the first search', async () => {
+    const memory = memoryOn(db);
+    const turns = (from: number, count: number) =>
+      Array.from({ length: count }, (_, index) => ({
+        role: 'user' as const,
+        content: `pelican sighting ${from + index}`,
+      }));
+    const rows = async () =>
+      Number((await db.get<{ n: number }>('SELECT count(*) AS n FROM memory_entries'))?.n);
+    // 900 entries, and the tombstones of the 844 the session's limit of 64 evicts: 1,744 rows.
+    await memory.appendBatch(sessionRef(), turns(0, 900));
+    expect(await rows()).toBeLessThan(2_000);
+    expect(await mark()).toBe(0);
+    // The commit that passes 2,000 unindexed rows indexes every one of them itself.
+    await memory.appendBatch(sessionRef(), turns(900, 200));
+    expect(await rows()).toBeGreaterThanOrEqual(2_000);
+    const upTo = await mark();
+    expect(upTo).toBeGreaterThanOrEqual(2_000);
+    const entriesUpTo = await db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM memory_entries WHERE id <= ? AND state <> 'tombstone'",
+      [upTo],
+    );
+    expect((await indexed('pelican')).length).toBe(Number(entriesUpTo?.n));
+    expect(Number(entriesUpTo?.n)).toBeGreaterThan(900);
+  });
+
+  it('indexes an entry as it is when its batch comes: changed first, or never when deleted first', async () => {
+    const memory = memoryOn(db);
+    await memory.appendBatch(sessionRef(), [
+      { role: 'user', content: 'Apricot jam recipe.' },
+      { role: 'user', content: 'Quince paste recipe.' },
+    ]);
+    await db.run("UPDATE memory_entries SET content = 'Plum jam recipe.' WHERE memory_id = 1");
+    await db.run('DELETE FROM memory_entries WHERE memory_id = 2');
+    expect(await found(memory, 'recipe')).toEqual([1]);
+    expect(await indexed('apricot')).toEqual([]);
+    expect(await indexed('plum')).toEqual([1]);
+    expect(await indexed('quince')).toEqual([]);
+    // Once indexed, the triggers keep the index in step again.
+    await db.run("UPDATE memory_entries SET content = 'Fig jam recipe.' WHERE memory_id = 1");
+    expect(await indexed('plum')).toEqual([]);
+    expect(await indexed('fig')).toEqual([1]);
+    await db.run('DELETE FROM memory_entries WHERE memory_id = 1');
+    expect(await indexed('fig')).toEqual([]);
+  });
+
+  it('finds entries another process committed and never indexed (it stopped first)', async () => {
+    const writer = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    await memoryOn(writer).append(sessionRef(), { role: 'user', content: 'The ferry leaves at noon.' });
+    await writer.close();
+    expect(await indexed('ferry')).toEqual([]);
+    expect(await found(memoryOn(db), 'ferry')).toEqual([1]);
+  });
+
+  it("sees another process's later entries within the age of its row-id read", async () => {
+    const memory = memoryOn(db);
+    await memory.append(sessionRef(), { role: 'user', content: 'Our kayak is red.' });
+    expect(await found(memory, 'kayak')).toEqual([1]);
+    const writer = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    try {
+      await memoryOn(writer).append(sessionRef(), { role: 'user', content: 'A second kayak, blue.' });
+      await vi.waitFor(async () => expect(await found(memory, 'kayak')).toEqual([1, 2]), {
+        timeout: 3_000,
+        interval: 50,
+      });
+    } finally {
+      await writer.close();
+    }
+  });
+});
