@@ -1,5 +1,5 @@
 import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
-import { ErrorCodes, SystemError } from '../util/index.js';
+import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
 
@@ -488,6 +488,18 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     });
     // Inserts made meanwhile may have committed after the batch: the next read looks again.
     indexed = { inserts: seen, upTo: Number(mark?.up_to ?? 0) };
+  };
+  /**
+   * `indexPending` before a read of the index. A store that cannot be written (a full disk) refuses the
+   * batch: the read answers from the index as it is, without the newest entries, and the next one tries
+   * again, rather than a full disk failing every search.
+   */
+  const indexBeforeRead = async (): Promise<void> => {
+    try {
+      await indexPending();
+    } catch (error) {
+      if (!isStoreUnavailable(error)) throw error;
+    }
   };
   const indexSoon = () => {
     if (dialect !== 'sqlite' || indexTimer !== undefined) return;
@@ -1003,7 +1015,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (terms.length === 0) return [];
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
-        await indexPending();
+        await indexBeforeRead();
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
         if (plan.term !== undefined) {
@@ -1098,7 +1110,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (terms.length === 0) return { order: 'rank', lines: [] };
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
-        await indexPending();
+        await indexBeforeRead();
         const plan = await sqliteMatchPlan(terms, maxScoredRows);
         if (plan.term !== undefined) return { order: 'newest', term: plan.term };
         const where = filterSql(filter, params);
@@ -1132,7 +1144,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * below `belowRowId` when given. One FTS5 lookup; no entry row is read.
      */
     async newestMatchRowIds(term: string, limit: number, belowRowId?: number): Promise<number[]> {
-      await indexPending();
+      await indexBeforeRead();
       const rows =
         belowRowId === undefined
           ? await db.all<{ rowid: number }>(
@@ -1228,7 +1240,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (dialect === 'sqlite') {
         const phrase = ftsPhrase(topic);
         if (!phrase) return [];
-        await indexPending();
+        await indexBeforeRead();
         // Only the entry's own words: the neighbour columns would match the turns around it too.
         params.push(`content : ${phrase}`);
         const where = filterSql(filter, params);

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
 import { createMemoryService } from '../../src/memory/index.js';
 import { createSqliteDatabase, migrate, type SqliteDatabase } from '../../src/store/index.js';
+import { createFaultyDatabase } from '../helpers/faulty-database.js';
 import { sessionRef } from './memory-fixtures.js';
 
 /**
@@ -39,6 +40,8 @@ describe('the full-text index written in batches (SQLite)', () => {
   const memoryOn = (database: SqliteDatabase) => createMemoryService({ db: database, bus: createBus() });
   const found = async (memory: ReturnType<typeof memoryOn>, query: string) =>
     (await memory.search({ agentId: 'alpha', query, limit: 10 })).map((hit) => hit.memoryId).sort();
+  const addresses = async (memory: ReturnType<typeof memoryOn>, query: string) =>
+    (await memory.search({ agentId: 'alpha', query, limit: 10 })).map((hit) => hit.address).sort();
 
   it('leaves a commit unindexed, and a search finds every committed entry anyway', async () => {
     const memory = memoryOn(db);
@@ -52,6 +55,22 @@ describe('the full-text index written in batches (SQLite)', () => {
     expect(await indexed('bees')).toEqual([1, 2]);
     expect(await indexed('before : bees')).toEqual([2]);
     expect(await mark()).toBe(2);
+  });
+
+  it('still answers a search on a full disk, from the index as it is, and catches up once healed', async () => {
+    const faulty = createFaultyDatabase(db);
+    const memory = createMemoryService({ db: faulty, bus: createBus() });
+    await memory.append(sessionRef(), { role: 'user', content: 'The orchard has six pear trees.' });
+    expect(await addresses(memory, 'orchard')).toEqual(['agent:alpha:main#1']);
+    // The store's first search started a background index merge, which brings the index up to date too.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await memory.append(sessionRef('other'), { role: 'user', content: 'And one old orchard wall.' });
+    faulty.failWrites();
+    // The batch is refused: the search reads what the index holds, without the entry written last.
+    expect(await addresses(memory, 'orchard')).toEqual(['agent:alpha:main#1']);
+    expect(faulty.refused).toBeGreaterThan(0);
+    faulty.heal();
+    expect(await addresses(memory, 'orchard')).toEqual(['agent:alpha:main#1', 'agent:alpha:other#1']);
   });
 
   it('indexes shortly after an insert when nothing searches', async () => {
