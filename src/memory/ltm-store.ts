@@ -477,17 +477,19 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   let indexTimer: ReturnType<typeof setTimeout> | undefined;
   /** Rows this store inserted since it last indexed: a loop that writes without yielding to timers. */
   let unindexedRows = 0;
+  /** Indexes the rows past the mark and moves it, in `tx`; the mark after it. */
+  const indexBatch = async (tx: SqlExecutor): Promise<number> => {
+    unindexedRows = 0;
+    await tx.run(indexPendingSql);
+    return Number((await tx.get<{ up_to: number }>(moveIndexMarkSql))?.up_to ?? 0);
+  };
   const indexPending = async (): Promise<void> => {
     if (dialect !== 'sqlite') return;
     if (indexed?.inserts === inserts && (await highestEntryRowId()) <= indexed.upTo) return;
     const seen = inserts;
-    unindexedRows = 0;
-    const mark = await db.transaction(async (tx) => {
-      await tx.run(indexPendingSql);
-      return tx.get<{ up_to: number }>(moveIndexMarkSql);
-    });
+    const upTo = await db.transaction(indexBatch);
     // Inserts made meanwhile may have committed after the batch: the next read looks again.
-    indexed = { inserts: seen, upTo: Number(mark?.up_to ?? 0) };
+    indexed = { inserts: seen, upTo };
   };
   /**
    * `indexPending` before a read of the index. A store that cannot be written (a full disk) refuses the
@@ -505,7 +507,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     if (dialect !== 'sqlite' || indexTimer !== undefined) return;
     indexTimer = indexLater(() => {
       indexTimer = undefined;
-      // A failure here (a full disk, a closed store) leaves the rows to the next search, which reports it.
+      // A failure here (a full disk, a closed store) leaves the rows to the next read, which tries again.
       indexPending().catch(() => undefined);
     }, indexDelayMs);
     indexTimer.unref?.();
@@ -530,11 +532,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     }
     // A bulk load that never lets the timer run is indexed as it goes, in bounded batches, not all at once
     // by the first search after it.
-    if (dialect === 'sqlite' && unindexedRows >= maxUnindexedRows) {
-      unindexedRows = 0;
-      await tx.run(indexPendingSql);
-      await tx.get(moveIndexMarkSql);
-    } else indexSoon();
+    if (dialect === 'sqlite' && unindexedRows >= maxUnindexedRows) await indexBatch(tx);
+    else indexSoon();
   };
 
   /**

@@ -20,3 +20,9 @@ export function isSqliteUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' && (unavailableSqliteCodes.test(code) || unavailableSystemCodes.has(code));
 }
+
+/** SQLITE_BUSY (any extended code): another connection holds the lock the statement needs; it did nothing. */
+export function isSqliteBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}

@@ -2,9 +2,9 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../util/index.js';
-import { ErrorCodes, SystemError, silentLogger } from '../util/index.js';
+import { ErrorCodes, retrying, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
-import { isSqliteUnavailable } from './sql-errors.js';
+import { isSqliteBusy, isSqliteUnavailable } from './sql-errors.js';
 import {
   createFifoLock,
   createTransactionScope,
@@ -62,30 +62,9 @@ const backgroundTimer = globalThis.setTimeout;
 const clearBackgroundTimer = globalThis.clearTimeout;
 const multipleStatementsMessage = 'more than one statement';
 
-const isBusy = (error: unknown): boolean => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
-};
-
-/**
- * Runs `attempt` again while another connection holds the lock it needs, waiting between tries on a timer
- * (1 ms, doubling up to 20 ms) until `timeoutMs` is spent, then throws the last SQLITE_BUSY. SQLite's own
- * busy handler sleeps on the thread instead: every socket and timer of the process would stall with it,
- * and a connection of this same process holding the lock until its group commit (at the end of the
- * event-loop turn) could never let go, so the wait always ran to its timeout.
- */
-async function whileBusy<T>(attempt: () => T, timeoutMs: number): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (let delayMs = 1; ; delayMs = Math.min(delayMs * 2, 20)) {
-    if (Date.now() + delayMs > until) return attempt();
-    await new Promise((resume) => backgroundTimer(resume, delayMs));
-    try {
-      return attempt();
-    } catch (error) {
-      if (!isBusy(error)) throw error;
-    }
-  }
-}
+/** A wait between tries for a busy lock, on the timer taken at load. */
+const sleepOnBackgroundTimer = (ms: number): Promise<void> =>
+  new Promise((resume) => backgroundTimer(resume, ms));
 const noParams: unknown[] = [];
 
 function toDriverParams(params: ReadonlyArray<SqlValue> | undefined): unknown[] {
@@ -186,7 +165,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
     // Reading the schema makes a corrupt or foreign file fail here, at open, not at the first query.
     driver.prepare('SELECT count(*) FROM sqlite_master').get();
-    // From here a busy lock is waited for on a timer (whileBusy). Without WAL a COMMIT waits for readers to
+    // From here a busy lock is waited for on a timer (runOrWait). Without WAL a COMMIT waits for readers to
     // finish, in SQLite's handler: it cannot be retried from outside without losing the transaction.
     if (waitsOnTimer) driver.pragma('busy_timeout = 0');
   } catch (error) {
@@ -325,15 +304,24 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   };
 
   /**
-   * Runs now; a statement refused for another connection's lock (it did nothing) waits and runs again.
-   * Failures come out translated.
+   * Runs now. A statement refused for another connection's lock did nothing; on a WAL file it runs again
+   * after waits on a timer (1 ms doubling to 20 ms, for `busyTimeoutMs`), not in SQLite's busy handler,
+   * which sleeps on the thread: every socket and timer of the process would stall with it, and a connection
+   * of this same process holding the lock until its group commit (at the end of the event-loop turn) could
+   * never let go, so the wait always ran to its timeout. Failures come out translated.
    */
   const runOrWait = <T>(task: () => T): T | Promise<T> => {
     try {
       return task();
     } catch (error) {
-      if (!waitsOnTimer || !isBusy(error)) throw translate(error);
-      return whileBusy(task, busyTimeoutMs).catch((failure) => {
+      if (!waitsOnTimer || !isSqliteBusy(error)) throw translate(error);
+      return retrying(async () => task(), {
+        firstDelayMs: 1,
+        maxDelayMs: 20,
+        forMs: busyTimeoutMs,
+        retryable: isSqliteBusy,
+        sleep: sleepOnBackgroundTimer,
+      }).catch((failure) => {
         throw translate(failure);
       });
     }
@@ -348,8 +336,6 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         try {
           commitGroup();
           return await runOrWait(task);
-        } catch (error) {
-          throw translate(error);
         } finally {
           lock.release();
         }

@@ -19,6 +19,8 @@ export interface RetryOptions {
   /** Ends a wait at once: the promise rejects with the signal's reason. */
   signal?: AbortSignal;
   clock?: Clock;
+  /** Waits between attempts (default `sleep`); a store that a test's fake timers must not hold passes its own. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 /** Runs `attempt` until it settles other than with a retryable failure, or the time allowed is up. */
@@ -32,7 +34,7 @@ export async function retrying<T>(attempt: () => Promise<T>, options: RetryOptio
     } catch (error) {
       if (!options.retryable(error) || clock.now() + delayMs > until) throw error;
       options.onRetry?.(error, delayMs);
-      await sleep(delayMs, options.signal);
+      await (options.sleep ?? sleep)(delayMs, options.signal);
       delayMs = Math.min(delayMs * 2, options.maxDelayMs);
     }
   }

@@ -32,6 +32,29 @@ describe('retrying', () => {
     expect(waits).toEqual([1, 2, 3, 3]);
   });
 
+  it('waits with the sleep it is given, and only with it', async () => {
+    let failures = 2;
+    const slept: number[] = [];
+    const value = await retrying(
+      async () => {
+        if (failures-- > 0) throw unavailable();
+        return 'stored';
+      },
+      {
+        firstDelayMs: 5,
+        maxDelayMs: 50,
+        forMs: 60_000,
+        retryable: isStoreUnavailable,
+        // Returns at once: the waits recorded are the only ones taken.
+        sleep: async (ms) => {
+          slept.push(ms);
+        },
+      },
+    );
+    expect(value).toBe('stored');
+    expect(slept).toEqual([5, 10]);
+  });
+
   it('throws a failure it may not retry, and the last one once the time allowed is up', async () => {
     const refused = new UserInputError({ code: ErrorCodes.invalidRequest, message: 'no' });
     let calls = 0;
