@@ -570,8 +570,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         (await store.kv.list(inboxNamespace)).map((entry) => JSON.parse(entry.value) as PendingMessage),
       // On the session's row, which the same commits update for the message count (migration 0023).
       markRunning: (run) =>
-        store.sessions.markRunning(run.sessionId, { runId: run.runId, startedAt: run.startedAt }),
-      markEnded: (run) => store.sessions.markEnded(run.sessionKey, run.runId),
+        store.sessions.markRunning(
+          run.sessionId,
+          { runId: run.runId, startedAt: run.startedAt },
+          run.activity,
+        ),
+      markEnded: (run) => store.sessions.markEnded(run.sessionKey, run.runId, run.activity),
       listRunning: () => store.sessions.listRunning(),
     },
     memory,

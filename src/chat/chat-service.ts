@@ -3,7 +3,7 @@ import type { EngageResult } from '../engage/index.js';
 import type { IdentityLoader } from '../identity/index.js';
 import type { MemoryService } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
-import type { SessionStore } from '../store/index.js';
+import type { SessionActivity, SessionStore } from '../store/index.js';
 import type { RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
 import {
@@ -95,9 +95,21 @@ export interface ChatInbox {
   put(message: PendingMessage): Promise<void>;
   delete(runId: string): Promise<void>;
   list(): Promise<PendingMessage[]>;
-  /** In the transaction of the run's user message; `sessionId` is the instance the message went to. */
-  markRunning(run: RunningRun & { sessionId: string }): Promise<void>;
-  markEnded(run: { runId: string; sessionKey: string }): Promise<void>;
+  /**
+   * In the transaction of the run's user message; `sessionId` is the instance the message went to. The same
+   * write counts `activity` on that session's record (as `SessionStore.touch`): the chat service does not
+   * touch the session separately in this commit.
+   */
+  markRunning(run: RunningRun & { sessionId: string; activity: SessionActivity }): Promise<void>;
+  /**
+   * With `activity`, in the transaction of the run's reply, which the same write counts on the session's
+   * record (instance `activity.sessionId`); without it, from the paths that end a run without a reply.
+   */
+  markEnded(run: {
+    runId: string;
+    sessionKey: string;
+    activity?: SessionActivity & { sessionId: string };
+  }): Promise<void>;
   listRunning(): Promise<RunningRun[]>;
 }
 

@@ -36,6 +36,7 @@ export {
   formatSessionKey,
   type ListSessionsOptions,
   parseSessionKey,
+  type SessionActivity,
   type SessionPatch,
   type SessionRecord,
   type SessionStatus,

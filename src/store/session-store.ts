@@ -39,6 +39,15 @@ export interface SessionPatch {
   metadata?: Record<string, unknown>;
 }
 
+/**
+ * Activity recorded in the statement of another write to the session's row, as `touch` would record it: a
+ * chat turn's commits change the row anyway, and one statement a commit is cheaper than two.
+ */
+export interface SessionActivity {
+  messageDelta: number;
+  at: number;
+}
+
 export interface SessionStore {
   /** The active instance for the key, created when there is none. Safe under concurrent callers. */
   ensureActive(sessionKey: string, agentId: string): Promise<SessionRecord>;
@@ -60,9 +69,20 @@ export interface SessionStore {
    * Marks the chat run in progress on the session's row (one per session: a key runs one turn at a time). It
    * joins the transaction it is called in, as the message count does.
    */
-  markRunning(id: string, run: { runId: string; startedAt: number }): Promise<void>;
-  /** Clears the mark of `runId` on the key's rows (the instance may have been archived meanwhile). */
-  markEnded(sessionKey: string, runId: string): Promise<void>;
+  markRunning(
+    id: string,
+    run: { runId: string; startedAt: number },
+    activity?: SessionActivity,
+  ): Promise<void>;
+  /**
+   * Clears the mark of `runId` on the key's rows (the instance may have been archived meanwhile). With
+   * `activity`, on the row of `activity.sessionId` only, which that same statement also touches.
+   */
+  markEnded(
+    sessionKey: string,
+    runId: string,
+    activity?: SessionActivity & { sessionId: string },
+  ): Promise<void>;
   /** Runs still marked: at a start, the ones a stop interrupted. */
   listRunning(): Promise<RunningSessionRun[]>;
 }
@@ -187,6 +207,28 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     return row ? toRecord(row) : undefined;
   };
 
+  /**
+   * The assignments that record activity on a row: the message count, and the last activity unless this
+   * store moved it less than `activityResolutionMs` ago (or later than `at`), which keeps the activity
+   * indexes out of most commits. `written` remembers the move once the statement changed the row.
+   */
+  const activitySet = (id: string, activity: SessionActivity) => {
+    const delta = Math.trunc(activity.messageDelta);
+    const written = activityWrittenAt.get(id);
+    if (written !== undefined && activity.at - written < activityResolutionMs)
+      return { set: 'message_count = message_count + ?', params: [delta], written: () => {} };
+    return {
+      set: `message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?)`,
+      params: [delta, activity.at],
+      written: () => {
+        activityWrittenAt.delete(id);
+        activityWrittenAt.set(id, activity.at);
+        if (activityWrittenAt.size > maxRememberedActivity)
+          activityWrittenAt.delete(activityWrittenAt.keys().next().value as string);
+      },
+    };
+  };
+
   const store: SessionStore = {
     async ensureActive(sessionKey, agentId) {
       validateKey(sessionKey, agentId);
@@ -234,26 +276,16 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     },
 
     async touch(id, touchOptions = {}) {
-      const delta = Math.trunc(touchOptions.messageDelta ?? 0);
-      const at = touchOptions.at ?? clock.now();
-      const written = activityWrittenAt.get(id);
-      // This store moved the activity less than the resolution ago (or later than `at`): count only.
-      if (written !== undefined && at - written < activityResolutionMs) {
-        const result = await db.run('UPDATE sessions SET message_count = message_count + ? WHERE id = ?', [
-          delta,
-          id,
-        ]);
-        return result.changes > 0;
-      }
-      const result = await db.run(
-        `UPDATE sessions SET message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?) WHERE id = ?`,
-        [delta, at, id],
-      );
+      const activity = activitySet(id, {
+        messageDelta: Math.trunc(touchOptions.messageDelta ?? 0),
+        at: touchOptions.at ?? clock.now(),
+      });
+      const result = await db.run(`UPDATE sessions SET ${activity.set} WHERE id = ?`, [
+        ...activity.params,
+        id,
+      ]);
       if (result.changes === 0) return false;
-      activityWrittenAt.delete(id);
-      activityWrittenAt.set(id, at);
-      if (activityWrittenAt.size > maxRememberedActivity)
-        activityWrittenAt.delete(activityWrittenAt.keys().next().value as string);
+      activity.written();
       return true;
     },
 
@@ -294,19 +326,33 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       return result.changes;
     },
 
-    async markRunning(id, run) {
-      await db.run('UPDATE sessions SET running_run_id = ?, running_started_at = ? WHERE id = ?', [
-        run.runId,
-        run.startedAt,
-        id,
-      ]);
+    async markRunning(id, run, activity) {
+      const counted = activity ? activitySet(id, activity) : undefined;
+      const result = await db.run(
+        `UPDATE sessions SET ${counted ? `${counted.set}, ` : ''}running_run_id = ?, running_started_at = ? WHERE id = ?`,
+        [...(counted?.params ?? []), run.runId, run.startedAt, id],
+      );
+      if (result.changes > 0) counted?.written();
     },
 
-    async markEnded(sessionKey, runId) {
-      await db.run(
-        'UPDATE sessions SET running_run_id = NULL, running_started_at = NULL WHERE session_key = ? AND running_run_id = ?',
-        [sessionKey, runId],
+    async markEnded(sessionKey, runId, activity) {
+      if (!activity) {
+        await db.run(
+          'UPDATE sessions SET running_run_id = NULL, running_started_at = NULL WHERE session_key = ? AND running_run_id = ?',
+          [sessionKey, runId],
+        );
+        return;
+      }
+      const counted = activitySet(activity.sessionId, activity);
+      // Every assignment reads the row as it was, so both CASEs see the mark before it is cleared.
+      const result = await db.run(
+        `UPDATE sessions SET ${counted.set}, ` +
+          'running_started_at = CASE WHEN running_run_id = ? THEN NULL ELSE running_started_at END, ' +
+          'running_run_id = CASE WHEN running_run_id = ? THEN NULL ELSE running_run_id END ' +
+          'WHERE id = ? AND session_key = ?',
+        [...counted.params, runId, runId, activity.sessionId, sessionKey],
       );
+      if (result.changes > 0) counted.written();
     },
 
     async listRunning() {

@@ -14,8 +14,8 @@ export function inboxOn(db: SqlDatabase): ChatInbox {
       await kv.delete('inbox', runId);
     },
     list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-    markRunning: (run) => sessions.markRunning(run.sessionId, run),
-    markEnded: (run) => sessions.markEnded(run.sessionKey, run.runId),
+    markRunning: (run) => sessions.markRunning(run.sessionId, run, run.activity),
+    markEnded: (run) => sessions.markEnded(run.sessionKey, run.runId, run.activity),
     listRunning: () => sessions.listRunning(),
   };
 }

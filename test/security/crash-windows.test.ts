@@ -27,8 +27,8 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
         await kv.delete('inbox', runId);
       },
       list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-      markRunning: (run) => createSessionStore(db).markRunning(run.sessionId, run),
-      markEnded: (run) => createSessionStore(db).markEnded(run.sessionKey, run.runId),
+      markRunning: (run) => createSessionStore(db).markRunning(run.sessionId, run, run.activity),
+      markEnded: (run) => createSessionStore(db).markEnded(run.sessionKey, run.runId, run.activity),
       listRunning: () => createSessionStore(db).listRunning(),
     };
     const bus = createBus();

@@ -36,6 +36,32 @@ describeEachDatabase('a chat run in progress, marked on its session row (migrati
     expect((await sessions.getById(ops.id))?.messageCount).toBe(2);
   });
 
+  it("counts a turn's messages in the statement that marks its run or its end", async () => {
+    let now = 1_000;
+    const sessions = createSessionStore(getDb(), { clock: { now: () => now }, activityResolutionMs: 1_000 });
+    const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
+    const ops = await sessions.ensureActive('agent:alpha:ops', 'alpha');
+    await sessions.markRunning(main.id, { runId: 'run-1', startedAt: 1_500 }, { messageDelta: 1, at: 1_500 });
+    expect(await sessions.getById(main.id)).toMatchObject({ messageCount: 1, lastActiveAt: 1_500 });
+    expect((await sessions.listRunning()).map((run) => run.runId)).toEqual(['run-1']);
+    // Within the activity resolution the count moves and the activity does not: its indexes stay unwritten.
+    now = 1_700;
+    await sessions.markEnded('agent:alpha:main', 'run-0', { sessionId: main.id, messageDelta: 2, at: 1_700 });
+    expect(await sessions.getById(main.id)).toMatchObject({ messageCount: 3, lastActiveAt: 1_500 });
+    // Another run's end counted its messages and left this run's mark, start time included.
+    expect(await sessions.listRunning()).toEqual([
+      { runId: 'run-1', sessionKey: 'agent:alpha:main', agentId: 'alpha', startedAt: 1_500 },
+    ]);
+    // Its own end clears the mark and, past the resolution, moves the activity.
+    await sessions.markEnded('agent:alpha:main', 'run-1', { sessionId: main.id, messageDelta: 1, at: 2_600 });
+    expect(await sessions.getById(main.id)).toMatchObject({ messageCount: 4, lastActiveAt: 2_600 });
+    expect(await sessions.listRunning()).toEqual([]);
+    // The key must match the instance: another key's end touches nothing.
+    await sessions.markEnded('agent:alpha:ops', 'run-1', { sessionId: main.id, messageDelta: 5, at: 9_000 });
+    expect(await sessions.getById(main.id)).toMatchObject({ messageCount: 4, lastActiveAt: 2_600 });
+    expect((await sessions.getById(ops.id))?.messageCount).toBe(0);
+  });
+
   it('keeps the runs an older version left marked in kv, on their key’s newest session', async () => {
     const db = await openTestDatabase(getDb().dialect, { migrate: false });
     opened.push(db);

@@ -29,19 +29,21 @@ export async function runModelTurn(
     ref,
     { role: 'user', content: text, metadata: { runId: record.runId } },
     // One transaction: the message is in the transcript and no longer pending, or neither. The session
-    // record's count joins it too, which saves a commit per turn.
+    // record's count joins it too, which saves a commit per turn, in the statement that marks the run.
     async () => {
       // Independent rows, issued together: on Postgres they share a round trip.
       await Promise.all([
         inbox && !acceptance ? inbox.delete(record.runId) : undefined,
-        inbox?.markRunning({
-          runId: record.runId,
-          sessionId: ref.sessionId,
-          sessionKey: ref.sessionKey,
-          agentId: ref.agentId,
-          startedAt: record.startedAt,
-        }),
-        touchSession(ctx, ref.sessionId, 1),
+        inbox
+          ? inbox.markRunning({
+              runId: record.runId,
+              sessionId: ref.sessionId,
+              sessionKey: ref.sessionKey,
+              agentId: ref.agentId,
+              startedAt: record.startedAt,
+              activity: { messageDelta: 1, at: ctx.clock.now() },
+            })
+          : touchSession(ctx, ref.sessionId, 1),
       ]);
     },
     // A message acknowledged by this append must be on disk, not queued in RAM.
@@ -115,10 +117,13 @@ export async function runModelTurn(
         // the run is over, so a crash after it is no interruption to report.
         const endsRun = inbox !== undefined && running.has(record.runId);
         const entries = await options.memory.appendBatch(ref, kept, async () => {
-          await Promise.all([
-            touchSession(ctx, ref.sessionId, kept.length),
-            endsRun ? inbox.markEnded({ runId: record.runId, sessionKey: ref.sessionKey }) : undefined,
-          ]);
+          await (endsRun
+            ? inbox.markEnded({
+                runId: record.runId,
+                sessionKey: ref.sessionKey,
+                activity: { sessionId: ref.sessionId, messageDelta: kept.length, at: ctx.clock.now() },
+              })
+            : touchSession(ctx, ref.sessionId, kept.length));
         });
         if (endsRun) running.delete(record.runId);
         const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');

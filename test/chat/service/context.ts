@@ -102,12 +102,12 @@ export function fakeContext(
       delete: async (runId: string) => {
         calls.push(['inbox.delete', runId]);
       },
-      markRunning: async (run: { runId: string }) => {
-        calls.push(['inbox.markRunning', run.runId]);
+      markRunning: async (run: { runId: string; activity: unknown }) => {
+        calls.push(['inbox.markRunning', run.runId, run.activity]);
       },
       listRunning: async () => overrides.running ?? [],
-      markEnded: async (run: { runId: string }) => {
-        calls.push(['inbox.markEnded', run.runId]);
+      markEnded: async (run: { runId: string; activity?: unknown }) => {
+        calls.push(['inbox.markEnded', run.runId, ...(run.activity ? [run.activity] : [])]);
       },
     },
     bus,

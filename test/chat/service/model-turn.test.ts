@@ -49,18 +49,26 @@ describe('chat step: model turn', () => {
     // The empty assistant message is dropped; the run ends in the reply's transaction.
     const batch = calls.find((call) => call[0] === 'memory.appendBatch');
     expect(batch?.[2]).toHaveLength(1);
+    // The session's count rides on the statements that mark the run and its end: no touch of its own.
     expect(calls.map((call) => call[0])).toEqual([
       'memory.append',
       'inbox.delete',
       'inbox.markRunning',
-      'sessions.touch',
       'memory.pin',
       'lease.release',
       'memory.appendBatch',
-      'sessions.touch',
       'inbox.markEnded',
       'lease.release',
     ]);
+    expect(calls.find((call) => call[0] === 'inbox.markRunning')?.[2]).toEqual({
+      messageDelta: 1,
+      at: expect.any(Number),
+    });
+    expect(calls.find((call) => call[0] === 'inbox.markEnded')?.[2]).toEqual({
+      sessionId: 'session-1',
+      messageDelta: 1,
+      at: expect.any(Number),
+    });
     expect(ctx.running.has('run-1')).toBe(false);
   });
 
