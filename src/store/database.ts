@@ -45,5 +45,12 @@ export interface SqlDatabase extends SqlExecutor {
   readonly location: string;
   /** False for RAM-only databases: data is gone when the process exits. */
   readonly persistent: boolean;
+  /**
+   * A number that stays the same while no other connection commits to the database: what a caller read
+   * outside a transaction may be served from its own cache while this does not change, its own writes
+   * invalidating that cache. Undefined inside a transaction (whose reads see its uncommitted writes) and
+   * where it cannot be known: Postgres, whose pool's connections are all "other". SQLite's `data_version`.
+   */
+  readVersion?(): number | undefined;
   close(): Promise<void>;
 }

@@ -51,6 +51,12 @@ export interface SessionActivity {
 export interface SessionStore {
   /** The active instance for the key, created when there is none. Safe under concurrent callers. */
   ensureActive(sessionKey: string, agentId: string): Promise<SessionRecord>;
+  /**
+   * The id of `ensureActive`'s instance. Where the database tells when another connection wrote
+   * (`readVersion`, SQLite), the id this store last read for the key is reused without a statement until then
+   * or until this store archives or deletes the key: a chat turn asks on every message.
+   */
+  activeId(sessionKey: string, agentId: string): Promise<string>;
   getActive(sessionKey: string): Promise<SessionRecord | undefined>;
   getById(id: string): Promise<SessionRecord | undefined>;
   /** Most recently active first. */
@@ -229,7 +235,41 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     };
   };
 
+  const activeIds = new Map<string, string>();
+  let activeIdsVersion: number | undefined;
+  /** Archives and deletes begun: a read that overlapped one may have seen the id it ended. */
+  let keyWrites = 0;
+  const endingKeys = async <T>(write: () => Promise<T>): Promise<T> => {
+    keyWrites++;
+    activeIds.clear();
+    try {
+      return await write();
+    } finally {
+      keyWrites++;
+      activeIds.clear();
+    }
+  };
+
   const store: SessionStore = {
+    async activeId(sessionKey, agentId) {
+      const version = db.readVersion?.();
+      if (version === undefined) return (await store.ensureActive(sessionKey, agentId)).id;
+      if (version !== activeIdsVersion) {
+        activeIds.clear();
+        activeIdsVersion = version;
+      }
+      validateKey(sessionKey, agentId);
+      const known = activeIds.get(sessionKey);
+      if (known !== undefined) return known;
+      const writesBefore = keyWrites;
+      const { id } = await store.ensureActive(sessionKey, agentId);
+      if (keyWrites === writesBefore && db.readVersion?.() === activeIdsVersion) {
+        activeIds.set(sessionKey, id);
+        if (activeIds.size > maxRememberedActivity) activeIds.delete(activeIds.keys().next().value as string);
+      }
+      return id;
+    },
+
     async ensureActive(sessionKey, agentId) {
       validateKey(sessionKey, agentId);
       const existing = await getActive(sessionKey);
@@ -312,19 +352,21 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       return row ? toRecord(row) : undefined;
     },
 
-    async archive(sessionKey, reason) {
-      const row = await db.get<SessionRow>(
-        `UPDATE sessions SET status = 'archived', archived_at = ?, archive_reason = ?
+    archive: (sessionKey, reason) =>
+      endingKeys(async () => {
+        const row = await db.get<SessionRow>(
+          `UPDATE sessions SET status = 'archived', archived_at = ?, archive_reason = ?
          WHERE session_key = ? AND status = 'active' RETURNING ${columns}`,
-        [clock.now(), reason, sessionKey],
-      );
-      return row ? toRecord(row) : undefined;
-    },
+          [clock.now(), reason, sessionKey],
+        );
+        return row ? toRecord(row) : undefined;
+      }),
 
-    async delete(sessionKey) {
-      const result = await db.run('DELETE FROM sessions WHERE session_key = ?', [sessionKey]);
-      return result.changes;
-    },
+    delete: (sessionKey) =>
+      endingKeys(async () => {
+        const result = await db.run('DELETE FROM sessions WHERE session_key = ?', [sessionKey]);
+        return result.changes;
+      }),
 
     async markRunning(id, run, activity) {
       const counted = activity ? activitySet(id, activity) : undefined;

@@ -388,6 +388,12 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver,
     location,
     persistent,
+    // Also undefined while the connection has a transaction open (a group waiting for its COMMIT): its
+    // reads would see writes that may yet roll back.
+    readVersion: () =>
+      currentTransactionScope(owner) === undefined && !driver.inTransaction
+        ? (driver.pragma('data_version', { simple: true }) as number)
+        : undefined,
     all: (sql, params) => schedule(() => allNow(sql, params)),
     get: (sql, params) => schedule(() => getNow(sql, params)),
     run: (sql, params) => schedule(() => runNow(sql, params)),

@@ -212,3 +212,29 @@ export function describeEachDatabase(name: string, body: (getDb: () => SqlDataba
     });
   }
 }
+
+/** The database with a count of the statements sent through it (transactions count as one). */
+export function counted(db: SqlDatabase): { db: SqlDatabase; statements: () => number } {
+  let statements = 0;
+  const wrapped: SqlDatabase = {
+    ...db,
+    all: (sql, params) => {
+      statements++;
+      return db.all(sql, params);
+    },
+    get: (sql, params) => {
+      statements++;
+      return db.get(sql, params);
+    },
+    run: (sql, params) => {
+      statements++;
+      return db.run(sql, params);
+    },
+    transaction: (work) => {
+      statements++;
+      return db.transaction(work);
+    },
+    close: () => db.close(),
+  };
+  return { db: wrapped, statements: () => statements };
+}

@@ -44,6 +44,5 @@ export function touchSession(ctx: ChatContext, sessionId: string, messageDelta: 
 }
 
 export async function refFor(ctx: ChatContext, sessionKey: string, agentId: string): Promise<SessionRef> {
-  const session = await ctx.options.sessions.ensureActive(sessionKey, agentId);
-  return { sessionId: session.id, sessionKey, agentId };
+  return { sessionId: await ctx.options.sessions.activeId(sessionKey, agentId), sessionKey, agentId };
 }

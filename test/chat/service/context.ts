@@ -52,6 +52,10 @@ export function fakeContext(
           });
         return { id: `session-of-${sessionKey}` };
       },
+      // As on Postgres, where no cache answers: every lookup is an `ensureActive`.
+      async activeId(sessionKey: string, agentId: string) {
+        return (await this.ensureActive(sessionKey, agentId)).id;
+      },
       getActive: async (sessionKey: string) => {
         calls.push(['sessions.getActive', sessionKey]);
         return overrides.activeSession ? { id: overrides.activeSession } : undefined;

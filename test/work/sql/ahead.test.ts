@@ -1,5 +1,4 @@
 import { expect, it, vi } from 'vitest';
-import type { SqlDatabase } from '../../../src/store/index.js';
 import { createWorkQueue } from '../../../src/work/index.js';
 import { handBackAll } from '../../../src/work/sql/ahead.js';
 import { cancel } from '../../../src/work/sql/cancel.js';
@@ -11,34 +10,8 @@ import { pause } from '../../../src/work/sql/pause.js';
 import { selectById } from '../../../src/work/sql/read.js';
 import { reapExpiredLeases } from '../../../src/work/sql/reap.js';
 import { WorkErrorCodes } from '../../../src/work/states.js';
-import { describeEachDatabase } from '../../helpers/databases.js';
+import { counted, describeEachDatabase } from '../../helpers/databases.js';
 import { stepContext, submitted } from './helpers.js';
-
-/** The database with a count of the statements sent through it (transactions count as one). */
-function counted(db: SqlDatabase): { db: SqlDatabase; statements: () => number } {
-  let statements = 0;
-  const wrapped: SqlDatabase = {
-    ...db,
-    all: (sql, params) => {
-      statements++;
-      return db.all(sql, params);
-    },
-    get: (sql, params) => {
-      statements++;
-      return db.get(sql, params);
-    },
-    run: (sql, params) => {
-      statements++;
-      return db.run(sql, params);
-    },
-    transaction: (work) => {
-      statements++;
-      return db.transaction(work);
-    },
-    close: () => db.close(),
-  };
-  return { db: wrapped, statements: () => statements };
-}
 
 const start = { start: true } as const;
 

@@ -1,0 +1,106 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  createSessionStore,
+  createSqliteDatabase,
+  migrate,
+  type SqlDatabase,
+} from '../../src/store/index.js';
+import { counted, describeEachDatabase } from '../helpers/databases.js';
+
+describeEachDatabase('SessionStore.activeId', (getDb) => {
+  it('is the active instance, a new one after an archive or a delete, and checks the key', async () => {
+    const sessions = createSessionStore(getDb());
+    const first = await sessions.activeId('agent:alpha:main', 'alpha');
+    expect(first).toBe((await sessions.getActive('agent:alpha:main'))?.id);
+    expect(await sessions.activeId('agent:alpha:main', 'alpha')).toBe(first);
+    await sessions.archive('agent:alpha:main', 'reset');
+    const second = await sessions.activeId('agent:alpha:main', 'alpha');
+    expect(second).not.toBe(first);
+    expect(second).toBe((await sessions.getActive('agent:alpha:main'))?.id);
+    await sessions.delete('agent:alpha:main');
+    const third = await sessions.activeId('agent:alpha:main', 'alpha');
+    expect([first, second]).not.toContain(third);
+    expect((await sessions.getById(third))?.status).toBe('active');
+    // A known key asked for by another agent is refused as ensureActive refuses it.
+    await expect(sessions.activeId('agent:alpha:main', 'beta')).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    });
+  });
+
+  it('reads the instance again after an archive that overlapped the read', async () => {
+    const sessions = createSessionStore(getDb());
+    // Made by ensureActive, so no id is known yet and the lookup reads the row.
+    const before = (await sessions.ensureActive('agent:alpha:ops', 'alpha')).id;
+    // The lookup reads the instance; the archive ends it before the lookup has returned.
+    const [looked] = await Promise.all([
+      sessions.activeId('agent:alpha:ops', 'alpha'),
+      sessions.archive('agent:alpha:ops', 'reset'),
+    ]);
+    expect(looked).toBe(before);
+    const active = await sessions.activeId('agent:alpha:ops', 'alpha');
+    expect(active).not.toBe(before);
+    expect(active).toBe((await sessions.getActive('agent:alpha:ops'))?.id);
+  });
+
+  it('asks the database once per key on SQLite, every time where it cannot tell (Postgres)', async () => {
+    const { db, statements } = counted(getDb());
+    const sessions = createSessionStore(db);
+    await sessions.activeId('agent:alpha:count', 'alpha');
+    const afterFirst = statements();
+    for (let call = 0; call < 5; call++) await sessions.activeId('agent:alpha:count', 'alpha');
+    expect(statements() - afterFirst).toBe(getDb().dialect === 'sqlite' ? 0 : 5);
+  });
+});
+
+describe('SessionStore.activeId with another connection to the SQLite file', () => {
+  let dir: string | undefined;
+  const opened: SqlDatabase[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((db) => db.close()));
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('does not reuse an id once another connection (a CLI command) has written', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
+    const path = join(dir, 'agentd.db');
+    const runtimeDb = createSqliteDatabase({ path });
+    opened.push(runtimeDb);
+    await migrate(runtimeDb);
+    const cliDb = createSqliteDatabase({ path });
+    opened.push(cliDb);
+    const runtime = createSessionStore(runtimeDb);
+    const cli = createSessionStore(cliDb);
+
+    const first = await runtime.activeId('agent:alpha:main', 'alpha');
+    await cli.archive('agent:alpha:main', 'reset from the CLI');
+    const second = await runtime.activeId('agent:alpha:main', 'alpha');
+    expect(second).not.toBe(first);
+    expect(second).toBe((await cli.getActive('agent:alpha:main'))?.id);
+    await cli.delete('agent:alpha:main');
+    const third = await runtime.activeId('agent:alpha:main', 'alpha');
+    expect(third).not.toBe(second);
+    expect((await cli.getById(third))?.status).toBe('active');
+  });
+
+  it('does not keep what it read inside a transaction that rolled back', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
+    const db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    opened.push(db);
+    await migrate(db);
+    const sessions = createSessionStore(db);
+    let inside: string | undefined;
+    await expect(
+      db.transaction(async () => {
+        inside = await sessions.activeId('agent:alpha:gone', 'alpha');
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(await sessions.getById(inside!)).toBeUndefined();
+    const after = await sessions.activeId('agent:alpha:gone', 'alpha');
+    expect(after).not.toBe(inside);
+    expect((await sessions.getById(after))?.status).toBe('active');
+  });
+});
