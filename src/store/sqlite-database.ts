@@ -388,10 +388,10 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver,
     location,
     persistent,
-    // Also undefined while the connection has a transaction open (a group waiting for its COMMIT): its
-    // reads would see writes that may yet roll back.
+    // A group waiting for its COMMIT holds the lock, so reads outside it wait for that COMMIT and never see
+    // writes that may yet roll back: only a caller inside a transaction gets no version.
     readVersion: () =>
-      currentTransactionScope(owner) === undefined && !driver.inTransaction
+      currentTransactionScope(owner) === undefined
         ? (driver.pragma('data_version', { simple: true }) as number)
         : undefined,
     all: (sql, params) => schedule(() => allNow(sql, params)),

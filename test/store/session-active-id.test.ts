@@ -85,6 +85,45 @@ describe('SessionStore.activeId with another connection to the SQLite file', () 
     expect((await cli.getById(third))?.status).toBe('active');
   });
 
+  it('answers a known key while a transaction holds the connection, without waiting for its commit', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
+    const db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    opened.push(db);
+    await migrate(db);
+    const sessions = createSessionStore(db);
+    const known = await sessions.activeId('agent:alpha:busy', 'alpha');
+    let finish!: () => void;
+    let begun!: () => void;
+    const inside = new Promise<void>((resolve) => {
+      begun = resolve;
+    });
+    const held = db.transaction(async (tx) => {
+      await tx.run("INSERT INTO kv (namespace, key, value, updated_at) VALUES ('t', 'k', 'v', 1)");
+      begun();
+      await new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+    });
+    await inside;
+    const order: string[] = [];
+    const looked = sessions.activeId('agent:alpha:busy', 'alpha').then((id) => {
+      order.push('looked');
+      return id;
+    });
+    // A key not known yet is read from the table: that read waits for the transaction's commit.
+    const unknown = sessions.activeId('agent:alpha:other', 'alpha').then(() => order.push('unknown'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    try {
+      expect(order).toEqual(['looked']);
+    } finally {
+      finish();
+      await held;
+    }
+    await unknown;
+    expect(await looked).toBe(known);
+    expect(order).toEqual(['looked', 'unknown']);
+  });
+
   it('does not keep what it read inside a transaction that rolled back', async () => {
     dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
     const db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
