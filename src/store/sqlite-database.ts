@@ -379,6 +379,8 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     }
   }
   const executorFor = (scope: TransactionScope): SqlExecutor => new TransactionExecutor(scope);
+  // Prepared once: `driver.pragma` compiles its statement on every call.
+  const dataVersion = driver.prepare('PRAGMA data_version').pluck();
   const beginImmediate = (): void => {
     driver.exec('BEGIN IMMEDIATE');
   };
@@ -391,9 +393,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     // A group waiting for its COMMIT holds the lock, so reads outside it wait for that COMMIT and never see
     // writes that may yet roll back: only a caller inside a transaction gets no version.
     readVersion: () =>
-      currentTransactionScope(owner) === undefined
-        ? (driver.pragma('data_version', { simple: true }) as number)
-        : undefined,
+      currentTransactionScope(owner) === undefined ? (dataVersion.get() as number) : undefined,
     all: (sql, params) => schedule(() => allNow(sql, params)),
     get: (sql, params) => schedule(() => getNow(sql, params)),
     run: (sql, params) => schedule(() => runNow(sql, params)),
