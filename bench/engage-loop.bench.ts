@@ -917,6 +917,9 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? contenders : [...contenders].reverse();
     for (const contender of order) {
+      // Each contender's runs start on a heap just collected: none is timed collecting the garbage of the
+      // one before it (the peers leave 5-14 MiB a run).
+      gc();
       for (let index = 0; index < runsPerRound; index++) {
         const started = performance.now();
         await contender.run();
@@ -979,7 +982,7 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
   );
   notes.push(
     `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
-    `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after ${warmUpRuns} warm-up runs each (10 before 2026-11-26); each sample is one whole run (performance.now).`,
+    `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after ${warmUpRuns} warm-up runs each (10 before 2026-11-26); each sample is one whole run (performance.now); a forced GC before each contender's runs of a round (since 2026-11-29), so none is timed collecting the garbage of the contender before it.`,
     'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through the model call wrapper: streamModelTo), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
     'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
     '"agentd, ledger + transcript on SQLite" is the same loop with its state durable: a SQLite store in a temporary directory (WAL, synchronous=NORMAL, as agentd runs it), a work item per run, the first call of each tool turn a `ledger_append` of a finding in place of a no-op (one commit each), and the transcript (41 messages) appended to the session\'s memory in one transaction by `beforeFinish` before the run reports its end, as a chat turn does (once the session is at its memory limits, memory evicts the oldest entries in that same commit: their tombstones, states and event; in a second commit before 2026-11-28).',
