@@ -6,24 +6,30 @@ import {
   createSessionStore,
   createSqliteDatabase,
   migrate,
+  type SessionStore,
   type SqlDatabase,
 } from '../../src/store/index.js';
 import { counted, describeEachDatabase } from '../helpers/databases.js';
 
+/** `reader` answers the active instance after `writer` archived it, and again after `writer` deleted the key. */
+async function expectEndedInstancesSeen(reader: SessionStore, writer: SessionStore): Promise<void> {
+  const first = await reader.activeId('agent:alpha:main', 'alpha');
+  expect(first).toBe((await writer.getActive('agent:alpha:main'))?.id);
+  expect(await reader.activeId('agent:alpha:main', 'alpha')).toBe(first);
+  await writer.archive('agent:alpha:main', 'reset');
+  const second = await reader.activeId('agent:alpha:main', 'alpha');
+  expect(second).not.toBe(first);
+  expect(second).toBe((await writer.getActive('agent:alpha:main'))?.id);
+  await writer.delete('agent:alpha:main');
+  const third = await reader.activeId('agent:alpha:main', 'alpha');
+  expect([first, second]).not.toContain(third);
+  expect((await writer.getById(third))?.status).toBe('active');
+}
+
 describeEachDatabase('SessionStore.activeId', (getDb) => {
   it('is the active instance, a new one after an archive or a delete, and checks the key', async () => {
     const sessions = createSessionStore(getDb());
-    const first = await sessions.activeId('agent:alpha:main', 'alpha');
-    expect(first).toBe((await sessions.getActive('agent:alpha:main'))?.id);
-    expect(await sessions.activeId('agent:alpha:main', 'alpha')).toBe(first);
-    await sessions.archive('agent:alpha:main', 'reset');
-    const second = await sessions.activeId('agent:alpha:main', 'alpha');
-    expect(second).not.toBe(first);
-    expect(second).toBe((await sessions.getActive('agent:alpha:main'))?.id);
-    await sessions.delete('agent:alpha:main');
-    const third = await sessions.activeId('agent:alpha:main', 'alpha');
-    expect([first, second]).not.toContain(third);
-    expect((await sessions.getById(third))?.status).toBe('active');
+    await expectEndedInstancesSeen(sessions, sessions);
     // A known key asked for by another agent is refused as ensureActive refuses it.
     await expect(sessions.activeId('agent:alpha:main', 'beta')).rejects.toMatchObject({
       code: 'INVALID_REQUEST',
@@ -61,35 +67,29 @@ describe('SessionStore.activeId with another connection to the SQLite file', () 
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((db) => db.close()));
     if (dir) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
   });
 
-  it('does not reuse an id once another connection (a CLI command) has written', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
-    const path = join(dir, 'agentd.db');
-    const runtimeDb = createSqliteDatabase({ path });
-    opened.push(runtimeDb);
-    await migrate(runtimeDb);
-    const cliDb = createSqliteDatabase({ path });
-    opened.push(cliDb);
-    const runtime = createSessionStore(runtimeDb);
-    const cli = createSessionStore(cliDb);
-
-    const first = await runtime.activeId('agent:alpha:main', 'alpha');
-    await cli.archive('agent:alpha:main', 'reset from the CLI');
-    const second = await runtime.activeId('agent:alpha:main', 'alpha');
-    expect(second).not.toBe(first);
-    expect(second).toBe((await cli.getActive('agent:alpha:main'))?.id);
-    await cli.delete('agent:alpha:main');
-    const third = await runtime.activeId('agent:alpha:main', 'alpha');
-    expect(third).not.toBe(second);
-    expect((await cli.getById(third))?.status).toBe('active');
-  });
-
-  it('answers a known key while a transaction holds the connection, without waiting for its commit', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
+  /** A migrated database file in a new directory; a second call opens another connection to the same file. */
+  const openFile = async (): Promise<SqlDatabase> => {
+    dir ??= mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
     const db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
     opened.push(db);
     await migrate(db);
+    return db;
+  };
+
+  it('does not reuse an id once another connection (a CLI command) has written', async () => {
+    const runtimeDb = await openFile();
+    const cliDb = await openFile();
+    const runtime = createSessionStore(runtimeDb);
+    const cli = createSessionStore(cliDb);
+
+    await expectEndedInstancesSeen(runtime, cli);
+  });
+
+  it('answers a known key while a transaction holds the connection, without waiting for its commit', async () => {
+    const db = await openFile();
     const sessions = createSessionStore(db);
     const known = await sessions.activeId('agent:alpha:busy', 'alpha');
     let finish!: () => void;
@@ -125,10 +125,7 @@ describe('SessionStore.activeId with another connection to the SQLite file', () 
   });
 
   it('does not keep what it read inside a transaction that rolled back', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
-    const db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
-    opened.push(db);
-    await migrate(db);
+    const db = await openFile();
     const sessions = createSessionStore(db);
     let inside: string | undefined;
     await expect(
