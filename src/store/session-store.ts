@@ -237,17 +237,15 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
 
   const activeIds = new Map<string, string>();
   let activeIdsVersion: number | undefined;
-  /** Archives and deletes begun: a read that overlapped one may have seen the id it ended. */
+  /**
+   * Archives and deletes begun. A read that began before one may have read the id it ends, and is not kept;
+   * one that begins after it reads after its statement, which runs or queues first on the connection.
+   */
   let keyWrites = 0;
-  const endingKeys = async <T>(write: () => Promise<T>): Promise<T> => {
+  const endingKeys = <T>(write: () => Promise<T>): Promise<T> => {
     keyWrites++;
     activeIds.clear();
-    try {
-      return await write();
-    } finally {
-      keyWrites++;
-      activeIds.clear();
-    }
+    return write();
   };
 
   const store: SessionStore = {
