@@ -320,16 +320,10 @@ const entryPlaceholders = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 /** 16 parameters a row: far below SQLite's 32,766 and Postgres's 65,535 per statement. */
 const entriesPerInsert = 500;
 
-/** The entries past the full-text index's mark, indexed as migration 0026's insert trigger indexed each. */
+/** The entries past the full-text index's mark, each as the view of migration 0028 defines its index row. */
 export const indexPendingSql =
-  'INSERT INTO memory_fts (rowid, content, before) SELECT n.id, n.content, ' +
-  "CASE WHEN n.kind = 'entry' AND n.role IN ('user', 'assistant') THEN coalesce((" +
-  'SELECT group_concat(content, char(10)) FROM (SELECT p.content FROM memory_entries p ' +
-  'WHERE p.session_key = n.session_key AND p.memory_id < n.memory_id ' +
-  "AND p.kind = 'entry' AND p.role IN ('user', 'assistant') AND p.state <> 'tombstone' " +
-  "ORDER BY p.memory_id DESC LIMIT 2)), '') ELSE '' END " +
-  "FROM memory_entries n WHERE n.id > (SELECT up_to FROM memory_fts_indexed WHERE id = 1) AND n.state <> 'tombstone' " +
-  'ORDER BY n.id';
+  'INSERT INTO memory_fts (rowid, content, before) SELECT id, content, before FROM memory_fts_rows ' +
+  "WHERE id > (SELECT up_to FROM memory_fts_indexed WHERE id = 1) AND state <> 'tombstone' ORDER BY id";
 /** Moves the full-text index's mark past every entry, in the transaction of `indexPendingSql`. */
 export const moveIndexMarkSql =
   'UPDATE memory_fts_indexed SET up_to = max(up_to, (SELECT coalesce(max(id), 0) FROM memory_entries)) WHERE id = 1 RETURNING up_to';

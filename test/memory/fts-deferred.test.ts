@@ -120,12 +120,20 @@ describe('the full-text index written in batches (SQLite)', () => {
     expect(await indexed('apricot')).toEqual([]);
     expect(await indexed('plum')).toEqual([1]);
     expect(await indexed('quince')).toEqual([]);
-    // Once indexed, the triggers keep the index in step again.
+    // Once indexed, the triggers keep the index in step again, the turns before a changed entry included.
+    await memory.append(sessionRef(), { role: 'assistant', content: 'Mine sets too hard.' });
+    expect(await found(memory, 'hard')).toContain(3);
+    expect(await indexed('before : plum')).toEqual([3]);
     await db.run("UPDATE memory_entries SET content = 'Fig jam recipe.' WHERE memory_id = 1");
-    expect(await indexed('plum')).toEqual([]);
+    expect(await indexed('content : plum')).toEqual([]);
     expect(await indexed('fig')).toEqual([1]);
+    // A changed entry's own row only: #3 keeps the words #1 had when #3 was indexed, until #3 changes.
+    expect(await indexed('before : plum')).toEqual([3]);
+    await db.run("UPDATE memory_entries SET content = 'It never sets.' WHERE memory_id = 3");
+    expect(await indexed('before : fig')).toEqual([3]);
+    expect(await indexed('never')).toEqual([3]);
     await db.run('DELETE FROM memory_entries WHERE memory_id = 1');
-    expect(await indexed('fig')).toEqual([]);
+    expect(await indexed('content : fig')).toEqual([]);
   });
 
   it('finds entries another process committed and never indexed (it stopped first)', async () => {

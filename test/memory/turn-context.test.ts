@@ -156,8 +156,9 @@ describe('migration 0026: a full-text index without a copy of the text (SQLite)'
           content,
         })),
       );
-      expect((await migrate(db)).applied).toEqual([26, 27]);
-      // Nothing but the index is kept: no content table beside it (0027 adds the index's one-row mark).
+      expect((await migrate(db)).applied).toEqual([26, 27, 28]);
+      // Nothing but the index is kept: no content table beside it (0027 adds the index's one-row mark, 0028
+      // the view of what it holds for an entry).
       const tables = await db.all<{ name: string }>(
         "SELECT name FROM sqlite_master WHERE name LIKE 'memory_fts%' ORDER BY name",
       );
@@ -168,6 +169,7 @@ describe('migration 0026: a full-text index without a copy of the text (SQLite)'
         'memory_fts_docsize',
         'memory_fts_idx',
         'memory_fts_indexed',
+        'memory_fts_rows',
       ]);
       const memory = createMemoryService({ db, bus: createBus() });
       const ids = async (query: string) =>
