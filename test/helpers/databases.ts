@@ -1,4 +1,4 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -237,4 +237,10 @@ export function counted(db: SqlDatabase): { db: SqlDatabase; statements: () => n
     close: () => db.close(),
   };
   return { db: wrapped, statements: () => statements };
+}
+
+/** A SQLite file's path in a new temporary directory; `remove` deletes the directory and all in it. */
+export function temporarySqliteFile(prefix: string): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { path: join(dir, 'test.db'), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   createSessionStore,
@@ -9,7 +6,7 @@ import {
   type SessionStore,
   type SqlDatabase,
 } from '../../src/store/index.js';
-import { counted, describeEachDatabase } from '../helpers/databases.js';
+import { counted, describeEachDatabase, temporarySqliteFile } from '../helpers/databases.js';
 
 /** `reader` answers the active instance after `writer` archived it, and again after `writer` deleted the key. */
 async function expectEndedInstancesSeen(reader: SessionStore, writer: SessionStore): Promise<void> {
@@ -62,18 +59,18 @@ describeEachDatabase('SessionStore.activeId', (getDb) => {
 });
 
 describe('SessionStore.activeId with another connection to the SQLite file', () => {
-  let dir: string | undefined;
+  let file: ReturnType<typeof temporarySqliteFile> | undefined;
   const opened: SqlDatabase[] = [];
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((db) => db.close()));
-    if (dir) rmSync(dir, { recursive: true, force: true });
-    dir = undefined;
+    file?.remove();
+    file = undefined;
   });
 
   /** A migrated database file in a new directory; a second call opens another connection to the same file. */
   const openFile = async (): Promise<SqlDatabase> => {
-    dir ??= mkdtempSync(join(tmpdir(), 'agentd-active-id-'));
-    const db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    file ??= temporarySqliteFile('agentd-active-id-');
+    const db = createSqliteDatabase({ path: file.path });
     opened.push(db);
     await migrate(db);
     return db;

@@ -1,28 +1,26 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSqliteDatabase, type SqliteDatabase } from '../../src/store/index.js';
+import { temporarySqliteFile } from '../helpers/databases.js';
 
 /**
  * Two connections to one file in one process (a CLI command and the runtime in a test, two stores opened
  * through the library): SQLite's busy handler would sleep on the thread that the lock holder needs.
  */
 describe('SQLite waits for a busy lock on a timer', () => {
-  let dir: string;
+  let file: ReturnType<typeof temporarySqliteFile>;
   let first: SqliteDatabase;
   let second: SqliteDatabase;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agentd-busy-'));
-    first = createSqliteDatabase({ path: join(dir, 'test.db') });
+    file = temporarySqliteFile('agentd-busy-');
+    first = createSqliteDatabase({ path: file.path });
     await first.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
-    second = createSqliteDatabase({ path: join(dir, 'test.db'), busyTimeoutMs: 2_000 });
+    second = createSqliteDatabase({ path: file.path, busyTimeoutMs: 2_000 });
   });
   afterEach(async () => {
     await first.close();
     await second.close();
-    rmSync(dir, { recursive: true, force: true });
+    file.remove();
   });
 
   const values = async () =>
@@ -54,7 +52,7 @@ describe('SQLite waits for a busy lock on a timer', () => {
   });
 
   it('gives up after its busy timeout with STORE_UNAVAILABLE, while timers keep running', async () => {
-    const impatient = createSqliteDatabase({ path: join(dir, 'test.db'), busyTimeoutMs: 150 });
+    const impatient = createSqliteDatabase({ path: file.path, busyTimeoutMs: 150 });
     first.driver.exec('BEGIN IMMEDIATE');
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 10);

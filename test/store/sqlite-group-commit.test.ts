@@ -1,17 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteDatabase, type SqliteDatabase } from '../../src/store/index.js';
+import { temporarySqliteFile } from '../helpers/databases.js';
 
 describe('SQLite group commit', () => {
-  let dir: string;
+  let file: ReturnType<typeof temporarySqliteFile>;
   let db: SqliteDatabase;
   let commits: number;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agentd-group-commit-'));
-    db = createSqliteDatabase({ path: join(dir, 'test.db') });
+    file = temporarySqliteFile('agentd-group-commit-');
+    db = createSqliteDatabase({ path: file.path });
     await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)');
     commits = 0;
     const exec = db.driver.exec.bind(db.driver);
@@ -22,12 +20,12 @@ describe('SQLite group commit', () => {
   });
   afterEach(async () => {
     await db.close();
-    rmSync(dir, { recursive: true, force: true });
+    file.remove();
   });
 
   /** What another connection sees: only committed rows. */
   const committedRows = () => {
-    const reader = createSqliteDatabase({ path: join(dir, 'test.db') });
+    const reader = createSqliteDatabase({ path: file.path });
     try {
       return (reader.driver.prepare('SELECT v FROM t ORDER BY id').all() as Array<{ v: string }>).map(
         (row) => row.v,
@@ -149,7 +147,7 @@ describe('SQLite group commit', () => {
 
   it('commits each on its own with maxGroupCommit 1', async () => {
     await db.close();
-    db = createSqliteDatabase({ path: join(dir, 'test.db'), maxGroupCommit: 1 });
+    db = createSqliteDatabase({ path: file.path, maxGroupCommit: 1 });
     commits = 0;
     const exec = db.driver.exec.bind(db.driver);
     db.driver.exec = (sql: string) => {

@@ -11,46 +11,41 @@ import {
 const unavailable = () =>
   new SystemError({ code: ErrorCodes.storeUnavailable, message: 'connection terminated', retryable: true });
 
+/** An attempt that fails as unavailable `failures` times, then returns 'stored'. */
+function storedAfter(failures: number): () => Promise<string> {
+  let left = failures;
+  return async () => {
+    if (left-- > 0) throw unavailable();
+    return 'stored';
+  };
+}
+
 describe('retrying', () => {
   it('tries a retryable failure again after doubling waits, up to the longest, and returns what works', async () => {
-    let failures = 4;
     const waits: number[] = [];
-    const value = await retrying(
-      async () => {
-        if (failures-- > 0) throw unavailable();
-        return 'stored';
-      },
-      {
-        firstDelayMs: 1,
-        maxDelayMs: 3,
-        forMs: 1_000,
-        retryable: isStoreUnavailable,
-        onRetry: (_error, delayMs) => waits.push(delayMs),
-      },
-    );
+    const value = await retrying(storedAfter(4), {
+      firstDelayMs: 1,
+      maxDelayMs: 3,
+      forMs: 1_000,
+      retryable: isStoreUnavailable,
+      onRetry: (_error, delayMs) => waits.push(delayMs),
+    });
     expect(value).toBe('stored');
     expect(waits).toEqual([1, 2, 3, 3]);
   });
 
   it('waits with the sleep it is given, and only with it', async () => {
-    let failures = 2;
     const slept: number[] = [];
-    const value = await retrying(
-      async () => {
-        if (failures-- > 0) throw unavailable();
-        return 'stored';
+    const value = await retrying(storedAfter(2), {
+      firstDelayMs: 5,
+      maxDelayMs: 50,
+      forMs: 60_000,
+      retryable: isStoreUnavailable,
+      // Returns at once: the waits recorded are the only ones taken.
+      sleep: async (ms) => {
+        slept.push(ms);
       },
-      {
-        firstDelayMs: 5,
-        maxDelayMs: 50,
-        forMs: 60_000,
-        retryable: isStoreUnavailable,
-        // Returns at once: the waits recorded are the only ones taken.
-        sleep: async (ms) => {
-          slept.push(ms);
-        },
-      },
-    );
+    });
     expect(value).toBe('stored');
     expect(slept).toEqual([5, 10]);
   });
