@@ -342,7 +342,6 @@ export default {
           : '';
       return `${count} client(s) vs floor: ${parts.join('; ')}${aboveDurable}`;
     });
-    const one = row('sqlite', 1)!;
     return {
       rows,
       notes: [
@@ -350,7 +349,15 @@ export default {
         "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message and the session's count with its run marked (one statement) before the first frame; the reply and, when it passes 64 active entries, an eviction down to 56 as agentd's default evictDownToRatio does (a tombstone and state per entry, one event), an audit row and the session's count with the mark cleared before the rest; memory ids from the floor's own count (no read of the key's next free id); turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
         `the durable floor's SQLite work alone (bench/durable-floor.ts in the benchmark's process, no sockets, one client's turns: two commits each and an index batch every 100 ms, medians of 3 × 2,000 turns): ${Math.round(median(floorCpu.withIndex))} µs CPU a turn; without the FTS5 index of memory entries (no index batches) ${Math.round(median(floorCpu.without))} µs: the full-text index is ${Math.round(100 - (100 * median(floorCpu.without)) / median(floorCpu.withIndex))}% of the floor's SQLite work`,
-        `stalls at 1 client (SQLite): p99 ÷ p50 = ${round(Number(one['p99 ms']) / Number(one['p50 ms']))}`,
+        `stalls at 1 client, p99 ÷ p50: ${(['sqlite', 'postgres', 'durable-floor', 'echo'] as const)
+          .map((server) => {
+            const measured = row(server, 1);
+            return measured
+              ? `${server} ${round(Number(measured['p99 ms']) / Number(measured['p50 ms']))}`
+              : undefined;
+          })
+          .filter(Boolean)
+          .join(', ')} (the durable floor commits the same writes with better-sqlite3 alone)`,
         `a closed loop obeys Little's law: with every client keeping one turn in flight, the mean latency is clients ÷ turns/s, so at 100 clients a p99 of 50 ms or less needs more than 2,000 turns/s (at 1,500 turns/s the mean alone is 67 ms); sqlite at 100 clients: 100 ÷ ${row('sqlite', 100)?.['turns/s'] ?? '?'} turns/s = ${row('sqlite', 100) ? round(100_000 / Number(row('sqlite', 100)!['turns/s']), 1) : '?'} ms mean`,
         `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike; before its first phase every server serves ${serverWarmupMs} ms of 10-client turns on other sessions, so the 1-client phase does not time a server whose code is still being optimised (the runs before this note had no such warm-up)`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',

@@ -1,12 +1,14 @@
 // Loop overhead of agentd's engage loop against LangGraph.js, the OpenAI Agents SDK and Mastra on the same
 // scripted scenario: every run is N tool turns (each turn: K parallel calls of no-op tools) and one final
 // answer, with an instant in-process model. Also allocation per run and heap growth over 10,000 runs.
+import { fork } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
 import { cpus, endianness, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
@@ -865,6 +867,103 @@ const scenario: Scenario = { toolTurns: 10, callsPerTurn: 3, work: async () => {
 const rounds = 5;
 const runsPerRound = 10;
 const warmUpRuns = 100;
+/** Fresh processes per contender for the table of each contender measured alone. */
+const aloneProcesses = 3;
+/** Least milliseconds of warm-up runs, and of timed runs, of a contender alone. */
+const aloneMinMs = 1000;
+
+/** Every contender, by label, in the order they are measured. */
+const contenderBuilders: ReadonlyArray<readonly [string, () => Contender | Promise<Contender>]> = [
+  ['agentd', () => agentdContender(scenario)],
+  ['agentd (durable)', () => durableAgentdContender(scenario)],
+  ['LangGraph.js', () => langGraphContender(scenario)],
+  ['OpenAI Agents SDK', () => openAiAgentsContender(scenario)],
+  ['Mastra', () => mastraContender(scenario)],
+];
+
+/** Builds a contender and checks that it runs the scenario as specified. */
+async function checkedContender(make: () => Contender | Promise<Contender>): Promise<Contender> {
+  const contender = await make();
+  try {
+    const executed = await contender.run();
+    const expected = scenario.toolTurns * scenario.callsPerTurn;
+    if (executed !== expected) throw new Error(`executed ${executed} tool calls, expected ${expected}`);
+    return contender;
+  } catch (error) {
+    await contender.close?.();
+    throw error;
+  }
+}
+
+/** Times one contender's runs of a round, each run one sample (µs), after a forced GC. */
+async function timeRound(contender: Contender, gc: () => void, samples: number[]): Promise<void> {
+  gc();
+  for (let index = 0; index < runsPerRound; index++) {
+    const started = performance.now();
+    await contender.run();
+    samples.push((performance.now() - started) * 1000);
+  }
+}
+
+// A child process that measures one contender alone: nothing else has run in it, so no other framework's
+// code, garbage or JIT state is in the process (the shared table interleaves all of them in one process).
+const aloneLabel = process.env.AGENTD_ENGAGE_BENCH_ALONE;
+if (aloneLabel !== undefined) {
+  const builder = contenderBuilders.find(([label]) => label === aloneLabel);
+  if (!builder) throw new Error(`no contender ${aloneLabel}`);
+  const gc = exposeGc();
+  const contender = await checkedContender(builder[1]);
+  const warmUpStarted = performance.now();
+  for (let index = 0; index < warmUpRuns || performance.now() - warmUpStarted < aloneMinMs; index++)
+    await contender.run();
+  // A cheap contender's 5 rounds last a few milliseconds, where one collection or recompilation moves the
+  // median: rounds go on until the timed runs add up to a second.
+  const samples: number[] = [];
+  const timedUs = () => samples.reduce((sum, sample) => sum + sample, 0);
+  for (let round = 0; round < rounds || timedUs() < aloneMinMs * 1000; round++)
+    await timeRound(contender, gc, samples);
+  // The durable contender's SQL replayed on better-sqlite3 alone, in this same process.
+  const floor =
+    'databasePath' in contender ? await durableFloor(contender as DurableContender, 10, 10) : undefined;
+  await contender.close?.();
+  process.send!({ samples, floor });
+  process.disconnect();
+}
+
+type FloorFigures = Awaited<ReturnType<typeof durableFloor>>;
+
+/** One contender alone in a fresh process: its median µs a run, and the durable floor when it has one. */
+async function medianAlone(label: string): Promise<{ medianUs: number; floor?: FloorFigures }> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    execArgv: ['--import', 'tsx', '--expose-gc'],
+    env: { ...process.env, AGENTD_ENGAGE_BENCH_ALONE: label },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const message = await new Promise<{ samples: number[]; floor?: FloorFigures }>((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`${label} alone exited with ${code} before its samples`)));
+  });
+  await new Promise((resolve) =>
+    child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
+  );
+  const medianUs = percentile(
+    message.samples.sort((a, b) => a - b),
+    0.5,
+  );
+  return message.floor ? { medianUs, floor: message.floor } : { medianUs };
+}
+
+/** Each contender in `aloneProcesses` fresh processes, interleaved: what each process measured. */
+async function measureAlone(
+  labels: ReadonlyArray<string>,
+): Promise<Map<string, Array<{ medianUs: number; floor?: FloorFigures }>>> {
+  const measured = new Map<string, Array<{ medianUs: number; floor?: FloorFigures }>>(
+    labels.map((label) => [label, []]),
+  );
+  for (let index = 0; index < aloneProcesses; index++)
+    for (const label of labels) measured.get(label)!.push(await medianAlone(label));
+  return measured;
+}
 
 export default {
   name: 'engage-loop',
@@ -879,29 +978,18 @@ export default {
           ' / ',
         )} (1 / 5 / 15 min) on ${cpus().length} cores shared with other work; compare ratios, not absolute times.`,
     ];
-    const candidates: Array<[string, () => Contender | Promise<Contender>]> = [
-      ['agentd', () => agentdContender(scenario)],
-      ['agentd (durable)', () => durableAgentdContender(scenario)],
-      ['LangGraph.js', () => langGraphContender(scenario)],
-      ['OpenAI Agents SDK', () => openAiAgentsContender(scenario)],
-      ['Mastra', () => mastraContender(scenario)],
-    ];
     const contenders: Contender[] = [];
+    const labels: string[] = [];
     try {
-      for (const [label, make] of candidates) {
-        let contender: Contender | undefined;
+      for (const [label, make] of contenderBuilders) {
         try {
-          contender = await make();
-          const executed = await contender.run();
-          const expected = scenario.toolTurns * scenario.callsPerTurn;
-          if (executed !== expected) throw new Error(`executed ${executed} tool calls, expected ${expected}`);
-          contenders.push(contender);
+          contenders.push(await checkedContender(make));
+          labels.push(label);
         } catch (error) {
-          await contender?.close?.();
           notes.push(`${label} could not run the scenario and is left out: ${(error as Error).message}`);
         }
       }
-      return await measure(contenders, notes, gc);
+      return await measure(contenders, labels, notes, gc);
     } finally {
       for (const contender of contenders) await contender.close?.();
     }
@@ -909,26 +997,21 @@ export default {
 };
 
 /** Times, allocation and (for agentd) heap growth of the contenders that ran the scenario. */
-async function measure(contenders: Contender[], notes: string[], gc: () => void) {
+async function measure(contenders: Contender[], labels: string[], notes: string[], gc: () => void) {
   // Warm-up, then interleaved rounds so machine load hits every contender alike. 10 warm-up runs were too
   // few: code that runs once per run (a run's setup and loop) was still unoptimised in the timed runs.
   for (const contender of contenders) for (let index = 0; index < warmUpRuns; index++) await contender.run();
   const samples = new Map<Contender, number[]>(contenders.map((contender) => [contender, []]));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? contenders : [...contenders].reverse();
-    for (const contender of order) {
-      // Each contender's runs start on a heap just collected: none is timed collecting the garbage of the
-      // one before it (the peers leave 5-14 MiB a run).
-      gc();
-      for (let index = 0; index < runsPerRound; index++) {
-        const started = performance.now();
-        await contender.run();
-        samples.get(contender)!.push((performance.now() - started) * 1000);
-      }
-    }
+    // Each contender's runs start on a heap just collected: none is timed collecting the garbage of the one
+    // before it (the peers leave 5-14 MiB a run).
+    for (const contender of order) await timeRound(contender, gc, samples.get(contender)!);
   }
   const allocation = new Map<Contender, number>();
   for (const contender of contenders) allocation.set(contender, await allocatedBytesPerRun(contender, 20));
+  const alone = await measureAlone(labels);
+  const perTurn = (us: number) => us / (scenario.toolTurns + 1);
 
   const agentd = contenders.find((contender) => contender.name === 'agentd');
   const agentdMedian = agentd
@@ -937,15 +1020,20 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
         0.5,
       )
     : undefined;
-  const rows = contenders.map((contender) => {
+  const rows = contenders.map((contender, index) => {
     const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
     const median = percentile(sorted, 0.5);
+    const aloneMedians = alone
+      .get(labels[index]!)!
+      .map(({ medianUs }) => perTurn(medianUs))
+      .sort((left, right) => left - right);
     return {
       contender: contender.name,
       version: contender.version,
       'median µs / run': Math.round(median),
       'p90 µs / run': Math.round(percentile(sorted, 0.9)),
-      'median µs / turn': Math.round(median / (scenario.toolTurns + 1)),
+      'median µs / turn': Math.round(perTurn(median)),
+      [`alone: median µs / turn (${aloneProcesses} processes)`]: `${Math.round(percentile(aloneMedians, 0.5))} (${aloneMedians.map(Math.round).join(', ')})`,
       'KiB allocated / run': Math.round(allocation.get(contender)! / 1024),
       'time vs agentd': agentdMedian ? `${(median / agentdMedian).toFixed(1)}×` : '',
     };
@@ -974,6 +1062,15 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
         'The SQL is recorded from runs of the durable contender (every statement with its parameters, BEGIN and COMMIT) and replayed on a copy of its database made just before them (VACUUM INTO), each run on the state its recorded run met.',
     );
   }
+  const aloneFloors = [...alone.values()].flat().flatMap(({ floor }) => (floor ? [floor] : []));
+  if (aloneFloors.length > 0) {
+    const turns = scenario.toolTurns + 1;
+    const each = (figure: (floor: FloorFigures) => number) =>
+      aloneFloors.map((floor) => (figure(floor) / turns).toFixed(0)).join(', ');
+    notes.push(
+      `The durable floor alone (the durable contender's processes of the "alone" column, in each after its timing, measured as above, µs a turn wall, one figure per process): a durable run ${each((floor) => floor.durableUs)}; the same SQL replayed on better-sqlite3 alone ${each((floor) => floor.floorUs)}; agentd's part above SQLite's own work ${each((floor) => floor.durableUs - floor.floorUs)}.`,
+    );
+  }
   const commits = await ledgerCommitCosts(rounds, 200);
   notes.push(
     `One durable ledger append against SQLite's own commit of the same row (${rounds} interleaved rounds × 200 writes after one warm-up round, median µs per write wall / CPU, WAL + synchronous=NORMAL in the same temporary directory): ${commits
@@ -982,6 +1079,7 @@ async function measure(contenders: Contender[], notes: string[], gc: () => void)
   );
   notes.push(
     `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
+    `"alone": each contender measured again in ${aloneProcesses} fresh processes of its own (the processes interleaved across contenders), each process at least ${warmUpRuns} warm-up runs and ${aloneMinMs} ms of them, then rounds of ${runsPerRound} timed runs with a forced GC before each round, at least ${rounds} rounds and until the timed runs add up to ${aloneMinMs} ms: the median of the processes' medians, then each process's median. In the shared process the contenders' code, garbage and JIT state share one heap; alone, none does.`,
     `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after ${warmUpRuns} warm-up runs each (10 before 2026-11-26); each sample is one whole run (performance.now); a forced GC before each contender's runs of a round (since 2026-11-29), so none is timed collecting the garbage of the contender before it.`,
     'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through the model call wrapper: streamModelTo), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
     'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
