@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createScriptedModel } from '../../src/testing.js';
 import { findOpenClaw } from '../helpers/openclaw.js';
 import { startTmux, type TmuxSession, tmuxAvailable } from '../helpers/tmux.js';
@@ -126,6 +126,16 @@ describe.skipIf(Boolean(skipReason))('the real openclaw TUI against agentd, unde
         timeoutMs: screenTimeoutMs,
         what: 'the run to start',
       });
+      // The TUI shows the message and a busy status as soon as it sends; the reply is running once agentd has
+      // stored the message (the model then hangs). Escape before that stops a turn that never began: its send
+      // is refused and the message is not kept, so the transcript the TUI reloads would not show it.
+      await vi.waitFor(
+        async () => {
+          const stored = await started.runtime.memory.history('agent:main:tui-abort', { limit: 10 });
+          expect(stored.map((entry) => entry.content)).toContain('Take your time.');
+        },
+        { timeout: screenTimeoutMs, interval: 50 },
+      );
       await tui.press('Escape');
       // The TUI ends an aborted run with the status `aborted` (its idle state after an abort).
       const aborted = await tui.waitFor(
