@@ -871,6 +871,8 @@ const warmUpRuns = 100;
 const aloneProcesses = 3;
 /** Least milliseconds of warm-up runs, and of timed runs, of a contender alone. */
 const aloneMinMs = 1000;
+/** Interleaved rounds of the durable floor's measurement (durable runs against their SQL replayed). */
+const floorRounds = 2 * rounds;
 
 /** Every contender, by label, in the order they are measured. */
 const contenderBuilders: ReadonlyArray<readonly [string, () => Contender | Promise<Contender>]> = [
@@ -919,12 +921,18 @@ if (aloneLabel !== undefined) {
   // A cheap contender's 5 rounds last a few milliseconds, where one collection or recompilation moves the
   // median: rounds go on until the timed runs add up to a second.
   const samples: number[] = [];
-  const timedUs = () => samples.reduce((sum, sample) => sum + sample, 0);
-  for (let round = 0; round < rounds || timedUs() < aloneMinMs * 1000; round++)
+  let timedUs = 0;
+  for (let round = 0; round < rounds || timedUs < aloneMinMs * 1000; round++) {
+    const before = samples.length;
     await timeRound(contender, gc, samples);
-  // The durable contender's SQL replayed on better-sqlite3 alone, in this same process.
+    for (let index = before; index < samples.length; index++) timedUs += samples[index]!;
+  }
+  // The durable contender's SQL replayed on better-sqlite3 alone, in this same process, as the shared
+  // process measures it.
   const floor =
-    'databasePath' in contender ? await durableFloor(contender as DurableContender, 10, 10) : undefined;
+    'databasePath' in contender
+      ? await durableFloor(contender as DurableContender, floorRounds, runsPerRound)
+      : undefined;
   await contender.close?.();
   process.send!({ samples, floor });
   process.disconnect();
@@ -1050,11 +1058,11 @@ async function measure(contenders: Contender[], labels: string[], notes: string[
   }
   const durable = contenders.find((contender): contender is DurableContender => 'databasePath' in contender);
   if (durable) {
-    const floor = await durableFloor(durable, 2 * rounds, runsPerRound);
+    const floor = await durableFloor(durable, floorRounds, runsPerRound);
     const turns = scenario.toolTurns + 1;
     const perTurn = (us: number) => (us / turns).toFixed(0);
     notes.push(
-      `Durable floor (${2 * rounds} interleaved rounds × ${runsPerRound} runs, medians, wall / CPU): a durable run ${floor.durableUs.toFixed(0)} / ${floor.durableCpuUs.toFixed(0)} µs (${perTurn(floor.durableUs)} / ${perTurn(floor.durableCpuUs)} µs/turn); ` +
+      `Durable floor (${floorRounds} interleaved rounds × ${runsPerRound} runs, medians, wall / CPU): a durable run ${floor.durableUs.toFixed(0)} / ${floor.durableCpuUs.toFixed(0)} µs (${perTurn(floor.durableUs)} / ${perTurn(floor.durableCpuUs)} µs/turn); ` +
         `the same SQL replayed on better-sqlite3 alone, ${floor.commits} commits a run, ${floor.floorUs.toFixed(0)} / ${floor.floorCpuUs.toFixed(0)} µs (${perTurn(floor.floorUs)} / ${perTurn(floor.floorCpuUs)} µs/turn): ` +
         `agentd's overhead above SQLite's own work ${perTurn(floor.durableUs - floor.floorUs)} / ${perTurn(floor.durableCpuUs - floor.floorCpuUs)} µs/turn. ` +
         `Of the replay (medians, wall): the ledger's ${floor.ledgerCommits} appends ${floor.floorLedgerUs.toFixed(0)} µs a run, the transcript's commits ${floor.floorTranscriptUs.toFixed(0)} µs a run. ` +

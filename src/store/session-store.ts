@@ -112,8 +112,15 @@ export interface CreateSessionStoreOptions {
   activityResolutionMs?: number;
 }
 
-/** Sessions whose activity one store remembers writing; past it the least recently written are forgotten. */
-const maxRememberedActivity = 10_000;
+/** Sessions one store's caches remember (activity written, active ids); past it the oldest are forgotten. */
+const maxRememberedSessions = 10_000;
+
+/** Sets `key` as the newest entry of `map`, forgetting the oldest once there are too many. */
+function remember<Value>(map: Map<string, Value>, key: string, value: Value): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > maxRememberedSessions) map.delete(map.keys().next().value as string);
+}
 
 const maxSessionKeyLength = 512;
 const maxListLimit = 1_000;
@@ -226,12 +233,7 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     return {
       set: `message_count = message_count + ?, last_active_at = ${greatest}(last_active_at, ?)`,
       params: [delta, activity.at],
-      written: () => {
-        activityWrittenAt.delete(id);
-        activityWrittenAt.set(id, activity.at);
-        if (activityWrittenAt.size > maxRememberedActivity)
-          activityWrittenAt.delete(activityWrittenAt.keys().next().value as string);
-      },
+      written: () => remember(activityWrittenAt, id, activity.at),
     };
   };
 
@@ -261,10 +263,8 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       if (known !== undefined) return known;
       const writesBefore = keyWrites;
       const { id } = await store.ensureActive(sessionKey, agentId);
-      if (keyWrites === writesBefore && db.readVersion?.() === activeIdsVersion) {
-        activeIds.set(sessionKey, id);
-        if (activeIds.size > maxRememberedActivity) activeIds.delete(activeIds.keys().next().value as string);
-      }
+      if (keyWrites === writesBefore && db.readVersion?.() === activeIdsVersion)
+        remember(activeIds, sessionKey, id);
       return id;
     },
 
