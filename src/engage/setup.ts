@@ -8,7 +8,7 @@ export interface RunSetup {
   readonly window: ContextWindow;
   readonly registry: NonNullable<RunState['options']['tools']>['registry'] | undefined;
   readonly allowedNames: ReadonlySet<string>;
-  readonly modelTools: ModelToolDefinition[];
+  readonly modelTools: readonly ModelToolDefinition[];
   /** Tokens the tool definitions add to every request. */
   readonly overheadTokens: number;
   /** The ledger nudge applies only when the model can write the ledger. */
@@ -19,15 +19,19 @@ export interface RunSetup {
 }
 
 /** The last overhead measured per registry, with the definitions it was measured on. */
-const overheads = new WeakMap<ToolRegistry, { tools: ModelToolDefinition[]; tokens: number }>();
+const overheads = new WeakMap<ToolRegistry, { tools: readonly ModelToolDefinition[]; tokens: number }>();
 
 /**
  * Tokens the tool definitions add to every request. Registries keep their definitions, so runs offering
  * the same tools reuse the figure instead of serialising every schema again only to measure it.
  */
-function toolOverheadTokens(registry: ToolRegistry, tools: ModelToolDefinition[]): number {
+function toolOverheadTokens(registry: ToolRegistry, tools: readonly ModelToolDefinition[]): number {
   const last = overheads.get(registry);
-  if (last && last.tools.length === tools.length && last.tools.every((tool, index) => tool === tools[index]))
+  if (
+    last &&
+    (last.tools === tools ||
+      (last.tools.length === tools.length && last.tools.every((tool, index) => tool === tools[index])))
+  )
     return last.tokens;
   const tokens = tools.length ? estimateTokens(JSON.stringify(tools)) : 0;
   overheads.set(registry, { tools, tokens });
@@ -51,10 +55,13 @@ export async function prepareRun(state: RunState): Promise<RunSetup> {
   if (contextOptions.orient) extras.push(`== ORIENT ==\n${contextOptions.orient}`);
 
   const registry = options.tools?.registry;
-  const allowedNames = registry
-    ? new Set(options.tools?.names ?? registry.list().map((tool) => tool.name))
+  const names = options.tools?.names;
+  const allowedNames: ReadonlySet<string> = registry
+    ? names
+      ? new Set(names)
+      : registry.names()
     : new Set<string>();
-  const modelTools = registry ? registry.toModelTools(allowedNames) : [];
+  const modelTools = registry ? registry.toModelTools(names ? allowedNames : undefined) : [];
   const overheadTokens = registry ? toolOverheadTokens(registry, modelTools) : 0;
   const canWriteLedger = allowedNames.has('ledger_append') && options.ledger !== undefined;
 

@@ -44,6 +44,31 @@ export function toMemoryItem(
 }
 
 /**
+ * The model message of a frozen entry (a pinned view: RAM never changes an entry once built), made once:
+ * a chat turn hands the model its whole context, and rebuilding every message of it on every turn showed in
+ * the turn's profile. Frozen too, so no caller can change what the next turn is given.
+ */
+const modelMessages = new WeakMap<MemoryEntry, ModelMessage>();
+
+function modelMessageOf(entry: MemoryEntry): ModelMessage {
+  if (entry.kind === 'summary')
+    return { role: 'system', content: `Summary of earlier conversation: ${entry.content}` };
+  if (entry.role === 'assistant')
+    return entry.toolCalls?.length
+      ? { role: 'assistant', content: entry.content, toolCalls: entry.toolCalls }
+      : { role: 'assistant', content: entry.content };
+  if (entry.role === 'tool')
+    return {
+      role: 'tool',
+      toolCallId: entry.toolCallId ?? '',
+      toolName: entry.toolName ?? '',
+      content: entry.content,
+      ...(entry.isError ? { isError: true } : {}),
+    };
+  return { role: entry.role, content: entry.content };
+}
+
+/**
  * Rebuilds the model conversation from `load()`: summaries become system messages, assistant tool calls
  * and tool results keep their ids so providers can pair them.
  */
@@ -51,25 +76,16 @@ export function toModelMessages(entries: ReadonlyArray<MemoryEntry>): ModelMessa
   const messages: ModelMessage[] = [];
   for (const entry of entries) {
     if (entry.state !== 'active') continue;
-    if (entry.kind === 'summary') {
-      messages.push({ role: 'system', content: `Summary of earlier conversation: ${entry.content}` });
-    } else if (entry.role === 'assistant') {
-      messages.push(
-        entry.toolCalls?.length
-          ? { role: 'assistant', content: entry.content, toolCalls: entry.toolCalls }
-          : { role: 'assistant', content: entry.content },
-      );
-    } else if (entry.role === 'tool') {
-      messages.push({
-        role: 'tool',
-        toolCallId: entry.toolCallId ?? '',
-        toolName: entry.toolName ?? '',
-        content: entry.content,
-        ...(entry.isError ? { isError: true } : {}),
-      });
-    } else {
-      messages.push({ role: entry.role, content: entry.content });
+    if (!Object.isFrozen(entry)) {
+      messages.push(modelMessageOf(entry));
+      continue;
     }
+    let message = modelMessages.get(entry);
+    if (message === undefined) {
+      message = Object.freeze(modelMessageOf(entry));
+      modelMessages.set(entry, message);
+    }
+    messages.push(message);
   }
   return messages;
 }

@@ -340,12 +340,14 @@ const indexLater = globalThis.setTimeout;
  * are 82 rows, 4 KB of SQL).
  */
 const insertEntriesSqls = new Map<number, string>();
-function insertEntriesSql(rows: number): string {
-  let sql = insertEntriesSqls.get(rows);
+/** The INSERT of `rows` entries; with `returning` (the default) it returns each row's id and memory id. */
+function insertEntriesSql(rows: number, returning = true): string {
+  const key = returning ? rows : -rows;
+  let sql = insertEntriesSqls.get(key);
   if (sql === undefined) {
-    sql = `${insertEntryPrefix}${new Array(rows).fill(entryPlaceholders).join(', ')} RETURNING id, memory_id`;
+    sql = `${insertEntryPrefix}${new Array(rows).fill(entryPlaceholders).join(', ')}${returning ? ' RETURNING id, memory_id' : ''}`;
     if (insertEntriesSqls.size >= 64) insertEntriesSqls.delete(insertEntriesSqls.keys().next().value!);
-    insertEntriesSqls.set(rows, sql);
+    insertEntriesSqls.set(key, sql);
   }
   return sql;
 }
@@ -517,11 +519,19 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     inserts++;
     for (let start = 0; start < entries.length; start += entriesPerInsert) {
       const chunk = entries.slice(start, start + entriesPerInsert);
-      const rows = await tx.all<{ id: number; memory_id: number }>(
-        insertEntriesSql(chunk.length),
-        entriesParams(chunk),
-      );
-      setRowIds(chunk, rows);
+      if (dialect === 'sqlite') {
+        // AUTOINCREMENT gives the rows of one INSERT consecutive ids in VALUES order: the last one names them
+        // all, with no RETURNING rows to build and read back.
+        const { lastInsertRowid } = await tx.run(insertEntriesSql(chunk.length, false), entriesParams(chunk));
+        const firstRowId = lastInsertRowid! - chunk.length + 1;
+        for (let index = 0; index < chunk.length; index++) chunk[index]!.rowId = firstRowId + index;
+      } else {
+        const rows = await tx.all<{ id: number; memory_id: number }>(
+          insertEntriesSql(chunk.length),
+          entriesParams(chunk),
+        );
+        setRowIds(chunk, rows);
+      }
       unindexedRows += chunk.length;
     }
     // A bulk load that never lets the timer run is indexed as it goes, in bounded batches, not all at once

@@ -143,32 +143,36 @@ function textReply(text: string): LocalReply {
 // --- reading the conversation -------------------------------------------------------------------------
 
 interface Conversation {
+  messages: ReadonlyArray<ModelMessage>;
   lastUser: string;
-  /** Messages before the last user message, which the reply can draw on. */
-  earlier: ModelMessage[];
-  system: string[];
+  /** Messages before this index (before the last user message) are what the reply can draw on. */
+  earlierEnd: number;
   /** Tool results that came back after the last user message. */
   toolResults: Array<Extract<ModelMessage, { role: 'tool' }>>;
   /** Assistant turns so far; makes tool call ids unique across a conversation. */
   assistantTurns: number;
 }
 
+/** One pass over the messages, copying none: a chat turn hands the model its whole context every time. */
 function readConversation(messages: ModelMessage[]): Conversation {
   let lastUserIndex = -1;
+  let assistantTurns = 0;
   for (let index = messages.length - 1; index >= 0; index--) {
-    if (messages[index]!.role === 'user') {
-      lastUserIndex = index;
-      break;
-    }
+    const { role } = messages[index]!;
+    if (role === 'assistant') assistantTurns++;
+    else if (role === 'user' && lastUserIndex < 0) lastUserIndex = index;
+  }
+  const toolResults: Conversation['toolResults'] = [];
+  for (let index = lastUserIndex + 1; index < messages.length; index++) {
+    const message = messages[index]!;
+    if (message.role === 'tool') toolResults.push(message);
   }
   return {
+    messages,
     lastUser: lastUserIndex >= 0 ? messages[lastUserIndex]!.content : '',
-    earlier: lastUserIndex >= 0 ? messages.slice(0, lastUserIndex) : messages.slice(),
-    system: messages.filter((message) => message.role === 'system').map((message) => message.content),
-    toolResults: messages
-      .slice(lastUserIndex + 1)
-      .filter((message): message is Extract<ModelMessage, { role: 'tool' }> => message.role === 'tool'),
-    assistantTurns: messages.filter((message) => message.role === 'assistant').length,
+    earlierEnd: lastUserIndex >= 0 ? lastUserIndex : messages.length,
+    toolResults,
+    assistantTurns,
   };
 }
 
@@ -218,7 +222,8 @@ function findEvidence(question: string, conversation: Conversation): string[] {
   const normalizedQuestion = question.trim().toLowerCase();
   const candidates: Array<{ sentence: string; score: number; order: number }> = [];
   let order = 0;
-  for (const message of conversation.earlier) {
+  for (let index = 0; index < conversation.earlierEnd; index++) {
+    const message = conversation.messages[index]!;
     if (message.role !== 'user' && message.role !== 'system') continue;
     for (const sentence of splitSentences(message.content)) {
       order++;
@@ -241,7 +246,7 @@ function findEvidence(question: string, conversation: Conversation): string[] {
 
 function chooseToolCalls(
   request: ModelRequest,
-  tools: ModelToolDefinition[],
+  tools: readonly ModelToolDefinition[],
   conversation: Conversation,
 ): ModelToolCall[] {
   const message = conversation.lastUser;
@@ -257,6 +262,8 @@ function chooseToolCalls(
   } else if (chosen.length === 0 && choice === 'required') {
     chosen = [bestMatchingTool(message, tools)];
   }
+  // Most messages name no tool: nothing to read arguments for.
+  if (chosen.length === 0) return [];
   const provided = extractArguments(message);
   const remainder = leftoverText(message, chosen);
   return chosen.map((tool, index) => ({
@@ -279,7 +286,7 @@ function toolNamePattern(name: string, flags: 'i' | 'gi'): RegExp {
 
 const toolNameAround = (escaped: string) => `(^|[^\\w.-])${escaped}(?![\\w-])`;
 
-function bestMatchingTool(message: string, tools: ModelToolDefinition[]): ModelToolDefinition {
+function bestMatchingTool(message: string, tools: readonly ModelToolDefinition[]): ModelToolDefinition {
   const wanted = new Set(keywords(message));
   let best = tools[0]!;
   let bestScore = 0;
@@ -323,7 +330,7 @@ function findJsonObject(text: string): Record<string, unknown> | undefined {
 }
 
 /** The message without tool names, JSON, `key=value` pairs and request phrasing: the free text a tool may want. */
-function leftoverText(message: string, tools: ModelToolDefinition[]): string {
+function leftoverText(message: string, tools: readonly ModelToolDefinition[]): string {
   let text = message;
   const json = findJsonObject(message);
   if (json) text = text.replace(/\{[\s\S]*\}/, ' ');

@@ -32,7 +32,7 @@ export interface ModelToolDefinition {
 /** One model call: the conversation, the tools on offer and the sampling options. */
 export interface ModelRequest {
   messages: ModelMessage[];
-  tools?: ModelToolDefinition[];
+  tools?: readonly ModelToolDefinition[];
   /** `auto` by default; `none` forbids tool calls; `{ name }` forces one tool. */
   toolChoice?: 'auto' | 'none' | 'required' | { name: string };
   maxTokens?: number;

@@ -17,6 +17,12 @@ export type SqlValue = string | number | bigint | boolean | null | Uint8Array;
 export interface SqlRunResult {
   /** Rows inserted, updated or deleted. */
   changes: number;
+  /**
+   * SQLite only, and only meaningful after an INSERT: the rowid of the last row it made (an INSERT of several
+   * rows gives them consecutive rowids in the order of its VALUES, so this names all of them). Postgres has
+   * none: use RETURNING there.
+   */
+  lastInsertRowid?: number;
 }
 
 export interface SqlExecutor {

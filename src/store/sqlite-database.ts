@@ -298,9 +298,9 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       }
       throw error;
     }
-    const { changes } = prepared.run(...toDriverParams(params));
+    const { changes, lastInsertRowid } = prepared.run(...toDriverParams(params));
     autocommitted(prepared);
-    return { changes };
+    return { changes, lastInsertRowid: Number(lastInsertRowid) };
   };
 
   /**

@@ -30,7 +30,7 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     },
     tee((options.destination ?? process.stderr) as pino.DestinationStream, options.ring),
   );
-  return wrap(base);
+  return wrap(base, redactor);
 }
 
 /** The destination, and the ring when there is one; lines reach both already redacted and serialized. */
@@ -54,12 +54,41 @@ function serializeError(error: unknown): unknown {
   };
 }
 
-function wrap(instance: pino.Logger): Logger {
+function wrap(instance: pino.Logger, redactor: Redactor): Logger {
   return {
     debug: (object, message) => instance.debug(object, message),
     info: (object, message) => instance.info(object, message),
     warn: (object, message) => instance.warn(object, message),
     error: (object, message) => instance.error(object, message),
-    child: (bindings) => wrap(instance.child(bindings)),
+    child: (bindings) => lazyChild(instance, bindings, redactor),
+  };
+}
+
+/**
+ * A child logger made at its first line that its parent's level lets through: the engage loop makes one
+ * per run (per chat turn), most runs write nothing at the usual levels, and pino serializes a child's
+ * bindings when it is made.
+ */
+function lazyChild(parent: pino.Logger, bindings: Record<string, unknown>, redactor: Redactor): Logger {
+  let made: Logger | undefined;
+  const child = () => {
+    // Bindings skip the logMethod hook: they are redacted here, as every line's arguments are.
+    made ??= wrap(parent.child(redactor.redactValue(bindings) as Record<string, unknown>), redactor);
+    return made;
+  };
+  return {
+    debug: (object, message) => {
+      if (parent.isLevelEnabled('debug')) child().debug(object, message);
+    },
+    info: (object, message) => {
+      if (parent.isLevelEnabled('info')) child().info(object, message);
+    },
+    warn: (object, message) => {
+      if (parent.isLevelEnabled('warn')) child().warn(object, message);
+    },
+    error: (object, message) => {
+      if (parent.isLevelEnabled('error')) child().error(object, message);
+    },
+    child: (more) => child().child(more),
   };
 }

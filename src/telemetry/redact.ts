@@ -51,6 +51,10 @@ export function createRedactor(initialSecrets: ReadonlyArray<string> = []): Reda
     return out;
   };
 
+  /**
+   * Copy on write: a value with nothing to redact comes back as it is (most bus events and log arguments),
+   * and only the objects and arrays on the way to a redacted string are copied. The input is never changed.
+   */
   const redactValue = (value: unknown, depth: number): unknown => {
     if (typeof value === 'string') return redactText(value);
     if (depth > 8 || value === null || typeof value !== 'object') return value;
@@ -61,17 +65,30 @@ export function createRedactor(initialSecrets: ReadonlyArray<string> = []): Reda
         code: (value as { code?: unknown }).code,
       };
     }
-    if (Array.isArray(value)) return value.map((item) => redactValue(item, depth + 1));
-    const out: Record<string, unknown> = {};
+    if (Array.isArray(value)) {
+      let copy: unknown[] | undefined;
+      for (let index = 0; index < value.length; index++) {
+        const item: unknown = value[index];
+        const redacted = redactValue(item, depth + 1);
+        if (redacted === item && copy === undefined) continue;
+        copy ??= value.slice(0, index);
+        copy.push(redacted);
+      }
+      return copy ?? value;
+    }
+    let copy: Record<string, unknown> | undefined;
     for (const key in value) {
       if (!Object.hasOwn(value, key)) continue;
       const inner = (value as Record<string, unknown>)[key];
-      out[key] =
+      const redacted =
         sensitiveKeys.test(key) && typeof inner === 'string' && inner.length > 0
           ? '[REDACTED]'
           : redactValue(inner, depth + 1);
+      if (redacted === inner) continue;
+      copy ??= { ...(value as Record<string, unknown>) };
+      copy[key] = redacted;
     }
-    return out;
+    return copy ?? value;
   };
 
   return {

@@ -12,8 +12,13 @@ export interface ToolRegistry {
   get(name: string): ToolDefinition | undefined;
   has(name: string): boolean;
   list(): ToolDefinition[];
-  /** Definitions for the model, in registration order; only `names` when given (unknown names are skipped). */
-  toModelTools(names?: Iterable<string>): ModelToolDefinition[];
+  /**
+   * Definitions for the model, in registration order; only `names` when given (unknown names are skipped).
+   * Without `names`, the same frozen array until the registry changes.
+   */
+  toModelTools(names?: Iterable<string>): readonly ModelToolDefinition[];
+  /** Every registered name; the same set until the registry changes (read-only: do not change it). */
+  names(): ReadonlySet<string>;
 }
 
 export interface ToolRegistryOptions {
@@ -73,6 +78,14 @@ export function createToolRegistry(
     return definition;
   };
 
+  // A run offering every tool (the chat turn's) reads these on every turn: made once per change, not per run.
+  let allModelTools: readonly ModelToolDefinition[] | undefined;
+  let allNames: ReadonlySet<string> | undefined;
+  const changed = () => {
+    allModelTools = undefined;
+    allNames = undefined;
+  };
+
   const registry: ToolRegistry = {
     register(tool) {
       if (byName.has(tool.name)) {
@@ -82,18 +95,27 @@ export function createToolRegistry(
         });
       }
       byName.set(tool.name, options.redactText ? redactingTool(tool, options.redactText) : tool);
+      changed();
     },
     unregister(name) {
       modelDefinitions.delete(name);
+      changed();
       return byName.delete(name);
     },
     get: (name) => byName.get(name),
     has: (name) => byName.has(name),
     list: () => [...byName.values()],
     toModelTools(names) {
-      if (names === undefined) return [...byName.values()].map(toModelTool);
+      if (names === undefined) {
+        allModelTools ??= Object.freeze([...byName.values()].map(toModelTool));
+        return allModelTools;
+      }
       const wanted = new Set(names);
       return [...byName.values()].filter((tool) => wanted.has(tool.name)).map(toModelTool);
+    },
+    names() {
+      allNames ??= new Set(byName.keys());
+      return allNames;
     },
   };
   for (const tool of tools) registry.register(tool);

@@ -118,6 +118,30 @@ describeEachDatabase('memory RAM model', (getDb) => {
     expect(messages.map((message) => message.role)).toEqual(['assistant', 'user']);
   });
 
+  it('gives the model one frozen message per pinned entry, turn after turn, and a new one for a new entry', async () => {
+    const { memory } = createHarness(getDb());
+    const ref = sessionRef();
+    await memory.append(ref, { role: 'user', content: 'first' });
+    await memory.append(ref, { role: 'assistant', content: 'answer' });
+    const lease = await memory.pin(ref);
+    const messages = toModelMessages(lease.entries);
+    lease.release();
+    await memory.append(ref, { role: 'user', content: 'second' });
+    const next = await memory.pin(ref);
+    const nextMessages = toModelMessages(next.entries);
+    next.release();
+    expect(nextMessages.map((message) => message.content)).toEqual(['first', 'answer', 'second']);
+    expect(nextMessages[0]).toBe(messages[0]);
+    expect(nextMessages[1]).toBe(messages[1]);
+    expect(Object.isFrozen(nextMessages[2])).toBe(true);
+    expect(() => {
+      (nextMessages[0] as { content: string }).content = 'changed';
+    }).toThrow(TypeError);
+    // Unfrozen entries (what `load` returns) are read afresh each time.
+    const loaded = await memory.load(ref);
+    expect(toModelMessages(loaded)[0]).not.toBe(toModelMessages(loaded)[0]);
+  });
+
   it('rejects malformed input and mismatched session references', async () => {
     const { memory } = createHarness(getDb());
     await expect(memory.append(sessionRef(), { role: 'robot', content: 'x' } as never)).rejects.toMatchObject(

@@ -39,8 +39,25 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     await db.run('CREATE TABLE t (v TEXT)');
     expect(await db.all('INSERT INTO t (v) VALUES (?)', ['a'])).toEqual([]);
     expect(await db.get('INSERT INTO t (v) VALUES (?)', ['b'])).toBeUndefined();
-    expect(await db.run('SELECT v FROM t')).toEqual({ changes: 0 });
+    expect((await db.run('SELECT v FROM t')).changes).toBe(0);
     expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'a' }, { v: 'b' }]);
+  });
+
+  it('names the rows an INSERT made on SQLite by the last rowid, consecutive in VALUES order', async () => {
+    const db = getDb();
+    if (db.dialect !== 'sqlite') return;
+    await db.run('CREATE TABLE r (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)');
+    await db.run("INSERT INTO r (v) VALUES ('x'), ('y')");
+    await db.run('DELETE FROM r');
+    const inserted = await db.transaction((tx) =>
+      tx.run('INSERT INTO r (v) VALUES (?), (?), (?)', ['a', 'b', 'c']),
+    );
+    expect(inserted.changes).toBe(3);
+    const rows = await db.all<{ id: number; v: string }>('SELECT id, v FROM r ORDER BY id');
+    expect(rows.map((row) => row.v)).toEqual(['a', 'b', 'c']);
+    // AUTOINCREMENT does not hand out the deleted rows' ids again.
+    expect(rows.map((row) => row.id)).toEqual([3, 4, 5]);
+    expect(inserted.lastInsertRowid).toBe(5);
   });
 
   it('accepts a parameterless multi-statement script through run', async () => {

@@ -47,7 +47,7 @@ describe('SQLite waits for a busy lock on a timer', () => {
     first.driver.exec("INSERT INTO t (v) VALUES ('held')");
     const write = second.run("INSERT INTO t (v) VALUES ('waited')");
     setTimeout(() => first.driver.exec('COMMIT'), 30);
-    await expect(write).resolves.toEqual({ changes: 1 });
+    await expect(write).resolves.toMatchObject({ changes: 1 });
     expect(await values()).toEqual(['held', 'waited']);
   });
 

@@ -48,6 +48,27 @@ describe('secret redaction', () => {
     }
   });
 
+  it('returns a value with nothing to redact as it is, and copies only the way to what it redacts', () => {
+    const clean = { type: 'run:text-delta', data: { text: 'hello', list: [1, 'two', { deep: 'three' }] } };
+    expect(redactor.redactValue(clean)).toBe(clean);
+    const input = {
+      keep: { note: 'plain' },
+      nested: { list: ['fine', 'uses configured-key-123', { token: 'abc' }] },
+      apiKey: 'not-a-shape',
+    };
+    const snapshot = structuredClone(input);
+    const out = redactor.redactValue(input);
+    expect(out).toEqual({
+      keep: { note: 'plain' },
+      nested: { list: ['fine', 'uses [REDACTED]', { token: '[REDACTED]' }] },
+      apiKey: '[REDACTED]',
+    });
+    expect(input).toEqual(snapshot);
+    expect(out).not.toBe(input);
+    expect(out.nested.list).not.toBe(input.nested.list);
+    expect(out.keep).toBe(input.keep);
+  });
+
   it('a registry with redaction scrubs every tool result and error message', async () => {
     const leaky = defineTool({
       name: 'leaky',

@@ -38,6 +38,35 @@ describe('redaction', () => {
   });
 });
 
+describe('child loggers', () => {
+  it("write their bindings and their parents', redacted, and only at the levels the logger lets through", () => {
+    const secret = 'sk-child-secret-456';
+    const { stream, text } = captureStream();
+    const logger = createLogger({ redactor: createRedactor([secret]), destination: stream, level: 'warn' });
+    const run = logger.child({ runId: 'run-1' });
+    const tool = run.child({ tool: 'http_fetch', token: secret });
+    run.info({ step: 'hidden' }, 'below the level');
+    run.debug({ step: 'hidden' }, 'below the level');
+    run.warn({ step: 1 }, 'run line');
+    tool.error({ step: 2 }, 'tool line');
+    const lines = text()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ runId: 'run-1', step: 1, msg: 'run line', level: 40 });
+    expect(lines[0]).not.toHaveProperty('tool');
+    expect(lines[1]).toMatchObject({
+      runId: 'run-1',
+      tool: 'http_fetch',
+      step: 2,
+      msg: 'tool line',
+      level: 50,
+    });
+    expect(text()).not.toContain(secret);
+  });
+});
+
 describe('metrics registry', () => {
   it('renders counters, gauges and histograms in Prometheus text format', () => {
     const registry = createMetricsRegistry();

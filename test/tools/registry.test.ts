@@ -70,4 +70,26 @@ describe('tool registry', () => {
     expect(registry.has('mcp__calc__add')).toBe(false);
     expect(registry.toModelTools().map((tool) => tool.name)).toEqual(['echo']);
   });
+
+  it('hands out one list of every tool and one set of names until a tool is registered or removed', () => {
+    const other = defineTool({
+      name: 'other',
+      description: 'o',
+      input: z.object({}),
+      execute: async () => 'o',
+    });
+    const registry = createToolRegistry([echo]);
+    const tools = registry.toModelTools();
+    const names = registry.names();
+    expect(registry.toModelTools()).toBe(tools);
+    expect(registry.names()).toBe(names);
+    expect(Object.isFrozen(tools)).toBe(true);
+    registry.register(other);
+    expect(registry.toModelTools().map((tool) => tool.name)).toEqual(['echo', 'other']);
+    expect([...registry.names()]).toEqual(['echo', 'other']);
+    expect(tools.map((tool) => tool.name)).toEqual(['echo']);
+    registry.unregister('echo');
+    expect(registry.toModelTools().map((tool) => tool.name)).toEqual(['other']);
+    expect([...registry.names()]).toEqual(['other']);
+  });
 });

@@ -66,6 +66,21 @@ export function activeOf(ram: RamSession): StoredEntry[] {
   return active;
 }
 
+/**
+ * The count and tokens of the active entries, in one pass that builds no array: the limit checks of every
+ * append (before and after it) find the context within its limits almost every time.
+ */
+function activeTotals(ram: RamSession): { count: number; tokens: number } {
+  let count = 0;
+  let tokens = 0;
+  for (const entry of ram.entries) {
+    if (entry.state !== 'active') continue;
+    count++;
+    tokens += entry.tokens;
+  }
+  return { count, tokens };
+}
+
 export function tokensOf(entries: ReadonlyArray<StoredEntry>): number {
   let total = 0;
   for (const entry of entries) total += entry.tokens;
@@ -432,10 +447,10 @@ function victimsAfterAppend(
   incoming: ReadonlyArray<{ role: string; tokens: number }>,
 ): { victims: StoredEntry[]; tokens: number } {
   const { config } = ctx;
-  const active = activeOf(ram);
-  let tokens = tokensOf(active);
+  const totals = activeTotals(ram);
+  let { tokens } = totals;
   for (const entry of incoming) tokens += entry.tokens;
-  const count = active.length + incoming.length;
+  const count = totals.count + incoming.length;
   if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return { victims: [], tokens };
   const target = evictionTarget(config);
   const victims = pickOldest(
@@ -444,7 +459,7 @@ function victimsAfterAppend(
     // The incoming entries are the latest; of the others none has to stay.
     0,
   );
-  if (victims.length === active.length && incoming[0]?.role === 'tool') return { victims: [], tokens };
+  if (victims.length === totals.count && incoming[0]?.role === 'tool') return { victims: [], tokens };
   return { victims, tokens };
 }
 
@@ -465,9 +480,7 @@ function evictionTarget(config: MemoryContext['config']): { entries: number; tok
  */
 export async function enforceLimits(ctx: MemoryContext, ram: RamSession): Promise<void> {
   const { config } = ctx;
-  const active = activeOf(ram);
-  const count = active.length;
-  const tokens = tokensOf(active);
+  const { count, tokens } = activeTotals(ram);
   if (count <= config.maxActiveEntries && tokens <= config.maxActiveTokens) return;
   const target = evictionTarget(config);
   const victims = pickOldest(
@@ -520,7 +533,7 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   const { sessions, mutex, logger } = ctx;
   const active = activeOf(ram);
   const wanted = memoryIds ? new Set(memoryIds) : undefined;
-  const pinned = active.filter((entry) => !wanted || wanted.has(entry.memoryId));
+  const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
   for (const entry of pinned) ram.pins.set(entry.memoryId, (ram.pins.get(entry.memoryId) ?? 0) + 1);
   let released = false;
   return {
