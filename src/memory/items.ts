@@ -43,14 +43,8 @@ export function toMemoryItem(
   };
 }
 
-/**
- * The model message of a frozen entry (a pinned view: RAM never changes an entry once built), made once:
- * a chat turn hands the model its whole context, and rebuilding every message of it on every turn showed in
- * the turn's profile. Frozen too, so no caller can change what the next turn is given.
- */
-const modelMessages = new WeakMap<MemoryEntry, ModelMessage>();
-
-function modelMessageOf(entry: MemoryEntry): ModelMessage {
+/** The model message of one active entry (summaries become system messages). */
+export function modelMessageOf(entry: MemoryEntry): ModelMessage {
   if (entry.kind === 'summary')
     return { role: 'system', content: `Summary of earlier conversation: ${entry.content}` };
   if (entry.role === 'assistant')
@@ -70,23 +64,12 @@ function modelMessageOf(entry: MemoryEntry): ModelMessage {
 
 /**
  * Rebuilds the model conversation from `load()`: summaries become system messages, assistant tool calls
- * and tool results keep their ids so providers can pair them.
+ * and tool results keep their ids so providers can pair them. (A pin lease's `modelMessages()` gives the
+ * same conversation from messages made once per entry.)
  */
 export function toModelMessages(entries: ReadonlyArray<MemoryEntry>): ModelMessage[] {
   const messages: ModelMessage[] = [];
-  for (const entry of entries) {
-    if (entry.state !== 'active') continue;
-    if (!Object.isFrozen(entry)) {
-      messages.push(modelMessageOf(entry));
-      continue;
-    }
-    let message = modelMessages.get(entry);
-    if (message === undefined) {
-      message = Object.freeze(modelMessageOf(entry));
-      modelMessages.set(entry, message);
-    }
-    messages.push(message);
-  }
+  for (const entry of entries) if (entry.state === 'active') messages.push(modelMessageOf(entry));
   return messages;
 }
 

@@ -1,3 +1,4 @@
+import type { ModelMessage } from '../model/index.js';
 import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
@@ -9,6 +10,10 @@ export interface StoredEntry extends MemoryEntry {
   orderKey: number;
   /** Row id in `memory_entries` (undefined for entries not persisted in RAM-only mode). */
   rowId: number | undefined;
+  /** RAM only: the frozen copy pins hand out, made at the entry's first pin (see `pinnedView`). */
+  pinnedView?: Readonly<MemoryEntry>;
+  /** RAM only: the entry as a frozen model message, made when a lease's conversation first includes it. */
+  modelMessage?: Readonly<ModelMessage>;
 }
 
 export interface EntryRow {

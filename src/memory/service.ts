@@ -1,3 +1,4 @@
+import type { ModelMessage } from '../model/index.js';
 import type { MemoryConfig } from './config.js';
 import './events.js';
 import { createMemoryContext } from './service/context.js';
@@ -91,12 +92,21 @@ export interface MemoryService {
   persist(ref: SessionRef, write: AlsoInTransaction): Promise<void>;
   /** LOAD: the active entries in context order (copies). */
   load(ref: SessionRef): Promise<MemoryEntry[]>;
-  /** Loads and pins the active entries atomically; pinned entries are never evicted or summarized. */
-  /** The lease's entries are frozen: one copy per entry, shared by every pin that hands it out. */
+  /**
+   * Loads and pins the active entries atomically; pinned entries are never evicted or summarized. The
+   * lease's entries are frozen: one copy per entry, shared by every pin that hands it out. Its
+   * `modelMessages()` is the conversation of all the active entries (as `toModelMessages(entries)` builds
+   * it), each message frozen and made once per entry.
+   */
   pin(
     ref: SessionRef,
     memoryIds?: ReadonlyArray<number>,
-  ): Promise<PinLease & { entries: ReadonlyArray<Readonly<MemoryEntry>> }>;
+  ): Promise<
+    PinLease & {
+      entries: ReadonlyArray<Readonly<MemoryEntry>>;
+      modelMessages(): Array<Readonly<ModelMessage>>;
+    }
+  >;
   evict(ref: SessionRef, options?: { count?: number; reason?: string }): Promise<number[]>;
   summarize(ref: SessionRef, options?: SummarizeOptions): Promise<SummarizeResult>;
   snapshot(ref: SessionRef, reason: string): Promise<SnapshotResult>;

@@ -122,24 +122,33 @@ describeEachDatabase('memory RAM model', (getDb) => {
     const { memory } = createHarness(getDb());
     const ref = sessionRef();
     await memory.append(ref, { role: 'user', content: 'first' });
-    await memory.append(ref, { role: 'assistant', content: 'answer' });
+    await memory.append(ref, {
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'call_1', name: 'weather', arguments: { city: 'Oslo' } }],
+    });
+    await memory.append(ref, { role: 'tool', content: '{"c":3}', toolCallId: 'call_1', toolName: 'weather' });
     const lease = await memory.pin(ref);
-    const messages = toModelMessages(lease.entries);
+    const messages = lease.modelMessages();
+    // The same conversation as the public helper builds from the entries.
+    expect(messages).toEqual(toModelMessages(lease.entries));
     lease.release();
     await memory.append(ref, { role: 'user', content: 'second' });
     const next = await memory.pin(ref);
-    const nextMessages = toModelMessages(next.entries);
+    const nextMessages = next.modelMessages();
     next.release();
-    expect(nextMessages.map((message) => message.content)).toEqual(['first', 'answer', 'second']);
-    expect(nextMessages[0]).toBe(messages[0]);
-    expect(nextMessages[1]).toBe(messages[1]);
-    expect(Object.isFrozen(nextMessages[2])).toBe(true);
+    expect(nextMessages.map((message) => message.content)).toEqual(['first', '', '{"c":3}', 'second']);
+    expect(nextMessages.slice(0, 3)).toEqual(messages);
+    for (const [index, message] of messages.entries()) expect(nextMessages[index]).toBe(message);
+    expect(Object.isFrozen(nextMessages[3])).toBe(true);
     expect(() => {
       (nextMessages[0] as { content: string }).content = 'changed';
     }).toThrow(TypeError);
-    // Unfrozen entries (what `load` returns) are read afresh each time.
-    const loaded = await memory.load(ref);
-    expect(toModelMessages(loaded)[0]).not.toBe(toModelMessages(loaded)[0]);
+    // The caller owns the array: adding to it changes no later lease's.
+    nextMessages.push({ role: 'user', content: 'extra' });
+    const third = await memory.pin(ref);
+    expect(third.modelMessages()).toHaveLength(4);
+    third.release();
   });
 
   it('rejects malformed input and mismatched session references', async () => {

@@ -1,5 +1,4 @@
 import type { MemoryEntry, SessionRef } from '../../memory/index.js';
-import { toModelMessages } from '../../memory/index.js';
 import type { ModelMessage } from '../../model/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { Acceptance } from './acceptance.js';
@@ -60,10 +59,8 @@ export async function runModelTurn(
       const recalled = await autoRecallBlocks.block(ref, text);
       if (recalled) system.push(recalled);
     }
-    const messages: ModelMessage[] = [
-      { role: 'system', content: system.join('\n\n') },
-      ...toModelMessages(lease.entries),
-    ];
+    const messages: ModelMessage[] = lease.modelMessages();
+    messages.unshift({ role: 'system', content: system.join('\n\n') });
 
     const result = await options.runTurn({
       runId: record.runId,

@@ -1,4 +1,6 @@
+import type { ModelMessage } from '../../model/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { modelMessageOf } from '../items.js';
 import { byContextOrder, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
 import { appendInputSchema, checkRef, invalid, type MemoryContext, type RamSession } from './context.js';
@@ -39,25 +41,35 @@ export function publicCopy(entry: StoredEntry): MemoryEntry {
 }
 
 /**
- * The read-only copy of an entry that pins hand out, made once per entry: a chat turn pins its whole
- * context, and copying every entry on every turn was the memory service's largest cost in a turn's profile.
- * Frozen, so no caller can change what the next turn is given; RAM never changes an entry once it is built.
+ * The read-only copy of an entry that pins hand out, made once per entry and kept on it: a chat turn pins
+ * its whole context, and copying every entry on every turn was the memory service's largest cost in a
+ * turn's profile (then finding each copy in a WeakMap was the next). Frozen, so no caller can change what
+ * the next turn is given; RAM never changes an entry once it is built.
  */
-const pinnedViews = new WeakMap<StoredEntry, MemoryEntry>();
-
-function pinnedView(entry: StoredEntry): MemoryEntry {
-  let view = pinnedViews.get(entry);
+function pinnedView(entry: StoredEntry): Readonly<MemoryEntry> {
+  let view = entry.pinnedView;
   if (view === undefined) {
-    view = publicCopy(entry);
-    if (view.metadata) Object.freeze(view.metadata);
-    if (view.sourceIds) Object.freeze(view.sourceIds);
-    if (view.toolCalls) {
-      for (const call of view.toolCalls) Object.freeze(Object.freeze(call).arguments);
-      Object.freeze(view.toolCalls);
+    const copy = publicCopy(entry);
+    if (copy.metadata) Object.freeze(copy.metadata);
+    if (copy.sourceIds) Object.freeze(copy.sourceIds);
+    if (copy.toolCalls) {
+      for (const call of copy.toolCalls) Object.freeze(Object.freeze(call).arguments);
+      Object.freeze(copy.toolCalls);
     }
-    pinnedViews.set(entry, Object.freeze(view));
+    view = Object.freeze(copy);
+    entry.pinnedView = view;
   }
   return view;
+}
+
+/** The entry as a model message, made once per entry and frozen like its view. */
+function modelMessage(entry: StoredEntry): Readonly<ModelMessage> {
+  let message = entry.modelMessage;
+  if (message === undefined) {
+    message = Object.freeze(modelMessageOf(pinnedView(entry)));
+    entry.modelMessage = message;
+  }
+  return message;
 }
 
 export function activeOf(ram: RamSession): StoredEntry[] {
@@ -539,6 +551,7 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   return {
     memoryIds: pinned.map((entry) => entry.memoryId),
     entries: active.map(pinnedView),
+    modelMessages: () => active.map(modelMessage),
     release: () => {
       if (released) return;
       released = true;

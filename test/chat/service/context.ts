@@ -86,6 +86,8 @@ export function fakeContext(
             { memoryId: 1, state: 'active', role: 'user', content: 'earlier' },
             { memoryId: 2, state: 'summarized', role: 'user', content: 'older' },
           ],
+          // What memory gives for those entries: the active one's message.
+          modelMessages: () => [{ role: 'user', content: 'earlier' }],
           release: () => calls.push(['lease.release']),
         };
       },
