@@ -27,6 +27,11 @@ export interface RamSession {
   ref: SessionRef;
   /** Active entries and recent tombstones, in context order. */
   entries: StoredEntry[];
+  /**
+   * The active entries' count and tokens (see `activeTotals`): kept up to date by appends, which only add
+   * active entries; undefined after any other change of `entries`, and counted again when next needed.
+   */
+  totals: { readonly count: number; readonly tokens: number } | undefined;
   pins: Map<number, number>;
   /** Entries being summarized right now. */
   busy: Set<number>;

@@ -79,10 +79,12 @@ export function activeOf(ram: RamSession): StoredEntry[] {
 }
 
 /**
- * The count and tokens of the active entries, in one pass that builds no array: the limit checks of every
- * append (before and after it) find the context within its limits almost every time.
+ * The count and tokens of the active entries. The limit checks of every append (before and after it, and
+ * when a pin is released) ask for them, and find the context within its limits almost every time: they are
+ * counted once (past up to `maxRamTombstones` tombstones) and then kept by the appends.
  */
-function activeTotals(ram: RamSession): { count: number; tokens: number } {
+function activeTotals(ram: RamSession): { readonly count: number; readonly tokens: number } {
+  if (ram.totals !== undefined) return ram.totals;
   let count = 0;
   let tokens = 0;
   for (const entry of ram.entries) {
@@ -90,7 +92,8 @@ function activeTotals(ram: RamSession): { count: number; tokens: number } {
     count++;
     tokens += entry.tokens;
   }
-  return { count, tokens };
+  ram.totals = { count, tokens };
+  return ram.totals;
 }
 
 export function tokensOf(entries: ReadonlyArray<StoredEntry>): number {
@@ -231,6 +234,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
   const ram: RamSession = {
     ref,
     entries,
+    totals: undefined,
     pins: new Map(),
     busy: new Set(),
     lastActiveMs: ctx.clock.now(),
@@ -355,6 +359,7 @@ export function replaceInRam(
   for (let index = 1; sorted && index < next.length; index++)
     if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
   ram.entries = sorted ? next : next.sort(byContextOrder);
+  ram.totals = undefined;
   dropTombstoneOverflow(ctx, ram);
 }
 
@@ -646,6 +651,14 @@ export async function appendBatch(
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);
+      if (ram.totals !== undefined) {
+        let { count, tokens } = ram.totals;
+        for (const entry of entries) {
+          count++;
+          tokens += entry.tokens;
+        }
+        ram.totals = { count, tokens };
+      }
       ram.lastActiveMs = nowMs;
       if (eviction) {
         replaceInRam(ctx, ram, eviction.ids, written.slice(parsed.length));

@@ -23,6 +23,7 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
   const ram: RamSession = {
     ref: sessionRef(),
     entries: [],
+    totals: undefined,
     pins: new Map(),
     busy: new Set(),
     lastActiveMs: 0,

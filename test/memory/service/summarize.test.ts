@@ -33,6 +33,25 @@ describeEachDatabase('memory summarize', (getDb) => {
     expect(ram.busy.size).toBe(0);
   });
 
+  it('counts the context again after a summary: the next appends evict only once the limit is passed', async () => {
+    const { ctx, events } = stepContext(getDb(), {
+      model: countingModel(),
+      config: { maxActiveEntries: 4, evictDownToRatio: 1 },
+    });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, turns);
+    await summarize(ctx, ref, { maxEntries: 2, reason: 'test' });
+    // Three active entries now (the summary and the second exchange): one more fits, the next evicts.
+    expect(statsOf(await loaded(ctx))).toMatchObject({ activeEntries: 3 });
+    const evictions = () => events.filter((event) => (event.data as { kind?: string }).kind === 'evicted');
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'third question' }]);
+    expect(evictions()).toHaveLength(0);
+    expect(statsOf(await loaded(ctx))).toMatchObject({ activeEntries: 4 });
+    await appendBatch(ctx, ref, [{ role: 'assistant', content: 'third answer' }]);
+    expect(evictions()).toHaveLength(1);
+    expect(statsOf(await loaded(ctx))).toMatchObject({ activeEntries: 4 });
+  });
+
   it('falls back to an extractive summary when the model fails', async () => {
     const { ctx } = stepContext(getDb(), { model: failingModel() });
     await appendBatch(ctx, sessionRef(), turns);
