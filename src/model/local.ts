@@ -250,8 +250,9 @@ function chooseToolCalls(
   conversation: Conversation,
 ): ModelToolCall[] {
   const message = conversation.lastUser;
+  const lowered = message.toLowerCase();
   const named = tools
-    .map((tool) => ({ tool, position: findToolName(message, tool.name) }))
+    .map((tool) => ({ tool, position: findToolName(message, lowered, tool.name) }))
     .filter((entry) => entry.position >= 0)
     .sort((left, right) => left.position - right.position)
     .map((entry) => entry.tool);
@@ -273,10 +274,18 @@ function chooseToolCalls(
   }));
 }
 
-/** Index of the tool name as a whole word in the message, or -1. */
-function findToolName(message: string, name: string): number {
+/** Index of the tool name as a whole word in the message (`lowered`: the message in lower case), or -1. */
+function findToolName(message: string, lowered: string, name: string): number {
+  // A message that names an ASCII name (every registered tool's) holds it in lower case once lowered. Most
+  // name none, and the substring scan rules them out before the pattern does.
+  if (isAscii(name) && !lowered.includes(name.toLowerCase())) return -1;
   const match = toolNamePattern(name, 'i').exec(message);
   return match ? match.index + match[1]!.length : -1;
+}
+
+function isAscii(text: string): boolean {
+  for (let index = 0; index < text.length; index++) if (text.charCodeAt(index) > 0x7f) return false;
+  return true;
 }
 
 /** A tool's name as a whole word; every model call that offers tools looks for each tool's name. */

@@ -155,8 +155,11 @@ const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&
 /** A keyword as a whole word or phrase. */
 const keywordAround = (escaped: string) => `(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`;
 
+/** `text` is already lower case. */
 function keywordMatches(text: string, keyword: string): boolean {
-  return literalPattern(keywordAround, keyword.toLowerCase(), 'u').test(text);
+  const lowered = keyword.toLowerCase();
+  // Most messages hold none of a skill's keywords: a substring scan rules them out before the pattern does.
+  return text.includes(lowered) && literalPattern(keywordAround, lowered, 'u').test(text);
 }
 
 export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLibrary {

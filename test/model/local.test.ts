@@ -135,6 +135,17 @@ describe('local model: tools', () => {
     expect(response.text).toBe(`${localModelMarker} Tool results:\n- clock: 12:00`);
   });
 
+  it('finds a tool named in any letter case, as a whole word only, whatever its name is written in', async () => {
+    const shouted = await ask({ messages: [{ role: 'user', content: 'please run GET_WEATHER now' }], tools });
+    expect(shouted.toolCalls.map((call) => call.name)).toEqual(['get_weather']);
+    const embedded = await ask({ messages: [{ role: 'user', content: 'use my_get_weather_x' }], tools });
+    expect(embedded.toolCalls).toEqual([]);
+    // A name outside ASCII (a caller's own tool list may hold one) matches as the pattern's case folding says.
+    const greek = [{ name: 'ΣΟΦΙΑ', description: 'greek', inputSchema: { type: 'object', properties: {} } }];
+    const lowerCase = await ask({ messages: [{ role: 'user', content: 'call σοφια now' }], tools: greek });
+    expect(lowerCase.toolCalls.map((call) => call.name)).toEqual(['ΣΟΦΙΑ']);
+  });
+
   it('does not call tools that are not named, or when toolChoice is none; honours a forced tool', async () => {
     const chatty = await ask({ messages: [{ role: 'user', content: 'what is the weather like' }], tools });
     expect(chatty.toolCalls).toEqual([]);
