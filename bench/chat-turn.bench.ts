@@ -26,6 +26,14 @@ const warmupMs = 500;
 /** Before its first measured phase each server serves this long at 10 clients: a long-running server's code is optimised. */
 const serverWarmupMs = 3000;
 const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
+/**
+ * The 1-client figures again, in short rounds interleaved across the servers: on a shared VM one 3-s phase
+ * of agentd measured anywhere from 1,000 to 1,800 µs of CPU a turn from one second to the next (the floors
+ * within ±8%), so a single phase cannot show a change of a few percent; the median of many short rounds can.
+ */
+const oneClientRounds = 10;
+const oneClientRoundMs = 800;
+const oneClientRoundWarmupMs = 200;
 const idleSessions = 1000;
 const idleTurnsPerSession = 2;
 const idleClients = 100;
@@ -231,6 +239,40 @@ async function phase(target: Target, count: number) {
   };
 }
 
+interface RoundFigures {
+  cpuPerTurnUs: number[];
+  p50Ms: number[];
+}
+
+/**
+ * `oneClientRounds` rounds; in each, every server in turn (the order reversed every other round) serves one
+ * client for `oneClientRoundMs` after `oneClientRoundWarmupMs`. Each round gives each server its CPU a turn
+ * and its p50.
+ */
+async function oneClientRoundsOf(targets: Target[]): Promise<Map<ServerName, RoundFigures>> {
+  const clients = new Map<Target, Client>();
+  for (const target of targets) clients.set(target, (await connect(target, 1, 'rounds'))[0]!);
+  const figures = new Map<ServerName, RoundFigures>(
+    targets.map((target) => [target.name, { cpuPerTurnUs: [], p50Ms: [] }]),
+  );
+  for (let round = 0; round < oneClientRounds; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const target of order) {
+      const client = clients.get(target)!;
+      await closedLoop([client], oneClientRoundWarmupMs);
+      const cpuBefore = await target.cpu();
+      const { latencies } = await closedLoop([client], oneClientRoundMs);
+      const cpuUs = (await target.cpu()) - cpuBefore;
+      const sorted = latencies.slice().sort((a, b) => a - b);
+      const own = figures.get(target.name)!;
+      own.cpuPerTurnUs.push(cpuUs / sorted.length);
+      own.p50Ms.push(percentile(sorted, 50));
+    }
+  }
+  for (const client of clients.values()) client.ws.terminate();
+  return figures;
+}
+
 /** 1,000 sessions, each with `idleTurnsPerSession` turns of history, then every client gone. */
 async function idleSessionsRss(
   target: Target,
@@ -290,6 +332,7 @@ export default {
     const targets: Target[] = [];
     const rows: Array<Record<string, string | number>> = [];
     let idle: Awaited<ReturnType<typeof idleSessionsRss>> | undefined;
+    let rounds: Map<ServerName, RoundFigures> | undefined;
     let frameBytes: number[] = [];
     try {
       const sqlite = await startTarget('sqlite');
@@ -310,6 +353,7 @@ export default {
         await closedLoop(warming, serverWarmupMs);
         for (const client of warming) client.ws.terminate();
       }
+      rounds = await oneClientRoundsOf(targets);
       for (const count of clientCounts) for (const target of targets) rows.push(await phase(target, count));
       idle = await idleSessionsRss(sqlite);
     } finally {
@@ -342,12 +386,42 @@ export default {
           : '';
       return `${count} client(s) vs floor: ${parts.join('; ')}${aboveDurable}`;
     });
+    const roundsNote = (() => {
+      if (!rounds) return '1-client rounds: not measured';
+      const spread = (values: number[], digits: number) =>
+        `${round(median(values), digits)} (${round(Math.min(...values), digits)}–${round(Math.max(...values), digits)})`;
+      const perRound = (server: ServerName, of: (figures: RoundFigures, index: number) => number) => {
+        const figures = rounds!.get(server);
+        return figures ? figures.cpuPerTurnUs.map((_, index) => of(figures, index)) : [];
+      };
+      const servers = [...rounds.entries()].map(
+        ([server, figures]) =>
+          `${server} ${spread(figures.cpuPerTurnUs, 0)} µs CPU a turn, p50 ${spread(figures.p50Ms, 3)} ms`,
+      );
+      const echo = rounds.get('echo');
+      const durable = rounds.get('durable-floor');
+      const ratios =
+        echo && durable && rounds.has('sqlite')
+          ? `; sqlite in the same round, median (range) of the ${oneClientRounds} ratios: CPU a turn ×${spread(
+              perRound(
+                'sqlite',
+                (figures, index) => figures.cpuPerTurnUs[index]! / durable.cpuPerTurnUs[index]!,
+              ),
+              2,
+            )} the durable floor's, p50 ×${spread(
+              perRound('sqlite', (figures, index) => figures.p50Ms[index]! / echo.p50Ms[index]!),
+              2,
+            )} the bare ws floor's`
+          : '';
+      return `1 client in ${oneClientRounds} short rounds (each server ${oneClientRoundMs} ms after ${oneClientRoundWarmupMs} ms, servers interleaved, the order reversed every other round; after the servers' warm-up, before the phases above), median (min–max) over the rounds: ${servers.join('; ')}${ratios}`;
+    })();
     return {
       rows,
       notes: [
         `frames per turn: ${frameBytes.length} (${frameBytes.join(', ')} bytes); the bare ws server ("echo") sends the same sizes`,
         "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message and the session's count with its run marked (one statement) before the first frame; the reply and, when it passes 64 active entries, an eviction down to 56 as agentd's default evictDownToRatio does (a tombstone and state per entry, one event), an audit row and the session's count with the mark cleared before the rest; memory ids from the floor's own count (no read of the key's next free id); turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
+        roundsNote,
         `the durable floor's SQLite work alone (bench/durable-floor.ts in the benchmark's process, no sockets, one client's turns: two commits each and an index batch every 100 ms, medians of 3 × 2,000 turns): ${Math.round(median(floorCpu.withIndex))} µs CPU a turn; without the FTS5 index of memory entries (no index batches) ${Math.round(median(floorCpu.without))} µs: the full-text index is ${Math.round(100 - (100 * median(floorCpu.without)) / median(floorCpu.withIndex))}% of the floor's SQLite work`,
         `stalls at 1 client, p99 ÷ p50: ${(['sqlite', 'postgres', 'durable-floor', 'echo'] as const)
           .map((server) => {
