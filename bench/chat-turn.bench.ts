@@ -27,9 +27,9 @@ const warmupMs = 500;
 const serverWarmupMs = 3000;
 const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
 /**
- * The 1-client figures again, in short rounds interleaved across the servers: on a shared VM one 3-s phase
- * of agentd measured anywhere from 1,000 to 1,800 µs of CPU a turn from one second to the next (the floors
- * within ±8%), so a single phase cannot show a change of a few percent; the median of many short rounds can.
+ * The 1-client figures again, in short rounds interleaved across the servers: on a shared VM agentd measured
+ * anywhere from 1,000 to 1,800 µs of CPU a turn from one second to the next (the durable floor within ±11%),
+ * so a single phase cannot show a change of a few percent; the median of many short rounds can.
  */
 const oneClientRounds = 10;
 const oneClientRoundMs = 800;
