@@ -10,6 +10,8 @@ const echo = defineTool({
   execute: async (args) => args.text.repeat(args.times),
 });
 
+const other = defineTool({ name: 'other', description: 'o', input: z.object({}), execute: async () => 'o' });
+
 describe('tool registry', () => {
   it('rejects tool names providers would refuse', () => {
     expect(() =>
@@ -38,12 +40,6 @@ describe('tool registry', () => {
   });
 
   it('filters by allowed names, keeps registration order, refuses duplicates', () => {
-    const other = defineTool({
-      name: 'other',
-      description: 'o',
-      input: z.object({}),
-      execute: async () => 'o',
-    });
     const registry = createToolRegistry([echo, other]);
     expect(registry.toModelTools(['other', 'missing']).map((tool) => tool.name)).toEqual(['other']);
     expect(registry.list().map((tool) => tool.name)).toEqual(['echo', 'other']);
@@ -72,12 +68,6 @@ describe('tool registry', () => {
   });
 
   it('hands out one list of every tool and one set of names until a tool is registered or removed', () => {
-    const other = defineTool({
-      name: 'other',
-      description: 'o',
-      input: z.object({}),
-      execute: async () => 'o',
-    });
     const registry = createToolRegistry([echo]);
     const tools = registry.toModelTools();
     const names = registry.names();
