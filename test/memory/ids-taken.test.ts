@@ -93,4 +93,28 @@ describeEachDatabase('memory ids another writer of the session key took meanwhil
     });
     expect(next.memoryId).toBe(3);
   });
+
+  it('are skipped when another writer wrote and then deleted them: its counter keeps them', async () => {
+    const { memory } = createHarness(getDb());
+    const ref = sessionRef();
+    const [first] = await memory.appendBatch(ref, [{ role: 'user', content: 'one' }]);
+    expect(first!.memoryId).toBe(1);
+    // Another process wrote ids 2-6 of the key, then its retention deleted them, counting them first.
+    await anotherWriterTakesFive(ref.sessionKey, 2);
+    const db = getDb();
+    await db.run(
+      'INSERT INTO memory_counters (session_key, next_id) VALUES (?, 7) ON CONFLICT (session_key) DO UPDATE SET next_id = 7',
+      [ref.sessionKey],
+    );
+    await db.run("DELETE FROM memory_entries WHERE session_key = ? AND session_id = 's-other'", [
+      ref.sessionKey,
+    ]);
+    const [second] = await memory.appendBatch(ref, [{ role: 'assistant', content: 'two' }]);
+    expect(second!.memoryId).toBe(7);
+    const ids = await db.all<{ memory_id: number }>(
+      'SELECT memory_id FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
+      [ref.sessionKey],
+    );
+    expect(ids.map((row) => Number(row.memory_id))).toEqual([1, 7]);
+  });
 });
