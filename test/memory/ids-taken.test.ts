@@ -20,13 +20,18 @@ describeEachDatabase('memory ids another writer of the session key took meanwhil
         [sessionKey, id, id],
       );
   };
-  it('are skipped: the commit takes the next free ids and stores every entry once', async () => {
+  /** A session with one entry (id 1), whose next five ids another writer then took. */
+  const oneEntryThenAnotherWriterTakesFive = async () => {
     const { memory } = createHarness(getDb());
     const ref = sessionRef();
     const [first] = await memory.appendBatch(ref, [{ role: 'user', content: 'one' }]);
     expect(first!.memoryId).toBe(1);
-
     await anotherWriterTakesFive(ref.sessionKey, 2);
+    return { memory, ref };
+  };
+
+  it('are skipped: the commit takes the next free ids and stores every entry once', async () => {
+    const { memory, ref } = await oneEntryThenAnotherWriterTakesFive();
     const [second, third] = await memory.appendBatch(ref, [
       { role: 'assistant', content: 'two' },
       { role: 'user', content: 'three' },
@@ -95,12 +100,8 @@ describeEachDatabase('memory ids another writer of the session key took meanwhil
   });
 
   it('are skipped when another writer wrote and then deleted them: its counter keeps them', async () => {
-    const { memory } = createHarness(getDb());
-    const ref = sessionRef();
-    const [first] = await memory.appendBatch(ref, [{ role: 'user', content: 'one' }]);
-    expect(first!.memoryId).toBe(1);
     // Another process wrote ids 2-6 of the key, then its retention deleted them, counting them first.
-    await anotherWriterTakesFive(ref.sessionKey, 2);
+    const { memory, ref } = await oneEntryThenAnotherWriterTakesFive();
     const db = getDb();
     await db.run(
       'INSERT INTO memory_counters (session_key, next_id) VALUES (?, 7) ON CONFLICT (session_key) DO UPDATE SET next_id = 7',
