@@ -1,4 +1,4 @@
-import { literalPattern } from '../util/index.js';
+import { execLiteral, literalPattern } from '../util/index.js';
 import { estimateTokens } from './call.js';
 import { contextWindowFor } from './context-windows.js';
 import { instanceForSchema, normalizeKey } from './json-schema-instance.js';
@@ -276,16 +276,8 @@ function chooseToolCalls(
 
 /** Index of the tool name as a whole word in the message (`lowered`: the message in lower case), or -1. */
 function findToolName(message: string, lowered: string, name: string): number {
-  // A message that names an ASCII name (every registered tool's) holds it in lower case once lowered. Most
-  // name none, and the substring scan rules them out before the pattern does.
-  if (isAscii(name) && !lowered.includes(name.toLowerCase())) return -1;
-  const match = toolNamePattern(name, 'i').exec(message);
+  const match = execLiteral(toolNameAround, name, message, 'i', lowered);
   return match ? match.index + match[1]!.length : -1;
-}
-
-function isAscii(text: string): boolean {
-  for (let index = 0; index < text.length; index++) if (text.charCodeAt(index) > 0x7f) return false;
-  return true;
 }
 
 /** A tool's name as a whole word; every model call that offers tools looks for each tool's name. */

@@ -8,8 +8,8 @@ import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
   ErrorCodes,
+  execLiteral,
   type Logger,
-  literalPattern,
   silentLogger,
   systemClock,
   UserInputError,
@@ -157,9 +157,7 @@ const keywordAround = (escaped: string) => `(^|[^\\p{L}\\p{N}])${escaped}($|[^\\
 
 /** `text` is already lower case. */
 function keywordMatches(text: string, keyword: string): boolean {
-  const lowered = keyword.toLowerCase();
-  // Most messages hold none of a skill's keywords: a substring scan rules them out before the pattern does.
-  return text.includes(lowered) && literalPattern(keywordAround, lowered, 'u').test(text);
+  return execLiteral(keywordAround, keyword.toLowerCase(), text, 'u') !== null;
 }
 
 export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLibrary {

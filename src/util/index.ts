@@ -18,7 +18,7 @@ export {
 } from './errors.js';
 export { createIdGenerator, createSequentialIdGenerator, type IdGenerator } from './ids.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
-export { escapeRegExp, literalPattern, type PatternAround } from './patterns.js';
+export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';

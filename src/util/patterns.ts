@@ -32,3 +32,30 @@ export function literalPattern(around: PatternAround, literal: string, flags = '
   }
   return pattern;
 }
+
+/**
+ * `literalPattern(around, literal, flags).exec(text)` after a substring scan that rules out most texts: the
+ * pattern cannot match where the literal does not occur. Case-insensitive (`i` without `u`), the scan looks
+ * for the literal in lower case in `lowerText` (`text.toLowerCase()`; a caller testing many literals against
+ * one text passes it once), and only for an ASCII literal: that case folding maps no other character onto
+ * ASCII, while `toLowerCase` may. With `i` and `u` together the pattern alone decides.
+ */
+export function execLiteral(
+  around: PatternAround,
+  literal: string,
+  text: string,
+  flags = '',
+  lowerText?: string,
+): RegExpExecArray | null {
+  if (!flags.includes('i')) {
+    if (!text.includes(literal)) return null;
+  } else if (!flags.includes('u') && isAscii(literal)) {
+    if (!(lowerText ?? text.toLowerCase()).includes(literal.toLowerCase())) return null;
+  }
+  return literalPattern(around, literal, flags).exec(text);
+}
+
+function isAscii(text: string): boolean {
+  for (let index = 0; index < text.length; index++) if (text.charCodeAt(index) > 0x7f) return false;
+  return true;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { escapeRegExp, literalPattern } from '../../src/util/index.js';
+import { escapeRegExp, execLiteral, literalPattern } from '../../src/util/index.js';
 
 const wholeWord = (escaped: string) => `(^|\\W)${escaped}($|\\W)`;
 const prefix = (escaped: string) => `^${escaped}`;
@@ -21,5 +21,25 @@ describe('literal patterns', () => {
     expect(other.test('DEPLOY now')).toBe(true);
     expect(other.test('now deploy')).toBe(false);
     expect(first.test('now DEPLOY')).toBe(true);
+  });
+});
+
+describe('execLiteral', () => {
+  const word = (escaped: string) => `(^|[^\\w])${escaped}(?![\\w])`;
+  it('finds what the pattern finds, and nothing where the literal does not occur', () => {
+    expect(execLiteral(word, 'echo', 'use echo now')?.index).toBe(3);
+    expect(execLiteral(word, 'echo', 'use echoes now')).toBeNull();
+    expect(execLiteral(word, 'echo', 'nothing here')).toBeNull();
+    // Case-sensitive without `i`.
+    expect(execLiteral(word, 'echo', 'use ECHO now')).toBeNull();
+  });
+
+  it('case-insensitive, rules out by the lower-cased text only where the folding is ASCII to ASCII', () => {
+    expect(execLiteral(word, 'get_weather', 'run GET_WEATHER', 'i')).not.toBeNull();
+    expect(execLiteral(word, 'Echo', 'say echo', 'i', 'say echo')).not.toBeNull();
+    // A name outside ASCII is left to the pattern's own folding.
+    expect(execLiteral(word, 'ΣΟΦΙΑ', 'call σοφια now', 'i')).not.toBeNull();
+    // With `u` the long s folds onto s, which lower-casing does not show: the pattern decides.
+    expect(execLiteral(word, 'last', 'the laſt one', 'iu')).not.toBeNull();
   });
 });

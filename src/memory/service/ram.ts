@@ -651,14 +651,11 @@ export async function appendBatch(
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);
-      if (ram.totals !== undefined) {
-        let { count, tokens } = ram.totals;
-        for (const entry of entries) {
-          count++;
-          tokens += entry.tokens;
-        }
-        ram.totals = { count, tokens };
-      }
+      if (ram.totals !== undefined)
+        ram.totals = {
+          count: ram.totals.count + entries.length,
+          tokens: ram.totals.tokens + tokensOf(entries),
+        };
       ram.lastActiveMs = nowMs;
       if (eviction) {
         replaceInRam(ctx, ram, eviction.ids, written.slice(parsed.length));
