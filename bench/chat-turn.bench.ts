@@ -16,15 +16,32 @@ import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
+import { sendChatTurn as sendTurn } from './chat-client.js';
+import {
+  benchToken,
+  closedLoop,
+  connect,
+  median,
+  oneClientRoundsOf,
+  percentile,
+  type RoundFigures,
+  startTarget,
+  type Target,
+  warmUp,
+} from './chat-turn-driver.js';
 import { floorCpuPerTurn, openDurableFloor } from './durable-floor.js';
 import { serveEcho } from './echo-floor.js';
-import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
+import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10, 100];
 const warmupMs = 500;
-/** Before its first measured phase each server serves this long at 10 clients: a long-running server's code is optimised. */
-const serverWarmupMs = 3000;
+/**
+ * Before its first measured phase each server serves this long at 10 clients: a long-running server's code is
+ * optimised. After 3 s (the warm-up before 2026-11-29) 14% of agentd's main-thread samples were still in
+ * baseline (unoptimised) code and V8's compiler threads added 17% to the process's samples; after 20 s, 1.4%
+ * and 4%. 1-client CPU a turn after 3, 9 and 12 s of it: 1,456–1,502, 1,110–1,276 and 1,101–1,178 µs.
+ */
+const serverWarmupMs = 12_000;
 const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
 /**
  * The 1-client figures again, in short rounds interleaved across the servers: on a shared VM agentd measured
@@ -38,7 +55,6 @@ const idleSessions = 1000;
 const idleTurnsPerSession = 2;
 const idleClients = 100;
 const memorySettleMs = 1500;
-const token = 'bench-token';
 const role = process.env.AGENTD_CHAT_TURN_BENCH_ROLE;
 /** Without a user name in the URL, the OS user's (as psql does; pg would send none when USER is unset). */
 const pgUrl = (() => {
@@ -65,7 +81,7 @@ if (role) {
     stopRuntime = async () => durable?.close();
   } else {
     const databaseUrl = role === 'postgres' ? process.env.AGENTD_BENCH_DATABASE_URL : undefined;
-    const served = await serveRuntime({ token, ...(databaseUrl ? { databaseUrl } : {}) });
+    const served = await serveRuntime({ token: benchToken, ...(databaseUrl ? { databaseUrl } : {}) });
     port = served.port;
     stopRuntime = served.stop;
   }
@@ -109,107 +125,10 @@ if (role) {
 
 // --- clients (this process) -----------------------------------------------------------------------------
 
-interface Target {
-  name: ServerName;
-  port: number;
-  rss(): Promise<number>;
-  /** process.memoryUsage() after gc, once freed pages went back to the system. */
-  memory(): Promise<NodeJS.MemoryUsage>;
-  /** Server process CPU time so far, in microseconds. */
-  cpu(): Promise<number>;
-  /** Starts profiling when `file` is given; the returned function stops and writes the profile. */
-  profile(file: string | undefined): Promise<() => Promise<void>>;
-  stop(): Promise<void>;
-}
-
-async function startTarget(name: ServerName, env: Record<string, string> = {}): Promise<Target> {
-  const { child, port } = await forkRoleServer({
-    moduleUrl: import.meta.url,
-    roleVariable: 'AGENTD_CHAT_TURN_BENCH_ROLE',
-    role: name,
-    env,
-    execArgv: ['--import', 'tsx', '--expose-gc'],
-  });
-  const ask = <Value = number>(
-    type: 'rss' | 'memory' | 'cpu' | 'profile-start' | 'profile-stop',
-    file?: string,
-  ) =>
-    new Promise<Value>((resolve) => {
-      const onMessage = (message: { type: string; value: Value }) => {
-        if (message.type !== type) return;
-        child.off('message', onMessage);
-        resolve(message.value);
-      };
-      child.on('message', onMessage);
-      child.send({ type, file });
-    });
-  return {
-    name,
-    port,
-    rss: () => ask('rss'),
-    memory: () => ask<NodeJS.MemoryUsage>('memory'),
-    cpu: () => ask('cpu'),
-    profile: async (file) => {
-      if (file) await ask('profile-start');
-      return async () => {
-        if (file) await ask('profile-stop', file);
-      };
-    },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.removeAllListeners('exit');
-        child.once('exit', () => resolve());
-        child.send({ type: 'stop' });
-      }),
-  };
-}
-
-/** Closed loop: every client keeps exactly one turn in flight until `durationMs` has passed. */
-async function closedLoop(
-  clients: Client[],
-  durationMs: number,
-): Promise<{ latencies: number[]; elapsedMs: number }> {
-  const latencies: number[] = [];
-  const started = performance.now();
-  const deadline = started + durationMs;
-  await Promise.all(
-    clients.map(
-      (client) =>
-        new Promise<void>((resolve) => {
-          const next = () => {
-            if (performance.now() >= deadline) return resolve();
-            sendTurn(client, (latency) => {
-              latencies.push(latency);
-              next();
-            });
-          };
-          next();
-        }),
-    ),
-  );
-  return { latencies, elapsedMs: performance.now() - started };
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
+const startServer = (name: ServerName, env: Record<string, string> = {}) =>
+  startTarget({ moduleUrl: import.meta.url, role: name, env });
 
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));
-
-async function connect(target: Target, count: number, prefix: string): Promise<Client[]> {
-  const clients: Client[] = [];
-  for (let start = 0; start < count; start += 100) {
-    clients.push(
-      ...(await Promise.all(
-        Array.from({ length: Math.min(100, count - start) }, (_, offset) =>
-          openChatClient(`ws://127.0.0.1:${target.port}/`, `${prefix}-${start + offset}`, token),
-        ),
-      )),
-    );
-  }
-  return clients;
-}
 
 async function phase(target: Target, count: number) {
   const clients = await connect(target, count, `c${count}`);
@@ -237,40 +156,6 @@ async function phase(target: Target, count: number) {
     'server CPU µs/turn': Math.round(cpuUs / turns),
     'RSS MiB': round(rss / 1024 / 1024, 1),
   };
-}
-
-interface RoundFigures {
-  cpuPerTurnUs: number[];
-  p50Ms: number[];
-}
-
-/**
- * `oneClientRounds` rounds; in each, every server in turn (the order reversed every other round) serves one
- * client for `oneClientRoundMs` after `oneClientRoundWarmupMs`. Each round gives each server its CPU a turn
- * and its p50.
- */
-async function oneClientRoundsOf(targets: Target[]): Promise<Map<ServerName, RoundFigures>> {
-  const clients = new Map<Target, Client>();
-  for (const target of targets) clients.set(target, (await connect(target, 1, 'rounds'))[0]!);
-  const figures = new Map<ServerName, RoundFigures>(
-    targets.map((target) => [target.name, { cpuPerTurnUs: [], p50Ms: [] }]),
-  );
-  for (let round = 0; round < oneClientRounds; round++) {
-    const order = round % 2 === 0 ? targets : [...targets].reverse();
-    for (const target of order) {
-      const client = clients.get(target)!;
-      await closedLoop([client], oneClientRoundWarmupMs);
-      const cpuBefore = await target.cpu();
-      const { latencies } = await closedLoop([client], oneClientRoundMs);
-      const cpuUs = (await target.cpu()) - cpuBefore;
-      const sorted = latencies.slice().sort((a, b) => a - b);
-      const own = figures.get(target.name)!;
-      own.cpuPerTurnUs.push(cpuUs / sorted.length);
-      own.p50Ms.push(percentile(sorted, 50));
-    }
-  }
-  for (const client of clients.values()) client.ws.terminate();
-  return figures;
 }
 
 /** 1,000 sessions, each with `idleTurnsPerSession` turns of history, then every client gone. */
@@ -332,10 +217,10 @@ export default {
     const targets: Target[] = [];
     const rows: Array<Record<string, string | number>> = [];
     let idle: Awaited<ReturnType<typeof idleSessionsRss>> | undefined;
-    let rounds: Map<ServerName, RoundFigures> | undefined;
+    let rounds: Map<string, RoundFigures> | undefined;
     let frameBytes: number[] = [];
     try {
-      const sqlite = await startTarget('sqlite');
+      const sqlite = await startServer('sqlite');
       targets.push(sqlite);
       // One turn sizes the floor's frames.
       const [probe] = await connect(sqlite, 1, 'probe');
@@ -346,14 +231,15 @@ export default {
         AGENTD_BENCH_HELLO_BYTES: String(probe!.helloBytes),
         AGENTD_BENCH_FRAME_BYTES: JSON.stringify(frameBytes),
       };
-      targets.unshift(await startTarget('echo', floorEnv), await startTarget('durable-floor', floorEnv));
-      if (schema) targets.push(await startTarget('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
-      for (const target of targets) {
-        const warming = await connect(target, 10, 'warm');
-        await closedLoop(warming, serverWarmupMs);
-        for (const client of warming) client.ws.terminate();
-      }
-      rounds = await oneClientRoundsOf(targets);
+      targets.unshift(await startServer('echo', floorEnv), await startServer('durable-floor', floorEnv));
+      if (schema) targets.push(await startServer('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
+      for (const target of targets) await warmUp(target, serverWarmupMs);
+      const byTarget = await oneClientRoundsOf(targets, {
+        rounds: oneClientRounds,
+        roundMs: oneClientRoundMs,
+        warmupMs: oneClientRoundWarmupMs,
+      });
+      rounds = new Map([...byTarget].map(([target, figures]) => [target.name, figures]));
       for (const count of clientCounts) for (const target of targets) rows.push(await phase(target, count));
       idle = await idleSessionsRss(sqlite);
     } finally {
@@ -366,7 +252,6 @@ export default {
       floorCpu.withIndex.push(await floorCpuPerTurn(2000));
       floorCpu.without.push(await floorCpuPerTurn(2000, { withoutFullText: true }));
     }
-    const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const row = (server: ServerName, count: number) =>
       rows.find((r) => r.server === server && r.clients === count);
     const ratios = clientCounts.map((count) => {
@@ -433,7 +318,7 @@ export default {
           .filter(Boolean)
           .join(', ')} (the durable floor commits the same writes with better-sqlite3 alone)`,
         `a closed loop obeys Little's law: with every client keeping one turn in flight, the mean latency is clients ÷ turns/s, so at 100 clients a p99 of 50 ms or less needs more than 2,000 turns/s (at 1,500 turns/s the mean alone is 67 ms); sqlite at 100 clients: 100 ÷ ${row('sqlite', 100)?.['turns/s'] ?? '?'} turns/s = ${row('sqlite', 100) ? round(100_000 / Number(row('sqlite', 100)!['turns/s']), 1) : '?'} ms mean`,
-        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike; before its first phase every server serves ${serverWarmupMs} ms of 10-client turns on other sessions, so the 1-client phase does not time a server whose code is still being optimised (the runs before this note had no such warm-up)`,
+        `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike; before its first phase every server serves ${serverWarmupMs} ms of 10-client turns on other sessions, so the 1-client phase does not time a server whose code is still being optimised (3,000 ms before 2026-11-29, 12 s since; none before 2026-11-26)`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',
         idle
           ? `${idleSessions} idle sessions (SQLite), ${idleTurnsPerSession} turns of history each (${idle.turns} turns from ${idleClients} clients), clients gone, after gc and ${memorySettleMs} ms: ${memoryLine(idle.after)} (before them: ${memoryLine(idle.before)})`

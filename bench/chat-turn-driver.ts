@@ -1,0 +1,161 @@
+// The client side of the chat-turn measurements, shared by bench/chat-turn.bench.ts and bench/chat-turn-ab.ts:
+// a server role forked from a tree's chat-turn.bench.ts and asked over IPC for its CPU, RSS and profiles;
+// closed loops of OpenClaw-protocol clients; and 1-client rounds interleaved across servers.
+import { type ChatClient, openChatClient, sendChatTurn } from './chat-client.js';
+import { forkRoleServer } from './runtime-server.js';
+
+export const benchToken = 'bench-token';
+
+export interface Target {
+  /** What the reports call this server: its role, or a tree for an A/B. */
+  name: string;
+  port: number;
+  rss(): Promise<number>;
+  /** process.memoryUsage() after gc, once freed pages went back to the system. */
+  memory(): Promise<NodeJS.MemoryUsage>;
+  /** Server process CPU time so far, in microseconds. */
+  cpu(): Promise<number>;
+  /** Starts profiling when `file` is given; the returned function stops and writes the profile. */
+  profile(file: string | undefined): Promise<() => Promise<void>>;
+  stop(): Promise<void>;
+}
+
+/** Forks `moduleUrl` (a tree's bench/chat-turn.bench.ts) as the server `role`. */
+export async function startTarget(options: {
+  moduleUrl: string;
+  role: string;
+  name?: string;
+  env?: Record<string, string>;
+}): Promise<Target> {
+  const { child, port } = await forkRoleServer({
+    moduleUrl: options.moduleUrl,
+    roleVariable: 'AGENTD_CHAT_TURN_BENCH_ROLE',
+    role: options.role,
+    env: options.env ?? {},
+    execArgv: ['--import', 'tsx', '--expose-gc'],
+  });
+  const ask = <Value = number>(
+    type: 'rss' | 'memory' | 'cpu' | 'profile-start' | 'profile-stop',
+    file?: string,
+  ) =>
+    new Promise<Value>((resolve) => {
+      const onMessage = (message: { type: string; value: Value }) => {
+        if (message.type !== type) return;
+        child.off('message', onMessage);
+        resolve(message.value);
+      };
+      child.on('message', onMessage);
+      child.send({ type, file });
+    });
+  return {
+    name: options.name ?? options.role,
+    port,
+    rss: () => ask('rss'),
+    memory: () => ask<NodeJS.MemoryUsage>('memory'),
+    cpu: () => ask('cpu'),
+    profile: async (file) => {
+      if (file) await ask('profile-start');
+      return async () => {
+        if (file) await ask('profile-stop', file);
+      };
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.removeAllListeners('exit');
+        child.once('exit', () => resolve());
+        child.send({ type: 'stop' });
+      }),
+  };
+}
+
+/** Closed loop: every client keeps exactly one turn in flight until `durationMs` has passed. */
+export async function closedLoop(
+  clients: ChatClient[],
+  durationMs: number,
+): Promise<{ latencies: number[]; elapsedMs: number }> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + durationMs;
+  await Promise.all(
+    clients.map(
+      (client) =>
+        new Promise<void>((resolve) => {
+          const next = () => {
+            if (performance.now() >= deadline) return resolve();
+            sendChatTurn(client, (latency) => {
+              latencies.push(latency);
+              next();
+            });
+          };
+          next();
+        }),
+    ),
+  );
+  return { latencies, elapsedMs: performance.now() - started };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+export const median = (values: number[]) =>
+  values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** `count` clients of `target`, opened 100 at a time. */
+export async function connect(target: Target, count: number, prefix: string): Promise<ChatClient[]> {
+  const clients: ChatClient[] = [];
+  for (let start = 0; start < count; start += 100) {
+    clients.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(100, count - start) }, (_, offset) =>
+          openChatClient(`ws://127.0.0.1:${target.port}/`, `${prefix}-${start + offset}`, benchToken),
+        ),
+      )),
+    );
+  }
+  return clients;
+}
+
+/** 10 clients on sessions of their own for `durationMs`, so the measured phases time optimised code. */
+export async function warmUp(target: Target, durationMs: number): Promise<void> {
+  const warming = await connect(target, 10, 'warm');
+  await closedLoop(warming, durationMs);
+  for (const client of warming) client.ws.terminate();
+}
+
+export interface RoundFigures {
+  cpuPerTurnUs: number[];
+  p50Ms: number[];
+}
+
+/**
+ * `rounds` rounds; in each, every target in turn (the order reversed every other round) serves one client
+ * for `roundMs` after `warmupMs`. Each round gives each target its CPU a turn and its p50.
+ */
+export async function oneClientRoundsOf(
+  targets: Target[],
+  options: { rounds: number; roundMs: number; warmupMs: number },
+): Promise<Map<Target, RoundFigures>> {
+  const clients = new Map<Target, ChatClient>();
+  for (const target of targets) clients.set(target, (await connect(target, 1, 'rounds'))[0]!);
+  const figures = new Map<Target, RoundFigures>(
+    targets.map((target) => [target, { cpuPerTurnUs: [], p50Ms: [] }]),
+  );
+  for (let round = 0; round < options.rounds; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const target of order) {
+      const client = clients.get(target)!;
+      await closedLoop([client], options.warmupMs);
+      const cpuBefore = await target.cpu();
+      const { latencies } = await closedLoop([client], options.roundMs);
+      const cpuUs = (await target.cpu()) - cpuBefore;
+      const sorted = latencies.slice().sort((a, b) => a - b);
+      const own = figures.get(target)!;
+      own.cpuPerTurnUs.push(cpuUs / sorted.length);
+      own.p50Ms.push(percentile(sorted, 50));
+    }
+  }
+  for (const client of clients.values()) client.ws.terminate();
+  return figures;
+}
