@@ -10,6 +10,11 @@ export interface StoredEntry extends MemoryEntry {
   orderKey: number;
   /** Row id in `memory_entries` (undefined for entries not persisted in RAM-only mode). */
   rowId: number | undefined;
+  /**
+   * RAM only: how many leases hold the entry; a held entry is neither evicted nor summarized. Kept on the
+   * entry rather than in a map by id: a chat turn pins and releases its whole context (~64 entries).
+   */
+  pins?: number;
   /** RAM only: the frozen copy pins hand out, made at the entry's first pin (see `pinnedView`). */
   pinnedView?: Readonly<MemoryEntry>;
   /** RAM only: the entry as a frozen model message, made when a lease's conversation first includes it. */

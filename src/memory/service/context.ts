@@ -32,7 +32,8 @@ export interface RamSession {
    * active entries; undefined after any other change of `entries`, and counted again when next needed.
    */
   totals: { readonly count: number; readonly tokens: number } | undefined;
-  pins: Map<number, number>;
+  /** Entries that a lease holds (see `StoredEntry.pins`): a context with any is not unloaded. */
+  pinnedEntries: number;
   /** Entries being summarized right now. */
   busy: Set<number>;
   lastActiveMs: number;

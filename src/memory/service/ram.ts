@@ -72,6 +72,10 @@ function modelMessage(entry: StoredEntry): Readonly<ModelMessage> {
   return message;
 }
 
+export function isPinned(entry: StoredEntry): boolean {
+  return entry.pins !== undefined && entry.pins > 0;
+}
+
 export function activeOf(ram: RamSession): StoredEntry[] {
   const active: StoredEntry[] = [];
   for (const entry of ram.entries) if (entry.state === 'active') active.push(entry);
@@ -158,7 +162,7 @@ export function statsOf(ram: RamSession): SessionStats {
     activeEntries: active.length,
     activeTokens: tokensOf(active),
     tombstones: ram.entries.length - active.length,
-    pinned: ram.pins.size,
+    pinned: ram.pinnedEntries,
     nextMemoryId: ram.nextId,
     lastActiveMs: ram.lastActiveMs,
   };
@@ -235,7 +239,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     ref,
     entries,
     totals: undefined,
-    pins: new Map(),
+    pinnedEntries: 0,
     busy: new Set(),
     lastActiveMs: ctx.clock.now(),
     nextId,
@@ -389,7 +393,7 @@ export function pickOldest(
   let takenTokens = 0;
   for (const group of groups) {
     if (!wantMore(taken.length, takenTokens)) break;
-    if (group.some((entry) => ram.pins.has(entry.memoryId) || ram.busy.has(entry.memoryId))) break;
+    if (group.some((entry) => isPinned(entry) || ram.busy.has(entry.memoryId))) break;
     if (active.length - taken.length - group.length < keepLatest) break;
     taken.push(...group);
     takenTokens += tokensOf(group);
@@ -551,7 +555,10 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   const active = activeOf(ram);
   const wanted = memoryIds ? new Set(memoryIds) : undefined;
   const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
-  for (const entry of pinned) ram.pins.set(entry.memoryId, (ram.pins.get(entry.memoryId) ?? 0) + 1);
+  for (const entry of pinned) {
+    if (!isPinned(entry)) ram.pinnedEntries++;
+    entry.pins = (entry.pins ?? 0) + 1;
+  }
   let released = false;
   return {
     memoryIds: pinned.map((entry) => entry.memoryId),
@@ -561,9 +568,11 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
       if (released) return;
       released = true;
       for (const entry of pinned) {
-        const left = (ram.pins.get(entry.memoryId) ?? 1) - 1;
-        if (left <= 0) ram.pins.delete(entry.memoryId);
-        else ram.pins.set(entry.memoryId, left);
+        entry.pins = (entry.pins ?? 1) - 1;
+        if (entry.pins <= 0) {
+          entry.pins = 0;
+          ram.pinnedEntries--;
+        }
       }
       // Limits could not be enforced over pinned entries; do it now, in the session's queue.
       if (sessions.get(ram.ref.sessionId) === ram) {
@@ -593,7 +602,7 @@ export function unload(ctx: MemoryContext, sessionId: string, ifIdleSince?: numb
   return ctx.mutex.run(sessionId, async () => {
     const ram = ctx.sessions.get(sessionId);
     if (!ram) return true;
-    if (ram.pins.size > 0 || ram.busy.size > 0) return false;
+    if (ram.pinnedEntries > 0 || ram.busy.size > 0) return false;
     if (ifIdleSince !== undefined && ram.lastActiveMs > ifIdleSince) return false;
     // Entries not written through yet exist only in the RAM context.
     if (ctx.writes.degradedReason !== undefined || ctx.writes.pendingWrites.has(sessionId)) return false;

@@ -8,6 +8,7 @@ import {
   entryTokens,
   eventRow,
   idRange,
+  isPinned,
   pickOldest,
   publicCopy,
   publishEvent,
@@ -64,7 +65,7 @@ export async function summarize(
           skipped: 'session-gone' as const,
         };
       }
-      if (candidates.some((entry) => ram.pins.has(entry.memoryId))) {
+      if (candidates.some(isPinned)) {
         return { summary: undefined, summarizedIds: [], method: undefined, skipped: 'pinned' as const };
       }
       const nowMs = ctx.clock.now();

@@ -24,7 +24,7 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
     ref: sessionRef(),
     entries: [],
     totals: undefined,
-    pins: new Map(),
+    pinnedEntries: 0,
     busy: new Set(),
     lastActiveMs: 0,
     nextId: roles.length + 1,
@@ -55,7 +55,7 @@ describe('memory RAM context: entries', () => {
     ram.busy.add(2);
     expect(ids(pickOldest(ram, () => true, 1))).toEqual([1]);
     ram.busy.clear();
-    ram.pins.set(1, 1);
+    ram.entries[0]!.pins = 1;
     expect(pickOldest(ram, () => true, 1)).toEqual([]);
   });
 
@@ -336,5 +336,33 @@ describeEachDatabase('memory RAM context', (getDb) => {
     await enforceLimits(ctx, ram);
     expect(await unload(ctx, ref.sessionId)).toBe(true);
     expect(ctx.sessions.size).toBe(0);
+  });
+
+  it('holds an entry while any of the leases that pinned it is unreleased', async () => {
+    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 0.5 } });
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    const first = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
+    // The second lease pins #1 and #2 again, and #3 for the first time.
+    const second = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
+    expect(second.memoryIds).toEqual([1, 2, 3]);
+    const ram = await loaded(ctx);
+    expect(statsOf(ram).pinned).toBe(3);
+    first.release();
+    await ctx.mutex.run(ref.sessionId, async () => undefined);
+    // #1 and #2 are still the second lease's: the limit waits, and the session stays loaded.
+    expect(statsOf(ram)).toMatchObject({ activeEntries: 3, pinned: 3 });
+    expect(pickOldest(ram, () => true, 0)).toEqual([]);
+    expect(await unload(ctx, ref.sessionId)).toBe(false);
+    second.release();
+    await ctx.mutex.run(ref.sessionId, async () => undefined);
+    expect(statsOf(ram).pinned).toBe(0);
+    expect(statsOf(ram).activeEntries).toBe(1);
+    const active = ram.entries.filter((entry) => entry.state === 'active');
+    expect(active.map((entry) => entry.memoryId)).toEqual([3]);
   });
 });
