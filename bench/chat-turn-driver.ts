@@ -159,3 +159,40 @@ export async function oneClientRoundsOf(
   for (const client of clients.values()) client.ws.terminate();
   return figures;
 }
+
+/**
+ * One client's `turns` turns, one after another: for each frame of a turn up to its final event (the answer,
+ * then the run's events), the median time from sending the turn to that frame's arrival, in microseconds.
+ */
+export async function frameArrivalsUs(target: Target, turns: number): Promise<number[]> {
+  const [client] = await connect(target, 1, 'arrivals');
+  const arrivals: number[][] = [];
+  let current: number[] = [];
+  let sentAt = 0;
+  let runId = '';
+  // Registered after the client's own listener: the final event ends the turn before it is counted here. The
+  // run's final answer follows its final event and may arrive in the next turn: only frames naming the turn's
+  // run count.
+  client!.ws.on('message', (data: Buffer) => {
+    if (data.includes(runId)) current.push((performance.now() - sentAt) * 1000);
+  });
+  for (let turn = 0; turn < turns; turn++) {
+    const times: number[] = [];
+    current = times;
+    let frames = 0;
+    runId = `"${client!.name}-${client!.turn + 1}"`;
+    sentAt = performance.now();
+    await new Promise<void>((resolve) =>
+      sendChatTurn(client!, () => {
+        frames = times.length + 1;
+        resolve();
+      }),
+    );
+    arrivals.push(times.slice(0, frames));
+  }
+  client!.ws.terminate();
+  const frames = Math.min(...arrivals.map((times) => times.length));
+  return Array.from({ length: frames }, (_, index) =>
+    Math.round(median(arrivals.map((times) => times[index]!))),
+  );
+}

@@ -21,6 +21,7 @@ import {
   benchToken,
   closedLoop,
   connect,
+  frameArrivalsUs,
   median,
   oneClientRoundsOf,
   percentile,
@@ -51,6 +52,8 @@ const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
 const oneClientRounds = 10;
 const oneClientRoundMs = 800;
 const oneClientRoundWarmupMs = 200;
+/** Sequential 1-client turns per server whose frames' arrival times are taken. */
+const arrivalTurns = 1000;
 const idleSessions = 1000;
 const idleTurnsPerSession = 2;
 const idleClients = 100;
@@ -218,6 +221,7 @@ export default {
     const rows: Array<Record<string, string | number>> = [];
     let idle: Awaited<ReturnType<typeof idleSessionsRss>> | undefined;
     let rounds: Map<string, RoundFigures> | undefined;
+    const arrivals = new Map<string, number[]>();
     let frameBytes: number[] = [];
     try {
       const sqlite = await startServer('sqlite');
@@ -240,6 +244,7 @@ export default {
         warmupMs: oneClientRoundWarmupMs,
       });
       rounds = new Map([...byTarget].map(([target, figures]) => [target.name, figures]));
+      for (const target of targets) arrivals.set(target.name, await frameArrivalsUs(target, arrivalTurns));
       for (const count of clientCounts) for (const target of targets) rows.push(await phase(target, count));
       idle = await idleSessionsRss(sqlite);
     } finally {
@@ -307,6 +312,13 @@ export default {
         "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message and the session's count with its run marked (one statement) before the first frame; the reply and, when it passes 64 active entries, an eviction down to 56 as agentd's default evictDownToRatio does (a tombstone and state per entry, one event), an audit row and the session's count with the mark cleared before the rest; memory ids from the floor's own count (no read of the key's next free id); turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
         roundsNote,
+        arrivals.size
+          ? `1 client, ${arrivalTurns} turns one after another per server, after the rounds: median µs from sending a turn to the arrival of each of its frames up to the final event (the answer first, then the run's events): ${[
+              ...arrivals,
+            ]
+              .map(([server, times]) => `${server} ${times.join(', ')}`)
+              .join('; ')}`
+          : 'frame arrivals: not measured',
         `the durable floor's SQLite work alone (bench/durable-floor.ts in the benchmark's process, no sockets, one client's turns: two commits each and an index batch every 100 ms, medians of 3 × 2,000 turns): ${Math.round(median(floorCpu.withIndex))} µs CPU a turn; without the FTS5 index of memory entries (no index batches) ${Math.round(median(floorCpu.without))} µs: the full-text index is ${Math.round(100 - (100 * median(floorCpu.without)) / median(floorCpu.withIndex))}% of the floor's SQLite work`,
         `stalls at 1 client, p99 ÷ p50: ${(['sqlite', 'postgres', 'durable-floor', 'echo'] as const)
           .map((server) => {
