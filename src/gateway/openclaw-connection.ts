@@ -101,7 +101,12 @@ export function acceptOpenClawConnection(
     context,
     send: (frame) => out.send(frame),
     isOpen: () => out.open,
-    ping: (token) => ws.ping(token),
+    ping: (token) => {
+      ws.ping(token);
+      // The run's events wait for the pong: the answer and the ping leave now, while the run goes on, rather
+      // than behind the run's work at the end of this event-loop turn.
+      out.flush();
+    },
     maxPendingRequests: limits.maxPendingRequests,
     logger,
   });

@@ -26,6 +26,12 @@ export interface Outbound {
    * peer is behind; anything else that pushes the queue past the limit disconnects the peer.
    */
   send(value: unknown, options?: { droppable?: boolean }): boolean;
+  /**
+   * Writes what this event-loop turn has queued so far now, not when the turn ends: for a frame the peer is
+   * to answer at once (the ping after a run's answer), which would otherwise wait for the work that follows
+   * it in the same turn.
+   */
+  flush(): void;
   close(code: number, reason: string): void;
   readonly open: boolean;
   /** True while the peer is behind enough that droppable messages are being skipped. */
@@ -47,9 +53,18 @@ export function createOutbound(
   // ws exposes no public handle on its socket; without `_socket` frames simply go out one write each.
   const socket = (ws as unknown as { _socket?: Duplex })._socket;
   let corked = false;
+  // The pending uncork of the current cork: a flush cancels it, or it would uncork a later cork early and
+  // split that turn's frames over two writes.
+  let scheduledUncork: NodeJS.Immediate | undefined;
   const uncork = () => {
+    scheduledUncork = undefined;
     corked = false;
     socket?.uncork();
+  };
+  const flush = () => {
+    if (!corked) return;
+    clearImmediate(scheduledUncork);
+    uncork();
   };
 
   const close = (code: number, reason: string) => {
@@ -68,7 +83,7 @@ export function createOutbound(
       if (socket && !corked) {
         corked = true;
         socket.cork();
-        setImmediate(uncork);
+        scheduledUncork = setImmediate(uncork);
       }
       ws.send(JSON.stringify(value));
       if (ws.bufferedAmount > options.maxBufferedBytes) {
@@ -85,6 +100,7 @@ export function createOutbound(
       }
       return true;
     },
+    flush,
     close,
     get open() {
       return !closing && ws.readyState === ws.OPEN;
