@@ -39,8 +39,8 @@ const warmupMs = 500;
 /**
  * Before its first measured phase each server serves this long at 10 clients: a long-running server's code is
  * optimised. After 3 s (the warm-up before 2026-11-29) 14% of agentd's main-thread samples were still in
- * baseline (unoptimised) code and V8's compiler threads added 17% to the process's samples; after 20 s, 1.4%
- * and 4%. 1-client CPU a turn after 3, 9 and 12 s of it: 1,456–1,502, 1,110–1,276 and 1,101–1,178 µs.
+ * baseline (unoptimised) code and V8's helper threads took 19% of the process's samples; after 20 s, 1.4%
+ * and 4.6%. 1-client CPU a turn after 3, 9 and 12 s of it: 1,456–1,502, 1,110–1,276 and 1,101–1,178 µs.
  */
 const serverWarmupMs = 12_000;
 const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
