@@ -55,33 +55,25 @@ Database.prototype.prepare = function (this: unknown, sql: string, ...rest: unkn
   }
   return statement;
 };
-const emit = WebSocket.prototype.emit as (
-  this: { _isServer: boolean },
-  event: string,
-  ...rest: unknown[]
-) => boolean;
-WebSocket.prototype.emit = function (this: { _isServer: boolean }, event: string, ...rest: unknown[]) {
-  if (this._isServer && event === 'message') {
+type SocketMethod = (this: { _isServer: boolean }, ...args: unknown[]) => unknown;
+const original = (name: 'emit' | 'send' | 'ping') => WebSocket.prototype[name] as SocketMethod;
+const [emit, send, ping] = [original('emit'), original('send'), original('ping')];
+WebSocket.prototype.emit = function (this: { _isServer: boolean }, ...args: unknown[]) {
+  if (this._isServer && args[0] === 'message') {
     if (recording && steps.length > 0) turns.push(steps);
     steps = [];
     turnStart = performance.now();
     mark('request frame arrives');
-  } else if (this._isServer && event === 'pong') mark('pong arrives');
-  return emit.call(this, event, ...rest);
+  } else if (this._isServer && args[0] === 'pong') mark('pong arrives');
+  return emit.apply(this, args);
 };
-const send = WebSocket.prototype.send as (
-  this: { _isServer: boolean },
-  data: unknown,
-  ...rest: unknown[]
-) => void;
-WebSocket.prototype.send = function (this: { _isServer: boolean }, data: unknown, ...rest: unknown[]) {
-  if (this._isServer) mark(`send ${String(data).slice(0, 40)}`);
-  return send.call(this, data, ...rest);
+WebSocket.prototype.send = function (this: { _isServer: boolean }, ...args: unknown[]) {
+  if (this._isServer) mark(`send ${String(args[0]).slice(0, 40)}`);
+  return send.apply(this, args);
 };
-const ping = WebSocket.prototype.ping as (this: { _isServer: boolean }, ...rest: unknown[]) => void;
-WebSocket.prototype.ping = function (this: { _isServer: boolean }, ...rest: unknown[]) {
+WebSocket.prototype.ping = function (this: { _isServer: boolean }, ...args: unknown[]) {
   if (this._isServer) mark('ping');
-  return ping.apply(this, rest);
+  return ping.apply(this, args);
 };
 
 assertRuntimeBuilt();

@@ -16,6 +16,7 @@ import {
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
+import { closedLoop } from './chat-turn-driver.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
 
@@ -243,25 +244,8 @@ async function paced(clients: Client[]): Promise<{ latencies: number[]; turns: n
 async function saturated(
   clients: Client[],
 ): Promise<{ latencies: number[]; turns: number; elapsedMs: number }> {
-  const latencies: number[] = [];
-  const started = performance.now();
-  const deadline = started + saturatedPhaseMs;
-  await Promise.all(
-    clients.map(
-      (client) =>
-        new Promise<void>((resolve) => {
-          const next = () => {
-            if (performance.now() >= deadline) return resolve();
-            sendTurn(client, (latency) => {
-              latencies.push(latency);
-              next();
-            });
-          };
-          next();
-        }),
-    ),
-  );
-  return { latencies, turns: latencies.length, elapsedMs: performance.now() - started };
+  const { latencies, elapsedMs } = await closedLoop(clients, saturatedPhaseMs);
+  return { latencies, turns: latencies.length, elapsedMs };
 }
 
 async function measure(name: 'agentd' | 'runtime' | 'echo', target: Target) {

@@ -81,6 +81,18 @@ describe('memory RAM context: entries', () => {
 });
 
 describeEachDatabase('memory RAM context', (getDb) => {
+  /** Two entries appended and pinned by a lease, then a third appended past a limit of two. */
+  async function pinnedPastTheLimit(ctx: ReturnType<typeof stepContext>['ctx']) {
+    const ref = sessionRef();
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    const lease = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
+    return { ref, lease };
+  }
+
   it('keeps the newest tombstones in context order, one over the cap or many', async () => {
     const { ctx } = stepContext(getDb(), {
       config: { maxActiveEntries: 4, evictDownToRatio: 1, maxActiveTokens: 10_000, maxRamTombstones: 3 },
@@ -296,13 +308,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
       return db.transaction(work);
     };
     const { ctx } = stepContext(counted, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
-    const ref = sessionRef();
-    await appendBatch(ctx, ref, [
-      { role: 'user', content: 'one' },
-      { role: 'assistant', content: 'two' },
-    ]);
-    const lease = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
-    await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
+    const { ref, lease } = await pinnedPastTheLimit(ctx);
     expect(statsOf(await loaded(ctx)).activeEntries).toBe(3);
     const before = transactions;
     lease.release();
@@ -318,14 +324,8 @@ describeEachDatabase('memory RAM context', (getDb) => {
 
   it('pinned entries outlive the limit until released, and a pinned session does not unload', async () => {
     const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
-    const ref = sessionRef();
-    await appendBatch(ctx, ref, [
-      { role: 'user', content: 'keep me' },
-      { role: 'assistant', content: 'and me' },
-    ]);
-    const lease = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
+    const { ref, lease } = await pinnedPastTheLimit(ctx);
     expect(lease.memoryIds).toEqual([1, 2]);
-    await appendBatch(ctx, ref, [{ role: 'user', content: 'third' }]);
     const ram = await loaded(ctx);
     expect(statsOf(ram).activeEntries).toBe(3);
     expect(await unload(ctx, ref.sessionId)).toBe(false);
@@ -340,13 +340,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
 
   it('holds an entry while any of the leases that pinned it is unreleased', async () => {
     const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 0.5 } });
-    const ref = sessionRef();
-    await appendBatch(ctx, ref, [
-      { role: 'user', content: 'one' },
-      { role: 'assistant', content: 'two' },
-    ]);
-    const first = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
-    await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
+    const { ref, lease: first } = await pinnedPastTheLimit(ctx);
     // The second lease pins #1 and #2 again, and #3 for the first time.
     const second = await withSession(ctx, ref, async (ram) => pinEntries(ctx, ram));
     expect(second.memoryIds).toEqual([1, 2, 3]);
