@@ -103,7 +103,11 @@ export const median = (values: number[]) =>
   values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** `count` clients of `target`, opened 100 at a time. */
-export async function connect(target: Target, count: number, prefix: string): Promise<ChatClient[]> {
+export async function connect(
+  target: Pick<Target, 'port'>,
+  count: number,
+  prefix: string,
+): Promise<ChatClient[]> {
   const clients: ChatClient[] = [];
   for (let start = 0; start < count; start += 100) {
     clients.push(

@@ -7,7 +7,7 @@
 //   npm run build && npx tsx bench/chat-turn-timeline.ts [--warmup-ms 8000] [--measure-ms 2000]
 import { createRequire } from 'node:module';
 import { takeFlag } from './args.js';
-import { closedLoop, connect, type Target } from './chat-turn-driver.js';
+import { closedLoop, connect } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 
 const args = process.argv.slice(2);
@@ -78,8 +78,7 @@ WebSocket.prototype.ping = function (this: { _isServer: boolean }, ...args: unkn
 
 assertRuntimeBuilt();
 const served = await serveRuntime({ token: 'bench-token' });
-const target = { port: served.port } as Target;
-const [client] = await connect(target, 1, 'timeline');
+const [client] = await connect({ port: served.port }, 1, 'timeline');
 await closedLoop([client!], warmupMs);
 recording = true;
 await closedLoop([client!], measureMs);

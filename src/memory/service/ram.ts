@@ -73,7 +73,7 @@ function modelMessage(entry: StoredEntry): Readonly<ModelMessage> {
 }
 
 export function isPinned(entry: StoredEntry): boolean {
-  return entry.pins !== undefined && entry.pins > 0;
+  return (entry.pins ?? 0) > 0;
 }
 
 export function activeOf(ram: RamSession): StoredEntry[] {
@@ -556,8 +556,8 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   const wanted = memoryIds ? new Set(memoryIds) : undefined;
   const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
   for (const entry of pinned) {
-    if (!isPinned(entry)) ram.pinnedEntries++;
     entry.pins = (entry.pins ?? 0) + 1;
+    if (entry.pins === 1) ram.pinnedEntries++;
   }
   let released = false;
   return {
@@ -568,11 +568,9 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
       if (released) return;
       released = true;
       for (const entry of pinned) {
-        entry.pins = (entry.pins ?? 1) - 1;
-        if (entry.pins <= 0) {
-          entry.pins = 0;
-          ram.pinnedEntries--;
-        }
+        // This lease counted itself on each of these entries, and releases once.
+        entry.pins = entry.pins! - 1;
+        if (entry.pins === 0) ram.pinnedEntries--;
       }
       // Limits could not be enforced over pinned entries; do it now, in the session's queue.
       if (sessions.get(ram.ref.sessionId) === ram) {
