@@ -230,6 +230,18 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     for (const settle of open.settle) settle(failure);
   };
   /**
+   * Set while a transaction of this event-loop turn committed at once; cleared on the turn's `setImmediate`
+   * (or the next turn's, when it was set in that phase). The first transaction of a turn does not wait: a
+   * lone writer (one chat client, a heartbeat) would otherwise wait through the rest of the turn, and one
+   * that ends in the check phase (a chat reply, whose run resumed from the previous commit's `setImmediate`)
+   * through the next turn's timers and I/O poll as well. The transactions after it in the same turn, the
+   * sign of several writers, wait and share one commit.
+   */
+  let committedAtOnceThisTurn = false;
+  const endOfTurn = () => {
+    committedAtOnceThisTurn = false;
+  };
+  /**
    * On a file, with the lock still held, the open group waits for the rest of this event-loop turn:
    * transactions that other callbacks of the same I/O phase start (the chat turns of every socket read in
    * it) queue for the lock and join the group, so they share one COMMIT instead of paying one each.
@@ -454,8 +466,13 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       } else if (transactionsWaiting > 0) {
         // The next transaction joins the group; the last of them commits for all.
         lock.release();
-      } else if (persistent) {
+      } else if (persistent && committedAtOnceThisTurn) {
         scheduleGroupCommit();
+      } else if (persistent) {
+        committedAtOnceThisTurn = true;
+        afterIo(endOfTurn);
+        commitGroup();
+        lock.release();
       } else {
         // A RAM-only database writes no pages at COMMIT: nothing to share, so no reason to wait.
         commitGroup();

@@ -53,14 +53,42 @@ describe('SQLite group commit', () => {
     expect(committedRows()).toEqual(['a', 'b', 'c', 'd']);
   });
 
-  it('lets transactions started by later callbacks of the same event-loop turn join the commit', async () => {
-    // Each socket read is its own callback: a chat turn started by the next one must share the commit of
-    // the turn the previous one started, not pay its own.
-    const insert = (v: string) => db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]));
-    const later = new Promise<unknown>((resolve) => setImmediate(() => resolve(insert('b'))));
-    const first = insert('a');
-    await Promise.all([first, later]);
+  it('commits the first transaction of an event-loop turn at once, before the turn ends', async () => {
+    // A lone writer (one chat client) must not wait through the rest of the turn for a commit nobody joins.
+    let turnEnded = false;
+    setImmediate(() => {
+      turnEnded = true;
+    });
+    await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
+    expect(turnEnded).toBe(false);
+    expect(committedRows()).toEqual(['a']);
     expect(commits).toBe(1);
+  });
+
+  it('lets transactions started by later callbacks of the same event-loop turn join one commit', async () => {
+    // Each socket read is its own callback. The first chat turn of the I/O phase commits at once; the turns
+    // the next reads start share one commit instead of paying one each.
+    const insert = (v: string) => db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]));
+    const inLaterCallback = (v: string) =>
+      new Promise<unknown>((resolve) => setImmediate(() => resolve(insert(v))));
+    const later = [inLaterCallback('b'), inLaterCallback('c'), inLaterCallback('d')];
+    await insert('a');
+    expect(commits).toBe(1);
+    await Promise.all(later);
+    expect(commits).toBe(2);
+    expect(committedRows()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('commits at once again once the event-loop turn of an earlier commit has ended', async () => {
+    const insert = (v: string) => db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]));
+    await insert('a');
+    await new Promise((resolve) => setImmediate(resolve));
+    let turnEnded = false;
+    setImmediate(() => {
+      turnEnded = true;
+    });
+    await insert('b');
+    expect(turnEnded).toBe(false);
     expect(committedRows()).toEqual(['a', 'b']);
   });
 
