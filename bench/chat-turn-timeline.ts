@@ -1,31 +1,54 @@
 // Where one chat turn's time goes on the server, step by step: the whole runtime (bench/runtime-server.ts, the
-// compiled dist/) serves one client in this process, and every SQLite statement, every frame the server
-// sends, its ping and the client's pong are timestamped from the arrival of the turn's request. After a
-// warm-up, the turns whose steps came in the most common order give the median time of each step. Client and
-// server share the thread, so the gaps where the client works (after a frame is sent) are the client's; the
-// server's steps between them are not. A diagnostic, not a benchmark module (`npm run bench` does not run it):
-//   npm run build && npx tsx bench/chat-turn-timeline.ts [--warmup-ms 8000] [--measure-ms 2000]
+// compiled dist/) serves one client, and every SQLite statement, every frame the server sends, its ping, the
+// client's pong and the calls into the services a turn goes through (memory, identity, skills, the model, the
+// bus's events) are timestamped from the arrival of the turn's request. After a warm-up, the turns whose steps
+// came in the most common order give the median time of each step. The client runs in a process of its own,
+// as a real one does: a client in the server's process would do its work in the server's gaps and answer the
+// ping only when the server's thread is free. With --profile-phases the server's thread is also sampled every
+// 25 µs while the turns are timed, and each sample counts for the step it fell after: the functions behind
+// each gap (the sampler slows the server, so its steps come later than without it). A diagnostic, not a
+// benchmark module (`npm run bench` does not run it):
+//   npm run build && npx tsx bench/chat-turn-timeline.ts [--warmup-ms 8000] [--measure-ms 2000] [--profile-phases]
+import { fork } from 'node:child_process';
+import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
 import { takeFlag } from './args.js';
-import { closedLoop, connect } from './chat-turn-driver.js';
+import { closedLoop, connect, median } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 
 const args = process.argv.slice(2);
 const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 8000);
 const measureMs = Number(takeFlag(args, '--measure-ms') ?? 2000);
+const profilePhases = args.includes('--profile-phases');
+const clientOf = process.env.AGENTD_TIMELINE_CLIENT_OF;
+
+if (clientOf) {
+  // The client's process: one closed-loop client, told by the server's process when the timed turns start.
+  const [client] = await connect({ port: Number(clientOf) }, 1, 'timeline');
+  await closedLoop([client!], warmupMs);
+  process.send!('measure');
+  await closedLoop([client!], measureMs);
+  process.send!('done');
+  client!.ws.terminate();
+  process.exit(0);
+}
 
 // The runtime's own copies of the driver and of ws (the benchmark's node_modules has its own ws).
 const fromRoot = createRequire(new URL('../package.json', import.meta.url));
 const Database = fromRoot('better-sqlite3') as { prototype: Record<string, unknown> };
 const WebSocket = fromRoot('ws') as { prototype: Record<string, unknown> };
 
-type Step = [label: string, atUs: number];
+/** A step: what happened, µs from the request's arrival, and when on the monotonic clock (µs, as V8's profiles). */
+type Step = [label: string, atUs: number, clockUs: number];
 let recording = false;
 let turnStart = 0;
 let steps: Step[] = [];
 const turns: Step[][] = [];
+const clockUs = () => Number(process.hrtime.bigint() / 1000n);
 const mark = (label: string) => {
-  if (recording) steps.push([label, (performance.now() - turnStart) * 1000]);
+  if (!recording) return;
+  const now = clockUs();
+  steps.push([label, now - turnStart, now]);
 };
 const sqlLabel = (sql: string) => sql.replace(/\s+/g, ' ').slice(0, 48);
 
@@ -62,7 +85,7 @@ WebSocket.prototype.emit = function (this: { _isServer: boolean }, ...args: unkn
   if (this._isServer && args[0] === 'message') {
     if (recording && steps.length > 0) turns.push(steps);
     steps = [];
-    turnStart = performance.now();
+    turnStart = clockUs();
     mark('request frame arrives');
   } else if (this._isServer && args[0] === 'pong') mark('pong arrives');
   return emit.apply(this, args);
@@ -78,12 +101,55 @@ WebSocket.prototype.ping = function (this: { _isServer: boolean }, ...args: unkn
 
 assertRuntimeBuilt();
 const served = await serveRuntime({ token: 'bench-token' });
-const [client] = await connect({ port: served.port }, 1, 'timeline');
-await closedLoop([client!], warmupMs);
-recording = true;
-await closedLoop([client!], measureMs);
-recording = false;
-client!.ws.terminate();
+const { runtime } = served;
+
+/** Marks a service's calls: when one starts and, for a promise, when it settles. */
+function markCalls(service: object, prefix: string, names: string[]): void {
+  const methods = service as Record<string, (...values: unknown[]) => unknown>;
+  for (const name of names) {
+    const call = methods[name]!;
+    methods[name] = function (this: unknown, ...values: unknown[]) {
+      mark(`> ${prefix}.${name}`);
+      const result = call.apply(this, values);
+      if (result instanceof Promise) return result.finally(() => mark(`< ${prefix}.${name}`));
+      return result;
+    };
+  }
+}
+markCalls(runtime.memory, 'memory', ['append', 'appendBatch', 'pin']);
+markCalls(runtime.identity, 'identity', ['systemPrompt']);
+markCalls(runtime.skills, 'skills', ['catalog', 'autoActivate']);
+markCalls(runtime.model, 'model', ['doStream']);
+const publish = runtime.bus.publish;
+runtime.bus.publish = function (this: unknown, ...values: Parameters<typeof publish>) {
+  mark(`publish ${values[0]}`);
+  return publish.apply(this, values);
+} as typeof publish;
+
+const session = profilePhases ? new Session() : undefined;
+if (session) {
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 25 });
+}
+const client = fork(new URL(import.meta.url), process.argv.slice(2), {
+  execArgv: ['--import', 'tsx'],
+  env: { ...process.env, AGENTD_TIMELINE_CLIENT_OF: String(served.port) },
+});
+await new Promise<void>((resolve, reject) => {
+  client.on('message', (message) => {
+    if (message === 'measure') {
+      recording = true;
+      void session?.post('Profiler.start');
+    } else if (message === 'done') {
+      recording = false;
+      resolve();
+    }
+  });
+  client.on('exit', (code) => reject(new Error(`the client process exited with code ${code}`)));
+});
+client.removeAllListeners('exit');
+const profile = session ? (await session.post('Profiler.stop')).profile : undefined;
 await served.stop();
 
 const byOrder = new Map<string, Step[][]>();
@@ -92,11 +158,62 @@ for (const turn of turns) {
   byOrder.set(order, [...(byOrder.get(order) ?? []), turn]);
 }
 const [order, same] = [...byOrder].sort((a, b) => b[1].length - a[1].length)[0]!;
+const labels = order.split('\n');
 console.log(
   `${turns.length} turns after ${warmupMs} ms of warm-up; ${same.length} in the most common order of steps. Median µs from the request's arrival:`,
 );
-order.split('\n').forEach((label, index) => {
-  const times = same.map((turn) => turn[index]![1]).sort((a, b) => a - b);
-  console.log(`${String(Math.round(times[Math.floor(times.length / 2)]!)).padStart(6)}  ${label}`);
+labels.forEach((label, index) => {
+  console.log(`${String(Math.round(median(same.map((turn) => turn[index]![1])))).padStart(6)}  ${label}`);
 });
+
+if (profile) {
+  // Each sample counts for the step it fell after, in the turns of the common order: what the server's
+  // thread ran in each gap, named by the innermost function and the innermost of agentd's own around it.
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const nameOf = (id: number) => {
+    const { functionName, url, lineNumber } = nodes.get(id)!.callFrame;
+    const place = url.replace(/^.*\/(dist|node_modules)\//, '$1/').replace(/^node:internal\//, 'node:');
+    return `${functionName || '(anonymous)'} ${place}${place ? `:${lineNumber + 1}` : ''}`;
+  };
+  const sampleName = (id: number) => {
+    let own: string | undefined;
+    for (let at: number | undefined = id; at !== undefined && own === undefined; at = parentOf.get(at)) {
+      if (nodes.get(at)!.callFrame.url.includes('/dist/')) own = nameOf(at);
+    }
+    const leaf = nameOf(id);
+    return own === undefined || own === leaf ? leaf : `${leaf}  in  ${own}`;
+  };
+  const perStep = labels.map(() => new Map<string, number>());
+  const sampleTimes: number[] = [];
+  let at = profile.startTime;
+  for (const delta of profile.timeDeltas ?? []) {
+    at += delta;
+    sampleTimes.push(at);
+  }
+  let sample = 0;
+  for (const turn of [...same].sort((a, b) => a[0]![2] - b[0]![2])) {
+    while (sample < sampleTimes.length && sampleTimes[sample]! < turn[0]![2]) sample++;
+    turn.forEach(([, , stepAt], index) => {
+      // The last step's gap runs to the end of the turn's work: 2 ms at most, the next request at the latest.
+      const until = turn[index + 1]?.[2] ?? stepAt + 2000;
+      for (; sample < sampleTimes.length && sampleTimes[sample]! < until; sample++) {
+        const name = sampleName(profile.samples![sample]!);
+        const weightUs = profile.timeDeltas![sample + 1] ?? 25;
+        perStep[index]!.set(name, (perStep[index]!.get(name) ?? 0) + weightUs);
+      }
+    });
+  }
+  console.log(
+    '\nSampled every 25 µs while the turns were timed; µs of samples a turn after each step (8 µs or more):',
+  );
+  labels.forEach((label, index) => {
+    const total = [...perStep[index]!.values()].reduce((sum, us) => sum + us, 0) / same.length;
+    if (total < 8) return;
+    console.log(`\n${total.toFixed(1).padStart(7)}  after "${label}"`);
+    const top = [...perStep[index]!].sort((a, b) => b[1] - a[1]).slice(0, 8);
+    for (const [name, us] of top) console.log(`${(us / same.length).toFixed(1).padStart(7)}    ${name}`);
+  });
+}
 process.exit(0);

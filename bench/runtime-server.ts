@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Runtime } from '../src/runtime.js';
 
 const fromSource = Boolean(process.env.AGENTD_BENCH_FROM_SRC);
 
@@ -41,7 +42,7 @@ export async function serveRuntime(options: {
   /** Added to the runtime's environment (a model to use, say). */
   env?: Record<string, string>;
   databaseUrl?: string;
-}): Promise<{ port: number; stop(): Promise<void> }> {
+}): Promise<{ port: number; runtime: Runtime; stop(): Promise<void> }> {
   const from = fromSource ? '../src' : '../dist';
   const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
   const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
@@ -56,6 +57,7 @@ export async function serveRuntime(options: {
   const { server } = await runtime.startGateway({ port: 0 });
   return {
     port: server.address()!.port,
+    runtime,
     stop: async () => {
       await runtime.close();
       rmSync(home, { recursive: true, force: true });
