@@ -1,18 +1,14 @@
-import type { MemoryEntry, SessionRef } from '../../memory/index.js';
+import type { SessionRef } from '../../memory/index.js';
 import type { ModelMessage } from '../../model/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { Acceptance } from './acceptance.js';
 import type { ChatContext } from './context.js';
 import { touchSession } from './records.js';
 
-function lastActiveIds(entries: ReadonlyArray<MemoryEntry>): number[] {
-  return entries.filter((entry) => entry.state === 'active').map((entry) => entry.memoryId);
-}
-
 /**
  * A turn that calls the model: the user message joins the transcript (and leaves the inbox) in one
  * transaction, the context is pinned for the run, and the reply is written before the run is reported
- * finished. Returns the memory ids that were active in the run's context.
+ * finished.
  */
 export async function runModelTurn(
   ctx: ChatContext,
@@ -21,7 +17,7 @@ export async function runModelTurn(
   text: string,
   signal: AbortSignal,
   acceptance?: Acceptance,
-): Promise<number[]> {
+): Promise<void> {
   const { options, running, autoRecallBlocks } = ctx;
   const inbox = options.inbox;
   const userEntry = await options.memory.append(
@@ -134,5 +130,4 @@ export async function runModelTurn(
   } finally {
     lease.release();
   }
-  return lastActiveIds(lease.entries);
 }

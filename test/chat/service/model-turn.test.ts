@@ -35,10 +35,13 @@ describe('chat step: model turn', () => {
       },
     });
     const record = newRecord(ctx, 'run-1', 's', 'main');
-    const active = await runModelTurn(ctx, record, ref, 'hi', new AbortController().signal);
-    expect(active).toEqual([1]);
+    await runModelTurn(ctx, record, ref, 'hi', new AbortController().signal);
     expect(input?.workItemId).toBe('session:session-1');
-    expect(input?.messages[0]).toEqual({ role: 'system', content: 'You are agentd.' });
+    // The system prompt, then the pinned context's conversation (its active entry's message only).
+    expect(input?.messages).toEqual([
+      { role: 'system', content: 'You are agentd.' },
+      { role: 'user', content: 'earlier' },
+    ]);
     expect(record).toMatchObject({
       status: 'completed',
       text: 'hello',
