@@ -14,6 +14,7 @@ import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
 import { takeFlag } from './args.js';
 import { closedLoop, connect, median } from './chat-turn-driver.js';
+import { type CpuProfile, profileTree } from './cpu-profile.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 
 const args = process.argv.slice(2);
@@ -149,7 +150,8 @@ await new Promise<void>((resolve, reject) => {
   client.on('exit', (code) => reject(new Error(`the client process exited with code ${code}`)));
 });
 client.removeAllListeners('exit');
-const profile = session ? (await session.post('Profiler.stop')).profile : undefined;
+// A profile taken with samples has them and their deltas: the inspector's type leaves them optional.
+const profile = session ? ((await session.post('Profiler.stop')).profile as CpuProfile) : undefined;
 await served.stop();
 
 const byOrder = new Map<string, Step[][]>();
@@ -169,26 +171,18 @@ labels.forEach((label, index) => {
 if (profile) {
   // Each sample counts for the step it fell after, in the turns of the common order: what the server's
   // thread ran in each gap, named by the innermost function and the innermost of agentd's own around it.
-  const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parentOf = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
-  const nameOf = (id: number) => {
-    const { functionName, url, lineNumber } = nodes.get(id)!.callFrame;
-    const place = url.replace(/^.*\/(dist|node_modules)\//, '$1/').replace(/^node:internal\//, 'node:');
-    return `${functionName || '(anonymous)'} ${place}${place ? `:${lineNumber + 1}` : ''}`;
-  };
+  const { byId, parentOf, frameName } = profileTree(profile);
   const sampleName = (id: number) => {
-    let own: string | undefined;
+    let own: number | undefined;
     for (let at: number | undefined = id; at !== undefined && own === undefined; at = parentOf.get(at)) {
-      if (nodes.get(at)!.callFrame.url.includes('/dist/')) own = nameOf(at);
+      if (byId.get(at)!.callFrame.url.includes('/dist/')) own = at;
     }
-    const leaf = nameOf(id);
-    return own === undefined || own === leaf ? leaf : `${leaf}  in  ${own}`;
+    return own === undefined || own === id ? frameName(id) : `${frameName(id)}  in  ${frameName(own)}`;
   };
   const perStep = labels.map(() => new Map<string, number>());
   const sampleTimes: number[] = [];
   let at = profile.startTime;
-  for (const delta of profile.timeDeltas ?? []) {
+  for (const delta of profile.timeDeltas) {
     at += delta;
     sampleTimes.push(at);
   }
@@ -199,9 +193,8 @@ if (profile) {
       // The last step's gap runs to the end of the turn's work: 2 ms at most, the next request at the latest.
       const until = turn[index + 1]?.[2] ?? stepAt + 2000;
       for (; sample < sampleTimes.length && sampleTimes[sample]! < until; sample++) {
-        const name = sampleName(profile.samples![sample]!);
-        const weightUs = profile.timeDeltas![sample + 1] ?? 25;
-        perStep[index]!.set(name, (perStep[index]!.get(name) ?? 0) + weightUs);
+        const name = sampleName(profile.samples[sample]!);
+        perStep[index]!.set(name, (perStep[index]!.get(name) ?? 0) + profile.timeDeltas[sample]!);
       }
     });
   }

@@ -5,20 +5,7 @@
 // compare directly.
 import { readFileSync } from 'node:fs';
 import { takeFlag } from './args.js';
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-interface CpuProfile {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
+import { type CpuProfile, profileTree } from './cpu-profile.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => takeFlag(args, name);
@@ -31,7 +18,7 @@ if (!file) {
 }
 
 const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
-const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+const { byId, parentOf, frameName } = profileTree(profile);
 const selfUs = new Map<number, number>();
 profile.samples.forEach((id, index) => {
   selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0));
@@ -53,12 +40,6 @@ function placeOf(url: string, name: string): string {
   }
   return url;
 }
-
-const shortUrl = (url: string) =>
-  url.replace(/^file:\/\/.*?\/node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench|dist)\//, '$1/');
-
-const parentOf = new Map<number, number>();
-for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
 
 const socketWrites = new Set([
   'writev',
@@ -93,9 +74,9 @@ let totalUs = 0;
 let busyUs = 0;
 for (const [id, us] of selfUs) {
   const node = byId.get(id)!;
-  const { functionName, url, lineNumber } = node.callFrame;
+  const { functionName, url } = node.callFrame;
   const name = functionName || '(anonymous)';
-  const key = url ? `${name} ${shortUrl(url)}:${lineNumber + 1}` : name;
+  const key = frameName(id);
   functions.set(key, (functions.get(key) ?? 0) + us);
   const place = placeOf(url, name);
   places.set(place, (places.get(place) ?? 0) + us);

@@ -468,13 +468,13 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         lock.release();
       } else if (persistent && committedAtOnceThisTurn) {
         scheduleGroupCommit();
-      } else if (persistent) {
-        committedAtOnceThisTurn = true;
-        afterIo(endOfTurn);
-        commitGroup();
-        lock.release();
       } else {
-        // A RAM-only database writes no pages at COMMIT: nothing to share, so no reason to wait.
+        // The turn's first commit goes at once. A RAM-only database writes no pages at COMMIT: nothing to
+        // share, so it never waits.
+        if (persistent) {
+          committedAtOnceThisTurn = true;
+          afterIo(endOfTurn);
+        }
         commitGroup();
         lock.release();
       }
