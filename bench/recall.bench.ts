@@ -266,7 +266,7 @@ async function run() {
       'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
     `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first); ` +
       'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns before it, then neighbour smoothing), ' +
-      'on SQLite with the default row budget (recall.maxScoredRows 5,000: past it the commonest terms are left out, and when even the rarest term matches more rows, its newest matches are ranked by column without bm25()); ' +
+      'with the default row budget (recall.maxScoredRows 5,000: past it the commonest terms are left out, and when even the rarest term matches more rows, its newest matches are ranked: on SQLite by column without bm25(), on Postgres by ts_rank; Postgres has the budget since 2026-11-29); ' +
       '"without a row budget" runs the same search with the budget lifted (the ranking before it), and the agreement column is the share of that top 10 the budgeted search returns. ' +
       'recallForPrompt ranks at most recall.promptMaxScoredRows (200) rows and smooths recall.promptCandidates (20) candidates read with their text in the ranking query; ' +
       'its CPU row is process.cpuUsage around the same calls (user + system, this process). ' +

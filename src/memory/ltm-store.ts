@@ -195,6 +195,8 @@ const lineColumns = `e.session_key, e.memory_id, e.content, e.created_at_ms, ${s
 const turnTest = "e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'";
 const storedInContextTest = "e.state = 'active' AND e.archived_at_ms IS NULL";
 const rankedLineColumns = `${lineColumns}, (${turnTest}) AS turn, (${storedInContextTest}) AS stored_in_context`;
+/** An entry's searchable words on Postgres: the expression of the GIN index of migration 0015, so the planner uses it. */
+const pgWords = '(e.search_vector || e.context_before)';
 
 /**
  * A recall line and its rank, built as one object: every line has one shape (a neighbour's rank is 0), so
@@ -639,6 +641,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (retirement) await retire(tx, sessionKey, retirement);
       return;
     }
+    inserts++;
     // The CTEs touch other rows than the INSERT (and Postgres runs each exactly once, to completion): the
     // retired rows keep their places, and the context trigger of a new row skips tombstones either way.
     let ctes = '';
@@ -654,7 +657,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     const chunks: StoredEntry[][] = [];
     for (let start = 0; start < count; start += entriesPerInsert)
       chunks.push(entries.slice(start, start + entriesPerInsert));
-    const inserts = chunks.map((chunk, index) => {
+    const insertStatements = chunks.map((chunk, index) => {
       const params = entriesParams(chunk);
       if (index > 0) return tx.all<{ id: number; memory_id: number }>(insertEntriesSql(chunk.length), params);
       const rows = chunk.map(() => entryPlaceholders);
@@ -666,8 +669,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       );
     });
     // Awaited in order: a failure of the first is the cause of the failures behind it.
-    for (const insert of inserts) insert.catch(() => {});
-    for (const [index, insert] of inserts.entries()) {
+    for (const insert of insertStatements) insert.catch(() => {});
+    for (const [index, insert] of insertStatements.entries()) {
       let rows: Array<{ id: number; memory_id: number }>;
       try {
         rows = await insert;
@@ -696,8 +699,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
 
   const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
     const row = await db.get<{ n: number }>(
-      'SELECT count(*) AS n FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
-      [ftsAnyOf([term]), cap + 1],
+      dialect === 'sqlite'
+        ? 'SELECT count(*) AS n FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m'
+        : `SELECT count(*) AS n FROM (SELECT 1 FROM memory_entries e WHERE ${pgWords} @@ to_tsquery('english', ?) LIMIT ?) m`,
+      [dialect === 'sqlite' ? ftsAnyOf([term]) : term, cap + 1],
     );
     const rows = Number(row?.n ?? 0);
     termRowCounts.delete(term);
@@ -780,22 +785,26 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     }, 0).unref();
   };
 
+  /** Any of the terms, as the dialect's full-text query text: an FTS5 MATCH expression or a tsquery. */
+  const anyOf = dialect === 'sqlite' ? ftsAnyOf : tsqueryAnyOf;
+
   /**
-   * How a search ranks under a row budget of `maxScoredRows`. bm25() touches every row matching a term
-   * twice (once to count it for the inverse document frequency, once to score it), so terms are taken
-   * rarest first while their matches fit the budget: the common ones left out carry the least weight in
-   * BM25. When even the rarest term matches more rows than the budget, no term says much about relevance,
-   * and the search ranks that term's newest matches by the column they match in, without bm25() (a memory
-   * favours the recent when a query names nothing rarer). Under the budget, every term is ranked as before.
+   * How a search ranks under a row budget of `maxScoredRows`. Ranking touches every row matching a term
+   * (bm25() twice: once to count it for the inverse document frequency, once to score it; ts_rank once,
+   * after Postgres has joined each entry's words with the turns before it), so terms are taken rarest first
+   * while their matches fit the budget: the common ones left out carry the least weight. When even the
+   * rarest term matches more rows than the budget, no term says much about relevance, and the search takes
+   * that term's newest matches (a memory favours the recent when a query names nothing rarer). Under the
+   * budget, every term is ranked as before. `match` is the dialect's query text of the terms kept.
    */
-  const sqliteMatchPlan = async (
+  const matchPlan = async (
     terms: ReadonlyArray<string>,
     maxScoredRows: number,
   ): Promise<{ match: string; term?: never } | { match?: never; term: string }> => {
-    if (!Number.isFinite(maxScoredRows)) return { match: ftsAnyOf(terms) };
+    if (!Number.isFinite(maxScoredRows)) return { match: anyOf(terms) };
     const highestRowId = await highestEntryRowId();
-    noteIndexSize(highestRowId);
-    if (highestRowId <= maxScoredRows) return { match: ftsAnyOf(terms) };
+    if (dialect === 'sqlite') noteIndexSize(highestRowId);
+    if (highestRowId <= maxScoredRows) return { match: anyOf(terms) };
     const counted: Array<{ term: string; rows: number }> = [];
     for (const term of terms)
       counted.push({
@@ -815,8 +824,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     }
     // Terms counted at 0 alone would find nothing while a commoner term has matches.
     const rarest = counted.find(({ rows }) => rows > 0);
-    if ((kept.length > 0 && scored > 0) || !rarest)
-      return { match: ftsAnyOf(kept.length > 0 ? kept : terms) };
+    if ((kept.length > 0 && scored > 0) || !rarest) return { match: anyOf(kept.length > 0 ? kept : terms) };
     return { term: rarest.term };
   };
 
@@ -1013,9 +1021,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * Full-text ranking over each entry's words and those of the two turns before it (migration 0015), the
      * turns before counting `weights.before` of the entry's own words; `rank` is
      * higher-is-better on both dialects. Returns up to `limit` rows; when filters leave fewer than
-     * `enough`, the ranking is redone over every match instead of the best-ranked ones. On SQLite, bm25()
-     * costs about a microsecond per matching row, so `maxScoredRows` bounds the rows it ranks (see
-     * `sqliteMatchPlan`).
+     * `enough`, the ranking is redone over every match instead of the best-ranked ones (SQLite; Postgres ranks
+     * every match that passes the filters at once). bm25() and ts_rank cost about a microsecond per matching
+     * row, so `maxScoredRows` bounds the rows either ranks (see `matchPlan`).
      */
     async fullText(
       filter: EntryFilter,
@@ -1029,7 +1037,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
         await indexBeforeRead();
-        const plan = await sqliteMatchPlan(terms, maxScoredRows);
+        const plan = await matchPlan(terms, maxScoredRows);
         const where = filterSql(filter, params);
         if (plan.term !== undefined) {
           // The newest matches that pass the filter, in the entry's own words (1) or in the turns before it
@@ -1092,26 +1100,39 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         // bm25() is lower-is-better.
         return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
       }
+      const plan = await matchPlan(terms, maxScoredRows);
       // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns before B.
-      params.push(`{1, 0, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
-      const where = filterSql(filter, params);
-      // The same expression as the GIN index of migration 0015, so the planner uses it.
-      const words = '(e.search_vector || e.context_before)';
-      const rows = await db.all<RankedRow>(
-        `SELECT ${entryColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
-          `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
-        [...params, limit],
-      );
+      params.push(`{1, 0, ${Number(weights.before)}, 0}`);
+      let rows: RankedRow[];
+      if (plan.term !== undefined) {
+        // The newest `maxScoredRows` matches of the term (a backward walk of the primary key for a common
+        // term, which stops there), those that pass the filter ranked.
+        params.push(plan.term, maxScoredRows, plan.term);
+        const where = filterSql(filter, params);
+        rows = await db.all<RankedRow>(
+          `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM (SELECT e.id FROM memory_entries e ` +
+            `WHERE ${pgWords} @@ to_tsquery('english', ?) ORDER BY e.id DESC LIMIT ?) newest ` +
+            `JOIN memory_entries e ON e.id = newest.id, to_tsquery('english', ?) q WHERE ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+          [...params, limit],
+        );
+      } else {
+        params.push(plan.match);
+        const where = filterSql(filter, params);
+        rows = await db.all<RankedRow>(
+          `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+            `WHERE ${pgWords} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+          [...params, limit],
+        );
+      }
       return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
     },
 
     /**
      * Automatic recall's candidates, as recall lines. While some terms fit `maxScoredRows` (see
-     * `sqliteMatchPlan`; always on Postgres), the `candidates` best matches ranked as `fullText` ranks them
-     * (`order: 'rank'`; on SQLite joining only the best `2 * candidates` matches, with no second pass when
-     * filters leave fewer: a prompt hint takes what it finds). Past it on SQLite, no term says much about
-     * relevance, and the answer is the term whose newest matches are listed (`order: 'newest'`; see
-     * `newestMatchRowIds` and `linesByRowIds`).
+     * `matchPlan`), the `candidates` best matches ranked as `fullText` ranks them (`order: 'rank'`; on SQLite
+     * joining only the best `2 * candidates` matches, with no second pass when filters leave fewer: a prompt
+     * hint takes what it finds). Past it, no term says much about relevance, and the answer is the term
+     * whose newest matches are listed (`order: 'newest'`; see `newestMatchRowIds` and `linesByRowIds`).
      */
     async rankedLines(
       filter: EntryFilter,
@@ -1124,7 +1145,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const params: SqlValue[] = [];
       if (dialect === 'sqlite') {
         await indexBeforeRead();
-        const plan = await sqliteMatchPlan(terms, maxScoredRows);
+        const plan = await matchPlan(terms, maxScoredRows);
         if (plan.term !== undefined) return { order: 'newest', term: plan.term };
         const where = filterSql(filter, params);
         const rows = await db.all<Record<string, unknown>>(
@@ -1138,12 +1159,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           lines: rows.map((row) => rowToLine(row, -Number(row.rank), row.turn, row.stored_in_context)),
         };
       }
-      params.push(`{1, 0, ${Number(weights.before)}, 0}`, tsqueryAnyOf(terms));
+      const plan = await matchPlan(terms, maxScoredRows);
+      if (plan.term !== undefined) return { order: 'newest', term: plan.term };
+      params.push(`{1, 0, ${Number(weights.before)}, 0}`, plan.match);
       const where = filterSql(filter, params);
-      const words = '(e.search_vector || e.context_before)';
       const rows = await db.all<Record<string, unknown>>(
-        `SELECT ${rankedLineColumns}, ts_rank(?::real[], ${words}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
-          `WHERE ${words} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+        `SELECT ${rankedLineColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+          `WHERE ${pgWords} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
         [...params, candidates],
       );
       return {
@@ -1153,10 +1175,19 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     /**
-     * Row ids of the newest matches of `term` in the full-text index (SQLite), newest first: at most `limit`,
-     * below `belowRowId` when given. One FTS5 lookup; no entry row is read.
+     * Row ids of the newest matches of `term`, newest first: at most `limit`, below `belowRowId` when given.
+     * One FTS5 lookup on SQLite, no entry row read; on Postgres the planner walks the primary key backwards
+     * for a common term (the only kind asked: one matching more rows than the row budget) and stops there.
      */
     async newestMatchRowIds(term: string, limit: number, belowRowId?: number): Promise<number[]> {
+      if (dialect === 'postgres') {
+        const rows = await db.all<{ id: number }>(
+          `SELECT e.id FROM memory_entries e WHERE ${pgWords} @@ to_tsquery('english', ?)` +
+            `${belowRowId === undefined ? '' : ' AND e.id < ?'} ORDER BY e.id DESC LIMIT ?`,
+          belowRowId === undefined ? [term, limit] : [term, belowRowId, limit],
+        );
+        return rows.map((row) => Number(row.id));
+      }
       await indexBeforeRead();
       const rows =
         belowRowId === undefined

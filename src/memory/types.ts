@@ -131,7 +131,7 @@ export interface SearchOptions {
   mode?: 'auto' | 'fts' | 'hybrid';
   /** Leave out these addresses (e.g. what is already in the prompt). */
   excludeAddresses?: ReadonlySet<string>;
-  /** Most rows the full-text ranking may touch on SQLite; defaults to (and is capped at) `recall.maxScoredRows`. */
+  /** Most rows the full-text ranking may touch; defaults to (and is capped at) `recall.maxScoredRows`. */
   maxScoredRows?: number;
 }
 

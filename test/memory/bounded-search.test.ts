@@ -3,261 +3,276 @@ import type { SqlDatabase } from '../../src/store/index.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
-// The row budget of a full-text search on SQLite (config.recall.maxScoredRows): bm25() costs about a
-// microsecond for every row it ranks, so past the budget common terms are left out, then only the newest
-// matches are ranked. Under the budget the ranking is the exact BM25 one.
-describe('memory search with a bounded number of ranked rows [sqlite]', () => {
-  let db: SqlDatabase;
-  beforeEach(async () => {
-    db = await openTestDatabase('sqlite');
-  });
-  afterEach(async () => {
-    await db.close();
-  });
-
-  /**
-   * 300 turns, far apart from each other's context (each separated by unrelated filler turns): the first
-   * 30 say "lantern" three times (the best BM25 matches), the rest say it once; turn 5 also names "zephyr".
-   */
-  const seed = async (config: { maxScoredRows?: number; promptMaxScoredRows?: number }) => {
-    const harness = createHarness(db, {
-      config: { maxActiveEntries: 16, recall: config },
+// The row budget of a full-text search (config.recall.maxScoredRows): bm25() and ts_rank cost about a
+// microsecond for every row they rank, so past the budget common terms are left out, then only the newest
+// matches are ranked. Under the budget the ranking is the exact one of the dialect.
+for (const dialect of ['sqlite', 'postgres'] as const)
+  describe(`memory search with a bounded number of ranked rows [${dialect}]`, () => {
+    let db: SqlDatabase;
+    beforeEach(async () => {
+      db = await openTestDatabase(dialect);
     });
-    const entries = Array.from({ length: 300 }, (_, index) => {
-      const lantern = index < 30 ? 'lantern lantern lantern' : 'lantern';
-      const zephyr = index === 5 ? ' zephyr' : '';
-      return [
-        { role: 'user' as const, content: `note ${index}: ${lantern}${zephyr}` },
-        { role: 'assistant' as const, content: `filler alpha ${index}` },
-        { role: 'user' as const, content: `filler beta ${index}` },
-        { role: 'assistant' as const, content: `filler gamma ${index}` },
-      ];
-    }).flat();
-    for (let offset = 0; offset < entries.length; offset += 200)
-      await harness.memory.appendBatch(sessionRef(), entries.slice(offset, offset + 200));
-    return harness.memory;
-  };
-  /** The note number of each hit that is a note (neighbouring filler turns are left out). */
-  const notes = (hits: ReadonlyArray<{ content: string }>) =>
-    hits.flatMap((hit) => {
-      const match = /^note (\d+):/.exec(hit.content);
-      return match ? [Number(match[1])] : [];
+    afterEach(async () => {
+      await db.close();
     });
 
-  it('ranks every match exactly while they fit the budget', async () => {
-    const memory = await seed({});
-    const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
-    // The three-times notes are the best BM25 matches, wherever they are in time.
-    expect(notes(hits).every((note) => note < 30)).toBe(true);
-    expect(notes(hits).length).toBeGreaterThan(0);
-  });
+    /**
+     * 300 turns, far apart from each other's context (each separated by unrelated filler turns): the first
+     * 30 say "lantern" three times (the best BM25 matches), the rest say it once; turn 5 also names "zephyr".
+     */
+    const seed = async (config: { maxScoredRows?: number; promptMaxScoredRows?: number }) => {
+      const harness = createHarness(db, {
+        config: { maxActiveEntries: 16, recall: config },
+      });
+      const entries = Array.from({ length: 300 }, (_, index) => {
+        const lantern = index < 30 ? 'lantern lantern lantern' : 'lantern';
+        const zephyr = index === 5 ? ' zephyr' : '';
+        return [
+          { role: 'user' as const, content: `note ${index}: ${lantern}${zephyr}` },
+          { role: 'assistant' as const, content: `filler alpha ${index}` },
+          { role: 'user' as const, content: `filler beta ${index}` },
+          { role: 'assistant' as const, content: `filler gamma ${index}` },
+        ];
+      }).flat();
+      for (let offset = 0; offset < entries.length; offset += 200)
+        await harness.memory.appendBatch(sessionRef(), entries.slice(offset, offset + 200));
+      return harness.memory;
+    };
+    /** The note number of each hit that is a note (neighbouring filler turns are left out). */
+    const notes = (hits: ReadonlyArray<{ content: string }>) =>
+      hits.flatMap((hit) => {
+        const match = /^note (\d+):/.exec(hit.content);
+        return match ? [Number(match[1])] : [];
+      });
 
-  it('ranks only the newest matches when even the rarest term matches more rows than the budget', async () => {
-    const memory = await seed({ maxScoredRows: 100 });
-    const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
-    // Only the newest 100 matching rows (of 300 notes and their context rows) were ranked: the old
-    // three-times notes are out of reach, the recent ones rank.
-    expect(notes(hits).length).toBeGreaterThan(0);
-    expect(notes(hits).every((note) => note >= 200)).toBe(true);
-  });
-
-  it('leaves a common term out and keeps the rare one', async () => {
-    const near = (note: number) => Math.abs(note - 5) <= 1;
-    // Under the budget, "lantern" ranks too: notes far from note 5 fill the list.
-    const exact = await (await seed({})).search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
-    expect(notes(exact).some((note) => !near(note))).toBe(true);
-    await db.close();
-    db = await openTestDatabase('sqlite');
-    const memory = await seed({ maxScoredRows: 100 });
-    const hits = await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
-    // Only "zephyr" was searched: note 5, the turns around it and (through them) the notes next to it.
-    expect(hits[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
-    expect(notes(hits).every(near)).toBe(true);
-    // A term no row has does not count against the budget, and the search still answers.
-    const unknown = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 3 });
-    expect(unknown[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
-    // Its count (0) is kept, yet the first entry that has it is found at once.
-    await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'a quasar at last' }]);
-    const found = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 10 });
-    expect(found.map((hit) => hit.content)).toContain('a quasar at last');
-  });
-
-  it('takes a smaller budget per search, never a larger one, and automatic recall uses its own', async () => {
-    const memory = await seed({ maxScoredRows: 5_000, promptMaxScoredRows: 100 });
-    const narrow = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10, maxScoredRows: 100 });
-    expect(notes(narrow).every((note) => note >= 200)).toBe(true);
-    const unbounded = await memory.search({
-      agentId: 'alpha',
-      query: 'lantern',
-      limit: 10,
-      maxScoredRows: Number.NaN,
+    it('ranks every match exactly while they fit the budget', async () => {
+      const memory = await seed({});
+      const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+      // The three-times notes are the best BM25 matches, wherever they are in time.
+      expect(notes(hits).every((note) => note < 30)).toBe(true);
+      expect(notes(hits).length).toBeGreaterThan(0);
     });
-    expect(notes(unbounded).every((note) => note < 30)).toBe(true);
-    // Automatic recall ranks the newest 100 matching rows only.
-    const block = await memory.recallForPrompt({
-      agentId: 'alpha',
-      sessionKey: 'agent:alpha:other',
-      query: 'lantern',
-    });
-    const recalled = [...block.matchAll(/note (\d+):/g)].map((match) => Number(match[1]));
-    expect(recalled.length).toBeGreaterThan(0);
-    expect(recalled.every((note) => note >= 200)).toBe(true);
-    await db.close();
-    db = await openTestDatabase('sqlite');
-    const capped = await seed({ maxScoredRows: 100 });
-    const asked = await capped.search({
-      agentId: 'alpha',
-      query: 'lantern',
-      limit: 10,
-      maxScoredRows: 100_000,
-    });
-    expect(notes(asked).every((note) => note >= 200)).toBe(true);
-  });
 
-  it("looks at the newest matches of the budget only, and never returns another agent's", async () => {
-    const memory = await seed({ maxScoredRows: 100 });
-    const beta = { sessionId: 'beta-1', sessionKey: 'agent:beta:main', agentId: 'beta' };
-    const betaNotes = (from: number, count: number) =>
-      Array.from({ length: count }, (_, index) => ({
-        role: 'user' as const,
-        content: `beta ${from + index}: lantern`,
-      }));
-    // 30 newer matches of beta's: alpha's newest notes are still among the newest 100 matching rows.
-    await memory.appendBatch(beta, betaNotes(0, 30));
-    const alpha = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
-    expect(notes(alpha).length).toBeGreaterThan(0);
-    expect(notes(alpha).every((note) => note >= 250)).toBe(true);
-    expect(alpha.every((hit) => hit.sessionKey === 'agent:alpha:main')).toBe(true);
-    // 200 more: the newest 100 matches are all beta's, and alpha's older ones are past the budget.
-    await memory.appendBatch(beta, betaNotes(30, 200));
-    expect(await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 })).toEqual([]);
-    const found = await memory.search({ agentId: 'beta', query: 'lantern', limit: 10 });
-    expect(found.length).toBe(10);
-    expect(found.every((hit) => hit.sessionKey === 'agent:beta:main')).toBe(true);
-    // A rarer word is still found for alpha however many rows of beta's there are.
-    expect((await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 1 }))[0]?.content).toBe(
-      'note 5: lantern lantern lantern zephyr',
-    );
-  });
-
-  it('counts a term again once the memory has grown past a tenth', async () => {
-    const harness = createHarness(db, { config: { maxActiveEntries: 16, recall: { maxScoredRows: 100 } } });
-    const { memory } = harness;
-    const turns = (count: number, word: string, from: number) =>
-      Array.from({ length: count }, (_, index) => ({
-        role: index % 2 ? ('assistant' as const) : ('user' as const),
-        content: `${index % 5 === 0 ? word : 'filler'} ${from + index}`,
-      }));
-    await memory.appendBatch(sessionRef(), turns(200, 'other', 0));
-    await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'comet sighting' }]);
-    // "comet" is rare: with "other" (200 / 5 turns, each seen by 5 rows' context: over the budget) it is searched alone.
-    let hits = await memory.search({ agentId: 'alpha', query: 'comet other', limit: 3 });
-    expect(hits[0]?.content).toBe('comet sighting');
-    // Now "comet" becomes common, newer than anything else; the cached count would still call it rare.
-    await memory.appendBatch(sessionRef(), turns(400, 'comet', 1000));
-    hits = await memory.search({ agentId: 'alpha', query: 'comet', limit: 10 });
-    // Recounted: over the budget, so only the newest matches are ranked, and the first sighting is not among them.
-    expect(hits.map((hit) => hit.content)).not.toContain('comet sighting');
-    expect(hits.length).toBeGreaterThan(0);
-  });
-
-  it('past the budget, automatic recall lists the newest matches outside the asking context, newest first', async () => {
-    const harness = createHarness(db, {
-      config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
+    it('ranks only the newest matches when even the rarest term matches more rows than the budget', async () => {
+      const memory = await seed({ maxScoredRows: 100 });
+      const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+      // Only the newest 100 matching rows (of 300 notes and their context rows) were ranked: the old
+      // three-times notes are out of reach, the recent ones rank.
+      expect(notes(hits).length).toBeGreaterThan(0);
+      expect(notes(hits).every((note) => note >= 200)).toBe(true);
     });
-    const { memory } = harness;
-    const turns = (key: string) =>
-      Array.from({ length: 30 }, (_, index) => ({
-        role: index % 2 ? ('assistant' as const) : ('user' as const),
-        content: `${key} hangar ${index + 1}`,
-      }));
-    await memory.appendBatch(sessionRef('old'), turns('old'));
-    // The asking session's 30 turns are its context and the newest matches of "hangar" (over the budget).
-    await memory.appendBatch(sessionRef('main'), turns('main'));
-    const block = await memory.recallForPrompt({
-      agentId: 'alpha',
-      sessionKey: 'agent:alpha:main',
-      query: 'hangar',
-    });
-    const listed = [...block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
-    expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
-  });
 
-  it('past the budget, lists what it keeps of each commit only while the rows exist, outside the context and of the agent', async () => {
-    const config = { maxActiveEntries: 4, evictDownToRatio: 1, recall: { promptMaxScoredRows: 30 } };
-    const { memory } = createHarness(db, { config });
-    // The last turn of each key is long, on several lines: its line is made (and copied) as it is committed.
-    const turns = (key: string, count: number) =>
-      Array.from({ length: count }, (_, index) => ({
-        role: index % 2 ? ('assistant' as const) : ('user' as const),
-        content: `${key} hangar ${index + 1}${index === count - 1 ? `  with\n\t${'long '.repeat(200)}` : ''}`,
-      }));
-    await memory.appendBatch(sessionRef('old'), turns('old', 24));
-    await memory.appendBatch(sessionRef('gone'), turns('gone', 12));
-    // Another agent's turns are the newest matches of all.
-    await memory.appendBatch(sessionRef('other', 'beta'), turns('other', 12));
-    // The asking session's own four turns fill its context of four.
-    await memory.appendBatch(sessionRef('main'), turns('main', 4));
-    const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
-    const listed = async (service = memory) =>
-      [...(await service.recallForPrompt(ask)).matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
-    expect(memory.status().promptLineCache.lines).toBe(52);
-    expect(await listed()).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:gone#${12 - index}`));
-    // A restarted service, which keeps nothing yet, reads the same lines.
-    const restarted = createHarness(db, { config }).memory;
-    expect(await restarted.recallForPrompt(ask)).toBe(await memory.recallForPrompt(ask));
-    // Deleted rows are not listed from what was kept of them.
-    await memory.deleteSessionKey('agent:alpha:gone');
-    expect(await listed()).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${24 - index}`));
-    // Two more turns (matching through the turns before them, and in context) evict the asking session's
-    // first two: those leave its context and may be recalled now.
-    await memory.appendBatch(sessionRef('main'), [
-      { role: 'user', content: 'unrelated' },
-      { role: 'assistant', content: 'unrelated too' },
-    ]);
-    expect((await listed()).slice(0, 3)).toEqual([
-      'agent:alpha:main#2',
-      'agent:alpha:main#1',
-      'agent:alpha:old#24',
-    ]);
-    expect(await restarted.recallForPrompt(ask)).toBe(await memory.recallForPrompt(ask));
-  });
-
-  it('keeps at most 4,096 committed entries for automatic recall, and reports them', async () => {
-    const { memory } = createHarness(db, { config: { maxActiveEntries: 5_000, maxActiveTokens: 1_000_000 } });
-    await memory.appendBatch(
-      sessionRef(),
-      Array.from({ length: 4_100 }, (_, index) => ({ role: 'user' as const, content: `note ${index}` })),
-    );
-    const { lines, chars } = memory.status().promptLineCache;
-    expect(lines).toBe(4_096);
-    // The contents of the newest 4,096 (the first four were dropped).
-    const held = Array.from({ length: 4_096 }, (_, index) => `note ${index + 4}`.length);
-    expect(chars).toBe(held.reduce((sum, length) => sum + length, 0));
-    // Recall makes lines of the entries it lists: each one now holds its line instead of its content.
-    const block = await memory.recallForPrompt({
-      agentId: 'alpha',
-      sessionKey: 'agent:alpha:elsewhere',
-      query: 'note',
+    it('leaves a common term out and keeps the rare one', async () => {
+      const near = (note: number) => Math.abs(note - 5) <= 1;
+      // Under the budget, "lantern" ranks too: notes far from note 5 fill the list.
+      const exact = await (await seed({})).search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
+      expect(notes(exact).some((note) => !near(note))).toBe(true);
+      await db.close();
+      db = await openTestDatabase(dialect);
+      const memory = await seed({ maxScoredRows: 100 });
+      const hits = await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
+      // Only "zephyr" was searched: note 5, the turns around it and (through them) the notes next to it.
+      expect(hits[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
+      expect(notes(hits).every(near)).toBe(true);
+      // A term no row has does not count against the budget, and the search still answers.
+      const unknown = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 3 });
+      expect(unknown[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
+      // Its count (0) is kept, yet the first entry that has it is found at once.
+      await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'a quasar at last' }]);
+      const found = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 10 });
+      expect(found.map((hit) => hit.content)).toContain('a quasar at last');
     });
-    const listed = block.split('\n').filter((line) => line.startsWith('- ['));
-    expect(listed.length).toBeGreaterThan(0);
-    const grown = listed.reduce((sum, line) => sum + line.length - /: (note \d+)$/.exec(line)![1]!.length, 0);
-    expect(memory.status().promptLineCache.chars).toBe(chars + grown);
-  });
 
-  it('answers a topic lookup newest written first without reading every match', async () => {
-    const memory = await seed({});
-    const items = await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 3 });
-    expect(items.map((item) => ('content' in item ? item.content : item.text))).toEqual([
-      'note 299: lantern',
-      'note 298: lantern',
-      'note 297: lantern',
-    ]);
-    // A backdated append is still the newest written.
-    await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'old lantern', createdAtMs: 1_000 }]);
-    expect((await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 1 }))[0]).toMatchObject({
-      content: 'old lantern',
+    it('takes a smaller budget per search, never a larger one, and automatic recall uses its own', async () => {
+      const memory = await seed({ maxScoredRows: 5_000, promptMaxScoredRows: 100 });
+      const narrow = await memory.search({
+        agentId: 'alpha',
+        query: 'lantern',
+        limit: 10,
+        maxScoredRows: 100,
+      });
+      expect(notes(narrow).every((note) => note >= 200)).toBe(true);
+      const unbounded = await memory.search({
+        agentId: 'alpha',
+        query: 'lantern',
+        limit: 10,
+        maxScoredRows: Number.NaN,
+      });
+      expect(notes(unbounded).every((note) => note < 30)).toBe(true);
+      // Automatic recall ranks the newest 100 matching rows only.
+      const block = await memory.recallForPrompt({
+        agentId: 'alpha',
+        sessionKey: 'agent:alpha:other',
+        query: 'lantern',
+      });
+      const recalled = [...block.matchAll(/note (\d+):/g)].map((match) => Number(match[1]));
+      expect(recalled.length).toBeGreaterThan(0);
+      expect(recalled.every((note) => note >= 200)).toBe(true);
+      await db.close();
+      db = await openTestDatabase(dialect);
+      const capped = await seed({ maxScoredRows: 100 });
+      const asked = await capped.search({
+        agentId: 'alpha',
+        query: 'lantern',
+        limit: 10,
+        maxScoredRows: 100_000,
+      });
+      expect(notes(asked).every((note) => note >= 200)).toBe(true);
+    });
+
+    it("looks at the newest matches of the budget only, and never returns another agent's", async () => {
+      const memory = await seed({ maxScoredRows: 100 });
+      const beta = { sessionId: 'beta-1', sessionKey: 'agent:beta:main', agentId: 'beta' };
+      const betaNotes = (from: number, count: number) =>
+        Array.from({ length: count }, (_, index) => ({
+          role: 'user' as const,
+          content: `beta ${from + index}: lantern`,
+        }));
+      // 30 newer matches of beta's: alpha's newest notes are still among the newest 100 matching rows.
+      await memory.appendBatch(beta, betaNotes(0, 30));
+      const alpha = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+      expect(notes(alpha).length).toBeGreaterThan(0);
+      expect(notes(alpha).every((note) => note >= 250)).toBe(true);
+      expect(alpha.every((hit) => hit.sessionKey === 'agent:alpha:main')).toBe(true);
+      // 200 more: the newest 100 matches are all beta's, and alpha's older ones are past the budget.
+      await memory.appendBatch(beta, betaNotes(30, 200));
+      expect(await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 })).toEqual([]);
+      const found = await memory.search({ agentId: 'beta', query: 'lantern', limit: 10 });
+      expect(found.length).toBe(10);
+      expect(found.every((hit) => hit.sessionKey === 'agent:beta:main')).toBe(true);
+      // A rarer word is still found for alpha however many rows of beta's there are.
+      expect((await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 1 }))[0]?.content).toBe(
+        'note 5: lantern lantern lantern zephyr',
+      );
+    });
+
+    it('counts a term again once the memory has grown past a tenth', async () => {
+      const harness = createHarness(db, { config: { maxActiveEntries: 16, recall: { maxScoredRows: 100 } } });
+      const { memory } = harness;
+      const turns = (count: number, word: string, from: number) =>
+        Array.from({ length: count }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `${index % 5 === 0 ? word : 'filler'} ${from + index}`,
+        }));
+      await memory.appendBatch(sessionRef(), turns(200, 'other', 0));
+      await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'comet sighting' }]);
+      // "comet" is rare: with "other" (200 / 5 turns, each seen by 5 rows' context: over the budget) it is searched alone.
+      let hits = await memory.search({ agentId: 'alpha', query: 'comet other', limit: 3 });
+      expect(hits[0]?.content).toBe('comet sighting');
+      // Now "comet" becomes common, newer than anything else; the cached count would still call it rare.
+      await memory.appendBatch(sessionRef(), turns(400, 'comet', 1000));
+      hits = await memory.search({ agentId: 'alpha', query: 'comet', limit: 10 });
+      // Recounted: over the budget, so only the newest matches are ranked, and the first sighting is not among them.
+      expect(hits.map((hit) => hit.content)).not.toContain('comet sighting');
+      expect(hits.length).toBeGreaterThan(0);
+    });
+
+    it('past the budget, automatic recall lists the newest matches outside the asking context, newest first', async () => {
+      const harness = createHarness(db, {
+        config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
+      });
+      const { memory } = harness;
+      const turns = (key: string) =>
+        Array.from({ length: 30 }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `${key} hangar ${index + 1}`,
+        }));
+      await memory.appendBatch(sessionRef('old'), turns('old'));
+      // The asking session's 30 turns are its context and the newest matches of "hangar" (over the budget).
+      await memory.appendBatch(sessionRef('main'), turns('main'));
+      const block = await memory.recallForPrompt({
+        agentId: 'alpha',
+        sessionKey: 'agent:alpha:main',
+        query: 'hangar',
+      });
+      const listed = [...block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
+      expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
+    });
+
+    it('past the budget, lists what it keeps of each commit only while the rows exist, outside the context and of the agent', async () => {
+      const config = { maxActiveEntries: 4, evictDownToRatio: 1, recall: { promptMaxScoredRows: 30 } };
+      const { memory } = createHarness(db, { config });
+      // The last turn of each key is long, on several lines: its line is made (and copied) as it is committed.
+      const turns = (key: string, count: number) =>
+        Array.from({ length: count }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `${key} hangar ${index + 1}${index === count - 1 ? `  with\n\t${'long '.repeat(200)}` : ''}`,
+        }));
+      await memory.appendBatch(sessionRef('old'), turns('old', 24));
+      await memory.appendBatch(sessionRef('gone'), turns('gone', 12));
+      // Another agent's turns are the newest matches of all.
+      await memory.appendBatch(sessionRef('other', 'beta'), turns('other', 12));
+      // The asking session's own four turns fill its context of four.
+      await memory.appendBatch(sessionRef('main'), turns('main', 4));
+      const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
+      const listed = async (service = memory) =>
+        [...(await service.recallForPrompt(ask)).matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
+      expect(memory.status().promptLineCache.lines).toBe(52);
+      expect(await listed()).toEqual(
+        Array.from({ length: 8 }, (_, index) => `agent:alpha:gone#${12 - index}`),
+      );
+      // A restarted service, which keeps nothing yet, reads the same lines.
+      const restarted = createHarness(db, { config }).memory;
+      expect(await restarted.recallForPrompt(ask)).toBe(await memory.recallForPrompt(ask));
+      // Deleted rows are not listed from what was kept of them.
+      await memory.deleteSessionKey('agent:alpha:gone');
+      expect(await listed()).toEqual(
+        Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${24 - index}`),
+      );
+      // Two more turns (matching through the turns before them, and in context) evict the asking session's
+      // first two: those leave its context and may be recalled now.
+      await memory.appendBatch(sessionRef('main'), [
+        { role: 'user', content: 'unrelated' },
+        { role: 'assistant', content: 'unrelated too' },
+      ]);
+      expect((await listed()).slice(0, 3)).toEqual([
+        'agent:alpha:main#2',
+        'agent:alpha:main#1',
+        'agent:alpha:old#24',
+      ]);
+      expect(await restarted.recallForPrompt(ask)).toBe(await memory.recallForPrompt(ask));
+    });
+
+    it('keeps at most 4,096 committed entries for automatic recall, and reports them', async () => {
+      const { memory } = createHarness(db, {
+        config: { maxActiveEntries: 5_000, maxActiveTokens: 1_000_000 },
+      });
+      await memory.appendBatch(
+        sessionRef(),
+        Array.from({ length: 4_100 }, (_, index) => ({ role: 'user' as const, content: `note ${index}` })),
+      );
+      const { lines, chars } = memory.status().promptLineCache;
+      expect(lines).toBe(4_096);
+      // The contents of the newest 4,096 (the first four were dropped).
+      const held = Array.from({ length: 4_096 }, (_, index) => `note ${index + 4}`.length);
+      expect(chars).toBe(held.reduce((sum, length) => sum + length, 0));
+      // Recall makes lines of the entries it lists: each one now holds its line instead of its content.
+      const block = await memory.recallForPrompt({
+        agentId: 'alpha',
+        sessionKey: 'agent:alpha:elsewhere',
+        query: 'note',
+      });
+      const listed = block.split('\n').filter((line) => line.startsWith('- ['));
+      expect(listed.length).toBeGreaterThan(0);
+      const grown = listed.reduce(
+        (sum, line) => sum + line.length - /: (note \d+)$/.exec(line)![1]!.length,
+        0,
+      );
+      expect(memory.status().promptLineCache.chars).toBe(chars + grown);
+    });
+
+    it('answers a topic lookup newest written first without reading every match', async () => {
+      const memory = await seed({});
+      const items = await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 3 });
+      expect(items.map((item) => ('content' in item ? item.content : item.text))).toEqual([
+        'note 299: lantern',
+        'note 298: lantern',
+        'note 297: lantern',
+      ]);
+      // A backdated append is still the newest written.
+      await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'old lantern', createdAtMs: 1_000 }]);
+      expect((await memory.query({ agentId: 'alpha', topic: 'lantern', limit: 1 }))[0]).toMatchObject({
+        content: 'old lantern',
+      });
     });
   });
-});

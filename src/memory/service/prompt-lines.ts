@@ -172,11 +172,10 @@ export function cachedPromptLine(
 }
 
 /**
- * Keeps the entries of a commit just made (tombstones are never recalled) for the newest-matches path, which
- * only SQLite takes. About 0.2 µs an entry: no line is made here.
+ * Keeps the entries of a commit just made (tombstones are never recalled) for the newest-matches path. About
+ * 0.2 µs an entry: no line is made here.
  */
 export function rememberCommitted(ctx: MemoryContext, entries: ReadonlyArray<StoredEntry>): void {
-  if (ctx.ltm.dialect !== 'sqlite') return;
   const cache = promptLineCache(ctx);
   const previewChars = ctx.config.recall.previewChars;
   for (const entry of entries) {

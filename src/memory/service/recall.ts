@@ -551,7 +551,7 @@ function smoothPromptLines(
 }
 
 /**
- * Past the row budget (SQLite): the newest matches of `term` among its newest `recall.promptMaxScoredRows`,
+ * Past the row budget: the newest matches of `term` among its newest `recall.promptMaxScoredRows`,
  * newest first, of the asking agent and outside the asking session's context, as many as the block lists.
  * The full-text index names the row ids a few more than needed at a time, and only the lines not cached
  * (or of the asking key, whose context state is read each time) are read, in one query.
