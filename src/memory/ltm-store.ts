@@ -805,14 +805,19 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     const highestRowId = await highestEntryRowId();
     if (dialect === 'sqlite') noteIndexSize(highestRowId);
     if (highestRowId <= maxScoredRows) return { match: anyOf(terms) };
-    const counted: Array<{ term: string; rows: number }> = [];
-    for (const term of terms)
-      counted.push({
-        term,
-        rows:
-          cachedTermRows(term, maxScoredRows, highestRowId) ??
-          (await countTermRows(term, maxScoredRows, highestRowId)),
-      });
+    const counted = terms.map((term) => ({
+      term,
+      rows: cachedTermRows(term, maxScoredRows, highestRowId) ?? Number.NaN,
+    }));
+    // The terms not counted yet are counted together: on Postgres their queries go out at once on pooled
+    // connections instead of one round trip after another.
+    const uncounted = counted.filter(({ rows }) => Number.isNaN(rows));
+    if (uncounted.length > 0)
+      await Promise.all(
+        uncounted.map(async (entry) => {
+          entry.rows = await countTermRows(entry.term, maxScoredRows, highestRowId);
+        }),
+      );
     counted.sort((left, right) => left.rows - right.rows);
     // A term counted at 0 stays in: the count may predate the first entry that has it.
     const kept: string[] = [];
