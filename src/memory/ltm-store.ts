@@ -770,7 +770,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   /** Starts a background merge when the index has grown enough since the last one (see `indexMerge`). */
   const noteIndexSize = (highestRowId: number) => {
     const merged = indexMerge.mergedAtRowId;
-    if (indexMerge.running) return;
+    // Postgres's GIN indexes fold their pending entries in by themselves.
+    if (dialect !== 'sqlite' || indexMerge.running) return;
     if (merged !== undefined && highestRowId - merged < Math.max(mergeMinRows, merged * mergeGrowth)) return;
     indexMerge.running = true;
     setTimeout(() => {
@@ -803,7 +804,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   ): Promise<{ match: string; term?: never } | { match?: never; term: string }> => {
     if (!Number.isFinite(maxScoredRows)) return { match: anyOf(terms) };
     const highestRowId = await highestEntryRowId();
-    if (dialect === 'sqlite') noteIndexSize(highestRowId);
+    noteIndexSize(highestRowId);
     if (highestRowId <= maxScoredRows) return { match: anyOf(terms) };
     const counted = terms.map((term) => ({
       term,
@@ -1108,27 +1109,24 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const plan = await matchPlan(terms, maxScoredRows);
       // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns before B.
       params.push(`{1, 0, ${Number(weights.before)}, 0}`);
-      let rows: RankedRow[];
+      // Past the budget, the rows ranked are the newest `maxScoredRows` matches of the term (a backward walk
+      // of the primary key for a common term, which stops there); under it, every match of the terms kept.
+      let ranked = 'memory_entries e';
+      let matched = `${pgWords} @@ q AND `;
       if (plan.term !== undefined) {
-        // The newest `maxScoredRows` matches of the term (a backward walk of the primary key for a common
-        // term, which stops there), those that pass the filter ranked.
-        params.push(plan.term, maxScoredRows, plan.term);
-        const where = filterSql(filter, params);
-        rows = await db.all<RankedRow>(
-          `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM (SELECT e.id FROM memory_entries e ` +
-            `WHERE ${pgWords} @@ to_tsquery('english', ?) ORDER BY e.id DESC LIMIT ?) newest ` +
-            `JOIN memory_entries e ON e.id = newest.id, to_tsquery('english', ?) q WHERE ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
-          [...params, limit],
-        );
-      } else {
-        params.push(plan.match);
-        const where = filterSql(filter, params);
-        rows = await db.all<RankedRow>(
-          `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
-            `WHERE ${pgWords} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
-          [...params, limit],
-        );
+        ranked =
+          `(SELECT e.id FROM memory_entries e WHERE ${pgWords} @@ to_tsquery('english', ?) ORDER BY e.id DESC LIMIT ?) newest ` +
+          'JOIN memory_entries e ON e.id = newest.id';
+        matched = '';
+        params.push(plan.term, maxScoredRows);
       }
+      params.push(plan.term ?? plan.match);
+      const where = filterSql(filter, params);
+      const rows = await db.all<RankedRow>(
+        `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM ${ranked}, to_tsquery('english', ?) q ` +
+          `WHERE ${matched}${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+        [...params, limit],
+      );
       return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
     },
 

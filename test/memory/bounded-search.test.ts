@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { MemoryService } from '../../src/memory/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
@@ -38,6 +39,14 @@ for (const dialect of ['sqlite', 'postgres'] as const)
         await harness.memory.appendBatch(sessionRef(), entries.slice(offset, offset + 200));
       return harness.memory;
     };
+    /** Alpha's ten best hits for "lantern", under the search's own row budget when one is given. */
+    const lanternHits = (memory: MemoryService, maxScoredRows?: number) =>
+      memory.search({
+        agentId: 'alpha',
+        query: 'lantern',
+        limit: 10,
+        ...(maxScoredRows === undefined ? {} : { maxScoredRows }),
+      });
     /** The note number of each hit that is a note (neighbouring filler turns are left out). */
     const notes = (hits: ReadonlyArray<{ content: string }>) =>
       hits.flatMap((hit) => {
@@ -47,7 +56,7 @@ for (const dialect of ['sqlite', 'postgres'] as const)
 
     it('ranks every match exactly while they fit the budget', async () => {
       const memory = await seed({});
-      const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+      const hits = await lanternHits(memory);
       // The three-times notes are the best BM25 matches, wherever they are in time.
       expect(notes(hits).every((note) => note < 30)).toBe(true);
       expect(notes(hits).length).toBeGreaterThan(0);
@@ -55,7 +64,7 @@ for (const dialect of ['sqlite', 'postgres'] as const)
 
     it('ranks only the newest matches when even the rarest term matches more rows than the budget', async () => {
       const memory = await seed({ maxScoredRows: 100 });
-      const hits = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+      const hits = await lanternHits(memory);
       // Only the newest 100 matching rows (of 300 notes and their context rows) were ranked: the old
       // three-times notes are out of reach, the recent ones rank.
       expect(notes(hits).length).toBeGreaterThan(0);
@@ -85,19 +94,9 @@ for (const dialect of ['sqlite', 'postgres'] as const)
 
     it('takes a smaller budget per search, never a larger one, and automatic recall uses its own', async () => {
       const memory = await seed({ maxScoredRows: 5_000, promptMaxScoredRows: 100 });
-      const narrow = await memory.search({
-        agentId: 'alpha',
-        query: 'lantern',
-        limit: 10,
-        maxScoredRows: 100,
-      });
+      const narrow = await lanternHits(memory, 100);
       expect(notes(narrow).every((note) => note >= 200)).toBe(true);
-      const unbounded = await memory.search({
-        agentId: 'alpha',
-        query: 'lantern',
-        limit: 10,
-        maxScoredRows: Number.NaN,
-      });
+      const unbounded = await lanternHits(memory, Number.NaN);
       expect(notes(unbounded).every((note) => note < 30)).toBe(true);
       // Automatic recall ranks the newest 100 matching rows only.
       const block = await memory.recallForPrompt({
@@ -111,12 +110,7 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       await db.close();
       db = await openTestDatabase(dialect);
       const capped = await seed({ maxScoredRows: 100 });
-      const asked = await capped.search({
-        agentId: 'alpha',
-        query: 'lantern',
-        limit: 10,
-        maxScoredRows: 100_000,
-      });
+      const asked = await lanternHits(capped, 100_000);
       expect(notes(asked).every((note) => note >= 200)).toBe(true);
     });
 
@@ -130,13 +124,13 @@ for (const dialect of ['sqlite', 'postgres'] as const)
         }));
       // 30 newer matches of beta's: alpha's newest notes are still among the newest 100 matching rows.
       await memory.appendBatch(beta, betaNotes(0, 30));
-      const alpha = await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 });
+      const alpha = await lanternHits(memory);
       expect(notes(alpha).length).toBeGreaterThan(0);
       expect(notes(alpha).every((note) => note >= 250)).toBe(true);
       expect(alpha.every((hit) => hit.sessionKey === 'agent:alpha:main')).toBe(true);
       // 200 more: the newest 100 matches are all beta's, and alpha's older ones are past the budget.
       await memory.appendBatch(beta, betaNotes(30, 200));
-      expect(await memory.search({ agentId: 'alpha', query: 'lantern', limit: 10 })).toEqual([]);
+      expect(await lanternHits(memory)).toEqual([]);
       const found = await memory.search({ agentId: 'beta', query: 'lantern', limit: 10 });
       expect(found.length).toBe(10);
       expect(found.every((hit) => hit.sessionKey === 'agent:beta:main')).toBe(true);
