@@ -796,12 +796,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * while their matches fit the budget: the common ones left out carry the least weight. When even the
    * rarest term matches more rows than the budget, no term says much about relevance, and the search takes
    * that term's newest matches (a memory favours the recent when a query names nothing rarer). Under the
-   * budget, every term is ranked as before. `match` is the dialect's query text of the terms kept.
+   * budget, every term is ranked as before. `match` is the dialect's query text of the terms kept; `leftOut`
+   * the rarest term with matches that was not kept, for a caller whose kept terms find too little.
    */
   const matchPlan = async (
     terms: ReadonlyArray<string>,
     maxScoredRows: number,
-  ): Promise<{ match: string; term?: never } | { match?: never; term: string }> => {
+  ): Promise<{ match: string; leftOut?: string; term?: never } | { match?: never; term: string }> => {
     if (!Number.isFinite(maxScoredRows)) return { match: anyOf(terms) };
     const highestRowId = await highestEntryRowId();
     noteIndexSize(highestRowId);
@@ -830,7 +831,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     }
     // Terms counted at 0 alone would find nothing while a commoner term has matches.
     const rarest = counted.find(({ rows }) => rows > 0);
-    if ((kept.length > 0 && scored > 0) || !rarest) return { match: anyOf(kept.length > 0 ? kept : terms) };
+    if (!rarest) return { match: anyOf(kept.length > 0 ? kept : terms) };
+    if (kept.length > 0 && scored > 0) {
+      const leftOut = counted[kept.length]?.term;
+      return leftOut === undefined ? { match: anyOf(kept) } : { match: anyOf(kept), leftOut };
+    }
     return { term: rarest.term };
   };
 
@@ -1136,6 +1141,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * joining only the best `2 * candidates` matches, with no second pass when filters leave fewer: a prompt
      * hint takes what it finds). Past it, no term says much about relevance, and the answer is the term
      * whose newest matches are listed (`order: 'newest'`; see `newestMatchRowIds` and `linesByRowIds`).
+     * A ranking that left terms out names the rarest of them (`leftOut`), whose newest matches can fill what
+     * the kept terms do not.
      */
     async rankedLines(
       filter: EntryFilter,
@@ -1143,13 +1150,14 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       candidates: number,
       weights: ContextWeights,
       maxScoredRows: number,
-    ): Promise<{ order: 'rank'; lines: RankedLine[] } | { order: 'newest'; term: string }> {
+    ): Promise<{ order: 'rank'; lines: RankedLine[]; leftOut?: string } | { order: 'newest'; term: string }> {
       if (terms.length === 0) return { order: 'rank', lines: [] };
       const params: SqlValue[] = [];
+      if (dialect === 'sqlite') await indexBeforeRead();
+      const plan = await matchPlan(terms, maxScoredRows);
+      if (plan.term !== undefined) return { order: 'newest', term: plan.term };
+      let lines: RankedLine[];
       if (dialect === 'sqlite') {
-        await indexBeforeRead();
-        const plan = await matchPlan(terms, maxScoredRows);
-        if (plan.term !== undefined) return { order: 'newest', term: plan.term };
         const where = filterSql(filter, params);
         const rows = await db.all<Record<string, unknown>>(
           `SELECT ${rankedLineColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts, 1.0, ?) AS rank FROM memory_fts ` +
@@ -1157,24 +1165,20 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           [weights.before, plan.match, 2 * candidates, ...params, candidates],
         );
         // bm25() is lower-is-better.
-        return {
-          order: 'rank',
-          lines: rows.map((row) => rowToLine(row, -Number(row.rank), row.turn, row.stored_in_context)),
-        };
+        lines = rows.map((row) => rowToLine(row, -Number(row.rank), row.turn, row.stored_in_context));
+      } else {
+        params.push(`{1, 0, ${Number(weights.before)}, 0}`, plan.match);
+        const where = filterSql(filter, params);
+        const rows = await db.all<Record<string, unknown>>(
+          `SELECT ${rankedLineColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
+            `WHERE ${pgWords} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+          [...params, candidates],
+        );
+        lines = rows.map((row) => rowToLine(row, Number(row.rank), row.turn, row.stored_in_context));
       }
-      const plan = await matchPlan(terms, maxScoredRows);
-      if (plan.term !== undefined) return { order: 'newest', term: plan.term };
-      params.push(`{1, 0, ${Number(weights.before)}, 0}`, plan.match);
-      const where = filterSql(filter, params);
-      const rows = await db.all<Record<string, unknown>>(
-        `SELECT ${rankedLineColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
-          `WHERE ${pgWords} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
-        [...params, candidates],
-      );
-      return {
-        order: 'rank',
-        lines: rows.map((row) => rowToLine(row, Number(row.rank), row.turn, row.stored_in_context)),
-      };
+      return plan.leftOut === undefined
+        ? { order: 'rank', lines }
+        : { order: 'rank', lines, leftOut: plan.leftOut };
     },
 
     /**

@@ -183,6 +183,39 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
     });
 
+    it("fills automatic recall with a left-out term's newest matches when the rare ones find only the asking message", async () => {
+      const harness = createHarness(db, {
+        config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
+      });
+      const { memory } = harness;
+      await memory.appendBatch(
+        sessionRef('old'),
+        Array.from({ length: 60 }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `hangar ${index + 1}`,
+        })),
+      );
+      // A chat turn commits the message before it recalls: "beacon" has one match, the message itself,
+      // which is in the asking context; "hangar" matches more rows than the budget and is left out.
+      await memory.append(sessionRef('main'), { role: 'user', content: 'which hangar had the beacon?' });
+      const listed = async (query: string) =>
+        [
+          ...(
+            await memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:main', query })
+          ).matchAll(/^- \[([^,]+),/gm),
+        ].map((match) => match[1]);
+      expect(await listed('which hangar had the beacon?')).toEqual(
+        Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${60 - index}`),
+      );
+      // A rare term's matches outside the context come first, the left-out term's newest after them, each
+      // entry once.
+      await memory.append(sessionRef('other'), { role: 'user', content: 'the beacon of hangar 31' });
+      expect(await listed('which hangar had the beacon?')).toEqual([
+        'agent:alpha:other#1',
+        ...Array.from({ length: 7 }, (_, index) => `agent:alpha:old#${60 - index}`),
+      ]);
+    });
+
     it('past the budget, lists what it keeps of each commit only while the rows exist, outside the context and of the agent', async () => {
       const config = { maxActiveEntries: 4, evictDownToRatio: 1, recall: { promptMaxScoredRows: 30 } };
       const { memory } = createHarness(db, { config });

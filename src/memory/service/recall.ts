@@ -560,6 +560,7 @@ async function newestPromptLines(
   ctx: MemoryContext,
   options: { agentId: string; sessionKey: string; limit: number },
   term: string,
+  listed?: ReadonlySet<string>,
 ): Promise<PromptLine[]> {
   const { ltm, config } = ctx;
   const maxRows = config.recall.promptMaxScoredRows;
@@ -609,6 +610,7 @@ async function newestPromptLines(
             continue;
         } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
         if (line.agentId !== options.agentId) continue;
+        if (listed?.has(lineKey(line))) continue;
         found.push(cache.lineOf(rowId, line, previewChars));
       }
     }
@@ -619,13 +621,19 @@ async function newestPromptLines(
   return found;
 }
 
+/** An entry's key in the lists of one recall: its session key and MemoryID. */
+const lineKey = (line: { sessionKey: string; memoryId: number }) => `${line.memoryId}#${line.sessionKey}`;
+
 /**
  * Automatic recall's ranking, the lexical ranking of `search` made cheap enough to run before every chat
  * turn: at most `recall.promptMaxScoredRows` rows ranked, `recall.promptCandidates` candidates smoothed,
  * read with their text in the ranking query (no JSON decoded), the session's context left out as entries
  * come (no list of it is built or read), and only neighbours that reach the top read afterwards; past the
  * budget, the newest `limit` matches of the rarest term outside the context (`newestPromptLines`). The best
- * `limit`, best first.
+ * `limit`, best first. When the budget left a term out and the terms kept fill fewer than `limit` lines,
+ * the newest matches of that term outside the context follow them, as matches of a commoner word come after
+ * those of the rarer ones in a ranking of every match: the terms kept may match nothing but the asking
+ * message itself, which the context holds ("which turn was last?" after many turns about turns).
  */
 async function promptLines(
   ctx: MemoryContext,
@@ -645,6 +653,7 @@ async function promptLines(
   const inContext = contextTest(ctx, options.sessionKey);
   const { ranked, byKey } = smoothPromptLines(candidates.lines, settings.neighbourWeights);
   const found: PromptLine[] = [];
+  const listed = new Set<string>();
   let next = 0;
   while (found.length < options.limit && next < ranked.length) {
     // The next best outside the context; neighbours only reached through a candidate are read in one query
@@ -664,8 +673,14 @@ async function promptLines(
       for (const line of await ltm.turnLinesAt(filter, unknown))
         byKey.get(line.sessionKey)!.get(line.memoryId)!.line = line;
     for (const slot of window)
-      if (slot.line !== undefined && !inContext(slot.line) && found.length < options.limit)
+      if (slot.line !== undefined && !inContext(slot.line) && found.length < options.limit) {
         found.push(promptLineOf(slot.line, settings.previewChars));
+        listed.add(lineKey(slot.line));
+      }
+  }
+  if (found.length < options.limit && candidates.leftOut !== undefined) {
+    const rest = { ...options, limit: options.limit - found.length };
+    found.push(...(await newestPromptLines(ctx, rest, candidates.leftOut, listed)));
   }
   return found;
 }
