@@ -46,10 +46,14 @@ export async function prepareRun(state: RunState): Promise<RunSetup> {
   const { options, contextOptions, scope } = state;
   let leading = 0;
   while (leading < options.messages.length && options.messages[leading]!.role === 'system') leading++;
-  const system = options.messages
-    .slice(0, leading)
-    .map((message) => message.content)
-    .join('\n\n');
+  // One system message (a chat turn's) is taken as it is: joining copies kilobytes of prompt every run.
+  const system =
+    leading === 1
+      ? options.messages[0]!.content
+      : options.messages
+          .slice(0, leading)
+          .map((message) => message.content)
+          .join('\n\n');
   const history = options.messages.slice(leading);
   const extras = [...(options.systemPromptExtras ?? [])];
   if (contextOptions.orient) extras.push(`== ORIENT ==\n${contextOptions.orient}`);

@@ -151,6 +151,33 @@ describeEachDatabase('memory RAM model', (getDb) => {
     third.release();
   });
 
+  it('hands out what an eviction left, not what the last pin saw, and shares no array a caller can change', async () => {
+    const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3, evictDownToRatio: 1 } });
+    const ref = sessionRef();
+    for (const content of ['one', 'two', 'three']) await memory.append(ref, { role: 'user', content });
+    const contents = async () => {
+      const lease = await memory.pin(ref);
+      lease.release();
+      return {
+        messages: lease.modelMessages().map((message) => message.content),
+        entries: lease.entries.map((entry) => entry.content),
+        memoryIds: lease.memoryIds,
+        lease,
+      };
+    };
+    const before = await contents();
+    expect(before).toMatchObject({ messages: ['one', 'two', 'three'], memoryIds: [1, 2, 3] });
+    expect(() => (before.lease.entries as unknown[]).push('x')).toThrow(TypeError);
+    // A fourth entry evicts the first in the append's commit.
+    await memory.append(ref, { role: 'user', content: 'four' });
+    const after = await contents();
+    expect(after.messages).toEqual(['two', 'three', 'four']);
+    expect(after.entries).toEqual(['two', 'three', 'four']);
+    expect(after.memoryIds).toEqual([2, 3, 4]);
+    // The earlier lease still tells what it pinned.
+    expect(before.lease.modelMessages().map((message) => message.content)).toEqual(['one', 'two', 'three']);
+  });
+
   it('rejects malformed input and mismatched session references', async () => {
     const { memory } = createHarness(getDb());
     await expect(memory.append(sessionRef(), { role: 'robot', content: 'x' } as never)).rejects.toMatchObject(

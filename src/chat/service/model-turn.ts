@@ -56,7 +56,7 @@ export async function runModelTurn(
       if (recalled) system.push(recalled);
     }
     const messages: ModelMessage[] = lease.modelMessages();
-    messages.unshift({ role: 'system', content: system.join('\n\n') });
+    messages.unshift({ role: 'system', content: system.length === 1 ? system[0]! : system.join('\n\n') });
 
     const result = await options.runTurn({
       runId: record.runId,

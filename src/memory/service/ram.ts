@@ -239,6 +239,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     ref,
     entries,
     totals: undefined,
+    pinView: undefined,
     pinnedEntries: 0,
     busy: new Set(),
     lastActiveMs: ctx.clock.now(),
@@ -364,6 +365,7 @@ export function replaceInRam(
     if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
   ram.entries = sorted ? next : next.sort(byContextOrder);
   ram.totals = undefined;
+  ram.pinView = undefined;
   dropTombstoneOverflow(ctx, ram);
 }
 
@@ -552,7 +554,15 @@ export function buildEntry(
 /** Pins the chosen active entries; the lease's `release` enforces the limits that pins held off. */
 export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: ReadonlyArray<number>) {
   const { sessions, mutex, logger } = ctx;
-  const active = activeOf(ram);
+  // A chat turn pins its whole context every turn: the active entries, their views and their messages are
+  // built once per change of the context and shared, and each lease copies only what it hands out.
+  let view = ram.pinView;
+  if (view === undefined) {
+    view = { active: activeOf(ram), entries: undefined, messages: undefined };
+    ram.pinView = view;
+  }
+  const shared = view;
+  const { active } = shared;
   const wanted = memoryIds ? new Set(memoryIds) : undefined;
   const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
   for (const entry of pinned) {
@@ -560,10 +570,20 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
     if (entry.pins === 1) ram.pinnedEntries++;
   }
   let released = false;
+  let pinnedIds: number[] | undefined;
   return {
-    memoryIds: pinned.map((entry) => entry.memoryId),
-    entries: active.map(pinnedView),
-    modelMessages: () => active.map(modelMessage),
+    get memoryIds(): number[] {
+      pinnedIds ??= pinned.map((entry) => entry.memoryId);
+      return pinnedIds;
+    },
+    get entries(): ReadonlyArray<Readonly<MemoryEntry>> {
+      shared.entries ??= Object.freeze(active.map(pinnedView));
+      return shared.entries;
+    },
+    modelMessages: () => {
+      shared.messages ??= active.map(modelMessage);
+      return shared.messages.slice();
+    },
     release: () => {
       if (released) return;
       released = true;
@@ -658,6 +678,7 @@ export async function appendBatch(
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);
+      ram.pinView = undefined;
       if (ram.totals !== undefined)
         ram.totals = {
           count: ram.totals.count + entries.length,
