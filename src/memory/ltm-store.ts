@@ -802,7 +802,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   const matchPlan = async (
     terms: ReadonlyArray<string>,
     maxScoredRows: number,
-  ): Promise<{ match: string; leftOut?: string; term?: never } | { match?: never; term: string }> => {
+  ): Promise<
+    { match: string; leftOut?: string; term?: never } | { match?: never; leftOut?: never; term: string }
+  > => {
     if (!Number.isFinite(maxScoredRows)) return { match: anyOf(terms) };
     const highestRowId = await highestEntryRowId();
     noteIndexSize(highestRowId);
@@ -837,6 +839,102 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       return leftOut === undefined ? { match: anyOf(kept) } : { match: anyOf(kept), leftOut };
     }
     return { term: rarest.term };
+  };
+
+  /** `fullText`'s ranking of what `plan` keeps (see `matchPlan`): the kept terms' matches, or the newest of one term. */
+  const rankedRows = async (
+    filter: EntryFilter,
+    plan: { match: string; term?: never } | { match?: never; term: string },
+    limit: number,
+    weights: ContextWeights,
+    enough: number,
+    maxScoredRows: number,
+  ): Promise<RankedRow[]> => {
+    const params: SqlValue[] = [];
+    if (dialect === 'sqlite') {
+      const where = filterSql(filter, params);
+      if (plan.term !== undefined) {
+        // The newest matches that pass the filter, in the entry's own words (1) or in the turns before it
+        // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (CROSS JOIN keeps it
+        // the outer loop), newest row first, so the scan stops once enough rows pass.
+        const phrase = ftsAnyOf([plan.term]);
+        // The scan for the newest matches that pass the search's filter stops at this row, so an agent
+        // with few entries among many of other agents costs no more than the budget.
+        const boundary = await db.get<{ rowid: number }>(
+          'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?',
+          [phrase, maxScoredRows - 1],
+        );
+        const fromRowId = Number(boundary?.rowid ?? 0);
+        const newest =
+          `SELECT memory_fts.rowid AS rowid, ? AS weight FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+          `WHERE memory_fts MATCH ? AND memory_fts.rowid >= ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`;
+        const candidates = Math.max(limit * 2, 50);
+        return db.all<RankedRow>(
+          `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, sum(weight) AS rank FROM (` +
+            `SELECT * FROM (${newest}) UNION ALL SELECT * FROM (${newest})) GROUP BY rowid) f ` +
+            'JOIN memory_entries e ON e.id = f.rowid ORDER BY f.rank DESC, e.id DESC LIMIT ?',
+          [
+            1,
+            `content : ${phrase}`,
+            fromRowId,
+            ...params,
+            candidates,
+            weights.before,
+            `before : ${phrase}`,
+            fromRowId,
+            ...params,
+            candidates,
+            limit,
+          ],
+        );
+      }
+      const bm25 = 'bm25(memory_fts, 1.0, ?)';
+      const columnWeights = [weights.before];
+      // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
+      // before ranking costs far more. When filters drop too many candidates, rank over the full join.
+      const candidates = Math.max(limit * 2, 50);
+      let rows = await db.all<RankedRow>(
+        `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, ${bm25} AS rank FROM memory_fts ` +
+          `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+        [...columnWeights, plan.match, candidates, ...params, limit],
+      );
+      if (rows.length < Math.min(enough, limit)) {
+        const total = await db.get<{ n: number }>(
+          'SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
+          [plan.match, candidates],
+        );
+        if (Number(total?.n ?? 0) >= candidates) {
+          rows = await db.all<RankedRow>(
+            `SELECT ${entryColumns}, ${bm25} AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+              `WHERE memory_fts MATCH ? AND ${where} ORDER BY rank LIMIT ?`,
+            [...columnWeights, plan.match, ...params, limit],
+          );
+        }
+      }
+      // bm25() is lower-is-better.
+      return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
+    }
+    // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns before B.
+    params.push(`{1, 0, ${Number(weights.before)}, 0}`);
+    // Past the budget, the rows ranked are the newest `maxScoredRows` matches of the term (a backward walk
+    // of the primary key for a common term, which stops there); under it, every match of the terms kept.
+    let ranked = 'memory_entries e';
+    let matched = `${pgWords} @@ q AND `;
+    if (plan.term !== undefined) {
+      ranked =
+        `(SELECT e.id FROM memory_entries e WHERE ${pgWords} @@ to_tsquery('english', ?) ORDER BY e.id DESC LIMIT ?) newest ` +
+        'JOIN memory_entries e ON e.id = newest.id';
+      matched = '';
+      params.push(plan.term, maxScoredRows);
+    }
+    params.push(plan.term ?? plan.match);
+    const where = filterSql(filter, params);
+    const rows = await db.all<RankedRow>(
+      `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM ${ranked}, to_tsquery('english', ?) q ` +
+        `WHERE ${matched}${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
+      [...params, limit],
+    );
+    return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
   };
 
   return {
@@ -1034,7 +1132,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * higher-is-better on both dialects. Returns up to `limit` rows; when filters leave fewer than
      * `enough`, the ranking is redone over every match instead of the best-ranked ones (SQLite; Postgres ranks
      * every match that passes the filters at once). bm25() and ts_rank cost about a microsecond per matching
-     * row, so `maxScoredRows` bounds the rows either ranks (see `matchPlan`).
+     * row, so `maxScoredRows` bounds the rows either ranks (see `matchPlan`). When the budget left a term out
+     * and the terms kept give fewer than `limit` rows, that term's newest matches follow them, ranked below.
      */
     async fullText(
       filter: EntryFilter,
@@ -1045,94 +1144,26 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       maxScoredRows = Number.POSITIVE_INFINITY,
     ): Promise<RankedRow[]> {
       if (terms.length === 0) return [];
-      const params: SqlValue[] = [];
-      if (dialect === 'sqlite') {
-        await indexBeforeRead();
-        const plan = await matchPlan(terms, maxScoredRows);
-        const where = filterSql(filter, params);
-        if (plan.term !== undefined) {
-          // The newest matches that pass the filter, in the entry's own words (1) or in the turns before it
-          // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (CROSS JOIN keeps it
-          // the outer loop), newest row first, so the scan stops once enough rows pass.
-          const phrase = ftsAnyOf([plan.term]);
-          // The scan for the newest matches that pass the search's filter stops at this row, so an agent
-          // with few entries among many of other agents costs no more than the budget.
-          const boundary = await db.get<{ rowid: number }>(
-            'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?',
-            [phrase, maxScoredRows - 1],
-          );
-          const fromRowId = Number(boundary?.rowid ?? 0);
-          const newest =
-            `SELECT memory_fts.rowid AS rowid, ? AS weight FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
-            `WHERE memory_fts MATCH ? AND memory_fts.rowid >= ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`;
-          const candidates = Math.max(limit * 2, 50);
-          return db.all<RankedRow>(
-            `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, sum(weight) AS rank FROM (` +
-              `SELECT * FROM (${newest}) UNION ALL SELECT * FROM (${newest})) GROUP BY rowid) f ` +
-              'JOIN memory_entries e ON e.id = f.rowid ORDER BY f.rank DESC, e.id DESC LIMIT ?',
-            [
-              1,
-              `content : ${phrase}`,
-              fromRowId,
-              ...params,
-              candidates,
-              weights.before,
-              `before : ${phrase}`,
-              fromRowId,
-              ...params,
-              candidates,
-              limit,
-            ],
-          );
-        }
-        const bm25 = 'bm25(memory_fts, 1.0, ?)';
-        const columnWeights = [weights.before];
-        // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
-        // before ranking costs far more. When filters drop too many candidates, rank over the full join.
-        const candidates = Math.max(limit * 2, 50);
-        let rows = await db.all<RankedRow>(
-          `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, ${bm25} AS rank FROM memory_fts ` +
-            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
-          [...columnWeights, plan.match, candidates, ...params, limit],
-        );
-        if (rows.length < Math.min(enough, limit)) {
-          const total = await db.get<{ n: number }>(
-            'SELECT count(*) AS n FROM (SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?) m',
-            [plan.match, candidates],
-          );
-          if (Number(total?.n ?? 0) >= candidates) {
-            rows = await db.all<RankedRow>(
-              `SELECT ${entryColumns}, ${bm25} AS rank FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
-                `WHERE memory_fts MATCH ? AND ${where} ORDER BY rank LIMIT ?`,
-              [...columnWeights, plan.match, ...params, limit],
-            );
-          }
-        }
-        // bm25() is lower-is-better.
-        return rows.map((row) => ({ ...row, rank: -Number(row.rank) }));
-      }
+      if (dialect === 'sqlite') await indexBeforeRead();
       const plan = await matchPlan(terms, maxScoredRows);
-      // ts_rank weights are listed {D, C, B, A}: the entry's own words carry D, the turns before B.
-      params.push(`{1, 0, ${Number(weights.before)}, 0}`);
-      // Past the budget, the rows ranked are the newest `maxScoredRows` matches of the term (a backward walk
-      // of the primary key for a common term, which stops there); under it, every match of the terms kept.
-      let ranked = 'memory_entries e';
-      let matched = `${pgWords} @@ q AND `;
-      if (plan.term !== undefined) {
-        ranked =
-          `(SELECT e.id FROM memory_entries e WHERE ${pgWords} @@ to_tsquery('english', ?) ORDER BY e.id DESC LIMIT ?) newest ` +
-          'JOIN memory_entries e ON e.id = newest.id';
-        matched = '';
-        params.push(plan.term, maxScoredRows);
-      }
-      params.push(plan.term ?? plan.match);
-      const where = filterSql(filter, params);
-      const rows = await db.all<RankedRow>(
-        `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM ${ranked}, to_tsquery('english', ?) q ` +
-          `WHERE ${matched}${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
-        [...params, limit],
-      );
-      return rows.map((row) => ({ ...row, rank: Number(row.rank) }));
+      const rows = await rankedRows(filter, plan, limit, weights, enough, maxScoredRows);
+      if (plan.leftOut === undefined || rows.length >= limit) return rows;
+      // The kept terms found too few: the left-out term's newest matches follow them, in their own order, as
+      // matches of only a commoner word rank after those of the rarer ones when every match is ranked. Their
+      // ranks stay under a quarter of the lowest kept one, so that the shares a search spreads to each turn's
+      // neighbours (recall.neighbourWeights) do not lift them above the kept terms' matches.
+      const listed = new Set(rows.map((row) => row.id));
+      const newest = await rankedRows(filter, { term: plan.leftOut }, limit, weights, limit, maxScoredRows);
+      const extra = newest.filter((row) => !listed.has(row.id)).slice(0, limit - rows.length);
+      const below = rows.reduce((lowest, row) => Math.min(lowest, row.rank), Number.POSITIVE_INFINITY);
+      return [
+        ...rows,
+        ...extra.map((row, index) =>
+          rows.length === 0
+            ? row
+            : { ...row, rank: (below * (extra.length - index)) / (4 * (extra.length + 1)) },
+        ),
+      ];
     },
 
     /**

@@ -80,9 +80,14 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       db = await openTestDatabase(dialect);
       const memory = await seed({ maxScoredRows: 100 });
       const hits = await memory.search({ agentId: 'alpha', query: 'zephyr lantern', limit: 30 });
-      // Only "zephyr" was searched: note 5, the turns around it and (through them) the notes next to it.
+      // "zephyr" was ranked: note 5, the turns around it and (through them) the notes next to it. Too few for
+      // the limit, they are followed by the newest matches of "lantern", the term left out.
       expect(hits[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
-      expect(notes(hits).every(near)).toBe(true);
+      const ranked = notes(hits);
+      const firstNewest = ranked.findIndex((note) => !near(note));
+      expect(firstNewest).toBeGreaterThan(0);
+      expect(ranked.slice(0, firstNewest).every(near)).toBe(true);
+      expect(ranked.slice(firstNewest).every((note) => note >= 250)).toBe(true);
       // A term no row has does not count against the budget, and the search still answers.
       const unknown = await memory.search({ agentId: 'alpha', query: 'quasar zephyr', limit: 3 });
       expect(unknown[0]?.content).toBe('note 5: lantern lantern lantern zephyr');
@@ -214,6 +219,32 @@ for (const dialect of ['sqlite', 'postgres'] as const)
         'agent:alpha:other#1',
         ...Array.from({ length: 7 }, (_, index) => `agent:alpha:old#${60 - index}`),
       ]);
+    });
+
+    it("follows a search's rare-term hits with a left-out term's newest matches when they are too few", async () => {
+      const { memory } = createHarness(db, { config: { maxActiveEntries: 64 } });
+      await memory.appendBatch(
+        sessionRef('old'),
+        Array.from({ length: 150 }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `hangar ${index + 1}`,
+        })),
+      );
+      await memory.append(sessionRef('main'), { role: 'user', content: 'which hangar had the beacon?' });
+      const hits = await memory.search({
+        agentId: 'alpha',
+        query: 'which hangar had the beacon?',
+        limit: 8,
+        maxScoredRows: 100,
+      });
+      expect(hits[0]?.content).toBe('which hangar had the beacon?');
+      const rest = hits.slice(1).map((hit) => hit.address);
+      expect(rest).toHaveLength(7);
+      expect(new Set(rest).size).toBe(7);
+      // The newest matches of "hangar", which the budget left out, and no older ones.
+      for (const address of rest)
+        expect(Number(/^agent:alpha:old#(\d+)$/.exec(address!)?.[1])).toBeGreaterThan(130);
+      for (const hit of hits.slice(1)) expect(hit.score).toBeLessThan(hits[0]!.score);
     });
 
     it('past the budget, lists what it keeps of each commit only while the rows exist, outside the context and of the agent', async () => {
