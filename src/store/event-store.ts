@@ -88,7 +88,38 @@ const insertPrefix =
   'INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ';
 const rowPlaceholders = `(${Array.from({ length: columnsPerRow }, () => '?').join(', ')})`;
 
+/**
+ * The indexes of lookups by session key, work item and run, made by the first `list` that filters on their
+ * column (migration 0030 dropped them): nothing in agentd lists the audit log, and keyed all over their
+ * B-trees they made every row written cost about eight times as much. The indexes by type and by agent,
+ * appended at their ends, are kept by the schema.
+ */
+const lookupIndexes = {
+  session_key: 'events_by_session',
+  work_item_id: 'events_by_work_item',
+  run_id: 'events_by_run',
+} as const;
+
+type LookupColumn = keyof typeof lookupIndexes;
+
 export function createEventStore(db: SqlDatabase): EventStore {
+  const indexed = new Set<LookupColumn>();
+  /**
+   * Makes the column's index once per store. The first list over a large log waits for it to be built (on
+   * SQLite, on the event loop). A failure (a full disk, a read-only store, another process making the same
+   * index at the same moment on Postgres) leaves the list to scan, and the next one tries again.
+   */
+  const indexFor = async (column: LookupColumn): Promise<void> => {
+    if (indexed.has(column)) return;
+    try {
+      await db.run(
+        `CREATE INDEX IF NOT EXISTS ${lookupIndexes[column]} ON events (${column}, id) WHERE ${column} IS NOT NULL`,
+      );
+      indexed.add(column);
+    } catch {
+      // The list below answers all the same, by a scan.
+    }
+  };
   return {
     async append(event) {
       const row = await db.get<{ id: number }>(
@@ -123,15 +154,18 @@ export function createEventStore(db: SqlDatabase): EventStore {
         conditions.push(`type IN (${options.types.map(() => '?').join(', ')})`);
         params.push(...options.types);
       }
-      const equal = (column: string, value: string | undefined) => {
+      const lookups: LookupColumn[] = [];
+      const equal = (column: 'agent_id' | LookupColumn, value: string | undefined) => {
         if (value === undefined) return;
         conditions.push(`${column} = ?`);
         params.push(value);
+        if (column !== 'agent_id') lookups.push(column);
       };
       equal('session_key', options.sessionKey);
       equal('agent_id', options.agentId);
       equal('work_item_id', options.workItemId);
       equal('run_id', options.runId);
+      for (const column of lookups) await indexFor(column);
       if (options.afterId !== undefined) {
         conditions.push('id > ?');
         params.push(options.afterId);

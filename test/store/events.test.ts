@@ -69,6 +69,56 @@ describeEachDatabase('EventStore', (getDb) => {
     ]);
   });
 
+  it('makes the index of a session, work item or run lookup with the first list that filters on it', async () => {
+    const db = getDb();
+    const indexes = async () =>
+      (db.dialect === 'sqlite'
+        ? await db.all<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'",
+          )
+        : await db.all<{ name: string }>(
+            "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'events' AND schemaname = current_schema()",
+          )
+      )
+        .map((row) => row.name)
+        .filter((name) => name.startsWith('events_by_'))
+        .sort();
+    const rows = Array.from({ length: 40 }, (_, index) => ({
+      type: index % 2 ? 'run:finished' : 'run:started',
+      at: index,
+      sessionKey: `agent:main:s${index % 4}`,
+      agentId: 'main',
+      workItemId: `wi_${index % 5}`,
+      runId: `run_${Math.floor(index / 2)}`,
+      data: { index },
+    }));
+    await events.appendMany(rows);
+    // Writing rows and listing without those filters make none of them.
+    await events.list({ types: ['run:started'], agentId: 'main' });
+    expect(await indexes()).toEqual(['events_by_agent', 'events_by_type']);
+
+    const ofRun = await events.list({ runId: 'run_7' });
+    expect(ofRun.map((event) => event.data)).toEqual([{ index: 14 }, { index: 15 }]);
+    expect(await indexes()).toEqual(['events_by_agent', 'events_by_run', 'events_by_type']);
+    if (db.dialect === 'sqlite') {
+      const plan = await db.all<{ detail: string }>(
+        'EXPLAIN QUERY PLAN SELECT id FROM events WHERE run_id = ? ORDER BY id LIMIT 10',
+        ['run_7'],
+      );
+      expect(plan.map((step) => step.detail).join(' ')).toContain('events_by_run');
+    }
+    expect((await events.list({ sessionKey: 'agent:main:s1', workItemId: 'wi_1', limit: 3 })).length).toBe(2);
+    expect(await indexes()).toEqual([
+      'events_by_agent',
+      'events_by_run',
+      'events_by_session',
+      'events_by_type',
+      'events_by_work_item',
+    ]);
+    // Another store on the same database (another process) finds them made and lists the same.
+    expect(await createEventStore(db).list({ runId: 'run_7' })).toEqual(ofRun);
+  });
+
   it('appends a large batch in one go and keeps its order', async () => {
     const batch = Array.from({ length: 1_203 }, (_, index) => ({
       type: 'test:item',
