@@ -188,21 +188,26 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
     });
 
+    /** `count` turns about hangars in session "old", then in session "main" the question of the next two tests. */
+    const hangarsThenQuestion = async (memory: MemoryService, count: number) => {
+      await memory.appendBatch(
+        sessionRef('old'),
+        Array.from({ length: count }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `hangar ${index + 1}`,
+        })),
+      );
+      await memory.append(sessionRef('main'), { role: 'user', content: 'which hangar had the beacon?' });
+    };
+
     it("fills automatic recall with a left-out term's newest matches when the rare ones find only the asking message", async () => {
       const harness = createHarness(db, {
         config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
       });
       const { memory } = harness;
-      await memory.appendBatch(
-        sessionRef('old'),
-        Array.from({ length: 60 }, (_, index) => ({
-          role: index % 2 ? ('assistant' as const) : ('user' as const),
-          content: `hangar ${index + 1}`,
-        })),
-      );
       // A chat turn commits the message before it recalls: "beacon" has one match, the message itself,
       // which is in the asking context; "hangar" matches more rows than the budget and is left out.
-      await memory.append(sessionRef('main'), { role: 'user', content: 'which hangar had the beacon?' });
+      await hangarsThenQuestion(memory, 60);
       const listed = async (query: string) =>
         [
           ...(
@@ -223,14 +228,7 @@ for (const dialect of ['sqlite', 'postgres'] as const)
 
     it("follows a search's rare-term hits with a left-out term's newest matches when they are too few", async () => {
       const { memory } = createHarness(db, { config: { maxActiveEntries: 64 } });
-      await memory.appendBatch(
-        sessionRef('old'),
-        Array.from({ length: 150 }, (_, index) => ({
-          role: index % 2 ? ('assistant' as const) : ('user' as const),
-          content: `hangar ${index + 1}`,
-        })),
-      );
-      await memory.append(sessionRef('main'), { role: 'user', content: 'which hangar had the beacon?' });
+      await hangarsThenQuestion(memory, 150);
       const hits = await memory.search({
         agentId: 'alpha',
         query: 'which hangar had the beacon?',
