@@ -111,21 +111,6 @@ export interface ContextWindowOptions {
   truncateClosedBlocks: boolean;
 }
 
-/**
- * The last system prompt joined, with its parts: consecutive runs of a session (or of an agent) mostly send
- * the same parts, and joining them copied kilobytes of prompt every run.
- */
-let lastJoined: { parts: string[]; text: string } | undefined;
-
-function joinedSystemPrompt(parts: string[]): string {
-  const last = lastJoined;
-  if (last && last.parts.length === parts.length && last.parts.every((part, index) => part === parts[index]))
-    return last.text;
-  const text = parts.filter((part) => part.trim() !== '').join('\n\n');
-  lastJoined = { parts, text };
-  return text;
-}
-
 export function createContextWindow(options: ContextWindowOptions): ContextWindow {
   return new Window(options);
 }
@@ -174,7 +159,7 @@ class Window implements ContextWindow {
       const parts = [this.options.system, ...this.options.systemExtras];
       for (const [name, body] of this.skills)
         parts.push(`<active_skill name="${name}">\n${body}\n</active_skill>`);
-      this.cachedSystem = joinedSystemPrompt(parts);
+      this.cachedSystem = parts.filter((part) => part.trim() !== '').join('\n\n');
       this.systemTokens =
         this.cachedSystem === '' ? 0 : estimateTokens([{ role: 'system', content: this.cachedSystem }]);
     }

@@ -1133,7 +1133,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * `enough`, the ranking is redone over every match instead of the best-ranked ones (SQLite; Postgres ranks
      * every match that passes the filters at once). bm25() and ts_rank cost about a microsecond per matching
      * row, so `maxScoredRows` bounds the rows either ranks (see `matchPlan`). When the budget left a term out
-     * and the terms kept give fewer than `limit` rows, that term's newest matches follow them, ranked below.
+     * and the terms kept give fewer than `enough` rows, that term's newest matches follow them, ranked below.
      */
     async fullText(
       filter: EntryFilter,
@@ -1147,8 +1147,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (dialect === 'sqlite') await indexBeforeRead();
       const plan = await matchPlan(terms, maxScoredRows);
       const rows = await rankedRows(filter, plan, limit, weights, enough, maxScoredRows);
-      if (plan.leftOut === undefined || rows.length >= limit) return rows;
-      // The kept terms found too few: the left-out term's newest matches follow them, in their own order, as
+      if (plan.leftOut === undefined || rows.length >= Math.min(enough, limit)) return rows;
+      // The kept terms found fewer than the caller needs (a search asks for more candidates than it lists, to
+      // smooth them): the left-out term's newest matches follow them, in their own order, as
       // matches of only a commoner word rank after those of the rarer ones when every match is ranked. Their
       // ranks stay under a quarter of the lowest kept one, so that the shares a search spreads to each turn's
       // neighbours (recall.neighbourWeights) do not lift them above the kept terms' matches.

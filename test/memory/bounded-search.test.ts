@@ -245,6 +245,40 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       for (const hit of hits.slice(1)) expect(hit.score).toBeLessThan(hits[0]!.score);
     });
 
+    it('reads no left-out matches when the kept terms give as many rows as the search lists', async () => {
+      // Every statement's text: the left-out term's newest matches are the only rows read newest first.
+      const sent: string[] = [];
+      const recording: SqlDatabase = {
+        ...db,
+        all: (sql, params) => {
+          sent.push(sql);
+          return db.all(sql, params);
+        },
+      };
+      const newestReads = () =>
+        sent.filter((sql) => /ORDER BY (memory_fts\.rowid|e\.id) DESC LIMIT \?\)/.test(sql)).length;
+      const { memory } = createHarness(recording, { config: { maxActiveEntries: 64 } });
+      await hangarsThenQuestion(memory, 150);
+      const search = async (limit: number) => {
+        const before = newestReads();
+        const hits = await memory.search({
+          agentId: 'alpha',
+          query: 'which hangar had the beacon?',
+          limit,
+          maxScoredRows: 100,
+        });
+        return { hits, newestReads: newestReads() - before };
+      };
+      // The question alone fills a list of one: nothing more is read, although the search ranks a pool of
+      // 100 candidates to smooth them.
+      const one = await search(1);
+      expect(one.hits.map((hit) => hit.content)).toEqual(['which hangar had the beacon?']);
+      expect(one.newestReads).toBe(0);
+      const eight = await search(8);
+      expect(eight.hits).toHaveLength(8);
+      expect(eight.newestReads).toBeGreaterThan(0);
+    });
+
     it('past the budget, lists what it keeps of each commit only while the rows exist, outside the context and of the agent', async () => {
       const config = { maxActiveEntries: 4, evictDownToRatio: 1, recall: { promptMaxScoredRows: 30 } };
       const { memory } = createHarness(db, { config });

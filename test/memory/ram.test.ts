@@ -151,7 +151,7 @@ describeEachDatabase('memory RAM model', (getDb) => {
     third.release();
   });
 
-  it('hands out what an eviction left, not what the last pin saw, and shares no array a caller can change', async () => {
+  it('a lease tells what it pinned, read before or after an eviction, and the next pin what the eviction left', async () => {
     const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3, evictDownToRatio: 1 } });
     const ref = sessionRef();
     for (const content of ['one', 'two', 'three']) await memory.append(ref, { role: 'user', content });
@@ -167,7 +167,6 @@ describeEachDatabase('memory RAM model', (getDb) => {
     };
     const before = await contents();
     expect(before).toMatchObject({ messages: ['one', 'two', 'three'], memoryIds: [1, 2, 3] });
-    expect(() => (before.lease.entries as unknown[]).push('x')).toThrow(TypeError);
     // A fourth entry evicts the first in the append's commit.
     await memory.append(ref, { role: 'user', content: 'four' });
     const after = await contents();
@@ -176,6 +175,12 @@ describeEachDatabase('memory RAM model', (getDb) => {
     expect(after.memoryIds).toEqual([2, 3, 4]);
     // The earlier lease still tells what it pinned.
     expect(before.lease.modelMessages().map((message) => message.content)).toEqual(['one', 'two', 'three']);
+    // A lease's entries and ids are made when read: read after an eviction, they are still what it pinned.
+    const held = await memory.pin(ref);
+    held.release();
+    await memory.append(ref, { role: 'user', content: 'five' });
+    expect(held.memoryIds).toEqual([2, 3, 4]);
+    expect(held.entries.map((entry) => entry.content)).toEqual(['two', 'three', 'four']);
   });
 
   it('rejects malformed input and mismatched session references', async () => {

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import type { Bus } from '../../bus/index.js';
-import type { ModelMessage } from '../../model/index.js';
 import type { SqlDatabase, SqlExecutor } from '../../store/index.js';
 import {
   type Clock,
@@ -18,7 +17,7 @@ import { type MemoryConfig, memoryConfigSchema } from '../config.js';
 import type { EmbeddingProvider } from '../embeddings.js';
 import { createLtmStore, type LtmStore, type StoredEntry } from '../ltm-store.js';
 import { createSummarizer, type Summarizer } from '../summarizer.js';
-import type { MemoryEntry, SessionRef } from '../types.js';
+import type { SessionRef } from '../types.js';
 import { embedderFromConfig, loadSqliteVec } from './embedding-indexer.js';
 import type { MemoryServiceOptions } from './types.js';
 import { createWriteRetryState } from './write-retry.js';
@@ -33,11 +32,6 @@ export interface RamSession {
    * active entries; undefined after any other change of `entries`, and counted again when next needed.
    */
   totals: { readonly count: number; readonly tokens: number } | undefined;
-  /**
-   * The active entries as pins hand them out (see `pinEntries`), built by the first pin after a change of
-   * `entries` and shared by the pins until the next change; undefined after every change of `entries`.
-   */
-  pinView: PinView | undefined;
   /** Entries that a lease holds (see `StoredEntry.pins`): a context with any is not unloaded. */
   pinnedEntries: number;
   /** Entries being summarized right now. */
@@ -46,13 +40,6 @@ export interface RamSession {
   nextId: number;
   /** When a commit last wrote the session's `memory_sessions.last_active_ms` (undefined: not yet). */
   storedActiveMs: number | undefined;
-}
-
-/** What the pins of an unchanged RAM context share: its active entries, and their frozen views and messages. */
-export interface PinView {
-  readonly active: ReadonlyArray<StoredEntry>;
-  entries: ReadonlyArray<Readonly<MemoryEntry>> | undefined;
-  messages: ReadonlyArray<Readonly<ModelMessage>> | undefined;
 }
 
 /** A commit that could not be written yet, replayed in its own transaction when the database is back. */

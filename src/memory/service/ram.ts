@@ -239,7 +239,6 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     ref,
     entries,
     totals: undefined,
-    pinView: undefined,
     pinnedEntries: 0,
     busy: new Set(),
     lastActiveMs: ctx.clock.now(),
@@ -365,7 +364,6 @@ export function replaceInRam(
     if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
   ram.entries = sorted ? next : next.sort(byContextOrder);
   ram.totals = undefined;
-  ram.pinView = undefined;
   dropTombstoneOverflow(ctx, ram);
 }
 
@@ -554,15 +552,7 @@ export function buildEntry(
 /** Pins the chosen active entries; the lease's `release` enforces the limits that pins held off. */
 export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: ReadonlyArray<number>) {
   const { sessions, mutex, logger } = ctx;
-  // A chat turn pins its whole context every turn: the active entries, their views and their messages are
-  // built once per change of the context and shared, and each lease copies only what it hands out.
-  let view = ram.pinView;
-  if (view === undefined) {
-    view = { active: activeOf(ram), entries: undefined, messages: undefined };
-    ram.pinView = view;
-  }
-  const shared = view;
-  const { active } = shared;
+  const active = activeOf(ram);
   const wanted = memoryIds ? new Set(memoryIds) : undefined;
   const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
   for (const entry of pinned) {
@@ -571,19 +561,18 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
   }
   let released = false;
   let pinnedIds: number[] | undefined;
+  let pinnedViews: Array<Readonly<MemoryEntry>> | undefined;
   return {
+    // Made when read: a chat turn reads only the messages, and each of these is a pass over its context.
     get memoryIds(): number[] {
       pinnedIds ??= pinned.map((entry) => entry.memoryId);
       return pinnedIds;
     },
     get entries(): ReadonlyArray<Readonly<MemoryEntry>> {
-      shared.entries ??= Object.freeze(active.map(pinnedView));
-      return shared.entries;
+      pinnedViews ??= active.map(pinnedView);
+      return pinnedViews;
     },
-    modelMessages: () => {
-      shared.messages ??= active.map(modelMessage);
-      return shared.messages.slice();
-    },
+    modelMessages: () => active.map(modelMessage),
     release: () => {
       if (released) return;
       released = true;
@@ -678,7 +667,6 @@ export async function appendBatch(
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);
-      ram.pinView = undefined;
       if (ram.totals !== undefined)
         ram.totals = {
           count: ram.totals.count + entries.length,

@@ -610,7 +610,7 @@ async function newestPromptLines(
             continue;
         } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
         if (line.agentId !== options.agentId) continue;
-        if (listed?.has(lineKey(line))) continue;
+        if (listed?.has(addressOf(line))) continue;
         found.push(cache.lineOf(rowId, line, previewChars));
       }
     }
@@ -621,8 +621,8 @@ async function newestPromptLines(
   return found;
 }
 
-/** An entry's key in the lists of one recall: its session key and MemoryID. */
-const lineKey = (line: { sessionKey: string; memoryId: number }) => `${line.memoryId}#${line.sessionKey}`;
+/** An entry's address, `<sessionKey>#<MemoryID>` (see `parseMemoryAddress`). */
+const addressOf = (line: { sessionKey: string; memoryId: number }) => `${line.sessionKey}#${line.memoryId}`;
 
 /**
  * Automatic recall's ranking, the lexical ranking of `search` made cheap enough to run before every chat
@@ -675,7 +675,7 @@ async function promptLines(
     for (const slot of window)
       if (slot.line !== undefined && !inContext(slot.line) && found.length < options.limit) {
         found.push(promptLineOf(slot.line, settings.previewChars));
-        listed.add(lineKey(slot.line));
+        listed.add(addressOf(slot.line));
       }
   }
   if (found.length < options.limit && candidates.leftOut !== undefined) {

@@ -24,7 +24,6 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
     ref: sessionRef(),
     entries: [],
     totals: undefined,
-    pinView: undefined,
     pinnedEntries: 0,
     busy: new Set(),
     lastActiveMs: 0,
