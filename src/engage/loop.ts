@@ -36,7 +36,7 @@ export function runEngage(options: EngageOptions): Promise<EngageResult> {
 async function runLoop(options: EngageOptions, spans: RunTrace): Promise<EngageResult> {
   const state = createRunState(options, spans);
   const { model, bus, workItemId } = options;
-  const { scope, logger, signal, limits, contextOptions, usage } = state;
+  const { scope, logger, limits, contextOptions, usage } = state;
   const { runId, agentId, sessionKey } = scope;
 
   bus.publish(
@@ -78,7 +78,7 @@ async function runLoop(options: EngageOptions, spans: RunTrace): Promise<EngageR
           retryable: false,
         });
       }
-      if (signal.aborted) return finish(state, 'aborted', abortedError());
+      if (state.aborted()) return finish(state, 'aborted', abortedError());
 
       turnsWithoutLedgerWrite = wroteLedger ? 0 : turnsWithoutLedgerWrite + 1;
       if (
@@ -96,7 +96,7 @@ async function runLoop(options: EngageOptions, spans: RunTrace): Promise<EngageR
     await recordInLedger(options.ledger, workItemId, 'note', `run ${runId}: ${message}`, logger);
     return finish(state, 'max_turns', { code: EngageErrorCodes.maxTurns, message, retryable: false });
   } catch (error) {
-    if (signal.aborted) return finish(state, 'aborted', abortedError());
+    if (state.aborted()) return finish(state, 'aborted', abortedError());
     const coerced = coerceError(error);
     logger.error({ err: error }, 'engage loop failed');
     return finish(state, 'error', {

@@ -46,12 +46,22 @@ export interface RunState {
   readonly clock: Clock;
   readonly limits: RunSettings['limits'];
   readonly contextOptions: RunSettings['contextOptions'];
-  /** Aborts with the caller's signal (and only with it): a run without one never aborts. */
+  /**
+   * The run's own signal, for what may leave listeners on it (tools, hook scripts, waits for a tool slot):
+   * it aborts with the caller's signal (and only with it), and the caller's, which may outlive the run, is
+   * kept free of them. Made when first read, since a chat turn runs no tool: in Node 20 a signal costs about
+   * as much as a turn of the loop, and part of it always reaches the old generation
+   * (docs/decisions/0025-fewer-abort-signals.md). A run without a caller's signal never aborts.
+   */
   readonly signal: AbortSignal;
+  /** The caller's signal, if any; a model call follows it directly (a call takes one listener per signal). */
+  readonly callerSignal: AbortSignal | undefined;
+  /** Whether the caller's signal has aborted: checked between steps without making the run's own signal. */
+  aborted(): boolean;
   /** Whether anything can abort the run: it follows a caller's signal. */
   readonly abortable: boolean;
   /** Stops following the caller's signal; done when the run finishes. */
-  readonly detach: () => void;
+  detach(): void;
   readonly usage: EngageUsage;
   /** Assistant and tool messages of the run, uncompacted, in order. */
   readonly newMessages: ModelMessage[];
@@ -91,9 +101,6 @@ function resolveSettings(options: EngageOptions) {
 
 type RunSettings = ReturnType<typeof resolveSettings>;
 
-/** The detach of a run that follows no live caller's signal: there is nothing to stop following. */
-const stayDetached = () => {};
-
 /** Checks the options (throwing `INVALID_REQUEST` for bad limits) and sets up the run's state. */
 export function createRunState(options: EngageOptions, trace: RunTrace = untracedRun): RunState {
   const { workItemId } = options;
@@ -114,15 +121,23 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
     });
   }
 
-  const controller = new AbortController();
   const outer = options.signal;
-  let detach = stayDetached;
-  if (outer?.aborted) controller.abort(outer.reason);
-  else if (outer) {
-    const onOuterAbort = () => controller.abort(outer.reason);
-    outer.addEventListener('abort', onOuterAbort, { once: true });
-    detach = () => outer.removeEventListener('abort', onOuterAbort);
-  }
+  let own: AbortController | undefined;
+  let detached = false;
+  /** Whether the caller's signal had aborted when the run stopped following it. */
+  let abortedWhenDetached = false;
+  let onOuterAbort: (() => void) | undefined;
+  const runSignal = (): AbortSignal => {
+    if (own) return own.signal;
+    own = new AbortController();
+    if (detached ? abortedWhenDetached : outer?.aborted) own.abort(outer!.reason);
+    else if (outer && !detached) {
+      const following = own;
+      onOuterAbort = () => following.abort(outer.reason);
+      outer.addEventListener('abort', onOuterAbort, { once: true });
+    }
+    return own.signal;
+  };
   const scope: RunScope = { runId, agentId, workItemId };
   if (sessionKey !== undefined) scope.sessionKey = sessionKey;
 
@@ -134,9 +149,19 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
     clock: options.clock ?? systemClock,
     limits,
     contextOptions,
-    signal: controller.signal,
+    get signal() {
+      return runSignal();
+    },
+    callerSignal: outer,
+    aborted: () => (detached ? abortedWhenDetached : outer?.aborted === true),
     abortable: outer !== undefined,
-    detach,
+    detach() {
+      if (detached) return;
+      detached = true;
+      abortedWhenDetached = outer?.aborted === true;
+      if (onOuterAbort) outer!.removeEventListener('abort', onOuterAbort);
+      onOuterAbort = undefined;
+    },
     usage: { inputTokens: 0, outputTokens: 0 },
     newMessages: [],
     turns: 0,

@@ -108,14 +108,15 @@ export async function prepareRun(state: RunState): Promise<RunSetup> {
 }
 
 /**
- * The options of the run's model calls. The run's signal aborts with the caller's and only with it, so a
- * run without a caller signal gives its model calls none: nothing could abort them, and the listener they
- * would put on the run's signal is Node's costly first one on it (more than a turn of the loop costs).
+ * The options of the run's model calls. They follow the caller's signal itself, not the run's own: model
+ * calls keep one listener per signal for all of them and take themselves off its list when they end, so
+ * nothing of theirs stays on a caller's signal that outlives the run. A run without a caller's signal gives
+ * its model calls none: nothing could abort them.
  */
 function streamOptionsOf(state: RunState): StreamModelOptions {
   const { options, logger } = state;
   const streamOptions: StreamModelOptions = { logger };
-  if (options.signal) streamOptions.signal = state.signal;
+  if (state.callerSignal) streamOptions.signal = state.callerSignal;
   const callOptions = options.modelCallOptions;
   if (callOptions?.timeoutMs !== undefined) streamOptions.timeoutMs = callOptions.timeoutMs;
   if (callOptions?.retry) streamOptions.retry = callOptions.retry;

@@ -24,11 +24,11 @@ export type TurnOutcome = { result: EngageResult } | { assistant: ModelMessage; 
  * blocking hook or an answer without tool calls ends the run here.
  */
 export async function runModelTurn(state: RunState, setup: RunSetup, turn: number): Promise<TurnOutcome> {
-  const { options, scope, logger, signal, contextOptions } = state;
+  const { options, scope, logger, contextOptions } = state;
   const { model, bus, workItemId } = options;
   const { runId, agentId, sessionKey } = scope;
   const { window, modelTools, streamOptions } = setup;
-  if (signal.aborted) return { result: await finish(state, 'aborted', abortedError()) };
+  if (state.aborted()) return { result: await finish(state, 'aborted', abortedError()) };
 
   const compaction = overContextBudget(window, setup.maxContextTokens, setup.overheadTokens)
     ? await compactIfNeeded({
@@ -49,7 +49,7 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
     addUsage(state, compaction.usage.inputTokens, compaction.usage.outputTokens);
     const { usage: _usage, ...event } = compaction;
     bus.publish('engage:compacted', { runId, ...event }, scope);
-    if (signal.aborted) return { result: await finish(state, 'aborted', abortedError()) };
+    if (state.aborted()) return { result: await finish(state, 'aborted', abortedError()) };
   }
 
   let requestMessages = window.render();
@@ -64,7 +64,7 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
       toolNames: modelTools.map((tool) => tool.name),
     };
     if (sessionKey !== undefined) payload.sessionKey = sessionKey;
-    const outcome = await options.hooks.run('before_llm_call', payload, { signal });
+    const outcome = await options.hooks.run('before_llm_call', payload, { signal: state.signal });
     if (outcome.action === 'block') {
       return {
         result: await finish(state, 'blocked', {
@@ -91,7 +91,7 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
   if (streamError) {
     // Partial text stays in the transcript; partial tool calls cannot (they would have no results).
     if (text !== '') state.newMessages.push({ role: 'assistant', content: text });
-    if (streamError.code === ErrorCodes.aborted || signal.aborted)
+    if (streamError.code === ErrorCodes.aborted || state.aborted())
       return { result: await finish(state, 'aborted', abortedError()) };
     if (options.hooks) {
       await options.hooks.run('on_error', {

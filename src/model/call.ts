@@ -1,6 +1,6 @@
 import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { Logger } from '../util/index.js';
-import { sleep as defaultSleep, ErrorCodes } from '../util/index.js';
+import { createSignalWatchers, sleep as defaultSleep, ErrorCodes } from '../util/index.js';
 import { abortedError, errorEvent, timeoutError } from './provider-errors.js';
 import type {
   LanguageModel,
@@ -278,7 +278,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     this.attemptUsage = undefined;
     this.controller = undefined;
     this.abandoned = undefined;
-    if (this.signal) ModelCall.watch(this.signal).push(this);
+    if (this.signal) ModelCall.watching.add(this.signal, this);
     if (this.options.timeoutMs !== undefined)
       this.timer = setTimeout(() => this.interrupt('timeout'), this.options.timeoutMs);
     // Results of an attempt that was already given up (interrupted) must not leak into the next one.
@@ -357,38 +357,8 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     this.deliver(event);
   }
 
-  /**
-   * The calls streaming under each caller signal. One `abort` listener per signal serves them all: adding
-   * and removing an EventTarget listener per attempt costs more than the rest of the wrapper's turn. An
-   * array, not a Set: a Set that empties reallocates its table, and a run's signal empties every turn.
-   */
-  private static readonly watching = new WeakMap<AbortSignal, ModelCall[]>();
-
-  private static watch(signal: AbortSignal): ModelCall[] {
-    let calls = ModelCall.watching.get(signal);
-    if (!calls) {
-      const streaming: ModelCall[] = [];
-      calls = streaming;
-      ModelCall.watching.set(signal, streaming);
-      signal.addEventListener(
-        'abort',
-        () => {
-          for (const call of streaming.splice(0)) call.interrupt('abort');
-        },
-        { once: true },
-      );
-    }
-    return calls;
-  }
-
-  private static unwatch(signal: AbortSignal, call: ModelCall): void {
-    const calls = ModelCall.watching.get(signal);
-    const index = calls ? calls.indexOf(call) : -1;
-    if (index < 0) return;
-    // Order does not matter (an abort interrupts them all): the last one takes the freed place.
-    const last = calls!.pop()!;
-    if (last !== call) calls![index] = last;
-  }
+  /** The calls streaming under each caller signal, interrupted when it aborts. */
+  private static readonly watching = createSignalWatchers<ModelCall>((call) => call.interrupt('abort'));
 
   private interrupt(why: 'abort' | 'timeout'): void {
     if (this.state !== 'streaming' || this.reason) return;
@@ -419,7 +389,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   private closeAttempt(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.signal) ModelCall.unwatch(this.signal, this);
+    if (this.signal) ModelCall.watching.remove(this.signal, this);
   }
 
   /**

@@ -1,7 +1,7 @@
 import './events.js';
 import type { z } from 'zod';
 import type { ModelToolCall } from '../model/index.js';
-import { AgentdError, ErrorCodes, formatZodIssues } from '../util/index.js';
+import { AgentdError, createSignalWatchers, ErrorCodes, formatZodIssues } from '../util/index.js';
 import type { HookPipeline } from './hooks.js';
 import type { Policy } from './policy.js';
 import type { ToolRegistry } from './registry.js';
@@ -227,7 +227,7 @@ class DirectCall implements Racer {
       this.settled = true;
       return;
     }
-    if (signal) race(signal, this);
+    if (signal) racing.add(signal, this);
     work.then(
       (result) => this.succeeded(result),
       (error) => this.threw(error),
@@ -277,7 +277,7 @@ class DirectCall implements Racer {
 
   private end(): void {
     this.settled = true;
-    if (this.signal) unrace(this.signal, this);
+    if (this.signal) racing.remove(this.signal, this);
   }
 
   private abortedOutcome(): ToolCallOutcome {
@@ -509,14 +509,14 @@ function runTool(
   return new Promise<ToolRun>((resolve) => {
     // The tool's promise gets its reactions below, so an abort leaves no rejection unhandled.
     const racer: Racer = { abort: () => resolve(abortedRun()) };
-    race(signal, racer);
+    racing.add(signal, racer);
     work.then(
       (result) => {
-        unrace(signal, racer);
+        racing.remove(signal, racer);
         resolve(runOf(result));
       },
       (error) => {
-        unrace(signal, racer);
+        racing.remove(signal, racer);
         resolve(signal.aborted ? abortedRun() : thrownRun(tool, error));
       },
     );
@@ -611,34 +611,7 @@ interface Racer {
 function ignore(): void {}
 
 /**
- * The calls racing each signal. One `abort` listener per signal serves them all: adding and removing an
- * EventTarget listener per call costs more than the rest of a no-op tool call's pipeline. An array, not a
- * Set: a Set that empties reallocates its table, and a run's signal empties every turn.
+ * The calls racing each signal: an abort ends each race with the abort when it comes first. A run's tools
+ * race the run's own signal, which ends with the run: its one listener stays from the first call to the last.
  */
-const racing = new WeakMap<AbortSignal, Racer[]>();
-
-function race(signal: AbortSignal, racer: Racer): void {
-  let racers = racing.get(signal);
-  if (!racers) {
-    const waiting: Racer[] = [];
-    racers = waiting;
-    racing.set(signal, waiting);
-    signal.addEventListener(
-      'abort',
-      () => {
-        for (const racer of waiting.splice(0)) racer.abort();
-      },
-      { once: true },
-    );
-  }
-  racers.push(racer);
-}
-
-function unrace(signal: AbortSignal, racer: Racer): void {
-  const racers = racing.get(signal);
-  const index = racers ? racers.indexOf(racer) : -1;
-  if (index < 0) return;
-  // Order does not matter (an abort ends them all): the last one takes the freed place.
-  const last = racers!.pop()!;
-  if (last !== racer) racers![index] = last;
-}
+const racing = createSignalWatchers<Racer>((racer) => racer.abort(), { keepListenerWhenEmpty: true });

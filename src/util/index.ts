@@ -22,3 +22,4 @@ export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from '.
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
+export { createSignalWatchers, type SignalWatchers } from './signal-watchers.js';

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { addUsage, createRunState, overBudget, resultOf } from '../../../src/engage/run-state.js';
 import { stepOptions } from './helpers.js';
@@ -58,6 +59,50 @@ describe('engage run state', () => {
     const already = new AbortController();
     already.abort();
     expect(createRunState({ ...options, signal: already.signal }).signal.aborted).toBe(true);
+  });
+
+  it('makes its own signal only when something reads it, as aborted as the caller’s was until detached', () => {
+    const Original = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+    try {
+      const caller = new Original();
+      const { options } = stepOptions([], { signal: caller.signal });
+      const state = createRunState(options);
+      expect(state.callerSignal).toBe(caller.signal);
+      expect(state.aborted()).toBe(false);
+      expect(made).toBe(0);
+      const own = state.signal;
+      expect(made).toBe(1);
+      expect(own).not.toBe(caller.signal);
+      expect(state.signal).toBe(own);
+      caller.abort('stop');
+      expect(state.aborted()).toBe(true);
+      expect(own.aborted).toBe(true);
+      expect(own.reason).toBe('stop');
+
+      // Read first after the run stopped following: aborted exactly when the caller's was by then.
+      const before = new Original();
+      before.abort('early');
+      const abortedThenDetached = createRunState({ ...options, signal: before.signal });
+      abortedThenDetached.detach();
+      expect(abortedThenDetached.aborted()).toBe(true);
+      expect(abortedThenDetached.signal.reason).toBe('early');
+      const after = new Original();
+      const detachedThenAborted = createRunState({ ...options, signal: after.signal });
+      detachedThenAborted.detach();
+      after.abort();
+      expect(detachedThenAborted.aborted()).toBe(false);
+      expect(detachedThenAborted.signal.aborted).toBe(false);
+      expect(getEventListeners(after.signal, 'abort')).toHaveLength(0);
+    } finally {
+      globalThis.AbortController = Original;
+    }
   });
 
   it('a run without a caller signal is not abortable, and its own signal never aborts', () => {

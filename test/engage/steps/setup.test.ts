@@ -37,14 +37,14 @@ describe('engage setup', () => {
     expect(setup.canWriteLedger).toBe(false);
   });
 
-  it("gives the model calls the run's signal only when the caller gave one (otherwise nothing can abort them)", async () => {
+  it("gives the model calls the caller's signal only when there is one (otherwise nothing can abort them)", async () => {
     const { options } = stepOptions([]);
     const unabortable = await prepareRun(createRunState(options));
     expect(unabortable.streamOptions.signal).toBeUndefined();
     const controller = new AbortController();
     const state = createRunState({ ...options, signal: controller.signal });
     const abortable = await prepareRun(state);
-    expect(abortable.streamOptions.signal).toBe(state.signal);
+    expect(abortable.streamOptions.signal).toBe(controller.signal);
     controller.abort();
     expect(abortable.streamOptions.signal?.aborted).toBe(true);
   });
