@@ -64,7 +64,12 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
       toolNames: modelTools.map((tool) => tool.name),
     };
     if (sessionKey !== undefined) payload.sessionKey = sessionKey;
-    const outcome = await options.hooks.run('before_llm_call', payload, { signal: state.signal });
+    // The run's own signal is made only if a hook is there to get it.
+    const outcome = await options.hooks.run('before_llm_call', payload, {
+      get signal() {
+        return state.signal;
+      },
+    });
     if (outcome.action === 'block') {
       return {
         result: await finish(state, 'blocked', {

@@ -108,6 +108,7 @@ export interface HookPipeline {
   /**
    * Runs every hook registered for `event` in order (in-process hooks first, then executables by file
    * name). Each sees the payload as patched by the ones before it; the first block wins and stops the rest.
+   * `options.signal` is read only when a hook handles the event.
    */
   run<E extends HookEvent>(
     event: E,
@@ -299,10 +300,14 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
 
   return {
     async run(event, payload, runOptions = {}) {
+      const handlers = await handlersFor(event);
+      if (handlers.length === 0) return { action: 'allow', payload, modifiedBy: [] };
+      // Read only now: a caller's signal may be made on first read (an engage run's own), and most events
+      // have no hook.
       const signal = runOptions.signal ?? new AbortController().signal;
       let current = payload;
       const modifiedBy: string[] = [];
-      for (const handler of await handlersFor(event)) {
+      for (const handler of handlers) {
         let decision: HookDecision | undefined;
         try {
           decision = await handler.call(current, signal);

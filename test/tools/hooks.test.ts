@@ -147,6 +147,40 @@ describe('hook pipeline: in-process', () => {
     });
   });
 
+  it('reads the caller’s signal only for an event a hook handles, and hands that hook the same signal', async () => {
+    const seen: AbortSignal[] = [];
+    const pipeline = createHookPipeline({
+      hooks: [
+        {
+          name: 'watcher',
+          events: ['before_tool_call'],
+          handle: (_event, _payload, context) => {
+            seen.push(context.signal);
+            return undefined;
+          },
+        },
+      ],
+    });
+    const controller = new AbortController();
+    let reads = 0;
+    const options = {
+      get signal() {
+        reads++;
+        return controller.signal;
+      },
+    };
+    const payload = { ...toolPayload({}), result: { content: 'fine', isError: false } };
+    expect(await pipeline.run('after_tool_call', payload, options)).toEqual({
+      action: 'allow',
+      payload,
+      modifiedBy: [],
+    });
+    expect(reads).toBe(0);
+    expect(await pipeline.run('before_tool_call', toolPayload({}), options)).toMatchObject({ action: 'allow' });
+    expect(reads).toBe(1);
+    expect(seen).toEqual([controller.signal]);
+  });
+
   it('a throwing hook follows the fail mode; on_error hooks can never block', async () => {
     const throwing = {
       name: 'buggy',
