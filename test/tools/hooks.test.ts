@@ -176,7 +176,9 @@ describe('hook pipeline: in-process', () => {
       modifiedBy: [],
     });
     expect(reads).toBe(0);
-    expect(await pipeline.run('before_tool_call', toolPayload({}), options)).toMatchObject({ action: 'allow' });
+    expect(await pipeline.run('before_tool_call', toolPayload({}), options)).toMatchObject({
+      action: 'allow',
+    });
     expect(reads).toBe(1);
     expect(seen).toEqual([controller.signal]);
   });
