@@ -1,13 +1,14 @@
-// What the slow turns of one chat client ran into: the whole runtime (bench/runtime-server.ts, the compiled
-// dist/) serves one closed-loop client in a process of its own, which notes when it sent each turn and how
-// long the turn took; the server notes every garbage collection pause and every SQLite call (statement or
+// What the slow turns of chat clients ran into: the whole runtime (bench/runtime-server.ts, the compiled
+// dist/) serves closed-loop clients (one unless --clients says otherwise) from a process of their own, which
+// notes when each turn was sent and how long it took; the server notes every garbage collection pause and every SQLite call (statement or
 // exec) longer than a threshold, on the same wall clock. Each turn slower than a fraction of the p99 is put
-// down to what overlapped it on the server: the tail of a 1-client turn (p99 ÷ p50) by cause. With
+// down to what overlapped it on the server: the tail of a 1-client turn (p99 ÷ p50) by cause. With many
+// clients every turn overlaps something, so the pauses' totals and longest ones say more than the causes. With
 // --wal-pages it then counts the WAL frames a turn writes, by the table or index each page belongs to (every
 // frame is a page written twice, header and body: the commits' system calls). A diagnostic, not a benchmark
 // module (`npm run bench` does not run it):
-//   npm run build && npx tsx bench/chat-turn-tail.ts [--warmup-ms 8000] [--measure-ms 6000] [--over 0.8]
-//     [--min-ms 0.4] [--wal-pages]
+//   npm run build && npx tsx bench/chat-turn-tail.ts [--clients 1] [--warmup-ms 8000] [--measure-ms 6000]
+//     [--over 0.8] [--min-ms 0.4] [--wal-pages]
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -25,6 +26,7 @@ const slowOfP99 = Number(takeFlag(args, '--over') ?? 0.8);
 /** Server pauses and calls shorter than this are not noted. */
 const minMs = Number(takeFlag(args, '--min-ms') ?? 0.4);
 const walPages = args.includes('--wal-pages');
+const clientCount = Number(takeFlag(args, '--clients') ?? 1);
 const clientOf = process.env.AGENTD_TAIL_CLIENT_OF;
 /** Both processes' wall clock, in ms with µs resolution. */
 const wallMs = () => performance.timeOrigin + performance.now();
@@ -32,24 +34,29 @@ const wallMs = () => performance.timeOrigin + performance.now();
 type SentTurn = [sentAtMs: number, latencyMs: number];
 
 if (clientOf) {
-  const [client] = await connect({ port: Number(clientOf) }, 1, `tail-${process.pid}`);
-  await closedLoop([client!], warmupMs);
+  const clients = await connect({ port: Number(clientOf) }, clientCount, `tail-${process.pid}`);
+  await closedLoop(clients, warmupMs);
   const turns: SentTurn[] = [];
   const deadline = performance.now() + measureMs;
-  await new Promise<void>((resolve) => {
-    const next = () => {
-      if (performance.now() >= deadline) return resolve();
-      const sentAt = wallMs();
-      sendChatTurn(client!, (latency) => {
-        turns.push([sentAt, latency]);
-        next();
-      });
-    };
-    next();
-  });
-  process.send!({ turns });
-  client!.ws.terminate();
-  process.exit(0);
+  await Promise.all(
+    clients.map(
+      (client) =>
+        new Promise<void>((resolve) => {
+          const next = () => {
+            if (performance.now() >= deadline) return resolve();
+            const sentAt = wallMs();
+            sendChatTurn(client, (latency) => {
+              turns.push([sentAt, latency]);
+              next();
+            });
+          };
+          next();
+        }),
+    ),
+  );
+  for (const client of clients) client.ws.terminate();
+  // The turns of many clients make a message larger than the pipe takes at once: exit once it is written.
+  process.send!({ turns }, () => process.exit(0));
 }
 
 // The runtime's own copy of the driver (the benchmark's node_modules may have its own).
@@ -121,14 +128,18 @@ const client = fork(new URL(import.meta.url), process.argv.slice(2), {
 const { turns } = await new Promise<{ turns: SentTurn[] }>((resolve) =>
   client.once('message', resolve as never),
 );
-const measuredFromMs = turns[0]![0];
+// Turns are noted as they end; the clients' first ones were sent when the timing began.
+const measuredFromMs = turns.reduce(
+  (earliest, [sentAt]) => Math.min(earliest, sentAt),
+  Number.POSITIVE_INFINITY,
+);
 const measured = pauses.filter((pause) => pause.atMs >= measuredFromMs);
 
 const sorted = turns.map(([, latency]) => latency).sort((a, b) => a - b);
 const p50 = percentile(sorted, 50);
 const p99 = percentile(sorted, 99);
 console.log(
-  `1 client, ${turns.length} turns in ${measureMs} ms after ${warmupMs} ms: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, p99 ÷ p50 ${(p99 / p50).toFixed(2)}`,
+  `${clientCount} client(s), ${turns.length} turns (${((turns.length / measureMs) * 1000).toFixed(0)}/s) in ${measureMs} ms after ${warmupMs} ms: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, p99 ÷ p50 ${(p99 / p50).toFixed(2)}`,
 );
 
 const slow = turns.filter(([, latency]) => latency > slowOfP99 * p99);

@@ -45,6 +45,9 @@ export async function serveRuntime(options: {
 }): Promise<{ port: number; runtime: Runtime; stop(): Promise<void> }> {
   const from = fromSource ? '../src' : '../dist';
   const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
+  // As the CLI (bin/agentd.js) does first thing, where the tree has it (an older tree of an A/B may not).
+  const util = (await import(`${from}/util/index.js`)) as Partial<typeof import('../src/util/index.js')>;
+  util.disableAllocationSitePretenuring?.();
   const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-runtime-'));
   // Only these variables: no key from the benchmark's environment may reach the runtime.

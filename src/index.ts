@@ -106,8 +106,8 @@ export {
   type ToolResultMetadata,
 } from './tools/index.js';
 /**
- * Errors: three classes by fault, each with a stable code from `ErrorCodes`; and the injectable
- * collaborators (a clock, an id generator and a logger).
+ * Errors: three classes by fault, each with a stable code from `ErrorCodes`; the injectable
+ * collaborators (a clock, an id generator and a logger); and the V8 setting the CLI makes for serving.
  */
 export {
   AgentdError,
@@ -115,6 +115,7 @@ export {
   type Clock,
   createIdGenerator,
   createManualClock,
+  disableAllocationSitePretenuring,
   ErrorCodes,
   type ErrorFault,
   type IdGenerator,

@@ -1,4 +1,7 @@
+import { disableAllocationSitePretenuring } from '../util/index.js';
 import { main } from './main.js';
+
+disableAllocationSitePretenuring();
 
 // A reader that goes away early (`agentd work list | head -1`) has what it wanted: stop quietly instead of
 // dying on the unhandled stream error with a stack trace.

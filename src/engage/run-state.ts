@@ -121,54 +121,75 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
     });
   }
 
-  const outer = options.signal;
-  let own: AbortController | undefined;
-  let detached = false;
-  /** Whether the caller's signal had aborted when the run stopped following it. */
-  let abortedWhenDetached = false;
-  let onOuterAbort: (() => void) | undefined;
-  const runSignal = (): AbortSignal => {
-    if (own) return own.signal;
-    own = new AbortController();
-    if (detached ? abortedWhenDetached : outer?.aborted) own.abort(outer!.reason);
-    else if (outer && !detached) {
-      const following = own;
-      onOuterAbort = () => following.abort(outer.reason);
-      outer.addEventListener('abort', onOuterAbort, { once: true });
-    }
-    return own.signal;
-  };
   const scope: RunScope = { runId, agentId, workItemId };
   if (sessionKey !== undefined) scope.sessionKey = sessionKey;
+  return new EngageRunState(options, trace, scope, limits, contextOptions);
+}
 
-  return {
-    options,
-    trace,
-    scope,
-    logger: (options.logger ?? silentLogger).child({ runId, agentId, workItemId }),
-    clock: options.clock ?? systemClock,
-    limits,
-    contextOptions,
-    get signal() {
-      return runSignal();
-    },
-    callerSignal: outer,
-    aborted: () => (detached ? abortedWhenDetached : outer?.aborted === true),
-    abortable: outer !== undefined,
-    detach() {
-      if (detached) return;
-      detached = true;
-      abortedWhenDetached = outer?.aborted === true;
-      if (onOuterAbort) outer!.removeEventListener('abort', onOuterAbort);
-      onOuterAbort = undefined;
-    },
-    usage: { inputTokens: 0, outputTokens: 0 },
-    newMessages: [],
-    turns: 0,
-    lastText: '',
-    compactions: 0,
-    activeSkills: [],
-  };
+/**
+ * A class, not an object literal: a literal with a getter, made per run, kept its getter's closure and all
+ * that closure reaches (here the whole run) alive through every young-generation collection until the next
+ * full one, so each run's objects were promoted (docs/decisions/0026-no-per-call-getter-literals.md). A
+ * getter on the prototype costs nothing of the kind.
+ */
+class EngageRunState implements RunState {
+  readonly logger: Logger;
+  readonly clock: Clock;
+  readonly callerSignal: AbortSignal | undefined;
+  readonly abortable: boolean;
+  readonly usage: EngageUsage = { inputTokens: 0, outputTokens: 0 };
+  readonly newMessages: ModelMessage[] = [];
+  turns = 0;
+  lastText = '';
+  compactions = 0;
+  activeSkills: string[] = [];
+  private own: AbortController | undefined = undefined;
+  private detached = false;
+  /** Whether the caller's signal had aborted when the run stopped following it. */
+  private abortedWhenDetached = false;
+  private onOuterAbort: (() => void) | undefined = undefined;
+
+  constructor(
+    readonly options: EngageOptions,
+    readonly trace: RunTrace,
+    readonly scope: RunScope,
+    readonly limits: RunSettings['limits'],
+    readonly contextOptions: RunSettings['contextOptions'],
+  ) {
+    this.logger = (options.logger ?? silentLogger).child({
+      runId: scope.runId,
+      agentId: scope.agentId,
+      workItemId: scope.workItemId,
+    });
+    this.clock = options.clock ?? systemClock;
+    this.callerSignal = options.signal;
+    this.abortable = options.signal !== undefined;
+  }
+
+  get signal(): AbortSignal {
+    if (this.own) return this.own.signal;
+    const own = new AbortController();
+    this.own = own;
+    const outer = this.callerSignal;
+    if (this.detached ? this.abortedWhenDetached : outer?.aborted) own.abort(outer!.reason);
+    else if (outer && !this.detached) {
+      this.onOuterAbort = () => own.abort(outer.reason);
+      outer.addEventListener('abort', this.onOuterAbort, { once: true });
+    }
+    return own.signal;
+  }
+
+  aborted(): boolean {
+    return this.detached ? this.abortedWhenDetached : this.callerSignal?.aborted === true;
+  }
+
+  detach(): void {
+    if (this.detached) return;
+    this.detached = true;
+    this.abortedWhenDetached = this.callerSignal?.aborted === true;
+    if (this.onOuterAbort) this.callerSignal!.removeEventListener('abort', this.onOuterAbort);
+    this.onOuterAbort = undefined;
+  }
 }
 
 export function addUsage(state: RunState, inputTokens: number, outputTokens: number): void {

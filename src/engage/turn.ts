@@ -64,12 +64,9 @@ export async function runModelTurn(state: RunState, setup: RunSetup, turn: numbe
       toolNames: modelTools.map((tool) => tool.name),
     };
     if (sessionKey !== undefined) payload.sessionKey = sessionKey;
-    // The run's own signal is made only if a hook is there to get it.
-    const outcome = await options.hooks.run('before_llm_call', payload, {
-      get signal() {
-        return state.signal;
-      },
-    });
+    // The run's state is the options: its `signal` getter makes the run's own signal only if a hook is
+    // there to read it.
+    const outcome = await options.hooks.run('before_llm_call', payload, state);
     if (outcome.action === 'block') {
       return {
         result: await finish(state, 'blocked', {

@@ -291,14 +291,10 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
         this.resume(this.endAttempt(this.brokenContract(error)));
       }
     };
-    const call = this;
-    const callOptions: ModelCallOptions = {
-      get signal() {
-        return call.signalOf(attempt);
-      },
-    };
     try {
-      this.source = this.model.doStream(this.request, callOptions)[Symbol.asyncIterator]();
+      this.source = this.model
+        .doStream(this.request, new AttemptOptions(this, attempt))
+        [Symbol.asyncIterator]();
     } catch (error) {
       // doStream threw instead of returning a stream: surface it through the normal path.
       this.source = { next: () => Promise.reject(error) };
@@ -310,7 +306,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
    * an in-process model's turn, and a provider that never looks at its signal needs none. The signal aborts
    * exactly as an eagerly made one would: on `return()`, abort and timeout, also when read after them.
    */
-  private signalOf(attempt: number): AbortSignal {
+  signalOf(attempt: number): AbortSignal {
     // An earlier attempt: the wrapper has given up on it.
     if (attempt !== this.attempt) return AbortSignal.abort();
     if (!this.controller) {
@@ -449,12 +445,35 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     this.state = 'finished';
     this.queue.push(terminal);
     this.endSpan(terminal);
+    // Nothing reads them once the call is finished. Dropped, the provider's iterator and the callbacks on its
+    // promises no longer keep this call (with its request and messages) alive: with them, every call's
+    // objects survived young-generation collections until a full one (docs/decisions/0026-no-per-call-getter-literals.md).
+    this.source = undefined;
+    this.onStep = undefined;
+    this.onThrow = undefined;
   }
 
   private endSpan(terminal: ModelStreamEvent | undefined): void {
     if (this.spanEnded) return;
     this.spanEnded = true;
     endSpan(this.span, terminal, this.usage);
+  }
+}
+
+/**
+ * What an attempt's provider gets: its `signal` is made on first read. A class, not a literal with a getter:
+ * such a literal, made per call, kept its getter's closure and all it reaches (the whole call, its request
+ * and messages) alive through every young-generation collection until the next full one
+ * (docs/decisions/0026-no-per-call-getter-literals.md).
+ */
+class AttemptOptions implements ModelCallOptions {
+  constructor(
+    private readonly call: ModelCall,
+    private readonly attempt: number,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.call.signalOf(this.attempt);
   }
 }
 

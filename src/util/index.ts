@@ -23,3 +23,4 @@ export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
 export { createSignalWatchers, type SignalWatchers } from './signal-watchers.js';
+export { disableAllocationSitePretenuring } from './v8-tuning.js';

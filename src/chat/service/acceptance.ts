@@ -11,25 +11,33 @@ export interface Acceptance {
 }
 
 export function createAcceptance(): Acceptance {
-  let settled = false;
-  let resolveStored!: () => void;
-  let rejectStored!: (error: unknown) => void;
-  const stored = new Promise<void>((resolve, reject) => {
-    resolveStored = resolve;
-    rejectStored = reject;
-  });
-  return {
-    stored,
-    get settled() {
-      return settled;
-    },
-    resolve() {
-      settled = true;
-      resolveStored();
-    },
-    reject(error) {
-      settled = true;
-      rejectStored(error);
-    },
-  };
+  return new TurnAcceptance();
+}
+
+/**
+ * A class, not a literal with a `settled` getter: such a literal, made per turn, kept its getter's closure
+ * alive through young-generation collections until a full one (docs/decisions/0026-no-per-call-getter-literals.md).
+ */
+class TurnAcceptance implements Acceptance {
+  readonly stored: Promise<void>;
+  settled = false;
+  private resolveStored!: () => void;
+  private rejectStored!: (error: unknown) => void;
+
+  constructor() {
+    this.stored = new Promise<void>((resolve, reject) => {
+      this.resolveStored = resolve;
+      this.rejectStored = reject;
+    });
+  }
+
+  resolve(): void {
+    this.settled = true;
+    this.resolveStored();
+  }
+
+  reject(error: unknown): void {
+    this.settled = true;
+    this.rejectStored(error);
+  }
 }

@@ -550,8 +550,11 @@ export function buildEntry(
 }
 
 /** Pins the chosen active entries; the lease's `release` enforces the limits that pins held off. */
-export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: ReadonlyArray<number>) {
-  const { sessions, mutex, logger } = ctx;
+export function pinEntries(
+  ctx: MemoryContext,
+  ram: RamSession,
+  memoryIds?: ReadonlyArray<number>,
+): PinnedContext {
   const active = activeOf(ram);
   const wanted = memoryIds ? new Set(memoryIds) : undefined;
   const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
@@ -559,45 +562,65 @@ export function pinEntries(ctx: MemoryContext, ram: RamSession, memoryIds?: Read
     entry.pins = (entry.pins ?? 0) + 1;
     if (entry.pins === 1) ram.pinnedEntries++;
   }
-  let released = false;
-  let pinnedIds: number[] | undefined;
-  let pinnedViews: Array<Readonly<MemoryEntry>> | undefined;
-  return {
-    // Made when read: a chat turn reads only the messages, and each of these is a pass over its context.
-    get memoryIds(): number[] {
-      pinnedIds ??= pinned.map((entry) => entry.memoryId);
-      return pinnedIds;
-    },
-    get entries(): ReadonlyArray<Readonly<MemoryEntry>> {
-      pinnedViews ??= active.map(pinnedView);
-      return pinnedViews;
-    },
-    modelMessages: () => active.map(modelMessage),
-    release: () => {
-      if (released) return;
-      released = true;
-      for (const entry of pinned) {
-        // This lease counted itself on each of these entries, and releases once.
-        entry.pins = entry.pins! - 1;
-        if (entry.pins === 0) ram.pinnedEntries--;
-      }
-      // Limits could not be enforced over pinned entries; do it now, in the session's queue.
-      if (sessions.get(ram.ref.sessionId) === ram) {
-        mutex
-          .run(ram.ref.sessionId, async () => {
-            // An append queued behind this evicts what is over the limits in its own commit.
-            if ((ctx.appendsWaiting.get(ram.ref.sessionId) ?? 0) > 0) return;
-            if (sessions.get(ram.ref.sessionId) === ram) await enforceLimits(ctx, ram);
-          })
-          .catch((error) =>
-            logger.warn(
-              { err: error, sessionKey: ram.ref.sessionKey },
-              'enforcing limits after unpin failed',
-            ),
-          );
-      }
-    },
-  };
+  return new PinnedContext(ctx, ram, active, pinned);
+}
+
+/**
+ * A pin's lease. A class, not a literal with getters: such a literal, made per turn, kept its getters'
+ * closures and all they reach (the session's context) alive through young-generation collections until a
+ * full one (docs/decisions/0026-no-per-call-getter-literals.md).
+ */
+class PinnedContext {
+  private released = false;
+  private pinnedIds: number[] | undefined = undefined;
+  private pinnedViews: Array<Readonly<MemoryEntry>> | undefined = undefined;
+
+  constructor(
+    private readonly ctx: MemoryContext,
+    private readonly ram: RamSession,
+    private readonly active: StoredEntry[],
+    private readonly pinned: StoredEntry[],
+  ) {}
+
+  // Made when read: a chat turn reads only the messages, and each of these is a pass over its context.
+  get memoryIds(): number[] {
+    this.pinnedIds ??= this.pinned.map((entry) => entry.memoryId);
+    return this.pinnedIds;
+  }
+
+  get entries(): ReadonlyArray<Readonly<MemoryEntry>> {
+    this.pinnedViews ??= this.active.map(pinnedView);
+    return this.pinnedViews;
+  }
+
+  modelMessages(): Array<Readonly<ModelMessage>> {
+    return this.active.map(modelMessage);
+  }
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    const { ctx, ram } = this;
+    for (const entry of this.pinned) {
+      // This lease counted itself on each of these entries, and releases once.
+      entry.pins = entry.pins! - 1;
+      if (entry.pins === 0) ram.pinnedEntries--;
+    }
+    // Limits could not be enforced over pinned entries; do it now, in the session's queue.
+    if (ctx.sessions.get(ram.ref.sessionId) !== ram) return;
+    ctx.mutex
+      .run(ram.ref.sessionId, async () => {
+        // An append queued behind this evicts what is over the limits in its own commit.
+        if ((ctx.appendsWaiting.get(ram.ref.sessionId) ?? 0) > 0) return;
+        if (ctx.sessions.get(ram.ref.sessionId) === ram) await enforceLimits(ctx, ram);
+      })
+      .catch((error) =>
+        ctx.logger.warn(
+          { err: error, sessionKey: ram.ref.sessionKey },
+          'enforcing limits after unpin failed',
+        ),
+      );
+  }
 }
 
 /**
