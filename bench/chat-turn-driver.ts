@@ -68,10 +68,14 @@ export async function startTarget(options: {
   };
 }
 
-/** Closed loop: every client keeps exactly one turn in flight until `durationMs` has passed. */
+/**
+ * Closed loop: every client keeps exactly one turn in flight until `durationMs` has passed. `onTurn` hears of
+ * each turn as it ends, with when it was sent (`performance.now()`).
+ */
 export async function closedLoop(
   clients: ChatClient[],
   durationMs: number,
+  onTurn?: (latencyMs: number, sentAtMs: number) => void,
 ): Promise<{ latencies: number[]; elapsedMs: number }> {
   const latencies: number[] = [];
   const started = performance.now();
@@ -81,9 +85,11 @@ export async function closedLoop(
       (client) =>
         new Promise<void>((resolve) => {
           const next = () => {
-            if (performance.now() >= deadline) return resolve();
+            const sentAt = performance.now();
+            if (sentAt >= deadline) return resolve();
             sendChatTurn(client, (latency) => {
               latencies.push(latency);
+              onTurn?.(latency, sentAt);
               next();
             });
           };

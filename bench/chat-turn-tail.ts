@@ -37,22 +37,8 @@ if (clientOf) {
   const clients = await connect({ port: Number(clientOf) }, clientCount, `tail-${process.pid}`);
   await closedLoop(clients, warmupMs);
   const turns: SentTurn[] = [];
-  const deadline = performance.now() + measureMs;
-  await Promise.all(
-    clients.map(
-      (client) =>
-        new Promise<void>((resolve) => {
-          const next = () => {
-            if (performance.now() >= deadline) return resolve();
-            const sentAt = wallMs();
-            sendChatTurn(client, (latency) => {
-              turns.push([sentAt, latency]);
-              next();
-            });
-          };
-          next();
-        }),
-    ),
+  await closedLoop(clients, measureMs, (latency, sentAt) =>
+    turns.push([performance.timeOrigin + sentAt, latency]),
   );
   for (const client of clients) client.ws.terminate();
   // The turns of many clients make a message larger than the pipe takes at once: exit once it is written.
