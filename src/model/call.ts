@@ -185,7 +185,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
       this.source?.return?.().catch(() => {});
       this.closeAttempt();
     }
-    this.state = 'finished';
+    this.markFinished();
     this.queue.length = 0;
     this.endSpan(undefined);
     return Promise.resolve(done);
@@ -442,12 +442,19 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   }
 
   private finish(terminal: ModelStreamEvent): void {
-    this.state = 'finished';
+    this.markFinished();
     this.queue.push(terminal);
     this.endSpan(terminal);
-    // Nothing reads them once the call is finished. Dropped, the provider's iterator and the callbacks on its
-    // promises no longer keep this call (with its request and messages) alive: with them, every call's
-    // objects survived young-generation collections until a full one (docs/decisions/0026-no-per-call-getter-literals.md).
+  }
+
+  /**
+   * Every way a call ends goes through here. Nothing reads the provider's iterator or the callbacks on its
+   * promises after that; dropped, they no longer keep this call (with its request and messages) alive: with
+   * them, every call's objects survived young-generation collections until a full one
+   * (docs/decisions/0026-no-per-call-getter-literals.md).
+   */
+  private markFinished(): void {
+    this.state = 'finished';
     this.source = undefined;
     this.onStep = undefined;
     this.onThrow = undefined;

@@ -75,18 +75,25 @@ describe('objects made per turn', () => {
     expect(calls[0]!.options.signal?.aborted).toBe(false);
   });
 
-  it('a finished model call lets go of its provider’s iterator', async () => {
+  it('a model call, finished or left early, lets go of its provider’s iterator', async () => {
     const gc = exposeGc();
     const { model, calls } = recordingModel();
-    const call = streamModel(model, { messages: [{ role: 'user', content: 'x' }] });
+    const request = { messages: [{ role: 'user' as const, content: 'x' }] };
+    const finished = streamModel(model, request);
     const events: string[] = [];
-    for await (const event of call) events.push(event.type);
+    for await (const event of finished) events.push(event.type);
     expect(events).toEqual(['text-delta', 'usage', 'finish']);
-    // Microtasks that still referred to the iterator have run by the next macrotask.
+    const leftEarly = streamModel(model, request);
+    for await (const event of leftEarly) {
+      expect(event.type).toBe('text-delta');
+      break;
+    }
+    // Microtasks that still referred to the iterators have run by the next macrotask.
     await new Promise((resolve) => setImmediate(resolve));
     gc();
-    // The call is still referenced here; its provider's iterator is not.
-    expect(calls[0]!.iterator.deref()).toBeUndefined();
-    expect(await call.next()).toEqual({ value: undefined, done: true });
+    // The calls are still referenced here; their providers' iterators are not.
+    expect(calls.map((call) => call.iterator.deref())).toEqual([undefined, undefined]);
+    expect(await finished.next()).toEqual({ value: undefined, done: true });
+    expect(await leftEarly.next()).toEqual({ value: undefined, done: true });
   });
 });
