@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { createLtmStore, type EntryFilter } from '../../src/memory/ltm-store.js';
+import type { SqlDatabase } from '../../src/store/index.js';
+import { openTestDatabase } from '../helpers/databases.js';
+import { createHarness, sessionRef } from './memory-fixtures.js';
+
+// agentd keeps no planner statistics, and without them SQLite takes the agent's index for any `agent_id = ?`:
+// a lookup by address or a join of ranked candidates then walks every entry of the agent (all of them in a
+// one-agent store). Each statement below must find its rows by address, row id or FTS5 candidate instead.
+describe('automatic recall and addressed reads on SQLite', () => {
+  it('find their rows by address or candidate, never by walking the agent index', async () => {
+    const db = await openTestDatabase('sqlite');
+    try {
+      const statements: Array<{ sql: string; params: unknown[] }> = [];
+      const recording: SqlDatabase = {
+        ...db,
+        all: (sql, params) => {
+          statements.push({ sql, params: [...(params ?? [])] });
+          return db.all(sql, params);
+        },
+      };
+      const ltm = createLtmStore(recording, { sqliteVec: false });
+      const { memory } = createHarness(db);
+      const garden = sessionRef('garden');
+      const kitchen = sessionRef('kitchen');
+      await memory.append(garden, { role: 'user', content: 'the roses need water on tuesdays' });
+      await memory.append(garden, { role: 'assistant', content: 'noted: water the roses' });
+      await memory.append(kitchen, { role: 'user', content: 'the oven runs hot' });
+      await memory.append(kitchen, { role: 'assistant', content: 'bake the bread cooler then' });
+      const filter: EntryFilter = { agentId: 'alpha', includeArchived: false };
+      const addresses = [
+        { sessionKey: garden.sessionKey, memoryId: 1 },
+        { sessionKey: kitchen.sessionKey, memoryId: 2 },
+      ];
+
+      const planOf = async (name: string) => {
+        const statement = statements.find(({ sql }) => sql.includes('memory_entries e'));
+        if (!statement) throw new Error(`${name} read no entry`);
+        statements.length = 0;
+        const rows = await db.all<{ detail: string }>(
+          `EXPLAIN QUERY PLAN ${statement.sql}`,
+          statement.params as never,
+        );
+        return `${name}: ${rows.map((row) => row.detail).join(' | ')}`;
+      };
+      const plans: string[] = [];
+
+      const lines = await ltm.turnLinesAt(filter, addresses);
+      expect(lines.map((line) => line.content).sort()).toEqual([
+        'bake the bread cooler then',
+        'the roses need water on tuesdays',
+      ]);
+      plans.push(await planOf('turnLinesAt'));
+
+      const turns = await ltm.turnsAt(filter, addresses);
+      expect(turns.map((entry) => entry.memoryId).sort()).toEqual([1, 2]);
+      plans.push(await planOf('turnsAt'));
+
+      const byIds = await ltm.entriesByIds(filter, addresses, 10);
+      expect(byIds).toHaveLength(2);
+      plans.push(await planOf('entriesByIds'));
+
+      statements.length = 0;
+      const ranked = await ltm.rankedLines(filter, ['roses'], 10, { before: 0.5 }, Number.POSITIVE_INFINITY);
+      expect(ranked.order === 'rank' && ranked.lines.map((line) => line.content).sort()).toEqual([
+        'noted: water the roses',
+        'the roses need water on tuesdays',
+      ]);
+      plans.push(await planOf('rankedLines'));
+
+      const full = await ltm.fullText(filter, ['oven'], 10, { before: 0.5 });
+      expect(full.map((row) => row.content)).toContain('the oven runs hot');
+      plans.push(await planOf('fullText'));
+
+      for (const plan of plans) {
+        expect(plan).not.toContain('memory_entries_by_agent');
+        expect(plan).not.toMatch(/SCAN e\b/);
+        expect(plan).toMatch(
+          /sqlite_autoindex_memory_entries_1 \(session_key=\? AND memory_id=\?\)|INTEGER PRIMARY KEY/,
+        );
+      }
+    } finally {
+      await db.close();
+    }
+  });
+});
