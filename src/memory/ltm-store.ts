@@ -162,7 +162,7 @@ export interface ContextWeights {
 }
 
 /**
- * The agent's clause for a statement that finds its rows by address or row id, on SQLite: the unary `+` keeps
+ * The agent's clause for a statement that finds its rows by address or session key, on SQLite: the unary `+` keeps
  * the planner off the agent's index. agentd keeps no planner statistics, and without them SQLite takes the
  * agent's index for any `agent_id = ?` and tests each of the agent's entries against the addresses (every
  * entry of a one-agent store: 7.8 ms a lookup of 6 addresses at 100,000 entries, 0.01 with the `+`).
@@ -1100,10 +1100,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       }));
     },
 
-    /** Newest first. */
+    /**
+     * Newest first. One session key's entries are read through its own range of the address index and sorted:
+     * the agent's index, newest first, would walk every later entry of the agent to reach an old session's.
+     */
     async listEntries(filter: EntryFilter, limit: number): Promise<StoredEntry[]> {
       const params: SqlValue[] = [];
-      const where = filterSql(filter, params);
+      const where = filterSql(
+        filter,
+        params,
+        filter.sessionKey === undefined ? undefined : addressedAgentTest,
+      );
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?`,
         [...params, limit],

@@ -7,8 +7,8 @@ import { createHarness, sessionRef } from './memory-fixtures.js';
 // agentd keeps no planner statistics, and without them SQLite takes the agent's index for any `agent_id = ?`:
 // a lookup by address or a join of ranked candidates then walks every entry of the agent (all of them in a
 // one-agent store). Each statement below must find its rows by address, row id or FTS5 candidate instead.
-describe('automatic recall and addressed reads on SQLite', () => {
-  it('find their rows by address or candidate, never by walking the agent index', async () => {
+describe('automatic recall, addressed reads and session lists on SQLite', () => {
+  it('find their rows by address, session key or candidate, never by walking the agent index', async () => {
     const db = await openTestDatabase('sqlite');
     try {
       const statements: Array<{ sql: string; params: unknown[] }> = [];
@@ -72,12 +72,21 @@ describe('automatic recall and addressed reads on SQLite', () => {
       expect(full.map((row) => row.content)).toContain('the oven runs hot');
       plans.push(await planOf('fullText'));
 
+      // One session's list reads that session's range of the address index, not the agent's newest entries
+      // down to the session's.
+      const listed = await ltm.listEntries({ ...filter, sessionKey: garden.sessionKey }, 10);
+      expect(listed.map((entry) => entry.content)).toEqual([
+        'noted: water the roses',
+        'the roses need water on tuesdays',
+      ]);
+      const listPlan = await planOf('listEntries');
+      expect(listPlan).toContain('sqlite_autoindex_memory_entries_1 (session_key=?)');
+      plans.push(listPlan);
+
       for (const plan of plans) {
         expect(plan).not.toContain('memory_entries_by_agent');
         expect(plan).not.toMatch(/SCAN e\b/);
-        expect(plan).toMatch(
-          /sqlite_autoindex_memory_entries_1 \(session_key=\? AND memory_id=\?\)|INTEGER PRIMARY KEY/,
-        );
+        expect(plan).toMatch(/sqlite_autoindex_memory_entries_1 \(session_key=\?|INTEGER PRIMARY KEY/);
       }
     } finally {
       await db.close();
