@@ -3,18 +3,19 @@
 // notes when each turn was sent and how long it took; the server notes every garbage collection pause and every SQLite call (statement or
 // exec) longer than a threshold, on the same wall clock. Each turn slower than a fraction of the p99 is put
 // down to what overlapped it on the server: the tail of a 1-client turn (p99 ÷ p50) by cause. With many
-// clients every turn overlaps something, so the pauses' totals and longest ones say more than the causes. With
-// --wal-pages it then counts the WAL frames a turn writes, by the table or index each page belongs to (every
+// clients every turn overlaps something, so the pauses' totals and longest ones say more than the causes, and
+// the p99 of the turns that overlapped no checkpointing commit (5 ms or more) says what the checkpoints add.
+// --print-ms N prints each SQLite call of N ms or more with its parameters. With --wal-pages it then counts
+// the WAL frames 2 s of turns of the same clients write, by the table or index each page belongs to (every
 // frame is a page written twice, header and body: the commits' system calls). A diagnostic, not a benchmark
 // module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-tail.ts [--clients 1] [--warmup-ms 8000] [--measure-ms 6000]
-//     [--over 0.8] [--min-ms 0.4] [--wal-pages]
+//     [--over 0.8] [--min-ms 0.4] [--print-ms 3] [--wal-pages]
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { takeFlag } from './args.js';
-import { sendChatTurn } from './chat-client.js';
 import { closedLoop, connect, percentile } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 
@@ -26,6 +27,8 @@ const slowOfP99 = Number(takeFlag(args, '--over') ?? 0.8);
 /** Server pauses and calls shorter than this are not noted. */
 const minMs = Number(takeFlag(args, '--min-ms') ?? 0.4);
 const walPages = args.includes('--wal-pages');
+/** SQLite calls this long or longer are printed with their parameters as they happen. */
+const printMs = Number(takeFlag(args, '--print-ms') ?? Number.POSITIVE_INFINITY);
 const clientCount = Number(takeFlag(args, '--clients') ?? 1);
 const clientOf = process.env.AGENTD_TAIL_CLIENT_OF;
 /** Both processes' wall clock, in ms with µs resolution. */
@@ -77,6 +80,8 @@ const timed = (
     } finally {
       const ms = wallMs() - atMs;
       if (ms >= minMs) pauses.push({ atMs, ms, what: what(this, values) });
+      if (ms >= printMs)
+        console.log(`${ms.toFixed(1)} ms: ${what(this, values)} ${JSON.stringify(values).slice(0, 300)}`);
     }
   };
 };
@@ -128,12 +133,20 @@ console.log(
   `${clientCount} client(s), ${turns.length} turns (${((turns.length / measureMs) * 1000).toFixed(0)}/s) in ${measureMs} ms after ${warmupMs} ms: p50 ${p50.toFixed(3)} ms, p99 ${p99.toFixed(3)} ms, p99 ÷ p50 ${(p99 / p50).toFixed(2)}`,
 );
 
+const overlaps = ([sentAt, latency]: SentTurn, pause: Pause) =>
+  pause.atMs < sentAt + latency && pause.atMs + pause.ms > sentAt;
+const checkpoints = measured.filter((pause) => pause.what === 'sqlite COMMIT' && pause.ms >= 5);
+const clearOfCheckpoints = turns.filter((turn) => !checkpoints.some((pause) => overlaps(turn, pause)));
+const clearLatencies = clearOfCheckpoints.map(([, latency]) => latency).sort((a, b) => a - b);
+console.log(
+  `commits of 5 ms or more (the checkpoints): ${checkpoints.length}, ${checkpoints.reduce((total, pause) => total + pause.ms, 0).toFixed(0)} ms; ` +
+    `the ${clearOfCheckpoints.length} turns that overlapped none: p50 ${percentile(clearLatencies, 50).toFixed(3)} ms, p99 ${percentile(clearLatencies, 99).toFixed(3)} ms`,
+);
+
 const slow = turns.filter(([, latency]) => latency > slowOfP99 * p99);
 const causes = new Map<string, number>();
 for (const [sentAt, latency] of slow) {
-  const overlapping = measured.filter(
-    (pause) => pause.atMs < sentAt + latency && pause.atMs + pause.ms > sentAt,
-  );
+  const overlapping = measured.filter((pause) => overlaps([sentAt, latency], pause));
   const cause =
     overlapping.length === 0
       ? '(no pause noted on the server)'
@@ -165,18 +178,18 @@ if (walPages) await countWalPages();
 await served.stop();
 process.exit(0);
 
-/** The frames of `turnsToCount` more turns, by the B-tree of their page (SQLite's dbstat table). */
+/** The frames of 2 s more turns of the same clients, by the B-tree of their page (SQLite's dbstat table). */
 async function countWalPages(): Promise<void> {
-  const turnsToCount = 100;
   const driver = (served.runtime.store.db as unknown as { driver: DriverHandle }).driver;
   const path = driver.name;
   // Checkpoints would move the frames out of the WAL before they are counted; this server is done after.
   driver.pragma('wal_autocheckpoint = 0');
   driver.pragma('wal_checkpoint(TRUNCATE)');
-  const [counter] = await connect({ port: served.port }, 1, `tail-wal-${process.pid}`);
-  for (let turn = 0; turn < turnsToCount; turn++)
-    await new Promise<void>((resolve) => sendChatTurn(counter!, () => resolve()));
-  counter!.ws.terminate();
+  // Long enough for several of the full-text index's and the audit log's batches, which a few turns miss.
+  const counters = await connect({ port: served.port }, clientCount, `tail-wal-${process.pid}`);
+  let turnsToCount = 0;
+  await closedLoop(counters, 2000, () => turnsToCount++);
+  for (const counter of counters) counter.ws.terminate();
   const wal = readFileSync(`${path}-wal`);
   const pageSize = wal.readUInt32BE(8);
   const pages: number[] = [];
@@ -200,7 +213,7 @@ async function countWalPages(): Promise<void> {
     byTree.set(tree, (byTree.get(tree) ?? 0) + 1);
   }
   console.log(
-    `\nWAL frames of ${turnsToCount} turns of one session: ${(pages.length / turnsToCount).toFixed(1)} a turn in ${(commits / turnsToCount).toFixed(2)} commits, by B-tree:`,
+    `\nWAL frames of ${turnsToCount} turns of ${clientCount} client(s): ${(pages.length / turnsToCount).toFixed(1)} a turn in ${(commits / turnsToCount).toFixed(2)} commits, by B-tree:`,
   );
   for (const [tree, count] of [...byTree].sort((a, b) => b[1] - a[1]))
     console.log(`${(count / turnsToCount).toFixed(2).padStart(8)}  ${tree}`);

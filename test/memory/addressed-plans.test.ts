@@ -60,7 +60,6 @@ describe('automatic recall, addressed reads and session lists on SQLite', () => 
       expect(byIds).toHaveLength(2);
       plans.push(await planOf('entriesByIds'));
 
-      statements.length = 0;
       const ranked = await ltm.rankedLines(filter, ['roses'], 10, { before: 0.5 }, Number.POSITIVE_INFINITY);
       expect(ranked.order === 'rank' && ranked.lines.map((line) => line.content).sort()).toEqual([
         'noted: water the roses',
