@@ -1,6 +1,6 @@
 import type { SqlExecutor, SqlValue } from '../../store/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
-import { type WorkState, workStates } from '../states.js';
+import { terminalWorkStates, type WorkState, workStates } from '../states.js';
 import type { WorkItem, WorkListFilter } from '../types.js';
 import type { QueueContext } from './context.js';
 import { inList } from './guards.js';
@@ -36,7 +36,15 @@ export async function list(ctx: QueueContext, filter: WorkListFilter = {}): Prom
     clauses.push(clause);
     params.push(...values);
   };
-  if (filter.states && filter.states.length > 0) add(`state IN (${inList(filter.states)})`, ...filter.states);
+  if (filter.states && filter.states.length > 0) {
+    // Items never leave a terminal state, so those states only grow. SQLite keeps no statistics here and would
+    // take the state index for any state, then sort every completed item; `+state` keeps it on the index by
+    // creation (migration 0031), read newest first until the limit. The live states stay small.
+    const byCreation = filter.order !== 'recently-resolved';
+    const growing =
+      byCreation && !ctx.isPostgres && filter.states.every((state) => terminalWorkStates.has(state));
+    add(`${growing ? '+state' : 'state'} IN (${inList(filter.states)})`, ...filter.states);
+  }
   if (filter.kind !== undefined) add('kind = ?', filter.kind);
   if (filter.kinds) add(filter.kinds.length ? `kind IN (${inList(filter.kinds)})` : '1 = 0', ...filter.kinds);
   if (filter.excludeKinds?.length)
