@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { SqlDatabase } from '../../src/store/index.js';
 import { createWorkQueue, type WorkListFilter } from '../../src/work/index.js';
 import { openTestDatabase } from '../helpers/databases.js';
+import { queryPlan, recordingReads } from '../helpers/query-plans.js';
 
 // The dashboard's Work view lists the newest items every 2 s. Read through the index by creation (migration
 // 0031), a list stops at its limit; without it, every item was read and sorted (55 ms at 100,000 items). SQLite
@@ -10,15 +10,9 @@ describe('listing work items on SQLite', () => {
   it('reads the newest items by creation unless the states asked for are the small live ones', async () => {
     const db = await openTestDatabase('sqlite');
     try {
-      const statements: Array<{ sql: string; params: unknown[] }> = [];
-      const recording: SqlDatabase = {
-        ...db,
-        all: (sql, params) => {
-          statements.push({ sql, params: [...(params ?? [])] });
-          return db.all(sql, params);
-        },
-      };
-      const queue = createWorkQueue({ db: recording });
+      const recording = recordingReads(db);
+      const { statements } = recording;
+      const queue = createWorkQueue({ db: recording.db });
       const first = await queue.submit({ kind: 'task', description: 'first', agentId: 'main' });
       const second = await queue.submit({ kind: 'task', description: 'second', agentId: 'main' });
       await queue.cancel(first.id, { reason: 'not needed' });
@@ -28,11 +22,7 @@ describe('listing work items on SQLite', () => {
         const items = await queue.list(filter);
         const statement = statements.find(({ sql }) => sql.startsWith('SELECT * FROM work_items'));
         if (!statement) throw new Error('the list read no work item');
-        const rows = await db.all<{ detail: string }>(
-          `EXPLAIN QUERY PLAN ${statement.sql}`,
-          statement.params as never,
-        );
-        return { ids: items.map((item) => item.id), plan: rows.map((row) => row.detail).join(' | ') };
+        return { ids: items.map((item) => item.id), plan: await queryPlan(db, statement) };
       };
 
       const byCreation = expect.stringContaining('work_items_by_created');

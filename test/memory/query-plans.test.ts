@@ -2,25 +2,61 @@ import { describe, expect, it } from 'vitest';
 import { createLtmStore, type EntryFilter } from '../../src/memory/ltm-store.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { openTestDatabase } from '../helpers/databases.js';
-import { createHarness, sessionRef } from './memory-fixtures.js';
+import { queryPlan, type RecordedStatement, recordingReads } from '../helpers/query-plans.js';
+import { createHarness, type MemoryHarness, sessionRef } from './memory-fixtures.js';
+
+/** A SQLite store with a memory service, and a long-term store over it whose reads are recorded. */
+async function withRecordedLtm(
+  work: (setup: {
+    db: SqlDatabase;
+    ltm: ReturnType<typeof createLtmStore>;
+    memory: MemoryHarness['memory'];
+    statements: RecordedStatement[];
+  }) => Promise<void>,
+): Promise<void> {
+  const db = await openTestDatabase('sqlite');
+  try {
+    const recording = recordingReads(db);
+    const ltm = createLtmStore(recording.db, { sqliteVec: false });
+    await work({ db, ltm, memory: createHarness(db).memory, statements: recording.statements });
+  } finally {
+    await db.close();
+  }
+}
+
+// Summaries have an index of their own (a partial one, migration 0024); entries are read by agent and time.
+describe('reading memory entries by kind on SQLite', () => {
+  it('reads summaries through their partial index and entries through the by-agent one', async () => {
+    await withRecordedLtm(async ({ db, ltm, memory, statements }) => {
+      await memory.append(sessionRef(), { role: 'user', content: 'a plain entry' });
+      await db.run(
+        'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, order_key, content, tokens, created_at_ms, updated_at_ms) ' +
+          "VALUES ('agent:alpha:main', 9, 's-alpha-main', 'alpha', 'summary', 'system', 'active', 1, 'what was said', 5, 2, 2)",
+      );
+      const plan = async (kind: 'entry' | 'summary') => {
+        statements.length = 0;
+        const rows = await ltm.listEntries({ agentId: 'alpha', includeArchived: true, kind }, 10);
+        const detail = await queryPlan(db, statements[0]!);
+        return { contents: rows.map((row) => row.content), detail };
+      };
+      expect(await plan('summary')).toEqual({
+        contents: ['what was said'],
+        detail: expect.stringContaining('memory_entries_by_agent_kind'),
+      });
+      expect(await plan('entry')).toEqual({
+        contents: ['a plain entry'],
+        detail: expect.stringContaining('memory_entries_by_agent '),
+      });
+    });
+  });
+});
 
 // agentd keeps no planner statistics, and without them SQLite takes the agent's index for any `agent_id = ?`:
 // a lookup by address or a join of ranked candidates then walks every entry of the agent (all of them in a
 // one-agent store). Each statement below must find its rows by address, row id or FTS5 candidate instead.
 describe('automatic recall, addressed reads and session lists on SQLite', () => {
   it('find their rows by address, session key or candidate, never by walking the agent index', async () => {
-    const db = await openTestDatabase('sqlite');
-    try {
-      const statements: Array<{ sql: string; params: unknown[] }> = [];
-      const recording: SqlDatabase = {
-        ...db,
-        all: (sql, params) => {
-          statements.push({ sql, params: [...(params ?? [])] });
-          return db.all(sql, params);
-        },
-      };
-      const ltm = createLtmStore(recording, { sqliteVec: false });
-      const { memory } = createHarness(db);
+    await withRecordedLtm(async ({ db, ltm, memory, statements }) => {
       const garden = sessionRef('garden');
       const kitchen = sessionRef('kitchen');
       await memory.append(garden, { role: 'user', content: 'the roses need water on tuesdays' });
@@ -37,11 +73,7 @@ describe('automatic recall, addressed reads and session lists on SQLite', () => 
         const statement = statements.find(({ sql }) => sql.includes('memory_entries e'));
         if (!statement) throw new Error(`${name} read no entry`);
         statements.length = 0;
-        const rows = await db.all<{ detail: string }>(
-          `EXPLAIN QUERY PLAN ${statement.sql}`,
-          statement.params as never,
-        );
-        return `${name}: ${rows.map((row) => row.detail).join(' | ')}`;
+        return `${name}: ${await queryPlan(db, statement)}`;
       };
       const plans: string[] = [];
 
@@ -87,8 +119,6 @@ describe('automatic recall, addressed reads and session lists on SQLite', () => 
         expect(plan).not.toMatch(/SCAN e\b/);
         expect(plan).toMatch(/sqlite_autoindex_memory_entries_1 \(session_key=\?|INTEGER PRIMARY KEY/);
       }
-    } finally {
-      await db.close();
-    }
+    });
   });
 });
