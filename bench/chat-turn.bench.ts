@@ -16,6 +16,7 @@ import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { indexDelayMs } from '../src/memory/ltm-store.js';
 import { sendChatTurn as sendTurn } from './chat-client.js';
 import {
   benchToken,
@@ -319,7 +320,7 @@ export default {
               .map(([server, times]) => `${server} ${times.join(', ')}`)
               .join('; ')}`
           : 'frame arrivals: not measured',
-        `the durable floor's SQLite work alone (bench/durable-floor.ts in the benchmark's process, no sockets, one client's turns: two commits each and an index batch every 20 ms, medians of 3 × 2,000 turns): ${Math.round(median(floorCpu.withIndex))} µs CPU a turn; without the FTS5 index of memory entries (no index batches) ${Math.round(median(floorCpu.without))} µs: the full-text index is ${Math.round(100 - (100 * median(floorCpu.without)) / median(floorCpu.withIndex))}% of the floor's SQLite work`,
+        `the durable floor's SQLite work alone (bench/durable-floor.ts in the benchmark's process, no sockets, one client's turns: two commits each and an index batch every ${indexDelayMs} ms, medians of 3 × 2,000 turns): ${Math.round(median(floorCpu.withIndex))} µs CPU a turn; without the FTS5 index of memory entries (no index batches) ${Math.round(median(floorCpu.without))} µs: the full-text index is ${Math.round(100 - (100 * median(floorCpu.without)) / median(floorCpu.withIndex))}% of the floor's SQLite work`,
         `stalls at 1 client, p99 ÷ p50: ${(['sqlite', 'postgres', 'durable-floor', 'echo'] as const)
           .map((server) => {
             const measured = row(server, 1);

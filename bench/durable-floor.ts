@@ -2,19 +2,16 @@
 // agentd's own schema (its migrations, FTS5 triggers and indexes included), as
 // two transactions — the user's message before the acknowledgement, the reply after the model — with agentd's
 // pragmas (WAL, synchronous=NORMAL, 8,000-page autocheckpoint, the WAL synced in the background), and the
-// full-text index taking the new entries in a batch of its own once 20 ms have passed since the first
-// unindexed commit, as agentd's memory store does (migration 0027). Paired with the bare ws frames
+// full-text index taking the new entries in a batch of its own once agentd's `indexDelayMs` has passed since
+// the first unindexed commit, as agentd's memory store does (migration 0027). Paired with the bare ws frames
 // (bench/echo-floor.ts), it is the least a durable turn of this schema can cost: agentd's cost above it is its
 // own code.
 import { closeSync, fdatasync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { indexPendingSql, moveIndexMarkSql } from '../src/memory/ltm-store.js';
+import { indexDelayMs, indexPendingSql, moveIndexMarkSql } from '../src/memory/ltm-store.js';
 import { createSqliteDatabase, migrate } from '../src/store/index.js';
-
-/** agentd's memory store indexes new entries this long after an insert, or before a search. */
-const indexDelayMs = 20;
 
 /**
  * Active entries a session keeps before a reply evicts its oldest, and how many stay after it: agentd's

@@ -130,11 +130,8 @@ export interface EntryFilter {
   archivedOnly?: boolean;
 }
 
-/**
- * The WHERE clauses of `filter` over `memory_entries e`. `agentTest` is the agent's clause: a statement that
- * finds its rows another way passes `addressedAgentTest`.
- */
-function filterSql(filter: EntryFilter, params: SqlValue[], agentTest = 'e.agent_id = ?'): string {
+/** The WHERE clauses of `filter` over `memory_entries e`, the agent's clause written as `agentTest`. */
+function filterSql(filter: EntryFilter, params: SqlValue[], agentTest: string): string {
   const clauses = [agentTest];
   params.push(filter.agentId);
   if (filter.sessionKey !== undefined) {
@@ -160,14 +157,6 @@ function filterSql(filter: EntryFilter, params: SqlValue[], agentTest = 'e.agent
 export interface ContextWeights {
   before: number;
 }
-
-/**
- * The agent's clause for a statement that finds its rows by address or session key, on SQLite: the unary `+` keeps
- * the planner off the agent's index. agentd keeps no planner statistics, and without them SQLite takes the
- * agent's index for any `agent_id = ?` and tests each of the agent's entries against the addresses (every
- * entry of a one-agent store: 7.8 ms a lookup of 6 addresses at 100,000 entries, 0.01 with the `+`).
- */
-const sqliteAddressedAgentTest = '+e.agent_id = ?';
 
 export interface RankedRow extends EntryRow {
   rank: number;
@@ -356,7 +345,7 @@ export const moveIndexMarkSql =
  * batch runs on the event loop: its rows are a pause for the turn that arrives meanwhile (100 ms of one
  * client's turns took 1.1 ms), and each batch is a segment the background merge folds in later.
  */
-const indexDelayMs = 20;
+export const indexDelayMs = 20;
 /** Rows a store inserts before the commit that passes this many indexes them itself. */
 const maxUnindexedRows = 2_000;
 /** Taken at load: a test's fake timers must not hold back the index under it. */
@@ -459,8 +448,19 @@ function entriesParams(entries: ReadonlyArray<StoredEntry>): SqlValue[] {
 
 export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean }) {
   const dialect = db.dialect;
-  /** See `sqliteAddressedAgentTest`; Postgres plans from the statistics its autovacuum keeps. */
-  const addressedAgentTest = dialect === 'sqlite' ? sqliteAddressedAgentTest : 'e.agent_id = ?';
+  /**
+   * The agent's clause of a statement that reads the agent's entries as such: a list by agent, the scan of its
+   * vectors. They read the agent's index.
+   */
+  const byAgentTest = 'e.agent_id = ?';
+  /**
+   * The agent's clause of every other statement, which finds its rows by row id, FTS5 candidate, address or
+   * session key. agentd keeps no planner statistics, and without them SQLite takes the agent's index for any
+   * `agent_id = ?`, then tests every entry of the agent (all of them in a one-agent store: 8.7 ms for a
+   * ranking query's candidates and 7.8 ms for 6 addresses at 100,000 entries, 0.17 and 0.01 ms with the unary
+   * `+`, which no index serves). Postgres plans from the statistics its autovacuum keeps.
+   */
+  const agentTest = dialect === 'sqlite' ? '+e.agent_id = ?' : byAgentTest;
   const newestSessionLogRows = (table: SessionLogTable, sessionKey: string, limit: number) =>
     db.all<Record<string, unknown>>(
       `SELECT * FROM ${table} WHERE session_key = ? ORDER BY created_at_ms DESC, id DESC LIMIT ?`,
@@ -870,7 +870,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   ): Promise<RankedRow[]> => {
     const params: SqlValue[] = [];
     if (dialect === 'sqlite') {
-      const where = filterSql(filter, params);
+      const where = filterSql(filter, params, agentTest);
       if (plan.term !== undefined) {
         // The newest matches that pass the filter, in the entry's own words (1) or in the turns before it
         // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (CROSS JOIN keeps it
@@ -909,13 +909,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const bm25 = 'bm25(memory_fts, 1.0, ?)';
       const columnWeights = [weights.before];
       // Rank inside FTS5 first and join only the best candidates: joining every match of a common term
-      // before ranking costs far more. CROSS JOIN keeps the candidates the outer loop: without statistics
-      // SQLite would walk the agent's index and probe the candidates for each of its entries. When filters
-      // drop too many candidates, rank over the full join.
+      // before ranking costs far more. When filters drop too many candidates, rank over the full join.
       const candidates = Math.max(limit * 2, 50);
       let rows = await db.all<RankedRow>(
         `SELECT ${entryColumns}, f.rank AS rank FROM (SELECT rowid, ${bm25} AS rank FROM memory_fts ` +
-          `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f CROSS JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+          `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
         [...columnWeights, plan.match, candidates, ...params, limit],
       );
       if (rows.length < Math.min(enough, limit)) {
@@ -948,7 +946,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       params.push(plan.term, maxScoredRows);
     }
     params.push(plan.term ?? plan.match);
-    const where = filterSql(filter, params);
+    const where = filterSql(filter, params, agentTest);
     const rows = await db.all<RankedRow>(
       `SELECT ${entryColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM ${ranked}, to_tsquery('english', ?) q ` +
         `WHERE ${matched}${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
@@ -1106,11 +1104,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      */
     async listEntries(filter: EntryFilter, limit: number): Promise<StoredEntry[]> {
       const params: SqlValue[] = [];
-      const where = filterSql(
-        filter,
-        params,
-        filter.sessionKey === undefined ? undefined : addressedAgentTest,
-      );
+      const where = filterSql(filter, params, filter.sessionKey === undefined ? byAgentTest : agentTest);
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?`,
         [...params, limit],
@@ -1125,7 +1119,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     ) {
       if (ids.length === 0) return [];
       const params: SqlValue[] = [];
-      const where = `${filterSql(filter, params, addressedAgentTest)} AND ${addressesSql(ids, params)}`;
+      const where = `${filterSql(filter, params, agentTest)} AND ${addressesSql(ids, params)}`;
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ` +
           'ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?',
@@ -1217,17 +1211,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (plan.term !== undefined) return { order: 'newest', term: plan.term };
       let lines: RankedLine[];
       if (dialect === 'sqlite') {
-        const where = filterSql(filter, params);
+        const where = filterSql(filter, params, agentTest);
         const rows = await db.all<Record<string, unknown>>(
           `SELECT ${rankedLineColumns}, f.rank AS rank FROM (SELECT rowid, bm25(memory_fts, 1.0, ?) AS rank FROM memory_fts ` +
-            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f CROSS JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
+            `WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?) f JOIN memory_entries e ON e.id = f.rowid WHERE ${where} ORDER BY f.rank LIMIT ?`,
           [weights.before, plan.match, 2 * candidates, ...params, candidates],
         );
         // bm25() is lower-is-better.
         lines = rows.map((row) => rowToLine(row, -Number(row.rank), row.turn, row.stored_in_context));
       } else {
         params.push(`{1, 0, ${Number(weights.before)}, 0}`, plan.match);
-        const where = filterSql(filter, params);
+        const where = filterSql(filter, params, agentTest);
         const rows = await db.all<Record<string, unknown>>(
           `SELECT ${rankedLineColumns}, ts_rank(?::real[], ${pgWords}, q, 1) AS rank FROM memory_entries e, to_tsquery('english', ?) q ` +
             `WHERE ${pgWords} @@ q AND ${where} ORDER BY rank DESC, e.id DESC LIMIT ?`,
@@ -1313,7 +1307,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         for (const id of ids) params.push(id.sessionKey, id.memoryId);
         addresses = `(e.session_key, e.memory_id) IN (VALUES ${ids.map(() => '(?, ?)').join(', ')})`;
       } else addresses = addressesSql(ids, params);
-      const where = filterSql(filter, params, addressedAgentTest);
+      const where = filterSql(filter, params, agentTest);
       const rows = await db.all<Record<string, unknown>>(
         `SELECT ${lineColumns}, (${storedInContextTest}) AS stored_in_context FROM memory_entries e ` +
           `WHERE ${addresses} AND ${where} AND ${turnTest}`,
@@ -1332,7 +1326,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     ): Promise<StoredEntry[]> {
       if (ids.length === 0) return [];
       const params: SqlValue[] = [];
-      const where = `${filterSql(filter, params, addressedAgentTest)} AND ${addressesSql(ids, params)}`;
+      const where = `${filterSql(filter, params, agentTest)} AND ${addressesSql(ids, params)}`;
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ` +
           "AND e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'",
@@ -1353,7 +1347,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         await indexBeforeRead();
         // Only the entry's own words: the neighbour columns would match the turns around it too.
         params.push(`content : ${phrase}`);
-        const where = filterSql(filter, params);
+        const where = filterSql(filter, params, agentTest);
         // Newest written first, in FTS5's own rowid order: the scan stops after `limit` rows pass the
         // filter instead of reading and sorting every match of a common topic (CROSS JOIN keeps FTS5 the
         // outer loop).
@@ -1367,7 +1361,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const phrase = tsqueryPhrase(topic);
       if (!phrase) return [];
       params.push(phrase);
-      const where = filterSql(filter, params);
+      const where = filterSql(filter, params, agentTest);
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE e.search_vector @@ to_tsquery('english', ?) AND ${where} ` +
           'ORDER BY e.id DESC LIMIT ?',
@@ -1405,7 +1399,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     /** Nearest entries by cosine similarity (vectors are normalized, so the dot product). */
     async nearest(filter: EntryFilter, model: string, vector: Float32Array, limit: number) {
       const params: SqlValue[] = [model];
-      const where = filterSql(filter, params);
+      const where = filterSql(filter, params, byAgentTest);
       const notTombstone = "e.state <> 'tombstone'";
       if (dialect === 'postgres') {
         const rows = await db.all<{ entry_id: number; similarity: number }>(

@@ -47,4 +47,23 @@ describe('listing work items on SQLite', () => {
       await db.close();
     }
   });
+  it('reads the recently resolved items from an index in order, not every completed item and a sort', async () => {
+    const db = await openTestDatabase('sqlite');
+    try {
+      const recording = recordingReads(db);
+      await createWorkQueue({ db: recording.db }).list({
+        states: ['completed'],
+        excludeKinds: ['memory.maintain'],
+        resolvedSince: 1_000,
+        limit: 6,
+        order: 'recently-resolved',
+      });
+      const listed = recording.statements.find((statement) => statement.sql.includes('resolved_at DESC'))!;
+      const plan = await queryPlan(db, listed);
+      expect(plan).toContain('work_items_state_resolved');
+      expect(plan).not.toContain('TEMP B-TREE');
+    } finally {
+      await db.close();
+    }
+  });
 });
