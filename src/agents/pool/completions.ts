@@ -6,10 +6,16 @@ const maxCompletionBatch = 64;
 
 /**
  * Completions share statements: while one is on its way to the database, items finishing meanwhile wait
- * for the next, which takes them all. An idle pool sends each at once; a busy one pays one statement and
- * one commit per batch instead of per item, and each item keeps its own guard and result (completeMany).
- * On Postgres this took the bench's drain from about 1,500 to 3,000–3,900 jobs/s; a second statement in
- * flight made smaller batches and was slower (2,500–2,700).
+ * for the next, which takes them all. A busy pool pays one statement and one commit per batch instead of
+ * per item, and each item keeps its own guard and result (completeMany). On Postgres this took the bench's
+ * drain from about 1,500 to 3,000–3,900 jobs/s; a second statement in flight made smaller batches and was
+ * slower (2,500–2,700).
+ *
+ * A statement leaves at the end of the event-loop turn its first completion came in (`setImmediate`), not
+ * at once: the items a completion statement hands back (claim-ahead) start, and short ones finish, in the
+ * microtasks after it returns. Sent at once, the first of them went alone and the rest waited for it, so
+ * the batches alternated between 1 and 24 items (two statements per 25 completions at concurrency 24, the
+ * queue benchmark's drain); now they take a turn's completions together.
  */
 function flushCompletions(pool: PoolState): void {
   if (pool.completing || pool.pendingCompletions.length === 0) return;
@@ -30,8 +36,17 @@ function flushCompletions(pool: PoolState): void {
     )
     .finally(() => {
       pool.completing = false;
-      flushCompletions(pool);
+      scheduleFlush(pool);
     });
+}
+
+function scheduleFlush(pool: PoolState): void {
+  if (pool.flushScheduled || pool.pendingCompletions.length === 0) return;
+  pool.flushScheduled = true;
+  setImmediate(() => {
+    pool.flushScheduled = false;
+    flushCompletions(pool);
+  });
 }
 
 /** Completes one item in the next batched statement; resolves or rejects with that item's own result. */
@@ -41,6 +56,6 @@ export function complete(pool: PoolState, completion: WorkCompletion & { id: str
       completion,
       settle: (result) => (result.status === 'fulfilled' ? resolve(result.value) : reject(result.reason)),
     });
-    flushCompletions(pool);
+    if (!pool.completing) scheduleFlush(pool);
   });
 }

@@ -63,7 +63,10 @@ export interface PoolState {
   readonly loops: Promise<void>[];
   idleWaiters: Array<() => void>;
   readonly pendingCompletions: PendingCompletion[];
+  /** A completion statement is on its way to the database. */
   completing: boolean;
+  /** The next completion statement waits for the end of this event-loop turn (`setImmediate`). */
+  flushScheduled: boolean;
 }
 
 export const stoppingReason = 'worker pool stopping';
@@ -115,6 +118,7 @@ export function createPoolState(options: CreateWorkerPoolOptions): PoolState {
     idleWaiters: [],
     pendingCompletions: [],
     completing: false,
+    flushScheduled: false,
   };
 }
 
