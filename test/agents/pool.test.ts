@@ -290,7 +290,7 @@ describe('worker pool', () => {
     for (const name of ['a', 'b', 'c', 'd']) await gated.waitStarted(name);
     gated.release('a');
     // Between a runner's return and its completion only promise callbacks run; the statement leaves at the
-    // end of that event-loop turn.
+    // end of that event-loop turn (the test's first wait was queued before the pool's, hence two).
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
     expect(statements).toEqual([[ids.a]]);

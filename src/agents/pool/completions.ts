@@ -15,7 +15,8 @@ const maxCompletionBatch = 64;
  * at once: the items a completion statement hands back (claim-ahead) start, and short ones finish, in the
  * microtasks after it returns. Sent at once, the first of them went alone and the rest waited for it, so
  * the batches alternated between 1 and 24 items (two statements per 25 completions at concurrency 24, the
- * queue benchmark's drain); now they take a turn's completions together.
+ * queue benchmark's drain); now they take a turn's completions together. Splitting a turn's batch over two
+ * statements in flight was no faster (bench/results/queue.md).
  */
 function flushCompletions(pool: PoolState): void {
   if (pool.completing || pool.pendingCompletions.length === 0) return;
