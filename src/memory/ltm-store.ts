@@ -873,8 +873,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       const where = filterSql(filter, params, agentTest);
       if (plan.term !== undefined) {
         // The newest matches that pass the filter, in the entry's own words (1) or in the turns before it
-        // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (CROSS JOIN keeps it
-        // the outer loop), newest row first, so the scan stops once enough rows pass.
+        // (weights.before), among the newest `maxScoredRows`. FTS5 drives the join (the agent's test is
+        // `agentTest`, which no index serves), newest row first, so the scan stops once enough rows pass.
         const phrase = ftsAnyOf([plan.term]);
         // The scan for the newest matches that pass the search's filter stops at this row, so an agent
         // with few entries among many of other agents costs no more than the budget.
@@ -884,7 +884,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         );
         const fromRowId = Number(boundary?.rowid ?? 0);
         const newest =
-          `SELECT memory_fts.rowid AS rowid, ? AS weight FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+          `SELECT memory_fts.rowid AS rowid, ? AS weight FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
           `WHERE memory_fts MATCH ? AND memory_fts.rowid >= ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`;
         const candidates = Math.max(limit * 2, 50);
         return db.all<RankedRow>(
@@ -1349,10 +1349,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         params.push(`content : ${phrase}`);
         const where = filterSql(filter, params, agentTest);
         // Newest written first, in FTS5's own rowid order: the scan stops after `limit` rows pass the
-        // filter instead of reading and sorting every match of a common topic (CROSS JOIN keeps FTS5 the
-        // outer loop).
+        // filter instead of reading and sorting every match of a common topic (FTS5 is the outer loop: the
+        // agent's test is `agentTest`, which no index serves).
         const rows = await db.all<EntryRow>(
-          `SELECT ${entryColumns} FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid ` +
+          `SELECT ${entryColumns} FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
             `WHERE memory_fts MATCH ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`,
           [...params, limit],
         );

@@ -103,6 +103,14 @@ describe('automatic recall, addressed reads and session lists on SQLite', () => 
       expect(full.map((row) => row.content)).toContain('the oven runs hot');
       plans.push(await planOf('fullText'));
 
+      // `memory.query` by topic: FTS5's matches newest first, each looked up by row id.
+      const onTopic = await ltm.topic(filter, 'roses', 10);
+      expect(onTopic.map((entry) => entry.content)).toEqual([
+        'noted: water the roses',
+        'the roses need water on tuesdays',
+      ]);
+      plans.push(await planOf('topic'));
+
       // One session's list reads that session's range of the address index, not the agent's newest entries
       // down to the session's.
       const listed = await ltm.listEntries({ ...filter, sessionKey: garden.sessionKey }, 10);

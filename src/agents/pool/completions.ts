@@ -5,18 +5,16 @@ import type { PoolState } from './state.js';
 const maxCompletionBatch = 64;
 
 /**
- * Completions share statements: while one is on its way to the database, items finishing meanwhile wait
- * for the next, which takes them all. A busy pool pays one statement and one commit per batch instead of
- * per item, and each item keeps its own guard and result (completeMany). On Postgres this took the bench's
- * drain from about 1,500 to 3,000–3,900 jobs/s; a second statement in flight made smaller batches and was
- * slower (2,500–2,700).
+ * Completions share statements: a statement leaves at the end of the event-loop turn its first completion
+ * came in (`setImmediate`) with every completion of that turn, and while it is on its way the items
+ * finishing meanwhile wait for the next. A busy pool pays one statement and one commit per batch instead of
+ * per item, and each item keeps its own guard and result (completeMany).
  *
- * A statement leaves at the end of the event-loop turn its first completion came in (`setImmediate`), not
- * at once: the items a completion statement hands back (claim-ahead) start, and short ones finish, in the
- * microtasks after it returns. Sent at once, the first of them went alone and the rest waited for it, so
- * the batches alternated between 1 and 24 items (two statements per 25 completions at concurrency 24, the
- * queue benchmark's drain); now they take a turn's completions together. Splitting a turn's batch over two
- * statements in flight was no faster (bench/results/queue.md).
+ * Why the turn: the items a completion statement hands back (claim-ahead) start, and short ones finish, in
+ * the microtasks after it returns. Sent at once, the first of them went alone and the rest waited for it:
+ * the queue benchmark's drain (concurrency 24) alternated batches of 1 and 24, 400 statements per 5,000
+ * jobs; by turn it sends 208. A second statement in flight, each with part of the batch, was slower or no
+ * faster every time it was measured (bench/results/queue.md).
  */
 function flushCompletions(pool: PoolState): void {
   if (pool.completing || pool.pendingCompletions.length === 0) return;
