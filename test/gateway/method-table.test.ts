@@ -144,6 +144,51 @@ describe('idempotency cache', () => {
     expect(cache.get('live')?.state).toBe('in_flight');
     expect(cache.size).toBe(3);
   });
+
+  it('evicts past the bound in the order runs finished, not the order they began', () => {
+    const clock = createManualClock();
+    const cache = createDedupeCache({ ttlMs: 60_000, maxEntries: 100, clock });
+    for (let index = 0; index < 300; index++) cache.begin(`k${index}`, `run-${index}`);
+    // Finished newest first: the runs that began first finish last and are the last to go.
+    for (let index = 299; index >= 0; index--) cache.finish(`k${index}`, { index });
+    expect(cache.size).toBe(100);
+    expect(cache.get('k99')).toMatchObject({ state: 'done', result: { index: 99 } });
+    expect(cache.get('k0')).toMatchObject({ state: 'done', result: { index: 0 } });
+    expect(cache.get('k100')).toBeUndefined();
+    expect(cache.get('k299')).toBeUndefined();
+  });
+
+  it('keeps counting right through keys forgotten, begun again after expiry and finished twice', () => {
+    const clock = createManualClock();
+    const cache = createDedupeCache({ ttlMs: 1_000, maxEntries: 50, clock });
+    for (let round = 0; round < 40; round++) {
+      for (let index = 0; index < 100; index++) {
+        const key = `r${round}-${index}`;
+        cache.begin(key, key);
+        if (index % 3 === 0) cache.forget(key);
+        else cache.finish(key, { first: true });
+        // A second outcome for the same key replaces the first, and is evicted as one entry.
+        if (index % 5 === 0) cache.finish(key, { first: false });
+      }
+      clock.advance(400);
+    }
+    // Only the newest 50 finished keys of the last round are left, with their latest outcome.
+    expect(cache.size).toBe(50);
+    const kept = Array.from({ length: 100 }, (_, index) => `r39-${index}`).filter(
+      (key) => cache.get(key) !== undefined,
+    );
+    expect(kept).toHaveLength(50);
+    expect(kept.every((key) => Number(key.split('-')[1]) % 3 !== 0)).toBe(true);
+    expect(cache.get('r39-70')).toMatchObject({ result: { first: false } });
+    // Begun again after its outcome expired, a key is in flight once more and then finished anew.
+    clock.advance(1_000);
+    expect(cache.get('r39-98')).toBeUndefined();
+    cache.begin('r39-98', 'again');
+    expect(cache.get('r39-98')).toMatchObject({ state: 'in_flight', runId: 'again' });
+    cache.finish('r39-98', { again: true });
+    expect(cache.get('r39-98')).toMatchObject({ state: 'done', runId: 'again', result: { again: true } });
+    expect(cache.size).toBe(1);
+  });
 });
 
 describe('device auth', () => {
