@@ -44,13 +44,9 @@ export function createDedupeCache(options: { ttlMs: number; maxEntries: number; 
       }
       finished[oldest++] = undefined;
     }
-    // Items of entries that left the cache before their turn came (forgotten, begun again) would pile up
-    // behind a live one: the list is rebuilt once they outnumber the live ones.
-    const queued = finished.length - oldest;
-    if (oldest > 1024 && oldest * 2 > finished.length) {
-      finished = finished.slice(oldest);
-      oldest = 0;
-    } else if (queued > 1024 && queued > 2 * doneCount) {
+    // The list keeps the slots it has popped, and the items of entries that left the cache out of turn
+    // (forgotten, begun again): it is rebuilt from the live items once it is twice as long as they are.
+    if (finished.length > 1024 && finished.length > 2 * doneCount) {
       finished = finished.slice(oldest).filter((item) => entries.get(item!.key) === item!.entry);
       oldest = 0;
     }
