@@ -64,6 +64,12 @@ export const workConfigSchema = z
      */
     claimAhead: z.boolean().default(true),
     /**
+     * Postgres, with claim-ahead: a submission made while a worker of this process waits for work it would
+     * take is inserted already started under that worker's lease and handed to it, without a claim
+     * statement (see docs/work.md, "Hand-off to an idle worker").
+     */
+    handOffToIdle: z.boolean().default(true),
+    /**
      * Kinds of system work (the runtime's own upkeep, such as memory maintenance). They run like any other
      * work but are left out of `work list`, `work.list` and the awareness digest unless asked for.
      */
@@ -79,6 +85,7 @@ export const workConfigSchema = z
     maxChildren: 20,
     pollIntervalMs: 2_000,
     claimAhead: true,
+    handOffToIdle: true,
     systemKinds: [...defaultSystemWorkKinds],
     awareness: awarenessConfigSchema.parse(undefined),
   });

@@ -105,10 +105,19 @@ export interface WorkQueue {
    * Resolves when work may be ready: a submission or re-queue here or in another process (LISTEN/NOTIFY),
    * the next backoff or lease deadline, or at the latest after `pollIntervalMs`. Never spins.
    */
-  /** `filter`: only items that this claim filter would take count as work that is due. */
+  /**
+   * `filter`: only items that this claim filter would take count as work that is due. `handOff`: the
+   * waiting worker would start `slots` more items now; on Postgres with claim-ahead, this process's
+   * submissions it would claim are then inserted started under its lease and its next `claimBatch` takes
+   * them without a statement (`handOffToIdle`).
+   */
   waitForWork(
     signal?: AbortSignal,
-    options?: { sinceSequence?: number; filter?: ClaimFilter },
+    options?: {
+      sinceSequence?: number;
+      filter?: ClaimFilter;
+      handOff?: { workerId: string; slots: number };
+    },
   ): Promise<void>;
   /** Resolves once cross-process wake-ups are active (at once when there is no LISTEN connection). */
   whenListening(): Promise<void>;

@@ -61,7 +61,11 @@ export async function claimLoop(pool: PoolState, state: ClassState): Promise<voi
     state.waitingForWork++;
     let waitFailed = false;
     try {
-      await queue.waitForWork(signal, { sinceSequence: sequence, filter: filterFor(pool, state) });
+      await queue.waitForWork(signal, {
+        sinceSequence: sequence,
+        filter: filterFor(pool, state),
+        handOff: { workerId, slots: state.options.concurrency - state.active - state.claiming },
+      });
     } catch (error) {
       waitFailed = true;
       logger.error({ err: error, workerClass: state.name }, 'waiting for work failed');

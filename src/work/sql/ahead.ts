@@ -30,6 +30,17 @@ export interface HandedOut {
   readonly filter: ClaimFilter;
 }
 
+/**
+ * A worker of this process asleep in `waitForWork`, registered by that call while it waits: `slots` is how
+ * many more items it would start now. A submission it would claim is handed to it (`takeIdleSlot`).
+ */
+export interface IdleClaimer {
+  readonly key: string;
+  readonly workerId: string;
+  readonly filter: ClaimFilter;
+  slots: number;
+}
+
 /** Items handed out are remembered until they complete, fail or are released; this many at most. */
 const maxHandedOut = 10_000;
 
@@ -49,6 +60,35 @@ export function aheadKey(workerId: string, filter: ClaimFilter): string {
     filter.agentIds ?? null,
     filter.leaseMs ?? null,
   ]);
+}
+
+/**
+ * Hand-off to an idle worker. A worker waiting for work found nothing ready for it at its last claim, so a
+ * submission it would take is the next item it would claim anyway: inserting it already started under
+ * that worker's lease and putting it in its claim-ahead buffer saves the claim statement between the
+ * submission and the start. The rest is claim-ahead's: announced when handed out, handed back if nobody
+ * takes it within the hold, reaped like any leased item if the process dies.
+ */
+export function takeIdleSlot(
+  ctx: QueueContext,
+  item: { kind: string; agentId: string | null },
+): IdleClaimer | undefined {
+  if (!ctx.config.handOffToIdle || ctx.state.closed) return undefined;
+  for (const claimer of ctx.state.idle) {
+    if (claimer.slots <= 0 || !wouldClaim(claimer.filter, item)) continue;
+    claimer.slots--;
+    return claimer;
+  }
+  return undefined;
+}
+
+/** Whether a claim with `filter` may take an item of this kind and agent (the claim's own conditions). */
+function wouldClaim(filter: ClaimFilter, item: { kind: string; agentId: string | null }): boolean {
+  if (filter.kinds && filter.kinds.length > 0 && !filter.kinds.includes(item.kind)) return false;
+  if (filter.excludeKinds?.includes(item.kind)) return false;
+  if (filter.agentIds && filter.agentIds.length > 0)
+    return item.agentId !== null && filter.agentIds.includes(item.agentId);
+  return true;
 }
 
 /** Takes up to `limit` items claimed ahead for this worker and filter, oldest claim first. */

@@ -107,7 +107,9 @@ export async function claimBatch(
   const ahead = takeAhead(ctx, key, limit);
   announceClaimed(ctx, workerId, ahead, filter);
   let items = ahead;
-  if (ahead.length < limit) {
+  // A worker whose last claim found the queue dry (items handed off to it while it waited, say) starts
+  // what it was given without a claim that would only come back empty: anything submitted since woke it.
+  if (ahead.length < limit && (ahead.length === 0 || ctx.state.backlogged.has(key))) {
     try {
       const claimed = await claimFromQueue(ctx, workerId, limit - ahead.length, filter);
       noteClaimed(ctx, key, limit - ahead.length, claimed.length);

@@ -9,7 +9,7 @@ import {
   systemClock,
 } from '../../util/index.js';
 import { type WorkConfig, workConfigSchema } from '../config.js';
-import type { AheadBuffer, HandedOut } from './ahead.js';
+import type { AheadBuffer, HandedOut, IdleClaimer } from './ahead.js';
 
 export type QueueConfig = Readonly<Omit<WorkConfig, 'awareness'>>;
 
@@ -43,6 +43,8 @@ export interface QueueState {
    * is likely waiting; completions claim ahead only for these (see `ahead.ts`).
    */
   readonly backlogged: Set<string>;
+  /** Workers of this process waiting for work right now, with their free slots (see `handOff` in `ahead.ts`). */
+  readonly idle: Set<IdleClaimer>;
 }
 
 /**
@@ -98,6 +100,7 @@ export function createQueueContext(options: QueueContextOptions): QueueContext {
       ahead: new Map(),
       handedOut: new Map(),
       backlogged: new Set(),
+      idle: new Set(),
     },
   };
 }

@@ -4,6 +4,7 @@ import { ErrorCodes, formatZodIssues, UserInputError } from '../../util/index.js
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import { isTerminalWorkState, liveWorkStates, WorkErrorCodes, type WorkState } from '../states.js';
 import { type SubmitResult, type WorkSubmission, workSubmissionSchema } from '../types.js';
+import { storeAhead, takeIdleSlot } from './ahead.js';
 import { noteDeadline, type QueueContext } from './context.js';
 import { notify, withEffects } from './effects.js';
 import { announceSubmitted, eventBase, publish } from './events.js';
@@ -21,6 +22,12 @@ interface NewRow {
   depth: number;
   priority: number;
   sessionKey: string | null;
+}
+
+/** A submission handed to an idle worker of this process: inserted started under its lease. */
+interface HandedOff {
+  workerId: string;
+  leaseExpiresAt: number;
 }
 
 const insertColumns = [
@@ -48,9 +55,17 @@ const insertColumns = [
   'resolved_at',
 ];
 const insertSql = `INSERT INTO work_items (${insertColumns.join(', ')}) VALUES (${inList(insertColumns)})`;
+const handedOffColumns = [...insertColumns, 'lease_owner', 'lease_expires_at', 'started_at'];
+const insertHandedOffSql = `INSERT INTO work_items (${handedOffColumns.join(', ')}) VALUES (${inList(handedOffColumns)}) RETURNING *`;
 
-function rowValues(ctx: QueueContext, input: ParsedSubmission, row: NewRow, now: number): SqlValue[] {
-  return [
+function rowValues(
+  ctx: QueueContext,
+  input: ParsedSubmission,
+  row: NewRow,
+  now: number,
+  handedOff?: HandedOff,
+): SqlValue[] {
+  const values: SqlValue[] = [
     row.id,
     input.kind,
     input.agentId ?? null,
@@ -63,7 +78,7 @@ function rowValues(ctx: QueueContext, input: ParsedSubmission, row: NewRow, now:
     row.mergedInto,
     input.parentId ?? null,
     row.depth,
-    0,
+    handedOff ? 1 : 0,
     input.maxAttempts ?? ctx.config.maxAttempts,
     now + (input.delayMs ?? 0),
     input.speculative ? 1 : 0,
@@ -74,6 +89,8 @@ function rowValues(ctx: QueueContext, input: ParsedSubmission, row: NewRow, now:
     now,
     row.state === 'merged' ? now : null,
   ];
+  if (handedOff) values.push(handedOff.workerId, handedOff.leaseExpiresAt, now);
+  return values;
 }
 
 /** Child work and dedup read other rows first, so they run in a transaction. */
@@ -176,20 +193,43 @@ export async function submit(ctx: QueueContext, submission: WorkSubmission): Pro
   // Nothing to check against other rows: one statement (with its NOTIFY on Postgres), no transaction.
   const id = ctx.idGenerator('work');
   const state: WorkState = input.paused ? 'paused' : 'queued';
-  const values = rowValues(
-    ctx,
-    input,
-    {
-      id,
-      state,
-      dedupKey: null,
-      mergedInto: null,
-      depth: 0,
-      priority: input.priority ?? 0,
-      sessionKey: input.sessionKey ?? null,
-    },
-    now,
-  );
+  const fields: NewRow = {
+    id,
+    state,
+    dedupKey: null,
+    mergedInto: null,
+    depth: 0,
+    priority: input.priority ?? 0,
+    sessionKey: input.sessionKey ?? null,
+  };
+  const idle =
+    ctx.isPostgres && state === 'queued' && !input.delayMs
+      ? takeIdleSlot(ctx, { kind: input.kind, agentId: input.agentId ?? null })
+      : undefined;
+  if (idle) {
+    // Started under the idle worker's lease; no NOTIFY, as for any claim: nobody else may take it.
+    const leaseExpiresAt = now + (idle.filter.leaseMs ?? ctx.config.leaseMs);
+    const handed = await ctx.db.get<WorkItemRow>(
+      insertHandedOffSql,
+      rowValues(ctx, input, { ...fields, state: 'running' }, now, {
+        workerId: idle.workerId,
+        leaseExpiresAt,
+      }),
+    );
+    const item = rowToWorkItem(handed!);
+    storeAhead(ctx, idle.key, idle.workerId, idle.filter, [item]);
+    // Announced as the queued item it is to everyone else; its claim and start when the worker takes it.
+    announceSubmitted(ctx, {
+      ...item,
+      state: 'queued',
+      attempts: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      startedAt: null,
+    });
+    return { id, merged: false };
+  }
+  const values = rowValues(ctx, input, fields, now);
   const row =
     ctx.isPostgres && state === 'queued'
       ? await ctx.db.get<WorkItemRow>(

@@ -1,4 +1,5 @@
 import type { ClaimFilter } from '../types.js';
+import { aheadKey, claimsAhead, type IdleClaimer } from './ahead.js';
 import { claimFilterSql } from './claim.js';
 import type { QueueContext } from './context.js';
 import { inList, leasedStates } from './guards.js';
@@ -10,11 +11,18 @@ import { inList, leasedStates } from './guards.js';
  * Where other processes' changes arrive as wake-ups, the deadlines read are kept for up to `pollIntervalMs`:
  * deadlines made here move them up (`noteDeadline`), a remote wake-up drops them. An idle worker woken for
  * every submission then waits again without a statement, instead of with one each time.
+ *
+ * With `handOff` (a worker that would start `slots` more items now), submissions of this process that the
+ * worker would claim are handed to it while it waits (see `takeIdleSlot`).
  */
 export async function waitForWork(
   ctx: QueueContext,
   signal?: AbortSignal,
-  options: { sinceSequence?: number; filter?: ClaimFilter } = {},
+  options: {
+    sinceSequence?: number;
+    filter?: ClaimFilter;
+    handOff?: { workerId: string; slots: number };
+  } = {},
 ): Promise<void> {
   const { state } = ctx;
   if (state.closed || signal?.aborted) return;
@@ -23,8 +31,19 @@ export async function waitForWork(
   const claimable = claimFilterSql(options.filter);
   await new Promise<void>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
+    const { filter, handOff } = options;
+    const idle: IdleClaimer | undefined =
+      handOff && handOff.slots > 0 && ctx.config.handOffToIdle && claimsAhead(ctx, filter)
+        ? {
+            key: aheadKey(handOff.workerId, filter),
+            workerId: handOff.workerId,
+            filter,
+            slots: handOff.slots,
+          }
+        : undefined;
     const stopWaiting = () => {
       clearTimeout(timer);
+      if (idle) state.idle.delete(idle);
       state.waiters.delete(done);
       signal?.removeEventListener('abort', done);
     };
@@ -35,6 +54,7 @@ export async function waitForWork(
     // Listening before the deadlines are read: a wake-up while they are on their way ends the wait at once
     // instead of after the read.
     state.waiters.add(done);
+    if (idle) state.idle.add(idle);
     signal?.addEventListener('abort', done, { once: true });
     const now = ctx.clock.now();
     const schedule = (nextDue: number) => {

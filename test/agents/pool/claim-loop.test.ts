@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { claimLoop, filterFor } from '../../../src/agents/pool/claim-loop.js';
 import { wakeAll } from '../../../src/agents/pool/state.js';
 import type { RunItem } from '../../../src/agents/pool/types.js';
+import type { SqlDatabase } from '../../../src/store/index.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
 import { deferred } from '../helpers.js';
 import { poolFixture } from './helpers.js';
@@ -45,5 +46,45 @@ describeEachDatabase('worker pool claim loop', (getDb) => {
     pool.loopController.abort();
     wakeAll(pool);
     await Promise.all(loops);
+  });
+
+  it('an idle loop is handed a submission it would claim and starts it without a claim statement (Postgres)', async () => {
+    const db = getDb();
+    const sent: string[] = [];
+    const recorded = (method: 'all' | 'get' | 'run') => (sql: string, params?: ReadonlyArray<unknown>) => {
+      sent.push(sql);
+      return db[method](sql, params as never) as never;
+    };
+    const recording: SqlDatabase = {
+      ...db,
+      all: recorded('all'),
+      get: recorded('get'),
+      run: recorded('run'),
+      transaction: (work) => db.transaction(work),
+      close: () => db.close(),
+    };
+    const { pool, queue, types } = poolFixture(recording, {
+      classes: { chat: { concurrency: 2, admissionQueueSize: 10 } },
+    });
+    const state = pool.classes[0]!;
+    const loop = claimLoop(pool, state);
+    await expect.poll(() => state.waitingForWork, { timeout: 10_000 }).toBe(1);
+    const claims = () =>
+      sent.filter((sql) => /work_claim\(|UPDATE work_items SET state = 'running'/.test(sql));
+    const claimsWhileIdle = claims().length;
+    const { id } = await queue.submit({ kind: 'task', description: 'handed off' });
+    await expect.poll(async () => (await queue.get(id))?.state, { timeout: 10_000 }).toBe('completed');
+    const onPostgres = db.dialect === 'postgres';
+    expect(claims().length - claimsWhileIdle).toBe(onPostgres ? 0 : 1);
+    expect(types().filter((type) => type.startsWith('work:'))).toEqual([
+      'work:submitted',
+      'work:claimed',
+      'work:started',
+      'work:completed',
+    ]);
+    pool.stopped = true;
+    pool.loopController.abort();
+    wakeAll(pool);
+    await loop;
   });
 });
