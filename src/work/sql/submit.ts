@@ -3,8 +3,8 @@ import type { SqlValue } from '../../store/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../../util/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import { isTerminalWorkState, liveWorkStates, WorkErrorCodes, type WorkState } from '../states.js';
-import { type SubmitResult, type WorkSubmission, workSubmissionSchema } from '../types.js';
-import { storeAhead, takeIdleSlot } from './ahead.js';
+import { type SubmitResult, type WorkItem, type WorkSubmission, workSubmissionSchema } from '../types.js';
+import { type IdleClaimer, storeAhead, takeIdleSlot } from './ahead.js';
 import { noteDeadline, type QueueContext } from './context.js';
 import { notify, withEffects } from './effects.js';
 import { announceSubmitted, eventBase, publish } from './events.js';
@@ -26,7 +26,7 @@ interface NewRow {
 
 /** A submission handed to an idle worker of this process: inserted started under its lease. */
 interface HandedOff {
-  workerId: string;
+  claimer: IdleClaimer;
   leaseExpiresAt: number;
 }
 
@@ -56,7 +56,35 @@ const insertColumns = [
 ];
 const insertSql = `INSERT INTO work_items (${insertColumns.join(', ')}) VALUES (${inList(insertColumns)})`;
 const handedOffColumns = [...insertColumns, 'lease_owner', 'lease_expires_at', 'started_at'];
-const insertHandedOffSql = `INSERT INTO work_items (${handedOffColumns.join(', ')}) VALUES (${inList(handedOffColumns)}) RETURNING *`;
+const insertHandedOffSql = `INSERT INTO work_items (${handedOffColumns.join(', ')}) VALUES (${inList(handedOffColumns)})`;
+
+/** The idle worker of this process a new item goes to, if one waits for it (see `takeIdleSlot`). */
+function handOffTarget(ctx: QueueContext, input: ParsedSubmission, now: number): HandedOff | undefined {
+  if (!ctx.isPostgres || input.paused || input.delayMs) return undefined;
+  const claimer = takeIdleSlot(ctx, { kind: input.kind, agentId: input.agentId ?? null });
+  return claimer && { claimer, leaseExpiresAt: now + (claimer.filter.leaseMs ?? ctx.config.leaseMs) };
+}
+
+/**
+ * Announces a new item. One handed off is in its worker's buffer, still announced as the queued item it
+ * is to everyone else: its claim and start are announced when the worker takes it.
+ */
+function announceNew(ctx: QueueContext, item: WorkItem, handedOff: HandedOff | undefined): void {
+  if (!handedOff) {
+    announceSubmitted(ctx, item);
+    return;
+  }
+  const { claimer } = handedOff;
+  storeAhead(ctx, claimer.key, claimer.workerId, claimer.filter, [item]);
+  announceSubmitted(ctx, {
+    ...item,
+    state: 'queued',
+    attempts: 0,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    startedAt: null,
+  });
+}
 
 function rowValues(
   ctx: QueueContext,
@@ -89,7 +117,7 @@ function rowValues(
     now,
     row.state === 'merged' ? now : null,
   ];
-  if (handedOff) values.push(handedOff.workerId, handedOff.leaseExpiresAt, now);
+  if (handedOff) values.push(handedOff.claimer.workerId, handedOff.leaseExpiresAt, now);
   return values;
 }
 
@@ -142,11 +170,14 @@ function submitChecked(ctx: QueueContext, input: ParsedSubmission, now: number):
       priority,
       sessionKey,
     };
+    const handedOff = handOffTarget(ctx, input, now);
     const inserted = await tx.get<WorkItemRow>(
-      `${insertSql}${input.dedupKey !== undefined ? ' ON CONFLICT DO NOTHING' : ''} RETURNING *`,
-      rowValues(ctx, input, fields, now),
+      `${handedOff ? insertHandedOffSql : insertSql}${input.dedupKey !== undefined ? ' ON CONFLICT DO NOTHING' : ''} RETURNING *`,
+      rowValues(ctx, input, handedOff ? { ...fields, state: 'running' } : fields, now, handedOff),
     );
     if (!inserted) {
+      // Merged into a live item: the worker's slot stays free.
+      if (handedOff) handedOff.claimer.slots++;
       const live = await tx.get<WorkItemRow>(
         `SELECT * FROM work_items WHERE kind = ? AND dedup_key = ? AND state IN (${inList(liveWorkStates)})`,
         [input.kind, input.dedupKey!, ...liveWorkStates],
@@ -171,8 +202,9 @@ function submitChecked(ctx: QueueContext, input: ParsedSubmission, now: number):
       return { id: live.id, merged: true, mergedRecordId: id };
     }
     const item = rowToWorkItem(inserted);
-    if (state === 'queued') await notify(ctx, tx, { t: 'wake' });
-    effects.push(() => announceSubmitted(ctx, item));
+    // Handed off: no NOTIFY, as for any claim, since no other process may take it.
+    if (state === 'queued' && !handedOff) await notify(ctx, tx, { t: 'wake' });
+    effects.push(() => announceNew(ctx, item, handedOff));
     return { id, merged: false };
   });
 }
@@ -202,31 +234,13 @@ export async function submit(ctx: QueueContext, submission: WorkSubmission): Pro
     priority: input.priority ?? 0,
     sessionKey: input.sessionKey ?? null,
   };
-  const idle =
-    ctx.isPostgres && state === 'queued' && !input.delayMs
-      ? takeIdleSlot(ctx, { kind: input.kind, agentId: input.agentId ?? null })
-      : undefined;
-  if (idle) {
-    // Started under the idle worker's lease; no NOTIFY, as for any claim: nobody else may take it.
-    const leaseExpiresAt = now + (idle.filter.leaseMs ?? ctx.config.leaseMs);
+  const handedOff = handOffTarget(ctx, input, now);
+  if (handedOff) {
     const handed = await ctx.db.get<WorkItemRow>(
-      insertHandedOffSql,
-      rowValues(ctx, input, { ...fields, state: 'running' }, now, {
-        workerId: idle.workerId,
-        leaseExpiresAt,
-      }),
+      `${insertHandedOffSql} RETURNING *`,
+      rowValues(ctx, input, { ...fields, state: 'running' }, now, handedOff),
     );
-    const item = rowToWorkItem(handed!);
-    storeAhead(ctx, idle.key, idle.workerId, idle.filter, [item]);
-    // Announced as the queued item it is to everyone else; its claim and start when the worker takes it.
-    announceSubmitted(ctx, {
-      ...item,
-      state: 'queued',
-      attempts: 0,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-      startedAt: null,
-    });
+    announceNew(ctx, rowToWorkItem(handed!), handedOff);
     return { id, merged: false };
   }
   const values = rowValues(ctx, input, fields, now);

@@ -70,6 +70,35 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     expect(await handedOff({ start: false }, [{}])).toEqual([false]);
   });
 
+  it('hands off child work and work with a dedup key too; one merged into a live item leaves the slot free', async () => {
+    const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
+    const stateOf = async (id: string) => (await selectById(ctx, ctx.db, id))?.state;
+    const handedOffState = ctx.isPostgres ? 'running' : 'queued';
+    // Of a kind the worker does not take: a parent it could claim would end its wait as work that is due.
+    const parent = await submit(ctx, { kind: 'plan', description: 'parent' });
+    const tasks = { ...start, kinds: ['task'] };
+    const childWait = waitForWork(ctx, undefined, { filter: tasks, handOff: { workerId: 'w1', slots: 2 } });
+    const child = await submit(ctx, { kind: 'task', description: 'child', parentId: parent.id });
+    await childWait;
+    expect(await stateOf(child.id)).toBe(handedOffState);
+    expect(await selectById(ctx, ctx.db, child.id)).toMatchObject({ parentId: parent.id, depth: 1 });
+
+    const firstWait = waitForWork(ctx, undefined, { filter: tasks, handOff: { workerId: 'w1', slots: 1 } });
+    const first = await submit(ctx, { kind: 'task', description: 'keyed', dedupKey: 'k' });
+    await firstWait;
+    expect(await stateOf(first.id)).toBe(handedOffState);
+    const stop = new AbortController();
+    const secondWait = waitForWork(ctx, stop.signal, {
+      filter: tasks,
+      handOff: { workerId: 'w1', slots: 1 },
+    });
+    const second = await submit(ctx, { kind: 'task', description: 'keyed again', dedupKey: 'k' });
+    expect(second).toMatchObject({ id: first.id, merged: true });
+    expect([...ctx.state.idle].map((claimer) => claimer.slots)).toEqual(ctx.isPostgres ? [1] : []);
+    stop.abort();
+    await secondWait;
+  });
+
   it('hands off nothing with handOffToIdle off, or once the wait has ended', async () => {
     const off = stepContext(getDb(), { leaseMs: 60_000, handOffToIdle: false }).ctx;
     const offWait = waitForWork(off, undefined, { filter: start, handOff: { workerId: 'w1', slots: 1 } });
