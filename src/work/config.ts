@@ -64,7 +64,7 @@ export const workConfigSchema = z
      */
     claimAhead: z.boolean().default(true),
     /**
-     * Postgres, with claim-ahead: a submission made while a worker of this process waits for work it would
+     * A submission made while a worker of this process waits for work it would
      * take is inserted already started under that worker's lease and handed to it, without a claim
      * statement (see docs/work.md, "Hand-off to an idle worker").
      */

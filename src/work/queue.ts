@@ -107,9 +107,9 @@ export interface WorkQueue {
    */
   /**
    * `filter`: only items that this claim filter would take count as work that is due. `handOff`: the
-   * waiting worker would start `slots` more items now; on Postgres with claim-ahead, this process's
-   * submissions it would claim are then inserted started under its lease and its next `claimBatch` takes
-   * them without a statement (`handOffToIdle`).
+   * waiting worker would start `slots` more items now; this process's submissions it would claim are then
+   * inserted started under its lease and its next `claimBatch` takes them without a statement
+   * (`handOffToIdle`; claims with `start: true`).
    */
   waitForWork(
     signal?: AbortSignal,

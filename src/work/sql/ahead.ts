@@ -14,6 +14,7 @@ const leased = stateGuard(leasedStates);
  * here at most `aheadHoldMs`, already running under the worker's lease (a crash leaves them to be reaped
  * like any leased item); whatever waits longer, or is here when the queue closes, is handed back without
  * spending an attempt. Their `work:claimed`/`work:started` events are published when they are handed out.
+ * Submissions handed off to an idle worker (both dialects, see `takeIdleSlot`) wait here the same way.
  */
 export interface AheadBuffer {
   readonly workerId: string;
@@ -50,6 +51,11 @@ function aheadHoldMs(ctx: QueueContext, filter: ClaimFilter): number {
 
 export function claimsAhead(ctx: QueueContext, filter: ClaimFilter | undefined): filter is ClaimFilter {
   return ctx.isPostgres && ctx.config.claimAhead && filter?.start === true;
+}
+
+/** Whether claims with `filter` take items from a buffer: claimed ahead (Postgres) or handed off. */
+export function takesFromBuffer(ctx: QueueContext, filter: ClaimFilter | undefined): filter is ClaimFilter {
+  return filter?.start === true && (ctx.config.handOffToIdle || claimsAhead(ctx, filter));
 }
 
 export function aheadKey(workerId: string, filter: ClaimFilter): string {
@@ -258,12 +264,13 @@ function warnNotHandedBack(ctx: QueueContext, workerId: string, count: number, e
 async function handBack(ctx: QueueContext, workerId: string, items: ReadonlyArray<WorkItem>): Promise<void> {
   if (items.length === 0) return;
   const now = ctx.clock.now();
+  const ids = items.map((item) => item.id);
   await ctx.db.transaction(async (tx) => {
     await tx.run(
       `UPDATE work_items SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL,
-         attempts = GREATEST(attempts - 1, 0), started_at = NULL, updated_at = ?
-       WHERE id = ANY (?::text[]) AND lease_owner = ? AND ${leased.sql}`,
-      [now, pgArray(items.map((item) => item.id)), workerId, ...leased.params],
+         attempts = ${ctx.isPostgres ? 'GREATEST' : 'MAX'}(attempts - 1, 0), started_at = NULL, updated_at = ?
+       WHERE id ${ctx.isPostgres ? '= ANY (?::text[])' : 'IN (SELECT value FROM json_each(?))'} AND lease_owner = ? AND ${leased.sql}`,
+      [now, ctx.isPostgres ? pgArray(ids) : JSON.stringify(ids), workerId, ...leased.params],
     );
     await notify(ctx, tx, { t: 'wake' });
   });

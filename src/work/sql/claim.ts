@@ -7,6 +7,7 @@ import {
   noteClaimed,
   noteHandedOut,
   takeAhead,
+  takesFromBuffer,
   workClaimCall,
   workClaimParams,
 } from './ahead.js';
@@ -101,7 +102,7 @@ export async function claimBatch(
   filter?: ClaimFilter,
 ): Promise<WorkItem[]> {
   if (ctx.state.closed) return [];
-  if (!claimsAhead(ctx, filter)) return claimFromQueue(ctx, workerId, limit, filter);
+  if (!takesFromBuffer(ctx, filter)) return claimFromQueue(ctx, workerId, limit, filter);
   // Items claimed ahead by this worker's completions first: they were the next in line when claimed.
   const key = aheadKey(workerId, filter);
   const ahead = takeAhead(ctx, key, limit);
@@ -120,7 +121,8 @@ export async function claimBatch(
       ctx.logger.warn({ err: error, workerId }, 'claiming beyond the items claimed ahead failed');
     }
   }
-  noteHandedOut(ctx, key, workerId, filter, items);
+  // Only completions that claim ahead look up what was handed out.
+  if (claimsAhead(ctx, filter)) noteHandedOut(ctx, key, workerId, filter, items);
   return items;
 }
 

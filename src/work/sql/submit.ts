@@ -60,7 +60,7 @@ const insertHandedOffSql = `INSERT INTO work_items (${handedOffColumns.join(', '
 
 /** The idle worker of this process a new item goes to, if one waits for it (see `takeIdleSlot`). */
 function handOffTarget(ctx: QueueContext, input: ParsedSubmission, now: number): HandedOff | undefined {
-  if (!ctx.isPostgres || input.paused || input.delayMs) return undefined;
+  if (input.paused || input.delayMs) return undefined;
   const claimer = takeIdleSlot(ctx, { kind: input.kind, agentId: input.agentId ?? null });
   return claimer && { claimer, leaseExpiresAt: now + (claimer.filter.leaseMs ?? ctx.config.leaseMs) };
 }

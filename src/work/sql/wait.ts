@@ -1,5 +1,5 @@
 import type { ClaimFilter } from '../types.js';
-import { aheadKey, claimsAhead, type IdleClaimer } from './ahead.js';
+import { aheadKey, type IdleClaimer } from './ahead.js';
 import { claimFilterSql } from './claim.js';
 import type { QueueContext } from './context.js';
 import { inList, leasedStates } from './guards.js';
@@ -33,7 +33,7 @@ export async function waitForWork(
     let timer: NodeJS.Timeout | undefined;
     const { filter, handOff } = options;
     const idle: IdleClaimer | undefined =
-      handOff && handOff.slots > 0 && ctx.config.handOffToIdle && claimsAhead(ctx, filter)
+      handOff && handOff.slots > 0 && ctx.config.handOffToIdle && filter?.start === true
         ? {
             key: aheadKey(handOff.workerId, filter),
             workerId: handOff.workerId,

@@ -11,7 +11,7 @@ import { stepContext } from './helpers.js';
 const start = { start: true } as const;
 
 describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
-  it('on Postgres hands a submission to a worker waiting for it: started under its lease, taken without a statement', async () => {
+  it('hands a submission to a worker waiting for it: started under its lease, taken without a statement', async () => {
     const { db, statements } = counted(getDb());
     const { ctx, clock, events } = stepContext(db, { leaseMs: 60_000 });
     const waiting = waitForWork(ctx, undefined, { filter: start, handOff: { workerId: 'w1', slots: 2 } });
@@ -19,11 +19,6 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     await waiting;
     expect(ctx.state.idle.size).toBe(0);
     const stored = await selectById(ctx, ctx.db, id);
-    if (!ctx.isPostgres) {
-      expect(stored).toMatchObject({ state: 'queued', leaseOwner: null, attempts: 0 });
-      expect((await claimBatch(ctx, 'w1', 2, start)).map((item) => item.id)).toEqual([id]);
-      return;
-    }
     expect(stored).toMatchObject({
       state: 'running',
       leaseOwner: 'w1',
@@ -58,12 +53,11 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
       ctx.state.ahead.clear();
       return states.map((state) => state === 'running');
     };
-    const onPostgres = (expected: boolean[]) => expected.map((value) => ctx.isPostgres && value);
-    expect(await handedOff(start, [{}, {}])).toEqual(onPostgres([true, false]));
+    expect(await handedOff(start, [{}, {}])).toEqual([true, false]);
     expect(await handedOff({ ...start, kinds: ['task'] }, [{ kind: 'other' }])).toEqual([false]);
     expect(await handedOff({ ...start, excludeKinds: ['other'] }, [{ kind: 'other' }])).toEqual([false]);
     expect(await handedOff({ ...start, agentIds: ['a1'] }, [{ agentId: 'a2' }])).toEqual([false]);
-    expect(await handedOff({ ...start, agentIds: ['a1'] }, [{ agentId: 'a1' }])).toEqual(onPostgres([true]));
+    expect(await handedOff({ ...start, agentIds: ['a1'] }, [{ agentId: 'a1' }])).toEqual([true]);
     expect(await handedOff(start, [{ delayMs: 1_000 }])).toEqual([false]);
     expect(await handedOff(start, [{ paused: true }])).toEqual([false]);
     // A claim that does not start what it takes has no buffer to be handed items in.
@@ -73,20 +67,19 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
   it('hands off child work and work with a dedup key too; one merged into a live item leaves the slot free', async () => {
     const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
     const stateOf = async (id: string) => (await selectById(ctx, ctx.db, id))?.state;
-    const handedOffState = ctx.isPostgres ? 'running' : 'queued';
     // Of a kind the worker does not take: a parent it could claim would end its wait as work that is due.
     const parent = await submit(ctx, { kind: 'plan', description: 'parent' });
     const tasks = { ...start, kinds: ['task'] };
     const childWait = waitForWork(ctx, undefined, { filter: tasks, handOff: { workerId: 'w1', slots: 2 } });
     const child = await submit(ctx, { kind: 'task', description: 'child', parentId: parent.id });
     await childWait;
-    expect(await stateOf(child.id)).toBe(handedOffState);
+    expect(await stateOf(child.id)).toBe('running');
     expect(await selectById(ctx, ctx.db, child.id)).toMatchObject({ parentId: parent.id, depth: 1 });
 
     const firstWait = waitForWork(ctx, undefined, { filter: tasks, handOff: { workerId: 'w1', slots: 1 } });
     const first = await submit(ctx, { kind: 'task', description: 'keyed', dedupKey: 'k' });
     await firstWait;
-    expect(await stateOf(first.id)).toBe(handedOffState);
+    expect(await stateOf(first.id)).toBe('running');
     const stop = new AbortController();
     const secondWait = waitForWork(ctx, stop.signal, {
       filter: tasks,
@@ -94,7 +87,7 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     });
     const second = await submit(ctx, { kind: 'task', description: 'keyed again', dedupKey: 'k' });
     expect(second).toMatchObject({ id: first.id, merged: true });
-    expect([...ctx.state.idle].map((claimer) => claimer.slots)).toEqual(ctx.isPostgres ? [1] : []);
+    expect([...ctx.state.idle].map((claimer) => claimer.slots)).toEqual([1]);
     stop.abort();
     await secondWait;
   });
@@ -111,7 +104,7 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
     const stop = new AbortController();
     const waiting = waitForWork(ctx, stop.signal, { filter: start, handOff: { workerId: 'w1', slots: 1 } });
-    expect(ctx.state.idle.size).toBe(ctx.isPostgres ? 1 : 0);
+    expect(ctx.state.idle.size).toBe(1);
     stop.abort();
     await waiting;
     expect(ctx.state.idle.size).toBe(0);
@@ -125,7 +118,7 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     const waiting = waitForWork(ctx, undefined, { filter: start, handOff: { workerId: 'w1', slots: 1 } });
     const { id } = await submit(ctx, { kind: 'task', description: 'x' });
     await waiting;
-    expect((await selectById(ctx, ctx.db, id))?.state).toBe(ctx.isPostgres ? 'running' : 'queued');
+    expect((await selectById(ctx, ctx.db, id))?.state).toBe('running');
     await vi.waitFor(
       async () =>
         expect(await selectById(ctx, ctx.db, id)).toMatchObject({
@@ -147,7 +140,7 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     const waiting = queue.waitForWork(undefined, { filter: start, handOff: { workerId: 'w1', slots: 1 } });
     const { id } = await queue.submit({ kind: 'task', description: 'x' });
     await waiting;
-    expect((await queue.get(id))?.state).toBe(getDb().dialect === 'postgres' ? 'running' : 'queued');
+    expect((await queue.get(id))?.state).toBe('running');
     await queue.close();
     expect(await queue.get(id)).toMatchObject({ state: 'queued', leaseOwner: null, attempts: 0 });
   });
