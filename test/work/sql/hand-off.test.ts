@@ -1,5 +1,6 @@
 import { expect, it, vi } from 'vitest';
 import { createWorkQueue } from '../../../src/work/index.js';
+import { cancel } from '../../../src/work/sql/cancel.js';
 import { claimBatch } from '../../../src/work/sql/claim.js';
 import { selectById } from '../../../src/work/sql/read.js';
 import { submit } from '../../../src/work/sql/submit.js';
@@ -133,6 +134,18 @@ describeEachDatabase('work sql: hand-off to an idle worker', (getDb) => {
     expect(ctx.state.ahead.size).toBe(0);
     expect(events.map((event) => event.type)).toEqual(['work:submitted']);
     expect((await claimBatch(ctx, 'w2', 1, start)).map((item) => item.id)).toEqual([id]);
+  });
+
+  it('does not hand out an item handed off and cancelled before the worker took it', async () => {
+    const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
+    const waiting = waitForWork(ctx, undefined, { filter: start, handOff: { workerId: 'w1', slots: 1 } });
+    const { id } = await submit(ctx, { kind: 'task', description: 'x' });
+    await waiting;
+    expect(ctx.state.ahead.size).toBe(1);
+    await cancel(ctx, id);
+    expect(ctx.state.ahead.size).toBe(0);
+    expect(await claimBatch(ctx, 'w1', 1, start)).toEqual([]);
+    expect((await selectById(ctx, ctx.db, id))?.state).toBe('cancelled');
   });
 
   it('gives what was handed off back to the queue when the queue closes', async () => {
