@@ -64,9 +64,9 @@ export const workConfigSchema = z
      */
     claimAhead: z.boolean().default(true),
     /**
-     * A submission made while a worker of this process waits for work it would
-     * take is inserted already started under that worker's lease and handed to it, without a claim
-     * statement (see docs/work.md, "Hand-off to an idle worker").
+     * A submission made while a worker of this process waits for work it would take is inserted already
+     * started under that worker's lease and handed to it, without a claim statement (see docs/work.md,
+     * "Hand-off to an idle worker").
      */
     handOffToIdle: z.boolean().default(true),
     /**

@@ -103,7 +103,8 @@ export async function claimBatch(
 ): Promise<WorkItem[]> {
   if (ctx.state.closed) return [];
   if (!takesFromBuffer(ctx, filter)) return claimFromQueue(ctx, workerId, limit, filter);
-  // Items claimed ahead by this worker's completions first: they were the next in line when claimed.
+  // Items claimed ahead by this worker's completions or handed off to it first: they were the next in line
+  // when claimed.
   const key = aheadKey(workerId, filter);
   const ahead = takeAhead(ctx, key, limit);
   announceClaimed(ctx, workerId, ahead, filter);

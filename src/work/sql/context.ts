@@ -43,7 +43,7 @@ export interface QueueState {
    * is likely waiting; completions claim ahead only for these (see `ahead.ts`).
    */
   readonly backlogged: Set<string>;
-  /** Workers of this process waiting for work right now, with their free slots (see `handOff` in `ahead.ts`). */
+  /** Workers of this process waiting for work right now, with their free slots (see `takeIdleSlot`). */
   readonly idle: Set<IdleClaimer>;
 }
 
