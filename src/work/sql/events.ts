@@ -69,7 +69,12 @@ export function publishTerminal(ctx: QueueContext, item: WorkItem, remote?: bool
   }
 }
 
-export function announceSubmitted(ctx: QueueContext, item: WorkItem): void {
+/** `work:submitted`; a queued item also wakes this process's waiting workers unless `wakeWorkers` is false. */
+export function announceSubmitted(
+  ctx: QueueContext,
+  item: WorkItem,
+  wakeWorkers = item.state === 'queued',
+): void {
   publish(ctx, 'work:submitted', item, {
     ...eventBase(item),
     title: item.title,
@@ -77,5 +82,5 @@ export function announceSubmitted(ctx: QueueContext, item: WorkItem): void {
     speculative: item.speculative,
     sessionKey: item.sessionKey,
   });
-  if (item.state === 'queued') wake(ctx.state);
+  if (wakeWorkers) wake(ctx.state);
 }

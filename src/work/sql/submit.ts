@@ -75,15 +75,13 @@ function announceNew(ctx: QueueContext, item: WorkItem, handedOff: HandedOff | u
     return;
   }
   const { claimer } = handedOff;
+  // Storing it wakes the worker; nobody else may take it, so the announcement wakes no one.
   storeAhead(ctx, claimer.key, claimer.workerId, claimer.filter, [item]);
-  announceSubmitted(ctx, {
-    ...item,
-    state: 'queued',
-    attempts: 0,
-    leaseOwner: null,
-    leaseExpiresAt: null,
-    startedAt: null,
-  });
+  announceSubmitted(
+    ctx,
+    { ...item, state: 'queued', attempts: 0, leaseOwner: null, leaseExpiresAt: null, startedAt: null },
+    false,
+  );
 }
 
 function rowValues(
@@ -101,7 +99,7 @@ function rowValues(
     input.description,
     JSON.stringify(input.params),
     row.priority,
-    row.state,
+    handedOff ? 'running' : row.state,
     row.dedupKey,
     row.mergedInto,
     input.parentId ?? null,
@@ -173,7 +171,7 @@ function submitChecked(ctx: QueueContext, input: ParsedSubmission, now: number):
     const handedOff = handOffTarget(ctx, input, now);
     const inserted = await tx.get<WorkItemRow>(
       `${handedOff ? insertHandedOffSql : insertSql}${input.dedupKey !== undefined ? ' ON CONFLICT DO NOTHING' : ''} RETURNING *`,
-      rowValues(ctx, input, handedOff ? { ...fields, state: 'running' } : fields, now, handedOff),
+      rowValues(ctx, input, fields, now, handedOff),
     );
     if (!inserted) {
       // Merged into a live item: the worker's slot stays free.
@@ -235,22 +233,15 @@ export async function submit(ctx: QueueContext, submission: WorkSubmission): Pro
     sessionKey: input.sessionKey ?? null,
   };
   const handedOff = handOffTarget(ctx, input, now);
-  if (handedOff) {
-    const handed = await ctx.db.get<WorkItemRow>(
-      `${insertHandedOffSql} RETURNING *`,
-      rowValues(ctx, input, { ...fields, state: 'running' }, now, handedOff),
-    );
-    announceNew(ctx, rowToWorkItem(handed!), handedOff);
-    return { id, merged: false };
-  }
-  const values = rowValues(ctx, input, fields, now);
-  const row =
-    ctx.isPostgres && state === 'queued'
+  const values = rowValues(ctx, input, fields, now, handedOff);
+  const row = handedOff
+    ? await ctx.db.get<WorkItemRow>(`${insertHandedOffSql} RETURNING *`, values)
+    : ctx.isPostgres && state === 'queued'
       ? await ctx.db.get<WorkItemRow>(
           `WITH inserted AS (${insertSql} RETURNING *) SELECT inserted.*, pg_notify(?, ?) AS notified FROM inserted`,
           [...values, ctx.channel, JSON.stringify({ o: ctx.instanceId, t: 'wake' })],
         )
       : await ctx.db.get<WorkItemRow>(`${insertSql} RETURNING *`, values);
-  announceSubmitted(ctx, rowToWorkItem(row!));
+  announceNew(ctx, rowToWorkItem(row!), handedOff);
   return { id, merged: false };
 }

@@ -2,8 +2,8 @@ import { expect, it } from 'vitest';
 import { claimLoop, filterFor } from '../../../src/agents/pool/claim-loop.js';
 import { wakeAll } from '../../../src/agents/pool/state.js';
 import type { RunItem } from '../../../src/agents/pool/types.js';
-import type { SqlDatabase } from '../../../src/store/index.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
+import { recordingReads } from '../../helpers/query-plans.js';
 import { deferred } from '../helpers.js';
 import { poolFixture } from './helpers.js';
 
@@ -49,28 +49,16 @@ describeEachDatabase('worker pool claim loop', (getDb) => {
   });
 
   it('an idle loop is handed a submission it would claim and starts it without a claim statement', async () => {
-    const db = getDb();
-    const sent: string[] = [];
-    const recorded = (method: 'all' | 'get' | 'run') => (sql: string, params?: ReadonlyArray<unknown>) => {
-      sent.push(sql);
-      return db[method](sql, params as never) as never;
-    };
-    const recording: SqlDatabase = {
-      ...db,
-      all: recorded('all'),
-      get: recorded('get'),
-      run: recorded('run'),
-      transaction: (work) => db.transaction(work),
-      close: () => db.close(),
-    };
-    const { pool, queue, types } = poolFixture(recording, {
+    // Claims, from the table or ahead, are `all` calls on both dialects.
+    const { db, statements } = recordingReads(getDb());
+    const { pool, queue, types } = poolFixture(db, {
       classes: { chat: { concurrency: 2, admissionQueueSize: 10 } },
     });
     const state = pool.classes[0]!;
     const loop = claimLoop(pool, state);
     await expect.poll(() => state.waitingForWork, { timeout: 10_000 }).toBe(1);
     const claims = () =>
-      sent.filter((sql) => /work_claim\(|UPDATE work_items SET state = 'running'/.test(sql));
+      statements.filter(({ sql }) => /work_claim\(|UPDATE work_items SET state = 'running'/.test(sql));
     const claimsWhileIdle = claims().length;
     const { id } = await queue.submit({ kind: 'task', description: 'handed off' });
     await expect.poll(async () => (await queue.get(id))?.state, { timeout: 10_000 }).toBe('completed');
