@@ -556,8 +556,9 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         try {
           // A transaction, not a statement of its own: on SQLite it can share the commit of transactions
           // queued with it (the put still settles only after that commit, so the ack follows the disk).
-          await store.db.transaction(() =>
-            store.kv.set(inboxNamespace, message.runId, JSON.stringify(message)),
+          await store.db.transaction(
+            (tx) => store.kv.set(inboxNamespace, message.runId, JSON.stringify(message), tx),
+            { ambient: false },
           );
         } catch (error) {
           // The client gets STORE_UNAVAILABLE; health and the other clients must see the store degraded too.
@@ -565,19 +566,20 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           throw error;
         }
       },
-      delete: async (runId) => {
-        await store.kv.delete(inboxNamespace, runId);
+      delete: async (runId, tx) => {
+        await store.kv.delete(inboxNamespace, runId, tx);
       },
       list: async () =>
         (await store.kv.list(inboxNamespace)).map((entry) => JSON.parse(entry.value) as PendingMessage),
       // On the session's row, which the same commits update for the message count (migration 0023).
-      markRunning: (run) =>
+      markRunning: (run, tx) =>
         store.sessions.markRunning(
           run.sessionId,
           { runId: run.runId, startedAt: run.startedAt },
           run.activity,
+          tx,
         ),
-      markEnded: (run) => store.sessions.markEnded(run.sessionKey, run.runId, run.activity),
+      markEnded: (run, tx) => store.sessions.markEnded(run.sessionKey, run.runId, run.activity, tx),
       listRunning: () => store.sessions.listRunning(),
     },
     memory,

@@ -3,7 +3,7 @@ import type { EngageResult } from '../engage/index.js';
 import type { IdentityLoader } from '../identity/index.js';
 import type { MemoryService } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
-import type { SessionActivity, SessionStore } from '../store/index.js';
+import type { SessionActivity, SessionStore, SqlExecutor } from '../store/index.js';
 import type { RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
 import {
@@ -86,30 +86,38 @@ export interface RunningRun {
  * acknowledgement means the message is stored: a message that must wait (its session is busy, or it is a
  * command) is written here before `send` acknowledges, so a crash between the acknowledgement and the turn
  * loses nothing: `resumePending` replays what is left at the next start. A message moves from pending to
- * running in the transaction that appends it to the transcript (statements issued inside the memory append
- * join its transaction), so a crash can neither lose nor duplicate it. A message whose session is idle
+ * running in the transaction that appends it to the transcript (the memory append hands the inbox its
+ * transaction, `tx`), so a crash can neither lose nor duplicate it. A message whose session is idle
  * takes that step at once, before the acknowledgement, without passing through the pending list. A run
  * still marked running at the next start was interrupted and is reported so.
  */
 export interface ChatInbox {
   put(message: PendingMessage): Promise<void>;
-  delete(runId: string): Promise<void>;
+  /** With `tx`, in that transaction. */
+  delete(runId: string, tx?: SqlExecutor): Promise<void>;
   list(): Promise<PendingMessage[]>;
   /**
-   * In the transaction of the run's user message; `sessionId` is the instance the message went to. The same
-   * write counts `activity` on that session's record (as `SessionStore.touch`): the chat service does not
-   * touch the session separately in this commit.
+   * In the transaction of the run's user message (`tx`); `sessionId` is the instance the message went to.
+   * The same write counts `activity` on that session's record (as `SessionStore.touch`): the chat service
+   * does not touch the session separately in this commit.
    */
-  markRunning(run: RunningRun & { sessionId: string; activity: SessionActivity }): Promise<void>;
+  markRunning(
+    run: RunningRun & { sessionId: string; activity: SessionActivity },
+    tx?: SqlExecutor,
+  ): Promise<void>;
   /**
-   * With `activity`, in the transaction of the run's reply, which the same write counts on the session's
-   * record (instance `activity.sessionId`); without it, from the paths that end a run without a reply.
+   * With `activity`, in the transaction of the run's reply (`tx`), which the same write counts on the
+   * session's record (instance `activity.sessionId`); without it, from the paths that end a run without a
+   * reply.
    */
-  markEnded(run: {
-    runId: string;
-    sessionKey: string;
-    activity?: SessionActivity & { sessionId: string };
-  }): Promise<void>;
+  markEnded(
+    run: {
+      runId: string;
+      sessionKey: string;
+      activity?: SessionActivity & { sessionId: string };
+    },
+    tx?: SqlExecutor,
+  ): Promise<void>;
   listRunning(): Promise<RunningRun[]>;
 }
 

@@ -1,5 +1,5 @@
 import type { ModelMessage } from '../model/index.js';
-import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor, SqlValue, TransactionOptions } from '../store/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
@@ -513,7 +513,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     if (dialect !== 'sqlite') return;
     if (indexed?.inserts === inserts && (await highestEntryRowId()) <= indexed.upTo) return;
     const seen = inserts;
-    const upTo = await db.transaction(indexBatch);
+    const upTo = await db.transaction(indexBatch, { ambient: false });
     // Inserts made meanwhile may have committed after the batch: the next read looks again.
     indexed = { inserts: seen, upTo };
   };
@@ -756,14 +756,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * the connection's total changes (2 or more when it wrote), read in the same transaction.
    */
   const mergeIndexStep = async (start: boolean): Promise<boolean> =>
-    db.transaction(async (tx) => {
-      const before = await tx.get<{ n: number }>('SELECT total_changes() AS n');
-      await tx.run("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", [
-        start ? -mergePages : mergePages,
-      ]);
-      const after = await tx.get<{ n: number }>('SELECT total_changes() AS n');
-      return Number(after?.n ?? 0) - Number(before?.n ?? 0) >= 2;
-    });
+    db.transaction(
+      async (tx) => {
+        const before = await tx.get<{ n: number }>('SELECT total_changes() AS n');
+        await tx.run("INSERT INTO memory_fts (memory_fts, rank) VALUES ('merge', ?)", [
+          start ? -mergePages : mergePages,
+        ]);
+        const after = await tx.get<{ n: number }>('SELECT total_changes() AS n');
+        return Number(after?.n ?? 0) - Number(before?.n ?? 0) >= 2;
+      },
+      { ambient: false },
+    );
 
   const indexSegments = async (): Promise<number> => {
     const row = await db.get<{ n: number }>('SELECT count(DISTINCT segid) AS n FROM memory_fts_idx');
@@ -974,7 +977,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     /** Brings the SQLite full-text index up to date with every committed entry (see `indexPending`). */
     indexPending,
 
-    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>) => db.transaction(work),
+    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions) =>
+      db.transaction(work, options),
 
     async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number): Promise<void> {
       await tx.run(

@@ -32,6 +32,19 @@ export interface SqlExecutor {
   run(sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult>;
 }
 
+export interface TransactionOptions {
+  /**
+   * Default true: the transaction is found from its async chain, so code inside it that calls the database
+   * directly joins it. That lookup is an AsyncLocalStorage, and while one runs Node calls a hook for every
+   * promise the whole process creates, inside the transaction or not (2–3 % of a chat turn's CPU at 100
+   * clients). With `ambient: false` nothing is tracked: `work` passes `tx` to everything it calls, and a
+   * direct call on the database from inside it is not part of the transaction (on SQLite it waits for the
+   * transaction to end, which never comes; on Postgres it runs on another connection). A transaction opened
+   * inside an ambient one still nests in it as a savepoint.
+   */
+  ambient?: boolean;
+}
+
 /**
  * The SQL connection every store writes through, one interface for SQLite and Postgres (`dialect` tells which).
  */
@@ -45,8 +58,12 @@ export interface SqlDatabase extends SqlExecutor {
    * share its COMMIT (each in its own savepoint), and a caller's promise settles after that COMMIT: a `work`
    * that awaits an earlier transaction's promise, or a lock an earlier caller holds around its transaction,
    * never finishes, and one that awaits anything slow holds up every transaction of its group.
+   *
+   * By default a statement or transaction issued on this database (not on `tx`) from inside `work`'s async
+   * chain still joins the transaction, a safety net for code that does not pass `tx` on. See
+   * `TransactionOptions.ambient` for the price of that net and how to go without it.
    */
-  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Where the data lives, safe to print: a file path, `:memory:`, or a URL with the password removed. */
   readonly location: string;
   /** False for RAM-only databases: data is gone when the process exits. */

@@ -1,4 +1,11 @@
-export type { SqlDatabase, SqlDialect, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+export type {
+  SqlDatabase,
+  SqlDialect,
+  SqlExecutor,
+  SqlRunResult,
+  SqlValue,
+  TransactionOptions,
+} from './database.js';
 export {
   createEventRecorder,
   defaultUnrecordedEventTypes,

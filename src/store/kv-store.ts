@@ -1,6 +1,6 @@
 import type { Clock } from '../util/index.js';
 import { systemClock } from '../util/index.js';
-import type { SqlDatabase } from './database.js';
+import type { SqlDatabase, SqlExecutor } from './database.js';
 
 export interface KvEntry {
   key: string;
@@ -11,9 +11,10 @@ export interface KvEntry {
 /** Small named values (tokens' metadata, cursors, flags), grouped by namespace. Values are strings; JSON is the caller's. */
 export interface KvStore {
   get(namespace: string, key: string): Promise<string | undefined>;
-  set(namespace: string, key: string, value: string): Promise<void>;
-  /** True when the key existed. */
-  delete(namespace: string, key: string): Promise<boolean>;
+  /** With `tx`, in that transaction (one opened on this store's database). */
+  set(namespace: string, key: string, value: string, tx?: SqlExecutor): Promise<void>;
+  /** True when the key existed. With `tx`, in that transaction. */
+  delete(namespace: string, key: string, tx?: SqlExecutor): Promise<boolean>;
   /** Every entry of the namespace, by key. */
   list(namespace: string): Promise<KvEntry[]>;
 }
@@ -30,15 +31,15 @@ export function createKvStore(db: SqlDatabase, options: { clock?: Clock } = {}):
       ]);
       return row?.value;
     },
-    async set(namespace, key, value) {
-      await db.run(
+    async set(namespace, key, value, tx) {
+      await (tx ?? db).run(
         `INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
         [namespace, key, value, clock.now()],
       );
     },
-    async delete(namespace, key) {
-      const result = await db.run('DELETE FROM kv WHERE namespace = ? AND key = ?', [namespace, key]);
+    async delete(namespace, key, tx) {
+      const result = await (tx ?? db).run('DELETE FROM kv WHERE namespace = ? AND key = ?', [namespace, key]);
       return result.changes > 0;
     },
     async list(namespace) {

@@ -368,13 +368,15 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
       rowsOf(await query(target(), sql, params))[0] as Row | undefined,
     run: async (sql, params) => ({ changes: changesOf(await query(target(), sql, params)) }),
-    async transaction(work) {
+    async transaction(work, transactionOptions) {
+      const ambient = transactionOptions?.ambient !== false;
       const outer = currentTransactionScope<pg.PoolClient>(owner);
       if (outer) {
         return runSavepoint(
           outer,
           (sql) => query(outer.connection, sql, undefined),
           () => work(executorFor(outer)),
+          ambient,
         );
       }
       let broken: Error | undefined;
@@ -417,7 +419,9 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         began.catch(() => {});
         let result: Awaited<ReturnType<typeof work>>;
         try {
-          result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+          result = ambient
+            ? await runInTransactionScope(scope, () => work(executorFor(scope)))
+            : await work(executorFor(scope));
           await began;
         } catch (error) {
           try {

@@ -1,6 +1,6 @@
 import type { Clock, IdGenerator } from '../util/index.js';
 import { createIdGenerator, ErrorCodes, systemClock, UserInputError } from '../util/index.js';
-import type { SqlDatabase, SqlValue } from './database.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from './database.js';
 
 export type SessionStatus = 'active' | 'archived';
 
@@ -65,20 +65,21 @@ export interface SessionStore {
    * Records activity: adds `messageDelta` messages and moves `lastActiveAt` forward (never back). False when
    * there is no such session. (It runs in every chat commit; the record is not read back.)
    */
-  touch(id: string, options?: { messageDelta?: number; at?: number }): Promise<boolean>;
+  touch(id: string, options?: { messageDelta?: number; at?: number }, tx?: SqlExecutor): Promise<boolean>;
   patch(id: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
   /** Archives the active instance of the key; undefined when none is active. */
   archive(sessionKey: string, reason: string): Promise<SessionRecord | undefined>;
   /** Removes every instance of the key, archived ones included; returns how many. */
   delete(sessionKey: string): Promise<number>;
   /**
-   * Marks the chat run in progress on the session's row (one per session: a key runs one turn at a time). It
-   * joins the transaction it is called in, as the message count does.
+   * Marks the chat run in progress on the session's row (one per session: a key runs one turn at a time),
+   * with `tx` in that transaction (the one that appends the run's message).
    */
   markRunning(
     id: string,
     run: { runId: string; startedAt: number },
     activity?: SessionActivity,
+    tx?: SqlExecutor,
   ): Promise<void>;
   /**
    * Clears the mark of `runId` on the key's rows (the instance may have been archived meanwhile). With
@@ -88,6 +89,7 @@ export interface SessionStore {
     sessionKey: string,
     runId: string,
     activity?: SessionActivity & { sessionId: string },
+    tx?: SqlExecutor,
   ): Promise<void>;
   /** Runs still marked: at a start, the ones a stop interrupted. */
   listRunning(): Promise<RunningSessionRun[]>;
@@ -313,12 +315,12 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       return rows.map(toRecord);
     },
 
-    async touch(id, touchOptions = {}) {
+    async touch(id, touchOptions = {}, tx) {
       const activity = activitySet(id, {
         messageDelta: Math.trunc(touchOptions.messageDelta ?? 0),
         at: touchOptions.at ?? clock.now(),
       });
-      const result = await db.run(`UPDATE sessions SET ${activity.set} WHERE id = ?`, [
+      const result = await (tx ?? db).run(`UPDATE sessions SET ${activity.set} WHERE id = ?`, [
         ...activity.params,
         id,
       ]);
@@ -366,18 +368,19 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
         return result.changes;
       }),
 
-    async markRunning(id, run, activity) {
+    async markRunning(id, run, activity, tx) {
       const counted = activity ? activitySet(id, activity) : undefined;
-      const result = await db.run(
+      const result = await (tx ?? db).run(
         `UPDATE sessions SET ${counted ? `${counted.set}, ` : ''}running_run_id = ?, running_started_at = ? WHERE id = ?`,
         [...(counted?.params ?? []), run.runId, run.startedAt, id],
       );
       if (result.changes > 0) counted?.written();
     },
 
-    async markEnded(sessionKey, runId, activity) {
+    async markEnded(sessionKey, runId, activity, tx) {
+      const executor = tx ?? db;
       if (!activity) {
-        await db.run(
+        await executor.run(
           'UPDATE sessions SET running_run_id = NULL, running_started_at = NULL WHERE session_key = ? AND running_run_id = ?',
           [sessionKey, runId],
         );
@@ -385,7 +388,7 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       }
       const counted = activitySet(activity.sessionId, activity);
       // Every assignment reads the row as it was, so both CASEs see the mark before it is cleared.
-      const result = await db.run(
+      const result = await executor.run(
         `UPDATE sessions SET ${counted.set}, ` +
           'running_started_at = CASE WHEN running_run_id = ? THEN NULL ELSE running_started_at END, ' +
           'running_run_id = CASE WHEN running_run_id = ? THEN NULL ELSE running_run_id END ' +

@@ -409,13 +409,15 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     all: (sql, params) => schedule(() => allNow(sql, params)),
     get: (sql, params) => schedule(() => getNow(sql, params)),
     run: (sql, params) => schedule(() => runNow(sql, params)),
-    async transaction(work) {
+    async transaction(work, transactionOptions) {
+      const ambient = transactionOptions?.ambient !== false;
       const outer = currentTransactionScope(owner);
       if (outer) {
         return runSavepoint(
           outer,
           async (sql) => driver.exec(sql),
           () => work(executorFor(outer)),
+          ambient,
         );
       }
       transactionsWaiting++;
@@ -435,12 +437,15 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
             scope,
             async (sql) => driver.exec(sql),
             () => work(executorFor(scope)),
+            ambient,
           );
         } else {
           const begun = runOrWait(beginImmediate);
           if (begun !== undefined) await begun;
           try {
-            result = await runInTransactionScope(scope, work, executorFor(scope));
+            result = ambient
+              ? await runInTransactionScope(scope, work, executorFor(scope))
+              : await work(executorFor(scope));
           } catch (error) {
             if (driver.inTransaction) driver.exec('ROLLBACK');
             throw error;

@@ -104,13 +104,14 @@ class QueueLock implements FifoLock {
 }
 
 /**
- * Runs nested work under a SAVEPOINT so an inner failure rolls back only the inner part. The nested work
+ * Runs nested work under a SAVEPOINT so an inner failure rolls back only the inner part. Ambient nested work
  * gets its own child scope, so a transaction nested inside it gets its own SAVEPOINT in turn.
  */
 export async function runSavepoint<Connection, T>(
   scope: TransactionScope<Connection>,
   execute: (sql: string) => Promise<unknown>,
   work: () => Promise<T>,
+  ambient = true,
 ): Promise<T> {
   await scope.nestLock.acquire();
   const child: TransactionScope<Connection> = { ...scope, nestLock: createFifoLock(), finished: false };
@@ -118,7 +119,7 @@ export async function runSavepoint<Connection, T>(
   try {
     await execute(`SAVEPOINT ${name}`);
     try {
-      const result = await runInTransactionScope(child, work);
+      const result = ambient ? await runInTransactionScope(child, work) : await work();
       await execute(`RELEASE SAVEPOINT ${name}`);
       return result;
     } catch (error) {

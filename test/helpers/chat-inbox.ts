@@ -10,12 +10,12 @@ export function inboxOn(db: SqlDatabase): ChatInbox {
   const sessions = createSessionStore(db);
   return {
     put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
-    delete: async (runId) => {
-      await kv.delete('inbox', runId);
+    delete: async (runId, tx) => {
+      await kv.delete('inbox', runId, tx);
     },
     list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-    markRunning: (run) => sessions.markRunning(run.sessionId, run, run.activity),
-    markEnded: (run) => sessions.markEnded(run.sessionKey, run.runId, run.activity),
+    markRunning: (run, tx) => sessions.markRunning(run.sessionId, run, run.activity, tx),
+    markEnded: (run, tx) => sessions.markEnded(run.sessionKey, run.runId, run.activity, tx),
     listRunning: () => sessions.listRunning(),
   };
 }

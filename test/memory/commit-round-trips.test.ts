@@ -47,8 +47,8 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
         await memory.append(ref, { role: 'user', content: `m${index}` });
 
       const seen = await traced(() =>
-        memory.append(ref, { role: 'assistant', content: 'pushes the oldest out' }, async () => {
-          await db.run('INSERT INTO caller_rows (id) VALUES (?)', ['run-1']);
+        memory.append(ref, { role: 'assistant', content: 'pushes the oldest out' }, async (tx) => {
+          await tx.run('INSERT INTO caller_rows (id) VALUES (?)', ['run-1']);
         }),
       );
       // The id reservation and the eviction (state change, event) ride in the entries' INSERT; BEGIN and

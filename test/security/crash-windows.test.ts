@@ -19,16 +19,16 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
     // The failed delete stands for a kill between the two writes: whatever was committed before it stays.
     const inbox: ChatInbox = {
       put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
-      delete: async (runId) => {
+      delete: async (runId, tx) => {
         if (failNextDelete) {
           failNextDelete = false;
           throw new Error('killed between the append and the dequeue');
         }
-        await kv.delete('inbox', runId);
+        await kv.delete('inbox', runId, tx);
       },
       list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
-      markRunning: (run) => createSessionStore(db).markRunning(run.sessionId, run, run.activity),
-      markEnded: (run) => createSessionStore(db).markEnded(run.sessionKey, run.runId, run.activity),
+      markRunning: (run, tx) => createSessionStore(db).markRunning(run.sessionId, run, run.activity, tx),
+      markEnded: (run, tx) => createSessionStore(db).markEnded(run.sessionKey, run.runId, run.activity, tx),
       listRunning: () => createSessionStore(db).listRunning(),
     };
     const bus = createBus();

@@ -138,6 +138,56 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     // The outside write survived the rollback, so it was not part of the transaction.
     expect(await db.all('SELECT v FROM t')).toEqual([{ v: 'outside' }]);
   });
+
+  it('commits and rolls back a transaction that is not ambient through its executor alone', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    await db.transaction(
+      async (tx) => {
+        await tx.run('INSERT INTO t (v) VALUES (?)', ['kept']);
+      },
+      { ambient: false },
+    );
+    let direct: Promise<unknown> | undefined;
+    await expect(
+      db.transaction(
+        async (tx) => {
+          await tx.run('INSERT INTO t (v) VALUES (?)', ['rolled-back']);
+          // Not awaited: on SQLite it waits for the transaction to end, on Postgres it takes another connection.
+          direct = db.run('INSERT INTO t (v) VALUES (?)', ['direct']);
+          throw new Error('roll back');
+        },
+        { ambient: false },
+      ),
+    ).rejects.toThrow('roll back');
+    await direct;
+    // The direct statement did not join the transaction: the rollback left it alone.
+    expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'direct' }, { v: 'kept' }]);
+  });
+
+  it('nests a transaction that is not ambient in an ambient one as a savepoint', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    await db.transaction(async (tx) => {
+      await tx.run('INSERT INTO t (v) VALUES (?)', ['outer']);
+      await expect(
+        db.transaction(
+          async (inner) => {
+            await inner.run('INSERT INTO t (v) VALUES (?)', ['inner']);
+            throw new Error('inner failure');
+          },
+          { ambient: false },
+        ),
+      ).rejects.toThrow('inner failure');
+      await db.transaction(
+        async (inner) => {
+          await inner.run('INSERT INTO t (v) VALUES (?)', ['inner-kept']);
+        },
+        { ambient: false },
+      );
+    });
+    expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'inner-kept' }, { v: 'outer' }]);
+  });
 });
 
 describe('rewritePlaceholders', () => {

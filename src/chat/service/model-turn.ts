@@ -25,20 +25,23 @@ export async function runModelTurn(
     { role: 'user', content: text, metadata: { runId: record.runId } },
     // One transaction: the message is in the transcript and no longer pending, or neither. The session
     // record's count joins it too, which saves a commit per turn, in the statement that marks the run.
-    async () => {
+    async (tx) => {
       // Independent rows, issued together: on Postgres they share a round trip.
       await Promise.all([
-        inbox && !acceptance ? inbox.delete(record.runId) : undefined,
+        inbox && !acceptance ? inbox.delete(record.runId, tx) : undefined,
         inbox
-          ? inbox.markRunning({
-              runId: record.runId,
-              sessionId: ref.sessionId,
-              sessionKey: ref.sessionKey,
-              agentId: ref.agentId,
-              startedAt: record.startedAt,
-              activity: { messageDelta: 1, at: ctx.clock.now() },
-            })
-          : touchSession(ctx, ref.sessionId, 1),
+          ? inbox.markRunning(
+              {
+                runId: record.runId,
+                sessionId: ref.sessionId,
+                sessionKey: ref.sessionKey,
+                agentId: ref.agentId,
+                startedAt: record.startedAt,
+                activity: { messageDelta: 1, at: ctx.clock.now() },
+              },
+              tx,
+            )
+          : touchSession(ctx, ref.sessionId, 1, tx),
       ]);
     },
     // A message acknowledged by this append must be on disk, not queued in RAM.
@@ -109,14 +112,17 @@ export async function runModelTurn(
         // The reply, the session record and the end of the run in one transaction: with the reply durable
         // the run is over, so a crash after it is no interruption to report.
         const endsRun = inbox !== undefined && running.has(record.runId);
-        const entries = await options.memory.appendBatch(ref, kept, async () => {
+        const entries = await options.memory.appendBatch(ref, kept, async (tx) => {
           await (endsRun
-            ? inbox.markEnded({
-                runId: record.runId,
-                sessionKey: ref.sessionKey,
-                activity: { sessionId: ref.sessionId, messageDelta: kept.length, at: ctx.clock.now() },
-              })
-            : touchSession(ctx, ref.sessionId, kept.length));
+            ? inbox.markEnded(
+                {
+                  runId: record.runId,
+                  sessionKey: ref.sessionKey,
+                  activity: { sessionId: ref.sessionId, messageDelta: kept.length, at: ctx.clock.now() },
+                },
+                tx,
+              )
+            : touchSession(ctx, ref.sessionId, kept.length, tx));
         });
         if (endsRun) running.delete(record.runId);
         const lastAssistant = [...entries].reverse().find((entry) => entry.role === 'assistant');

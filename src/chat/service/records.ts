@@ -1,4 +1,5 @@
 import type { SessionRef } from '../../memory/index.js';
+import type { SqlExecutor } from '../../store/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 
@@ -35,9 +36,15 @@ export function newRecord(
  * Session bookkeeping (message count, last activity) must not fail a turn whose transcript memory kept,
  * which it does even while the database cannot be written.
  */
-export function touchSession(ctx: ChatContext, sessionId: string, messageDelta: number): Promise<unknown> {
+/** With `tx`, in that transaction. */
+export function touchSession(
+  ctx: ChatContext,
+  sessionId: string,
+  messageDelta: number,
+  tx?: SqlExecutor,
+): Promise<unknown> {
   return ctx.options.sessions
-    .touch(sessionId, { messageDelta, at: ctx.clock.now() })
+    .touch(sessionId, { messageDelta, at: ctx.clock.now() }, tx)
     .catch((error: unknown) => {
       ctx.logger.warn({ err: error, sessionId }, 'could not update the session record');
     });

@@ -9,8 +9,8 @@ export async function markEnded(ctx: ChatContext, record: ChatRunRecord): Promis
   if (!inbox) return;
   try {
     const ref = await refFor(ctx, record.sessionKey, record.agentId);
-    await ctx.options.memory.persist(ref, () =>
-      inbox.markEnded({ runId: record.runId, sessionKey: record.sessionKey }),
+    await ctx.options.memory.persist(ref, (tx) =>
+      inbox.markEnded({ runId: record.runId, sessionKey: record.sessionKey }, tx),
     );
   } catch (error) {
     // The run is over for every client already; at worst the next start reports it interrupted.
@@ -46,7 +46,7 @@ export async function failInterrupted(ctx: ChatContext): Promise<string[]> {
           '(No reply: agentd stopped before this reply was finished. Send the message again to retry.)',
         metadata: { runId: run.runId, interrupted: true },
       },
-      () => inbox.markEnded({ runId: run.runId, sessionKey: run.sessionKey }),
+      (tx) => inbox.markEnded({ runId: run.runId, sessionKey: run.sessionKey }, tx),
     );
     record.assistantMemoryId = note.address;
     record.endedAt = clock.now();

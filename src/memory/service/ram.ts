@@ -5,6 +5,7 @@ import { byContextOrder, type Retirement, type StoredEntry } from '../ltm-store.
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
 import { appendInputSchema, checkRef, invalid, type MemoryContext, type RamSession } from './context.js';
 import { queueEmbedding } from './embedding-indexer.js';
+import type { AlsoInTransaction } from './types.js';
 import { commit, enterDegraded } from './write-retry.js';
 
 /** A memory event's own fields; the session's identity is added from its RAM context. */
@@ -646,7 +647,7 @@ export async function appendBatch(
   ctx: MemoryContext,
   ref: SessionRef,
   inputs: ReadonlyArray<AppendInput>,
-  also?: () => Promise<void>,
+  also?: AlsoInTransaction,
   requireCommit = false,
 ): Promise<MemoryEntry[]> {
   // Before the ref is used as a key below: a malformed one is the caller's INVALID_REQUEST.

@@ -1,6 +1,6 @@
 import type { Bus } from '../../bus/index.js';
 import type { LanguageModel } from '../../model/index.js';
-import type { SqlDatabase } from '../../store/index.js';
+import type { SqlDatabase, SqlExecutor } from '../../store/index.js';
 import type { Clock, IdGenerator, Logger } from '../../util/index.js';
 import type { MemoryConfigInput } from '../config.js';
 import type { EmbeddingProvider } from '../embeddings.js';
@@ -23,11 +23,13 @@ export interface MemoryServiceOptions {
 }
 
 /**
- * Runs inside the transaction that commits an append; statements on the same database join it. It issues
- * all its statements before it awaits any answer (`Promise.all`, not one `await` after another): on
- * Postgres the commit sends COMMIT right behind them, and a statement issued later fails the append.
+ * Runs inside the transaction that commits an append, and does all its database work through `tx` (the
+ * transaction is not ambient: a statement on the database itself would not join it; on SQLite it would wait
+ * for it forever). It issues all its statements before it awaits any answer (`Promise.all`, not one
+ * `await` after another): on Postgres the commit sends COMMIT right behind them, and a statement issued
+ * later fails the append.
  */
-export type AlsoInTransaction = () => Promise<void>;
+export type AlsoInTransaction = (tx: SqlExecutor) => Promise<void>;
 
 export interface SummarizeOptions {
   /** Most entries folded into the summary; default `config.summarizeBatch`. */

@@ -170,33 +170,40 @@ export async function commit(
     // BEGIN; COMMIT follows their answers). The entries are built with the ids RAM expects and sent with their reservation; in
     // the rare case another process took ids of this key meanwhile, the reservation fails the transaction
     // and the commit is done again in order.
+    // Not ambient: every statement, `also`'s too, goes through `tx`.
     const attempt = (optimistic: boolean) =>
-      ltm.transaction(async (tx) => {
-        if (optimistic) {
-          // Built before any statement is issued: a throw here leaves nothing to commit.
-          const built = build(ram.nextId);
-          const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
-          const rest = Promise.all([touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined, also?.(tx)]);
-          rest.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
-          // COMMIT waits for every answer: `also` may still fail in JavaScript after its statements went out,
-          // and then nothing of this transaction may be stored.
-          await inserted;
-          await rest;
+      ltm.transaction(
+        async (tx) => {
+          if (optimistic) {
+            // Built before any statement is issued: a throw here leaves nothing to commit.
+            const built = build(ram.nextId);
+            const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
+            const rest = Promise.all([
+              touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined,
+              also?.(tx),
+            ]);
+            rest.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
+            // COMMIT waits for every answer: `also` may still fail in JavaScript after its statements went out,
+            // and then nothing of this transaction may be stored.
+            await inserted;
+            await rest;
+            return built;
+          }
+          const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
+          touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
+          const first =
+            count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
+          const built = build(first);
+          await Promise.all([
+            touched,
+            ltm.insertEntries(tx, built),
+            retire ? ltm.retire(tx, ram.ref.sessionKey, retire) : undefined,
+            also?.(tx),
+          ]);
           return built;
-        }
-        const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
-        touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
-        const first =
-          count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
-        const built = build(first);
-        await Promise.all([
-          touched,
-          ltm.insertEntries(tx, built),
-          retire ? ltm.retire(tx, ram.ref.sessionKey, retire) : undefined,
-          also?.(tx),
-        ]);
-        return built;
-      });
+        },
+        { ambient: false },
+      );
     try {
       const entries = await attempt(count > 0).catch((error: unknown) => {
         if (!(error instanceof MemoryIdsTakenError)) throw error;
