@@ -152,6 +152,30 @@ export interface CreateSkillLibraryOptions {
 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+/** The catalog the system prompt carries: names and descriptions, within `maxChars`. */
+function catalogOf(skills: ReadonlyArray<SkillSummary>, maxChars: number): string {
+  if (skills.length === 0) return '';
+  const header =
+    'Skills you can load with activate_skill {name} when a task matches their description:\n<available_skills>';
+  const footer = '</available_skills>';
+  const lines: string[] = [];
+  // The header, the footer and the line break between them; each line adds itself and one break.
+  let used = header.length + 1 + footer.length;
+  if (used > maxChars) return '';
+  const fits = (line: string) => used + line.length + 1 <= maxChars;
+  for (const skill of skills) {
+    let line = `<skill name="${skill.name}">${escapeXml(skill.description)}</skill>`;
+    // Degrade gracefully under the budget: shortened description first, then the name alone.
+    if (!fits(line))
+      line = `<skill name="${skill.name}">${escapeXml(skill.description.slice(0, 80))}…</skill>`;
+    if (!fits(line)) line = `<skill name="${skill.name}"/>`;
+    if (!fits(line)) break;
+    lines.push(line);
+    used += line.length + 1;
+  }
+  return [header, ...lines, footer].join('\n');
+}
+
 /** A keyword as a whole word or phrase. */
 const keywordAround = (escaped: string) => `(^|[^\\p{L}\\p{N}])${escaped}($|[^\\p{L}\\p{N}])`;
 
@@ -166,6 +190,8 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
   const logger = options.logger ?? silentLogger;
   const writableDir = options.writableDir ?? options.dirs[0];
   let state: Promise<{ skills: Map<string, SkillSummary>; problems: SkillProblem[] }> | undefined;
+  /** Every run's system prompt carries the catalog: made once per discovery, not once per run. */
+  let catalogMade: { of: object; maxChars: number; text: string } | undefined;
 
   const discover = async () => {
     const skills = new Map<string, SkillSummary>();
@@ -303,25 +329,12 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
     get: async (name) => (await current()).skills.get(name),
 
     async catalog(catalogOptions = {}) {
-      const skills = [...(await current()).skills.values()];
-      if (skills.length === 0) return '';
+      const discovered = await current();
       const maxChars = catalogOptions.maxChars ?? 8000;
-      const header =
-        'Skills you can load with activate_skill {name} when a task matches their description:\n<available_skills>';
-      const footer = '</available_skills>';
-      const lines: string[] = [];
-      let used = header.length + footer.length;
-      for (const skill of skills) {
-        let line = `<skill name="${skill.name}">${escapeXml(skill.description)}</skill>`;
-        // Degrade gracefully under the budget: shortened description first, then the name alone.
-        if (used + line.length > maxChars)
-          line = `<skill name="${skill.name}">${escapeXml(skill.description.slice(0, 80))}…</skill>`;
-        if (used + line.length > maxChars) line = `<skill name="${skill.name}"/>`;
-        if (used + line.length > maxChars) break;
-        lines.push(line);
-        used += line.length + 1;
-      }
-      return [header, ...lines, footer].join('\n');
+      if (catalogMade?.of === discovered && catalogMade.maxChars === maxChars) return catalogMade.text;
+      const text = catalogOf([...discovered.skills.values()], maxChars);
+      catalogMade = { of: discovered, maxChars, text };
+      return text;
     },
 
     async search(query, searchOptions = {}) {

@@ -114,6 +114,32 @@ describeEachDatabase('skill library', (getDb) => {
     expect(await createSkillLibrary({ dirs: [await tempDir()], db: getDb() }).catalog()).toBe('');
   });
 
+  it('catalog follows a refresh: a skill added or changed on disk shows once the library looked again', async () => {
+    const workspace = await tempDir();
+    await writeSkill(workspace, 'alpha', skill('alpha'));
+    const library = createSkillLibrary({ dirs: [workspace], db: getDb() });
+    const first = await library.catalog();
+    expect(await library.catalog()).toBe(first);
+    await writeSkill(workspace, 'gamma', skill('gamma'));
+    await writeSkill(
+      workspace,
+      'alpha',
+      '---\nname: alpha\ndescription: Now does other things.\n---\nbody\n',
+    );
+    expect(await library.catalog()).toBe(first);
+    await library.refresh();
+    const second = await library.catalog();
+    expect(second).toContain('<skill name="gamma">Does gamma things.</skill>');
+    expect(second).toContain('<skill name="alpha">Now does other things.</skill>');
+    expect(second).not.toContain('Does alpha things.');
+    // Every budget holds, down to one too small for the header and footer.
+    for (const maxChars of [240, 180, 150, 120]) {
+      const within = await library.catalog({ maxChars });
+      expect(within.length).toBeLessThanOrEqual(maxChars);
+      if (maxChars === 120) expect(within).toBe('');
+    }
+  });
+
   it('activation loads the body from disk, fills {baseDir}, records the activation and publishes it', async () => {
     const workspace = await tempDir();
     await writeSkill(workspace, 'alpha', skill('alpha', '', 'See {baseDir}/references/x.md'));
