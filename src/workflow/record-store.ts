@@ -44,7 +44,10 @@ export interface WorkflowRecordWriter {
  * read through `records.ts`.
  */
 export interface WorkflowRecordStore extends WorkflowRecordWriter {
-  /** Runs `work`'s writes in one transaction: all land or none do. */
+  /**
+   * Runs `work`'s writes in one transaction: all land or none do. `work` writes through `writer` only: the
+   * transaction is not ambient (docs/storage.md), so a write through the store itself would not join it.
+   */
   batch(work: (writer: WorkflowRecordWriter) => Promise<void>): Promise<void>;
   /** The run containing `taskId` (any task of it), or undefined. */
   loadRun(taskId: string): Promise<PersistedRun | undefined>;
@@ -275,13 +278,17 @@ function withStageEvents(
 
 export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
   return {
-    ...createRecordWriter(db, (work) => db.transaction(work)),
+    // Not ambient: the writers issue every statement through `tx`, and the batch's writes only gather rows.
+    ...createRecordWriter(db, (work) => db.transaction(work, { ambient: false })),
     batch: (work) =>
-      db.transaction(async (tx) => {
-        const batch = createBatchWriter(tx);
-        await work(batch.writer);
-        await batch.flush();
-      }),
+      db.transaction(
+        async (tx) => {
+          const batch = createBatchWriter(tx);
+          await work(batch.writer);
+          await batch.flush();
+        },
+        { ambient: false },
+      ),
     async loadRun(taskId) {
       const found = await db.get<{ root_task_id: string }>(
         'SELECT root_task_id FROM workflow_tasks WHERE task_id = ?',
