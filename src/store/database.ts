@@ -36,8 +36,8 @@ export interface TransactionOptions {
   /**
    * Default true: the transaction is found from its async chain, so code inside it that calls the database
    * directly joins it. That lookup is an AsyncLocalStorage, and while one runs Node calls a hook for every
-   * promise the whole process creates, inside the transaction or not (2–3 % of a chat turn's CPU at 100
-   * clients). With `ambient: false` nothing is tracked: `work` passes `tx` to everything it calls, and a
+   * promise the whole process creates, inside the transaction or not (about 3 % of a chat server's busy
+   * time at 100 clients). With `ambient: false` nothing is tracked: `work` passes `tx` to everything it calls, and a
    * direct call on the database from inside it is not part of the transaction (on SQLite it waits for the
    * transaction to end, which never comes; on Postgres it runs on another connection). A transaction opened
    * inside an ambient one still nests in it as a savepoint.

@@ -7,8 +7,8 @@ import { rewritePlaceholders } from './placeholders.js';
 import {
   createTransactionScope,
   currentTransactionScope,
-  runInTransactionScope,
   runSavepoint,
+  runTransactionWork,
   type TransactionScope,
 } from './transaction-scope.js';
 
@@ -419,9 +419,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         began.catch(() => {});
         let result: Awaited<ReturnType<typeof work>>;
         try {
-          result = ambient
-            ? await runInTransactionScope(scope, () => work(executorFor(scope)))
-            : await work(executorFor(scope));
+          result = await runTransactionWork(scope, ambient, work, executorFor(scope));
           await began;
         } catch (error) {
           try {

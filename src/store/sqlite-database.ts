@@ -9,8 +9,8 @@ import {
   createFifoLock,
   createTransactionScope,
   currentTransactionScope,
-  runInTransactionScope,
   runSavepoint,
+  runTransactionWork,
   type TransactionScope,
 } from './transaction-scope.js';
 
@@ -443,9 +443,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
           const begun = runOrWait(beginImmediate);
           if (begun !== undefined) await begun;
           try {
-            result = ambient
-              ? await runInTransactionScope(scope, work, executorFor(scope))
-              : await work(executorFor(scope));
+            result = await runTransactionWork(scope, ambient, work, executorFor(scope));
           } catch (error) {
             if (driver.inTransaction) driver.exec('ROLLBACK');
             throw error;

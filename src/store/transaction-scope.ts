@@ -45,7 +45,7 @@ function scopeSettled(): void {
 }
 
 /** Runs `work(argument)` inside `scope`; the argument saves callers a closure per transaction. */
-export function runInTransactionScope<T, A = undefined>(
+function runInTransactionScope<T, A = undefined>(
   scope: TransactionScope,
   work: (argument: A) => Promise<T>,
   argument?: A,
@@ -70,6 +70,19 @@ export function runInTransactionScope<T, A = undefined>(
       throw error;
     },
   );
+}
+
+/**
+ * Runs a transaction's `work(argument)`: inside `scope` when the transaction is ambient, directly when not
+ * (`TransactionOptions.ambient`), so no AsyncLocalStorage is switched on for it.
+ */
+export function runTransactionWork<T, A = undefined>(
+  scope: TransactionScope,
+  ambient: boolean,
+  work: (argument: A) => Promise<T>,
+  argument?: A,
+): Promise<T> {
+  return ambient ? runInTransactionScope(scope, work, argument) : work(argument as A);
 }
 
 /** A FIFO mutex with a synchronous `held` check, so the uncontended path can skip promises. */
@@ -119,7 +132,7 @@ export async function runSavepoint<Connection, T>(
   try {
     await execute(`SAVEPOINT ${name}`);
     try {
-      const result = ambient ? await runInTransactionScope(child, work) : await work();
+      const result = await runTransactionWork(child, ambient, work);
       await execute(`RELEASE SAVEPOINT ${name}`);
       return result;
     } catch (error) {

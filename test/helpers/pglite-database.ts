@@ -6,8 +6,8 @@ import {
   createTransactionScope,
   currentTransactionScope,
   type FifoLock,
-  runInTransactionScope,
   runSavepoint,
+  runTransactionWork,
   type TransactionScope,
 } from '../../src/store/transaction-scope.js';
 
@@ -109,13 +109,15 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
     get: <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
       exclusive(async () => (await execute(sql, params)).rows[0] as Row | undefined),
     run: (sql, params) => exclusive(async () => ({ changes: (await execute(sql, params)).changes })),
-    async transaction(work) {
+    async transaction(work, transactionOptions) {
+      const ambient = transactionOptions?.ambient !== false;
       const outer = currentTransactionScope(owner);
       if (outer)
         return runSavepoint(
           outer,
           (sql) => execute(sql, undefined),
           () => work(executorFor(outer)),
+          ambient,
         );
       if (closed) throw new Error(`PGlite database ${schema} is closed`);
       await instance.lock.acquire();
@@ -124,7 +126,7 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
         await ensureSchema();
         await execute('BEGIN', undefined);
         try {
-          const result = await runInTransactionScope(scope, () => work(executorFor(scope)));
+          const result = await runTransactionWork(scope, ambient, work, executorFor(scope));
           await execute('COMMIT', undefined);
           return result;
         } catch (error) {

@@ -34,9 +34,8 @@ export function newRecord(
 
 /**
  * Session bookkeeping (message count, last activity) must not fail a turn whose transcript memory kept,
- * which it does even while the database cannot be written.
+ * which it does even while the database cannot be written. With `tx`, in that transaction.
  */
-/** With `tx`, in that transaction. */
 export function touchSession(
   ctx: ChatContext,
   sessionId: string,
