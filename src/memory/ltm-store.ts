@@ -357,12 +357,18 @@ const indexLater = globalThis.setTimeout;
  * are 82 rows, 4 KB of SQL).
  */
 const insertEntriesSqls = new Map<number, string>();
-/** The INSERT of `rows` entries; with `returning` (the default) it returns each row's id and memory id. */
-function insertEntriesSql(rows: number, returning = true): string {
-  const key = returning ? rows : -rows;
+const insertForms = { returning: 0, plain: 1, checked: 2 } as const;
+/**
+ * The INSERT of `rows` entries: `returning` (Postgres) returns each row's id and memory id, `checked` (SQLite)
+ * checks the first row's id with `checkedSqliteEntryPlaceholders`.
+ */
+function insertEntriesSql(rows: number, form: keyof typeof insertForms): string {
+  const key = rows * 3 + insertForms[form];
   let sql = insertEntriesSqls.get(key);
   if (sql === undefined) {
-    sql = `${insertEntryPrefix}${new Array(rows).fill(entryPlaceholders).join(', ')}${returning ? ' RETURNING id, memory_id' : ''}`;
+    const values = new Array(rows).fill(entryPlaceholders);
+    if (form === 'checked') values[0] = checkedSqliteEntryPlaceholders;
+    sql = `${insertEntryPrefix}${values.join(', ')}${form === 'returning' ? ' RETURNING id, memory_id' : ''}`;
     if (insertEntriesSqls.size >= 64) insertEntriesSqls.delete(insertEntriesSqls.keys().next().value!);
     insertEntriesSqls.set(key, sql);
   }
@@ -412,9 +418,22 @@ const reservingCte =
 const checkedEntryPlaceholders =
   '(?, (SELECT CASE WHEN next_id = ? THEN ?::bigint END FROM reserved), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
-/** The NOT NULL violation `checkedEntryPlaceholders` raises when the ids were taken. */
+/**
+ * SQLite's form of the same check, made by the entries' INSERT itself instead of a read before it: the first
+ * row's memory_id is NULL unless the key's next free id (as `nextFreeIdSql` reads it, under the write lock
+ * the transaction holds) is not past the id the row was built with. The row's expressions are evaluated
+ * before it is inserted, so the check sees none of the statement's own rows. Parameters: key, key, id, id.
+ */
+const checkedSqliteEntryPlaceholders =
+  '(?, (SELECT CASE WHEN max(coalesce((SELECT next_id FROM memory_counters WHERE session_key = ?), 1), ' +
+  'coalesce((SELECT max(memory_id) + 1 FROM memory_entries WHERE session_key = ?), 1)) <= ? THEN ? END), ' +
+  '?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** The NOT NULL violation `checkedEntryPlaceholders` or `checkedSqliteEntryPlaceholders` raises when the ids were taken. */
 function isIdsTakenViolation(error: unknown): boolean {
-  const { code, column } = error as { code?: unknown; column?: unknown };
+  const { code, column, message } = error as { code?: unknown; column?: unknown; message?: unknown };
+  if (code === 'SQLITE_CONSTRAINT_NOTNULL')
+    return typeof message === 'string' && message.endsWith('memory_entries.memory_id');
   return code === '23502' && column === 'memory_id';
 }
 
@@ -545,19 +564,39 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * Row triggers see the rows inserted before theirs in the same statement on both dialects, so each
    * entry's search context is what one insert per entry gave it.
    */
-  const insertEntries = async (tx: SqlExecutor, entries: ReadonlyArray<StoredEntry>): Promise<void> => {
+  const insertEntries = async (
+    tx: SqlExecutor,
+    entries: ReadonlyArray<StoredEntry>,
+    checkIdsOf?: string,
+  ): Promise<void> => {
     inserts++;
     for (let start = 0; start < entries.length; start += entriesPerInsert) {
       const chunk = entries.slice(start, start + entriesPerInsert);
       if (dialect === 'sqlite') {
+        const params = entriesParams(chunk);
+        const checked = start === 0 && checkIdsOf !== undefined;
+        if (checked) {
+          const firstId = chunk[0]!.memoryId;
+          params.splice(1, 1, checkIdsOf, checkIdsOf, firstId, firstId);
+        }
         // AUTOINCREMENT gives the rows of one INSERT consecutive ids in VALUES order: the last one names them
         // all, with no RETURNING rows to build and read back.
-        const { lastInsertRowid } = await tx.run(insertEntriesSql(chunk.length, false), entriesParams(chunk));
+        let lastInsertRowid: number | undefined;
+        try {
+          ({ lastInsertRowid } = await tx.run(
+            insertEntriesSql(chunk.length, checked ? 'checked' : 'plain'),
+            params,
+          ));
+        } catch (error) {
+          if (checked && isIdsTakenViolation(error))
+            throw new MemoryIdsTakenError(checkIdsOf, chunk[0]!.memoryId);
+          throw error;
+        }
         const firstRowId = lastInsertRowid! - chunk.length + 1;
         for (let index = 0; index < chunk.length; index++) chunk[index]!.rowId = firstRowId + index;
       } else {
         const rows = await tx.all<{ id: number; memory_id: number }>(
-          insertEntriesSql(chunk.length),
+          insertEntriesSql(chunk.length, 'returning'),
           entriesParams(chunk),
         );
         setRowIds(chunk, rows);
@@ -653,9 +692,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   ): Promise<void> => {
     const count = entries.length;
     if (dialect !== 'postgres') {
-      if ((await reserveIds(tx, sessionKey, count, firstId)) !== firstId)
-        throw new MemoryIdsTakenError(sessionKey, firstId);
-      await insertEntries(tx, entries);
+      // The INSERT checks the first id itself: one statement where a read of the next free id and the INSERT
+      // were two, for each of a chat turn's two commits.
+      if (count > 0) await insertEntries(tx, entries, sessionKey);
       if (retirement) await retire(tx, sessionKey, retirement);
       return;
     }
@@ -677,7 +716,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       chunks.push(entries.slice(start, start + entriesPerInsert));
     const insertStatements = chunks.map((chunk, index) => {
       const params = entriesParams(chunk);
-      if (index > 0) return tx.all<{ id: number; memory_id: number }>(insertEntriesSql(chunk.length), params);
+      if (index > 0)
+        return tx.all<{ id: number; memory_id: number }>(insertEntriesSql(chunk.length, 'returning'), params);
       const rows = chunk.map(() => entryPlaceholders);
       rows[0] = checkedEntryPlaceholders;
       params.splice(1, 0, firstId + count);

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import type { SqlDatabase, SqlExecutor } from '../../src/store/index.js';
 import { openTestDatabase, postgresTestBackend } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
@@ -70,6 +71,66 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
       ]);
       expect(await db.all('SELECT kind, memory_ids FROM memory_events')).toEqual([
         { kind: 'evicted', memory_ids: '[1]' },
+      ]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+/** `db` with the first words of every statement its transactions' executors issue noted. */
+function recordingTransactions(db: SqlDatabase): { db: SqlDatabase; statements: string[] } {
+  const statements: string[] = [];
+  const noted = <Result>(sql: string, issue: () => Result): Result => {
+    statements.push(sql.split(/\s+/).slice(0, 3).join(' '));
+    return issue();
+  };
+  const recording = (tx: SqlExecutor): SqlExecutor => ({
+    dialect: tx.dialect,
+    all: (sql, params) => noted(sql, () => tx.all(sql, params)),
+    get: (sql, params) => noted(sql, () => tx.get(sql, params)),
+    run: (sql, params) => noted(sql, () => tx.run(sql, params)),
+  });
+  return {
+    statements,
+    db: { ...db, transaction: (work, options) => db.transaction((tx) => work(recording(tx)), options) },
+  };
+}
+
+describe('a memory commit on SQLite', () => {
+  it('is one INSERT for its entries: the INSERT checks their ids itself, with no read of the next free id before it', async () => {
+    const db = await openTestDatabase('sqlite');
+    try {
+      const recorded = recordingTransactions(db);
+      const { memory } = createHarness(recorded.db, { config: { maxActiveEntries: 4, evictDownToRatio: 1 } });
+      const ref = sessionRef();
+      await memory.append(ref, { role: 'user', content: 'first' });
+      recorded.statements.length = 0;
+      const second = await memory.append(ref, { role: 'assistant', content: 'second' });
+      expect(second.memoryId).toBe(2);
+      expect(recorded.statements).toEqual(['INSERT INTO memory_entries']);
+
+      for (let index = 0; index < 2; index++)
+        await memory.append(ref, { role: 'user', content: `m${index}` });
+      recorded.statements.length = 0;
+      await memory.append(ref, { role: 'assistant', content: 'pushes the oldest out' });
+      // The eviction's state change and event follow the INSERT; still no read of the next id.
+      expect(recorded.statements).toEqual([
+        'INSERT INTO memory_entries',
+        'UPDATE memory_entries SET',
+        'INSERT INTO memory_events',
+      ]);
+      const rows = await db.all<{ memory_id: number; state: string }>(
+        'SELECT memory_id, state FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
+        [ref.sessionKey],
+      );
+      expect(rows.map((row) => [Number(row.memory_id), row.state])).toEqual([
+        [1, 'evicted'],
+        [2, 'active'],
+        [3, 'active'],
+        [4, 'active'],
+        [5, 'active'],
+        [6, 'tombstone'],
       ]);
     } finally {
       await db.close();

@@ -27,22 +27,22 @@ export async function runModelTurn(
     // record's count joins it too, which saves a commit per turn, in the statement that marks the run.
     async (tx) => {
       // Independent rows, issued together: on Postgres they share a round trip.
-      await Promise.all([
-        inbox && !acceptance ? inbox.delete(record.runId, tx) : undefined,
-        inbox
-          ? inbox.markRunning(
-              {
-                runId: record.runId,
-                sessionId: ref.sessionId,
-                sessionKey: ref.sessionKey,
-                agentId: ref.agentId,
-                startedAt: record.startedAt,
-                activity: { messageDelta: 1, at: ctx.clock.now() },
-              },
-              tx,
-            )
-          : touchSession(ctx, ref.sessionId, 1, tx),
-      ]);
+      const deleted = inbox && !acceptance ? inbox.delete(record.runId, tx) : undefined;
+      const marked = inbox
+        ? inbox.markRunning(
+            {
+              runId: record.runId,
+              sessionId: ref.sessionId,
+              sessionKey: ref.sessionKey,
+              agentId: ref.agentId,
+              startedAt: record.startedAt,
+              activity: { messageDelta: 1, at: ctx.clock.now() },
+            },
+            tx,
+          )
+        : touchSession(ctx, ref.sessionId, 1, tx);
+      // A message that waited in the inbox leaves it; one stored by its own turn was never in it.
+      await (deleted ? Promise.all([deleted, marked]) : marked);
     },
     // A message acknowledged by this append must be on disk, not queued in RAM.
     { requireCommit: acceptance !== undefined },

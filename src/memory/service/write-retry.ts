@@ -178,11 +178,11 @@ export async function commit(
             // Built before any statement is issued: a throw here leaves nothing to commit.
             const built = build(ram.nextId);
             const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
-            const rest = Promise.all([
-              touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined,
-              also?.(tx),
-            ]);
-            rest.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
+            // Most commits touch nothing (see `storedActivityMs`): then `also` alone, without a Promise.all.
+            const rest = touches
+              ? Promise.all([ltm.touchSession(tx, ram.ref, nowMs), also?.(tx)])
+              : also?.(tx);
+            rest?.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
             // COMMIT waits for every answer: `also` may still fail in JavaScript after its statements went out,
             // and then nothing of this transaction may be stored.
             await inserted;
