@@ -37,6 +37,22 @@ async function traced(work: () => Promise<unknown>): Promise<{ statements: strin
   return seen;
 }
 
+/** Five appends to a context of at most four: the first entry evicted by the fifth, its tombstone #6. */
+async function expectOldestEvicted(db: SqlDatabase, sessionKey: string): Promise<void> {
+  const rows = await db.all<{ memory_id: number; state: string }>(
+    'SELECT memory_id, state FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
+    [sessionKey],
+  );
+  expect(rows.map((row) => [Number(row.memory_id), row.state])).toEqual([
+    [1, 'evicted'],
+    [2, 'active'],
+    [3, 'active'],
+    [4, 'active'],
+    [5, 'active'],
+    [6, 'tombstone'],
+  ]);
+}
+
 describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => {
   it('is two round trips: its entries with their ids, an eviction and what the caller adds, then COMMIT', async () => {
     const db = await openTestDatabase('postgres');
@@ -57,18 +73,7 @@ describe.skipIf(backend.kind !== 'server')('a memory commit on Postgres', () => 
       expect(seen.statements).toEqual(['BEGIN', 'WITH reserved AS', 'INSERT INTO caller_rows', 'COMMIT']);
       expect(seen.writes).toBe(2);
       expect(await db.all('SELECT id FROM caller_rows')).toEqual([{ id: 'run-1' }]);
-      const rows = await db.all<{ memory_id: number; state: string }>(
-        'SELECT memory_id, state FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
-        [ref.sessionKey],
-      );
-      expect(rows.map((row) => [Number(row.memory_id), row.state])).toEqual([
-        [1, 'evicted'],
-        [2, 'active'],
-        [3, 'active'],
-        [4, 'active'],
-        [5, 'active'],
-        [6, 'tombstone'],
-      ]);
+      await expectOldestEvicted(db, ref.sessionKey);
       expect(await db.all('SELECT kind, memory_ids FROM memory_events')).toEqual([
         { kind: 'evicted', memory_ids: '[1]' },
       ]);
@@ -120,18 +125,7 @@ describe('a memory commit on SQLite', () => {
         'UPDATE memory_entries SET',
         'INSERT INTO memory_events',
       ]);
-      const rows = await db.all<{ memory_id: number; state: string }>(
-        'SELECT memory_id, state FROM memory_entries WHERE session_key = ? ORDER BY memory_id',
-        [ref.sessionKey],
-      );
-      expect(rows.map((row) => [Number(row.memory_id), row.state])).toEqual([
-        [1, 'evicted'],
-        [2, 'active'],
-        [3, 'active'],
-        [4, 'active'],
-        [5, 'active'],
-        [6, 'tombstone'],
-      ]);
+      await expectOldestEvicted(db, ref.sessionKey);
     } finally {
       await db.close();
     }
