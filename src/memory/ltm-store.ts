@@ -562,7 +562,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * Inserts entries of one session key in one statement per `entriesPerInsert` (a turn's reply and the
    * tombstones of what it evicted are one round trip on Postgres, not one each) and sets their `rowId`.
    * Row triggers see the rows inserted before theirs in the same statement on both dialects, so each
-   * entry's search context is what one insert per entry gave it.
+   * entry's search context is what one insert per entry gave it. With `checkIdsOf` (SQLite: the entries'
+   * session key) the first row checks its id (`checkedSqliteEntryPlaceholders`), and ids another writer took
+   * fail the insert with MemoryIdsTakenError.
    */
   const insertEntries = async (
     tx: SqlExecutor,
