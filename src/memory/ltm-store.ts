@@ -419,15 +419,21 @@ const checkedEntryPlaceholders =
   '(?, (SELECT CASE WHEN next_id = ? THEN ?::bigint END FROM reserved), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
 /**
- * SQLite's form of the same check, made by the entries' INSERT itself instead of a read before it: the first
- * row's memory_id is NULL unless the key's next free id (as `nextFreeIdSql` reads it, under the write lock
- * the transaction holds) is not past the id the row was built with. The row's expressions are evaluated
- * before it is inserted, so the check sees none of the statement's own rows. Parameters: key, key, id, id.
+ * The next free MemoryID of a key: past every id its entries hold and past its counter, which holds the ids
+ * of deleted entries (see `keepIdsOf`). `greatest` is the dialect's two-argument maximum. Parameters: key,
+ * key.
  */
-const checkedSqliteEntryPlaceholders =
-  '(?, (SELECT CASE WHEN max(coalesce((SELECT next_id FROM memory_counters WHERE session_key = ?), 1), ' +
-  'coalesce((SELECT max(memory_id) + 1 FROM memory_entries WHERE session_key = ?), 1)) <= ? THEN ? END), ' +
-  '?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+const nextFreeIdOf = (greatest: 'GREATEST' | 'max') =>
+  `${greatest}(coalesce((SELECT next_id FROM memory_counters WHERE session_key = ?), 1), ` +
+  'coalesce((SELECT max(memory_id) + 1 FROM memory_entries WHERE session_key = ?), 1))';
+
+/**
+ * SQLite's form of the same check, made by the entries' INSERT itself instead of a read before it: the first
+ * row's memory_id is NULL unless the key's next free id (read under the write lock the transaction holds) is
+ * not past the id the row was built with. The row's expressions are evaluated before it is inserted, so the
+ * check sees none of the statement's own rows. Parameters: key, key, id, id.
+ */
+const checkedSqliteEntryPlaceholders = `(?, (SELECT CASE WHEN ${nextFreeIdOf('max')} <= ? THEN ? END), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** The NOT NULL violation `checkedEntryPlaceholders` or `checkedSqliteEntryPlaceholders` raises when the ids were taken. */
 function isIdsTakenViolation(error: unknown): boolean {
@@ -611,13 +617,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     else indexSoon();
   };
 
-  /**
-   * The next free MemoryID of a key: past every id its entries hold and past its counter, which holds the
-   * ids of deleted entries (see `keepIdsOf`).
-   */
-  const nextFreeIdSql =
-    `SELECT ${dialect === 'postgres' ? 'GREATEST' : 'max'}(coalesce((SELECT next_id FROM memory_counters WHERE session_key = ?), 1), ` +
-    'coalesce((SELECT max(memory_id) + 1 FROM memory_entries WHERE session_key = ?), 1)) AS next_id';
+  const nextFreeIdSql = `SELECT ${nextFreeIdOf(dialect === 'postgres' ? 'GREATEST' : 'max')} AS next_id`;
 
   /**
    * Before entries of a key are deleted, the counter keeps their ids, so that none is handed out again.
