@@ -87,7 +87,11 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     expect(await db.all('SELECT v FROM t')).toEqual([{ v: 'kept' }]);
   });
 
-  it('rolls back a failing nested transaction only', async () => {
+  // A nested transaction that is not ambient still nests, as a savepoint, in the ambient one around it.
+  it.each([
+    ['ambient', undefined],
+    ['not ambient', { ambient: false }],
+  ] as const)('rolls back a failing nested transaction only: %s', async (_, options) => {
     const db = getDb();
     await db.run('CREATE TABLE t (v TEXT)');
     await db.transaction(async (tx) => {
@@ -96,11 +100,11 @@ describeEachDatabase('SqlDatabase', (getDb) => {
         db.transaction(async (inner) => {
           await inner.run('INSERT INTO t (v) VALUES (?)', ['inner']);
           throw new Error('inner failure');
-        }),
+        }, options),
       ).rejects.toThrow('inner failure');
       await db.transaction(async (inner) => {
         await inner.run('INSERT INTO t (v) VALUES (?)', ['inner-kept']);
-      });
+      }, options);
       // A statement on the database object inside the transaction joins it rather than deadlocking.
       expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'inner-kept' }, { v: 'outer' }]);
     });
@@ -160,30 +164,6 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     await direct;
     // The direct statement did not join the transaction: the rollback left it alone.
     expect(await db.all('SELECT v FROM t')).toEqual([{ v: 'direct' }]);
-  });
-
-  it('nests a transaction that is not ambient in an ambient one as a savepoint', async () => {
-    const db = getDb();
-    await db.run('CREATE TABLE t (v TEXT)');
-    await db.transaction(async (tx) => {
-      await tx.run('INSERT INTO t (v) VALUES (?)', ['outer']);
-      await expect(
-        db.transaction(
-          async (inner) => {
-            await inner.run('INSERT INTO t (v) VALUES (?)', ['inner']);
-            throw new Error('inner failure');
-          },
-          { ambient: false },
-        ),
-      ).rejects.toThrow('inner failure');
-      await db.transaction(
-        async (inner) => {
-          await inner.run('INSERT INTO t (v) VALUES (?)', ['inner-kept']);
-        },
-        { ambient: false },
-      );
-    });
-    expect(await db.all('SELECT v FROM t ORDER BY v')).toEqual([{ v: 'inner-kept' }, { v: 'outer' }]);
   });
 });
 
