@@ -51,6 +51,7 @@ export {
   type AcpModelOptions,
   type AnthropicModelOptions,
   type CommandModelOptions,
+  callAborted,
   commandPresets,
   createAcpModel,
   createAnthropicModel,

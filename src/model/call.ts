@@ -316,6 +316,12 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
     return this.controller.signal;
   }
 
+  /** Whether attempt `attempt` has been given up, as its signal would say, without making the signal. */
+  attemptAborted(attempt: number): boolean {
+    if (attempt !== this.attempt) return true;
+    return this.controller ? this.controller.signal.aborted : this.abandoned !== undefined;
+  }
+
   private abortAttempt(reason: unknown): void {
     if (this.controller) this.controller.abort(reason);
     else this.abandoned = { reason };
@@ -468,10 +474,10 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
 }
 
 /**
- * What an attempt's provider gets: its `signal` is made on first read. A class, not a literal with a getter:
- * such a literal, made per call, kept its getter's closure and all it reaches (the whole call, its request
- * and messages) alive through every young-generation collection until the next full one
- * (docs/decisions/0026-no-per-call-getter-literals.md).
+ * What an attempt's provider gets: its `signal` is made on first read, and reading `aborted` makes none. A
+ * class, not a literal with getters: such a literal, made per call, kept its getters' closures and all they
+ * reach (the whole call, its request and messages) alive through every young-generation collection until the
+ * next full one (docs/decisions/0026-no-per-call-getter-literals.md).
  */
 class AttemptOptions implements ModelCallOptions {
   constructor(
@@ -481,6 +487,10 @@ class AttemptOptions implements ModelCallOptions {
 
   get signal(): AbortSignal {
     return this.call.signalOf(this.attempt);
+  }
+
+  get aborted(): boolean {
+    return this.call.attemptAborted(this.attempt);
   }
 }
 

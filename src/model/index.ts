@@ -58,3 +58,4 @@ export type {
   ModelToolDefinition,
   ModelUsage,
 } from './spec.js';
+export { callAborted } from './spec.js';

@@ -4,14 +4,16 @@ import { contextWindowFor } from './context-windows.js';
 import { instanceForSchema, normalizeKey } from './json-schema-instance.js';
 import { chunkText, firstWords, keywords, splitSentences, stripBullet, words } from './local-text.js';
 import { abortedError } from './provider-errors.js';
-import type {
-  LanguageModel,
-  ModelMessage,
-  ModelRequest,
-  ModelStopReason,
-  ModelStreamEvent,
-  ModelToolCall,
-  ModelToolDefinition,
+import {
+  callAborted,
+  type LanguageModel,
+  type ModelCallOptions,
+  type ModelMessage,
+  type ModelRequest,
+  type ModelStopReason,
+  type ModelStreamEvent,
+  type ModelToolCall,
+  type ModelToolDefinition,
 } from './spec.js';
 
 /** Every reply of the local model carries this, so nobody mistakes it for a real LLM. */
@@ -66,18 +68,18 @@ export function createLocalModel(options: LocalModelOptions = {}): LanguageModel
     provider: 'local',
     modelId,
     contextWindowTokens: contextWindowFor('agentd-local'),
-    doStream: (request, callOptions) => streamReply(request, callOptions.signal, options.maxPlanTasks ?? 5),
+    doStream: (request, callOptions) => streamReply(request, callOptions, options.maxPlanTasks ?? 5),
   };
 }
 
 async function* streamReply(
   request: ModelRequest,
-  signal: AbortSignal | undefined,
+  callOptions: ModelCallOptions,
   maxPlanTasks: number,
 ): AsyncGenerator<ModelStreamEvent, void, undefined> {
   const reply = localReply(request, maxPlanTasks);
   for (const text of chunkText(reply.text)) {
-    if (signal?.aborted) {
+    if (callAborted(callOptions)) {
       yield { type: 'error', error: abortedError() };
       return;
     }

@@ -81,6 +81,18 @@ export type ModelStreamEvent =
 /** Per-call options of `LanguageModel.doStream`. */
 export interface ModelCallOptions {
   signal?: AbortSignal;
+  /**
+   * Whether the call has been aborted, for a provider that only checks between chunks (the local model).
+   * `streamModel` makes the provider's `signal` on its first read, an AbortSignal that costs more than an
+   * in-process model's whole reply; reading `aborted` makes none. Absent when a caller passed only `signal`:
+   * read it as `callAborted(options)`.
+   */
+  readonly aborted?: boolean;
+}
+
+/** Whether a provider's call has been aborted, without making the wrapper's signal when it need not. */
+export function callAborted(options: ModelCallOptions): boolean {
+  return options.aborted ?? options.signal?.aborted ?? false;
 }
 
 /** The model spec v1: what every provider factory returns and `createRuntime({ model })` accepts. */

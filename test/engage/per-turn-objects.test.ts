@@ -71,7 +71,8 @@ describe('objects made per turn', () => {
 
     const { model, calls } = recordingModel();
     await streamModelTo(model, { messages: [{ role: 'user', content: 'x' }] }, { onEvent: () => {} });
-    expectPrototypeAccessors(calls[0]!.options, ['signal']);
+    expectPrototypeAccessors(calls[0]!.options, ['signal', 'aborted']);
+    expect(calls[0]!.options.aborted).toBe(false);
     expect(calls[0]!.options.signal?.aborted).toBe(false);
   });
 

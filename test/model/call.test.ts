@@ -6,6 +6,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { completeModel, estimateTokens, streamModel, streamModelTo } from '../../src/model/call.js';
+import { createLocalModel } from '../../src/model/local.js';
 import type {
   LanguageModel,
   ModelCallOptions,
@@ -307,8 +308,85 @@ describe('the provider signal', () => {
         })();
       },
     };
-    return { model, read: () => options!.signal!, release };
+    return { model, read: () => options!.signal!, aborted: () => options!.aborted, release };
   }
+
+  /** Counts the AbortControllers made while `work` runs. */
+  async function controllersMadeBy(work: () => Promise<unknown>): Promise<number> {
+    let made = 0;
+    class CountedAbortController extends AbortController {
+      constructor() {
+        super();
+        made++;
+      }
+    }
+    vi.stubGlobal('AbortController', CountedAbortController);
+    try {
+      await work();
+    } finally {
+      vi.unstubAllGlobals();
+    }
+    return made;
+  }
+
+  it('is made for a provider that reads it, and not for one that reads only `aborted`', async () => {
+    const reader = lateReader();
+    const readingSignal = controllersMadeBy(async () => {
+      const stream = streamModel(reader.model, request);
+      await stream.next();
+      expect(reader.read().aborted).toBe(false);
+      reader.release();
+      await collect(stream);
+    });
+    expect(await readingSignal).toBe(1);
+
+    const poller = lateReader();
+    const readingAborted = controllersMadeBy(async () => {
+      const stream = streamModel(poller.model, request);
+      await stream.next();
+      expect(poller.aborted()).toBe(false);
+      poller.release();
+      await collect(stream);
+      expect(poller.aborted()).toBe(false);
+    });
+    expect(await readingAborted).toBe(0);
+  });
+
+  it('`aborted` turns true, without a signal made, when the caller stops listening or aborts', async () => {
+    const left = lateReader();
+    const leaving = controllersMadeBy(async () => {
+      for await (const _event of streamModel(left.model, request)) break;
+      expect(left.aborted()).toBe(true);
+    });
+    expect(await leaving).toBe(0);
+
+    const stopped = lateReader();
+    const controller = new AbortController();
+    const taken: ModelStreamEvent[] = [];
+    const aborting = controllersMadeBy(async () => {
+      const call = streamModelTo(
+        stopped.model,
+        request,
+        { onEvent: (event) => taken.push(event) },
+        {
+          signal: controller.signal,
+        },
+      );
+      await vi.waitFor(() => expect(taken).toHaveLength(1));
+      expect(stopped.aborted()).toBe(false);
+      controller.abort('stop now');
+      await call;
+      expect(stopped.aborted()).toBe(true);
+    });
+    expect(await aborting).toBe(0);
+    // A signal read after the abort agrees, and carries the caller's reason.
+    expect(stopped.read().reason).toBe('stop now');
+  });
+
+  it('the local model, called through the wrapper, makes no AbortController', async () => {
+    const made = await controllersMadeBy(() => completeModel(createLocalModel(), request));
+    expect(made).toBe(0);
+  });
 
   it('is aborted for a provider that reads it only after the caller stopped listening', async () => {
     const late = lateReader();

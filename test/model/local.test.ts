@@ -68,6 +68,38 @@ describe('local model: chat', () => {
       usage: { inputTokens: 15, outputTokens: Math.ceil(text.length / 4) },
     });
   });
+
+  it('called directly, stops between chunks once its signal (or `aborted`) says the call was aborted', async () => {
+    const request: ModelRequest = {
+      messages: [
+        { role: 'user', content: 'Remember that the build uses node twenty and the deploy runs at noon.' },
+      ],
+    };
+    const firstEvents = async (options: Parameters<typeof model.doStream>[1], stopAfter = 1) => {
+      const events: ModelStreamEvent[] = [];
+      for await (const event of model.doStream(request, options)) {
+        events.push(event);
+        if (events.length === stopAfter) break;
+      }
+      return events;
+    };
+    const aborted = { type: 'error', error: { code: 'ABORTED' } };
+    expect(await firstEvents({ signal: AbortSignal.abort() })).toMatchObject([aborted]);
+    expect(await firstEvents({ aborted: true })).toMatchObject([aborted]);
+    // `aborted` says it when present, as the wrapper's options do; the signal is then not read.
+    expect(await firstEvents({ aborted: false, signal: AbortSignal.abort() })).toMatchObject([
+      { type: 'text-delta' },
+    ]);
+
+    // Aborted after the first chunk: the next event is the error, and the stream ends there.
+    const controller = new AbortController();
+    const events: ModelStreamEvent[] = [];
+    for await (const event of model.doStream(request, { signal: controller.signal })) {
+      events.push(event);
+      controller.abort();
+    }
+    expect(events).toMatchObject([{ type: 'text-delta' }, aborted]);
+  });
 });
 
 describe('local model: tools', () => {
