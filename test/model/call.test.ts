@@ -352,63 +352,40 @@ describe('the provider signal', () => {
     expect(await readingAborted).toBe(0);
   });
 
-  it('`aborted` turns true, without a signal made, when the caller stops listening or aborts', async () => {
-    const left = lateReader();
-    const leaving = controllersMadeBy(async () => {
-      for await (const _event of streamModel(left.model, request)) break;
-      expect(left.aborted()).toBe(true);
-    });
-    expect(await leaving).toBe(0);
-
-    const stopped = lateReader();
-    const controller = new AbortController();
-    const taken: ModelStreamEvent[] = [];
-    const aborting = controllersMadeBy(async () => {
-      const call = streamModelTo(
-        stopped.model,
-        request,
-        { onEvent: (event) => taken.push(event) },
-        {
-          signal: controller.signal,
-        },
-      );
-      await vi.waitFor(() => expect(taken).toHaveLength(1));
-      expect(stopped.aborted()).toBe(false);
-      controller.abort('stop now');
-      await call;
-      expect(stopped.aborted()).toBe(true);
-    });
-    expect(await aborting).toBe(0);
-    // A signal read after the abort agrees, and carries the caller's reason.
-    expect(stopped.read().reason).toBe('stop now');
-  });
-
   it('the local model, called through the wrapper, makes no AbortController', async () => {
     const made = await controllersMadeBy(() => completeModel(createLocalModel(), request));
     expect(made).toBe(0);
   });
 
-  it('is aborted for a provider that reads it only after the caller stopped listening', async () => {
+  it('is aborted for a provider that reads it only after the caller stopped listening, as `aborted` says without it', async () => {
     const late = lateReader();
-    for await (const _event of streamModel(late.model, request)) break;
+    const leaving = controllersMadeBy(async () => {
+      for await (const _event of streamModel(late.model, request)) break;
+      expect(late.aborted()).toBe(true);
+    });
+    expect(await leaving).toBe(0);
     expect(late.read().aborted).toBe(true);
   });
 
-  it('carries the caller abort reason to a provider that reads it after the abort', async () => {
+  it('carries the caller abort reason to a provider that reads it after the abort; `aborted` turns true with it', async () => {
     const late = lateReader();
     const controller = new AbortController();
     const taken: ModelStreamEvent[] = [];
-    const call = streamModelTo(
-      late.model,
-      request,
-      { onEvent: (event) => taken.push(event) },
-      {
-        signal: controller.signal,
-      },
-    );
-    await vi.waitFor(() => expect(taken).toHaveLength(1));
-    controller.abort('stop now');
-    await call;
+    const aborting = controllersMadeBy(async () => {
+      const call = streamModelTo(
+        late.model,
+        request,
+        { onEvent: (event) => taken.push(event) },
+        { signal: controller.signal },
+      );
+      await vi.waitFor(() => expect(taken).toHaveLength(1));
+      expect(late.aborted()).toBe(false);
+      controller.abort('stop now');
+      await call;
+      expect(late.aborted()).toBe(true);
+    });
+    // Until the provider reads its signal, none is made.
+    expect(await aborting).toBe(0);
     expect(taken.at(-1)).toMatchObject({ type: 'error', error: { code: 'ABORTED' } });
     expect(late.read().aborted).toBe(true);
     expect(late.read().reason).toBe('stop now');
