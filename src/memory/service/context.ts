@@ -32,8 +32,19 @@ export interface RamSession {
    * active entries; undefined after any other change of `entries`, and counted again when next needed.
    */
   totals: { readonly count: number; readonly tokens: number } | undefined;
-  /** Entries that a lease holds (see `StoredEntry.pins`): a context with any is not unloaded. */
+  /**
+   * The active entries in context order (see `activeOf`), kept up to date by appends like `totals` and
+   * undefined after any other change of `entries`. Never handed out: `activeOf` gives a copy.
+   */
+  active: StoredEntry[] | undefined;
+  /** Entries that a lease of chosen entries holds (see `StoredEntry.pins`): a context with any is not unloaded. */
   pinnedEntries: number;
+  /**
+   * For each lease of the whole context (a chat turn's), the highest MemoryID the session had given out when
+   * it was taken: every active entry up to it is pinned, as an entry leaves the active state only for good
+   * and new entries take higher ids. A context with any is not unloaded.
+   */
+  contextPins: number[];
   /** Entries being summarized right now. */
   busy: Set<number>;
   lastActiveMs: number;

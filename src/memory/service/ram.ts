@@ -73,14 +73,24 @@ function modelMessage(entry: StoredEntry): Readonly<ModelMessage> {
   return message;
 }
 
-export function isPinned(entry: StoredEntry): boolean {
-  return (entry.pins ?? 0) > 0;
+/** Whether a lease holds `entry`, one of `ram`'s active entries. */
+export function isPinned(ram: RamSession, entry: StoredEntry): boolean {
+  if ((entry.pins ?? 0) > 0) return true;
+  for (const upTo of ram.contextPins) if (entry.memoryId <= upTo) return true;
+  return false;
 }
 
+/**
+ * The active entries in context order, a copy the caller may keep. Listed once and then kept by the appends:
+ * every pin asks for them, and a pass over the context's entries costs a cache miss an entry.
+ */
 export function activeOf(ram: RamSession): StoredEntry[] {
-  const active: StoredEntry[] = [];
-  for (const entry of ram.entries) if (entry.state === 'active') active.push(entry);
-  return active;
+  if (ram.active === undefined) {
+    const active: StoredEntry[] = [];
+    for (const entry of ram.entries) if (entry.state === 'active') active.push(entry);
+    ram.active = active;
+  }
+  return ram.active.slice();
 }
 
 /**
@@ -163,7 +173,7 @@ export function statsOf(ram: RamSession): SessionStats {
     activeEntries: active.length,
     activeTokens: tokensOf(active),
     tombstones: ram.entries.length - active.length,
-    pinned: ram.pinnedEntries,
+    pinned: active.filter((entry) => isPinned(ram, entry)).length,
     nextMemoryId: ram.nextId,
     lastActiveMs: ram.lastActiveMs,
   };
@@ -240,7 +250,9 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     ref,
     entries,
     totals: undefined,
+    active: undefined,
     pinnedEntries: 0,
+    contextPins: [],
     busy: new Set(),
     lastActiveMs: ctx.clock.now(),
     nextId,
@@ -365,6 +377,7 @@ export function replaceInRam(
     if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
   ram.entries = sorted ? next : next.sort(byContextOrder);
   ram.totals = undefined;
+  ram.active = undefined;
   dropTombstoneOverflow(ctx, ram);
 }
 
@@ -394,7 +407,7 @@ export function pickOldest(
   let takenTokens = 0;
   for (const group of groups) {
     if (!wantMore(taken.length, takenTokens)) break;
-    if (group.some((entry) => isPinned(entry) || ram.busy.has(entry.memoryId))) break;
+    if (group.some((entry) => isPinned(ram, entry) || ram.busy.has(entry.memoryId))) break;
     if (active.length - taken.length - group.length < keepLatest) break;
     taken.push(...group);
     takenTokens += tokensOf(group);
@@ -557,13 +570,20 @@ export function pinEntries(
   memoryIds?: ReadonlyArray<number>,
 ): PinnedContext {
   const active = activeOf(ram);
-  const wanted = memoryIds ? new Set(memoryIds) : undefined;
-  const pinned = wanted ? active.filter((entry) => wanted.has(entry.memoryId)) : active;
+  if (!memoryIds) {
+    // The whole context: one mark for the session rather than a count on each entry, which a chat turn
+    // would write on every entry of its context twice.
+    const upTo = ram.nextId - 1;
+    ram.contextPins.push(upTo);
+    return new PinnedContext(ctx, ram, active, active, upTo);
+  }
+  const wanted = new Set(memoryIds);
+  const pinned = active.filter((entry) => wanted.has(entry.memoryId));
   for (const entry of pinned) {
     entry.pins = (entry.pins ?? 0) + 1;
     if (entry.pins === 1) ram.pinnedEntries++;
   }
-  return new PinnedContext(ctx, ram, active, pinned);
+  return new PinnedContext(ctx, ram, active, pinned, undefined);
 }
 
 /**
@@ -581,6 +601,8 @@ class PinnedContext {
     private readonly ram: RamSession,
     private readonly active: StoredEntry[],
     private readonly pinned: StoredEntry[],
+    /** For a lease of the whole context, its mark in `ram.contextPins`. */
+    private readonly contextUpTo: number | undefined,
   ) {}
 
   // Made when read: a chat turn reads only the messages, and each of these is a pass over its context.
@@ -602,10 +624,15 @@ class PinnedContext {
     if (this.released) return;
     this.released = true;
     const { ctx, ram } = this;
-    for (const entry of this.pinned) {
-      // This lease counted itself on each of these entries, and releases once.
-      entry.pins = entry.pins! - 1;
-      if (entry.pins === 0) ram.pinnedEntries--;
+    if (this.contextUpTo !== undefined) {
+      // Any one of equal marks: they pin the same entries.
+      ram.contextPins.splice(ram.contextPins.indexOf(this.contextUpTo), 1);
+    } else {
+      for (const entry of this.pinned) {
+        // This lease counted itself on each of these entries, and releases once.
+        entry.pins = entry.pins! - 1;
+        if (entry.pins === 0) ram.pinnedEntries--;
+      }
     }
     // Limits could not be enforced over pinned entries; do it now, in the session's queue.
     if (ctx.sessions.get(ram.ref.sessionId) !== ram) return;
@@ -633,7 +660,7 @@ export function unload(ctx: MemoryContext, sessionId: string, ifIdleSince?: numb
   return ctx.mutex.run(sessionId, async () => {
     const ram = ctx.sessions.get(sessionId);
     if (!ram) return true;
-    if (ram.pinnedEntries > 0 || ram.busy.size > 0) return false;
+    if (ram.pinnedEntries > 0 || ram.contextPins.length > 0 || ram.busy.size > 0) return false;
     if (ifIdleSince !== undefined && ram.lastActiveMs > ifIdleSince) return false;
     // Entries not written through yet exist only in the RAM context.
     if (ctx.writes.degradedReason !== undefined || ctx.writes.pendingWrites.has(sessionId)) return false;
@@ -691,6 +718,7 @@ export async function appendBatch(
       );
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);
+      ram.active?.push(...entries);
       if (ram.totals !== undefined)
         ram.totals = {
           count: ram.totals.count + entries.length,

@@ -65,7 +65,7 @@ export async function summarize(
           skipped: 'session-gone' as const,
         };
       }
-      if (candidates.some(isPinned)) {
+      if (candidates.some((entry) => isPinned(ram, entry))) {
         return { summary: undefined, summarizedIds: [], method: undefined, skipped: 'pinned' as const };
       }
       const nowMs = ctx.clock.now();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RamSession } from '../../../src/memory/service/context.js';
 import {
+  activeOf,
   appendBatch,
   buildEntry,
   enforceLimits,
@@ -15,8 +16,9 @@ import {
   unload,
   withSession,
 } from '../../../src/memory/service/ram.js';
+import { summarize } from '../../../src/memory/service/summarize.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
-import { sessionRef } from '../memory-fixtures.js';
+import { countingModel, sessionRef } from '../memory-fixtures.js';
 import { loaded, stepContext } from './helpers.js';
 
 function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): RamSession {
@@ -24,7 +26,9 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
     ref: sessionRef(),
     entries: [],
     totals: undefined,
+    active: undefined,
     pinnedEntries: 0,
+    contextPins: [],
     busy: new Set(),
     lastActiveMs: 0,
     nextId: roles.length + 1,
@@ -336,6 +340,57 @@ describeEachDatabase('memory RAM context', (getDb) => {
     await enforceLimits(ctx, ram);
     expect(await unload(ctx, ref.sessionId)).toBe(true);
     expect(ctx.sessions.size).toBe(0);
+  });
+
+  it('a lease of the whole context marks the session once and writes nothing on its entries', async () => {
+    const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
+    const { ref, lease } = await pinnedPastTheLimit(ctx);
+    const ram = await loaded(ctx);
+    expect(ram.entries.map((entry) => entry.pins)).toEqual([undefined, undefined, undefined]);
+    // #3 came after the lease: not pinned, yet the eviction stops at #1, the oldest.
+    expect(ram.contextPins).toEqual([2]);
+    expect(statsOf(ram).pinned).toBe(2);
+    // A lease of chosen entries still counts on each.
+    const chosen = await withSession(ctx, ref, async (session) => pinEntries(ctx, session, [3]));
+    expect(ram.entries.map((entry) => entry.pins)).toEqual([undefined, undefined, 1]);
+    expect(statsOf(ram).pinned).toBe(3);
+    lease.release();
+    chosen.release();
+    await ctx.mutex.run(ref.sessionId, async () => undefined);
+    expect(ram.contextPins).toEqual([]);
+    expect(statsOf(ram)).toMatchObject({ activeEntries: 2, pinned: 0 });
+  });
+
+  it('hands out the active entries as a copy that appends, evictions and summaries keep true', async () => {
+    const { ctx } = stepContext(getDb(), {
+      config: { maxActiveEntries: 4, evictDownToRatio: 0.5, maxActiveTokens: 10_000 },
+      model: countingModel(),
+    });
+    const ref = sessionRef();
+    const ram = await loaded(ctx);
+    const expectTrue = () => {
+      const fresh = ram.entries.filter((entry) => entry.state === 'active');
+      expect(activeOf(ram)).toEqual(fresh);
+    };
+    await appendBatch(ctx, ref, [
+      { role: 'user', content: 'one' },
+      { role: 'assistant', content: 'two' },
+    ]);
+    expectTrue();
+    const copy = activeOf(ram);
+    copy.pop();
+    expectTrue();
+    // Past four active entries the append evicts in its own commit.
+    for (const content of ['three', 'four', 'five']) {
+      await appendBatch(ctx, ref, [{ role: 'user', content }]);
+      expectTrue();
+    }
+    expect(ram.entries.some((entry) => entry.state === 'tombstone')).toBe(true);
+    await ctx.mutex.run(ref.sessionId, () => evictEntries(ctx, ram, activeOf(ram).slice(0, 1), 'test'));
+    expectTrue();
+    expect((await summarize(ctx, ref, { maxEntries: 2, keepLatest: 0 })).summary).toBeDefined();
+    expectTrue();
+    expect(activeOf(ram).some((entry) => entry.kind === 'summary')).toBe(true);
   });
 
   it('holds an entry while any of the leases that pinned it is unreleased', async () => {
