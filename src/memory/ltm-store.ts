@@ -11,8 +11,9 @@ export interface StoredEntry extends MemoryEntry {
   /** Row id in `memory_entries` (undefined for entries not persisted in RAM-only mode). */
   rowId: number | undefined;
   /**
-   * RAM only: how many leases hold the entry; a held entry is neither evicted nor summarized. Kept on the
-   * entry rather than in a map by id: a chat turn pins and releases its whole context (~64 entries).
+   * RAM only: how many leases of chosen entries hold this one; a held entry is neither evicted nor
+   * summarized. A lease of the whole context (a chat turn's) holds its entries by a mark on the RAM context
+   * instead (`RamSession.contextPins`).
    */
   pins?: number;
   /** RAM only: the frozen copy pins hand out, made at the entry's first pin (see `pinnedView`). */
