@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Bus } from '../../bus/index.js';
+import type { ModelMessage } from '../../model/index.js';
 import type { SqlDatabase, SqlExecutor } from '../../store/index.js';
 import {
   type Clock,
@@ -37,6 +38,8 @@ export interface RamSession {
    * undefined after any other change of `entries`. Never handed out: `activeOf` gives a copy.
    */
   active: StoredEntry[] | undefined;
+  /** The model messages of `active`, one for one: made, kept and dropped with it. */
+  activeMessages: Array<Readonly<ModelMessage>> | undefined;
   /** Entries that a lease of chosen entries holds (see `StoredEntry.pins`): a context with any is not unloaded. */
   pinnedEntries: number;
   /**

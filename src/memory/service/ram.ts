@@ -85,12 +85,30 @@ export function isPinned(ram: RamSession, entry: StoredEntry): boolean {
  * every pin asks for them, and a pass over the context's entries costs a cache miss an entry.
  */
 export function activeOf(ram: RamSession): StoredEntry[] {
+  return activeList(ram).slice();
+}
+
+/** The RAM context's own list of active entries: for reading here, never to hand out. */
+function activeList(ram: RamSession): StoredEntry[] {
   if (ram.active === undefined) {
     const active: StoredEntry[] = [];
     for (const entry of ram.entries) if (entry.state === 'active') active.push(entry);
     ram.active = active;
   }
-  return ram.active.slice();
+  return ram.active;
+}
+
+/** The conversation of the active entries, one message for each in `activeOf`'s order, a copy. */
+function activeMessagesOf(ram: RamSession): Array<Readonly<ModelMessage>> {
+  ram.activeMessages ??= activeList(ram).map(modelMessage);
+  return ram.activeMessages.slice();
+}
+
+/** An eviction, a summary or a load changed the context: its lists are made again when next asked for. */
+function forgetActiveLists(ram: RamSession): void {
+  ram.totals = undefined;
+  ram.active = undefined;
+  ram.activeMessages = undefined;
 }
 
 /**
@@ -251,6 +269,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     entries,
     totals: undefined,
     active: undefined,
+    activeMessages: undefined,
     pinnedEntries: 0,
     contextPins: [],
     busy: new Set(),
@@ -376,8 +395,7 @@ export function replaceInRam(
   for (let index = 1; sorted && index < next.length; index++)
     if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
   ram.entries = sorted ? next : next.sort(byContextOrder);
-  ram.totals = undefined;
-  ram.active = undefined;
+  forgetActiveLists(ram);
   dropTombstoneOverflow(ctx, ram);
 }
 
@@ -575,7 +593,7 @@ export function pinEntries(
     // would write on every entry of its context twice.
     const upTo = ram.nextId - 1;
     ram.contextPins.push(upTo);
-    return new PinnedContext(ctx, ram, active, active, upTo);
+    return new PinnedContext(ctx, ram, active, active, upTo, activeMessagesOf(ram));
   }
   const wanted = new Set(memoryIds);
   const pinned = active.filter((entry) => wanted.has(entry.memoryId));
@@ -583,7 +601,7 @@ export function pinEntries(
     entry.pins = (entry.pins ?? 0) + 1;
     if (entry.pins === 1) ram.pinnedEntries++;
   }
-  return new PinnedContext(ctx, ram, active, pinned, undefined);
+  return new PinnedContext(ctx, ram, active, pinned, undefined, undefined);
 }
 
 /**
@@ -603,6 +621,8 @@ class PinnedContext {
     private readonly pinned: StoredEntry[],
     /** For a lease of the whole context, its mark in `ram.contextPins`. */
     private readonly contextUpTo: number | undefined,
+    /** For a lease of the whole context, the conversation of `active`, taken from the RAM context's list. */
+    private readonly messages: Array<Readonly<ModelMessage>> | undefined,
   ) {}
 
   // Made when read: a chat turn reads only the messages, and each of these is a pass over its context.
@@ -617,7 +637,7 @@ class PinnedContext {
   }
 
   modelMessages(): Array<Readonly<ModelMessage>> {
-    return this.active.map(modelMessage);
+    return this.messages ? this.messages.slice() : this.active.map(modelMessage);
   }
 
   release(): void {
@@ -719,6 +739,7 @@ export async function appendBatch(
       const entries = written.slice(0, parsed.length);
       ram.entries.push(...entries);
       ram.active?.push(...entries);
+      ram.activeMessages?.push(...entries.map(modelMessage));
       if (ram.totals !== undefined)
         ram.totals = {
           count: ram.totals.count + entries.length,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { toModelMessages } from '../../../src/memory/index.js';
 import type { RamSession } from '../../../src/memory/service/context.js';
 import {
   activeOf,
@@ -27,6 +28,7 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
     entries: [],
     totals: undefined,
     active: undefined,
+    activeMessages: undefined,
     pinnedEntries: 0,
     contextPins: [],
     busy: new Set(),
@@ -361,7 +363,7 @@ describeEachDatabase('memory RAM context', (getDb) => {
     expect(statsOf(ram)).toMatchObject({ activeEntries: 2, pinned: 0 });
   });
 
-  it('hands out the active entries as a copy that appends, evictions and summaries keep true', async () => {
+  it('hands out the active entries and their conversation as copies that appends, evictions and summaries keep true', async () => {
     const { ctx } = stepContext(getDb(), {
       config: { maxActiveEntries: 4, evictDownToRatio: 0.5, maxActiveTokens: 10_000 },
       model: countingModel(),
@@ -371,6 +373,11 @@ describeEachDatabase('memory RAM context', (getDb) => {
     const expectTrue = () => {
       const fresh = ram.entries.filter((entry) => entry.state === 'active');
       expect(activeOf(ram)).toEqual(fresh);
+      // A lease's conversation is its entries', one message each, whatever the context went through.
+      const lease = pinEntries(ctx, ram);
+      expect(lease.modelMessages()).toEqual(toModelMessages(lease.entries));
+      expect(lease.modelMessages()).toHaveLength(fresh.length);
+      lease.release();
     };
     await appendBatch(ctx, ref, [
       { role: 'user', content: 'one' },
@@ -379,6 +386,10 @@ describeEachDatabase('memory RAM context', (getDb) => {
     expectTrue();
     const copy = activeOf(ram);
     copy.pop();
+    const lease = pinEntries(ctx, ram);
+    lease.modelMessages().pop();
+    expect(lease.modelMessages()).toHaveLength(2);
+    lease.release();
     expectTrue();
     // Past four active entries the append evicts in its own commit.
     for (const content of ['three', 'four', 'five']) {
