@@ -118,14 +118,8 @@ function forgetActiveLists(ram: RamSession): void {
  */
 function activeTotals(ram: RamSession): { readonly count: number; readonly tokens: number } {
   if (ram.totals !== undefined) return ram.totals;
-  let count = 0;
-  let tokens = 0;
-  for (const entry of ram.entries) {
-    if (entry.state !== 'active') continue;
-    count++;
-    tokens += entry.tokens;
-  }
-  ram.totals = { count, tokens };
+  const active = activeList(ram);
+  ram.totals = { count: active.length, tokens: tokensOf(active) };
   return ram.totals;
 }
 
@@ -593,7 +587,7 @@ export function pinEntries(
     // would write on every entry of its context twice.
     const upTo = ram.nextId - 1;
     ram.contextPins.push(upTo);
-    return new PinnedContext(ctx, ram, active, active, upTo, activeMessagesOf(ram));
+    return new PinnedContext(ctx, ram, active, activeMessagesOf(ram), active, upTo);
   }
   const wanted = new Set(memoryIds);
   const pinned = active.filter((entry) => wanted.has(entry.memoryId));
@@ -601,7 +595,7 @@ export function pinEntries(
     entry.pins = (entry.pins ?? 0) + 1;
     if (entry.pins === 1) ram.pinnedEntries++;
   }
-  return new PinnedContext(ctx, ram, active, pinned, undefined, undefined);
+  return new PinnedContext(ctx, ram, active, activeMessagesOf(ram), pinned, undefined);
 }
 
 /**
@@ -618,11 +612,11 @@ class PinnedContext {
     private readonly ctx: MemoryContext,
     private readonly ram: RamSession,
     private readonly active: StoredEntry[],
+    /** The conversation of `active`, taken from the RAM context's list. */
+    private readonly messages: Array<Readonly<ModelMessage>>,
     private readonly pinned: StoredEntry[],
     /** For a lease of the whole context, its mark in `ram.contextPins`. */
     private readonly contextUpTo: number | undefined,
-    /** For a lease of the whole context, the conversation of `active`, taken from the RAM context's list. */
-    private readonly messages: Array<Readonly<ModelMessage>> | undefined,
   ) {}
 
   // Made when read: a chat turn reads only the messages, and each of these is a pass over its context.
@@ -637,7 +631,7 @@ class PinnedContext {
   }
 
   modelMessages(): Array<Readonly<ModelMessage>> {
-    return this.messages ? this.messages.slice() : this.active.map(modelMessage);
+    return this.messages.slice();
   }
 
   release(): void {

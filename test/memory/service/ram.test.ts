@@ -355,6 +355,9 @@ describeEachDatabase('memory RAM context', (getDb) => {
     // A lease of chosen entries still counts on each.
     const chosen = await withSession(ctx, ref, async (session) => pinEntries(ctx, session, [3]));
     expect(ram.entries.map((entry) => entry.pins)).toEqual([undefined, undefined, 1]);
+    // Its conversation is still the whole context's, as its entries are.
+    expect(chosen.modelMessages()).toEqual(toModelMessages(chosen.entries));
+    expect(chosen.modelMessages()).toHaveLength(3);
     expect(statsOf(ram).pinned).toBe(3);
     lease.release();
     chosen.release();
