@@ -1,3 +1,4 @@
+import { readdirSync, readlinkSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteDatabase, type SqliteDatabase } from '../../src/store/index.js';
 import { temporarySqliteFile } from '../helpers/databases.js';
@@ -187,4 +188,37 @@ describe('SQLite group commit', () => {
     );
     expect(commits).toBe(3);
   });
+
+  it.runIf(process.platform === 'linux')(
+    'keeps the savepoints of a group in memory: no temporary file, however many pages they change',
+    async () => {
+      // SQLite's temporary files are unlinked as soon as they are opened: an open descriptor is what is left.
+      const deletedFilesOpen = () =>
+        readdirSync('/proc/self/fd').filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`).endsWith('(deleted)');
+          } catch {
+            return false;
+          }
+        }).length;
+      await db.transaction(async (tx) => {
+        for (let index = 0; index < 400; index++)
+          await tx.run('INSERT INTO t (v) VALUES (?)', [`${index} ${'x'.repeat(1_000)}`]);
+      });
+      const before = deletedFilesOpen();
+      let during = 0;
+      // Two transactions queued together: the second joins the first's commit under a SAVEPOINT, and its
+      // update changes every page of the table (about 100, well past SQLite's 64 KiB before it spills).
+      await Promise.all([
+        db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['first'])),
+        db.transaction(async (tx) => {
+          await tx.run("UPDATE t SET v = v || '!'");
+          during = deletedFilesOpen();
+        }),
+      ]);
+      expect(commits).toBe(2);
+      expect(during).toBe(before);
+      expect(committedRows().filter((v) => v.endsWith('!'))).toHaveLength(401);
+    },
+  );
 });
