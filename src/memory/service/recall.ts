@@ -27,7 +27,7 @@ import {
   promptLineCache,
   promptLineOf,
 } from './prompt-lines.js';
-import { publicCopy } from './ram.js';
+import { activeOf, publicCopy } from './ram.js';
 import { readWithFallback } from './write-retry.js';
 
 /** Entries of the key accepted while degraded and not written yet: what database reads cannot see. */
@@ -483,7 +483,7 @@ function contextTest(
       for (const ram of ctx.sessions.values()) {
         if (ram.ref.sessionKey !== sessionKey) continue;
         loaded = true;
-        for (const stored of ram.entries) if (stored.state === 'active') active.add(stored.memoryId);
+        for (const stored of activeOf(ram)) active.add(stored.memoryId);
       }
     }
     return loaded ? active!.has(line.memoryId) : line.storedInContext;
