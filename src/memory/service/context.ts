@@ -18,7 +18,7 @@ import { type MemoryConfig, memoryConfigSchema } from '../config.js';
 import type { EmbeddingProvider } from '../embeddings.js';
 import { createLtmStore, type LtmStore, type StoredEntry } from '../ltm-store.js';
 import { createSummarizer, type Summarizer } from '../summarizer.js';
-import type { SessionRef } from '../types.js';
+import type { AppendInput, SessionRef } from '../types.js';
 import { embedderFromConfig, loadSqliteVec } from './embedding-indexer.js';
 import type { MemoryServiceOptions } from './types.js';
 import { createWriteRetryState } from './write-retry.js';
@@ -146,6 +146,65 @@ export const appendInputSchema = z.discriminatedUnion('role', [
     createdAtMs: z.number().int().nonnegative().optional(),
   }),
 ]);
+
+/**
+ * The metadata record as `appendInputSchema` would return it, for the plain objects whose copy is simply their
+ * enumerable string-keyed properties; undefined leaves any other value (a null prototype, symbol keys, an own
+ * `__proto__`, not an object at all) to the schema.
+ */
+function copyPlainMetadata(metadata: unknown): Record<string, unknown> | undefined {
+  if (typeof metadata !== 'object' || metadata === null) return undefined;
+  if (Object.getPrototypeOf(metadata) !== Object.prototype || Object.hasOwn(metadata, '__proto__'))
+    return undefined;
+  if (Object.getOwnPropertySymbols(metadata).length > 0) return undefined;
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(metadata)) copy[key] = (metadata as Record<string, unknown>)[key];
+  return copy;
+}
+
+/**
+ * One append input checked against `appendInputSchema`. The inputs of a chat turn (a user message, an
+ * assistant reply without tool calls, plain metadata) are checked here directly: through the schema they were
+ * the largest share of a 1-client turn's validation (a discriminated union, an object and a record, each
+ * copied). The result is the schema's own for every input this path takes (test/memory/append-input.test.ts
+ * compares them); anything else, and every failure, goes through the schema.
+ */
+export function parseAppendInput(input: unknown, index: number): AppendInput {
+  const plain = plainAppendInput(input);
+  if (plain !== undefined) return plain;
+  const result = appendInputSchema.safeParse(input);
+  if (!result.success) throw invalid(`invalid memory entry ${index}`, result.error.issues);
+  return result.data as AppendInput;
+}
+
+function plainAppendInput(input: unknown): AppendInput | undefined {
+  if (typeof input !== 'object' || input === null) return undefined;
+  const fields = input as Record<string, unknown>;
+  const { role, content } = fields;
+  if (role !== 'user' && role !== 'system' && role !== 'assistant') return undefined;
+  if (typeof content !== 'string' || content.length > maxContentChars) return undefined;
+  const out: Record<string, unknown> = { role, content };
+  // The schema keeps an optional key given as undefined, and drops the keys it does not know.
+  if (role === 'assistant' && 'toolCalls' in fields) {
+    if (fields.toolCalls !== undefined) return undefined;
+    out.toolCalls = undefined;
+  }
+  if ('metadata' in fields) {
+    if (fields.metadata === undefined) out.metadata = undefined;
+    else {
+      const metadata = copyPlainMetadata(fields.metadata);
+      if (metadata === undefined) return undefined;
+      out.metadata = metadata;
+    }
+  }
+  if ('createdAtMs' in fields) {
+    const { createdAtMs } = fields;
+    if (createdAtMs !== undefined && !(Number.isSafeInteger(createdAtMs) && (createdAtMs as number) >= 0))
+      return undefined;
+    out.createdAtMs = createdAtMs;
+  }
+  return out as unknown as AppendInput;
+}
 
 const sessionRefSchema = z
   .object({

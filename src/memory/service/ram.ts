@@ -3,7 +3,7 @@ import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { modelMessageOf } from '../items.js';
 import { byContextOrder, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
-import { appendInputSchema, checkRef, invalid, type MemoryContext, type RamSession } from './context.js';
+import { checkRef, type MemoryContext, parseAppendInput, type RamSession } from './context.js';
 import { queueEmbedding } from './embedding-indexer.js';
 import type { AlsoInTransaction } from './types.js';
 import { commit, enterDegraded } from './write-retry.js';
@@ -693,11 +693,7 @@ export async function appendBatch(
 ): Promise<MemoryEntry[]> {
   // Before the ref is used as a key below: a malformed one is the caller's INVALID_REQUEST.
   checkRef(ref);
-  const parsed = inputs.map((input, index) => {
-    const result = appendInputSchema.safeParse(input);
-    if (!result.success) throw invalid(`invalid memory entry ${index}`, result.error.issues);
-    return result.data as AppendInput;
-  });
+  const parsed = inputs.map(parseAppendInput);
   if (parsed.length === 0) return [];
   const { appendsWaiting } = ctx;
   let waiting = true;
