@@ -61,6 +61,13 @@ export function acceptOpenClawConnection(
     seq++;
     out.send({ type: 'event', event, payload, seq });
   };
+  /** `sendEvent` for a payload already serialized: the frame is put together as text around it. */
+  const sendEventJson = (event: string, payloadJson: string, droppable = false) => {
+    if (phase !== 'connected') return;
+    if (droppable && out.behind) return;
+    seq++;
+    out.sendJson(`{"type":"event","event":${JSON.stringify(event)},"payload":${payloadJson},"seq":${seq}}`);
+  };
 
   const sink: EventSink = {
     connId,
@@ -69,7 +76,7 @@ export function acceptOpenClawConnection(
     },
     onRunEvent(event) {
       const wire = toOpenClawRunEvent(event, { protocol, caps });
-      if (wire) dispatcher.whenNotHolding(() => sendEvent(wire.event, wire.payload, wire.droppable));
+      if (wire) dispatcher.whenNotHolding(() => sendEventJson(wire.event, wire.payloadJson, wire.droppable));
     },
     onForwardedEvent(entry, event) {
       sendEvent(entry.wireName, entry.toPayload(event));

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, formatZodIssues } from '../util/index.js';
@@ -64,6 +63,11 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
   let unconfirmedAnswers = 0;
   const heldEvents: Array<() => void> = [];
   const awaitedPongs = new Map<string, () => void>();
+  /**
+   * Counts this connection's answer pings, which the tokens only need to tell apart: a pong the client makes up
+   * can only release its own connection's events early.
+   */
+  let answerPings = 0;
 
   const sendResult = (id: string, payload: unknown) => {
     deps.send({ type: 'res', id, ok: true, payload });
@@ -89,7 +93,7 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
       confirmAnswer();
       return;
     }
-    const token = randomUUID();
+    const token = `answer-${++answerPings}`;
     const settle = () => {
       if (!awaitedPongs.delete(token)) return;
       clearTimeout(timer);

@@ -1,66 +1,72 @@
-import type { RunWireEvent, SessionChange } from './event-hub.js';
+import type { RunRef, RunWireEvent, SessionChange } from './event-hub.js';
 
-/** One OpenClaw event frame's content; `droppable` ones may be skipped for a client that reads too slowly. */
-export interface OpenClawEvent {
-  event: string;
-  payload: Record<string, unknown>;
+/**
+ * One OpenClaw run event frame's content: its payload already as JSON, the exact text `JSON.stringify` makes
+ * of the payload object (key order and omitted undefined keys included). `droppable` ones may be skipped for
+ * a client that reads too slowly.
+ */
+export interface OpenClawRunEvent {
+  event: 'agent' | 'chat';
+  payloadJson: string;
   droppable?: boolean;
 }
 
-function chatMessage(text: string, ts: number) {
-  return { role: 'assistant', content: [{ type: 'text', text }], timestamp: ts };
-}
+/*
+ * A chat turn sends about six of these frames. Built as text, they skip the payload objects and the
+ * serializer's walk over them (JSON.stringify was agentd's largest gateway function in a 100-client turn's
+ * profile); every string still goes through JSON.stringify, so escaping is the serializer's own.
+ */
+const json = JSON.stringify;
+/** A number as JSON.stringify writes it (NaN and infinities as null). */
+const jsonNumber = (value: number): string => (Number.isFinite(value) ? String(value) : 'null');
+/** `,"key":"value"`, or nothing for undefined, as JSON.stringify leaves such a key out. */
+const optionalString = (key: string, value: string | undefined): string =>
+  value === undefined ? '' : `,"${key}":${json(value)}`;
 
-/** An `agent` event frame of one stream of the run. */
-function agentEvent(run: RunWireEvent['run'], stream: string, data: Record<string, unknown>): OpenClawEvent {
+/** The run's fields every agent payload and every chat payload starts with. */
+const runHead = (run: RunRef): string =>
+  `{"runId":${json(run.runId)}${optionalString('sessionKey', run.sessionKey)}${optionalString('agentId', run.agentId)}`;
+
+const chatMessageJson = (text: string, ts: number): string =>
+  `{"role":"assistant","content":[{"type":"text","text":${json(text)}}],"timestamp":${jsonNumber(ts)}}`;
+
+/** An `agent` event of one stream of the run; `dataJson` is the stream's data as JSON. */
+function agentEvent(run: RunRef, stream: string, dataJson: string): OpenClawRunEvent {
   return {
     event: 'agent',
-    payload: {
-      runId: run.runId,
-      sessionKey: run.sessionKey,
-      agentId: run.agentId,
-      stream,
-      data,
-      seq: run.seq,
-      ts: run.ts,
-    },
+    payloadJson: `${runHead(run)},"stream":${json(stream)},"data":${dataJson},"seq":${jsonNumber(run.seq)},"ts":${jsonNumber(run.ts)}}`,
   };
 }
 
 /**
  * A hub run event as OpenClaw's `agent` and `chat` events for a client of `protocol` with `caps`; undefined
- * when the client did not ask for it (tool events without the `tool-events` capability).
+ * when the client did not ask for it (tool events without the `tool-events` capability). The key order is
+ * the frames' own.
  */
 export function toOpenClawRunEvent(
   event: RunWireEvent,
   options: { protocol: number; caps: ReadonlySet<string> },
-): OpenClawEvent | undefined {
-  // Payloads are built key by key rather than spread from a shared base: several frames a turn, and the
-  // spreads showed in the turn's profile. The key order is the frames' own.
+): OpenClawRunEvent | undefined {
   const { run } = event;
   switch (event.kind) {
     case 'lifecycle': {
-      let data: Record<string, unknown>;
-      if (event.phase === 'start') data = { phase: 'start', startedAt: event.startedAt };
-      else {
-        data = {
-          phase: event.phase,
-          startedAt: event.startedAt,
-          endedAt: event.endedAt,
-          aborted: event.status === 'aborted',
-          stopReason: event.stopReason,
-        };
-        if (event.error) {
-          data.error = event.error.message;
-          data.errorCode = event.error.code;
-        }
-      }
-      return agentEvent(run, 'lifecycle', data);
+      if (event.phase === 'start')
+        return agentEvent(run, 'lifecycle', `{"phase":"start","startedAt":${jsonNumber(event.startedAt)}}`);
+      const error = event.error
+        ? `${optionalString('error', event.error.message)}${optionalString('errorCode', event.error.code)}`
+        : '';
+      return agentEvent(
+        run,
+        'lifecycle',
+        `{"phase":${json(event.phase)},"startedAt":${jsonNumber(event.startedAt)},"endedAt":${jsonNumber(event.endedAt)},` +
+          `"aborted":${event.status === 'aborted'}${optionalString('stopReason', event.stopReason)}${error}}`,
+      );
     }
     case 'assistant':
-      return agentEvent(run, 'assistant', { text: event.text, delta: event.delta });
+      return agentEvent(run, 'assistant', `{"text":${json(event.text)},"delta":${json(event.delta)}}`);
     case 'tool': {
       if (!options.caps.has('tool-events')) return undefined;
+      // Rare and with arbitrary arguments: the object through the serializer.
       const data: Record<string, unknown> = {
         phase: event.phase,
         name: event.toolName,
@@ -69,40 +75,32 @@ export function toOpenClawRunEvent(
       if (event.args !== undefined) data.args = event.args;
       if (event.isError !== undefined) data.isError = event.isError;
       if (event.durationMs !== undefined) data.durationMs = event.durationMs;
-      return agentEvent(run, 'tool', data);
+      return agentEvent(run, 'tool', json(data));
     }
     case 'chat-delta': {
       // v3 deltas are cumulative snapshots, so skipping one for a slow client loses nothing; v4 clients
       // append `deltaText`, so theirs are never dropped.
-      const payload: Record<string, unknown> = {
-        runId: run.runId,
-        sessionKey: run.sessionKey,
-        agentId: run.agentId,
-        seq: run.seq,
-        state: 'delta',
+      const v4 = options.protocol >= 4;
+      const deltaText = v4
+        ? `,"deltaText":${json(event.deltaText)}${event.replace ? ',"replace":true' : ''}`
+        : '';
+      return {
+        event: 'chat',
+        payloadJson: `${runHead(run)},"seq":${jsonNumber(run.seq)},"state":"delta"${deltaText},"message":${chatMessageJson(event.text, run.ts)}}`,
+        droppable: !v4,
       };
-      if (options.protocol >= 4) {
-        payload.deltaText = event.deltaText;
-        if (event.replace) payload.replace = true;
-      }
-      payload.message = chatMessage(event.text, run.ts);
-      return { event: 'chat', payload, droppable: options.protocol < 4 };
     }
     case 'chat-end': {
-      const payload: Record<string, unknown> = {
-        runId: run.runId,
-        sessionKey: run.sessionKey,
-        agentId: run.agentId,
-        seq: run.seq,
-        state: event.state,
-        stopReason: event.stopReason,
+      const message =
+        event.state !== 'error' || event.text ? `,"message":${chatMessageJson(event.text, run.ts)}` : '';
+      const error =
+        event.errorMessage !== undefined
+          ? `${optionalString('errorMessage', event.errorMessage)}${optionalString('errorKind', event.errorKind)}`
+          : '';
+      return {
+        event: 'chat',
+        payloadJson: `${runHead(run)},"seq":${jsonNumber(run.seq)},"state":${json(event.state)}${optionalString('stopReason', event.stopReason)}${message}${error}}`,
       };
-      if (event.state !== 'error' || event.text) payload.message = chatMessage(event.text, run.ts);
-      if (event.errorMessage !== undefined) {
-        payload.errorMessage = event.errorMessage;
-        payload.errorKind = event.errorKind;
-      }
-      return { event: 'chat', payload };
     }
   }
 }

@@ -26,6 +26,8 @@ export interface Outbound {
    * peer is behind; anything else that pushes the queue past the limit disconnects the peer.
    */
   send(value: unknown, options?: { droppable?: boolean }): boolean;
+  /** `send` of a message already serialized as JSON text. */
+  sendJson(json: string, options?: { droppable?: boolean }): boolean;
   /**
    * Writes what this event-loop turn has queued so far now, not when the turn ends: for a frame the peer is
    * to answer at once (the ping after a run's answer), which would otherwise wait for the work that follows
@@ -76,30 +78,30 @@ export function createOutbound(
     ws.once('close', () => clearTimeout(timer));
   };
 
+  const sendJson = (json: string, sendOptions: { droppable?: boolean } = {}): boolean => {
+    if (closing || ws.readyState !== ws.OPEN) return false;
+    if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
+    if (socket && !corked) {
+      corked = true;
+      socket.cork();
+      scheduledUncork = setImmediate(uncork);
+    }
+    ws.send(json);
+    if (ws.bufferedAmount > options.maxBufferedBytes) {
+      options.logger.warn(
+        { bufferedBytes: ws.bufferedAmount, maxBufferedBytes: options.maxBufferedBytes },
+        'gateway: slow consumer disconnected',
+      );
+      close(CloseCodes.policyViolation, `slow consumer: more than ${options.maxBufferedBytes} bytes queued`);
+      ws.terminate();
+      return false;
+    }
+    return true;
+  };
+
   return {
-    send(value, sendOptions = {}) {
-      if (closing || ws.readyState !== ws.OPEN) return false;
-      if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
-      if (socket && !corked) {
-        corked = true;
-        socket.cork();
-        scheduledUncork = setImmediate(uncork);
-      }
-      ws.send(JSON.stringify(value));
-      if (ws.bufferedAmount > options.maxBufferedBytes) {
-        options.logger.warn(
-          { bufferedBytes: ws.bufferedAmount, maxBufferedBytes: options.maxBufferedBytes },
-          'gateway: slow consumer disconnected',
-        );
-        close(
-          CloseCodes.policyViolation,
-          `slow consumer: more than ${options.maxBufferedBytes} bytes queued`,
-        );
-        ws.terminate();
-        return false;
-      }
-      return true;
-    },
+    send: (value, sendOptions) => sendJson(JSON.stringify(value), sendOptions),
+    sendJson,
     flush,
     close,
     get open() {
