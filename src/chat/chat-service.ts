@@ -7,9 +7,11 @@ import type { SessionActivity, SessionStore, SqlExecutor } from '../store/index.
 import type { RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
 import {
+  type AbortSource,
   type Clock,
   createKeyedMutex,
   ErrorCodes,
+  LazyAbortController,
   type Logger,
   silentLogger,
   systemClock,
@@ -35,7 +37,8 @@ export interface ChatTurnInput {
   workItemId: string;
   /** System prompt (identity + recalled memory), then the active context ending with the new user message. */
   messages: ModelMessage[];
-  signal: AbortSignal;
+  /** A lazy controller: its AbortSignal is made only if the run asks for one. */
+  signal: AbortSource;
   /** Persists the run's transcript before `run:finished` is published, so an acknowledged reply is durable. */
   beforeFinish: (result: EngageResult) => Promise<void>;
 }
@@ -293,7 +296,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       if (trimmed === '/stop') {
         const result = await abort({ sessionKey });
         const record = newRecord(ctx, idempotencyKey, sessionKey, agentId);
-        const controller = new AbortController();
+        const controller = new LazyAbortController();
         const done = (async () => {
           const ref = await refFor(ctx, sessionKey, agentId);
           await runLocalReply(ctx, record, ref, async () =>
@@ -397,7 +400,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     announce({ sessionKey, agentId, text, label }) {
       const runId = options.idGenerator('announce');
       const record = newRecord(ctx, runId, sessionKey, agentId);
-      const controller = new AbortController();
+      const controller = new LazyAbortController();
       const done = lanes.run(sessionKey, async () => {
         try {
           const ref = await refFor(ctx, sessionKey, agentId);

@@ -1,8 +1,10 @@
 import type { RunStatus } from '../bus/index.js';
 import type { ModelMessage } from '../model/index.js';
 import {
+  type AbortSource,
   type Clock,
   ErrorCodes,
+  LazyAbortController,
   type Logger,
   silentLogger,
   systemClock,
@@ -54,8 +56,11 @@ export interface RunState {
    * generation (docs/decisions/0025-fewer-abort-signals.md). A run without a caller's signal never aborts.
    */
   readonly signal: AbortSignal;
-  /** The caller's signal, if any; a model call follows it directly (a call takes one listener per signal). */
-  readonly callerSignal: AbortSignal | undefined;
+  /**
+   * The caller's signal, if any; a model call follows it directly (a call takes one listener per signal). A
+   * LazyAbortController (a chat turn's) is followed without making its signal.
+   */
+  readonly callerSignal: AbortSource | undefined;
   /** Whether the caller's signal has aborted: checked between steps without making the run's own signal. */
   aborted(): boolean;
   /** Whether anything can abort the run: it follows a caller's signal. */
@@ -135,7 +140,7 @@ export function createRunState(options: EngageOptions, trace: RunTrace = untrace
 class EngageRunState implements RunState {
   readonly logger: Logger;
   readonly clock: Clock;
-  readonly callerSignal: AbortSignal | undefined;
+  readonly callerSignal: AbortSource | undefined;
   readonly abortable: boolean;
   readonly usage: EngageUsage = { inputTokens: 0, outputTokens: 0 };
   readonly newMessages: ModelMessage[] = [];
@@ -174,7 +179,8 @@ class EngageRunState implements RunState {
     if (this.detached ? this.abortedWhenDetached : outer?.aborted) own.abort(outer!.reason);
     else if (outer && !this.detached) {
       this.onOuterAbort = () => own.abort(outer.reason);
-      outer.addEventListener('abort', this.onOuterAbort, { once: true });
+      if (outer instanceof LazyAbortController) outer.onAbort(this.onOuterAbort);
+      else outer.addEventListener('abort', this.onOuterAbort, { once: true });
     }
     return own.signal;
   }
@@ -187,7 +193,11 @@ class EngageRunState implements RunState {
     if (this.detached) return;
     this.detached = true;
     this.abortedWhenDetached = this.callerSignal?.aborted === true;
-    if (this.onOuterAbort) this.callerSignal!.removeEventListener('abort', this.onOuterAbort);
+    const outer = this.callerSignal;
+    if (this.onOuterAbort) {
+      if (outer instanceof LazyAbortController) outer.offAbort(this.onOuterAbort);
+      else outer!.removeEventListener('abort', this.onOuterAbort);
+    }
     this.onOuterAbort = undefined;
   }
 }

@@ -3,7 +3,7 @@ import type { Ledger } from '../ledger/index.js';
 import type { LanguageModel, ModelMessage, ModelRetryOptions } from '../model/index.js';
 import type { SkillLibrary } from '../skills/index.js';
 import type { HookPipeline, Policy, ToolApprover, ToolRegistry } from '../tools/index.js';
-import type { Clock, Logger } from '../util/index.js';
+import type { AbortSource, Clock, Logger } from '../util/index.js';
 
 export interface EngageLimits {
   /** Model calls per run. Reaching it ends the run with status `max_turns`. Default 50. */
@@ -63,7 +63,11 @@ export interface EngageOptions {
   workItemId: string;
   scope: { runId: string; agentId: string; sessionKey?: string };
   bus: Bus;
-  signal?: AbortSignal;
+  /**
+   * Aborts the run. A LazyAbortController (util) is followed without making its AbortSignal unless a
+   * provider, hook or tool of the run asks for one: a chat turn passes one.
+   */
+  signal?: AbortSource;
   limits?: EngageLimits;
   context?: EngageContextOptions;
   /** Appended to the system prompt (kept through compaction). */

@@ -1,6 +1,6 @@
 import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
-import type { Logger } from '../util/index.js';
-import { createSignalWatchers, sleep as defaultSleep, ErrorCodes } from '../util/index.js';
+import type { AbortSource, Logger } from '../util/index.js';
+import { createSignalWatchers, sleep as defaultSleep, ErrorCodes, signalOf } from '../util/index.js';
 import { abortedError, errorEvent, timeoutError } from './provider-errors.js';
 import type {
   LanguageModel,
@@ -27,7 +27,8 @@ export interface ModelRetryOptions {
 }
 
 export interface StreamModelOptions {
-  signal?: AbortSignal;
+  /** Ends the call with ABORTED. A LazyAbortController is watched without making its signal. */
+  signal?: AbortSource;
   /** Per attempt: when it expires the provider call is aborted and the attempt ends with PROVIDER_TIMEOUT. */
   timeoutMs?: number;
   retry?: ModelRetryOptions;
@@ -122,7 +123,7 @@ export function streamModelTo(
  * one per signal (`watch`), and the provider's `signal` is made the first time the provider asks for it.
  */
 class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
-  private readonly signal: AbortSignal | undefined;
+  private readonly signal: AbortSource | undefined;
   private readonly retry: Required<ModelRetryOptions>;
   private readonly span: Span;
   /** Events decided by the wrapper itself (estimated usage, the terminal event), served before anything else. */
@@ -441,7 +442,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
       'model call failed; retrying',
     );
     this.span.addEvent('retry', { attempt: this.attempt, 'error.type': error.code, delay_ms: delayMs });
-    return (this.options.sleep ?? defaultSleep)(delayMs, this.signal).then(
+    return (this.options.sleep ?? defaultSleep)(delayMs, this.signal && signalOf(this.signal)).then(
       () => {},
       () => this.finish(errorEvent(abortedError())),
     );

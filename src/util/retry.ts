@@ -1,5 +1,6 @@
 import { type Clock, sleep, systemClock } from './clock.js';
 import { AgentdError, ErrorCodes } from './errors.js';
+import { type AbortSource, signalOf } from './lazy-abort.js';
 
 /** A database that cannot be reached or written now (`STORE_UNAVAILABLE`): worth trying again later. */
 export function isStoreUnavailable(error: unknown): error is AgentdError {
@@ -16,8 +17,11 @@ export interface RetryOptions {
   retryable(error: unknown): boolean;
   /** Told of each failure about to be tried again (to log it). */
   onRetry?(error: unknown, delayMs: number): void;
-  /** Ends a wait at once: the promise rejects with the signal's reason. */
-  signal?: AbortSignal;
+  /**
+   * Ends a wait at once: the promise rejects with the signal's reason. A lazy controller's signal is made only
+   * for a wait.
+   */
+  signal?: AbortSource;
   clock?: Clock;
   /** Waits between attempts (default `sleep`); a store that a test's fake timers must not hold passes its own. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
@@ -34,7 +38,7 @@ export async function retrying<T>(attempt: () => Promise<T>, options: RetryOptio
     } catch (error) {
       if (!options.retryable(error) || clock.now() + delayMs > until) throw error;
       options.onRetry?.(error, delayMs);
-      await (options.sleep ?? sleep)(delayMs, options.signal);
+      await (options.sleep ?? sleep)(delayMs, options.signal && signalOf(options.signal));
       delayMs = Math.min(delayMs * 2, options.maxDelayMs);
     }
   }

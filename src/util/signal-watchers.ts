@@ -1,8 +1,10 @@
+import { type AbortSource, LazyAbortController } from './lazy-abort.js';
+
 /** Items that end early when a signal aborts: a model call streaming under a run, a tool call racing it. */
 export interface SignalWatchers<Item> {
-  /** `item` is told when `signal` aborts, unless it is removed first. */
-  add(signal: AbortSignal, item: Item): void;
-  remove(signal: AbortSignal, item: Item): void;
+  /** `item` is told when `signal` aborts, unless it is removed first. A lazy controller makes no signal for it. */
+  add(signal: AbortSource, item: Item): void;
+  remove(signal: AbortSource, item: Item): void;
 }
 
 /**
@@ -18,7 +20,7 @@ export function createSignalWatchers<Item>(
   options: { keepListenerWhenEmpty?: boolean } = {},
 ): SignalWatchers<Item> {
   const keepListener = options.keepListenerWhenEmpty ?? false;
-  const watching = new WeakMap<AbortSignal, { items: Item[]; listener: () => void }>();
+  const watching = new WeakMap<AbortSource, { items: Item[]; listener: () => void }>();
   return {
     add(signal, item) {
       const watched = watching.get(signal);
@@ -32,7 +34,8 @@ export function createSignalWatchers<Item>(
         for (const each of items.splice(0)) onAbort(each);
       };
       watching.set(signal, { items, listener });
-      signal.addEventListener('abort', listener, { once: true });
+      if (signal instanceof LazyAbortController) signal.onAbort(listener);
+      else signal.addEventListener('abort', listener, { once: true });
     },
     remove(signal, item) {
       const watched = watching.get(signal);
@@ -44,7 +47,8 @@ export function createSignalWatchers<Item>(
       if (last !== item) items[index] = last;
       if (items.length > 0 || keepListener) return;
       watching.delete(signal);
-      signal.removeEventListener('abort', listener);
+      if (signal instanceof LazyAbortController) signal.offAbort(listener);
+      else signal.removeEventListener('abort', listener);
     },
   };
 }

@@ -1,7 +1,8 @@
 import { getEventListeners } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createPolicy, defineTool } from '../../src/tools/index.js';
+import { LazyAbortController } from '../../src/util/index.js';
 import { brittleTool } from '../helpers/tools.js';
 import { createHarness, deferred, nextEvent } from './helpers.js';
 
@@ -429,6 +430,65 @@ describe('engage loop: abort', () => {
     const result = await harness.run({ signal: AbortSignal.abort() });
     expect(result.status).toBe('aborted');
     expect(harness.model.requests).toHaveLength(0);
+  });
+});
+
+describe("engage loop: abort through a lazy controller (a chat turn's)", () => {
+  it("aborts mid-stream without ever making the caller's signal", async () => {
+    const harness = await createHarness({ model: { steps: [{ hang: true }] } });
+    const controller = new LazyAbortController();
+    const made = vi.spyOn(controller, 'signal', 'get');
+    const started = nextEvent(harness.bus, 'run:started');
+    const running = harness.run({ signal: controller });
+    await started;
+    controller.abort();
+    expect(await running).toMatchObject({ status: 'aborted', error: { code: 'ABORTED' }, newMessages: [] });
+    expect(made).not.toHaveBeenCalled();
+  });
+
+  it("aborts mid-tool: the tool's signal (the run's own) aborts with the controller", async () => {
+    let sawAbort = false;
+    const waiter = defineTool({
+      name: 'wait_for_abort',
+      description: 'w',
+      input: z.object({}),
+      execute: (_args, context) =>
+        new Promise<string>((resolve) => {
+          context.signal.addEventListener('abort', () => {
+            sawAbort = true;
+            resolve('stopped');
+          });
+        }),
+    });
+    const harness = await createHarness({
+      tools: [waiter],
+      model: { steps: [{ toolCalls: [{ id: 'w1', name: 'wait_for_abort', arguments: {} }] }] },
+    });
+    const controller = new LazyAbortController();
+    const started = nextEvent(harness.bus, 'run:tool-started');
+    const running = harness.run({ signal: controller });
+    await started;
+    controller.abort();
+    const result = await running;
+    expect(sawAbort).toBe(true);
+    expect(result).toMatchObject({ status: 'aborted', error: { code: 'ABORTED' } });
+  });
+
+  it('an already aborted controller makes no model call, and a finished run leaves no listener on it', async () => {
+    const harness = await createHarness();
+    const aborted = new LazyAbortController();
+    aborted.abort();
+    expect((await harness.run({ signal: aborted })).status).toBe('aborted');
+    expect(harness.model.requests).toHaveLength(0);
+
+    const second = await createHarness({ model: { steps: [{ text: 'hi' }] } });
+    const controller = new LazyAbortController();
+    const added = vi.spyOn(controller, 'onAbort');
+    const removed = vi.spyOn(controller, 'offAbort');
+    expect((await second.run({ signal: controller })).status).toBe('completed');
+    // The model call followed the controller and took its listener off when it ended.
+    expect(added).toHaveBeenCalledTimes(1);
+    expect(removed.mock.calls).toEqual(added.mock.calls);
   });
 });
 

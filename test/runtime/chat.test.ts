@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
 import type { Runtime } from '../../src/runtime.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/testing.js';
@@ -174,6 +174,29 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     expect(result.runIds).toEqual(['idem-hang']);
     const events = await done;
     expect(events.at(-1)!.payload.state).toBe('aborted');
+  });
+
+  it('makes no AbortSignal for a turn that nothing aborts (the local model reads none)', async () => {
+    const started = await startRuntime({});
+    runtime = started.runtime;
+    const turn = async (idempotencyKey: string) => {
+      const ack = await started.runtime.chat.send({
+        sessionKey: 'agent:main:main',
+        agentId: 'main',
+        text: `hello ${idempotencyKey}`,
+        idempotencyKey,
+      });
+      return await started.runtime.chat.wait(ack.runId);
+    };
+    // The first turn loads the session and what a turn needs once.
+    expect((await turn('first')).status).toBe('completed');
+    const made = vi.spyOn(AbortController.prototype, 'signal', 'get');
+    try {
+      expect((await turn('second')).status).toBe('completed');
+      expect(made).not.toHaveBeenCalled();
+    } finally {
+      made.mockRestore();
+    }
   });
 
   it('runs RAM-only with a loud warning when the database file is corrupt', async () => {

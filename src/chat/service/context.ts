@@ -1,11 +1,11 @@
-import type { Clock, createKeyedMutex, Logger } from '../../util/index.js';
+import type { Clock, createKeyedMutex, LazyAbortController, Logger } from '../../util/index.js';
 import type { AutoRecall } from '../auto-recall.js';
 import type { ChatRunRecord, CreateChatServiceOptions } from '../chat-service.js';
 
 /** A run that has not settled yet: its record, what aborts it and the promise of its end. */
 export interface LiveRun {
   record: ChatRunRecord;
-  controller: AbortController;
+  controller: LazyAbortController;
   done: Promise<ChatRunRecord>;
 }
 

@@ -1,5 +1,6 @@
 import type { SessionRef } from '../../memory/index.js';
 import type { ModelMessage } from '../../model/index.js';
+import type { AbortSource } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { Acceptance } from './acceptance.js';
 import type { ChatContext } from './context.js';
@@ -15,7 +16,7 @@ export async function runModelTurn(
   record: ChatRunRecord,
   ref: SessionRef,
   text: string,
-  signal: AbortSignal,
+  signal: AbortSource,
   acceptance?: Acceptance,
 ): Promise<void> {
   const { options, running, autoRecallBlocks } = ctx;

@@ -1,5 +1,11 @@
 import { activeContext } from '../../telemetry/index.js';
-import { ErrorCodes, isStoreUnavailable, retrying, UserInputError } from '../../util/index.js';
+import {
+  ErrorCodes,
+  isStoreUnavailable,
+  LazyAbortController,
+  retrying,
+  UserInputError,
+} from '../../util/index.js';
 import type { ChatRunRecord, ChatService } from '../chat-service.js';
 import { traceChatRun } from '../tracing.js';
 import type { Acceptance } from './acceptance.js';
@@ -53,7 +59,8 @@ export function startTurn(
   const record = newRecord(ctx, runId, sessionKey, agentId);
   // The turn runs later, in the session's lane: its span's parent is what accepted the message.
   const traceParent = activeContext();
-  const controller = new AbortController();
+  // Lazy: a turn that nothing aborts and whose run asks for no signal makes none (util/lazy-abort.ts).
+  const controller = new LazyAbortController();
   unsettledTurns.set(sessionKey, (unsettledTurns.get(sessionKey) ?? 0) + 1);
   const done = lanes.run(sessionKey, async () => {
     options.onTurnActivity?.(agentId, true);
@@ -80,7 +87,7 @@ export function startTurn(
         await runLocalReply(ctx, record, ref, handler);
       } else
         await traceChatRun(record, ref.sessionId, traceParent, () =>
-          runModelTurn(ctx, record, ref, message, controller.signal, acceptance),
+          runModelTurn(ctx, record, ref, message, controller, acceptance),
         );
     };
     /**
@@ -110,7 +117,7 @@ export function startTurn(
         });
     };
     try {
-      if (controller.signal.aborted) {
+      if (controller.aborted) {
         await endAborted();
         return record;
       }
@@ -133,12 +140,12 @@ export function startTurn(
               { err: error, runId, sessionKey, retryInMs: delayMs },
               'the store is unavailable; the queued message stays in the inbox and its turn is tried again',
             ),
-          signal: controller.signal,
+          signal: controller,
           clock,
         });
       } catch (error) {
         // Stopped while it waited to try again.
-        if (!controller.signal.aborted || error !== controller.signal.reason) throw error;
+        if (!controller.aborted || error !== controller.reason) throw error;
         await endAborted();
         return record;
       }

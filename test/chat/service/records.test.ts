@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newRecord, refFor, remember, settle, touchSession } from '../../../src/chat/service/records.js';
+import { LazyAbortController } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
 
 describe('chat step: records', () => {
@@ -25,7 +26,7 @@ describe('chat step: records', () => {
   it('settles a live run: leaves live, is remembered and wakes its waiters once', () => {
     const { ctx } = fakeContext();
     const record = newRecord(ctx, 'run-1', 's', 'main');
-    ctx.live.set('run-1', { record, controller: new AbortController(), done: Promise.resolve(record) });
+    ctx.live.set('run-1', { record, controller: new LazyAbortController(), done: Promise.resolve(record) });
     const woken: string[] = [];
     ctx.waiters.set('run-1', [(r) => woken.push(`first:${r.runId}`), (r) => woken.push(`second:${r.runId}`)]);
     settle(ctx, record);

@@ -3,7 +3,7 @@ import type { ChatRunRecord } from '../../../src/chat/index.js';
 import { createAcceptance } from '../../../src/chat/service/acceptance.js';
 import { newRecord } from '../../../src/chat/service/records.js';
 import { abortRuns, startTurn } from '../../../src/chat/service/turn.js';
-import { ErrorCodes, SystemError } from '../../../src/util/index.js';
+import { ErrorCodes, LazyAbortController, SystemError } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
 
 describe('chat step: turn', () => {
@@ -104,14 +104,14 @@ describe('chat step: turn', () => {
 
   it('aborts the live runs of one session only, or the one run asked for', async () => {
     const { ctx } = fakeContext();
-    const controllers = new Map<string, AbortController>();
+    const controllers = new Map<string, LazyAbortController>();
     for (const [runId, sessionKey] of [
       ['a', 's'],
       ['b', 's'],
       ['c', 'other'],
     ] as const) {
       const record: ChatRunRecord = newRecord(ctx, runId, sessionKey, 'main');
-      const controller = new AbortController();
+      const controller = new LazyAbortController();
       controllers.set(runId, controller);
       ctx.live.set(runId, { record, controller, done: Promise.resolve(record) });
     }
@@ -119,9 +119,10 @@ describe('chat step: turn', () => {
       aborted: true,
       runIds: ['b'],
     });
-    expect(controllers.get('a')?.signal.aborted).toBe(false);
+    expect(controllers.get('a')?.aborted).toBe(false);
     await expect(abortRuns(ctx, { sessionKey: 's' })).resolves.toEqual({ aborted: true, runIds: ['a', 'b'] });
-    expect(controllers.get('c')?.signal.aborted).toBe(false);
+    expect(controllers.get('c')?.aborted).toBe(false);
+    expect(controllers.get('b')?.reason).toMatchObject({ code: ErrorCodes.aborted });
     await expect(abortRuns(ctx, { sessionKey: 'none' })).resolves.toEqual({ aborted: false, runIds: [] });
   });
 });
