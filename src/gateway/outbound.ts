@@ -100,7 +100,9 @@ export function createOutbound(
   };
 
   return {
-    send: (value, sendOptions) => sendJson(JSON.stringify(value), sendOptions),
+    // Nothing is serialized for a socket that takes no more frames.
+    send: (value, sendOptions) =>
+      closing || ws.readyState !== ws.OPEN ? false : sendJson(JSON.stringify(value), sendOptions),
     sendJson,
     flush,
     close,

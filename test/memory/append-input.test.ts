@@ -45,6 +45,7 @@ const inputs: unknown[] = [
   null,
   'user',
   [],
+  Object.assign(['x'], { role: 'user', content: 'an array that looks like a message' }),
 ];
 
 describe('append input check', () => {

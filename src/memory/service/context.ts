@@ -178,7 +178,7 @@ export function parseAppendInput(input: unknown, index: number): AppendInput {
 }
 
 function plainAppendInput(input: unknown): AppendInput | undefined {
-  if (typeof input !== 'object' || input === null) return undefined;
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return undefined;
   const fields = input as Record<string, unknown>;
   const { role, content } = fields;
   if (role !== 'user' && role !== 'system' && role !== 'assistant') return undefined;
