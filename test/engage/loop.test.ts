@@ -356,21 +356,27 @@ describe('engage loop: parallel tools', () => {
   });
 });
 
+/** A tool that waits until its signal aborts; `sawAbort()` tells whether it heard the abort. */
+function abortWaiter() {
+  let heard = false;
+  const waiter = defineTool({
+    name: 'wait_for_abort',
+    description: 'w',
+    input: z.object({}),
+    execute: (_args, context) =>
+      new Promise<string>((resolve) => {
+        context.signal.addEventListener('abort', () => {
+          heard = true;
+          resolve('stopped');
+        });
+      }),
+  });
+  return { waiter, sawAbort: () => heard };
+}
+
 describe('engage loop: abort', () => {
   it('aborts mid-tool: the tool gets the signal, the run ends aborted with a consistent transcript', async () => {
-    let sawAbort = false;
-    const waiter = defineTool({
-      name: 'wait_for_abort',
-      description: 'w',
-      input: z.object({}),
-      execute: (_args, context) =>
-        new Promise<string>((resolve) => {
-          context.signal.addEventListener('abort', () => {
-            sawAbort = true;
-            resolve('stopped');
-          });
-        }),
-    });
+    const { waiter, sawAbort } = abortWaiter();
     const harness = await createHarness({
       tools: [waiter],
       model: {
@@ -399,7 +405,7 @@ describe('engage loop: abort', () => {
     await Promise.all([started, noopDone]);
     controller.abort();
     const result = await running;
-    expect(sawAbort).toBe(true);
+    expect(sawAbort()).toBe(true);
     expect(result).toMatchObject({ status: 'aborted', error: { code: 'ABORTED' }, turns: 1 });
     expect(result.newMessages).toEqual([
       expect.objectContaining({ role: 'assistant', toolCalls: expect.any(Array) }),
@@ -447,19 +453,7 @@ describe("engage loop: abort through a lazy controller (a chat turn's)", () => {
   });
 
   it("aborts mid-tool: the tool's signal (the run's own) aborts with the controller", async () => {
-    let sawAbort = false;
-    const waiter = defineTool({
-      name: 'wait_for_abort',
-      description: 'w',
-      input: z.object({}),
-      execute: (_args, context) =>
-        new Promise<string>((resolve) => {
-          context.signal.addEventListener('abort', () => {
-            sawAbort = true;
-            resolve('stopped');
-          });
-        }),
-    });
+    const { waiter, sawAbort } = abortWaiter();
     const harness = await createHarness({
       tools: [waiter],
       model: { steps: [{ toolCalls: [{ id: 'w1', name: 'wait_for_abort', arguments: {} }] }] },
@@ -470,7 +464,7 @@ describe("engage loop: abort through a lazy controller (a chat turn's)", () => {
     await started;
     controller.abort();
     const result = await running;
-    expect(sawAbort).toBe(true);
+    expect(sawAbort()).toBe(true);
     expect(result).toMatchObject({ status: 'aborted', error: { code: 'ABORTED' } });
   });
 
