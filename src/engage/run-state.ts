@@ -2,10 +2,11 @@ import type { RunStatus } from '../bus/index.js';
 import type { ModelMessage } from '../model/index.js';
 import {
   type AbortSource,
+  addAbortListener,
   type Clock,
   ErrorCodes,
-  LazyAbortController,
   type Logger,
+  removeAbortListener,
   silentLogger,
   systemClock,
   UserInputError,
@@ -179,8 +180,7 @@ class EngageRunState implements RunState {
     if (this.detached ? this.abortedWhenDetached : outer?.aborted) own.abort(outer!.reason);
     else if (outer && !this.detached) {
       this.onOuterAbort = () => own.abort(outer.reason);
-      if (outer instanceof LazyAbortController) outer.onAbort(this.onOuterAbort);
-      else outer.addEventListener('abort', this.onOuterAbort, { once: true });
+      addAbortListener(outer, this.onOuterAbort);
     }
     return own.signal;
   }
@@ -193,11 +193,7 @@ class EngageRunState implements RunState {
     if (this.detached) return;
     this.detached = true;
     this.abortedWhenDetached = this.callerSignal?.aborted === true;
-    const outer = this.callerSignal;
-    if (this.onOuterAbort) {
-      if (outer instanceof LazyAbortController) outer.offAbort(this.onOuterAbort);
-      else outer!.removeEventListener('abort', this.onOuterAbort);
-    }
+    if (this.onOuterAbort) removeAbortListener(this.callerSignal!, this.onOuterAbort);
     this.onOuterAbort = undefined;
   }
 }

@@ -54,20 +54,17 @@ export function acceptOpenClawConnection(
   let caps = new Set<string>();
   let clientInfo: ClientInfo = { id: 'unknown' };
 
-  const sendEvent = (event: string, payload: unknown, droppable = false) => {
+  /** The only writer of event frames: the frame is put together as text around the payload's JSON. */
+  const sendEventJson = (event: string, payloadJson: string, droppable = false) => {
     if (phase !== 'connected') return;
     // A dropped event must not consume a sequence number, or the client would report a gap.
     if (droppable && out.behind) return;
     seq++;
-    out.send({ type: 'event', event, payload, seq });
-  };
-  /** `sendEvent` for a payload already serialized: the frame is put together as text around it. */
-  const sendEventJson = (event: string, payloadJson: string, droppable = false) => {
-    if (phase !== 'connected') return;
-    if (droppable && out.behind) return;
-    seq++;
     out.sendJson(`{"type":"event","event":${JSON.stringify(event)},"payload":${payloadJson},"seq":${seq}}`);
   };
+  /** An event whose payload is an object (a payload given as undefined goes as null). */
+  const sendEvent = (event: string, payload: unknown, droppable = false) =>
+    sendEventJson(event, JSON.stringify(payload) ?? 'null', droppable);
 
   const sink: EventSink = {
     connId,

@@ -17,7 +17,13 @@ export {
   UserInputError,
 } from './errors.js';
 export { createIdGenerator, createSequentialIdGenerator, type IdGenerator } from './ids.js';
-export { type AbortSource, LazyAbortController, signalOf } from './lazy-abort.js';
+export {
+  type AbortSource,
+  addAbortListener,
+  LazyAbortController,
+  removeAbortListener,
+  signalOf,
+} from './lazy-abort.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';

@@ -56,6 +56,20 @@ export class LazyAbortController {
 /** What a run or a model call may be aborted through: a signal, or a controller that makes one on demand. */
 export type AbortSource = AbortSignal | LazyAbortController;
 
+/**
+ * Calls `listener` once when `source` aborts: through a lazy controller's `onAbort` (no signal made), or as
+ * a signal's `abort` listener.
+ */
+export function addAbortListener(source: AbortSource, listener: () => void): void {
+  if (source instanceof LazyAbortController) source.onAbort(listener);
+  else source.addEventListener('abort', listener, { once: true });
+}
+
+export function removeAbortListener(source: AbortSource, listener: () => void): void {
+  if (source instanceof LazyAbortController) source.offAbort(listener);
+  else source.removeEventListener('abort', listener);
+}
+
 /** The source's AbortSignal, made now if it is a lazy controller that has none yet. */
 export function signalOf(source: AbortSource): AbortSignal {
   return source instanceof LazyAbortController ? source.signal : source;

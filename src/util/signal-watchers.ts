@@ -1,4 +1,4 @@
-import { type AbortSource, LazyAbortController } from './lazy-abort.js';
+import { type AbortSource, addAbortListener, removeAbortListener } from './lazy-abort.js';
 
 /** Items that end early when a signal aborts: a model call streaming under a run, a tool call racing it. */
 export interface SignalWatchers<Item> {
@@ -34,8 +34,7 @@ export function createSignalWatchers<Item>(
         for (const each of items.splice(0)) onAbort(each);
       };
       watching.set(signal, { items, listener });
-      if (signal instanceof LazyAbortController) signal.onAbort(listener);
-      else signal.addEventListener('abort', listener, { once: true });
+      addAbortListener(signal, listener);
     },
     remove(signal, item) {
       const watched = watching.get(signal);
@@ -47,8 +46,7 @@ export function createSignalWatchers<Item>(
       if (last !== item) items[index] = last;
       if (items.length > 0 || keepListener) return;
       watching.delete(signal);
-      if (signal instanceof LazyAbortController) signal.offAbort(listener);
-      else signal.removeEventListener('abort', listener);
+      removeAbortListener(signal, listener);
     },
   };
 }

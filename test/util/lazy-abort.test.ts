@@ -1,5 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createSignalWatchers, LazyAbortController, signalOf } from '../../src/util/index.js';
+import {
+  addAbortListener,
+  createSignalWatchers,
+  LazyAbortController,
+  removeAbortListener,
+  signalOf,
+} from '../../src/util/index.js';
 
 describe('LazyAbortController', () => {
   it('makes its signal only when asked, aborted with the same reason when asked after the abort', () => {
@@ -71,6 +77,27 @@ describe('LazyAbortController', () => {
     other.abort();
     expect(interrupted).not.toContain('x');
     expect(dropped.mock.calls).toEqual(added.mock.calls);
+  });
+
+  it('adds and removes abort listeners on either kind of source, making no signal for a lazy one', () => {
+    const lazy = new LazyAbortController();
+    const made = vi.spyOn(lazy, 'signal', 'get');
+    const eager = new AbortController();
+    const told: string[] = [];
+    const kept = (name: string) => () => told.push(name);
+    const removed = () => told.push('removed');
+    for (const [name, source] of [
+      ['lazy', lazy],
+      ['eager', eager.signal],
+    ] as const) {
+      addAbortListener(source, kept(name));
+      addAbortListener(source, removed);
+      removeAbortListener(source, removed);
+    }
+    lazy.abort();
+    eager.abort();
+    expect(told).toEqual(['lazy', 'eager']);
+    expect(made).not.toHaveBeenCalled();
   });
 
   it('passes a plain AbortSignal through signalOf unchanged', () => {
