@@ -1,20 +1,23 @@
-// Interleaved A/B of the 1-client chat turn between builds of agentd: the whole runtime of each tree
-// (bench/chat-turn.bench.ts's sqlite server role, from that tree's dist/) serves one client in many short
-// rounds, the servers taking turns, the order reversed every other round. On a shared VM the CPU a turn of
+// Interleaved A/B of the chat turn between builds of agentd: the whole runtime of each tree
+// (bench/chat-turn.bench.ts's sqlite server role, from that tree's dist/) serves one client (or --clients N)
+// in many short rounds, the servers taking turns, the order reversed every other round. On a shared VM the CPU a turn of
 // one server varies by tens of percent from one second to the next, so only many interleaved rounds show a
 // change of a few percent; and two processes of the same tree measured 1,022 and 1,333 µs a turn over the
 // same rounds (their JIT and heap differ from process to process), so each tree runs in several processes
-// and a round compares the trees' means over their processes. Not a benchmark module (`npm run bench` does
+// and a round compares the trees' means over their processes. At 100 clients too: one process of each of two
+// builds, alternating, put one ahead by 12–18% in four runs running, which three processes of each, the
+// same builds, did not confirm (×0.97–1.08 the other way; bench/results/profiles/chat-turn-round27.md).
+// Not a benchmark module (`npm run bench` does
 // not run it):
 //   git worktree add /tmp/before <rev> && ln -s "$PWD/node_modules" /tmp/before/node_modules \
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
-//   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3]
+//   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import {
+  interleavedRoundsOf,
   median,
-  oneClientRoundsOf,
   type RoundFigures,
   startTarget,
   type Target,
@@ -25,12 +28,15 @@ const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 30);
 const processes = Number(takeFlag(args, '--processes') ?? 3);
 const roundMs = Number(takeFlag(args, '--round-ms') ?? 400);
+const clients = Number(takeFlag(args, '--clients') ?? 1);
 const roundWarmupMs = 300;
 /** Each server first serves 10 clients this long, as the benchmark's do, so its code is optimised. */
 const serverWarmupMs = 12_000;
 const trees = args.map((tree) => resolve(tree));
 if (trees.length < 2) {
-  console.error('usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3]');
+  console.error(
+    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]',
+  );
   process.exit(2);
 }
 
@@ -50,7 +56,7 @@ for (let copy = 0; copy < processes; copy++) {
     treeOf.set(target, index);
   }
 }
-const figures = await oneClientRoundsOf(targets, { rounds, roundMs, warmupMs: roundWarmupMs });
+const figures = await interleavedRoundsOf(targets, { rounds, roundMs, warmupMs: roundWarmupMs, clients });
 /** Per round, the mean over the tree's processes. */
 const processesOf = (index: number) => targets.filter((target) => treeOf.get(target) === index);
 const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => {
@@ -61,18 +67,21 @@ const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => {
   );
 };
 const firstCpu = treeRounds(0, (own) => own.cpuPerTurnUs);
+const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(
-  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, 1 client per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients):`,
+  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients):`,
 );
 for (const [index, tree] of trees.entries()) {
   const cpu = treeRounds(index, (own) => own.cpuPerTurnUs);
   const p50 = treeRounds(index, (own) => own.p50Ms);
+  const p99 = treeRounds(index, (own) => own.p99Ms);
+  const turnsPerS = treeRounds(index, (own) => own.turnsPerS);
   const perProcess = processesOf(index).map((target) =>
     Math.round(median(figures.get(target)!.cpuPerTurnUs)),
   );
   console.log(
-    `${tree}: CPU a turn median ${Math.round(median(cpu))} µs (its processes' medians ${perProcess.join(', ')}), p50 median ${median(p50).toFixed(3)} ms; ` +
-      `per round ÷ the first tree's: CPU median ×${median(cpu.map((value, round) => value / firstCpu[round]!)).toFixed(3)}`,
+    `${tree}: CPU a turn median ${Math.round(median(cpu))} µs (its processes' medians ${perProcess.join(', ')}), p50 median ${median(p50).toFixed(3)} ms, p99 median ${median(p99).toFixed(3)} ms, ${Math.round(median(turnsPerS))} turns/s; ` +
+      `per round ÷ the first tree's: CPU median ×${median(cpu.map((value, round) => value / firstCpu[round]!)).toFixed(3)}, turns/s ×${median(turnsPerS.map((value, round) => value / firstTurnsPerS[round]!)).toFixed(3)}`,
   );
 }
 await Promise.all(targets.map((target) => target.stop()));

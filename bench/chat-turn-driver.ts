@@ -137,36 +137,41 @@ export async function warmUp(target: Target, durationMs: number): Promise<void> 
 export interface RoundFigures {
   cpuPerTurnUs: number[];
   p50Ms: number[];
+  p99Ms: number[];
+  turnsPerS: number[];
 }
 
 /**
- * `rounds` rounds; in each, every target in turn (the order reversed every other round) serves one client
- * for `roundMs` after `warmupMs`. Each round gives each target its CPU a turn and its p50.
+ * `rounds` rounds; in each, every target in turn (the order reversed every other round) serves `clients`
+ * closed-loop clients (default 1) for `roundMs` after `warmupMs`. Each round gives each target its CPU a
+ * turn, its p50 and p99 and its turns a second.
  */
-export async function oneClientRoundsOf(
+export async function interleavedRoundsOf(
   targets: Target[],
-  options: { rounds: number; roundMs: number; warmupMs: number },
+  options: { rounds: number; roundMs: number; warmupMs: number; clients?: number },
 ): Promise<Map<Target, RoundFigures>> {
-  const clients = new Map<Target, ChatClient>();
-  for (const target of targets) clients.set(target, (await connect(target, 1, 'rounds'))[0]!);
+  const clients = new Map<Target, ChatClient[]>();
+  for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, 'rounds'));
   const figures = new Map<Target, RoundFigures>(
-    targets.map((target) => [target, { cpuPerTurnUs: [], p50Ms: [] }]),
+    targets.map((target) => [target, { cpuPerTurnUs: [], p50Ms: [], p99Ms: [], turnsPerS: [] }]),
   );
   for (let round = 0; round < options.rounds; round++) {
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const target of order) {
-      const client = clients.get(target)!;
-      await closedLoop([client], options.warmupMs);
+      const own = clients.get(target)!;
+      await closedLoop(own, options.warmupMs);
       const cpuBefore = await target.cpu();
-      const { latencies } = await closedLoop([client], options.roundMs);
+      const { latencies, elapsedMs } = await closedLoop(own, options.roundMs);
       const cpuUs = (await target.cpu()) - cpuBefore;
       const sorted = latencies.slice().sort((a, b) => a - b);
-      const own = figures.get(target)!;
-      own.cpuPerTurnUs.push(cpuUs / sorted.length);
-      own.p50Ms.push(percentile(sorted, 50));
+      const figuresOf = figures.get(target)!;
+      figuresOf.cpuPerTurnUs.push(cpuUs / sorted.length);
+      figuresOf.p50Ms.push(percentile(sorted, 50));
+      figuresOf.p99Ms.push(percentile(sorted, 99));
+      figuresOf.turnsPerS.push((sorted.length * 1000) / elapsedMs);
     }
   }
-  for (const client of clients.values()) client.ws.terminate();
+  for (const own of clients.values()) for (const client of own) client.ws.terminate();
   return figures;
 }
 

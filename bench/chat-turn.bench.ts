@@ -23,8 +23,8 @@ import {
   closedLoop,
   connect,
   frameArrivalsUs,
+  interleavedRoundsOf,
   median,
-  oneClientRoundsOf,
   percentile,
   type RoundFigures,
   startTarget,
@@ -258,7 +258,7 @@ export default {
       targets.unshift(await startServer('echo', floorEnv), await startServer('durable-floor', floorEnv));
       if (schema) targets.push(await startServer('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
       for (const target of targets) await warmUp(target, serverWarmupMs);
-      const byTarget = await oneClientRoundsOf(targets, {
+      const byTarget = await interleavedRoundsOf(targets, {
         rounds: oneClientRounds,
         roundMs: oneClientRoundMs,
         warmupMs: oneClientRoundWarmupMs,
