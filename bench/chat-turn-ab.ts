@@ -19,6 +19,7 @@ import {
   interleavedRoundsOf,
   median,
   type RoundFigures,
+  roundMeansBy,
   startTarget,
   type Target,
   warmUp,
@@ -57,15 +58,9 @@ for (let copy = 0; copy < processes; copy++) {
   }
 }
 const figures = await interleavedRoundsOf(targets, { rounds, roundMs, warmupMs: roundWarmupMs, clients });
-/** Per round, the mean over the tree's processes. */
+const byTree = roundMeansBy(figures, (target) => treeOf.get(target)!);
 const processesOf = (index: number) => targets.filter((target) => treeOf.get(target) === index);
-const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => {
-  const own = processesOf(index).map((target) => of(figures.get(target)!));
-  return Array.from(
-    { length: rounds },
-    (_, round) => own.reduce((sum, values) => sum + values[round]!, 0) / own.length,
-  );
-};
+const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => of(byTree.get(index)!);
 const firstCpu = treeRounds(0, (own) => own.cpuPerTurnUs);
 const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(

@@ -134,6 +134,9 @@ export async function warmUp(target: Target, durationMs: number): Promise<void> 
   for (const client of warming) client.ws.terminate();
 }
 
+/** How many sets of rounds this process has run (their clients' names). */
+let roundSets = 0;
+
 export interface RoundFigures {
   cpuPerTurnUs: number[];
   p50Ms: number[];
@@ -151,7 +154,10 @@ export async function interleavedRoundsOf(
   options: { rounds: number; roundMs: number; warmupMs: number; clients?: number },
 ): Promise<Map<Target, RoundFigures>> {
   const clients = new Map<Target, ChatClient[]>();
-  for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, 'rounds'));
+  // Clients of a new name: a run id is the client's name and turn count, and a server answers a run id it
+  // already ran from its idempotency cache, with no run and so no final event to end the turn.
+  const prefix = `rounds${++roundSets}`;
+  for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, prefix));
   const figures = new Map<Target, RoundFigures>(
     targets.map((target) => [target, { cpuPerTurnUs: [], p50Ms: [], p99Ms: [], turnsPerS: [] }]),
   );
@@ -173,6 +179,34 @@ export async function interleavedRoundsOf(
   }
   for (const own of clients.values()) for (const client of own) client.ws.terminate();
   return figures;
+}
+
+/**
+ * Each group's figures round by round, as the mean over the group's processes (`groupOf` names a target's
+ * group): one process's figures carry that process's luck, which at 100 clients was over 30 %.
+ */
+export function roundMeansBy<Group>(
+  figures: Map<Target, RoundFigures>,
+  groupOf: (target: Target) => Group,
+): Map<Group, RoundFigures> {
+  const members = new Map<Group, RoundFigures[]>();
+  for (const [target, own] of figures) {
+    const group = groupOf(target);
+    members.set(group, [...(members.get(group) ?? []), own]);
+  }
+  const mean = (all: RoundFigures[], of: (own: RoundFigures) => number[]) =>
+    of(all[0]!).map((_, round) => all.reduce((sum, own) => sum + of(own)[round]!, 0) / all.length);
+  return new Map(
+    [...members].map(([group, all]) => [
+      group,
+      {
+        cpuPerTurnUs: mean(all, (own) => own.cpuPerTurnUs),
+        p50Ms: mean(all, (own) => own.p50Ms),
+        p99Ms: mean(all, (own) => own.p99Ms),
+        turnsPerS: mean(all, (own) => own.turnsPerS),
+      },
+    ]),
+  );
 }
 
 /**

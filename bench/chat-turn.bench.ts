@@ -2,7 +2,8 @@
 // agentd's gateway to the whole runtime (createRuntime: durable store, memory write-through of both
 // messages, identity, engage loop, local model) at 1, 10 and 100 clients, on SQLite and on Postgres, with a
 // bare `ws` server answering every turn with the same frames (the floor) in the same run, interleaved per
-// client count. Then 1,000 idle sessions with history: the runtime's RSS after their clients left.
+// client count. Then 1,000 idle sessions with history: the runtime's RSS after their clients left. Before the
+// phases, 1 and 100 clients in short rounds interleaved across the servers, with several processes of each.
 //
 // Every server runs in its own child process (its CPU time and RSS are its own); the clients share this
 // process. AGENTD_BENCH_CPU_PROF=<dir> profiles the runtime servers' CPU during each measured phase (not the
@@ -27,6 +28,7 @@ import {
   median,
   percentile,
   type RoundFigures,
+  roundMeansBy,
   startTarget,
   type Target,
   warmUp,
@@ -53,6 +55,19 @@ const phaseMs = Number(process.env.AGENTD_BENCH_PHASE_MS ?? 3000);
 const oneClientRounds = 10;
 const oneClientRoundMs = 800;
 const oneClientRoundWarmupMs = 200;
+/**
+ * The rounds again at 100 clients. Fewer and longer: a 100-client round needs its clients' turns to settle
+ * after the server's pause, and a server serves many more turns in it.
+ */
+const manyClientRounds = 6;
+const manyClientRoundMs = 1200;
+const manyClientRoundWarmupMs = 300;
+/**
+ * Server processes of each kind in the rounds (Postgres: one): two processes of one build, alternating, measured
+ * 493 and 667 µs of CPU a turn at 100 clients and ×1.068 apart at 1 client (bench/results/profiles/
+ * chat-turn-round27.md), so a round compares each kind's mean over its processes.
+ */
+const roundProcesses = 3;
 /** Sequential 1-client turns per server whose frames' arrival times are taken. */
 const arrivalTurns = 1000;
 const idleSessions = 1000;
@@ -241,6 +256,9 @@ export default {
     const rows: Array<Record<string, string | number>> = [];
     let idle: Awaited<ReturnType<typeof idleSessionsRss>> | undefined;
     let rounds: Map<string, RoundFigures> | undefined;
+    let manyClientRoundsByServer: Map<string, RoundFigures> | undefined;
+    /** The rounds' extra server processes (see `roundProcesses`). */
+    const extras: Target[] = [];
     const arrivals = new Map<string, number[]>();
     let frameBytes: number[] = [];
     try {
@@ -258,12 +276,31 @@ export default {
       targets.unshift(await startServer('echo', floorEnv), await startServer('durable-floor', floorEnv));
       if (schema) targets.push(await startServer('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
       for (const target of targets) await warmUp(target, serverWarmupMs);
-      const byTarget = await interleavedRoundsOf(targets, {
-        rounds: oneClientRounds,
-        roundMs: oneClientRoundMs,
-        warmupMs: oneClientRoundWarmupMs,
-      });
-      rounds = new Map([...byTarget].map(([target, figures]) => [target.name, figures]));
+      for (let copy = 1; copy < roundProcesses; copy++)
+        for (const name of ['echo', 'durable-floor', 'sqlite'] as const) {
+          const extra = await startServer(name, name === 'sqlite' ? {} : floorEnv);
+          await warmUp(extra, serverWarmupMs);
+          extras.push(extra);
+        }
+      const byServer = (figures: Map<Target, RoundFigures>) => roundMeansBy(figures, (target) => target.name);
+      rounds = byServer(
+        await interleavedRoundsOf([...targets, ...extras], {
+          rounds: oneClientRounds,
+          roundMs: oneClientRoundMs,
+          warmupMs: oneClientRoundWarmupMs,
+        }),
+      );
+      manyClientRoundsByServer = byServer(
+        await interleavedRoundsOf(
+          [...targets, ...extras].filter((target) => target.name !== 'postgres'),
+          {
+            rounds: manyClientRounds,
+            roundMs: manyClientRoundMs,
+            warmupMs: manyClientRoundWarmupMs,
+            clients: 100,
+          },
+        ),
+      );
       for (const target of targets) arrivals.set(target.name, await frameArrivalsUs(target, arrivalTurns));
       for (const count of clientCounts)
         for (const target of targets) {
@@ -274,7 +311,7 @@ export default {
         }
       idle = await idleSessionsRss(sqlite);
     } finally {
-      await Promise.all(targets.map((target) => target.stop()));
+      await Promise.all([...targets, ...extras].map((target) => target.stop()));
       await schema?.drop();
     }
     // The floor's SQLite work alone, with and without the full-text index, interleaved three times each.
@@ -329,7 +366,20 @@ export default {
               2,
             )} the bare ws floor's`
           : '';
-      return `1 client in ${oneClientRounds} short rounds (each server ${oneClientRoundMs} ms after ${oneClientRoundWarmupMs} ms, servers interleaved, the order reversed every other round; after the servers' warm-up, before the phases above), median (min–max) over the rounds: ${servers.join('; ')}${ratios}`;
+      return `1 client in ${oneClientRounds} short rounds (each server ${oneClientRoundMs} ms after ${oneClientRoundWarmupMs} ms, servers interleaved, the order reversed every other round; ${roundProcesses} processes each of echo, durable-floor and sqlite, a round's figure the mean over them, one postgres; after the servers' warm-up, before the phases above; one process each before 2026-11-30 22:5x), median (min–max) over the rounds: ${servers.join('; ')}${ratios}`;
+    })();
+    const manyClientRoundsNote = (() => {
+      const figures = manyClientRoundsByServer;
+      const durable = figures?.get('durable-floor');
+      const sqlite = figures?.get('sqlite');
+      if (!figures || !durable || !sqlite) return '100-client rounds: not measured';
+      const ratio = (of: (own: RoundFigures) => number[]) =>
+        round(median(of(sqlite).map((value, index) => value / of(durable)[index]!)));
+      const servers = [...figures.entries()].map(
+        ([server, own]) =>
+          `${server} ${Math.round(median(own.turnsPerS))} turns/s, ${Math.round(median(own.cpuPerTurnUs))} µs CPU a turn, p99 ${round(median(own.p99Ms), 1)} ms`,
+      );
+      return `100 clients in ${manyClientRounds} rounds (each server ${manyClientRoundMs} ms after ${manyClientRoundWarmupMs} ms, interleaved as above, ${roundProcesses} processes of each server but postgres, after the 1-client rounds), medians over the rounds: ${servers.join('; ')}; sqlite in the same round ÷ the durable floor, median of the ${manyClientRounds} ratios: turns/s ×${ratio((own) => own.turnsPerS)}, CPU a turn ×${ratio((own) => own.cpuPerTurnUs)}, p99 ×${ratio((own) => own.p99Ms)}`;
     })();
     return {
       rows,
@@ -338,6 +388,7 @@ export default {
         "\"durable-floor\" is that bare ws server committing what a turn must write, with better-sqlite3 alone into a file with agentd's schema (migrations, FTS5 triggers, indexes) and pragmas: the message and the session's count with its run marked (one statement) before the first frame; the reply and, when it passes 64 active entries, an eviction down to 56 as agentd's default evictDownToRatio does (a tombstone and state per entry, one event), an audit row and the session's count with the mark cleared before the rest; memory ids from the floor's own count (no read of the key's next free id); turns that arrive in one event-loop turn share each commit, as agentd's group commit does (bench/durable-floor.ts)",
         ...ratios,
         roundsNote,
+        manyClientRoundsNote,
         arrivals.size
           ? `1 client, ${arrivalTurns} turns one after another per server, after the rounds: median µs from sending a turn to the arrival of each of its frames up to the final event (the answer first, then the run's events): ${[
               ...arrivals,
