@@ -1,14 +1,13 @@
 // Interleaved A/B of the chat turn between builds of agentd: the whole runtime of each tree
 // (bench/chat-turn.bench.ts's sqlite server role, from that tree's dist/) serves one client (or --clients N)
-// in many short rounds, the servers taking turns, the order reversed every other round. On a shared VM the CPU a turn of
-// one server varies by tens of percent from one second to the next, so only many interleaved rounds show a
-// change of a few percent; and two processes of the same tree measured 1,022 and 1,333 µs a turn over the
-// same rounds (their JIT and heap differ from process to process), so each tree runs in several processes
-// and a round compares the trees' means over their processes. At 100 clients too: one process of each of two
-// builds, alternating, put one ahead by 12–18% in four runs running, which three processes of each, the
-// same builds, did not confirm (×0.97–1.08 the other way; bench/results/profiles/chat-turn-round27.md).
-// Not a benchmark module (`npm run bench` does
-// not run it):
+// in many short rounds, the servers taking turns, the order reversed every other round. On a shared VM the
+// CPU a turn of one server varies by tens of percent from one second to the next, so only many interleaved
+// rounds show a change of a few percent; and two processes of the same tree measured 1,022 and 1,333 µs a
+// turn over the same rounds (their JIT and heap differ from process to process), so each tree runs in several
+// processes and a round compares the trees' means over their processes. At 100 clients too: one process of
+// each of two builds, alternating, put one ahead by 12–18% in four runs running, which three processes of
+// each, the same builds, did not confirm (×0.97–1.08 the other way; bench/results/profiles/chat-turn-round27.md).
+// Not a benchmark module (`npm run bench` does not run it):
 //   git worktree add /tmp/before <rev> && ln -s "$PWD/node_modules" /tmp/before/node_modules \
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
 //   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]

@@ -108,18 +108,27 @@ export function percentile(sorted: number[], p: number): number {
 export const median = (values: number[]) =>
   values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-/** `count` clients of `target`, opened 100 at a time. */
+/** How many times this process has called `connect` (its clients' names). */
+let connects = 0;
+
+/**
+ * `count` clients of `target`, opened 100 at a time, named `<prefix>-<n>-<index>` with `n` new for every call:
+ * a run id is the client's name and turn count, and a server answers a run id it has already run from its
+ * idempotency cache, with no run and so no final event to end the turn (a second set of rounds on the same
+ * servers hung on that).
+ */
 export async function connect(
   target: Pick<Target, 'port'>,
   count: number,
   prefix: string,
 ): Promise<ChatClient[]> {
   const clients: ChatClient[] = [];
+  const name = `${prefix}-${++connects}`;
   for (let start = 0; start < count; start += 100) {
     clients.push(
       ...(await Promise.all(
         Array.from({ length: Math.min(100, count - start) }, (_, offset) =>
-          openChatClient(`ws://127.0.0.1:${target.port}/`, `${prefix}-${start + offset}`, benchToken),
+          openChatClient(`ws://127.0.0.1:${target.port}/`, `${name}-${start + offset}`, benchToken),
         ),
       )),
     );
@@ -133,9 +142,6 @@ export async function warmUp(target: Target, durationMs: number): Promise<void> 
   await closedLoop(warming, durationMs);
   for (const client of warming) client.ws.terminate();
 }
-
-/** How many sets of rounds this process has run (their clients' names). */
-let roundSets = 0;
 
 export interface RoundFigures {
   cpuPerTurnUs: number[];
@@ -154,10 +160,7 @@ export async function interleavedRoundsOf(
   options: { rounds: number; roundMs: number; warmupMs: number; clients?: number },
 ): Promise<Map<Target, RoundFigures>> {
   const clients = new Map<Target, ChatClient[]>();
-  // Clients of a new name: a run id is the client's name and turn count, and a server answers a run id it
-  // already ran from its idempotency cache, with no run and so no final event to end the turn.
-  const prefix = `rounds${++roundSets}`;
-  for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, prefix));
+  for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, 'rounds'));
   const figures = new Map<Target, RoundFigures>(
     targets.map((target) => [target, { cpuPerTurnUs: [], p50Ms: [], p99Ms: [], turnsPerS: [] }]),
   );

@@ -78,8 +78,10 @@ export function createOutbound(
     ws.once('close', () => clearTimeout(timer));
   };
 
+  const isOpen = () => !closing && ws.readyState === ws.OPEN;
+
   const sendJson = (json: string, sendOptions: { droppable?: boolean } = {}): boolean => {
-    if (closing || ws.readyState !== ws.OPEN) return false;
+    if (!isOpen()) return false;
     if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
     if (socket && !corked) {
       corked = true;
@@ -101,13 +103,12 @@ export function createOutbound(
 
   return {
     // Nothing is serialized for a socket that takes no more frames.
-    send: (value, sendOptions) =>
-      closing || ws.readyState !== ws.OPEN ? false : sendJson(JSON.stringify(value), sendOptions),
+    send: (value, sendOptions) => (isOpen() ? sendJson(JSON.stringify(value), sendOptions) : false),
     sendJson,
     flush,
     close,
     get open() {
-      return !closing && ws.readyState === ws.OPEN;
+      return isOpen();
     },
     get behind() {
       return ws.bufferedAmount > options.maxBufferedBytes / 2;
