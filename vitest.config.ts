@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The packed-package test builds and installs the tarball: `npm run test:package` (CI runs both).
     exclude: ['test/package/**', '**/node_modules/**'],
+    // agentd's own variables in the developer's shell (the README's tour exports AGENTD_TOKEN) stay out.
+    setupFiles: ['test/helpers/hermetic-env.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/package/**/*.test.ts'],
+    // agentd's own variables in the developer's shell (the README's tour exports AGENTD_TOKEN) stay out.
+    setupFiles: ['test/helpers/hermetic-env.ts'],
     testTimeout: 120_000,
     hookTimeout: 240_000,
     pool: 'forks',
