@@ -82,6 +82,8 @@ export function App() {
   useEffect(() => {
     const onHash = () => setView(viewFromHash());
     window.addEventListener('hashchange', onHash);
+    // The first render read the hash, but effects run later: a hash set in between fired no listener.
+    onHash();
     return () => window.removeEventListener('hashchange', onHash);
   }, []);
 

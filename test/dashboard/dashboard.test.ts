@@ -122,6 +122,28 @@ describe('the dashboard in a real browser', () => {
     });
   });
 
+  it('opens the view the address names when it changed before the page listened for changes', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    pages.push(page);
+    // The app reads the hash when it first renders and listens for changes only once its effects run: a
+    // test (or a user) that sets the hash right after a load lands in between. Simulated deterministically by
+    // moving the hash, with no event, at the moment the app starts listening.
+    await page.addInitScript(() => {
+      const window = globalThis as any;
+      const listen = window.addEventListener.bind(window);
+      let moved = false;
+      window.addEventListener = (type: string, ...rest: unknown[]) => {
+        if (type === 'hashchange' && !moved) {
+          moved = true;
+          window.history.replaceState(null, '', '#chat');
+        }
+        return listen(type, ...rest);
+      };
+    });
+    await page.goto(`${base}/#token=${encodeURIComponent(started.runtime.state.token)}`);
+    await page.getByLabel('Message', { exact: true }).waitFor({ timeout: 10_000 });
+  });
+
   it('streams a chat turn with its MemoryIDs', async () => {
     const page = await open('/');
     await page.locator('#agent-list').waitFor();
