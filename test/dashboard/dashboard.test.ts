@@ -29,9 +29,11 @@ afterAll(async () => {
   await started?.runtime.close();
 });
 
-async function open(path = '/', signedIn = true): Promise<Page> {
+/** `beforeLoad` runs in the page before any of its own scripts (`addInitScript`). */
+async function open(path = '/', signedIn = true, beforeLoad?: () => void): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
   pages.push(page);
+  if (beforeLoad) await page.addInitScript(beforeLoad);
   const fragment = signedIn ? `#token=${encodeURIComponent(started.runtime.state.token)}` : '';
   await page.goto(`${base}${path}${fragment}`);
   return page;
@@ -123,12 +125,10 @@ describe('the dashboard in a real browser', () => {
   });
 
   it('opens the view the address names when it changed before the page listened for changes', async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-    pages.push(page);
     // The app reads the hash when it first renders and listens for changes only once its effects run: a
     // test (or a user) that sets the hash right after a load lands in between. Simulated deterministically by
     // moving the hash, with no event, at the moment the app starts listening.
-    await page.addInitScript(() => {
+    const page = await open('/', true, () => {
       const window = globalThis as any;
       const listen = window.addEventListener.bind(window);
       let moved = false;
@@ -140,7 +140,6 @@ describe('the dashboard in a real browser', () => {
         return listen(type, ...rest);
       };
     });
-    await page.goto(`${base}/#token=${encodeURIComponent(started.runtime.state.token)}`);
     await page.getByLabel('Message', { exact: true }).waitFor({ timeout: 10_000 });
   });
 

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { configuresAgentd } from '../helpers/agentd-env.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const vitestBin = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
@@ -10,15 +11,7 @@ const innerTest = "carries none of agentd's settings";
 
 describe('the test suite and the developer shell', () => {
   it(innerTest, () => {
-    const leaked = Object.keys(process.env).filter(
-      (name) =>
-        (name.startsWith('AGENTD_') &&
-          !['AGENTD_TEST_PG_URL', 'AGENTD_CHROMIUM', 'AGENTD_OPENCLAW_DIR', 'AGENTD_CRASH_SEED'].includes(
-            name,
-          )) ||
-        name === 'DATABASE_URL' ||
-        name === 'OPENAI_API_KEY',
-    );
+    const leaked = Object.keys(process.env).filter(configuresAgentd);
     expect(leaked).toEqual([]);
   });
 
@@ -36,7 +29,6 @@ describe('the test suite and the developer shell', () => {
           AGENTD_HOME: '/nonexistent/agentd-home',
           DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
           OPENAI_API_KEY: 'sk-from-the-shell',
-          AGENTD_TEST_PG_URL: 'pglite',
           NO_COLOR: '1',
         },
         timeout: 60_000,
