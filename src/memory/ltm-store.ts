@@ -261,6 +261,25 @@ export interface Retirement {
   event: MemoryEventRow;
 }
 
+/**
+ * Where a session instance's entries are in its key's MemoryIDs (`memory_sessions`, migration 0032). MemoryIDs
+ * grow per key and an entry leaves the active state only for good, so the instance's entries are found through
+ * the key's unique (session_key, memory_id) index from these ids, filtered by the instance: no index of their
+ * own, which every insert and eviction would write.
+ */
+export interface InstanceIdRange {
+  /** At or below every id the instance wrote. */
+  firstId: number;
+  /** At or below the id of every entry of the instance that is active. */
+  liveFromId: number;
+}
+
+/** The range a commit records: without `liveFromId` (RAM does not know the stored entries) it keeps the stored one. */
+export interface TouchedIdRange {
+  firstId: number;
+  liveFromId: number | null;
+}
+
 const insertEventSql =
   'INSERT INTO memory_events (id, session_id, session_key, agent_id, kind, count, tokens_before, tokens_after, memory_ids, ' +
   'message, details, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
@@ -621,15 +640,15 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   const nextFreeIdSql = `SELECT ${nextFreeIdOf(dialect === 'postgres' ? 'GREATEST' : 'max')} AS next_id`;
 
   /**
-   * Before entries of a key are deleted, the counter keeps their ids, so that none is handed out again.
+   * Before entries of a key are deleted, the counter keeps the key's ids, so that none is handed out again.
    * (SQLite reads the next id from the entries themselves and writes the counter only here.)
    */
-  const keepIdsOf = (tx: SqlExecutor, where: 'session_key' | 'session_id', value: string) =>
+  const keepIdsOf = (tx: SqlExecutor, sessionKey: string) =>
     tx.run(
       'INSERT INTO memory_counters (session_key, next_id) ' +
-        `SELECT session_key, max(memory_id) + 1 FROM memory_entries WHERE ${where} = ? GROUP BY session_key ` +
+        'SELECT session_key, max(memory_id) + 1 FROM memory_entries WHERE session_key = ? GROUP BY session_key ' +
         `ON CONFLICT (session_key) DO UPDATE SET next_id = ${dialect === 'postgres' ? 'GREATEST' : 'MAX'}(memory_counters.next_id, excluded.next_id)`,
-      [value],
+      [sessionKey],
     );
 
   /**
@@ -1023,11 +1042,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     transaction: <T>(work: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions) =>
       db.transaction(work, options),
 
-    async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number): Promise<void> {
+    /**
+     * Records the instance's activity, and the bounds through which its entries are found again
+     * (`InstanceIdRange`): `ids.firstId` is kept from the instance's first commit on, `ids.liveFromId` replaced.
+     */
+    async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number, ids: TouchedIdRange): Promise<void> {
       await tx.run(
-        'INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms) VALUES (?, ?, ?, ?, ?) ' +
-          'ON CONFLICT (session_id) DO UPDATE SET last_active_ms = excluded.last_active_ms',
-        [ref.sessionId, ref.sessionKey, ref.agentId, nowMs, nowMs],
+        'INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms, first_memory_id, live_from_id) ' +
+          'VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET last_active_ms = excluded.last_active_ms, ' +
+          'first_memory_id = coalesce(memory_sessions.first_memory_id, excluded.first_memory_id), ' +
+          'live_from_id = coalesce(excluded.live_from_id, memory_sessions.live_from_id)',
+        [ref.sessionId, ref.sessionKey, ref.agentId, nowMs, nowMs, ids.firstId, ids.liveFromId],
       );
     },
 
@@ -1038,8 +1063,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         agent_id: string;
         last_active_ms: number;
         archived_at_ms: number | null;
+        first_memory_id: number | null;
+        live_from_id: number | null;
       }>(
-        'SELECT session_id, session_key, agent_id, last_active_ms, archived_at_ms FROM memory_sessions WHERE session_id = ?',
+        'SELECT session_id, session_key, agent_id, last_active_ms, archived_at_ms, first_memory_id, live_from_id ' +
+          'FROM memory_sessions WHERE session_id = ?',
         [sessionId],
       );
       if (!row) return undefined;
@@ -1047,6 +1075,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         ref: { sessionId: row.session_id, sessionKey: row.session_key, agentId: row.agent_id },
         lastActiveMs: Number(row.last_active_ms),
         archivedAtMs: row.archived_at_ms === null ? null : Number(row.archived_at_ms),
+        ids:
+          row.first_memory_id === null
+            ? undefined
+            : {
+                firstId: Number(row.first_memory_id),
+                liveFromId: Number(row.live_from_id ?? row.first_memory_id),
+              },
       };
     },
 
@@ -1065,32 +1100,44 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
 
     retire,
 
-    /** Active entries and the newest `maxTombstones` tombstones of a live session instance, in context order. */
-    async loadRam(sessionId: string, maxTombstones: number): Promise<StoredEntry[]> {
+    /**
+     * Active entries and the newest `maxTombstones` tombstones of a live session instance, in context order:
+     * read from the key's range of MemoryIDs that `ids` (the instance's row) bounds (none: it wrote nothing).
+     */
+    async loadRam(
+      ref: SessionRef,
+      ids: InstanceIdRange | undefined,
+      maxTombstones: number,
+    ): Promise<StoredEntry[]> {
+      if (ids === undefined) return [];
+      const instance =
+        'e.session_key = ? AND e.memory_id >= ? AND e.session_id = ? AND e.archived_at_ms IS NULL';
       const active = await db.all<EntryRow>(
-        `SELECT ${entryColumns} FROM memory_entries e WHERE e.session_id = ? AND e.state = 'active' AND e.archived_at_ms IS NULL`,
-        [sessionId],
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${instance} AND e.state = 'active'`,
+        [ref.sessionKey, ids.liveFromId, ref.sessionId],
       );
       const tombstones =
         maxTombstones > 0
           ? await db.all<EntryRow>(
-              `SELECT ${entryColumns} FROM memory_entries e WHERE e.session_id = ? AND e.state = 'tombstone' ` +
-                'AND e.archived_at_ms IS NULL ORDER BY e.memory_id DESC LIMIT ?',
-              [sessionId, maxTombstones],
+              `SELECT ${entryColumns} FROM memory_entries e WHERE ${instance} AND e.state = 'tombstone' ` +
+                'ORDER BY e.memory_id DESC LIMIT ?',
+              [ref.sessionKey, ids.firstId, ref.sessionId, maxTombstones],
             )
           : [];
       return [...active, ...tombstones].map(rowToEntry).sort(byContextOrder);
     },
 
-    async archiveSession(tx: SqlExecutor, sessionId: string, reason: string, nowMs: number): Promise<number> {
+    async archiveSession(tx: SqlExecutor, ref: SessionRef, reason: string, nowMs: number): Promise<number> {
       await tx.run('UPDATE memory_sessions SET archived_at_ms = ?, archive_reason = ? WHERE session_id = ?', [
         nowMs,
         reason,
-        sessionId,
+        ref.sessionId,
       ]);
+      // An instance that wrote no entry has no first id: the range is empty.
       const result = await tx.run(
-        'UPDATE memory_entries SET archived_at_ms = ?, updated_at_ms = ? WHERE session_id = ? AND archived_at_ms IS NULL',
-        [nowMs, nowMs, sessionId],
+        'UPDATE memory_entries SET archived_at_ms = ?, updated_at_ms = ? WHERE session_key = ? AND memory_id >= ' +
+          '(SELECT first_memory_id FROM memory_sessions WHERE session_id = ?) AND session_id = ? AND archived_at_ms IS NULL',
+        [nowMs, nowMs, ref.sessionKey, ref.sessionId, ref.sessionId],
       );
       return result.changes;
     },
@@ -1507,7 +1554,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
           'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_key = ?)',
           [sessionKey],
         );
-        await keepIdsOf(tx, 'session_key', sessionKey);
+        await keepIdsOf(tx, sessionKey);
         const deleted = await tx.run('DELETE FROM memory_entries WHERE session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_snapshots WHERE session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_events WHERE session_key = ?', [sessionKey]);
@@ -1536,32 +1583,38 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         const events = await tx.run('DELETE FROM memory_events WHERE created_at_ms < ?', [
           policy.nowMs - policy.eventMaxAgeMs,
         ]);
-        const expired = new Set<string>();
+        type ExpiredRow = { session_id: string; session_key: string; first_memory_id: number | null };
+        const expired = new Map<string, ExpiredRow>();
+        const instanceColumns = 'session_id, session_key, first_memory_id';
         if (policy.archivedSessionsPerKey !== null) {
-          const rows = await tx.all<{ session_id: string }>(
-            'SELECT session_id FROM (SELECT session_id, ROW_NUMBER() OVER (PARTITION BY session_key ORDER BY archived_at_ms DESC, session_id DESC) ' +
+          const rows = await tx.all<ExpiredRow>(
+            `SELECT ${instanceColumns} FROM (SELECT ${instanceColumns}, ROW_NUMBER() OVER (PARTITION BY session_key ORDER BY archived_at_ms DESC, session_id DESC) ` +
               'AS position FROM memory_sessions WHERE archived_at_ms IS NOT NULL) ranked WHERE position > ?',
             [policy.archivedSessionsPerKey],
           );
-          for (const row of rows) expired.add(row.session_id);
+          for (const row of rows) expired.set(row.session_id, row);
         }
         if (policy.archivedMaxAgeMs !== null) {
-          const rows = await tx.all<{ session_id: string }>(
-            'SELECT session_id FROM memory_sessions WHERE archived_at_ms IS NOT NULL AND archived_at_ms < ?',
+          const rows = await tx.all<ExpiredRow>(
+            `SELECT ${instanceColumns} FROM memory_sessions WHERE archived_at_ms IS NOT NULL AND archived_at_ms < ?`,
             [policy.nowMs - policy.archivedMaxAgeMs],
           );
-          for (const row of rows) expired.add(row.session_id);
+          for (const row of rows) expired.set(row.session_id, row);
         }
         let entries = 0;
-        for (const sessionId of expired) {
-          await tx.run(
-            'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_id = ?)',
-            [sessionId],
-          );
-          await keepIdsOf(tx, 'session_id', sessionId);
-          entries += (await tx.run('DELETE FROM memory_entries WHERE session_id = ?', [sessionId])).changes;
-          await tx.run('DELETE FROM memory_snapshots WHERE session_id = ?', [sessionId]);
-          await tx.run('DELETE FROM memory_sessions WHERE session_id = ?', [sessionId]);
+        for (const row of expired.values()) {
+          if (row.first_memory_id !== null) {
+            const instance = [row.session_key, row.first_memory_id, row.session_id];
+            const instanceTest = 'session_key = ? AND memory_id >= ? AND session_id = ?';
+            await tx.run(
+              `DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE ${instanceTest})`,
+              instance,
+            );
+            await keepIdsOf(tx, row.session_key);
+            entries += (await tx.run(`DELETE FROM memory_entries WHERE ${instanceTest}`, instance)).changes;
+          }
+          await tx.run('DELETE FROM memory_snapshots WHERE session_id = ?', [row.session_id]);
+          await tx.run('DELETE FROM memory_sessions WHERE session_id = ?', [row.session_id]);
         }
         return {
           snapshotsDeleted: byCount.changes + byAge.changes,

@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe } from 'vitest';
 import {
   createPostgresDatabase,
   createSqliteDatabase,
+  defaultMigrationsDir,
   migrate,
   type SqlDatabase,
   type SqlDialect,
@@ -243,4 +244,20 @@ export function counted(db: SqlDatabase): { db: SqlDatabase; statements: () => n
 export function temporarySqliteFile(prefix: string): { path: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { path: join(dir, 'test.db'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Applies the package's migrations older than `version` only: the schema a migration's test starts from. */
+export async function migrateBefore(db: SqlDatabase, version: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-migrations-'));
+  try {
+    for (const dialect of ['sqlite', 'postgres']) {
+      mkdirSync(join(dir, dialect));
+      for (const file of readdirSync(join(defaultMigrationsDir(), dialect)))
+        if (Number.parseInt(file, 10) < version)
+          copyFileSync(join(defaultMigrationsDir(), dialect, file), join(dir, dialect, file));
+    }
+    await migrate(db, { dir });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -5,6 +5,7 @@ import {
   type MemoryConfigInput,
   type MemoryEventPayload,
   type MemoryService,
+  type MemoryState,
   type SessionRef,
 } from '../../src/memory/index.js';
 import type { LanguageModel } from '../../src/model/index.js';
@@ -13,6 +14,52 @@ import { createManualClock, createSequentialIdGenerator } from '../../src/util/i
 
 export function sessionRef(key = 'main', agentId = 'alpha', sessionId = `s-${agentId}-${key}`): SessionRef {
   return { sessionId, sessionKey: `agent:${agentId}:${key}`, agentId };
+}
+
+/** An entry as a row of the tables every schema since migration 0002 has. */
+export interface OldSchemaRow {
+  memoryId: number;
+  role: 'user' | 'assistant' | 'system';
+  content: string;
+  state?: MemoryState;
+  orderKey?: number;
+  relatedTo?: number;
+}
+
+/**
+ * Writes `rows` of `ref`'s instance with the columns of migration 0002 only, as a memory service of that time
+ * did: for tests of a migration, which start from a schema the service of today no longer writes.
+ */
+export async function insertOldSchemaRows(
+  db: SqlDatabase,
+  ref: SessionRef,
+  rows: ReadonlyArray<OldSchemaRow>,
+): Promise<void> {
+  await db.run(
+    'INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms) VALUES (?, ?, ?, 1, 1) ' +
+      'ON CONFLICT (session_id) DO NOTHING',
+    [ref.sessionId, ref.sessionKey, ref.agentId],
+  );
+  for (const row of rows) {
+    await db.run(
+      'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, related_to, order_key, ' +
+        "content, tokens, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'entry', ?, ?, ?, ?, ?, ?, ?, ?)",
+      [
+        ref.sessionKey,
+        row.memoryId,
+        ref.sessionId,
+        ref.agentId,
+        row.role,
+        row.state ?? 'active',
+        row.relatedTo ?? null,
+        row.orderKey ?? row.memoryId,
+        row.content,
+        row.state === 'tombstone' ? 0 : Math.ceil(row.content.length / 4) + 4,
+        row.memoryId,
+        row.memoryId,
+      ],
+    );
+  }
 }
 
 export interface MemoryHarness {

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLtmStore } from '../../src/memory/ltm-store.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { openTestDatabase, postgresTestBackend } from '../helpers/databases.js';
+import { recordingReads } from '../helpers/query-plans.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
 const backend = await postgresTestBackend();
@@ -56,5 +58,24 @@ describe.skipIf(backend.kind !== 'server')('full-text plans on Postgres before a
       { relname: 'memory_entries_context_search', reloptions: ['gin_pending_list_limit=128'] },
       { relname: 'memory_entries_search', reloptions: ['gin_pending_list_limit=128'] },
     ]);
+  });
+
+  // Migration 0032: no index of the instance's own; its range of the key's MemoryIDs instead.
+  it("loads a session instance through the key's range of MemoryIDs", async () => {
+    await write();
+    const recording = recordingReads(db);
+    const ltm = createLtmStore(recording.db, { sqliteVec: false });
+    const ref = sessionRef('s7');
+    const row = await ltm.getSession(ref.sessionId);
+    expect(row?.ids?.firstId).toBe(1);
+    const loaded = await ltm.loadRam(ref, row!.ids, 256);
+    expect(loaded.filter((entry) => entry.state === 'active')).toHaveLength(56);
+    const reads = recording.statements.filter(({ sql }) => sql.includes('memory_entries e'));
+    expect(reads).toHaveLength(2);
+    for (const { sql, params } of reads) {
+      const plan = await planOf(sql, params);
+      expect(plan).toContain('memory_entries_session_key_memory_id_key');
+      expect(plan).not.toContain('Seq Scan');
+    }
   });
 });

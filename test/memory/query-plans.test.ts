@@ -130,3 +130,41 @@ describe('automatic recall, addressed reads and session lists on SQLite', () => 
     });
   });
 });
+
+// No index of their own (migration 0032): a session instance's entries are the key's MemoryIDs from the ids
+// its row keeps, read through the unique (session_key, memory_id) index and filtered by the instance.
+describe("a session instance's load and archive on SQLite", () => {
+  it("read the key's range of MemoryIDs from the instance's bounds", async () => {
+    await withRecordedLtm(async ({ db, ltm, memory, statements }) => {
+      const ref = sessionRef();
+      for (let index = 0; index < 3; index++)
+        await memory.appendBatch(ref, [
+          { role: 'user', content: `question ${index}` },
+          { role: 'assistant', content: `answer ${index}` },
+        ]);
+      const row = await ltm.getSession(ref.sessionId);
+      expect(row?.ids).toEqual({ firstId: 1, liveFromId: 1 });
+      statements.length = 0;
+      const loadedRows = await ltm.loadRam(ref, row!.ids, 8);
+      expect(loadedRows).toHaveLength(6);
+      expect(statements).toHaveLength(2);
+      const plans = [await queryPlan(db, statements[0]!), await queryPlan(db, statements[1]!)];
+      const archive: RecordedStatement[] = [];
+      const recordingTx = {
+        dialect: db.dialect,
+        all: db.all.bind(db),
+        get: db.get.bind(db),
+        run: (sql: string, params?: ReadonlyArray<unknown>) => {
+          archive.push({ sql, params: [...(params ?? [])] });
+          return db.run(sql, params as never);
+        },
+      };
+      expect(await ltm.archiveSession(recordingTx, ref, 'reset', 5)).toBe(6);
+      plans.push(await queryPlan(db, archive.find(({ sql }) => sql.startsWith('UPDATE memory_entries'))!));
+      for (const plan of plans)
+        expect(plan).toMatch(
+          /^SEARCH (e|memory_entries) USING INDEX sqlite_autoindex_memory_entries_1 \(session_key=\? AND memory_id>\?\)/,
+        );
+    });
+  });
+});

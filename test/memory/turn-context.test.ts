@@ -1,12 +1,9 @@
-import { cpSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
 import { createMemoryService } from '../../src/memory/index.js';
-import { defaultMigrationsDir, migrate } from '../../src/store/index.js';
-import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
-import { createHarness, sessionRef } from './memory-fixtures.js';
+import { migrate } from '../../src/store/index.js';
+import { describeEachDatabase, migrateBefore, openTestDatabase } from '../helpers/databases.js';
+import { createHarness, insertOldSchemaRows, sessionRef } from './memory-fixtures.js';
 
 // A question, the turns answering it without its words, and unrelated talk around them.
 const dialogue = [
@@ -19,6 +16,13 @@ const dialogue = [
   'My cousin bakes sourdough bread.',
   'Does she sell it?',
 ];
+
+/** The dialogue's first six lines as rows a memory service wrote before the migration under test. */
+const firstTurns = dialogue.slice(0, 6).map((content, index) => ({
+  memoryId: index + 1,
+  role: index % 2 ? ('assistant' as const) : ('user' as const),
+  content,
+}));
 
 describeEachDatabase('memory search over neighbouring turns', (getDb) => {
   it('finds a turn through the turns before it, and topic lookups stay on the own words', async () => {
@@ -96,26 +100,9 @@ describe('migrations 0014 and 0015 index existing entries with the turns before 
   for (const dialect of ['sqlite', 'postgres'] as const) {
     it(`backfills ${dialect} and keeps indexing new turns`, async () => {
       const db = await openTestDatabase(dialect, { migrate: false });
-      const before = mkdtempSync(join(tmpdir(), 'agentd-migrations-'));
       try {
-        for (const folder of ['sqlite', 'postgres']) {
-          for (const file of readdirSync(join(defaultMigrationsDir(), folder)).filter(
-            (name) => name < '0014',
-          )) {
-            cpSync(join(defaultMigrationsDir(), folder, file), join(before, folder, file), {
-              recursive: true,
-            });
-          }
-        }
-        await migrate(db, { dir: before });
-        const old = createMemoryService({ db, bus: createBus() });
-        await old.appendBatch(
-          sessionRef(),
-          dialogue.slice(0, 6).map((content, index) => ({
-            role: index % 2 ? ('assistant' as const) : ('user' as const),
-            content,
-          })),
-        );
+        await migrateBefore(db, 14);
+        await insertOldSchemaRows(db, sessionRef(), firstTurns);
         expect((await migrate(db)).applied).toEqual(expect.arrayContaining([14, 15]));
         const memory = createMemoryService({ db, bus: createBus() });
         const found = async () =>
@@ -133,7 +120,6 @@ describe('migrations 0014 and 0015 index existing entries with the turns before 
           ),
         ).toEqual(expect.arrayContaining([7, 6, 5]));
       } finally {
-        rmSync(before, { recursive: true, force: true });
         await db.close();
       }
     });
@@ -143,20 +129,10 @@ describe('migrations 0014 and 0015 index existing entries with the turns before 
 describe('migration 0026: a full-text index without a copy of the text (SQLite)', () => {
   it('keeps what was indexed at 0025 searchable, and re-indexes an entry whose text changes', async () => {
     const db = await openTestDatabase('sqlite', { migrate: false });
-    const before = mkdtempSync(join(tmpdir(), 'agentd-migrations-'));
     try {
-      for (const folder of ['sqlite', 'postgres'])
-        for (const file of readdirSync(join(defaultMigrationsDir(), folder)).filter((name) => name < '0026'))
-          cpSync(join(defaultMigrationsDir(), folder, file), join(before, folder, file));
-      await migrate(db, { dir: before });
-      await createMemoryService({ db, bus: createBus() }).appendBatch(
-        sessionRef(),
-        dialogue.slice(0, 6).map((content, index) => ({
-          role: index % 2 ? ('assistant' as const) : ('user' as const),
-          content,
-        })),
-      );
-      expect((await migrate(db)).applied).toEqual([26, 27, 28, 29, 30, 31]);
+      await migrateBefore(db, 26);
+      await insertOldSchemaRows(db, sessionRef(), firstTurns);
+      expect((await migrate(db)).applied).toEqual([26, 27, 28, 29, 30, 31, 32]);
       // Nothing but the index is kept: no content table beside it (0027 adds the index's one-row mark, 0028
       // the view of what it holds for an entry).
       const tables = await db.all<{ name: string }>(
@@ -193,7 +169,6 @@ describe('migration 0026: a full-text index without a copy of the text (SQLite)'
       await db.run('DELETE FROM memory_entries WHERE memory_id = 6');
       expect(await indexed('climbing')).toEqual([]);
     } finally {
-      rmSync(before, { recursive: true, force: true });
       await db.close();
     }
   });

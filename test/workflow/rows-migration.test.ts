@@ -1,30 +1,16 @@
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrate, type SqlDatabase } from '../../src/store/index.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
-import { openTestDatabase } from '../helpers/databases.js';
+import { migrateBefore, openTestDatabase } from '../helpers/databases.js';
 import { insertRows, type StoredRow } from '../helpers/workflow-rows.js';
-import { tempDir } from './helpers.js';
 
 // Migration 0018 rebuilds the keys of workflow_stages and workflow_events and drops two artifact indexes:
 // rows stored before it must read back the same after.
-const migrationsRoot = join(import.meta.dirname, '..', '..', 'migrations');
 const versionOneRows = JSON.parse(
   readFileSync(join(import.meta.dirname, '..', 'fixtures', 'workflow-records', 'v1-rows.json'), 'utf8'),
 ) as Record<string, StoredRow[]>;
-
-/** A copy of the migrations folder holding only those before 0018. */
-function migrationsBefore0018(): string {
-  const dir = tempDir('agentd-wf-migrations-');
-  for (const dialect of ['sqlite', 'postgres']) {
-    mkdirSync(join(dir, dialect));
-    for (const file of readdirSync(join(migrationsRoot, dialect)))
-      if (file.endsWith('.sql') && Number.parseInt(file, 10) < 18)
-        copyFileSync(join(migrationsRoot, dialect, file), join(dir, dialect, file));
-  }
-  return dir;
-}
 
 let db: SqlDatabase | undefined;
 afterEach(async () => {
@@ -36,7 +22,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
   describe(`migration 0018 [${dialect}]`, () => {
     it('keeps the stage rows written before it, which read back as they did', async () => {
       db = await openTestDatabase(dialect, { migrate: false });
-      await migrate(db, { dir: migrationsBefore0018() });
+      await migrateBefore(db, 18);
       await insertRows(db, versionOneRows);
       const store = createSqlRecordStore(db);
       const before = await store.loadRun('wft_fixture_branch');

@@ -54,6 +54,11 @@ export interface RamSession {
   nextId: number;
   /** When a commit last wrote the session's `memory_sessions.last_active_ms` (undefined: not yet). */
   storedActiveMs: number | undefined;
+  /**
+   * Whether the load read the instance's active entries from the database. When it could not (the database
+   * failed), RAM does not know them, and the commits leave the stored `live_from_id` as it is.
+   */
+  knowsStoredActive: boolean;
 }
 
 /** A commit that could not be written yet, replayed in its own transaction when the database is back. */

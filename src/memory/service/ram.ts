@@ -235,6 +235,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
   }
   let entries: StoredEntry[] = [];
   let nextId = ctx.writes.ramCounters.get(ref.sessionKey) ?? 1;
+  let knowsStoredActive = false;
   try {
     const row = await ltm.getSession(ref.sessionId);
     if (row?.archivedAtMs != null) {
@@ -249,8 +250,9 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
         message: `Session ${ref.sessionId} belongs to ${row.ref.sessionKey}, not ${ref.sessionKey}.`,
       });
     }
-    entries = await ltm.loadRam(ref.sessionId, config.maxRamTombstones);
+    entries = await ltm.loadRam(ref, row?.ids, config.maxRamTombstones);
     nextId = Math.max(nextId, await ltm.nextIdOf(ref.sessionKey));
+    knowsStoredActive = true;
   } catch (error) {
     if (UserInputError.isInstance(error) && error.fault === 'user') throw error;
     enterDegraded(ctx, error);
@@ -270,6 +272,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     lastActiveMs: ctx.clock.now(),
     nextId,
     storedActiveMs: undefined,
+    knowsStoredActive,
   };
   sessions.set(ref.sessionId, ram);
   unloadLeastRecent(ctx, ram);

@@ -93,7 +93,7 @@ export function archive(ctx: MemoryContext, sessionId: string, reason: string): 
       0,
       () => [],
       async (tx) => {
-        entryCount = await ltm.archiveSession(tx, sessionId, reason, nowMs);
+        entryCount = await ltm.archiveSession(tx, ram.ref, reason, nowMs);
         await ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
       },
     );

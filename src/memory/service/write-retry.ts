@@ -1,6 +1,6 @@
 import type { SqlExecutor } from '../../store/index.js';
 import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
-import { MemoryIdsTakenError, type Retirement, type StoredEntry } from '../ltm-store.js';
+import { MemoryIdsTakenError, type Retirement, type StoredEntry, type TouchedIdRange } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 import { rememberCommitted } from './prompt-lines.js';
 
@@ -133,6 +133,26 @@ export async function readWithFallback<T>(
   return fromRam();
 }
 
+/** The lowest MemoryID of the RAM context's active entries (Infinity: none). */
+function lowestActiveId(ram: RamSession): number {
+  let lowest = Number.POSITIVE_INFINITY;
+  for (const entry of ram.entries)
+    if (entry.state === 'active' && entry.memoryId < lowest) lowest = entry.memoryId;
+  return lowest;
+}
+
+/**
+ * The instance's id range for a commit that RAM has not applied yet. Every entry active in the database is
+ * active in RAM until a commit retires it (RAM applies a commit after it), and the commit's new entries take
+ * ids from `nextId` on, so both bounds hold once the commit is in.
+ */
+function idRangeOf(ram: RamSession, nextId = ram.nextId): TouchedIdRange {
+  return {
+    firstId: nextId,
+    liveFromId: ram.knowsStoredActive ? Math.min(nextId, lowestActiveId(ram)) : null,
+  };
+}
+
 /** How stale `memory_sessions.last_active_ms` may be while a session keeps committing. */
 const storedActivityMs = 1_000;
 
@@ -180,7 +200,7 @@ export async function commit(
             const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
             // Most commits touch nothing (see `storedActivityMs`): then `also` alone, without a Promise.all.
             const rest = touches
-              ? Promise.all([ltm.touchSession(tx, ram.ref, nowMs), also?.(tx)])
+              ? Promise.all([ltm.touchSession(tx, ram.ref, nowMs, idRangeOf(ram)), also?.(tx)])
               : also?.(tx);
             rest?.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
             // COMMIT waits for every answer: `also` may still fail in JavaScript after its statements went out,
@@ -189,7 +209,7 @@ export async function commit(
             await rest;
             return built;
           }
-          const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs) : undefined;
+          const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs, idRangeOf(ram)) : undefined;
           touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
           const first =
             count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
@@ -228,8 +248,10 @@ export async function commit(
   // The rows as they are now: later RAM changes (tombstones, summaries) are queued as their own writes.
   const rows = built.map((entry) => ({ ...entry }));
   const pending = state.pendingWrites.get(ram.ref.sessionId) ?? { ref: ram.ref, writes: [] };
+  // As RAM is before this write, which is what the database is once the writes queued before it went through.
+  const idRange = idRangeOf(ram, firstId);
   pending.writes.push(async (tx) => {
-    await ltm.touchSession(tx, ram.ref, nowMs);
+    await ltm.touchSession(tx, ram.ref, nowMs, idRange);
     if (count > 0) {
       const first = await ltm.reserveIds(tx, ram.ref.sessionKey, count, firstId);
       if (first !== firstId)

@@ -35,6 +35,7 @@ function ramOf(roles: Array<'user' | 'assistant-call' | 'tool' | 'assistant'>): 
     lastActiveMs: 0,
     nextId: roles.length + 1,
     storedActiveMs: undefined,
+    knowsStoredActive: true,
   };
   ram.entries = roles.map((role, index) =>
     buildEntry(
