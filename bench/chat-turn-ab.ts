@@ -7,12 +7,17 @@
 // processes and a round compares the trees' means over their processes. At 100 clients too: one process of
 // each of two builds, alternating, put one ahead by 12–18% in four runs running, which three processes of
 // each, the same builds, did not confirm (×0.97–1.08 the other way; bench/results/profiles/chat-turn-round27.md).
+// With --postgres <url> the servers run on Postgres (the benchmark's postgres role), each process in a fresh
+// schema of that database, vacuumed and analysed after its warm-up (the machine's Postgres may run without
+// autovacuum) and dropped at the end.
 // Not a benchmark module (`npm run bench` does not run it):
 //   git worktree add /tmp/before <rev> && ln -s "$PWD/node_modules" /tmp/before/node_modules \
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
 //   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]
+//     [--postgres postgres://root@127.0.0.1:5432/test]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import pg from 'pg';
 import { takeFlag } from './args.js';
 import {
   interleavedRoundsOf,
@@ -29,16 +34,37 @@ const rounds = Number(takeFlag(args, '--rounds') ?? 30);
 const processes = Number(takeFlag(args, '--processes') ?? 3);
 const roundMs = Number(takeFlag(args, '--round-ms') ?? 400);
 const clients = Number(takeFlag(args, '--clients') ?? 1);
+const postgresUrl = takeFlag(args, '--postgres');
 const roundWarmupMs = 300;
 /** Each server first serves 10 clients this long, as the benchmark's do, so its code is optimised. */
 const serverWarmupMs = 12_000;
 const trees = args.map((tree) => resolve(tree));
 if (trees.length < 2) {
   console.error(
-    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]',
+    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--postgres <url>]',
   );
   process.exit(2);
 }
+
+const admin = postgresUrl ? new pg.Client({ connectionString: postgresUrl }) : undefined;
+await admin?.connect();
+const schemas: string[] = [];
+/** A fresh schema of the --postgres database, as the URL a server is given. */
+const freshSchemaUrl = async (): Promise<string> => {
+  const schema = `agentd_ab_${process.pid}_${schemas.length}`;
+  await admin!.query(`CREATE SCHEMA ${schema}`);
+  schemas.push(schema);
+  const url = new URL(postgresUrl!);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+};
+const vacuumSchema = async (schema: string) => {
+  const { rows } = await admin!.query<{ name: string }>(
+    "SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'",
+    [schema],
+  );
+  await admin!.query(`VACUUM (ANALYZE) ${rows.map((row) => `${schema}.${row.name}`).join(', ')}`);
+};
 
 const targets: Target[] = [];
 /** Which of `trees` each target runs (a tree may be named twice, to see the noise of the method). */
@@ -48,10 +74,12 @@ for (let copy = 0; copy < processes; copy++) {
   for (const [index, tree] of trees.entries()) {
     const target = await startTarget({
       moduleUrl: pathToFileURL(`${tree}/bench/chat-turn.bench.ts`).href,
-      role: 'sqlite',
+      role: admin ? 'postgres' : 'sqlite',
       name: tree,
+      ...(admin ? { env: { AGENTD_BENCH_DATABASE_URL: await freshSchemaUrl() } } : {}),
     });
     await warmUp(target, serverWarmupMs);
+    if (admin) await vacuumSchema(schemas.at(-1)!);
     targets.push(target);
     treeOf.set(target, index);
   }
@@ -63,7 +91,7 @@ const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => o
 const firstCpu = treeRounds(0, (own) => own.cpuPerTurnUs);
 const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(
-  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients):`,
+  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients)${admin ? ', on Postgres' : ''}:`,
 );
 for (const [index, tree] of trees.entries()) {
   const cpu = treeRounds(index, (own) => own.cpuPerTurnUs);
@@ -79,3 +107,5 @@ for (const [index, tree] of trees.entries()) {
   );
 }
 await Promise.all(targets.map((target) => target.stop()));
+for (const schema of schemas) await admin!.query(`DROP SCHEMA ${schema} CASCADE`);
+await admin?.end();
