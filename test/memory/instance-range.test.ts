@@ -153,6 +153,33 @@ describeEachDatabase('an instance whose load failed', (getDb) => {
   });
 });
 
+describeEachDatabase('an instance another process writes too', (getDb) => {
+  it("keeps the stored bound below the other writer's entries", async () => {
+    const config: MemoryConfigInput = { maxActiveEntries: 4 };
+    const ref = sessionRef();
+    const here = stepContext(getDb(), { config });
+    const there = stepContext(getDb(), { config });
+    // Its own clock, an hour on: the two write events with the same sequential ids.
+    there.clock.advance(3_600_000);
+    for (let index = 0; index < 3; index++) {
+      here.clock.advance(1_500);
+      await appendBatch(here.ctx, ref, turn(index));
+    }
+    await appendBatch(there.ctx, ref, turn(100));
+    const theirs = await getDb().all<{ memory_id: number }>(
+      "SELECT memory_id FROM memory_entries WHERE content IN ('question 100', 'answer 100') ORDER BY memory_id",
+    );
+    // This process's context does not hold them, and evicts its own entries past them.
+    for (let index = 3; index < 8; index++) {
+      here.clock.advance(1_500);
+      await appendBatch(here.ctx, ref, turn(index));
+    }
+    const range = await rangeOf(getDb(), ref.sessionId);
+    expect(range.lowestActive).toBe(Number(theirs[0]!.memory_id));
+    expect(range.liveFrom).toBeLessThanOrEqual(range.lowestActive!);
+  });
+});
+
 describe('migration 0032', () => {
   for (const dialect of ['sqlite', 'postgres'] as const) {
     it(`records the id range of each instance stored before it [${dialect}]`, async () => {

@@ -55,8 +55,9 @@ export interface RamSession {
   /** When a commit last wrote the session's `memory_sessions.last_active_ms` (undefined: not yet). */
   storedActiveMs: number | undefined;
   /**
-   * Whether the load read the instance's active entries from the database. When it could not (the database
-   * failed), RAM does not know them, and the commits leave the stored `live_from_id` as it is.
+   * Whether RAM holds every active entry of the instance the database has: the load read them, and no other
+   * writer has added entries to the key since. When not (the load failed, or a commit found its ids taken),
+   * the commits leave the stored `live_from_id` as it is.
    */
   knowsStoredActive: boolean;
 }

@@ -227,6 +227,10 @@ export async function commit(
     try {
       const entries = await attempt(count > 0).catch((error: unknown) => {
         if (!(error instanceof MemoryIdsTakenError)) throw error;
+        // Another writer (another process) added entries to this key since this context's last commit: some
+        // may be active entries of this instance that RAM does not hold, so the stored bound stays where it
+        // is for the rest of this context (a load takes it on from there).
+        ram.knowsStoredActive = false;
         return attempt(false);
       });
       if (count > 0) ram.nextId = entries[0]!.memoryId + count;
