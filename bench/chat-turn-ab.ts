@@ -17,7 +17,6 @@
 //     [--postgres postgres://root@127.0.0.1:5432/test]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
 import { takeFlag } from './args.js';
 import {
   interleavedRoundsOf,
@@ -28,6 +27,7 @@ import {
   type Target,
   warmUp,
 } from './chat-turn-driver.js';
+import { type BenchSchema, freshPostgresSchema } from './postgres-schema.js';
 
 const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 30);
@@ -46,24 +46,16 @@ if (trees.length < 2) {
   process.exit(2);
 }
 
-const admin = postgresUrl ? new pg.Client({ connectionString: postgresUrl }) : undefined;
-await admin?.connect();
-const schemas: string[] = [];
-/** A fresh schema of the --postgres database, as the URL a server is given. */
-const freshSchemaUrl = async (): Promise<string> => {
-  const schema = `agentd_ab_${process.pid}_${schemas.length}`;
-  await admin!.query(`CREATE SCHEMA ${schema}`);
+const schemas: BenchSchema[] = [];
+/** A fresh schema of the --postgres database for one server process. */
+const freshSchema = async (): Promise<BenchSchema> => {
+  const schema = await freshPostgresSchema(postgresUrl!, 'agentd_ab');
+  if (!schema) {
+    console.error(`chat-turn-ab: ${postgresUrl} did not answer`);
+    process.exit(2);
+  }
   schemas.push(schema);
-  const url = new URL(postgresUrl!);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return url.toString();
-};
-const vacuumSchema = async (schema: string) => {
-  const { rows } = await admin!.query<{ name: string }>(
-    "SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'",
-    [schema],
-  );
-  await admin!.query(`VACUUM (ANALYZE) ${rows.map((row) => `${schema}.${row.name}`).join(', ')}`);
+  return schema;
 };
 
 const targets: Target[] = [];
@@ -72,14 +64,15 @@ const treeOf = new Map<Target, number>();
 // Processes of different trees start alternately, so none is warmed up in a quieter minute than the rest.
 for (let copy = 0; copy < processes; copy++) {
   for (const [index, tree] of trees.entries()) {
+    const schema = postgresUrl ? await freshSchema() : undefined;
     const target = await startTarget({
       moduleUrl: pathToFileURL(`${tree}/bench/chat-turn.bench.ts`).href,
-      role: admin ? 'postgres' : 'sqlite',
+      role: schema ? 'postgres' : 'sqlite',
       name: tree,
-      ...(admin ? { env: { AGENTD_BENCH_DATABASE_URL: await freshSchemaUrl() } } : {}),
+      ...(schema ? { env: { AGENTD_BENCH_DATABASE_URL: schema.url } } : {}),
     });
     await warmUp(target, serverWarmupMs);
-    if (admin) await vacuumSchema(schemas.at(-1)!);
+    await schema?.vacuum();
     targets.push(target);
     treeOf.set(target, index);
   }
@@ -91,7 +84,7 @@ const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => o
 const firstCpu = treeRounds(0, (own) => own.cpuPerTurnUs);
 const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(
-  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients)${admin ? ', on Postgres' : ''}:`,
+  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients)${postgresUrl ? ', on Postgres' : ''}:`,
 );
 for (const [index, tree] of trees.entries()) {
   const cpu = treeRounds(index, (own) => own.cpuPerTurnUs);
@@ -107,5 +100,4 @@ for (const [index, tree] of trees.entries()) {
   );
 }
 await Promise.all(targets.map((target) => target.stop()));
-for (const schema of schemas) await admin!.query(`DROP SCHEMA ${schema} CASCADE`);
-await admin?.end();
+for (const schema of schemas) await schema.drop();

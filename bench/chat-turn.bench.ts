@@ -16,7 +16,6 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { indexDelayMs } from '../src/memory/ltm-store.js';
 import { sendChatTurn as sendTurn } from './chat-client.js';
 import {
@@ -35,6 +34,7 @@ import {
 } from './chat-turn-driver.js';
 import { floorCpuPerTurn, openDurableFloor } from './durable-floor.js';
 import { serveEcho } from './echo-floor.js';
+import { freshPostgresSchema } from './postgres-schema.js';
 import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
 
 const clientCounts = [1, 10, 100];
@@ -205,53 +205,13 @@ function memoryLine(usage: NodeJS.MemoryUsage): string {
   return `RSS ${mib(usage.rss)} MiB (JS heap ${mib(usage.heapUsed)} used of ${mib(usage.heapTotal)}, external ${mib(usage.external)})`;
 }
 
-interface BenchSchema {
-  url: string;
-  /** Postgres's `autovacuum` setting on the server, as `SHOW autovacuum` gives it. */
-  autovacuum: string;
-  /** `VACUUM ANALYZE` of every table in the schema. */
-  vacuum(): Promise<void>;
-  drop(): Promise<void>;
-}
-
-async function freshPostgresSchema(): Promise<BenchSchema | undefined> {
-  const schema = `agentd_bench_${process.pid}_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 1000 });
-  try {
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-  } catch {
-    await admin.end().catch(() => {});
-    return undefined;
-  }
-  const url = new URL(pgUrl);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]!.autovacuum;
-  return {
-    url: url.toString(),
-    autovacuum,
-    vacuum: async () => {
-      const { rows } = await admin.query<{ name: string }>(
-        "SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'",
-        [schema],
-      );
-      if (rows.length === 0) return;
-      await admin.query(`VACUUM (ANALYZE) ${rows.map((row) => `${schema}.${row.name}`).join(', ')}`);
-    },
-    drop: async () => {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});
-      await admin.end().catch(() => {});
-    },
-  };
-}
-
 export default {
   name: 'chat-turn',
   description:
     'whole-runtime chat turn through the gateway (durable store, memory, identity, engage loop, local model) at 1/10/100 clients on SQLite and Postgres vs a bare ws server sending the same frames',
   async run() {
     assertRuntimeBuilt();
-    const schema = await freshPostgresSchema();
+    const schema = await freshPostgresSchema(pgUrl, 'agentd_bench');
     const targets: Target[] = [];
     const rows: Array<Record<string, string | number>> = [];
     let idle: Awaited<ReturnType<typeof idleSessionsRss>> | undefined;

@@ -7,16 +7,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { takeFlag } from './args.js';
 
 const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const at = args.indexOf(name);
-  if (at < 0) return fallback;
-  const [, value] = args.splice(at, 2);
-  return Number(value);
-};
-const turns = flag('--turns', 5_000);
-const loads = flag('--loads', 200);
+const turns = Number(takeFlag(args, '--turns') ?? 5_000);
+const loads = Number(takeFlag(args, '--loads') ?? 200);
 const tree = resolve(args[0] ?? '.');
 const load = (path: string) => import(pathToFileURL(join(tree, 'dist', path)).href);
 

@@ -196,6 +196,8 @@ const speakerColumn = "CASE WHEN e.kind = 'summary' THEN 'summary' ELSE e.role E
 const lineColumns = `e.session_key, e.memory_id, e.content, e.created_at_ms, ${speakerColumn}`;
 const turnTest = "e.kind = 'entry' AND e.role IN ('user', 'assistant') AND e.state <> 'tombstone'";
 const storedInContextTest = "e.state = 'active' AND e.archived_at_ms IS NULL";
+/** A session instance's entries: its key's MemoryIDs from a bound (`InstanceIdRange`). Parameters: key, bound, id. */
+const instanceRangeTest = 'session_key = ? AND memory_id >= ? AND session_id = ?';
 const rankedLineColumns = `${lineColumns}, (${turnTest}) AS turn, (${storedInContextTest}) AS stored_in_context`;
 /** An entry's searchable words on Postgres: the expression of the GIN index of migration 0015, so the planner uses it. */
 const pgWords = '(e.search_vector || e.context_before)';
@@ -1110,8 +1112,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       maxTombstones: number,
     ): Promise<StoredEntry[]> {
       if (ids === undefined) return [];
-      const instance =
-        'e.session_key = ? AND e.memory_id >= ? AND e.session_id = ? AND e.archived_at_ms IS NULL';
+      const instance = `${instanceRangeTest} AND archived_at_ms IS NULL`;
       const active = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE ${instance} AND e.state = 'active'`,
         [ref.sessionKey, ids.liveFromId, ref.sessionId],
@@ -1605,13 +1606,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         for (const row of expired.values()) {
           if (row.first_memory_id !== null) {
             const instance = [row.session_key, row.first_memory_id, row.session_id];
-            const instanceTest = 'session_key = ? AND memory_id >= ? AND session_id = ?';
             await tx.run(
-              `DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE ${instanceTest})`,
+              `DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE ${instanceRangeTest})`,
               instance,
             );
             await keepIdsOf(tx, row.session_key);
-            entries += (await tx.run(`DELETE FROM memory_entries WHERE ${instanceTest}`, instance)).changes;
+            entries += (await tx.run(`DELETE FROM memory_entries WHERE ${instanceRangeTest}`, instance))
+              .changes;
           }
           await tx.run('DELETE FROM memory_snapshots WHERE session_id = ?', [row.session_id]);
           await tx.run('DELETE FROM memory_sessions WHERE session_id = ?', [row.session_id]);

@@ -146,10 +146,10 @@ function lowestActiveId(ram: RamSession): number {
  * active in RAM until a commit retires it (RAM applies a commit after it), and the commit's new entries take
  * ids from `nextId` on, so both bounds hold once the commit is in.
  */
-function idRangeOf(ram: RamSession, nextId = ram.nextId): TouchedIdRange {
+function idRangeOf(ram: RamSession): TouchedIdRange {
   return {
-    firstId: nextId,
-    liveFromId: ram.knowsStoredActive ? Math.min(nextId, lowestActiveId(ram)) : null,
+    firstId: ram.nextId,
+    liveFromId: ram.knowsStoredActive ? Math.min(ram.nextId, lowestActiveId(ram)) : null,
   };
 }
 
@@ -243,6 +243,8 @@ export async function commit(
     }
   }
   const firstId = ram.nextId;
+  // As RAM is before this write, which is what the database is once the writes queued before it went through.
+  const idRange = idRangeOf(ram);
   const built = build(firstId);
   ram.nextId += count;
   state.ramCounters.set(
@@ -252,8 +254,6 @@ export async function commit(
   // The rows as they are now: later RAM changes (tombstones, summaries) are queued as their own writes.
   const rows = built.map((entry) => ({ ...entry }));
   const pending = state.pendingWrites.get(ram.ref.sessionId) ?? { ref: ram.ref, writes: [] };
-  // As RAM is before this write, which is what the database is once the writes queued before it went through.
-  const idRange = idRangeOf(ram, firstId);
   pending.writes.push(async (tx) => {
     await ltm.touchSession(tx, ram.ref, nowMs, idRange);
     if (count > 0) {
