@@ -1,6 +1,6 @@
 // The client side of the chat-turn measurements, shared by bench/chat-turn.bench.ts and bench/chat-turn-ab.ts:
 // a server role forked from a tree's chat-turn.bench.ts and asked over IPC for its CPU, RSS and profiles;
-// closed loops of OpenClaw-protocol clients; and 1-client rounds interleaved across servers.
+// closed and paced loops of OpenClaw-protocol clients; and 1-client rounds interleaved across servers.
 import { type ChatClient, openChatClient, sendChatTurn } from './chat-client.js';
 import { forkRoleServer } from './runtime-server.js';
 
@@ -98,6 +98,55 @@ export async function closedLoop(
     ),
   );
   return { latencies, elapsedMs: performance.now() - started };
+}
+
+/**
+ * Paced (open) loop: `turnsPerSecond` offered by all clients together, each client sending on its own fixed
+ * schedule (one turn every `clients × 1000 ÷ turnsPerSecond` ms, the clients' schedules staggered evenly),
+ * until `durationMs` has passed. A chat client sends its next message only after the last one's answer, so
+ * a turn that ends after its successor's slot delays that successor; its latency is still counted from the
+ * slot, not from the late send (otherwise a stall would hide the turns it held back: "coordinated
+ * omission"). `onTurn` hears of each turn as it ends, with its slot (`performance.now()` time).
+ */
+export async function pacedLoop(
+  clients: ChatClient[],
+  durationMs: number,
+  turnsPerSecond: number,
+  onTurn?: (latencyMs: number, slotMs: number) => void,
+): Promise<{ latencies: number[]; elapsedMs: number; lateSends: number }> {
+  const latencies: number[] = [];
+  const intervalMs = (clients.length * 1000) / turnsPerSecond;
+  const started = performance.now();
+  const deadline = started + durationMs;
+  let lateSends = 0;
+  await Promise.all(
+    clients.map(
+      (client, index) =>
+        new Promise<void>((resolve) => {
+          let slot = started + (index / clients.length) * intervalMs;
+          const send = () => {
+            // A timer may fire up to a millisecond before its slot (libuv's clock is the loop's, in whole ms):
+            // a turn sent early is timed from its send.
+            const sentAt = performance.now();
+            sendChatTurn(client, () => {
+              const latency = performance.now() - Math.min(slot, sentAt);
+              latencies.push(latency);
+              onTurn?.(latency, slot);
+              slot += intervalMs;
+              if (slot >= deadline) return resolve();
+              const waitMs = slot - performance.now();
+              if (waitMs > 0) setTimeout(send, waitMs);
+              else {
+                lateSends++;
+                send();
+              }
+            });
+          };
+          setTimeout(send, slot - performance.now());
+        }),
+    ),
+  );
+  return { latencies, elapsedMs: performance.now() - started, lateSends };
 }
 
 export function percentile(sorted: number[], p: number): number {

@@ -7,16 +7,17 @@
 // the p99 of the turns that overlapped no checkpointing commit (5 ms or more) says what the checkpoints add.
 // --print-ms N prints each SQLite call of N ms or more with its parameters. With --wal-pages it then counts
 // the WAL frames 2 s of turns of the same clients write, by the table or index each page belongs to (every
-// frame is a page written twice, header and body: the commits' system calls). A diagnostic, not a benchmark
-// module (`npm run bench` does not run it):
+// frame is a page written twice, header and body: the commits' system calls). --paced N offers N turns a
+// second from all the clients together (bench/chat-turn-driver.ts's pacedLoop) instead of the closed loop.
+// A diagnostic, not a benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-tail.ts [--clients 1] [--warmup-ms 8000] [--measure-ms 6000]
-//     [--over 0.8] [--min-ms 0.4] [--print-ms 3] [--wal-pages]
+//     [--over 0.8] [--min-ms 0.4] [--print-ms 3] [--wal-pages] [--paced 1500]
 import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { takeFlag } from './args.js';
-import { closedLoop, connect, percentile } from './chat-turn-driver.js';
+import { closedLoop, connect, pacedLoop, percentile } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 
 const args = process.argv.slice(2);
@@ -30,6 +31,7 @@ const walPages = args.includes('--wal-pages');
 /** SQLite calls this long or longer are printed with their parameters as they happen. */
 const printMs = Number(takeFlag(args, '--print-ms') ?? Number.POSITIVE_INFINITY);
 const clientCount = Number(takeFlag(args, '--clients') ?? 1);
+const pacedTurnsPerSecond = takeFlag(args, '--paced');
 const clientOf = process.env.AGENTD_TAIL_CLIENT_OF;
 /** Both processes' wall clock, in ms with µs resolution. */
 const wallMs = () => performance.timeOrigin + performance.now();
@@ -38,11 +40,13 @@ type SentTurn = [sentAtMs: number, latencyMs: number];
 
 if (clientOf) {
   const clients = await connect({ port: Number(clientOf) }, clientCount, `tail-${process.pid}`);
-  await closedLoop(clients, warmupMs);
+  const loop = (durationMs: number, onTurn?: (latencyMs: number, sentAtMs: number) => void) =>
+    pacedTurnsPerSecond === undefined
+      ? closedLoop(clients, durationMs, onTurn)
+      : pacedLoop(clients, durationMs, Number(pacedTurnsPerSecond), onTurn);
+  await loop(warmupMs);
   const turns: SentTurn[] = [];
-  await closedLoop(clients, measureMs, (latency, sentAt) =>
-    turns.push([performance.timeOrigin + sentAt, latency]),
-  );
+  await loop(measureMs, (latency, sentAt) => turns.push([performance.timeOrigin + sentAt, latency]));
   for (const client of clients) client.ws.terminate();
   // The turns of many clients make a message larger than the pipe takes at once: exit once it is written.
   process.send!({ turns }, () => process.exit(0));
@@ -188,7 +192,9 @@ async function countWalPages(): Promise<void> {
   // Long enough for several of the full-text index's and the audit log's batches, which a few turns miss.
   const counters = await connect({ port: served.port }, clientCount, `tail-wal-${process.pid}`);
   let turnsToCount = 0;
-  await closedLoop(counters, 2000, () => turnsToCount++);
+  const countTurn = () => turnsToCount++;
+  if (pacedTurnsPerSecond === undefined) await closedLoop(counters, 2000, countTurn);
+  else await pacedLoop(counters, 2000, Number(pacedTurnsPerSecond), countTurn);
   for (const counter of counters) counter.ws.terminate();
   const wal = readFileSync(`${path}-wal`);
   const pageSize = wal.readUInt32BE(8);

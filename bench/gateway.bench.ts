@@ -16,7 +16,7 @@ import {
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
-import { closedLoop } from './chat-turn-driver.js';
+import { closedLoop, pacedLoop } from './chat-turn-driver.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
 
@@ -216,28 +216,10 @@ function percentile(sorted: number[], p: number): number {
 
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));
 
-/** Paced phase: returns latencies; each client sends one turn per paceMs, starts staggered. */
+/** Paced phase: the clients together offer `clientCount * 1000 / paceMs` turns/s, each on its own schedule. */
 async function paced(clients: Client[]): Promise<{ latencies: number[]; turns: number; elapsedMs: number }> {
-  const latencies: number[] = [];
-  const started = performance.now();
-  const deadline = started + pacedPhaseMs;
-  await Promise.all(
-    clients.map(
-      (client, index) =>
-        new Promise<void>((resolve) => {
-          const next = () => {
-            if (performance.now() >= deadline) return resolve();
-            const sentAt = performance.now();
-            sendTurn(client, (latency) => {
-              latencies.push(latency);
-              setTimeout(next, Math.max(0, paceMs - (performance.now() - sentAt)));
-            });
-          };
-          setTimeout(next, (index / clients.length) * paceMs);
-        }),
-    ),
-  );
-  return { latencies, turns: latencies.length, elapsedMs: performance.now() - started };
+  const { latencies, elapsedMs } = await pacedLoop(clients, pacedPhaseMs, (clientCount * 1000) / paceMs);
+  return { latencies, turns: latencies.length, elapsedMs };
 }
 
 /** Saturated phase: closed loop, every client keeps exactly one turn in flight. */
