@@ -113,12 +113,11 @@ export async function pacedLoop(
   durationMs: number,
   turnsPerSecond: number,
   onTurn?: (latencyMs: number, slotMs: number) => void,
-): Promise<{ latencies: number[]; elapsedMs: number; lateSends: number }> {
+): Promise<{ latencies: number[]; elapsedMs: number }> {
   const latencies: number[] = [];
   const intervalMs = (clients.length * 1000) / turnsPerSecond;
   const started = performance.now();
   const deadline = started + durationMs;
-  let lateSends = 0;
   await Promise.all(
     clients.map(
       (client, index) =>
@@ -136,17 +135,14 @@ export async function pacedLoop(
               if (slot >= deadline) return resolve();
               const waitMs = slot - performance.now();
               if (waitMs > 0) setTimeout(send, waitMs);
-              else {
-                lateSends++;
-                send();
-              }
+              else send();
             });
           };
           setTimeout(send, slot - performance.now());
         }),
     ),
   );
-  return { latencies, elapsedMs: performance.now() - started, lateSends };
+  return { latencies, elapsedMs: performance.now() - started };
 }
 
 export function percentile(sorted: number[], p: number): number {

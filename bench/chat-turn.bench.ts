@@ -161,23 +161,23 @@ const startServer = (name: ServerName, env: Record<string, string> = {}) =>
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));
 
 /**
- * One measured phase of `count` clients: the closed loop, or with `pacedTurnsPerSecond` that many turns a
+ * One measured phase of `count` clients: the closed loop, or with `offeredTurnsPerSecond` that many turns a
  * second offered by the clients together (`pacedLoop`), for `durationMs` after `warmupMs` of the same load.
  */
 async function phase(
   target: Target,
   count: number,
-  pacedTurnsPerSecond?: number,
+  offeredTurnsPerSecond?: number,
   durationMs = phaseMs,
 ): Promise<Record<string, string | number>> {
   const clients = await connect(target, count, `c${count}`);
   const loop = (loopMs: number) =>
-    pacedTurnsPerSecond === undefined
+    offeredTurnsPerSecond === undefined
       ? closedLoop(clients, loopMs)
-      : pacedLoop(clients, loopMs, pacedTurnsPerSecond);
+      : pacedLoop(clients, loopMs, offeredTurnsPerSecond);
   await loop(warmupMs);
   const profileDir = process.env.AGENTD_BENCH_CPU_PROF;
-  const profileName = `${target.name}-${count}${pacedTurnsPerSecond === undefined ? '' : `-paced${pacedTurnsPerSecond}`}`;
+  const profileName = `${target.name}-${count}${offeredTurnsPerSecond === undefined ? '' : `-paced${offeredTurnsPerSecond}`}`;
   const stopProfile = await target.profile(
     profileDir && target.name !== 'echo' ? join(profileDir, `${profileName}.cpuprofile`) : undefined,
   );
@@ -192,7 +192,7 @@ async function phase(
   return {
     server: target.name,
     clients: count,
-    load: pacedTurnsPerSecond === undefined ? 'closed' : `paced ${pacedTurnsPerSecond}/s`,
+    load: offeredTurnsPerSecond === undefined ? 'closed' : `paced ${offeredTurnsPerSecond}/s`,
     turns,
     'turns/s': Math.round((turns * 1000) / result.elapsedMs),
     'p50 ms': round(percentile(sorted, 50), 3),
