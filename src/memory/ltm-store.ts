@@ -705,7 +705,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * Reserves the ids of `entries` (built with consecutive ids from `firstId` on), inserts them and writes
    * `retirement`; throws MemoryIdsTakenError when the counter had passed `firstId`. On Postgres the
    * reservation and the retirement are data-modifying CTEs of the first INSERT, and every statement is issued
-   * before any answer is awaited, so the transaction may send COMMIT right behind them.
+   * before any answer is awaited, so they leave in one round trip with BEGIN (COMMIT follows their answers).
    */
   const insertReserved = async (
     tx: SqlExecutor,

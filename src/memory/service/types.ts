@@ -25,9 +25,9 @@ export interface MemoryServiceOptions {
 /**
  * Runs inside the transaction that commits an append, and does all its database work through `tx` (the
  * transaction is not ambient: a statement on the database itself would not join it; on SQLite it would wait
- * for it forever). It issues all its statements before it awaits any answer (`Promise.all`, not one
- * `await` after another): on Postgres the commit sends COMMIT right behind them, and a statement issued
- * later fails the append.
+ * for it forever). It should issue all its statements before it awaits any answer (`Promise.all`, not one
+ * `await` after another): on Postgres they then leave with BEGIN and the entries' INSERT in one round trip,
+ * and COMMIT follows their answers; a statement issued later costs a round trip of its own.
  */
 export type AlsoInTransaction = (tx: SqlExecutor) => Promise<void>;
 

@@ -161,8 +161,8 @@ const storedActivityMs = 1_000;
  * they take out of the context and its event) and `also` in one transaction. While the database cannot be written (or earlier writes of the session still wait), the
  * entries get ids from the RAM counter and the whole commit is queued to be written through in order —
  * unless `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller
- * that acknowledges the write to someone as stored. When there are entries, `also` must issue all its
- * statements before it first awaits one (on Postgres COMMIT is sent right behind them).
+ * that acknowledges the write to someone as stored. `also` should issue all its statements before it first
+ * awaits one: on Postgres they then share the round trip of BEGIN and the entries' INSERT.
  */
 export async function commit(
   ctx: MemoryContext,
