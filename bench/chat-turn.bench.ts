@@ -2,7 +2,7 @@
 // agentd's gateway to the whole runtime (createRuntime: durable store, memory write-through of both
 // messages, identity, engage loop, local model) at 1, 10 and 100 clients, on SQLite and on Postgres, with a
 // bare `ws` server answering every turn with the same frames (the floor) in the same run, interleaved per
-// client count; then 100 clients paced at the rate of issue 14's targets (1,500 turns a second; Postgres
+// client count; then 100 clients paced at the rate of the 100-client targets (1,500 turns a second; Postgres
 // 500). Then 1,000 idle sessions with history: the runtime's RSS after their clients left. Before the
 // phases, 1 and 100 clients in short rounds interleaved across the servers, with several processes of each.
 //
@@ -41,7 +41,7 @@ import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-serve
 
 const clientCounts = [1, 10, 100];
 /**
- * The paced phases: issue 14's 100-client targets as rates, 1,500 turns a second (SQLite) and 500 (Postgres)
+ * The paced phases: the 100-client targets as rates, 1,500 turns a second (SQLite) and 500 (Postgres)
  * offered by 100 clients. Longer than the closed phases: at 1,500 turns a second a checkpoint comes every
  * few seconds, and a p99 needs its 1 % of slow turns to be more than a handful.
  */
@@ -406,7 +406,7 @@ export default {
               )
               .join(
                 '; ',
-              )}. Issue 14's "100 clients ≥ 1,500 turns/s with p99 ≤ 50 ms" read as a rate served: in the closed loop the p99 is the queue of the other 99 clients (Little's law, above), which no server under 2,000 turns/s can keep under 50 ms (docs/decisions/0028-paced-load.md)`
+              )}. The target "100 clients ≥ 1,500 turns/s with p99 ≤ 50 ms" read as a rate served: in the closed loop the p99 is the queue of the other 99 clients (Little's law, above), which no server under 2,000 turns/s can keep under 50 ms (docs/decisions/0028-paced-load.md)`
           : 'paced phases: not measured',
         `closed loop: each client keeps one turn in flight on its own session for ${phaseMs} ms after ${warmupMs} ms of warm-up; client counts interleaved across servers (echo, durable-floor, sqlite, postgres) so load hits all alike; before its first phase every server serves ${serverWarmupMs} ms of 10-client turns on other sessions, so the 1-client phase does not time a server whose code is still being optimised (3,000 ms before 2026-11-29, 12 s since; none before 2026-11-26)`,
         'server CPU µs/turn: the server process user+system CPU during the phase ÷ turns; RSS after the phase, clients gone, after gc',

@@ -11,7 +11,9 @@ describe('comments and docs stand on their own', () => {
     const docs = [
       'README.md',
       'CONTRIBUTING.md',
-      ...readdirSync(join(root, 'docs'))
+      'bench/README.md',
+      // The decision records too, which live a folder down.
+      ...readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' })
         .filter((name) => name.endsWith('.md'))
         .map((name) => `docs/${name}`),
     ];
