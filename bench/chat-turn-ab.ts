@@ -9,12 +9,13 @@
 // each, the same builds, did not confirm (×0.97–1.08 the other way; bench/results/profiles/chat-turn-round27.md).
 // With --postgres <url> the servers run on Postgres (the benchmark's postgres role), each process in a fresh
 // schema of that database, vacuumed and analysed after its warm-up (the machine's Postgres may run without
-// autovacuum) and dropped at the end.
+// autovacuum) and dropped at the end. With --paced <turns/s> the clients offer that rate together
+// (bench/chat-turn-driver.ts's pacedLoop) instead of the closed loop: a change's effect at a given load.
 // Not a benchmark module (`npm run bench` does not run it):
 //   git worktree add /tmp/before <rev> && ln -s "$PWD/node_modules" /tmp/before/node_modules \
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
 //   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]
-//     [--postgres postgres://root@127.0.0.1:5432/test]
+//     [--paced 1500] [--postgres postgres://root@127.0.0.1:5432/test]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
@@ -34,6 +35,7 @@ const rounds = Number(takeFlag(args, '--rounds') ?? 30);
 const processes = Number(takeFlag(args, '--processes') ?? 3);
 const roundMs = Number(takeFlag(args, '--round-ms') ?? 400);
 const clients = Number(takeFlag(args, '--clients') ?? 1);
+const paced = takeFlag(args, '--paced');
 const postgresUrl = takeFlag(args, '--postgres');
 const roundWarmupMs = 300;
 /** Each server first serves 10 clients this long, as the benchmark's do, so its code is optimised. */
@@ -41,7 +43,7 @@ const serverWarmupMs = 12_000;
 const trees = args.map((tree) => resolve(tree));
 if (trees.length < 2) {
   console.error(
-    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--postgres <url>]',
+    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--paced <turns/s>] [--postgres <url>]',
   );
   process.exit(2);
 }
@@ -77,14 +79,20 @@ for (let copy = 0; copy < processes; copy++) {
     treeOf.set(target, index);
   }
 }
-const figures = await interleavedRoundsOf(targets, { rounds, roundMs, warmupMs: roundWarmupMs, clients });
+const figures = await interleavedRoundsOf(targets, {
+  rounds,
+  roundMs,
+  warmupMs: roundWarmupMs,
+  clients,
+  ...(paced === undefined ? {} : { pacedTurnsPerSecond: Number(paced) }),
+});
 const byTree = roundMeansBy(figures, (target) => treeOf.get(target)!);
 const processesOf = (index: number) => targets.filter((target) => treeOf.get(target) === index);
 const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => of(byTree.get(index)!);
 const firstCpu = treeRounds(0, (own) => own.cpuPerTurnUs);
 const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(
-  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients)${postgresUrl ? ', on Postgres' : ''}:`,
+  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server${paced === undefined ? '' : ` offering ${paced} turns/s`}, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients)${postgresUrl ? ', on Postgres' : ''}:`,
 );
 for (const [index, tree] of trees.entries()) {
   const cpu = treeRounds(index, (own) => own.cpuPerTurnUs);

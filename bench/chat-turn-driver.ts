@@ -197,13 +197,25 @@ export interface RoundFigures {
 
 /**
  * `rounds` rounds; in each, every target in turn (the order reversed every other round) serves `clients`
- * closed-loop clients (default 1) for `roundMs` after `warmupMs`. Each round gives each target its CPU a
- * turn, its p50 and p99 and its turns a second.
+ * closed-loop clients (default 1), or with `pacedTurnsPerSecond` that many turns a second from them
+ * (`pacedLoop`), for `roundMs` after `warmupMs`. Each round gives each target its CPU a turn, its p50 and
+ * p99 and its turns a second.
  */
 export async function interleavedRoundsOf(
   targets: Target[],
-  options: { rounds: number; roundMs: number; warmupMs: number; clients?: number },
+  options: {
+    rounds: number;
+    roundMs: number;
+    warmupMs: number;
+    clients?: number;
+    pacedTurnsPerSecond?: number;
+  },
 ): Promise<Map<Target, RoundFigures>> {
+  const { pacedTurnsPerSecond } = options;
+  const loop = (own: ChatClient[], durationMs: number) =>
+    pacedTurnsPerSecond === undefined
+      ? closedLoop(own, durationMs)
+      : pacedLoop(own, durationMs, pacedTurnsPerSecond);
   const clients = new Map<Target, ChatClient[]>();
   for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, 'rounds'));
   const figures = new Map<Target, RoundFigures>(
@@ -213,9 +225,9 @@ export async function interleavedRoundsOf(
     const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const target of order) {
       const own = clients.get(target)!;
-      await closedLoop(own, options.warmupMs);
+      await loop(own, options.warmupMs);
       const cpuBefore = await target.cpu();
-      const { latencies, elapsedMs } = await closedLoop(own, options.roundMs);
+      const { latencies, elapsedMs } = await loop(own, options.roundMs);
       const cpuUs = (await target.cpu()) - cpuBefore;
       const sorted = latencies.slice().sort((a, b) => a - b);
       const figuresOf = figures.get(target)!;
