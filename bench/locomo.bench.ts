@@ -5,7 +5,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import MiniSearch from 'minisearch';
-import pg from 'pg';
 import { createBus } from '../src/bus/index.js';
 import {
   createHashingEmbedder,
@@ -19,6 +18,7 @@ import {
   migrate,
   type SqlDatabase,
 } from '../src/store/index.js';
+import { freshPostgresSchema } from './postgres-schema.js';
 
 /** Automatic recall's row budget and candidates, as configured by default. */
 const { promptMaxScoredRows, promptCandidates } = memoryConfigSchema.parse({}).recall;
@@ -28,24 +28,15 @@ const postgresUrl = process.env.AGENTD_BENCH_LOCOMO_PG_URL;
 
 async function openDatabase(): Promise<{ db: SqlDatabase; drop: () => Promise<void> }> {
   if (!postgresUrl) return { db: createSqliteDatabase({ path: ':memory:' }), drop: async () => {} };
-  const schema = `agentd_bench_locomo_${Date.now().toString(36)}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: postgresUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE SCHEMA ${schema}`);
+  const schema = await freshPostgresSchema(postgresUrl, 'agentd_bench_locomo');
+  if (!schema) throw new Error(`AGENTD_BENCH_LOCOMO_PG_URL: ${postgresUrl} did not answer`);
   const db = createPostgresDatabase({
     connectionString: postgresUrl,
-    schema,
+    schema: schema.name,
     poolSize: 4,
     settings: { synchronous_commit: 'off' },
   });
-  return { db, drop: () => admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
+  return { db, drop: schema.drop };
 }
 
 interface Turn {

@@ -3,6 +3,8 @@
 import pg from 'pg';
 
 export interface BenchSchema {
+  /** The schema's name, for a database opened with a `schema` option instead of the URL. */
+  name: string;
   url: string;
   /** Postgres's `autovacuum` setting on the server, as `SHOW autovacuum` gives it. */
   autovacuum: string;
@@ -29,6 +31,7 @@ export async function freshPostgresSchema(
   url.searchParams.set('options', `-c search_path=${schema}`);
   const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]!.autovacuum;
   return {
+    name: schema,
     url: url.toString(),
     autovacuum,
     vacuum: async () => {

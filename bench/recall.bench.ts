@@ -3,7 +3,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { createBus } from '../src/bus/index.js';
 import { createMemoryService, type MemoryService } from '../src/memory/index.js';
 import { createLtmStore } from '../src/memory/ltm-store.js';
@@ -14,6 +13,7 @@ import {
   migrate,
   type SqlDatabase,
 } from '../src/store/index.js';
+import { freshPostgresSchema } from './postgres-schema.js';
 
 // AGENTD_BENCH_RECALL_MEMORIES=1000000 measures the 1M point (SQLite only: AGENTD_BENCH_RECALL_POSTGRES=0).
 const memoryCount = Number(process.env.AGENTD_BENCH_RECALL_MEMORIES ?? 100_000);
@@ -239,19 +239,6 @@ async function measure(
   ];
 }
 
-async function postgresReachable(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 1_000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 async function run() {
   const rows: Array<Record<string, string | number>> = [];
   const notes = [
@@ -279,15 +266,12 @@ async function run() {
     rmSync(dir, { recursive: true, force: true });
   }
   const postgresWanted = process.env.AGENTD_BENCH_RECALL_POSTGRES !== '0';
-  if (postgresWanted && (await postgresReachable())) {
-    const schema = `agentd_bench_recall_${Date.now().toString(36)}`;
-    const admin = new pg.Client({ connectionString: postgresUrl });
-    await admin.connect();
+  const schema = postgresWanted ? await freshPostgresSchema(postgresUrl, 'agentd_bench_recall') : undefined;
+  if (schema) {
     try {
-      await admin.query(`CREATE SCHEMA ${schema}`);
       const postgres = createPostgresDatabase({
         connectionString: postgresUrl,
-        schema,
+        schema: schema.name,
         poolSize: 4,
         settings: { synchronous_commit: 'off' },
       });
@@ -298,8 +282,7 @@ async function run() {
         await postgres.close();
       }
     } finally {
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
-      await admin.end();
+      await schema.drop();
     }
     notes.push(
       `Postgres: ${postgresUrl.replace(/\/\/[^@]*@/, '//')} in a fresh schema, synchronous_commit=off (ingest only; reads are unaffected).`,
