@@ -145,6 +145,20 @@ export async function pacedLoop(
   return { latencies, elapsedMs: performance.now() - started };
 }
 
+/** A load of clients for a while: `pacedLoop` at `pacedTurnsPerSecond` when given, else `closedLoop`. */
+export type Load = (
+  clients: ChatClient[],
+  durationMs: number,
+  onTurn?: (latencyMs: number, sentAtMs: number) => void,
+) => Promise<{ latencies: number[]; elapsedMs: number }>;
+
+export const loadAt =
+  (pacedTurnsPerSecond: number | undefined): Load =>
+  (clients, durationMs, onTurn) =>
+    pacedTurnsPerSecond === undefined
+      ? closedLoop(clients, durationMs, onTurn)
+      : pacedLoop(clients, durationMs, pacedTurnsPerSecond, onTurn);
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -211,11 +225,7 @@ export async function interleavedRoundsOf(
     pacedTurnsPerSecond?: number;
   },
 ): Promise<Map<Target, RoundFigures>> {
-  const { pacedTurnsPerSecond } = options;
-  const loop = (own: ChatClient[], durationMs: number) =>
-    pacedTurnsPerSecond === undefined
-      ? closedLoop(own, durationMs)
-      : pacedLoop(own, durationMs, pacedTurnsPerSecond);
+  const loop = loadAt(options.pacedTurnsPerSecond);
   const clients = new Map<Target, ChatClient[]>();
   for (const target of targets) clients.set(target, await connect(target, options.clients ?? 1, 'rounds'));
   const figures = new Map<Target, RoundFigures>(

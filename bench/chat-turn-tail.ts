@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { takeFlag } from './args.js';
-import { closedLoop, connect, pacedLoop, percentile } from './chat-turn-driver.js';
+import { connect, loadAt, percentile } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 
 const args = process.argv.slice(2);
@@ -31,7 +31,8 @@ const walPages = args.includes('--wal-pages');
 /** SQLite calls this long or longer are printed with their parameters as they happen. */
 const printMs = Number(takeFlag(args, '--print-ms') ?? Number.POSITIVE_INFINITY);
 const clientCount = Number(takeFlag(args, '--clients') ?? 1);
-const pacedTurnsPerSecond = takeFlag(args, '--paced');
+const paced = takeFlag(args, '--paced');
+const loop = loadAt(paced === undefined ? undefined : Number(paced));
 const clientOf = process.env.AGENTD_TAIL_CLIENT_OF;
 /** Both processes' wall clock, in ms with µs resolution. */
 const wallMs = () => performance.timeOrigin + performance.now();
@@ -40,13 +41,9 @@ type SentTurn = [sentAtMs: number, latencyMs: number];
 
 if (clientOf) {
   const clients = await connect({ port: Number(clientOf) }, clientCount, `tail-${process.pid}`);
-  const loop = (durationMs: number, onTurn?: (latencyMs: number, sentAtMs: number) => void) =>
-    pacedTurnsPerSecond === undefined
-      ? closedLoop(clients, durationMs, onTurn)
-      : pacedLoop(clients, durationMs, Number(pacedTurnsPerSecond), onTurn);
-  await loop(warmupMs);
+  await loop(clients, warmupMs);
   const turns: SentTurn[] = [];
-  await loop(measureMs, (latency, sentAt) => turns.push([performance.timeOrigin + sentAt, latency]));
+  await loop(clients, measureMs, (latency, sentAt) => turns.push([performance.timeOrigin + sentAt, latency]));
   for (const client of clients) client.ws.terminate();
   // The turns of many clients make a message larger than the pipe takes at once: exit once it is written.
   process.send!({ turns }, () => process.exit(0));
@@ -192,9 +189,7 @@ async function countWalPages(): Promise<void> {
   // Long enough for several of the full-text index's and the audit log's batches, which a few turns miss.
   const counters = await connect({ port: served.port }, clientCount, `tail-wal-${process.pid}`);
   let turnsToCount = 0;
-  const countTurn = () => turnsToCount++;
-  if (pacedTurnsPerSecond === undefined) await closedLoop(counters, 2000, countTurn);
-  else await pacedLoop(counters, 2000, Number(pacedTurnsPerSecond), countTurn);
+  await loop(counters, 2000, () => turnsToCount++);
   for (const counter of counters) counter.ws.terminate();
   const wal = readFileSync(`${path}-wal`);
   const pageSize = wal.readUInt32BE(8);

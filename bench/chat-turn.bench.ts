@@ -21,12 +21,11 @@ import { indexDelayMs } from '../src/memory/ltm-store.js';
 import { sendChatTurn as sendTurn } from './chat-client.js';
 import {
   benchToken,
-  closedLoop,
   connect,
   frameArrivalsUs,
   interleavedRoundsOf,
+  loadAt,
   median,
-  pacedLoop,
   percentile,
   type RoundFigures,
   roundMeansBy,
@@ -171,18 +170,15 @@ async function phase(
   durationMs = phaseMs,
 ): Promise<Record<string, string | number>> {
   const clients = await connect(target, count, `c${count}`);
-  const loop = (loopMs: number) =>
-    offeredTurnsPerSecond === undefined
-      ? closedLoop(clients, loopMs)
-      : pacedLoop(clients, loopMs, offeredTurnsPerSecond);
-  await loop(warmupMs);
+  const loop = loadAt(offeredTurnsPerSecond);
+  await loop(clients, warmupMs);
   const profileDir = process.env.AGENTD_BENCH_CPU_PROF;
   const profileName = `${target.name}-${count}${offeredTurnsPerSecond === undefined ? '' : `-paced${offeredTurnsPerSecond}`}`;
   const stopProfile = await target.profile(
     profileDir && target.name !== 'echo' ? join(profileDir, `${profileName}.cpuprofile`) : undefined,
   );
   const cpuBefore = await target.cpu();
-  const result = await loop(durationMs);
+  const result = await loop(clients, durationMs);
   const cpuUs = (await target.cpu()) - cpuBefore;
   await stopProfile();
   for (const client of clients) client.ws.terminate();

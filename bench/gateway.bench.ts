@@ -16,7 +16,7 @@ import {
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
-import { closedLoop, pacedLoop } from './chat-turn-driver.js';
+import { closedLoop, pacedLoop, percentile } from './chat-turn-driver.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
 
@@ -207,11 +207,6 @@ async function startTarget(
       child.send({ type: 'stop' });
     },
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));

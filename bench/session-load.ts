@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
+import { percentile } from './chat-turn-driver.js';
 
 const args = process.argv.slice(2);
 const turns = Number(takeFlag(args, '--turns') ?? 5_000);
@@ -52,8 +53,7 @@ try {
       micros.push(Number(process.hrtime.bigint() - started) / 1_000);
     }
     micros.sort((left, right) => left - right);
-    const at = (quantile: number) => Math.round(micros[Math.floor(count * quantile)]!);
-    return `p50 ${at(0.5)} µs, p90 ${at(0.9)} µs`;
+    return `p50 ${Math.round(percentile(micros, 50))} µs, p90 ${Math.round(percentile(micros, 90))} µs`;
   };
   await timeLoads('long', 20);
   const rows = await db.get('SELECT count(*) AS n FROM memory_entries');
