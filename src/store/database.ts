@@ -45,6 +45,22 @@ export interface TransactionOptions {
   ambient?: boolean;
 }
 
+/** What `transaction(work)` hands its work. */
+export interface TransactionExecutor extends SqlExecutor {
+  /**
+   * Says that every statement of the transaction has been issued and that the work can fail from now on
+   * only because one of them fails on the server. Postgres then sends COMMIT right behind them, so they and
+   * COMMIT share a round trip instead of COMMIT waiting for their answers; a statement that fails aborts the
+   * transaction, and Postgres answers that COMMIT with a rollback. The transaction still settles only once
+   * COMMIT is answered, and a statement issued afterwards fails.
+   *
+   * Only for work whose every check is in its statements: a failure in JavaScript after COMMIT has gone out
+   * cannot undo what the statements wrote (it is logged as an error). Absent where COMMIT costs no round
+   * trip of its own (SQLite) and in nested transactions.
+   */
+  commitWhenIssued?(): void;
+}
+
 /**
  * The SQL connection every store writes through, one interface for SQLite and Postgres (`dialect` tells which).
  */
@@ -63,7 +79,7 @@ export interface SqlDatabase extends SqlExecutor {
    * chain still joins the transaction, a safety net for code that does not pass `tx` on. See
    * `TransactionOptions.ambient` for the price of that net and how to go without it.
    */
-  transaction<T>(work: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  transaction<T>(work: (tx: TransactionExecutor) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Where the data lives, safe to print: a file path, `:memory:`, or a URL with the password removed. */
   readonly location: string;
   /** False for RAM-only databases: data is gone when the process exits. */

@@ -4,6 +4,7 @@ export type {
   SqlExecutor,
   SqlRunResult,
   SqlValue,
+  TransactionExecutor,
   TransactionOptions,
 } from './database.js';
 export {

@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import pg from 'pg';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError, silentLogger } from '../util/index.js';
-import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+import type { SqlDatabase, SqlRunResult, SqlValue, TransactionExecutor } from './database.js';
 import { rewritePlaceholders } from './placeholders.js';
 import {
   createTransactionScope,
@@ -336,23 +336,47 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   const rowsOf = (result: pg.QueryResult | pg.QueryResult[]): Record<string, unknown>[] =>
     Array.isArray(result) ? (result.at(-1)?.rows ?? []) : result.rows;
 
+  /** The COMMIT of a transaction that sent it ahead of its work's end (`commitWhenIssued`), by connection. */
+  const commitsAhead = new WeakMap<pg.PoolClient, Promise<Answer>>();
+
+  /** Sends a statement of the transaction on `connection`, unless its COMMIT has gone out already. */
+  const issue = (
+    connection: pg.PoolClient,
+    sql: string,
+    params: ReadonlyArray<SqlValue> | undefined,
+  ): Promise<Answer> => {
+    if (commitsAhead.has(connection))
+      throw new SystemError({
+        code: ErrorCodes.internal,
+        message: 'a statement was issued after its transaction had sent COMMIT (commitWhenIssued)',
+      });
+    return query(connection, sql, params);
+  };
+
   /** Statements issued on the database from inside a transaction's async chain join that transaction. */
   const target = (): pg.Pool | pg.PoolClient =>
     currentTransactionScope<pg.PoolClient>(owner)?.connection ?? pool;
 
-  const executorFor = (scope: TransactionScope<pg.PoolClient>): SqlExecutor => {
+  const send = (client: pg.Pool | pg.PoolClient, sql: string, params: ReadonlyArray<SqlValue> | undefined) =>
+    client === pool ? query(pool, sql, params) : issue(client as pg.PoolClient, sql, params);
+
+  const executorFor = (
+    scope: TransactionScope<pg.PoolClient>,
+    commitWhenIssued?: () => void,
+  ): TransactionExecutor => {
     const connection = () => {
       if (scope.finished) throw new Error('transaction executor used after its transaction ended');
       return scope.connection;
     };
     return {
+      ...(commitWhenIssued ? { commitWhenIssued } : {}),
       dialect: 'postgres',
       all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-        rowsOf(await query(connection(), sql, params)) as Row[],
+        rowsOf(await issue(connection(), sql, params)) as Row[],
       get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-        rowsOf(await query(connection(), sql, params))[0] as Row | undefined,
+        rowsOf(await issue(connection(), sql, params))[0] as Row | undefined,
       run: async (sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult> => ({
-        changes: changesOf(await query(connection(), sql, params)),
+        changes: changesOf(await issue(connection(), sql, params)),
       }),
     };
   };
@@ -364,17 +388,17 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     location: options.schema ? `${location}#${options.schema}` : location,
     persistent: true,
     all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-      rowsOf(await query(target(), sql, params)) as Row[],
+      rowsOf(await send(target(), sql, params)) as Row[],
     get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-      rowsOf(await query(target(), sql, params))[0] as Row | undefined,
-    run: async (sql, params) => ({ changes: changesOf(await query(target(), sql, params)) }),
+      rowsOf(await send(target(), sql, params))[0] as Row | undefined,
+    run: async (sql, params) => ({ changes: changesOf(await send(target(), sql, params)) }),
     async transaction(work, transactionOptions) {
       const ambient = transactionOptions?.ambient !== false;
       const outer = currentTransactionScope<pg.PoolClient>(owner);
       if (outer) {
         return runSavepoint(
           outer,
-          (sql) => query(outer.connection, sql, undefined),
+          (sql) => issue(outer.connection, sql, undefined),
           () => work(executorFor(outer)),
           ambient,
         );
@@ -405,9 +429,17 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         throw translateError(error);
       }
       const scope = createTransactionScope(owner, client);
+      let commitAhead: Promise<Answer> | undefined;
+      const commitWhenIssued = () => {
+        if (commitAhead || scope.finished) return;
+        commitAhead = query(client, 'COMMIT', undefined);
+        commitAhead.catch(() => {});
+        commitsAhead.set(client, commitAhead);
+      };
       let released = false;
       const release = () => {
         scope.finished = true;
+        commitsAhead.delete(client);
         client.off('error', onConnectionError);
         released = true;
         client.release(broken);
@@ -419,9 +451,20 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         began.catch(() => {});
         let result: Awaited<ReturnType<typeof work>>;
         try {
-          result = await runTransactionWork(scope, ambient, work, executorFor(scope));
+          result = await runTransactionWork(scope, ambient, work, executorFor(scope, commitWhenIssued));
           await began;
         } catch (error) {
+          if (commitAhead) {
+            // COMMIT has gone out: Postgres ended the transaction with it, as a commit, or as a rollback
+            // when a statement failed (the usual cause of the work's failure).
+            const answer = await commitAhead.catch(() => undefined);
+            if (answer && !Array.isArray(answer) && answer.command === 'COMMIT')
+              logger.error(
+                { err: error, location },
+                'a transaction failed after it sent COMMIT ahead (commitWhenIssued); its statements are committed',
+              );
+            throw error;
+          }
           try {
             await query(client, 'ROLLBACK', undefined);
           } catch (rollbackError) {
@@ -430,13 +473,13 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
           }
           throw error;
         }
-        // COMMIT goes out only now that the work has resolved. While others wait for the pool the
-        // connection goes back with COMMIT in flight: whatever ends the transaction (COMMIT, its error, or
-        // its answer ROLLBACK), the connection is outside any transaction afterwards, and the next
+        // COMMIT goes out only now that the work has resolved, unless it went ahead. While others wait for
+        // the pool the connection goes back with COMMIT in flight: whatever ends the transaction (COMMIT, its
+        // error, or its answer ROLLBACK), the connection is outside any transaction afterwards, and the next
         // transaction's BEGIN and statements are pipelined behind it, often in the same socket write,
         // instead of waiting for the commit's flush. This transaction still reports success only on
         // COMMIT's answer; a connection lost meanwhile fails the statements queued behind it as well.
-        const committing = query(client, 'COMMIT', undefined);
+        const committing = commitAhead ?? query(client, 'COMMIT', undefined);
         committing.catch(() => {});
         if (pool.waitingCount > 0) release();
         const committed = await committing;

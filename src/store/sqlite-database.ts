@@ -381,7 +381,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   };
   // Every transaction gets an executor: its methods live on a shared prototype, so making one allocates
   // one small object instead of four closures.
-  class TransactionExecutor implements SqlExecutor {
+  class SqliteTransactionExecutor implements SqlExecutor {
     readonly dialect = 'sqlite' as const;
     constructor(private readonly scope: TransactionScope) {}
     all<Row>(sql: string, params?: ReadonlyArray<SqlValue>): Promise<Row[]> {
@@ -394,7 +394,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       return inScope(this.scope, runNow, sql, params);
     }
   }
-  const executorFor = (scope: TransactionScope): SqlExecutor => new TransactionExecutor(scope);
+  const executorFor = (scope: TransactionScope): SqlExecutor => new SqliteTransactionExecutor(scope);
   // Prepared once: `driver.pragma` compiles its statement on every call.
   const dataVersion = driver.prepare('PRAGMA data_version').pluck();
   const beginImmediate = (): void => {

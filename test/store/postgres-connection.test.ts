@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createPostgresDatabase, type PostgresDatabase } from '../../src/store/index.js';
+import { createRecordingLogger, type Logger } from '../../src/util/index.js';
 import { postgresTestBackend } from '../helpers/databases.js';
 
 const backend = await postgresTestBackend();
@@ -21,7 +22,7 @@ describe.skipIf(backend.kind !== 'server')(
     });
 
     /** One connection, so the session's prepared statements are the ones every query used. */
-    const open = async (maxPreparedStatements?: number) => {
+    const open = async (maxPreparedStatements?: number, logger?: Logger) => {
       // The creation time comes first: other test files drop `agentd_t_<time>_…` schemas older than an hour,
       // and a name starting with a word read as base-36 time ("prep") looked decades old to them.
       const schema = `agentd_t_${Date.now().toString(36)}_prep_${process.pid}_${opened.length}`;
@@ -34,6 +35,7 @@ describe.skipIf(backend.kind !== 'server')(
         schema,
         poolSize: 1,
         ...(maxPreparedStatements === undefined ? {} : { maxPreparedStatements }),
+        ...(logger ? { logger } : {}),
       });
       opened.push({ db, schema });
       await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
@@ -155,6 +157,60 @@ describe.skipIf(backend.kind !== 'server')(
         }),
       ).rejects.toThrow('the work failed after its statements');
       expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
+    });
+
+    it('sends COMMIT right behind the statements once the work says all are issued (commitWhenIssued)', async () => {
+      const logger = createRecordingLogger();
+      const db = await open(undefined, logger);
+      const insert = 'INSERT INTO t (id, v) VALUES (?, ?)';
+      const counter = await countWrites(db);
+      const stored = await db.transaction(async (tx) => {
+        const both = Promise.all([tx.run(insert, [1, 'a']), tx.run(insert, [2, 'b'])]);
+        tx.commitWhenIssued?.();
+        await both;
+        return 'stored';
+      });
+      expect(stored).toBe('stored');
+      // BEGIN, both statements and COMMIT in one write.
+      expect(counter.writes).toBe(1);
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
+
+      // A statement the server refuses aborts the transaction: the COMMIT sent ahead rolls it back, and the
+      // work's failure (the statement's error) is what the caller hears.
+      await expect(
+        db.transaction(async (tx) => {
+          const statements = Promise.all([tx.run(insert, [3, 'c']), tx.run(insert, [1, 'duplicate'])]);
+          tx.commitWhenIssued?.();
+          await statements;
+        }),
+      ).rejects.toMatchObject({ code: '23505' });
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }]);
+
+      // A statement after COMMIT has gone out is refused before it is sent.
+      await expect(
+        db.transaction(async (tx) => {
+          const first = tx.run(insert, [4, 'd']);
+          tx.commitWhenIssued?.();
+          await first;
+          await tx.run(insert, [5, 'late']);
+        }),
+      ).rejects.toMatchObject({ code: 'INTERNAL' });
+      // What went before it is committed, and that breach of the contract is logged as an error.
+      expect(await db.all('SELECT id FROM t ORDER BY id')).toEqual([{ id: 1 }, { id: 2 }, { id: 4 }]);
+      expect(
+        logger.records.filter((record) => record.level === 'error').map((record) => record.message),
+      ).toEqual([
+        'a transaction failed after it sent COMMIT ahead (commitWhenIssued); its statements are committed',
+      ]);
+
+      // Nested transactions (savepoints) have no COMMIT of their own to send.
+      await db.transaction(async () => {
+        await db.transaction(async (inner) => {
+          expect(inner.commitWhenIssued).toBeUndefined();
+          await inner.run(insert, [6, 'nested']);
+        });
+      });
+      expect(await db.get('SELECT v FROM t WHERE id = 6')).toEqual({ v: 'nested' });
     });
 
     it('hands the connection to the next transaction with COMMIT in flight, each reporting its own outcome', async () => {
