@@ -1,5 +1,11 @@
 import type { ModelMessage } from '../model/index.js';
-import type { SqlDatabase, SqlExecutor, SqlValue, TransactionOptions } from '../store/index.js';
+import type {
+  SqlDatabase,
+  SqlExecutor,
+  SqlValue,
+  TransactionExecutor,
+  TransactionOptions,
+} from '../store/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
@@ -409,6 +415,17 @@ function setRowIds(
 }
 
 /**
+ * A data-modifying statement (an INSERT, UPDATE or DELETE without RETURNING, `?` placeholders) that
+ * `insertReserved` folds into the entries' INSERT on Postgres as a CTE of its own: it runs exactly once, in the
+ * same statement, and so commits or fails with the entries. It sees the database as the statement began
+ * (not the entries' rows), and no two statements of one INSERT may change the same row.
+ */
+export interface FoldedStatement {
+  sql: string;
+  params: ReadonlyArray<SqlValue>;
+}
+
+/**
  * A commit's entries were built with ids from a number the key's counter had already passed: another
  * writer of the key (another agentd on the database) took those ids. The transaction must be rolled back
  * (on Postgres it already failed) and the commit built again with the ids the counter gives.
@@ -701,11 +718,23 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     ]);
   };
 
+  /** The upsert `touchSession` runs, as a statement a commit's INSERT can fold in (`FoldedStatement`). */
+  const touchSessionStatement = (ref: SessionRef, nowMs: number, ids: TouchedIdRange): FoldedStatement => ({
+    sql:
+      'INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms, first_memory_id, live_from_id) ' +
+      'VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET last_active_ms = excluded.last_active_ms, ' +
+      'first_memory_id = coalesce(memory_sessions.first_memory_id, excluded.first_memory_id), ' +
+      'live_from_id = coalesce(excluded.live_from_id, memory_sessions.live_from_id)',
+    params: [ref.sessionId, ref.sessionKey, ref.agentId, nowMs, nowMs, ids.firstId, ids.liveFromId],
+  });
+
   /**
    * Reserves the ids of `entries` (built with consecutive ids from `firstId` on), inserts them and writes
    * `retirement`; throws MemoryIdsTakenError when the counter had passed `firstId`. On Postgres the
-   * reservation and the retirement are data-modifying CTEs of the first INSERT, and every statement is issued
-   * before any answer is awaited, so they leave in one round trip with BEGIN (COMMIT follows their answers).
+   * reservation, the retirement and `folded` are data-modifying CTEs of the first INSERT (which returns each
+   * folded statement's row count, in order), and every statement is issued before any answer is awaited: on
+   * `tx` they share a round trip, and on the database itself an INSERT of up to `entriesPerInsert` entries is
+   * the whole commit.
    */
   const insertReserved = async (
     tx: SqlExecutor,
@@ -713,14 +742,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     firstId: number,
     entries: ReadonlyArray<StoredEntry>,
     retirement?: Retirement,
-  ): Promise<void> => {
+    folded: ReadonlyArray<FoldedStatement> = [],
+  ): Promise<number[]> => {
     const count = entries.length;
     if (dialect !== 'postgres') {
+      if (folded.length > 0) throw new Error('statements fold into an INSERT on Postgres only');
       // The INSERT checks the first id itself: one statement where a read of the next free id and the INSERT
       // were two, for each of a chat turn's two commits.
       if (count > 0) await insertEntries(tx, entries, sessionKey);
       if (retirement) await retire(tx, sessionKey, retirement);
-      return;
+      return [];
     }
     inserts++;
     // The CTEs touch other rows than the INSERT (and Postgres runs each exactly once, to completion): the
@@ -735,6 +766,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       ctes += `, logged AS (${insertEventSql})`;
       cteParams.push(...eventParams(retirement.event));
     }
+    // Each folded statement is a CTE of its own whose rows the INSERT's RETURNING counts: its `changes`.
+    let foldedCounts = '';
+    for (const [index, statement] of folded.entries()) {
+      ctes += `, folded_${index} AS (${statement.sql} RETURNING 1)`;
+      cteParams.push(...statement.params);
+      foldedCounts += `, (SELECT count(*) FROM folded_${index}) AS folded_${index}`;
+    }
     const chunks: StoredEntry[][] = [];
     for (let start = 0; start < count; start += entriesPerInsert)
       chunks.push(entries.slice(start, start + entriesPerInsert));
@@ -746,12 +784,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       rows[0] = checkedEntryPlaceholders;
       params.splice(1, 0, firstId + count);
       return tx.all<{ id: number; memory_id: number }>(
-        `${reservingCte}${ctes} ${insertEntryPrefix}${rows.join(', ')} RETURNING id, memory_id`,
+        `${reservingCte}${ctes} ${insertEntryPrefix}${rows.join(', ')} RETURNING id, memory_id${foldedCounts}`,
         [sessionKey, firstId + count, firstId, firstId, count, ...cteParams, ...params],
       );
     });
     // Awaited in order: a failure of the first is the cause of the failures behind it.
     for (const insert of insertStatements) insert.catch(() => {});
+    let changes: number[] = [];
     for (const [index, insert] of insertStatements.entries()) {
       let rows: Array<{ id: number; memory_id: number }>;
       try {
@@ -761,7 +800,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         throw error;
       }
       setRowIds(chunks[index]!, rows);
+      if (index === 0)
+        changes = folded.map((_, at) => Number((rows[0] as Record<string, unknown>)[`folded_${at}`]));
     }
+    return changes;
   };
 
   /**
@@ -1025,6 +1067,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   return {
     dialect,
 
+    /** Whether `count` new entries go in one INSERT statement (`insertReserved`'s first, with its CTEs). */
+    insertsInOneStatement: (count: number) => count <= entriesPerInsert,
+
     /**
      * Merges the full-text index into one segment now, in the background merge's steps without its pauses
      * (SQLite; nothing to do on Postgres, whose GIN index folds its pending entries in on its own).
@@ -1041,7 +1086,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     /** Brings the SQLite full-text index up to date with every committed entry (see `indexPending`). */
     indexPending,
 
-    transaction: <T>(work: (tx: SqlExecutor) => Promise<T>, options?: TransactionOptions) =>
+    transaction: <T>(work: (tx: TransactionExecutor) => Promise<T>, options?: TransactionOptions) =>
       db.transaction(work, options),
 
     /**
@@ -1049,14 +1094,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * (`InstanceIdRange`): `ids.firstId` is kept from the instance's first commit on, `ids.liveFromId` replaced.
      */
     async touchSession(tx: SqlExecutor, ref: SessionRef, nowMs: number, ids: TouchedIdRange): Promise<void> {
-      await tx.run(
-        'INSERT INTO memory_sessions (session_id, session_key, agent_id, created_at_ms, last_active_ms, first_memory_id, live_from_id) ' +
-          'VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET last_active_ms = excluded.last_active_ms, ' +
-          'first_memory_id = coalesce(memory_sessions.first_memory_id, excluded.first_memory_id), ' +
-          'live_from_id = coalesce(excluded.live_from_id, memory_sessions.live_from_id)',
-        [ref.sessionId, ref.sessionKey, ref.agentId, nowMs, nowMs, ids.firstId, ids.liveFromId],
-      );
+      const { sql, params } = touchSessionStatement(ref, nowMs, ids);
+      await tx.run(sql, params);
     },
+
+    touchSessionStatement,
 
     async getSession(sessionId: string) {
       const row = await db.get<{

@@ -7,44 +7,11 @@ import { createSessionStore, type SqlDatabase } from '../../src/store/index.js';
 import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
 import { inboxOn } from '../helpers/chat-inbox.js';
 import { answerTurn } from '../helpers/chat-turn.js';
+import { countingCommits } from '../helpers/commit-counter.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { tempHome } from '../runtime/helpers.js';
 
 const sessionKey = 'agent:main:main';
-
-/**
- * The database with its commits counted: top-level transactions (nested ones are savepoints of those) and
- * write statements issued outside any transaction. The full-text index's batches are not a turn's: on
- * SQLite they run 100 ms after an insert, within a later turn's window on a loaded machine.
- */
-function countingCommits(db: SqlDatabase): { db: SqlDatabase; count(): number } {
-  let count = 0;
-  let depth = 0;
-  const counted: SqlDatabase = Object.create(db);
-  counted.run = async (sql, params) => {
-    if (depth === 0) count++;
-    return db.run(sql, params);
-  };
-  counted.transaction = async (work) => {
-    const outermost = depth === 0;
-    let indexBatch = false;
-    depth++;
-    try {
-      return await db.transaction((tx) => {
-        const watched: typeof tx = Object.create(tx);
-        watched.run = (sql, params) => {
-          if (sql.startsWith('INSERT INTO memory_fts ')) indexBatch = true;
-          return tx.run(sql, params);
-        };
-        return work(watched);
-      });
-    } finally {
-      depth--;
-      if (outermost && !indexBatch) count++;
-    }
-  };
-  return { db: counted, count: () => count };
-}
 
 function chatOn(
   db: SqlDatabase,

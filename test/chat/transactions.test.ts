@@ -52,8 +52,10 @@ describeEachDatabase('the transactions of a chat turn', (getDb) => {
       await send(`turn ${turn}`, `run-${turn}`);
       expect((await chat.wait(`run-${turn}`)).status).toBe('completed');
     }
-    // Two commits a turn at least (the message, the reply), plus the full-text index's batches.
-    expect(seen.length).toBeGreaterThanOrEqual(10);
+    // Two commits a turn at least (the message, the reply), plus the full-text index's batches. On Postgres
+    // each of a turn's commits is one statement that no transaction wraps (test/memory/commit-round-trips).
+    if (db.dialect === 'sqlite') expect(seen.length).toBeGreaterThanOrEqual(10);
+    else expect(seen).toEqual([]);
     expect(seen.filter((options) => options?.ambient !== false)).toEqual([]);
     const history = await createMemoryService({ db, bus: createBus() }).history('agent:main:main');
     expect(history.filter((entry) => entry.role === 'user').map((entry) => entry.content)).toEqual([

@@ -16,13 +16,15 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
     const db = getDb();
     const kv = createKvStore(db);
     let failNextDelete = true;
-    // The failed delete stands for a kill between the two writes: whatever was committed before it stays.
+    // The dequeue's statement fails (as a full disk or a lost connection would fail it) after the append's
+    // went out: the append must not be stored without it. It fails in the database, as such failures do: on
+    // Postgres the transaction's COMMIT may have been sent with the statements already.
     const inbox: ChatInbox = {
       put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
       delete: async (runId, tx) => {
         if (failNextDelete) {
           failNextDelete = false;
-          throw new Error('killed between the append and the dequeue');
+          await (tx ?? db).run('DELETE FROM no_such_table WHERE key = ?', [runId]);
         }
         await kv.delete('inbox', runId, tx);
       },

@@ -36,8 +36,8 @@ describeEachDatabase('memory after a transient write failure', (getDb) => {
     );
     for (let index = 0; index < 4; index++) {
       // `also` stands for the chat inbox: it must commit with its entry, not before and not without it.
-      await memory.append(ref, { role: 'user', content: `pending ${index}` }, () =>
-        kv.set('marks', `m${index}`, 'x'),
+      await memory.append(ref, { role: 'user', content: `pending ${index}` }, (tx) =>
+        kv.set('marks', `m${index}`, 'x', tx),
       );
     }
     expect(faulty.refused).toBeGreaterThan(0);

@@ -23,11 +23,13 @@ export interface MemoryServiceOptions {
 }
 
 /**
- * Runs inside the transaction that commits an append, and does all its database work through `tx` (the
- * transaction is not ambient: a statement on the database itself would not join it; on SQLite it would wait
- * for it forever). It should issue all its statements before it awaits any answer (`Promise.all`, not one
- * `await` after another): on Postgres they then leave with BEGIN and the entries' INSERT in one round trip,
- * and COMMIT follows their answers; a statement issued later costs a round trip of its own.
+ * What a caller commits with an append, through `tx` only (the commit is not ambient: a statement on the
+ * database itself would not join it; on SQLite it would wait for it forever). It must issue all its
+ * statements before it awaits anything (`Promise.all`, not one `await` after another), and it must not fail
+ * except because one of them fails: a check belongs in the statement. On Postgres it runs once against an
+ * executor that records the statements (RecordedAlso): they are sent with the commit's own, folded into its
+ * INSERT where they allow it, and their answers come once the commit is stored; a statement issued later is
+ * refused. On SQLite it runs inside the commit's transaction.
  */
 export type AlsoInTransaction = (tx: SqlExecutor) => Promise<void>;
 

@@ -3,6 +3,8 @@ import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util
 import { MemoryIdsTakenError, type Retirement, type StoredEntry, type TouchedIdRange } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 import { rememberCommitted } from './prompt-lines.js';
+import { RecordedAlso } from './recorded-also.js';
+import type { AlsoInTransaction } from './types.js';
 
 /** The write-retry state of a writable database; `writeRetryMs` is the first retry delay. */
 export function createWriteRetryState(writeRetryMs: number): WriteRetryState {
@@ -158,18 +160,19 @@ const storedActivityMs = 1_000;
 
 /**
  * Reserves ids for `count` new entries, builds them, and commits them together with `retire` (the entries
- * they take out of the context and its event) and `also` in one transaction. While the database cannot be written (or earlier writes of the session still wait), the
- * entries get ids from the RAM counter and the whole commit is queued to be written through in order —
- * unless `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller
- * that acknowledges the write to someone as stored. `also` should issue all its statements before it first
- * awaits one: on Postgres they then share the round trip of BEGIN and the entries' INSERT.
+ * they take out of the context and its event) and `also` in one transaction (on Postgres usually one
+ * statement). While the database cannot be written (or earlier writes of the session still wait), the entries
+ * get ids from the RAM counter and the whole commit is queued to be written through in order — unless
+ * `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller that
+ * acknowledges the write to someone as stored. `also` issues all its statements before it first awaits
+ * anything and fails only when one of them does (`AlsoInTransaction`).
  */
 export async function commit(
   ctx: MemoryContext,
   ram: RamSession,
   count: number,
   build: (firstId: number) => StoredEntry[],
-  also?: (tx: SqlExecutor) => Promise<void>,
+  also?: AlsoInTransaction,
   options: { requireCommit?: boolean; retire?: Retirement } = {},
 ): Promise<StoredEntry[]> {
   const { requireCommit = false, retire } = options;
@@ -186,10 +189,19 @@ export async function commit(
     // The stored last-activity time may lag by up to `storedActivityMs`: a busy session's commits (two a
     // chat turn) then skip that statement, one round trip on Postgres. The first commit always writes it.
     const touches = ram.storedActiveMs === undefined || nowMs - ram.storedActiveMs >= storedActivityMs;
-    // Statements that wait for no result are issued together (on Postgres they share one round trip with
-    // BEGIN; COMMIT follows their answers). The entries are built with the ids RAM expects and sent with their reservation; in
-    // the rare case another process took ids of this key meanwhile, the reservation fails the transaction
-    // and the commit is done again in order.
+    // On Postgres the `also` of a commit with entries (an append's) runs once, its statements recorded and
+    // sent with the commit's (see RecordedAlso). A commit of none (an archive, a snapshot, `persist`) runs its
+    // `also` in the transaction, statement after statement.
+    const recorded = also && count > 0 && ltm.dialect === 'postgres' ? new RecordedAlso(also) : undefined;
+    type Answers = Parameters<RecordedAlso['settle']>[0];
+    /** `also`'s statements on `tx`: its answers, to settle the recorded statements with, on Postgres. */
+    const alsoIn = (tx: SqlExecutor): Promise<Answers | undefined> | undefined =>
+      recorded ? recorded.replay(tx) : (also?.(tx) as Promise<undefined> | undefined);
+    // Statements that wait for no result are issued together, and on Postgres, where the transaction then
+    // holds nothing but statements, COMMIT right behind them (`commitWhenIssued`): BEGIN, the statements and
+    // COMMIT share one round trip. The entries are built with the ids RAM expects and sent with their reservation; in the rare
+    // case another process took ids of this key meanwhile, the reservation's statement fails, which aborts
+    // the transaction, and the commit is done again in order.
     // Not ambient: every statement, `also`'s too, goes through `tx`.
     const attempt = (optimistic: boolean) =>
       ltm.transaction(
@@ -198,46 +210,93 @@ export async function commit(
             // Built before any statement is issued: a throw here leaves nothing to commit.
             const built = build(ram.nextId);
             const inserted = ltm.insertReserved(tx, ram.ref.sessionKey, ram.nextId, built, retire);
-            // Most commits touch nothing (see `storedActivityMs`): then `also` alone, without a Promise.all.
-            const rest = touches
-              ? Promise.all([ltm.touchSession(tx, ram.ref, nowMs, idRangeOf(ram)), also?.(tx)])
-              : also?.(tx);
-            rest?.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
-            // COMMIT waits for every answer: `also` may still fail in JavaScript after its statements went out,
-            // and then nothing of this transaction may be stored.
+            const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs, idRangeOf(ram)) : undefined;
+            const added = alsoIn(tx);
+            inserted.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
+            touched?.catch(() => {});
+            added?.catch(() => {});
+            if (recorded || !also) tx.commitWhenIssued?.();
             await inserted;
-            await rest;
-            return built;
+            await touched;
+            return { built, answers: await added };
           }
           const touched = touches ? ltm.touchSession(tx, ram.ref, nowMs, idRangeOf(ram)) : undefined;
           touched?.catch(() => {}); // awaited below; a failure while the ids are reserved is not unhandled
           const first =
             count > 0 ? await ltm.reserveIds(tx, ram.ref.sessionKey, count, ram.nextId) : ram.nextId;
           const built = build(first);
-          await Promise.all([
+          const [answers] = await Promise.all([
+            alsoIn(tx),
             touched,
             ltm.insertEntries(tx, built),
             retire ? ltm.retire(tx, ram.ref.sessionKey, retire) : undefined,
-            also?.(tx),
           ]);
-          return built;
+          return { built, answers };
         },
         { ambient: false },
       );
+    /**
+     * On Postgres, a commit of one INSERT's worth of entries whose `also` statements fold into it is that one
+     * statement, committed on its own: no BEGIN and COMMIT, one round trip, a fifth of the statements.
+     */
+    const inOneStatement = async () => {
+      const folded = recorded ? recorded.foldable() : [];
+      if (folded === undefined || ltm.dialect !== 'postgres' || !ltm.insertsInOneStatement(count))
+        return undefined;
+      const built = build(ram.nextId);
+      const statements = touches
+        ? [ltm.touchSessionStatement(ram.ref, nowMs, idRangeOf(ram)), ...folded]
+        : folded;
+      const changes = await ltm.insertReserved(
+        ctx.db,
+        ram.ref.sessionKey,
+        ram.nextId,
+        built,
+        retire,
+        statements,
+      );
+      return {
+        built,
+        answers: changes.slice(statements.length - folded.length).map((rows) => ({ changes: rows })),
+      };
+    };
     try {
-      const entries = await attempt(count > 0).catch((error: unknown) => {
+      if (recorded) {
+        // `also` failing while it issued (before its first await) shows after one microtask: then nothing is
+        // sent, as a transaction it failed in would have stored nothing.
+        await undefined;
+        if (recorded.failure) throw recorded.failure.error;
+        recorded.stopRecording();
+      }
+      // Another writer (another process) added entries to this key since this context's last commit: some
+      // may be active entries of this instance that RAM does not hold, so the stored bound stays where it is
+      // for the rest of this context (a load takes it on from there).
+      const redoInOrder = (error: unknown) => {
         if (!(error instanceof MemoryIdsTakenError)) throw error;
-        // Another writer (another process) added entries to this key since this context's last commit: some
-        // may be active entries of this instance that RAM does not hold, so the stored bound stays where it
-        // is for the rest of this context (a load takes it on from there).
         ram.knowsStoredActive = false;
         return attempt(false);
-      });
+      };
+      const optimistic = count > 0;
+      const committed =
+        (optimistic && ltm.dialect === 'postgres' ? await inOneStatement().catch(redoInOrder) : undefined) ??
+        (await attempt(optimistic).catch(redoInOrder));
+      const entries = committed.built;
       if (count > 0) ram.nextId = entries[0]!.memoryId + count;
       if (touches) ram.storedActiveMs = nowMs;
       rememberCommitted(ctx, entries);
+      if (recorded) {
+        recorded.settle(committed.answers ?? []);
+        // The commit is stored: `also` failing in what it does with the answers cannot undo it.
+        await recorded.done.catch((error: unknown) =>
+          ctx.logger.error(
+            { err: error, sessionKey: ram.ref.sessionKey },
+            'what a memory commit added failed after the commit was stored',
+          ),
+        );
+      }
       return entries;
     } catch (error) {
+      recorded?.fail(error);
       enterDegraded(ctx, error);
       if (requireCommit) throw error;
     }

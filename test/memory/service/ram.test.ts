@@ -18,6 +18,7 @@ import {
   withSession,
 } from '../../../src/memory/service/ram.js';
 import { summarize } from '../../../src/memory/service/summarize.js';
+import { countingCommits } from '../../helpers/commit-counter.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
 import { countingModel, sessionRef } from '../memory-fixtures.js';
 import { loaded, stepContext } from './helpers.js';
@@ -200,21 +201,16 @@ describeEachDatabase('memory RAM context', (getDb) => {
 
   it("evicts what an append pushes over the limits in the append's own commit", async () => {
     const db = getDb();
-    let transactions = 0;
-    const counted: typeof db = Object.create(db);
-    counted.transaction = (work) => {
-      transactions++;
-      return db.transaction(work);
-    };
-    const { ctx, events } = stepContext(counted, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
+    const commits = countingCommits(db);
+    const { ctx, events } = stepContext(commits.db, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await appendBatch(ctx, ref, [
       { role: 'user', content: 'one' },
       { role: 'assistant', content: 'two' },
     ]);
-    const before = transactions;
+    const before = commits.count();
     const [third] = await appendBatch(ctx, ref, [{ role: 'user', content: 'three' }]);
-    expect(transactions - before).toBe(1);
+    expect(commits.count() - before).toBe(1);
     expect(third).toMatchObject({ memoryId: 3, content: 'three' });
     const ram = await loaded(ctx);
     expect(statsOf(ram)).toMatchObject({ activeEntries: 2, tombstones: 1, nextMemoryId: 5 });
@@ -250,26 +246,21 @@ describeEachDatabase('memory RAM context', (getDb) => {
 
   it("evicts in the append's own commit when the batch brings tool calls and their results", async () => {
     const db = getDb();
-    let transactions = 0;
-    const counted: typeof db = Object.create(db);
-    counted.transaction = (work) => {
-      transactions++;
-      return db.transaction(work);
-    };
-    const { ctx, events } = stepContext(counted, { config: { maxActiveEntries: 4, evictDownToRatio: 1 } });
+    const commits = countingCommits(db);
+    const { ctx, events } = stepContext(commits.db, { config: { maxActiveEntries: 4, evictDownToRatio: 1 } });
     const ref = sessionRef();
     await appendBatch(ctx, ref, [
       { role: 'user', content: 'one' },
       { role: 'assistant', content: 'two' },
     ]);
-    const before = transactions;
+    const before = commits.count();
     // A run's transcript, as `beforeFinish` appends it: a tool call, its result, the answer.
     await appendBatch(ctx, ref, [
       { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'read', arguments: {} }] },
       { role: 'tool', content: 'result', toolCallId: 'c1', toolName: 'read' },
       { role: 'assistant', content: 'done' },
     ]);
-    expect(transactions - before).toBe(1);
+    expect(commits.count() - before).toBe(1);
     const evicted = events.filter((event) => (event.data as { kind?: string }).kind === 'evicted');
     expect(evicted.map((event) => event.data)).toMatchObject([
       { memoryIds: [1], count: 1, tokensBefore: 27 },
@@ -308,19 +299,14 @@ describeEachDatabase('memory RAM context', (getDb) => {
 
   it("leaves what a released pin held off to an append queued behind it, in the append's commit", async () => {
     const db = getDb();
-    let transactions = 0;
-    const counted: typeof db = Object.create(db);
-    counted.transaction = (work) => {
-      transactions++;
-      return db.transaction(work);
-    };
-    const { ctx } = stepContext(counted, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
+    const commits = countingCommits(db);
+    const { ctx } = stepContext(commits.db, { config: { maxActiveEntries: 2, evictDownToRatio: 1 } });
     const { ref, lease } = await pinnedPastTheLimit(ctx);
     expect(statsOf(await loaded(ctx)).activeEntries).toBe(3);
-    const before = transactions;
+    const before = commits.count();
     lease.release();
     await appendBatch(ctx, ref, [{ role: 'assistant', content: 'four' }]);
-    expect(transactions - before).toBe(1);
+    expect(commits.count() - before).toBe(1);
     const ram = await loaded(ctx);
     expect(ram.entries.filter((entry) => entry.state === 'active').map((entry) => entry.content)).toEqual([
       'three',
