@@ -320,6 +320,9 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       });
     });
 
+  /** The COMMIT of a transaction that sent it ahead of its work's end (`commitWhenIssued`), by connection. */
+  const commitsAhead = new WeakMap<pg.PoolClient, Promise<Answer>>();
+
   const query = (
     client: pg.Pool | pg.PoolClient,
     sql: string,
@@ -327,6 +330,12 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   ): Promise<Answer> => {
     const values = toDriverParams(params);
     if (client === pool) return queryOnPool(sql, values);
+    // Nothing may follow a COMMIT sent ahead: it would run outside the transaction.
+    if (commitsAhead.has(client as pg.PoolClient))
+      throw new SystemError({
+        code: ErrorCodes.internal,
+        message: 'a statement was issued after its transaction had sent COMMIT (commitWhenIssued)',
+      });
     corkUntilNextTick(client as pg.PoolClient);
     return new Promise<Answer>((resolve, reject) =>
       submit(client as pg.PoolClient, sql, values, resolve, reject),
@@ -336,29 +345,9 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   const rowsOf = (result: pg.QueryResult | pg.QueryResult[]): Record<string, unknown>[] =>
     Array.isArray(result) ? (result.at(-1)?.rows ?? []) : result.rows;
 
-  /** The COMMIT of a transaction that sent it ahead of its work's end (`commitWhenIssued`), by connection. */
-  const commitsAhead = new WeakMap<pg.PoolClient, Promise<Answer>>();
-
-  /** Sends a statement of the transaction on `connection`, unless its COMMIT has gone out already. */
-  const issue = (
-    connection: pg.PoolClient,
-    sql: string,
-    params: ReadonlyArray<SqlValue> | undefined,
-  ): Promise<Answer> => {
-    if (commitsAhead.has(connection))
-      throw new SystemError({
-        code: ErrorCodes.internal,
-        message: 'a statement was issued after its transaction had sent COMMIT (commitWhenIssued)',
-      });
-    return query(connection, sql, params);
-  };
-
   /** Statements issued on the database from inside a transaction's async chain join that transaction. */
   const target = (): pg.Pool | pg.PoolClient =>
     currentTransactionScope<pg.PoolClient>(owner)?.connection ?? pool;
-
-  const send = (client: pg.Pool | pg.PoolClient, sql: string, params: ReadonlyArray<SqlValue> | undefined) =>
-    client === pool ? query(pool, sql, params) : issue(client as pg.PoolClient, sql, params);
 
   const executorFor = (
     scope: TransactionScope<pg.PoolClient>,
@@ -372,11 +361,11 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       ...(commitWhenIssued ? { commitWhenIssued } : {}),
       dialect: 'postgres',
       all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-        rowsOf(await issue(connection(), sql, params)) as Row[],
+        rowsOf(await query(connection(), sql, params)) as Row[],
       get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-        rowsOf(await issue(connection(), sql, params))[0] as Row | undefined,
+        rowsOf(await query(connection(), sql, params))[0] as Row | undefined,
       run: async (sql: string, params?: ReadonlyArray<SqlValue>): Promise<SqlRunResult> => ({
-        changes: changesOf(await issue(connection(), sql, params)),
+        changes: changesOf(await query(connection(), sql, params)),
       }),
     };
   };
@@ -388,17 +377,17 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     location: options.schema ? `${location}#${options.schema}` : location,
     persistent: true,
     all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-      rowsOf(await send(target(), sql, params)) as Row[],
+      rowsOf(await query(target(), sql, params)) as Row[],
     get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
-      rowsOf(await send(target(), sql, params))[0] as Row | undefined,
-    run: async (sql, params) => ({ changes: changesOf(await send(target(), sql, params)) }),
+      rowsOf(await query(target(), sql, params))[0] as Row | undefined,
+    run: async (sql, params) => ({ changes: changesOf(await query(target(), sql, params)) }),
     async transaction(work, transactionOptions) {
       const ambient = transactionOptions?.ambient !== false;
       const outer = currentTransactionScope<pg.PoolClient>(owner);
       if (outer) {
         return runSavepoint(
           outer,
-          (sql) => issue(outer.connection, sql, undefined),
+          (sql) => query(outer.connection, sql, undefined),
           () => work(executorFor(outer)),
           ambient,
         );

@@ -32,7 +32,6 @@ export class RecordedAlso {
   /** Set when `done` rejected; one microtask after the call it tells a failure while `also` issued. */
   failure: { error: unknown } | undefined;
   private recording = true;
-  private settled = false;
 
   constructor(also: AlsoInTransaction) {
     const executor: SqlExecutor = {
@@ -79,7 +78,7 @@ export class RecordedAlso {
    * `run` of a plain INSERT, UPDATE or DELETE, no two on one table, none on the memory tables (a CTE sees the
    * database as the statement began, and two CTEs changing one row leave one change).
    */
-  foldable(): FoldedStatement[] | undefined {
+  foldable(): ReadonlyArray<FoldedStatement> | undefined {
     const tables = new Set<string>();
     for (const statement of this.statements) {
       const table = statement.kind === 'run' ? dataModifying.exec(statement.sql)?.[1] : undefined;
@@ -88,7 +87,7 @@ export class RecordedAlso {
       if (tables.has(name)) return undefined;
       tables.add(name);
     }
-    return this.statements.map(({ sql, params }) => ({ sql, params }));
+    return this.statements;
   }
 
   /** Sends the statements on `tx`, all at once; their answers, in order. `also` hears of them in `settle`. */
@@ -104,15 +103,11 @@ export class RecordedAlso {
 
   /** Hands each statement its answer, once the commit is stored. */
   settle(answers: ReadonlyArray<Answer>): void {
-    if (this.settled) return;
-    this.settled = true;
     for (const [index, statement] of this.statements.entries()) statement.resolve(answers[index]);
   }
 
   /** Fails each statement with the commit's failure: nothing of it is stored. */
   fail(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
     for (const statement of this.statements) statement.reject(error);
   }
 }

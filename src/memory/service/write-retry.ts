@@ -215,7 +215,8 @@ export async function commit(
             inserted.catch(() => {}); // awaited below; a failure while the ids are checked is not unhandled
             touched?.catch(() => {});
             added?.catch(() => {});
-            if (recorded || !also) tx.commitWhenIssued?.();
+            // On Postgres `also`'s statements are recorded ones: the work is statements only.
+            tx.commitWhenIssued?.();
             await inserted;
             await touched;
             return { built, answers: await added };
@@ -241,8 +242,7 @@ export async function commit(
      */
     const inOneStatement = async () => {
       const folded = recorded ? recorded.foldable() : [];
-      if (folded === undefined || ltm.dialect !== 'postgres' || !ltm.insertsInOneStatement(count))
-        return undefined;
+      if (folded === undefined || !ltm.insertsInOneStatement(count)) return undefined;
       const built = build(ram.nextId);
       const statements = touches
         ? [ltm.touchSessionStatement(ram.ref, nowMs, idRangeOf(ram)), ...folded]
