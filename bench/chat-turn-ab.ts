@@ -21,7 +21,6 @@ import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import {
   interleavedRoundsOf,
-  median,
   type RoundFigures,
   roundMeansBy,
   startTarget,
@@ -29,6 +28,7 @@ import {
   warmUp,
 } from './chat-turn-driver.js';
 import { type BenchSchema, freshPostgresSchema } from './postgres-schema.js';
+import { median } from './stats.js';
 
 const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 30);

@@ -3,6 +3,7 @@
 // closed and paced loops of OpenClaw-protocol clients; and 1-client rounds interleaved across servers.
 import { type ChatClient, openChatClient, sendChatTurn } from './chat-client.js';
 import { forkRoleServer } from './runtime-server.js';
+import { median, percentile } from './stats.js';
 
 export const benchToken = 'bench-token';
 
@@ -10,6 +11,8 @@ export interface Target {
   /** What the reports call this server: its role, or a tree for an A/B. */
   name: string;
   port: number;
+  /** The server's process id, for tools that watch it from outside (strace, perf). */
+  pid: number;
   rss(): Promise<number>;
   /** process.memoryUsage() after gc, once freed pages went back to the system. */
   memory(): Promise<NodeJS.MemoryUsage>;
@@ -50,6 +53,7 @@ export async function startTarget(options: {
   return {
     name: options.name ?? options.role,
     port,
+    pid: child.pid!,
     rss: () => ask('rss'),
     memory: () => ask<NodeJS.MemoryUsage>('memory'),
     cpu: () => ask('cpu'),
@@ -158,14 +162,6 @@ export const loadAt =
     pacedTurnsPerSecond === undefined
       ? closedLoop(clients, durationMs, onTurn)
       : pacedLoop(clients, durationMs, pacedTurnsPerSecond, onTurn);
-
-export function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-export const median = (values: number[]) =>
-  values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** How many times this process has called `connect` (its clients' names). */
 let connects = 0;

@@ -17,8 +17,9 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { takeFlag } from './args.js';
-import { connect, loadAt, percentile } from './chat-turn-driver.js';
+import { connect, loadAt } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
+import { percentile } from './stats.js';
 
 const args = process.argv.slice(2);
 const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 8000);

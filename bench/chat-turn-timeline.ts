@@ -13,9 +13,10 @@ import { fork } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
 import { takeFlag } from './args.js';
-import { closedLoop, connect, median } from './chat-turn-driver.js';
+import { closedLoop, connect } from './chat-turn-driver.js';
 import { type CpuProfile, profileTree } from './cpu-profile.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
+import { median } from './stats.js';
 
 const args = process.argv.slice(2);
 const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 8000);

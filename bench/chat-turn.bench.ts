@@ -25,8 +25,6 @@ import {
   frameArrivalsUs,
   interleavedRoundsOf,
   loadAt,
-  median,
-  percentile,
   type RoundFigures,
   roundMeansBy,
   startTarget,
@@ -37,6 +35,7 @@ import { floorCpuPerTurn, openDurableFloor } from './durable-floor.js';
 import { serveEcho } from './echo-floor.js';
 import { freshPostgresSchema } from './postgres-schema.js';
 import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
+import { median, percentile } from './stats.js';
 
 const clientCounts = [1, 10, 100];
 /**

@@ -42,6 +42,7 @@ import {
   defineTool,
   type ToolDefinition,
 } from '../src/tools/index.js';
+import { median, percentile } from './stats.js';
 
 /** One scenario, run identically by every contender. */
 export interface Scenario {
@@ -414,11 +415,6 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
       ];
       for (const step of round % 2 === 0 ? steps : steps.reverse()) await step();
     }
-    const median = (values: number[]) =>
-      percentile(
-        [...values].sort((left, right) => left - right),
-        0.5,
-      );
     // COMMITs, and statements that wrote outside a transaction (each its own commit).
     let commits = 0;
     let open = false;
@@ -552,11 +548,6 @@ export async function ledgerCommitCosts(rounds: number, appendsPerRound: number)
         }
       }
     }
-    const median = (values: number[]) =>
-      percentile(
-        [...values].sort((left, right) => left - right),
-        0.5,
-      );
     return variants.map(([name]) => ({
       name,
       medianUs: median(samples.get(name)!),
@@ -804,10 +795,6 @@ export function exposeGc(): () => void {
   return runInNewContext('gc') as () => void;
 }
 
-export function percentile(sorted: number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
-}
-
 /** Bytes allocated per run (collected objects included), from V8's sampling heap profiler. */
 async function allocatedBytesPerRun(contender: Contender, runs: number): Promise<number> {
   const session = new Session();
@@ -954,10 +941,7 @@ async function medianAlone(label: string): Promise<{ medianUs: number; floor?: F
   await new Promise((resolve) =>
     child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
   );
-  const medianUs = percentile(
-    message.samples.sort((a, b) => a - b),
-    0.5,
-  );
+  const medianUs = median(message.samples);
   return message.floor ? { medianUs, floor: message.floor } : { medianUs };
 }
 
@@ -1022,15 +1006,10 @@ async function measure(contenders: Contender[], labels: string[], notes: string[
   const perTurn = (us: number) => us / (scenario.toolTurns + 1);
 
   const agentd = contenders.find((contender) => contender.name === 'agentd');
-  const agentdMedian = agentd
-    ? percentile(
-        [...samples.get(agentd)!].sort((a, b) => a - b),
-        0.5,
-      )
-    : undefined;
+  const agentdMedian = agentd ? median(samples.get(agentd)!) : undefined;
   const rows = contenders.map((contender, index) => {
     const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
-    const median = percentile(sorted, 0.5);
+    const runMedian = percentile(sorted, 50);
     const aloneMedians = alone
       .get(labels[index]!)!
       .map(({ medianUs }) => perTurn(medianUs))
@@ -1038,12 +1017,12 @@ async function measure(contenders: Contender[], labels: string[], notes: string[
     return {
       contender: contender.name,
       version: contender.version,
-      'median µs / run': Math.round(median),
-      'p90 µs / run': Math.round(percentile(sorted, 0.9)),
-      'median µs / turn': Math.round(perTurn(median)),
-      [`alone: median µs / turn (${aloneProcesses} processes)`]: `${Math.round(percentile(aloneMedians, 0.5))} (${aloneMedians.map(Math.round).join(', ')})`,
+      'median µs / run': Math.round(runMedian),
+      'p90 µs / run': Math.round(percentile(sorted, 90)),
+      'median µs / turn': Math.round(perTurn(runMedian)),
+      [`alone: median µs / turn (${aloneProcesses} processes)`]: `${Math.round(percentile(aloneMedians, 50))} (${aloneMedians.map(Math.round).join(', ')})`,
       'KiB allocated / run': Math.round(allocation.get(contender)! / 1024),
-      'time vs agentd': agentdMedian ? `${(median / agentdMedian).toFixed(1)}×` : '',
+      'time vs agentd': agentdMedian ? `${(runMedian / agentdMedian).toFixed(1)}×` : '',
     };
   });
 

@@ -16,9 +16,10 @@ import {
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
-import { closedLoop, pacedLoop, percentile } from './chat-turn-driver.js';
+import { closedLoop, pacedLoop } from './chat-turn-driver.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, runtimeSource, serveRuntime } from './runtime-server.js';
+import { percentile } from './stats.js';
 
 const clientCount = 1000;
 const connectBatch = 100;

@@ -30,6 +30,7 @@ import WebSocket from 'ws';
 import { connectRequest } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
+import { percentile } from './stats.js';
 
 const clientCounts = [1, 10];
 const warmupMs = 1000;
@@ -563,11 +564,6 @@ async function closedLoop(clients: Client[], durationMs: number) {
     }),
   );
   return { latencies, errors, elapsedMs: performance.now() - started };
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));

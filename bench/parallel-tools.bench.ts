@@ -7,9 +7,9 @@ import {
   langGraphContender,
   mastraContender,
   openAiAgentsContender,
-  percentile,
   type Scenario,
 } from './engage-loop.bench.js';
+import { percentile } from './stats.js';
 
 const toolMs = 100;
 const calls = 5;
@@ -56,7 +56,7 @@ export default {
     }
     const rows = contenders.map((contender) => {
       const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
-      const median = percentile(sorted, 0.5);
+      const median = percentile(sorted, 50);
       return {
         contender: contender.name,
         version: contender.version,

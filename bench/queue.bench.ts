@@ -19,6 +19,7 @@ import {
 } from '../src/store/index.js';
 import { silentLogger } from '../src/util/index.js';
 import { createWorkQueue } from '../src/work/index.js';
+import { percentile } from './stats.js';
 
 /** Jobs per drain and latency samples per run; fewer (QUEUE_BENCH_SAMPLES) only for quick checks while iterating. */
 const drainJobs = Number(process.env.QUEUE_BENCH_SAMPLES ?? 5_000);
@@ -46,11 +47,6 @@ interface Contender {
   startWorkers(onJob: (t0: number) => void): Promise<void>;
   stopWorkers(): Promise<void>;
   close(): Promise<void>;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 const round = (value: number, digits = 2) => Number(value.toFixed(digits));

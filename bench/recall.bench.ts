@@ -14,6 +14,7 @@ import {
   type SqlDatabase,
 } from '../src/store/index.js';
 import { freshPostgresSchema } from './postgres-schema.js';
+import { percentile } from './stats.js';
 
 // AGENTD_BENCH_RECALL_MEMORIES=1000000 measures the 1M point (SQLite only: AGENTD_BENCH_RECALL_POSTGRES=0).
 const memoryCount = Number(process.env.AGENTD_BENCH_RECALL_MEMORIES ?? 100_000);
@@ -72,10 +73,6 @@ function sentence(next: () => number): { text: string; topic: string } {
   const words = Array.from({ length: 8 + Math.floor(next() * 16) }, () => word(next));
   words.splice(Math.floor(next() * words.length), 0, topic);
   return { text: words.join(' '), topic };
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]!;
 }
 
 async function ingest(memory: MemoryService): Promise<number> {
@@ -219,9 +216,9 @@ async function measure(
     return {
       backend: label,
       operation: kind,
-      'p50 ms': Number(percentile(sorted, 0.5).toFixed(3)),
-      'p90 ms': Number(percentile(sorted, 0.9).toFixed(3)),
-      'p99 ms': Number(percentile(sorted, 0.99).toFixed(3)),
+      'p50 ms': Number(percentile(sorted, 50).toFixed(3)),
+      'p90 ms': Number(percentile(sorted, 90).toFixed(3)),
+      'p99 ms': Number(percentile(sorted, 99).toFixed(3)),
       'results per query': Number((found / values.length).toFixed(1)),
       'top-10 agreement with unbudgeted %':
         agreed === undefined ? '' : Number(((100 * agreed) / values.length).toFixed(1)),

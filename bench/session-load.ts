@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
-import { percentile } from './chat-turn-driver.js';
+import { percentile } from './stats.js';
 
 const args = process.argv.slice(2);
 const turns = Number(takeFlag(args, '--turns') ?? 5_000);
