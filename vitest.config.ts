@@ -7,6 +7,8 @@ export default defineConfig({
     exclude: ['test/package/**', '**/node_modules/**'],
     // agentd's own variables in the developer's shell (the README's tour exports AGENTD_TOKEN) stay out.
     setupFiles: ['test/helpers/hermetic-env.ts'],
+    // One temporary directory a run, removed at its end (see the module).
+    globalSetup: ['test/helpers/temporary-root.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
