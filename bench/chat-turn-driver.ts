@@ -191,6 +191,26 @@ export async function connect(
   return clients;
 }
 
+/**
+ * One turn of `target` (agentd) sizes the bare ws floors' frames: the environment that makes a floor server
+ * (`echo`, `durable-floor`) send the same hello and the same frames a turn, and the frames' sizes.
+ */
+export async function floorFramesOf(
+  target: Pick<Target, 'port'>,
+): Promise<{ env: Record<string, string>; frameBytes: number[] }> {
+  const [probe] = await connect(target, 1, 'probe');
+  await new Promise<void>((resolve) => sendChatTurn(probe!, () => resolve()));
+  probe!.ws.terminate();
+  const frameBytes = probe!.frames.slice();
+  return {
+    env: {
+      AGENTD_BENCH_HELLO_BYTES: String(probe!.helloBytes),
+      AGENTD_BENCH_FRAME_BYTES: JSON.stringify(frameBytes),
+    },
+    frameBytes,
+  };
+}
+
 /** 10 clients on sessions of their own for `durationMs`, so the measured phases time optimised code. */
 export async function warmUp(target: Target, durationMs: number): Promise<void> {
   const warming = await connect(target, 10, 'warm');

@@ -13,8 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { takeFlag } from './args.js';
-import { sendChatTurn } from './chat-client.js';
-import { closedLoop, connect, startTarget, type Target, warmUp } from './chat-turn-driver.js';
+import { closedLoop, connect, floorFramesOf, startTarget, type Target, warmUp } from './chat-turn-driver.js';
 import { type BenchSchema, freshPostgresSchema } from './postgres-schema.js';
 import { assertRuntimeBuilt } from './runtime-server.js';
 
@@ -85,13 +84,7 @@ try {
   const moduleUrl = new URL('./chat-turn.bench.ts', import.meta.url).href;
   const sqlite = await startTarget({ moduleUrl, role: 'sqlite', name: 'agentd (SQLite)' });
   // The floors send the frames of one of agentd's turns, as in the benchmark.
-  const [probe] = await connect(sqlite, 1, 'probe');
-  await new Promise<void>((resolve) => sendChatTurn(probe!, () => resolve()));
-  probe!.ws.terminate();
-  const floorEnv = {
-    AGENTD_BENCH_HELLO_BYTES: String(probe!.helloBytes),
-    AGENTD_BENCH_FRAME_BYTES: JSON.stringify(probe!.frames),
-  };
+  const { env: floorEnv } = await floorFramesOf(sqlite);
   targets.push(
     await startTarget({ moduleUrl, role: 'echo', name: 'bare ws floor', env: floorEnv }),
     await startTarget({ moduleUrl, role: 'durable-floor', name: 'durable floor', env: floorEnv }),

@@ -22,6 +22,7 @@ import { sendChatTurn as sendTurn } from './chat-client.js';
 import {
   benchToken,
   connect,
+  floorFramesOf,
   frameArrivalsUs,
   interleavedRoundsOf,
   loadAt,
@@ -245,15 +246,9 @@ export default {
     try {
       const sqlite = await startServer('sqlite');
       targets.push(sqlite);
-      // One turn sizes the floor's frames.
-      const [probe] = await connect(sqlite, 1, 'probe');
-      await new Promise<void>((resolve) => sendTurn(probe!, () => resolve()));
-      frameBytes = probe!.frames.slice();
-      probe!.ws.terminate();
-      const floorEnv = {
-        AGENTD_BENCH_HELLO_BYTES: String(probe!.helloBytes),
-        AGENTD_BENCH_FRAME_BYTES: JSON.stringify(frameBytes),
-      };
+      const floor = await floorFramesOf(sqlite);
+      frameBytes = floor.frameBytes;
+      const floorEnv = floor.env;
       targets.unshift(await startServer('echo', floorEnv), await startServer('durable-floor', floorEnv));
       if (schema) targets.push(await startServer('postgres', { AGENTD_BENCH_DATABASE_URL: schema.url }));
       for (const target of targets) await warmUp(target, serverWarmupMs);

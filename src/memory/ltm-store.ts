@@ -746,7 +746,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   ): Promise<number[]> => {
     const count = entries.length;
     if (dialect !== 'postgres') {
-      if (folded.length > 0) throw new Error('statements fold into an INSERT on Postgres only');
+      if (folded.length > 0)
+        throw new SystemError({
+          code: ErrorCodes.internal,
+          message: 'statements fold into an INSERT on Postgres only',
+        });
       // The INSERT checks the first id itself: one statement where a read of the next free id and the INSERT
       // were two, for each of a chat turn's two commits.
       if (count > 0) await insertEntries(tx, entries, sessionKey);

@@ -1,7 +1,5 @@
 import type { SqlDatabase } from '../../src/store/index.js';
-
-/** A statement that writes: its first keyword, or a CTE (Postgres folds a memory commit into one). */
-const writeStatement = /^\s*(?:INSERT|UPDATE|DELETE|REPLACE|WITH)\b/i;
+import { writeStatement } from './faulty-database.js';
 
 /**
  * `db` with its commits counted: top-level transactions (nested ones are savepoints of those) and write

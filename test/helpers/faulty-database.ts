@@ -2,7 +2,7 @@ import type { SqlDatabase, SqlExecutor, SqlValue } from '../../src/store/index.j
 import { ErrorCodes, SystemError } from '../../src/util/index.js';
 
 /** A write: its first keyword, or a data-modifying common table expression (Postgres's one-statement commits). */
-const writeStatement =
+export const writeStatement =
   /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b|^\s*WITH\b[\s\S]*\b(INSERT|UPDATE|DELETE)\b/i;
 
 /**
