@@ -39,6 +39,11 @@ export {
   redactConnectionString,
 } from './postgres-database.js';
 export {
+  createPostgresListener,
+  type PostgresListener,
+  type PostgresListenerOptions,
+} from './postgres-listener.js';
+export {
   type CreateSessionStoreOptions,
   createSessionStore,
   formatSessionKey,

@@ -40,6 +40,8 @@ export interface PostgresDatabaseOptions {
 export interface PostgresDatabase extends SqlDatabase {
   readonly dialect: 'postgres';
   readonly pool: pg.Pool;
+  /** Whether the caller runs inside one of this database's transactions (its reads see its own writes). */
+  inTransaction(): boolean;
 }
 
 const int8Oid = 20;
@@ -376,6 +378,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     pool,
     location: options.schema ? `${location}#${options.schema}` : location,
     persistent: true,
+    inTransaction: () => currentTransactionScope(owner) !== undefined,
     all: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>
       rowsOf(await query(target(), sql, params)) as Row[],
     get: async <Row>(sql: string, params?: ReadonlyArray<SqlValue>) =>

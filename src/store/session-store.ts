@@ -52,9 +52,10 @@ export interface SessionStore {
   /** The active instance for the key, created when there is none. Safe under concurrent callers. */
   ensureActive(sessionKey: string, agentId: string): Promise<SessionRecord>;
   /**
-   * The id of `ensureActive`'s instance. Where the database tells when another connection wrote
-   * (`readVersion`, SQLite), the id this store last read for the key is reused without a statement until then
-   * or until this store archives or deletes the key: a chat turn asks on every message.
+   * The id of `ensureActive`'s instance. Where it can be told when another connection may have ended a
+   * session (`endsVersion`: SQLite's `data_version`, a LISTEN on Postgres), the id this store last read for
+   * the key is reused without a statement until then or until this store archives or deletes the key: a chat
+   * turn asks on every message.
    */
   activeId(sessionKey: string, agentId: string): Promise<string>;
   getActive(sessionKey: string): Promise<SessionRecord | undefined>;
@@ -112,6 +113,13 @@ export interface CreateSessionStoreOptions {
    * activity indexes, while the message count alone changes only the row.
    */
   activityResolutionMs?: number;
+  /**
+   * A number that changes whenever a connection other than this store's may have archived or deleted a
+   * session, undefined where that cannot be known (then `activeId` reads the table on every call). Default:
+   * the database's `readVersion` (SQLite's `data_version`); on Postgres the store's LISTEN connection
+   * (`createStore`).
+   */
+  endsVersion?: () => number | undefined;
 }
 
 /** Sessions one store's caches remember (activity written, active ids); past it the oldest are forgotten. */
@@ -211,6 +219,7 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
   // SQLite's two-argument MAX is scalar; Postgres spells it GREATEST.
   const greatest = db.dialect === 'postgres' ? 'GREATEST' : 'MAX';
   const activityResolutionMs = Math.max(0, options.activityResolutionMs ?? 1_000);
+  const endsVersion = options.endsVersion ?? (() => db.readVersion?.());
   /** When this store last moved each session's `lastActiveAt`, by session id, least recent first. */
   const activityWrittenAt = new Map<string, number>();
 
@@ -254,7 +263,7 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
 
   const store: SessionStore = {
     async activeId(sessionKey, agentId) {
-      const version = db.readVersion?.();
+      const version = endsVersion();
       if (version === undefined) return (await store.ensureActive(sessionKey, agentId)).id;
       if (version !== activeIdsVersion) {
         activeIds.clear();
@@ -265,7 +274,7 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       if (known !== undefined) return known;
       const writesBefore = keyWrites;
       const { id } = await store.ensureActive(sessionKey, agentId);
-      if (keyWrites === writesBefore && db.readVersion?.() === activeIdsVersion)
+      if (keyWrites === writesBefore && endsVersion() === activeIdsVersion)
         remember(activeIds, sessionKey, id);
       return id;
     },

@@ -15,6 +15,7 @@ import { createEventStore, type EventStore } from './event-store.js';
 import { createKvStore, type KvStore } from './kv-store.js';
 import { migrate } from './migrations.js';
 import { createPostgresDatabase, redactConnectionString } from './postgres-database.js';
+import { createPostgresListener } from './postgres-listener.js';
 import { createSessionStore, type SessionStore } from './session-store.js';
 import { createSqliteDatabase } from './sqlite-database.js';
 
@@ -43,6 +44,11 @@ export interface CreateStoreOptions {
   schema?: string;
   /** Postgres only: pool size. */
   poolSize?: number;
+  /**
+   * Postgres only: first delay before the session store's LISTEN connection reconnects after it dropped
+   * (default 500 ms, doubling up to 30 s). While it is down, every chat turn reads its session's row.
+   */
+  listenReconnectDelayMs?: number;
   logger?: Logger;
   /** Receives `store:degraded` and `system:error` when the store falls back to RAM. */
   bus?: Bus;
@@ -107,11 +113,20 @@ function checkSharedMemoryWritable(stateDir: string, path: string, options: Crea
   }
 }
 
+/** Postgres's NOTIFY channel for sessions archived or deleted (migration 0033's triggers send on it). */
+export const sessionEndsChannel = 'agentd_session_ends';
+
 function assemble(
   db: SqlDatabase,
   mode: StoreMode,
-  options: { clock?: Clock; idGenerator?: IdGenerator },
-  degradedReason?: string,
+  options: {
+    clock?: Clock;
+    idGenerator?: IdGenerator;
+    degradedReason?: string;
+    endsVersion?: () => number | undefined;
+    /** Closed before the database. */
+    closeFirst?: () => Promise<void>;
+  },
 ): Store {
   const clock = options.clock ?? systemClock;
   return {
@@ -119,12 +134,16 @@ function assemble(
     sessions: createSessionStore(db, {
       clock,
       ...(options.idGenerator ? { idGenerator: options.idGenerator } : {}),
+      ...(options.endsVersion ? { endsVersion: options.endsVersion } : {}),
     }),
     events: createEventStore(db),
     kv: createKvStore(db, { clock }),
     mode,
-    ...(degradedReason === undefined ? {} : { degradedReason }),
-    close: () => db.close(),
+    ...(options.degradedReason === undefined ? {} : { degradedReason: options.degradedReason }),
+    close: async () => {
+      await options.closeFirst?.();
+      await db.close();
+    },
   };
 }
 
@@ -155,7 +174,31 @@ async function openPostgres(options: CreateStoreOptions, databaseUrl: string, ba
     throw error;
   }
   logger.info({ location: db.location }, 'store opened on postgres');
-  return assemble(db, 'postgres', options);
+  // Sessions ended by other processes are announced (migration 0033), so the session store can keep the ids
+  // of active sessions while it hears them: a chat turn then does not read its session's row. Every
+  // announcement, and every LISTEN after a reconnect (what was sent while it was down is lost), changes the
+  // version; while nothing is heard there is none, and the ids are read every time as before.
+  let endsVersion = 0;
+  const listener = createPostgresListener({
+    connectionString: databaseUrl,
+    channel: sessionEndsChannel,
+    logger,
+    purpose: 'session store',
+    ...(options.listenReconnectDelayMs === undefined
+      ? {}
+      : { reconnectDelayMs: options.listenReconnectDelayMs }),
+    onNotification: () => {
+      endsVersion++;
+    },
+    onListening: () => {
+      endsVersion++;
+    },
+  });
+  return assemble(db, 'postgres', {
+    ...options,
+    endsVersion: () => (listener.listening() && !db.inTransaction() ? endsVersion : undefined),
+    closeFirst: () => listener.close(),
+  });
 }
 
 /**
@@ -200,7 +243,7 @@ export async function createStore(options: CreateStoreOptions): Promise<Store> {
       message: reason,
       component: 'store',
     });
-    return assemble(memory, 'memory', options, reason);
+    return assemble(memory, 'memory', { ...options, degradedReason: reason });
   };
   try {
     createPrivateDatabaseFile(options.stateDir, path);
