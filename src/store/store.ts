@@ -114,7 +114,7 @@ function checkSharedMemoryWritable(stateDir: string, path: string, options: Crea
 }
 
 /** Postgres's NOTIFY channel for sessions archived or deleted (migration 0033's triggers send on it). */
-export const sessionEndsChannel = 'agentd_session_ends';
+const sessionEndsChannel = 'agentd_session_ends';
 
 function assemble(
   db: SqlDatabase,
