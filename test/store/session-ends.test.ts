@@ -48,17 +48,20 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
       databaseUrl: url!,
       schema,
       // Long enough for the test to act while the connection is down.
-      listenReconnectDelayMs: 3_000,
+      listenReconnectDelayMs: 5_000,
     });
     opened.push(store);
     const get = vi.spyOn(store.db, 'get');
     const statements = () => get.mock.calls.length;
     await store.sessions.activeId('agent:alpha:warm', 'alpha');
-    await vi.waitFor(async () => {
-      const before = statements();
-      await store.sessions.activeId('agent:alpha:warm', 'alpha');
-      expect(statements()).toBe(before);
-    });
+    await vi.waitFor(
+      async () => {
+        const before = statements();
+        await store.sessions.activeId('agent:alpha:warm', 'alpha');
+        expect(statements()).toBe(before);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     return { store, statements };
   };
 
@@ -82,8 +85,9 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
     await other.sessions.archive('agent:alpha:main', 'reset');
     const second = (await other.sessions.ensureActive('agent:alpha:main', 'alpha')).id;
     expect(second).not.toBe(first);
-    await vi.waitFor(async () =>
-      expect(await runtime.sessions.activeId('agent:alpha:main', 'alpha')).toBe(second),
+    await vi.waitFor(
+      async () => expect(await runtime.sessions.activeId('agent:alpha:main', 'alpha')).toBe(second),
+      { timeout: 10_000, interval: 20 },
     );
     // Kept again once read.
     const afterSecond = statements();
@@ -91,11 +95,14 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
     expect(statements()).toBe(afterSecond);
 
     await other.sessions.delete('agent:alpha:main');
-    await vi.waitFor(async () => {
-      const third = await runtime.sessions.activeId('agent:alpha:main', 'alpha');
-      expect([first, second]).not.toContain(third);
-      expect((await other.sessions.getById(third))?.status).toBe('active');
-    });
+    await vi.waitFor(
+      async () => {
+        const third = await runtime.sessions.activeId('agent:alpha:main', 'alpha');
+        expect([first, second]).not.toContain(third);
+        expect((await other.sessions.getById(third))?.status).toBe('active');
+      },
+      { timeout: 10_000, interval: 20 },
+    );
   });
 
   it('reads every time while its LISTEN connection is down, and keeps ids again once it is back', async () => {
@@ -104,14 +111,17 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
     const first = await runtime.sessions.activeId('agent:alpha:main', 'alpha');
     const pids = await listeners();
     expect(pids).toHaveLength(2);
-    // Both stores' listeners go; each reconnects after its delay (3 s).
+    // Both stores' listeners go; each reconnects after its delay (5 s).
     for (const pid of pids) await admin!.query('SELECT pg_terminate_backend($1)', [pid]);
-    // Once the store saw its connection end, every call reads the row...
-    await vi.waitFor(async () => {
-      const before = statements();
-      await runtime.sessions.activeId('agent:alpha:main', 'alpha');
-      expect(statements()).toBe(before + 1);
-    });
+    // Once the store saw its connection end, every call reads the row (within the reconnect delay)...
+    await vi.waitFor(
+      async () => {
+        const before = statements();
+        await runtime.sessions.activeId('agent:alpha:main', 'alpha');
+        expect(statements()).toBe(before + 1);
+      },
+      { timeout: 2_500, interval: 20 },
+    );
     // ...so an archive it cannot hear is seen at once.
     await other.sessions.archive('agent:alpha:main', 'reset');
     const second = await runtime.sessions.activeId('agent:alpha:main', 'alpha');
@@ -124,7 +134,7 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
         expect(await runtime.sessions.activeId('agent:alpha:main', 'alpha')).toBe(second);
         expect(statements()).toBe(before);
       },
-      { timeout: 10_000, interval: 100 },
+      { timeout: 20_000, interval: 100 },
     );
     expect(await listeners()).toHaveLength(2);
   });
