@@ -48,7 +48,7 @@ import {
 import { registerOpsMethods } from './runtime/ops-methods.js';
 import { registerSkillMethods } from './runtime/skill-methods.js';
 import { withCredentialOverride } from './runtime/standalone.js';
-import { packageRoot, packageVersion, prepareStateDir, type StateDir } from './runtime/state-dir.js';
+import { prepareStateDir, type StateDir } from './runtime/state-dir.js';
 import { prepareToolSafety } from './runtime/tool-safety.js';
 import { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 import { registerWorkflowMethods, workflowsConfigSchema } from './runtime/workflow-methods.js';
@@ -102,11 +102,13 @@ import {
   ErrorCodes,
   type IdGenerator,
   isStoreUnavailable,
+  packageRoot,
+  packageVersion,
   systemClock,
   UserInputError,
 } from './util/index.js';
 
-// The composition root's helpers that the CLI uses on its own (version, `agentd mcp`, workflow commands);
+// The composition root's helpers that the CLI uses on its own (`agentd mcp`, workflow commands);
 // runtime.ts is the one entry to src/runtime/ for other folders.
 export { parseSection } from './runtime/config-section.js';
 export { serveAgentdMcpStdio, startAgentdMcpHttpServer } from './runtime/mcp-server.js';
@@ -119,7 +121,6 @@ export {
   type StandaloneSkills,
   type StandaloneWork,
 } from './runtime/standalone.js';
-export { packageVersion } from './runtime/state-dir.js';
 export { createWorkflowAgentRunner } from './runtime/workflow-agent.js';
 
 /**

@@ -1,11 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
-import {
-  createStandaloneWorkflowRunner,
-  openStandaloneSkills,
-  openStandaloneWork,
-  packageVersion,
-  resolveStandaloneModel,
-} from '../runtime.js';
+import { packageVersion } from '../util/index.js';
+import type { RunAgentWithTools } from '../workflow/index.js';
 import { registerAcpCommand } from './commands/acp.js';
 import { registerChatCommands } from './commands/chat.js';
 import { registerGoalCommand } from './commands/goal.js';
@@ -15,6 +10,7 @@ import { registerSkillCommands } from './commands/skills.js';
 import { registerStatusCommands } from './commands/status.js';
 import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
+import { loadRuntime } from './lazy-runtime.js';
 import { configFrom, type GlobalOptions } from './options.js';
 import { type CliIo, ExitCodes, processIo, reportError } from './output.js';
 
@@ -36,6 +32,8 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     .exitOverride();
 
   const globals = () => program.opts<GlobalOptions>();
+  let standalone: Awaited<ReturnType<typeof loadRuntime>> | undefined;
+  let workflowRunner: RunAgentWithTools | undefined;
   const commandDeps = {
     config: () => configFrom(globals(), {}, true),
     io,
@@ -58,7 +56,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     setExitCode: (code) => {
       exitCode = code;
     },
-    openWork: () => openStandaloneWork(configFrom(globals(), {}, true)),
+    openWork: async () => (await loadRuntime()).openStandaloneWork(configFrom(globals(), {}, true)),
   });
 
   registerSkillCommands(program, {
@@ -66,13 +64,19 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     setExitCode: (code) => {
       exitCode = code;
     },
-    openSkills: () => openStandaloneSkills(configFrom(globals(), {}, true)),
+    openSkills: async () => (await loadRuntime()).openStandaloneSkills(configFrom(globals(), {}, true)),
   });
 
   registerGoalCommand(program, commandDeps);
 
   registerWorkflowCommands(program, {
-    resolveModel: (name, override) => resolveStandaloneModel(configFrom(globals(), {}, true), name, override),
+    prepare: async () => {
+      standalone ??= await loadRuntime();
+    },
+    resolveModel: (name, override) => {
+      if (!standalone) throw new Error('resolveModel was called before prepare');
+      return standalone.resolveStandaloneModel(configFrom(globals(), {}, true), name, override);
+    },
     get stateDir() {
       return configFrom(globals(), {}, true).home;
     },
@@ -82,7 +86,10 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     stdout: io.stdout,
     stderr: io.stderr,
     modelOverride: () => globals().model,
-    runAgentWithTools: createStandaloneWorkflowRunner(),
+    runAgentWithTools: async (...args) => {
+      workflowRunner ??= (await loadRuntime()).createStandaloneWorkflowRunner();
+      return workflowRunner(...args);
+    },
     setExitCode: (code) => {
       exitCode = code;
     },

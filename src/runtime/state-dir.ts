@@ -1,12 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-/** The package root (where `defaults/` and `migrations/` live), from `src/runtime` or `dist/runtime`. */
-export function packageRoot(): string {
-  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-}
+import { join } from 'node:path';
+import { packageRoot } from '../util/index.js';
 
 export interface StateDir {
   home: string;
@@ -49,9 +44,4 @@ export function prepareStateDir(home: string, envToken: string | undefined): Sta
   writeFileSync(tokenPath, `${token}\n`, { mode: 0o600 });
   chmodSync(tokenPath, 0o600);
   return { home, workspaceDir, token, tokenGenerated: true };
-}
-
-export function packageVersion(): string {
-  const text = readFileSync(join(packageRoot(), 'package.json'), 'utf8');
-  return (JSON.parse(text) as { version: string }).version;
 }

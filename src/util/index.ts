@@ -25,6 +25,7 @@ export {
   signalOf,
 } from './lazy-abort.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
+export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';

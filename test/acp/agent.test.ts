@@ -8,7 +8,7 @@ import {
   type SessionUpdate,
 } from '@agentclientprotocol/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acpAgentFor } from '../../src/cli/commands/acp.js';
+import { acpAgentFor } from '../../src/cli/acp-agent.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
 import { type FakeOpenAIServer, startFakeOpenAIServer } from '../helpers/fake-openai-server.js';

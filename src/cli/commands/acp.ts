@@ -1,35 +1,14 @@
 import { Readable, Writable } from 'node:stream';
-import { ndJsonStream } from '@agentclientprotocol/sdk';
 import type { Command } from 'commander';
-import { createAcpAgent } from '../../acp/index.js';
 import type { AgentdConfig } from '../../config/index.js';
-import { createRuntime, type Runtime } from '../../runtime.js';
-import { createIdGenerator } from '../../util/index.js';
+import type { Runtime } from '../../runtime.js';
+import { loadRuntime } from '../lazy-runtime.js';
 import { type CliIo, reportError } from '../output.js';
 
 export interface AcpCommandDeps {
   config(): AgentdConfig;
   io: CliIo;
   setExitCode(code: number): void;
-}
-
-const maxReplayedMessages = 500;
-
-/** Wires a runtime into an ACP agent app; shared by `agentd acp` and tests that connect in-process. */
-export function acpAgentFor(runtime: Runtime, agentId = 'main') {
-  return createAcpAgent({
-    host: {
-      chat: runtime.chat,
-      bus: runtime.bus,
-      history: async (sessionKey) =>
-        (await runtime.services.chat.history({ sessionKey, limit: maxReplayedMessages })).messages,
-      registerApprover: (sessionKey, approver) => runtime.registerApprover(sessionKey, approver),
-    },
-    agentId,
-    version: runtime.version,
-    idGenerator: createIdGenerator(),
-    logger: runtime.logger,
-  });
 }
 
 export function registerAcpCommand(program: Command, deps: AcpCommandDeps): void {
@@ -40,6 +19,12 @@ export function registerAcpCommand(program: Command, deps: AcpCommandDeps): void
     .action(async (options: { agent: string }) => {
       let runtime: Runtime | undefined;
       try {
+        // Loaded here, not when the CLI starts (docs/cli.md).
+        const [{ createRuntime }, { acpAgentFor }, { ndJsonStream }] = await Promise.all([
+          loadRuntime(),
+          import('../acp-agent.js'),
+          import('@agentclientprotocol/sdk'),
+        ]);
         // stdout carries the protocol; the runtime logs to stderr.
         runtime = await createRuntime({ config: deps.config() });
         await runtime.startBackground();

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
-import { createRuntime, type Runtime } from '../../runtime.js';
+import type { Runtime } from '../../runtime.js';
 import { type ChatBackend, type ChatTurnResult, runChatRepl } from '../chat-repl.js';
 import type { GatewayClient } from '../gateway-client.js';
+import { loadRuntime } from '../lazy-runtime.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
@@ -58,7 +59,10 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
             client = await connectFromOptions(options);
             backend = remoteChatBackend(client, sessionKey, options.timeoutMs);
           } else {
-            runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
+            runtime = await (await loadRuntime()).createRuntime({
+              config: deps.config(),
+              ...terminalLogDestination(),
+            });
             backend = localChatBackend(runtime, options.agent, sessionKey, options.timeoutMs);
           }
           result = await backend.turn(text, {
@@ -109,7 +113,10 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
           client = await connectFromOptions(options);
           backend = remoteChatBackend(client, sessionKey);
         } else {
-          runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
+          runtime = await (await loadRuntime()).createRuntime({
+            config: deps.config(),
+            ...terminalLogDestination(),
+          });
           backend = localChatBackend(runtime, options.agent, sessionKey);
         }
         await runChatRepl({

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createRuntime } from '../../runtime.js';
 import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
+import { loadRuntime } from '../lazy-runtime.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, printJson, reportError, terminalOf } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
@@ -126,7 +126,10 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
             }
             return;
           }
-          const runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
+          const runtime = await (await loadRuntime()).createRuntime({
+            config: deps.config(),
+            ...terminalLogDestination(),
+          });
           try {
             await runtime.startBackground();
             if (!runtime.work.planner)

@@ -1,14 +1,9 @@
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
 import type { McpServerStatus } from '../../mcp/index.js';
-import {
-  checkMcpServers,
-  createRuntime,
-  type Runtime,
-  serveAgentdMcpStdio,
-  startAgentdMcpHttpServer,
-} from '../../runtime.js';
+import type { Runtime } from '../../runtime.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { loadRuntime } from '../lazy-runtime.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 
 export interface McpCommandDeps {
@@ -41,7 +36,7 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
     .action(async (options: { json?: boolean }) => {
       const json = options.json ?? false;
       try {
-        const servers = await checkMcpServers(deps.config());
+        const servers = await (await loadRuntime()).checkMcpServers(deps.config());
         // The listing shows the state the first attempt reached, not the `closed` the shutdown left.
         if (json) printJson(deps.io, { servers });
         else printServers(deps.io, servers);
@@ -63,6 +58,7 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
     .action(async (options: { http?: boolean; port?: string; host?: string; auth: boolean }) => {
       let runtime: Runtime | undefined;
       try {
+        const { createRuntime, serveAgentdMcpStdio, startAgentdMcpHttpServer } = await loadRuntime();
         runtime = await createRuntime({ config: deps.config() });
         await runtime.startBackground();
         const active = runtime;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
-import { createRuntime, type Runtime } from '../../runtime.js';
+import type { Runtime } from '../../runtime.js';
+import { loadRuntime } from '../lazy-runtime.js';
 import { parsePortOption } from '../options.js';
 import { type CliIo, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
@@ -47,6 +48,7 @@ export function registerServeCommand(program: Command, deps: ServeCommandDeps): 
           ...(options.port !== undefined ? { port: options.port } : {}),
           ...(options.host ? { host: options.host } : {}),
         });
+        const { createRuntime } = await loadRuntime();
         runtime = await createRuntime({ config, ...terminalLogDestination() });
         const { url: gatewayUrl } = await runtime.startGateway({ noAuth: !options.auth });
         await ensureDefaultWorldAgent(runtime);

@@ -1,10 +1,9 @@
-import type { Command } from 'commander';
-import {
-  type SkillExperience,
-  type SkillLibrary,
-  type SkillProposal,
-  type SkillProposalStatus,
-  skillProposalStatuses,
+import { type Command, Option } from 'commander';
+import type {
+  SkillExperience,
+  SkillLibrary,
+  SkillProposal,
+  SkillProposalStatus,
 } from '../../skills/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { type CliIo, printJson, processIo, reportError } from '../output.js';
@@ -71,9 +70,16 @@ export function registerSkillCommands(program: Command, deps: SkillCommandDeps):
     return skill;
   };
 
+  // The skills subsystem is loaded when a skills command runs, not when the CLI starts (docs/cli.md).
+  const skillsModule = () => import('../../skills/index.js');
+  const statusOption = new Option('--status <status>', 'only one status');
   const skills = program
     .command('skills')
-    .description('skills: list, show, provenance, stale; proposals from recurring findings');
+    .description('skills: list, show, provenance, stale; proposals from recurring findings')
+    // Before a subcommand parses its arguments, so its --help lists them.
+    .hook('preSubcommand', async () => {
+      statusOption.description = `only one status: ${(await skillsModule()).skillProposalStatuses.join(', ')}`;
+    });
 
   skills
     .command('list')
@@ -172,10 +178,11 @@ export function registerSkillCommands(program: Command, deps: SkillCommandDeps):
   skills
     .command('proposals')
     .description('skills proposed from findings that recur across work items')
-    .option('--status <status>', `only one status: ${skillProposalStatuses.join(', ')}`)
+    .addOption(statusOption)
     .option('--json', 'print JSON')
     .action((options: JsonOption & { status?: string }) =>
       run(options.json, async ({ experience }) => {
+        const { skillProposalStatuses } = await skillsModule();
         if (options.status && !(skillProposalStatuses as ReadonlyArray<string>).includes(options.status)) {
           throw new UserInputError({
             code: ErrorCodes.invalidRequest,

@@ -1,15 +1,9 @@
 import { createServer } from 'node:net';
 import type { Command } from 'commander';
 import { providerSettings } from '../../config/index.js';
-import {
-  defaultModelName,
-  ollamaDefaultBaseUrl,
-  type ProviderCredentials,
-  resolveModel,
-} from '../../model/index.js';
-import { createRuntime } from '../../runtime.js';
-import { createStore } from '../../store/index.js';
+import type { ProviderCredentials } from '../../model/index.js';
 import { silentLogger } from '../../util/index.js';
+import { loadRuntime } from '../lazy-runtime.js';
 import { ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
@@ -39,7 +33,10 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
             await client.close();
           }
         } else {
-          const runtime = await createRuntime({ config: deps.config(), ...terminalLogDestination() });
+          const runtime = await (await loadRuntime()).createRuntime({
+            config: deps.config(),
+            ...terminalLogDestination(),
+          });
           try {
             status = (await runtime.services.health.status()) as Record<string, unknown>;
             status.sessions = (await runtime.store.sessions.list({ limit: 1000 })).length;
@@ -73,6 +70,9 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
           ok: major >= 20,
           detail: `Node ${process.versions.node} (needs 20 or newer)`,
         });
+        // Loaded here, not when the CLI starts: `status --url` needs neither (docs/cli.md).
+        const { createStore } = await import('../../store/index.js');
+        const { defaultModelName, ollamaDefaultBaseUrl, resolveModel } = await import('../../model/index.js');
         try {
           const store = await createStore({
             stateDir: config.home,
@@ -95,7 +95,7 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
         const name = config.model ?? defaultModelName(process.env, credentials);
         try {
           resolveModel(name, { credentials });
-          const endpoint = modelEndpoint(name, credentials, process.env);
+          const endpoint = modelEndpoint(name, credentials, process.env, ollamaDefaultBaseUrl);
           const probe = endpoint ? await probeModelEndpoint(endpoint) : undefined;
           checks.push({
             check: 'model',
@@ -150,6 +150,7 @@ function modelEndpoint(
   name: string,
   credentials: ProviderCredentials,
   env: NodeJS.ProcessEnv,
+  ollamaDefaultBaseUrl: string,
 ): ModelEndpoint | undefined {
   const provider = name.slice(0, name.indexOf('/')).toLowerCase();
   const entry = credentials[provider];

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { z } from 'zod';
 import {
   formatLedgerEntries,
@@ -8,17 +8,7 @@ import {
   ledgerEntryTypes,
 } from '../../ledger/index.js';
 import { AgentdError, ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
-import {
-  blockWorkItem,
-  outcomeSummary,
-  unblockWorkItem,
-  type WorkClass,
-  type WorkItem,
-  type WorkQueue,
-  type WorkState,
-  workClassFilter,
-  workStates,
-} from '../../work/index.js';
+import type { WorkClass, WorkItem, WorkQueue, WorkState } from '../../work/index.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { type CliIo, printJson, processIo, reportError, terminalOf } from '../output.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
@@ -58,7 +48,17 @@ interface WorkReader {
   close(): Promise<void>;
 }
 
-function localReader(work: Awaited<ReturnType<WorkCommandDeps['openWork']>>): WorkReader {
+/**
+ * The work subsystem, loaded when a work command runs, not when the CLI starts (docs/cli.md); the list of
+ * states in `work list --help` is filled in as `work` is entered (`describeStates`).
+ */
+const workModule = () => import('../../work/index.js');
+type WorkModule = Awaited<ReturnType<typeof workModule>>;
+
+function localReader(
+  work: Awaited<ReturnType<WorkCommandDeps['openWork']>>,
+  { workClassFilter }: WorkModule,
+): WorkReader {
   const { queue, ledger } = work;
   return {
     get: (id) => queue.get(id),
@@ -137,7 +137,7 @@ function itemLine(item: WorkItem, now: number, color: boolean): string {
   ].join(' ');
 }
 
-function describeItem(item: WorkItem, color: boolean): string {
+function describeItem(item: WorkItem, color: boolean, { outcomeSummary }: WorkModule): string {
   const lines = [
     `${item.id}  ${paintState(color, item.state)}${item.speculative ? ' (speculative)' : ''}`,
     `  kind:      ${item.kind}${item.agentId ? `  agent: ${item.agentId}` : ''}  priority: ${item.priority}`,
@@ -164,8 +164,7 @@ function describeItem(item: WorkItem, color: boolean): string {
   return lines.join('\n');
 }
 
-function parseStates(value: string | undefined): WorkState[] | undefined {
-  if (!value) return undefined;
+function parseStates(value: string, { workStates }: WorkModule): WorkState[] {
   const states = value.split(',').map((state) => state.trim());
   const unknown = states.filter((state) => !(workStates as ReadonlyArray<string>).includes(state));
   if (unknown.length > 0) {
@@ -228,7 +227,9 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
   const read = async (options: ReadOptions, action: (reader: WorkReader) => Promise<void>) => {
     let reader: WorkReader | undefined;
     try {
-      reader = options.url ? await remoteReader(options) : localReader(await deps.openWork());
+      reader = options.url
+        ? await remoteReader(options)
+        : localReader(await deps.openWork(), await workModule());
       await action(reader);
     } catch (error) {
       deps.setExitCode(reportError(io, error, options.json === true));
@@ -237,9 +238,14 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     }
   };
 
+  const statesOption = new Option('--state <states>', 'comma-separated work states');
   const work = program
     .command('work')
-    .description('durable work items: submit, list, show, cancel, block, unblock');
+    .description('durable work items: submit, list, show, cancel, block, unblock')
+    // Before a subcommand parses its arguments, so its --help lists them.
+    .hook('preSubcommand', async () => {
+      statesOption.description = `comma-separated: ${(await workModule()).workStates.join(', ')}`;
+    });
 
   work
     .command('submit')
@@ -308,7 +314,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
   work
     .command('list')
     .description('list work items, newest first')
-    .option('--state <states>', `comma-separated: ${workStates.join(', ')}`)
+    .addOption(statesOption)
     .option('--kind <kind>')
     .option('--agent <id>')
     .option('--session <key>')
@@ -333,7 +339,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
         },
       ) =>
         read(options, async (reader) => {
-          const states = parseStates(options.state);
+          const states = options.state ? parseStates(options.state, await workModule()) : undefined;
           if (options.all && options.system) {
             throw new UserInputError({
               code: ErrorCodes.invalidRequest,
@@ -388,7 +394,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           return;
         }
         const { color } = terminalOf(io);
-        io.stdout(`${describeItem(item, color)}\n`);
+        io.stdout(`${describeItem(item, color, await workModule())}\n`);
         if (children.length > 0) {
           io.stdout('  children:\n');
           for (const child of children)
@@ -440,7 +446,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
       };
       await change(
         options,
-        async ({ queue, ledger }) => print(await blockWorkItem(queue, ledger, id, block)),
+        async ({ queue, ledger }) =>
+          print(await (await workModule()).blockWorkItem(queue, ledger, id, block)),
         async (client) => print((await client.call<{ item: WorkItem }>('work.block', { id, ...block })).item),
       );
     });
@@ -461,7 +468,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
       };
       await change(
         options,
-        async ({ queue, ledger }) => print(await unblockWorkItem(queue, ledger, id, unblock)),
+        async ({ queue, ledger }) =>
+          print(await (await workModule()).unblockWorkItem(queue, ledger, id, unblock)),
         async (client) =>
           print((await client.call<{ item: WorkItem }>('work.unblock', { id, ...unblock })).item),
       );

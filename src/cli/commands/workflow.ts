@@ -1,24 +1,18 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { type LanguageModel, localModelMarker, offlineWorkNotice } from '../../model/index.js';
-import { createSqliteDatabase, createStore, type SqlDatabase, type Store } from '../../store/index.js';
+import type { LanguageModel } from '../../model/index.js';
+import type { SqlDatabase, Store } from '../../store/index.js';
 import { ErrorCodes, silentLogger, UserInputError } from '../../util/index.js';
-import {
-  createSqlRecordStore,
-  createWorkflowEngine,
-  type EvaluationReport,
-  type InspectionReport,
-  inspectPersistedRun,
-  type LoadedWorkflow,
-  loadWorkflow,
-  type RunAgentWithTools,
-  runWorkflowRepl,
-  type TelemetryEvent,
-  type WorkflowBusEventData,
-  type WorkflowBusEventType,
-  type WorkflowEngine,
-  WorkflowValidationError,
+import type {
+  EvaluationReport,
+  InspectionReport,
+  LoadedWorkflow,
+  RunAgentWithTools,
+  TelemetryEvent,
+  WorkflowBusEventData,
+  WorkflowBusEventType,
+  WorkflowEngine,
 } from '../../workflow/index.js';
 import { ExitCodes, reportError, terminalOf } from '../output.js';
 import { createProgressDisplay, type ProgressDisplay } from '../progress.js';
@@ -26,8 +20,13 @@ import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '
 import { paintState, type Terminal } from '../terminal.js';
 
 export interface WorkflowCommandDeps {
-  /** `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow. */
+  /**
+   * `provider/model` → model; `undefined` means the configured default. Credentials come from the workflow.
+   * Called once `prepare` has resolved.
+   */
   resolveModel(name?: string, options?: { apiKey?: string; baseUrl?: string }): LanguageModel;
+  /** Loads what `resolveModel` needs, before an engine is made (the CLI loads the runtime's modules then). */
+  prepare?(): Promise<void>;
   /**
    * agentd's state directory: runs and persistent memory go to its store (`agentd.db`, or `databaseUrl`);
    * REPL history and evaluation baselines to `<stateDir>/workflows/<workflow id>`.
@@ -58,7 +57,15 @@ function workflowStateDir(deps: WorkflowCommandDeps, workflowId: string): string
   return join(deps.stateDir, 'workflows', workflowId);
 }
 
-function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): void {
+/**
+ * The workflow engine, the store and the model layer are loaded when a workflow command runs, not when the
+ * CLI starts (docs/cli.md).
+ */
+const workflowModule = () => import('../../workflow/index.js');
+const storeModule = () => import('../../store/index.js');
+
+async function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): Promise<void> {
+  const { WorkflowValidationError } = await workflowModule();
   // A validation failure's message lists the problems; its code would only repeat INVALID_CONFIG.
   if (!json && error instanceof WorkflowValidationError) {
     deps.stderr(`agentd: ${error.message}\n`);
@@ -74,7 +81,8 @@ interface OfflineModelUse {
 }
 
 /** The platform store the CLI's runs are kept in: the same database the server uses. */
-function openStore(deps: WorkflowCommandDeps): Promise<Store> {
+async function openStore(deps: WorkflowCommandDeps): Promise<Store> {
+  const { createStore } = await storeModule();
   return createStore({
     stateDir: deps.stateDir,
     ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}),
@@ -89,6 +97,7 @@ async function openEngine(
   offline: OfflineModelUse = { used: false },
 ): Promise<WorkflowEngine> {
   const cwd = deps.cwd ?? process.cwd();
+  const { loadWorkflow } = await workflowModule();
   const workflow = await loadWorkflow(resolve(cwd, dir));
   const store = await openStore(deps);
   try {
@@ -106,13 +115,15 @@ async function openEngine(
   }
 }
 
-function createEngine(
+async function createEngine(
   deps: WorkflowCommandDeps,
   workflow: LoadedWorkflow,
   database: SqlDatabase,
   cwd: string,
   offline: OfflineModelUse,
 ): Promise<WorkflowEngine> {
+  await deps.prepare?.();
+  const { createWorkflowEngine } = await workflowModule();
   const override = deps.modelOverride?.();
   return createWorkflowEngine({
     workflow,
@@ -300,6 +311,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .description('load a workflow directory through all seven load steps and report every problem')
     .option('--json', 'print the result as JSON')
     .action(async (dir: string, options: { json?: boolean }) => {
+      const { loadWorkflow, WorkflowValidationError } = await workflowModule();
       try {
         // Validation runs no code of the workflow: modules are located and confined, never imported.
         const workflow = await loadWorkflow(resolve(cwd(), dir), {
@@ -323,7 +335,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         if (options.json && error instanceof WorkflowValidationError) {
           deps.stdout(`${JSON.stringify({ valid: false, issues: error.issues }, null, 2)}\n`);
           deps.setExitCode(ExitCodes.usage);
-        } else fail(deps, error, options.json === true);
+        } else await fail(deps, error, options.json === true);
       }
     });
 
@@ -359,13 +371,15 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           const result = await engine.run(input);
           printRunResult(deps, result, options.json === true);
           // Said on stderr so `--json` output stays machine-readable; documents carry their own note.
-          if (offline.used)
+          if (offline.used) {
+            const { localModelMarker, offlineWorkNotice } = await import('../../model/index.js');
             deps.stderr(
               `${localModelMarker} The agents of this run used the offline model. ${offlineWorkNotice}\n`,
             );
+          }
           if (result.status === 'failure') deps.setExitCode(ExitCodes.failure);
         } catch (error) {
-          fail(deps, error, options.json === true);
+          await fail(deps, error, options.json === true);
         } finally {
           await engine?.close();
         }
@@ -443,7 +457,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           }
           if (report.totals.failed > 0) deps.setExitCode(ExitCodes.failure);
         } catch (error) {
-          fail(deps, error, options.json === true);
+          await fail(deps, error, options.json === true);
         } finally {
           await engine?.close();
         }
@@ -458,6 +472,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .addOption(tokenOption())
     .action(async (taskId: string, options: RemoteOptions & { json?: boolean }) => {
       try {
+        const { createSqlRecordStore, inspectPersistedRun } = await workflowModule();
         let report: InspectionReport | undefined;
         if (options.url) {
           const client = await connectFromOptions(options);
@@ -475,7 +490,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           }
         }
         for (const path of report || options.url ? [] : workflowDatabases(deps)) {
-          const db: SqlDatabase = createSqliteDatabase({ path });
+          const db: SqlDatabase = (await storeModule()).createSqliteDatabase({ path });
           try {
             report = await inspectPersistedRun(createSqlRecordStore(db), taskId);
           } finally {
@@ -491,7 +506,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
         else printReport(deps, report);
       } catch (error) {
-        fail(deps, error, options.json === true);
+        await fail(deps, error, options.json === true);
       }
     });
 
@@ -505,6 +520,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
       let engine: WorkflowEngine | undefined;
       try {
         engine = await openEngine(deps, dir);
+        const { runWorkflowRepl } = await workflowModule();
         await runWorkflowRepl({
           engine,
           io: { input: deps.stdin ?? process.stdin, write: deps.stdout },
@@ -514,7 +530,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           ...(options.profile ? { profileId: options.profile } : {}),
         });
       } catch (error) {
-        fail(deps, error, false);
+        await fail(deps, error, false);
       } finally {
         await engine?.close();
       }
