@@ -11,9 +11,7 @@
 // reach out (update check, model catalog refresh, Bonjour, channels, cron, heartbeat) switched off.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import {
-  accessSync,
   closeSync,
-  constants,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -24,10 +22,11 @@ import {
 } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
-import { cpus, homedir, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { connectRequest } from './chat-client.js';
+import { findOpenClaw } from './openclaw-cli.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
 import { percentile } from './stats.js';
@@ -261,22 +260,6 @@ function modelStats(model: ChildProcess): Promise<{ requests: number; requestByt
   });
 }
 
-/** OPENCLAW_BIN, else the wrapper scripts/install-openclaw.sh writes. */
-function findOpenClaw(): { bin: string | undefined; looked: string[] } {
-  const looked = [
-    process.env.OPENCLAW_BIN,
-    join(process.env.AGENTD_OPENCLAW_DIR ?? join(homedir(), '.cache', 'agentd-openclaw'), 'bin', 'openclaw'),
-  ].filter((candidate): candidate is string => Boolean(candidate));
-  for (const candidate of looked) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      return { bin: candidate, looked };
-    } catch {
-      // the next one
-    }
-  }
-  return { bin: undefined, looked };
-}
 
 /** The Node the wrapper runs OpenClaw on (the wrapper is `exec "<node>" "<openclaw.mjs>" "$@"`). */
 function openClawNodeVersion(bin: string): string {

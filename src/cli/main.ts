@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
-import { packageVersion } from '../util/index.js';
+import { ErrorCodes, packageVersion, SystemError } from '../util/index.js';
 import type { RunAgentWithTools } from '../workflow/index.js';
 import { registerAcpCommand } from './commands/acp.js';
 import { registerChatCommands } from './commands/chat.js';
@@ -10,7 +10,7 @@ import { registerSkillCommands } from './commands/skills.js';
 import { registerStatusCommands } from './commands/status.js';
 import { registerWorkCommands } from './commands/work.js';
 import { registerWorkflowCommands } from './commands/workflow.js';
-import { loadRuntime } from './lazy-runtime.js';
+import { loadRuntime } from './lazy-modules.js';
 import { configFrom, type GlobalOptions } from './options.js';
 import { type CliIo, ExitCodes, processIo, reportError } from './output.js';
 
@@ -32,8 +32,18 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     .exitOverride();
 
   const globals = () => program.opts<GlobalOptions>();
-  let standalone: Awaited<ReturnType<typeof loadRuntime>> | undefined;
-  let workflowRunner: RunAgentWithTools | undefined;
+  /** What the workflow commands take from the runtime, loaded by their `prepare` before an engine is made. */
+  let workflowSupport:
+    | { runtime: Awaited<ReturnType<typeof loadRuntime>>; runAgentWithTools: RunAgentWithTools }
+    | undefined;
+  const prepared = () => {
+    if (!workflowSupport)
+      throw new SystemError({
+        code: ErrorCodes.internal,
+        message: 'a workflow command used the runtime before prepare',
+      });
+    return workflowSupport;
+  };
   const commandDeps = {
     config: () => configFrom(globals(), {}, true),
     io,
@@ -71,12 +81,12 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
 
   registerWorkflowCommands(program, {
     prepare: async () => {
-      standalone ??= await loadRuntime();
+      if (workflowSupport) return;
+      const runtime = await loadRuntime();
+      workflowSupport = { runtime, runAgentWithTools: runtime.createStandaloneWorkflowRunner() };
     },
-    resolveModel: (name, override) => {
-      if (!standalone) throw new Error('resolveModel was called before prepare');
-      return standalone.resolveStandaloneModel(configFrom(globals(), {}, true), name, override);
-    },
+    resolveModel: (name, override) =>
+      prepared().runtime.resolveStandaloneModel(configFrom(globals(), {}, true), name, override),
     get stateDir() {
       return configFrom(globals(), {}, true).home;
     },
@@ -86,10 +96,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     stdout: io.stdout,
     stderr: io.stderr,
     modelOverride: () => globals().model,
-    runAgentWithTools: async (...args) => {
-      workflowRunner ??= (await loadRuntime()).createStandaloneWorkflowRunner();
-      return workflowRunner(...args);
-    },
+    runAgentWithTools: (...args) => prepared().runAgentWithTools(...args),
     setExitCode: (code) => {
       exitCode = code;
     },

@@ -60,12 +60,28 @@ describe('the CLI starts without the runtime', () => {
       expect(folders.has(heavy), `${heavy} loaded`).toBe(false);
   });
 
-  it("lists the work states in `work list --help`, loading the work queue's module but not the runtime", () => {
-    const { status, stdout, modules } = runWithModules(['work', 'list', '--help']);
-    expect(status).toBe(0);
-    expect(stdout.replace(/\s+/g, ' ')).toContain(`comma-separated: ${workStates.join(', ')}`);
+  it.each([
+    ['work', 'list', '--help'],
+    ['work', 'help', 'list'],
+  ])(
+    "lists the work states in `%s %s %s`, loading the work queue's module but not the runtime",
+    (...args) => {
+      const { status, stdout, modules } = runWithModules(args);
+      expect(status).toBe(0);
+      expect(stdout.replace(/\s+/g, ' ')).toContain(`comma-separated: ${workStates.join(', ')}`);
+      const folders = loadedFolders(modules);
+      expect(folders.has('src/work')).toBe(true);
+      expect(folders.has('src/runtime')).toBe(false);
+    },
+  );
+
+  it('loads no work module for a work command over --url that prints no help', () => {
+    // Nothing listens on port 9: the command fails to connect, after deciding what to load.
+    const { status, modules } = runWithModules(['work', 'list', '--url', 'ws://127.0.0.1:9', '--token', 't']);
+    expect(status).not.toBe(0);
+    expect(modules).toContain('src/cli/gateway-client.ts');
     const folders = loadedFolders(modules);
-    expect(folders.has('src/work')).toBe(true);
+    expect(folders.has('src/work')).toBe(false);
     expect(folders.has('src/runtime')).toBe(false);
   });
 

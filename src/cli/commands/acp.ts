@@ -2,7 +2,7 @@ import { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
 import type { Runtime } from '../../runtime.js';
-import { loadRuntime } from '../lazy-runtime.js';
+import { loadRuntime } from '../lazy-modules.js';
 import { type CliIo, reportError } from '../output.js';
 
 export interface AcpCommandDeps {
@@ -19,7 +19,6 @@ export function registerAcpCommand(program: Command, deps: AcpCommandDeps): void
     .action(async (options: { agent: string }) => {
       let runtime: Runtime | undefined;
       try {
-        // Loaded here, not when the CLI starts (docs/cli.md).
         const [{ createRuntime }, { acpAgentFor }, { ndJsonStream }] = await Promise.all([
           loadRuntime(),
           import('../acp-agent.js'),

@@ -3,7 +3,7 @@ import type { AgentdConfig } from '../../config/index.js';
 import type { Runtime } from '../../runtime.js';
 import { type ChatBackend, type ChatTurnResult, runChatRepl } from '../chat-repl.js';
 import type { GatewayClient } from '../gateway-client.js';
-import { loadRuntime } from '../lazy-runtime.js';
+import { loadRuntime } from '../lazy-modules.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
-import { loadRuntime } from '../lazy-runtime.js';
+import { loadRuntime } from '../lazy-modules.js';
 import { parsePositiveInt } from '../options.js';
 import { type CliIo, printJson, reportError, terminalOf } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';

@@ -3,7 +3,7 @@ import type { AgentdConfig } from '../../config/index.js';
 import type { McpServerStatus } from '../../mcp/index.js';
 import type { Runtime } from '../../runtime.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
-import { loadRuntime } from '../lazy-runtime.js';
+import { loadRuntime } from '../lazy-modules.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 
 export interface McpCommandDeps {

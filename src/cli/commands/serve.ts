@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { AgentdConfig } from '../../config/index.js';
 import type { Runtime } from '../../runtime.js';
-import { loadRuntime } from '../lazy-runtime.js';
+import { loadRuntime } from '../lazy-modules.js';
 import { parsePortOption } from '../options.js';
 import { type CliIo, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';

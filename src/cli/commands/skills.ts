@@ -6,6 +6,7 @@ import type {
   SkillProposalStatus,
 } from '../../skills/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { fillHelpWhenAsked, loadSkills } from '../lazy-modules.js';
 import { type CliIo, printJson, processIo, reportError } from '../output.js';
 
 export interface SkillCommandDeps {
@@ -70,16 +71,13 @@ export function registerSkillCommands(program: Command, deps: SkillCommandDeps):
     return skill;
   };
 
-  // The skills subsystem is loaded when a skills command runs, not when the CLI starts (docs/cli.md).
-  const skillsModule = () => import('../../skills/index.js');
   const statusOption = new Option('--status <status>', 'only one status');
   const skills = program
     .command('skills')
-    .description('skills: list, show, provenance, stale; proposals from recurring findings')
-    // Before a subcommand parses its arguments, so its --help lists them.
-    .hook('preSubcommand', async () => {
-      statusOption.description = `only one status: ${(await skillsModule()).skillProposalStatuses.join(', ')}`;
-    });
+    .description('skills: list, show, provenance, stale; proposals from recurring findings');
+  fillHelpWhenAsked(program, skills, async () => {
+    statusOption.description = `only one status: ${(await loadSkills()).skillProposalStatuses.join(', ')}`;
+  });
 
   skills
     .command('list')
@@ -182,7 +180,7 @@ export function registerSkillCommands(program: Command, deps: SkillCommandDeps):
     .option('--json', 'print JSON')
     .action((options: JsonOption & { status?: string }) =>
       run(options.json, async ({ experience }) => {
-        const { skillProposalStatuses } = await skillsModule();
+        const { skillProposalStatuses } = await loadSkills();
         if (options.status && !(skillProposalStatuses as ReadonlyArray<string>).includes(options.status)) {
           throw new UserInputError({
             code: ErrorCodes.invalidRequest,

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { providerSettings } from '../../config/index.js';
 import type { ProviderCredentials } from '../../model/index.js';
 import { silentLogger } from '../../util/index.js';
-import { loadRuntime } from '../lazy-runtime.js';
+import { loadModel, loadRuntime, loadStore } from '../lazy-modules.js';
 import { ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
@@ -70,9 +70,8 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
           ok: major >= 20,
           detail: `Node ${process.versions.node} (needs 20 or newer)`,
         });
-        // Loaded here, not when the CLI starts: `status --url` needs neither (docs/cli.md).
-        const { createStore } = await import('../../store/index.js');
-        const { defaultModelName, ollamaDefaultBaseUrl, resolveModel } = await import('../../model/index.js');
+        const { createStore } = await loadStore();
+        const { defaultModelName, ollamaDefaultBaseUrl, resolveModel } = await loadModel();
         try {
           const store = await createStore({
             stateDir: config.home,

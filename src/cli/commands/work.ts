@@ -10,6 +10,7 @@ import {
 import { AgentdError, ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
 import type { WorkClass, WorkItem, WorkQueue, WorkState } from '../../work/index.js';
 import type { GatewayClient } from '../gateway-client.js';
+import { fillHelpWhenAsked, loadWork } from '../lazy-modules.js';
 import { type CliIo, printJson, processIo, reportError, terminalOf } from '../output.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
 import { paintState } from '../terminal.js';
@@ -48,12 +49,7 @@ interface WorkReader {
   close(): Promise<void>;
 }
 
-/**
- * The work subsystem, loaded when a work command runs, not when the CLI starts (docs/cli.md); the list of
- * states in `work list --help` is filled in as `work` is entered (`describeStates`).
- */
-const workModule = () => import('../../work/index.js');
-type WorkModule = Awaited<ReturnType<typeof workModule>>;
+type WorkModule = Awaited<ReturnType<typeof loadWork>>;
 
 function localReader(
   work: Awaited<ReturnType<WorkCommandDeps['openWork']>>,
@@ -229,7 +225,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     try {
       reader = options.url
         ? await remoteReader(options)
-        : localReader(await deps.openWork(), await workModule());
+        : localReader(await deps.openWork(), await loadWork());
       await action(reader);
     } catch (error) {
       deps.setExitCode(reportError(io, error, options.json === true));
@@ -241,11 +237,10 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
   const statesOption = new Option('--state <states>', 'comma-separated work states');
   const work = program
     .command('work')
-    .description('durable work items: submit, list, show, cancel, block, unblock')
-    // Before a subcommand parses its arguments, so its --help lists them.
-    .hook('preSubcommand', async () => {
-      statesOption.description = `comma-separated: ${(await workModule()).workStates.join(', ')}`;
-    });
+    .description('durable work items: submit, list, show, cancel, block, unblock');
+  fillHelpWhenAsked(program, work, async () => {
+    statesOption.description = `comma-separated: ${(await loadWork()).workStates.join(', ')}`;
+  });
 
   work
     .command('submit')
@@ -339,7 +334,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
         },
       ) =>
         read(options, async (reader) => {
-          const states = options.state ? parseStates(options.state, await workModule()) : undefined;
+          const states = options.state ? parseStates(options.state, await loadWork()) : undefined;
           if (options.all && options.system) {
             throw new UserInputError({
               code: ErrorCodes.invalidRequest,
@@ -394,7 +389,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           return;
         }
         const { color } = terminalOf(io);
-        io.stdout(`${describeItem(item, color, await workModule())}\n`);
+        io.stdout(`${describeItem(item, color, await loadWork())}\n`);
         if (children.length > 0) {
           io.stdout('  children:\n');
           for (const child of children)
@@ -446,8 +441,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
       };
       await change(
         options,
-        async ({ queue, ledger }) =>
-          print(await (await workModule()).blockWorkItem(queue, ledger, id, block)),
+        async ({ queue, ledger }) => print(await (await loadWork()).blockWorkItem(queue, ledger, id, block)),
         async (client) => print((await client.call<{ item: WorkItem }>('work.block', { id, ...block })).item),
       );
     });
@@ -469,7 +463,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
       await change(
         options,
         async ({ queue, ledger }) =>
-          print(await (await workModule()).unblockWorkItem(queue, ledger, id, unblock)),
+          print(await (await loadWork()).unblockWorkItem(queue, ledger, id, unblock)),
         async (client) =>
           print((await client.call<{ item: WorkItem }>('work.unblock', { id, ...unblock })).item),
       );

@@ -14,6 +14,7 @@ import type {
   WorkflowBusEventType,
   WorkflowEngine,
 } from '../../workflow/index.js';
+import { loadModel, loadStore, loadWorkflowEngine } from '../lazy-modules.js';
 import { ExitCodes, reportError, terminalOf } from '../output.js';
 import { createProgressDisplay, type ProgressDisplay } from '../progress.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
@@ -57,15 +58,8 @@ function workflowStateDir(deps: WorkflowCommandDeps, workflowId: string): string
   return join(deps.stateDir, 'workflows', workflowId);
 }
 
-/**
- * The workflow engine, the store and the model layer are loaded when a workflow command runs, not when the
- * CLI starts (docs/cli.md).
- */
-const workflowModule = () => import('../../workflow/index.js');
-const storeModule = () => import('../../store/index.js');
-
 async function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): Promise<void> {
-  const { WorkflowValidationError } = await workflowModule();
+  const { WorkflowValidationError } = await loadWorkflowEngine();
   // A validation failure's message lists the problems; its code would only repeat INVALID_CONFIG.
   if (!json && error instanceof WorkflowValidationError) {
     deps.stderr(`agentd: ${error.message}\n`);
@@ -82,7 +76,7 @@ interface OfflineModelUse {
 
 /** The platform store the CLI's runs are kept in: the same database the server uses. */
 async function openStore(deps: WorkflowCommandDeps): Promise<Store> {
-  const { createStore } = await storeModule();
+  const { createStore } = await loadStore();
   return createStore({
     stateDir: deps.stateDir,
     ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}),
@@ -97,7 +91,7 @@ async function openEngine(
   offline: OfflineModelUse = { used: false },
 ): Promise<WorkflowEngine> {
   const cwd = deps.cwd ?? process.cwd();
-  const { loadWorkflow } = await workflowModule();
+  const { loadWorkflow } = await loadWorkflowEngine();
   const workflow = await loadWorkflow(resolve(cwd, dir));
   const store = await openStore(deps);
   try {
@@ -123,7 +117,7 @@ async function createEngine(
   offline: OfflineModelUse,
 ): Promise<WorkflowEngine> {
   await deps.prepare?.();
-  const { createWorkflowEngine } = await workflowModule();
+  const { createWorkflowEngine } = await loadWorkflowEngine();
   const override = deps.modelOverride?.();
   return createWorkflowEngine({
     workflow,
@@ -311,7 +305,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .description('load a workflow directory through all seven load steps and report every problem')
     .option('--json', 'print the result as JSON')
     .action(async (dir: string, options: { json?: boolean }) => {
-      const { loadWorkflow, WorkflowValidationError } = await workflowModule();
+      const { loadWorkflow, WorkflowValidationError } = await loadWorkflowEngine();
       try {
         // Validation runs no code of the workflow: modules are located and confined, never imported.
         const workflow = await loadWorkflow(resolve(cwd(), dir), {
@@ -372,7 +366,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           printRunResult(deps, result, options.json === true);
           // Said on stderr so `--json` output stays machine-readable; documents carry their own note.
           if (offline.used) {
-            const { localModelMarker, offlineWorkNotice } = await import('../../model/index.js');
+            const { localModelMarker, offlineWorkNotice } = await loadModel();
             deps.stderr(
               `${localModelMarker} The agents of this run used the offline model. ${offlineWorkNotice}\n`,
             );
@@ -472,7 +466,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .addOption(tokenOption())
     .action(async (taskId: string, options: RemoteOptions & { json?: boolean }) => {
       try {
-        const { createSqlRecordStore, inspectPersistedRun } = await workflowModule();
+        const { createSqlRecordStore, inspectPersistedRun } = await loadWorkflowEngine();
         let report: InspectionReport | undefined;
         if (options.url) {
           const client = await connectFromOptions(options);
@@ -490,7 +484,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
           }
         }
         for (const path of report || options.url ? [] : workflowDatabases(deps)) {
-          const db: SqlDatabase = (await storeModule()).createSqliteDatabase({ path });
+          const db: SqlDatabase = (await loadStore()).createSqliteDatabase({ path });
           try {
             report = await inspectPersistedRun(createSqlRecordStore(db), taskId);
           } finally {
@@ -520,7 +514,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
       let engine: WorkflowEngine | undefined;
       try {
         engine = await openEngine(deps, dir);
-        const { runWorkflowRepl } = await workflowModule();
+        const { runWorkflowRepl } = await loadWorkflowEngine();
         await runWorkflowRepl({
           engine,
           io: { input: deps.stdin ?? process.stdin, write: deps.stdout },

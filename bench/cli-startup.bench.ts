@@ -1,0 +1,145 @@
+// The command line's start-up: how long `agentd --version`, `--help` and the commands that talk to a running
+// gateway take from spawn to exit, and their peak RSS, beside `node -e 0` (the floor: Node's own start) and
+// the real OpenClaw CLI's `--version` and `--help` (scripts/install-openclaw.sh; left out when it is not
+// installed). Every command runs once per round, the rounds interleave the contenders, and each figure is the
+// median over the rounds. AGENTD_BENCH_CLI_BEFORE=<checkout> adds the same agentd commands from another
+// build (its dist/ built), for a before/after in the same run.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findOpenClaw } from './openclaw-cli.js';
+import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
+import { median } from './stats.js';
+
+const rounds = Number(process.env.AGENTD_BENCH_CLI_ROUNDS ?? 10);
+const token = 'bench-token';
+const gnuTime = '/usr/bin/time';
+
+interface Contender {
+  name: string;
+  command: string;
+  argv: string[];
+  env?: Record<string, string>;
+}
+
+interface Sample {
+  wallMs: number;
+  rssMiB: number | undefined;
+  status: number | null;
+}
+
+/**
+ * Runs one command to its end; peak RSS from GNU time where the machine has it. Asynchronous: the gateway the
+ * commands talk to runs in this process, so the event loop must keep turning while they run.
+ */
+async function runOnce(contender: Contender, scratch: string): Promise<Sample> {
+  const env = { ...process.env, ...contender.env };
+  const withTime = existsSync(gnuTime);
+  const timeFile = join(scratch, 'time');
+  const [file, args] = withTime
+    ? [gnuTime, ['-f', '%M', '-o', timeFile, contender.command, ...contender.argv]]
+    : [contender.command, contender.argv];
+  const started = performance.now();
+  const child = spawn(file, args, { env, stdio: 'ignore' });
+  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const status = await new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  clearTimeout(killer);
+  const wallMs = performance.now() - started;
+  const rssKiB = withTime ? Number(readFileSync(timeFile, 'utf8').trim().split('\n').at(-1)) : Number.NaN;
+  return { wallMs, rssMiB: Number.isFinite(rssKiB) ? rssKiB / 1024 : undefined, status };
+}
+
+function agentdContenders(label: string, root: string, url: string): Contender[] {
+  const bin = join(root, 'bin', 'agentd.js');
+  const env = { AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
+  return [
+    { name: `${label} --version`, command: process.execPath, argv: [bin, '--version'], env },
+    { name: `${label} --help`, command: process.execPath, argv: [bin, '--help'], env },
+    {
+      name: `${label} send --url`,
+      command: process.execPath,
+      argv: [bin, 'send', 'hello', '--url', url, '--session', 'agent:main:cli-bench'],
+      env,
+    },
+    { name: `${label} status --url`, command: process.execPath, argv: [bin, 'status', '--url', url], env },
+    {
+      name: `${label} work list --url`,
+      command: process.execPath,
+      argv: [bin, 'work', 'list', '--url', url],
+      env,
+    },
+  ];
+}
+
+export default {
+  name: 'cli-startup',
+  description:
+    "the command line's start-up: agentd --version, --help and gateway commands from spawn to exit, beside node -e 0 and the OpenClaw CLI",
+  async run() {
+    assertRuntimeBuilt();
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const before = process.env.AGENTD_BENCH_CLI_BEFORE;
+    const scratch = mkdtempSync(join(tmpdir(), 'agentd-bench-cli-'));
+    const load = loadavg().map((value) => value.toFixed(1));
+    const server = await serveRuntime({ token });
+    const url = `ws://127.0.0.1:${server.port}`;
+    const contenders: Contender[] = [
+      { name: 'node -e 0 (floor)', command: process.execPath, argv: ['-e', '0'] },
+      ...agentdContenders('agentd', root, url),
+      ...(before ? agentdContenders('agentd before', before, url) : []),
+    ];
+    const openclaw = findOpenClaw();
+    if (openclaw.bin) {
+      const ocHome = join(scratch, 'openclaw');
+      const env = { HOME: ocHome, OPENCLAW_STATE_DIR: join(ocHome, '.openclaw') };
+      contenders.push(
+        { name: 'openclaw --version', command: openclaw.bin, argv: ['--version'], env },
+        { name: 'openclaw --help', command: openclaw.bin, argv: ['--help'], env },
+      );
+    }
+    const samples = new Map<string, Sample[]>(contenders.map((contender) => [contender.name, []]));
+    try {
+      // One warm-up pass fills the file system's cache for every contender alike.
+      for (const contender of contenders) await runOnce(contender, scratch);
+      for (let round = 0; round < rounds; round++) {
+        const order = round % 2 === 0 ? contenders : [...contenders].reverse();
+        for (const contender of order) samples.get(contender.name)!.push(await runOnce(contender, scratch));
+      }
+    } finally {
+      await server.stop();
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    const floorMs = median(samples.get('node -e 0 (floor)')!.map((sample) => sample.wallMs));
+    const rows = contenders.map((contender) => {
+      const runs = samples.get(contender.name)!;
+      const walls = runs.map((sample) => sample.wallMs);
+      const rss = runs.map((sample) => sample.rssMiB).filter((value): value is number => value !== undefined);
+      const failed = runs.filter((sample) => sample.status !== 0).length;
+      return {
+        command: contender.name,
+        'median ms': Number(median(walls).toFixed(0)),
+        'min ms': Number(Math.min(...walls).toFixed(0)),
+        'max ms': Number(Math.max(...walls).toFixed(0)),
+        '× node -e 0': Number((median(walls) / floorMs).toFixed(2)),
+        'peak RSS MiB': rss.length > 0 ? Number(median(rss).toFixed(0)) : '',
+        'non-zero exits': failed,
+      };
+    });
+    return {
+      rows,
+      notes: [
+        `${rounds} rounds after one warm-up pass; each round runs every command once, in the order reversed every other round; figures are medians over the rounds (wall time from spawn to exit, peak RSS from GNU time's %M).`,
+        "The gateway commands talk to agentd's whole runtime (SQLite, the offline local model) served from this process on a free loopback port; `send` waits for the reply.",
+        openclaw.bin
+          ? `OpenClaw: ${openclaw.bin} (scripts/install-openclaw.sh, its own Node 24), with an empty state directory; only --version and --help, which need no gateway.`
+          : `OpenClaw's CLI is not installed (looked in ${openclaw.looked.join(', ')}): run scripts/install-openclaw.sh for its rows.`,
+        before
+          ? `"agentd before": the build in ${before} (its dist/).`
+          : "Set AGENTD_BENCH_CLI_BEFORE=<checkout> to add another build's commands.",
+        `Machine load average when the benchmark started: ${load.join(' / ')} (1 / 5 / 15 min) on 2 cores shared with other work.`,
+      ],
+    };
+  },
+};
