@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { findOpenClaw } from './openclaw-cli.js';
+import { findOpenClaw } from '../test/helpers/openclaw.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
 import { median } from './stats.js';
 
@@ -134,7 +134,7 @@ export default {
         "The gateway commands talk to agentd's whole runtime (SQLite, the offline local model) served from this process on a free loopback port; `send` waits for the reply.",
         openclaw.bin
           ? `OpenClaw: ${openclaw.bin} (scripts/install-openclaw.sh, its own Node 24), with an empty state directory; only --version and --help, which need no gateway.`
-          : `OpenClaw's CLI is not installed (looked in ${openclaw.looked.join(', ')}): run scripts/install-openclaw.sh for its rows.`,
+          : `No OpenClaw rows: ${openclaw.reason}.`,
         before
           ? `"agentd before": the build in ${before} (its dist/).`
           : "Set AGENTD_BENCH_CLI_BEFORE=<checkout> to add another build's commands.",

@@ -25,8 +25,8 @@ import { createServer as createNetServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
+import { findOpenClaw } from '../test/helpers/openclaw.js';
 import { connectRequest } from './chat-client.js';
-import { findOpenClaw } from './openclaw-cli.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
 import { percentile } from './stats.js';
@@ -259,7 +259,6 @@ function modelStats(model: ChildProcess): Promise<{ requests: number; requestByt
     model.send({ type: 'stats' });
   });
 }
-
 
 /** The Node the wrapper runs OpenClaw on (the wrapper is `exec "<node>" "<openclaw.mjs>" "$@"`). */
 function openClawNodeVersion(bin: string): string {
@@ -597,7 +596,7 @@ export default {
     'the real OpenClaw gateway beside agentd, the same scripted OpenAI-compatible model behind both, and a bare ws floor: chat.send → final at 1 and 10 clients (p50/p99, turns/s, server CPU, RSS)',
   async run() {
     assertRuntimeBuilt();
-    const { bin, looked } = findOpenClaw();
+    const { bin, reason } = findOpenClaw();
     const stops: Array<() => Promise<void>> = [];
     const rows: Array<Record<string, string | number>> = [];
     const errors: string[] = [];
@@ -618,9 +617,7 @@ export default {
           `OpenClaw ${openclaw.version()} (${bin}, Node ${openClawNodeVersion(bin)}): gateway answered its first connect ${round((performance.now() - starting) / 1000, 1)} s after spawn`,
         );
       } else {
-        notes.push(
-          `OpenClaw not measured: no openclaw CLI (looked at ${looked.join(', ')}); run scripts/install-openclaw.sh or set OPENCLAW_BIN`,
-        );
+        notes.push(`OpenClaw not measured: ${reason}`);
       }
       // One cold turn on each side (not timed): agentd's sizes the floor's frames; OpenClaw's first turn
       // prepares its workspace and is far slower than the rest.
