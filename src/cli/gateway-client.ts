@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { WebSocket } from 'ws';
+import { createRequire } from 'node:module';
 import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/index.js';
 import { CliErrorCodes } from './output.js';
 
@@ -54,8 +54,21 @@ function toError(error: {
   });
 }
 
+/** A frame from the gateway, or `undefined` for one that is not a JSON object (it is ignored). */
+function parseFrame(data: unknown): any {
+  try {
+    const frame = JSON.parse(String(data));
+    return typeof frame === 'object' && frame !== null ? frame : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function connectGateway(options: ConnectGatewayOptions): Promise<GatewayClient> {
   const timeoutMs = options.timeoutMs ?? 30_000;
+  // Loaded here, not when the CLI starts: `--version`, `--help` and the local commands never open a socket.
+  // Required rather than imported: `ws` is CommonJS, and its ES module wrapper costs twice the time to load.
+  const { WebSocket } = createRequire(import.meta.url)('ws') as typeof import('ws');
   const socket = new WebSocket(options.url, { maxPayload: 64 * 1024 * 1024 });
   const pending = new Map<string, Pending>();
   const handlers = new Set<(event: string, payload: any, seq: number | undefined) => void>();
@@ -88,8 +101,8 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
       );
     });
     socket.on('message', function first(data) {
-      const frame = JSON.parse(String(data));
-      if (frame.type === 'event' && frame.event === 'connect.challenge') {
+      const frame = parseFrame(data);
+      if (frame?.type === 'event' && frame.event === 'connect.challenge') {
         clearTimeout(timer);
         socket.off('message', first);
         resolve();
@@ -98,13 +111,8 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
   });
 
   socket.on('message', (data) => {
-    let frame: any;
-    try {
-      frame = JSON.parse(String(data));
-    } catch {
-      return;
-    }
-    if (frame.type === 'res') {
+    const frame = parseFrame(data);
+    if (frame?.type === 'res') {
       const entry = pending.get(frame.id);
       if (!entry) return;
       if (!frame.ok) {
@@ -118,7 +126,7 @@ export async function connectGateway(options: ConnectGatewayOptions): Promise<Ga
       clearTimeout(entry.timer);
       pending.delete(frame.id);
       entry.resolve(frame.payload);
-    } else if (frame.type === 'event') {
+    } else if (frame?.type === 'event') {
       for (const handler of handlers) handler(frame.event, frame.payload, frame.seq);
     }
   });

@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
+import type { AgentdConfig } from '../config/index.js';
 import { ErrorCodes, packageVersion, SystemError } from '../util/index.js';
 import type { RunAgentWithTools } from '../workflow/index.js';
 import { registerAcpCommand } from './commands/acp.js';
@@ -32,9 +33,16 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     .exitOverride();
 
   const globals = () => program.opts<GlobalOptions>();
-  /** What the workflow commands take from the runtime, loaded by their `prepare` before an engine is made. */
+  /**
+   * What the workflow commands take from the runtime and the configuration, loaded by their `prepare` before
+   * an engine is made.
+   */
   let workflowSupport:
-    | { runtime: Awaited<ReturnType<typeof loadRuntime>>; runAgentWithTools: RunAgentWithTools }
+    | {
+        runtime: Awaited<ReturnType<typeof loadRuntime>>;
+        config: AgentdConfig;
+        runAgentWithTools: RunAgentWithTools;
+      }
     | undefined;
   const prepared = () => {
     if (!workflowSupport)
@@ -66,7 +74,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     setExitCode: (code) => {
       exitCode = code;
     },
-    openWork: async () => (await loadRuntime()).openStandaloneWork(configFrom(globals(), {}, true)),
+    openWork: async () => (await loadRuntime()).openStandaloneWork(await configFrom(globals(), {}, true)),
   });
 
   registerSkillCommands(program, {
@@ -74,7 +82,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     setExitCode: (code) => {
       exitCode = code;
     },
-    openSkills: async () => (await loadRuntime()).openStandaloneSkills(configFrom(globals(), {}, true)),
+    openSkills: async () => (await loadRuntime()).openStandaloneSkills(await configFrom(globals(), {}, true)),
   });
 
   registerGoalCommand(program, commandDeps);
@@ -83,15 +91,17 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
     prepare: async () => {
       if (workflowSupport) return;
       const runtime = await loadRuntime();
-      workflowSupport = { runtime, runAgentWithTools: runtime.createStandaloneWorkflowRunner() };
+      workflowSupport = {
+        runtime,
+        config: await configFrom(globals(), {}, true),
+        runAgentWithTools: runtime.createStandaloneWorkflowRunner(),
+      };
     },
     resolveModel: (name, override) =>
-      prepared().runtime.resolveStandaloneModel(configFrom(globals(), {}, true), name, override),
-    get stateDir() {
-      return configFrom(globals(), {}, true).home;
-    },
-    get databaseUrl() {
-      return configFrom(globals(), {}, true).databaseUrl;
+      prepared().runtime.resolveStandaloneModel(prepared().config, name, override),
+    storeLocation: async () => {
+      const { home, databaseUrl } = await configFrom(globals(), {}, true);
+      return { stateDir: home, ...(databaseUrl ? { databaseUrl } : {}) };
     },
     stdout: io.stdout,
     stderr: io.stderr,

@@ -1,5 +1,6 @@
-import { type AgentdConfig, loadConfig } from '../config/index.js';
+import type { AgentdConfig } from '../config/index.js';
 import { ErrorCodes, UserInputError } from '../util/index.js';
+import { loadConfigModule } from './lazy-modules.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -12,11 +13,12 @@ export interface GlobalOptions {
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** The configuration with the global options (`--config`, `--home`, `--model`) applied. */
-export function configFrom(
+export async function configFrom(
   globals: GlobalOptions,
   extra: Partial<Pick<AgentdConfig, 'host' | 'port'>> = {},
   quiet = false,
-): AgentdConfig {
+): Promise<AgentdConfig> {
+  const { loadConfig } = await loadConfigModule();
   const config = loadConfig({
     ...(globals.config ? { configPath: globals.config } : {}),
     overrides: {

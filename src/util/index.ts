@@ -1,11 +1,5 @@
 export { type Clock, createManualClock, sleep, systemClock } from './clock.js';
-export {
-  type DecodeJsonOptions,
-  decodeJson,
-  defaultDecodeMaxBytes,
-  type VersionUpgrades,
-  versioned,
-} from './decode-json.js';
+export { type DecodeJsonOptions, decodeJson, defaultDecodeMaxBytes } from './decode-json.js';
 export {
   AgentdError,
   type AgentdErrorOptions,

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { decodeJson, ErrorCodes, SystemError, versioned } from '../util/index.js';
+import { decodeJson, ErrorCodes, SystemError } from '../util/index.js';
 import type { Artifact } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import type { StageRecord, WorkflowTask } from './task.js';
 import { schedulerEventTypes, type TelemetryEvent, telemetryEventTypes } from './telemetry.js';
+import { versioned } from './versioned.js';
 
 /**
  * Persisted workflow JSON — task records, stage records and events — carries `schemaVersion`. Version 1 is

@@ -77,10 +77,10 @@ describe('CLI options and remote turns', () => {
     );
   });
 
-  it('applies --log-level over the quiet default of one-shot commands, and refuses an unknown level', () => {
-    expect(configFrom({}, {}, true).logLevel).toBe('warn');
-    expect(configFrom({ logLevel: 'debug' }, {}, true).logLevel).toBe('debug');
-    expect(configFrom({ logLevel: 'silent' }).logLevel).toBe('silent');
-    expect(() => configFrom({ logLevel: 'loud' })).toThrow(/--log-level must be one of fatal, error/);
+  it('applies --log-level over the quiet default of one-shot commands, and refuses an unknown level', async () => {
+    expect((await configFrom({}, {}, true)).logLevel).toBe('warn');
+    expect((await configFrom({ logLevel: 'debug' }, {}, true)).logLevel).toBe('debug');
+    expect((await configFrom({ logLevel: 'silent' })).logLevel).toBe('silent');
+    await expect(configFrom({ logLevel: 'loud' })).rejects.toThrow(/--log-level must be one of fatal, error/);
   });
 });

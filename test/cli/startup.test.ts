@@ -4,16 +4,22 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { ledgerEntryTypes } from '../../src/ledger/index.js';
 import { skillProposalStatuses } from '../../src/skills/index.js';
 import { workStates } from '../../src/work/index.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
- * Runs the CLI from source in a process of its own, with a module hook that reports every file of the
- * repository's `src/` it loads: which subsystems a command starts with.
+ * Runs the CLI from source in a process of its own, with a module hook that reports every file it loads
+ * (of the repository's `src/`, and the packages): which subsystems a command starts with.
  */
-function runWithModules(args: string[]): { status: number | null; stdout: string; modules: string[] } {
+function runWithModules(args: string[]): {
+  status: number | null;
+  stdout: string;
+  modules: string[];
+  packages: Set<string>;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-cli-startup-'));
   writeFileSync(
     join(dir, 'hooks.mjs'),
@@ -24,40 +30,68 @@ function runWithModules(args: string[]): { status: number | null; stdout: string
 }
 `,
   );
+  // The resolve hook sees what is imported; what is required (the CLI requires `ws`) is in require's cache.
   writeFileSync(
     join(dir, 'register.mjs'),
-    "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n",
+    `import { createRequire, register } from 'node:module';
+import { pathToFileURL } from 'node:url';
+register('./hooks.mjs', import.meta.url);
+const required = createRequire(import.meta.url).cache;
+process.on('exit', () => {
+  for (const path of Object.keys(required)) process.stderr.write('LOADED ' + pathToFileURL(path).href + '\\n');
+});
+`,
   );
   const result = spawnSync(
     process.execPath,
     ['--import', 'tsx', '--import', join(dir, 'register.mjs'), 'src/cli/bin.ts', '--home', dir, ...args],
     { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, AGENTD_LOG_LEVEL: 'silent' } },
   );
-  const modules = [
-    ...new Set(
-      result.stderr
-        .split('\n')
-        .filter((line) => line.startsWith('LOADED file:'))
-        .map((line) => relative(repoRoot, fileURLToPath(line.slice('LOADED '.length))))
-        .filter((path) => path.startsWith('src/')),
-    ),
-  ];
-  return { status: result.status, stdout: result.stdout, modules };
+  const loaded = result.stderr
+    .split('\n')
+    .filter((line) => line.startsWith('LOADED file:'))
+    .map((line) => relative(repoRoot, fileURLToPath(line.slice('LOADED '.length))));
+  const modules = [...new Set(loaded.filter((path) => path.startsWith('src/')))];
+  // `node_modules/<name>/…` or `node_modules/@scope/<name>/…` → the package's name.
+  const packages = new Set(
+    loaded.flatMap((path) => {
+      const match = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path);
+      return match?.[1] ? [match[1]] : [];
+    }),
+  );
+  return { status: result.status, stdout: result.stdout, modules, packages };
 }
+
+/** What a command that prints or talks to a gateway has no use for: the configuration, its schemas, files. */
+const configurationModules = { folders: ['src/config', 'src/ledger'], packages: ['zod', 'yaml'] };
 
 const loadedFolders = (modules: string[]) =>
   new Set(modules.map((path) => path.split('/').slice(0, 2).join('/').replace(/\.ts$/, '')));
 
 describe('the CLI starts without the runtime', () => {
-  it('prints its version with no subsystem loaded', () => {
-    const { status, stdout, modules } = runWithModules(['--version']);
+  it.each([
+    [['--version'], /^\d+\.\d+\.\d+/],
+    [['--help'], /Usage: agentd/],
+  ])('prints `%s` with no subsystem, no configuration and no WebSocket loaded', (args, expected) => {
+    const { status, stdout, modules, packages } = runWithModules(args);
     expect(status).toBe(0);
-    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
-    // The hook saw the CLI itself: the check below is about what it left out.
+    expect(stdout.trim()).toMatch(expected);
+    // The hook saw the CLI itself and its command-line parser: the checks below are about what it left out.
     expect(modules).toContain('src/cli/main.ts');
+    expect(packages.has('commander')).toBe(true);
     const folders = loadedFolders(modules);
-    for (const heavy of ['src/runtime', 'src/store', 'src/memory', 'src/work', 'src/workflow', 'src/model'])
+    for (const heavy of [
+      'src/runtime',
+      'src/store',
+      'src/memory',
+      'src/work',
+      'src/workflow',
+      'src/model',
+      ...configurationModules.folders,
+    ])
       expect(folders.has(heavy), `${heavy} loaded`).toBe(false);
+    for (const name of [...configurationModules.packages, 'ws'])
+      expect(packages.has(name), `${name} loaded`).toBe(false);
   });
 
   it.each([
@@ -75,14 +109,33 @@ describe('the CLI starts without the runtime', () => {
     },
   );
 
-  it('loads no work module for a work command over --url that prints no help', () => {
+  it.each([
+    ['work', 'list'],
+    ['send', 'hello'],
+    ['status', '--json'],
+  ])('loads neither the runtime nor the configuration for `%s %s --url`', (...args) => {
     // Nothing listens on port 9: the command fails to connect, after deciding what to load.
-    const { status, modules } = runWithModules(['work', 'list', '--url', 'ws://127.0.0.1:9', '--token', 't']);
+    const { status, modules, packages } = runWithModules([
+      ...args,
+      '--url',
+      'ws://127.0.0.1:9',
+      '--token',
+      't',
+    ]);
     expect(status).not.toBe(0);
     expect(modules).toContain('src/cli/gateway-client.ts');
+    expect(packages.has('ws')).toBe(true);
     const folders = loadedFolders(modules);
-    expect(folders.has('src/work')).toBe(false);
-    expect(folders.has('src/runtime')).toBe(false);
+    for (const unused of ['src/work', 'src/runtime', 'src/store', ...configurationModules.folders])
+      expect(folders.has(unused), `${unused} loaded`).toBe(false);
+    for (const name of configurationModules.packages)
+      expect(packages.has(name), `${name} loaded`).toBe(false);
+  });
+
+  it('lists the ledger entry types in `ledger show --help`', () => {
+    const { status, stdout } = runWithModules(['ledger', 'show', '--help']);
+    expect(status).toBe(0);
+    expect(stdout.replace(/\s+/g, ' ')).toContain(`only one entry type: ${ledgerEntryTypes.join(', ')}`);
   });
 
   it('lists the proposal statuses in `skills proposals --help`', () => {

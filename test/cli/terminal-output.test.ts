@@ -34,9 +34,10 @@ function workflowCli(terminal?: Terminal) {
   const out: string[] = [];
   const err: string[] = [];
   const program = new Command().exitOverride();
+  const stateDir = tempHome('agentd-cli-');
   registerWorkflowCommands(program, {
     resolveModel: (name) => resolveModel(name ?? 'local/agentd-local', { env: {} }),
-    stateDir: tempHome('agentd-cli-'),
+    storeLocation: async () => ({ stateDir }),
     cwd: tempHome('agentd-cli-'),
     env: {},
     stdout: (text) => out.push(text),

@@ -22,7 +22,7 @@ function cli(options: { stdin?: NodeJS.ReadableStream; cwd?: string; stateDir?: 
     .configureOutput({ writeOut: (text) => out.push(text), writeErr: (text) => err.push(text) });
   registerWorkflowCommands(program, {
     resolveModel: (name) => resolveModel(name ?? 'local/agentd-local', { env: {} }),
-    stateDir,
+    storeLocation: async () => ({ stateDir }),
     cwd,
     env: {},
     stdout: (text) => out.push(text),

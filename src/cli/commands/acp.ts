@@ -6,7 +6,7 @@ import { loadRuntime } from '../lazy-modules.js';
 import { type CliIo, reportError } from '../output.js';
 
 export interface AcpCommandDeps {
-  config(): AgentdConfig;
+  config(): Promise<AgentdConfig>;
   io: CliIo;
   setExitCode(code: number): void;
 }
@@ -25,7 +25,7 @@ export function registerAcpCommand(program: Command, deps: AcpCommandDeps): void
           import('@agentclientprotocol/sdk'),
         ]);
         // stdout carries the protocol; the runtime logs to stderr.
-        runtime = await createRuntime({ config: deps.config() });
+        runtime = await createRuntime({ config: await deps.config() });
         await runtime.startBackground();
         const connection = acpAgentFor(runtime, options.agent).connect(
           ndJsonStream(

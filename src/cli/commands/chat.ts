@@ -21,7 +21,7 @@ const remoteTurnTimeoutMs = 600_000;
 
 /** What the commands need from the program: the configuration, the output, the exit code. */
 export interface CliCommandDeps {
-  config(): AgentdConfig;
+  config(): Promise<AgentdConfig>;
   io: CliIo;
   setExitCode(code: number): void;
 }
@@ -60,7 +60,7 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
             backend = remoteChatBackend(client, sessionKey, options.timeoutMs);
           } else {
             runtime = await (await loadRuntime()).createRuntime({
-              config: deps.config(),
+              config: await deps.config(),
               ...terminalLogDestination(),
             });
             backend = localChatBackend(runtime, options.agent, sessionKey, options.timeoutMs);
@@ -114,7 +114,7 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
           backend = remoteChatBackend(client, sessionKey);
         } else {
           runtime = await (await loadRuntime()).createRuntime({
-            config: deps.config(),
+            config: await deps.config(),
             ...terminalLogDestination(),
           });
           backend = localChatBackend(runtime, options.agent, sessionKey);

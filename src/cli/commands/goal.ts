@@ -127,7 +127,7 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
             return;
           }
           const runtime = await (await loadRuntime()).createRuntime({
-            config: deps.config(),
+            config: await deps.config(),
             ...terminalLogDestination(),
           });
           try {

@@ -7,7 +7,7 @@ import { loadRuntime } from '../lazy-modules.js';
 import { type CliIo, ExitCodes, printJson, reportError } from '../output.js';
 
 export interface McpCommandDeps {
-  config(): AgentdConfig;
+  config(): Promise<AgentdConfig>;
   io: CliIo;
   setExitCode(code: number): void;
 }
@@ -36,7 +36,7 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
     .action(async (options: { json?: boolean }) => {
       const json = options.json ?? false;
       try {
-        const servers = await (await loadRuntime()).checkMcpServers(deps.config());
+        const servers = await (await loadRuntime()).checkMcpServers(await deps.config());
         // The listing shows the state the first attempt reached, not the `closed` the shutdown left.
         if (json) printJson(deps.io, { servers });
         else printServers(deps.io, servers);
@@ -59,7 +59,7 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
       let runtime: Runtime | undefined;
       try {
         const { createRuntime, serveAgentdMcpStdio, startAgentdMcpHttpServer } = await loadRuntime();
-        runtime = await createRuntime({ config: deps.config() });
+        runtime = await createRuntime({ config: await deps.config() });
         await runtime.startBackground();
         const active = runtime;
         const stopped = new Promise<void>((resolve) => {

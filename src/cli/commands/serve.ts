@@ -8,7 +8,7 @@ import { terminalLogDestination } from '../pretty-log.js';
 
 export interface ServeCommandDeps {
   /** The configuration with `serve`'s own overrides (port, host) applied. */
-  config(extra: Partial<Pick<AgentdConfig, 'host' | 'port'>>): AgentdConfig;
+  config(extra: Partial<Pick<AgentdConfig, 'host' | 'port'>>): Promise<AgentdConfig>;
   io: CliIo;
   setExitCode(code: number): void;
 }
@@ -44,7 +44,7 @@ export function registerServeCommand(program: Command, deps: ServeCommandDeps): 
     .action(async (options: { port?: number; host?: string; auth: boolean; json?: boolean }) => {
       let runtime: Runtime | undefined;
       try {
-        const config = deps.config({
+        const config = await deps.config({
           ...(options.port !== undefined ? { port: options.port } : {}),
           ...(options.host ? { host: options.host } : {}),
         });

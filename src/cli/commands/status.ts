@@ -1,9 +1,8 @@
 import { createServer } from 'node:net';
 import type { Command } from 'commander';
-import { providerSettings } from '../../config/index.js';
 import type { ProviderCredentials } from '../../model/index.js';
 import { silentLogger } from '../../util/index.js';
-import { loadModel, loadRuntime, loadStore } from '../lazy-modules.js';
+import { loadConfigModule, loadModel, loadRuntime, loadStore } from '../lazy-modules.js';
 import { ExitCodes, printJson, reportError } from '../output.js';
 import { terminalLogDestination } from '../pretty-log.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
@@ -34,7 +33,7 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
           }
         } else {
           const runtime = await (await loadRuntime()).createRuntime({
-            config: deps.config(),
+            config: await deps.config(),
             ...terminalLogDestination(),
           });
           try {
@@ -63,7 +62,7 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
       const json = options.json ?? false;
       const checks: Array<{ check: string; ok: boolean; detail: string }> = [];
       try {
-        const config = deps.config();
+        const config = await deps.config();
         const major = Number(process.versions.node.split('.')[0]);
         checks.push({
           check: 'node',
@@ -90,7 +89,7 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
         } catch (error) {
           checks.push({ check: 'store', ok: false, detail: (error as Error).message });
         }
-        const credentials = providerSettings(config.credentials);
+        const credentials = (await loadConfigModule()).providerSettings(config.credentials);
         const name = config.model ?? defaultModelName(process.env, credentials);
         try {
           resolveModel(name, { credentials });

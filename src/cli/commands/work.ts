@@ -1,16 +1,9 @@
 import { type Command, Option } from 'commander';
-import { z } from 'zod';
-import {
-  formatLedgerEntries,
-  type Ledger,
-  type LedgerEntry,
-  type LedgerEntryType,
-  ledgerEntryTypes,
-} from '../../ledger/index.js';
+import type { Ledger, LedgerEntry, LedgerEntryType } from '../../ledger/index.js';
 import { AgentdError, ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
 import type { WorkClass, WorkItem, WorkQueue, WorkState } from '../../work/index.js';
 import type { GatewayClient } from '../gateway-client.js';
-import { fillHelpWhenAsked, loadWork } from '../lazy-modules.js';
+import { fillHelpWhenAsked, loadLedger, loadWork } from '../lazy-modules.js';
 import { type CliIo, printJson, processIo, reportError, terminalOf } from '../output.js';
 import { connectFromOptions, type RemoteOptions, tokenOption, urlOption } from '../remote.js';
 import { paintState } from '../terminal.js';
@@ -95,7 +88,14 @@ async function remoteReader(options: RemoteOptions): Promise<WorkReader> {
   };
 }
 
-const paramsSchema = z.record(z.string(), z.unknown());
+/** `--params`: a JSON object. zod is loaded for it here, so the other work commands start without it. */
+async function parseParams(text: string): Promise<Record<string, unknown>> {
+  const { z } = await import('zod');
+  return parseUntrustedJson(text, z.record(z.string(), z.unknown()), {
+    maxBytes: 64 * 1024,
+    what: '--params',
+  });
+}
 
 /** What `work submit` prints: the queue's answer, from the database or from `work.submit`. */
 interface SubmitAnswer {
@@ -271,10 +271,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           session?: string;
         },
       ) => {
-        const submission = () => {
-          const params = options.params
-            ? parseUntrustedJson(options.params, paramsSchema, { maxBytes: 64 * 1024, what: '--params' })
-            : {};
+        const submission = async () => {
+          const params = options.params ? await parseParams(options.params) : {};
           const priority = parseInteger('--priority', options.priority);
           return {
             kind,
@@ -300,8 +298,8 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
         };
         await change(
           options,
-          async ({ queue }) => print(await queue.submit(submission())),
-          async (client) => print(await client.call<SubmitAnswer>('work.submit', submission())),
+          async ({ queue }) => print(await queue.submit(await submission())),
+          async (client) => print(await client.call<SubmitAnswer>('work.submit', await submission())),
         );
       },
     );
@@ -396,7 +394,9 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
             io.stdout(`    ${child.id}  ${paintState(color, child.state)}  ${child.title}\n`);
         }
         if (entries.length > 0)
-          io.stdout(`  ledger:\n${formatLedgerEntries(entries).replace(/^/gm, '    ')}\n`);
+          io.stdout(
+            `  ledger:\n${(await loadLedger()).formatLedgerEntries(entries).replace(/^/gm, '    ')}\n`,
+          );
       }),
     );
 
@@ -470,16 +470,21 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     });
 
   const ledgerCommand = program.command('ledger').description('the typed work ledger');
+  const typeOption = new Option('--type <type>', 'only one entry type');
+  fillHelpWhenAsked(program, ledgerCommand, async () => {
+    typeOption.description = `only one entry type: ${(await loadLedger()).ledgerEntryTypes.join(', ')}`;
+  });
   ledgerCommand
     .command('show')
     .description("a work item's ledger entries")
     .argument('<id>', 'work item id')
-    .option('--type <type>', `only one entry type: ${ledgerEntryTypes.join(', ')}`)
+    .addOption(typeOption)
     .option('--last <n>', 'only the last n entries')
     .option('--json', 'print JSON')
     .addOption(urlOption("read a work item's ledger from a running agentd gateway (work.get)"))
     .addOption(tokenOption())
     .action(async (id: string, options: ReadOptions & { type?: string; last?: string }) => {
+      const { formatLedgerEntries, ledgerEntryTypes } = await loadLedger();
       const print = (entries: LedgerEntry[]) => {
         if (options.json) printJson(io, { workItemId: id, entries });
         else

@@ -28,13 +28,8 @@ export interface WorkflowCommandDeps {
   resolveModel(name?: string, options?: { apiKey?: string; baseUrl?: string }): LanguageModel;
   /** Loads what `resolveModel` needs, before an engine is made (the CLI loads the runtime's modules then). */
   prepare?(): Promise<void>;
-  /**
-   * agentd's state directory: runs and persistent memory go to its store (`agentd.db`, or `databaseUrl`);
-   * REPL history and evaluation baselines to `<stateDir>/workflows/<workflow id>`.
-   */
-  stateDir: string;
-  /** The configured Postgres URL, when agentd runs on Postgres: the store is opened there instead. */
-  databaseUrl?: string;
+  /** Where runs are kept (the CLI reads it from the configuration, which it loads only for a command using it). */
+  storeLocation(): Promise<WorkflowStoreLocation>;
   stdout(text: string): void;
   stderr(text: string): void;
   /** Input of `agentd repl`; default `process.stdin`. */
@@ -54,8 +49,18 @@ export interface WorkflowCommandDeps {
   terminal?: Terminal;
 }
 
-function workflowStateDir(deps: WorkflowCommandDeps, workflowId: string): string {
-  return join(deps.stateDir, 'workflows', workflowId);
+export interface WorkflowStoreLocation {
+  /**
+   * agentd's state directory: runs and persistent memory go to its store (`agentd.db`, or `databaseUrl`);
+   * REPL history and evaluation baselines to `<stateDir>/workflows/<workflow id>`.
+   */
+  stateDir: string;
+  /** The configured Postgres URL, when agentd runs on Postgres: the store is opened there instead. */
+  databaseUrl?: string;
+}
+
+function workflowStateDir(stateDir: string, workflowId: string): string {
+  return join(stateDir, 'workflows', workflowId);
 }
 
 async function fail(deps: WorkflowCommandDeps, error: unknown, json: boolean): Promise<void> {
@@ -75,11 +80,11 @@ interface OfflineModelUse {
 }
 
 /** The platform store the CLI's runs are kept in: the same database the server uses. */
-async function openStore(deps: WorkflowCommandDeps): Promise<Store> {
+async function openStore(location: WorkflowStoreLocation): Promise<Store> {
   const { createStore } = await loadStore();
   return createStore({
-    stateDir: deps.stateDir,
-    ...(deps.databaseUrl ? { databaseUrl: deps.databaseUrl } : {}),
+    stateDir: location.stateDir,
+    ...(location.databaseUrl ? { databaseUrl: location.databaseUrl } : {}),
     logger: silentLogger,
   });
 }
@@ -93,9 +98,16 @@ async function openEngine(
   const cwd = deps.cwd ?? process.cwd();
   const { loadWorkflow } = await loadWorkflowEngine();
   const workflow = await loadWorkflow(resolve(cwd, dir));
-  const store = await openStore(deps);
+  const location = await deps.storeLocation();
+  const store = await openStore(location);
   try {
-    const engine = await createEngine(deps, workflow, store.db, cwd, offline);
+    const engine = await createEngine(
+      deps,
+      workflow,
+      store.db,
+      { cwd, stateDir: location.stateDir },
+      offline,
+    );
     return {
       ...engine,
       async close() {
@@ -113,7 +125,7 @@ async function createEngine(
   deps: WorkflowCommandDeps,
   workflow: LoadedWorkflow,
   database: SqlDatabase,
-  cwd: string,
+  { cwd, stateDir }: { cwd: string; stateDir: string },
   offline: OfflineModelUse,
 ): Promise<WorkflowEngine> {
   await deps.prepare?.();
@@ -132,7 +144,7 @@ async function createEngine(
       return model;
     },
     database,
-    stateDir: workflowStateDir(deps, workflow.id),
+    stateDir: workflowStateDir(stateDir, workflow.id),
     workDir: cwd,
     ...(override ? { modelOverride: override } : {}),
     ...(deps.runAgentWithTools ? { runAgentWithTools: deps.runAgentWithTools } : {}),
@@ -257,8 +269,8 @@ function parseInput(options: { input?: string; inputFile?: string }, cwd: string
  * Workflow databases that earlier versions kept per workflow (`<stateDir>/workflows/<id>/workflow.db`):
  * read only, so runs recorded there can still be inspected.
  */
-function workflowDatabases(deps: WorkflowCommandDeps): string[] {
-  const root = join(deps.stateDir, 'workflows');
+function workflowDatabases(stateDir: string): string[] {
+  const root = join(stateDir, 'workflows');
   if (!existsSync(root)) return [];
   return readdirSync(root)
     .map((name) => join(root, name, 'workflow.db'))
@@ -468,7 +480,8 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
       try {
         const { createSqlRecordStore, inspectPersistedRun } = await loadWorkflowEngine();
         let report: InspectionReport | undefined;
-        if (options.url) {
+        const location = options.url ? undefined : await deps.storeLocation();
+        if (!location) {
           const client = await connectFromOptions(options);
           try {
             report = (await client.call<{ report: InspectionReport }>('workflow.inspect', { taskId })).report;
@@ -476,14 +489,14 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
             await client.close();
           }
         } else {
-          const store = await openStore(deps);
+          const store = await openStore(location);
           try {
             report = await inspectPersistedRun(createSqlRecordStore(store.db), taskId);
           } finally {
             await store.close();
           }
         }
-        for (const path of report || options.url ? [] : workflowDatabases(deps)) {
+        for (const path of report || !location ? [] : workflowDatabases(location.stateDir)) {
           const db: SqlDatabase = (await loadStore()).createSqliteDatabase({ path });
           try {
             report = await inspectPersistedRun(createSqlRecordStore(db), taskId);
@@ -495,7 +508,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         if (!report)
           throw new UserInputError({
             code: ErrorCodes.notFound,
-            message: `no workflow task ${taskId} in the store of ${deps.stateDir}`,
+            message: `no workflow task ${taskId} ${location ? `in the store of ${location.stateDir}` : `at ${options.url}`}`,
           });
         if (options.json) deps.stdout(`${JSON.stringify(report, null, 2)}\n`);
         else printReport(deps, report);
@@ -518,7 +531,7 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         await runWorkflowRepl({
           engine,
           io: { input: deps.stdin ?? process.stdin, write: deps.stdout },
-          stateDir: workflowStateDir(deps, engine.workflow.id),
+          stateDir: workflowStateDir((await deps.storeLocation()).stateDir, engine.workflow.id),
           workDir: cwd(),
           prompt: '> ',
           ...(options.profile ? { profileId: options.profile } : {}),
