@@ -1,5 +1,6 @@
-// The command line's start-up: how long `agentd --version`, `--help` and the commands that talk to a running
-// gateway take from spawn to exit, and their peak RSS, beside `node -e 0` (the floor: Node's own start) and
+// The command line's start-up: how long `agentd --version`, `--help`, the commands that talk to a running
+// gateway and `send` without one (a runtime in the command's process, on SQLite) take from spawn to exit,
+// and their peak RSS, beside `node -e 0` (the floor: Node's own start) and
 // the real OpenClaw CLI's `--version` and `--help` (scripts/install-openclaw.sh; left out when it is not
 // installed). Every command runs once per round, the rounds interleave the contenders, and each figure is the
 // median over the rounds. AGENTD_BENCH_CLI_BEFORE=<checkout> adds the same agentd commands from another
@@ -51,9 +52,11 @@ async function runOnce(contender: Contender, scratch: string): Promise<Sample> {
   return { wallMs, rssMiB: Number.isFinite(rssKiB) ? rssKiB / 1024 : undefined, status };
 }
 
-function agentdContenders(label: string, root: string, url: string): Contender[] {
+function agentdContenders(label: string, root: string, url: string, scratch: string): Contender[] {
   const bin = join(root, 'bin', 'agentd.js');
   const env = { AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
+  // Each build its own state directory: the warm-up pass creates and migrates its database.
+  const home = join(scratch, `${label.replace(/\W+/g, '-')}-home`);
   return [
     { name: `${label} --version`, command: process.execPath, argv: [bin, '--version'], env },
     { name: `${label} --help`, command: process.execPath, argv: [bin, '--help'], env },
@@ -61,6 +64,12 @@ function agentdContenders(label: string, root: string, url: string): Contender[]
       name: `${label} send --url`,
       command: process.execPath,
       argv: [bin, 'send', 'hello', '--url', url, '--session', 'agent:main:cli-bench'],
+      env,
+    },
+    {
+      name: `${label} send (in-process)`,
+      command: process.execPath,
+      argv: [bin, '--home', home, 'send', 'hello', '--session', 'agent:main:cli-bench'],
       env,
     },
     { name: `${label} status --url`, command: process.execPath, argv: [bin, 'status', '--url', url], env },
@@ -76,7 +85,7 @@ function agentdContenders(label: string, root: string, url: string): Contender[]
 export default {
   name: 'cli-startup',
   description:
-    "the command line's start-up: agentd --version, --help and gateway commands from spawn to exit, beside node -e 0 and the OpenClaw CLI",
+    "the command line's start-up: agentd --version, --help, gateway commands and an in-process send from spawn to exit, beside node -e 0 and the OpenClaw CLI",
   async run() {
     assertRuntimeBuilt();
     const root = fileURLToPath(new URL('..', import.meta.url));
@@ -87,8 +96,8 @@ export default {
     const url = `ws://127.0.0.1:${server.port}`;
     const contenders: Contender[] = [
       { name: 'node -e 0 (floor)', command: process.execPath, argv: ['-e', '0'] },
-      ...agentdContenders('agentd', root, url),
-      ...(before ? agentdContenders('agentd before', before, url) : []),
+      ...agentdContenders('agentd', root, url, scratch),
+      ...(before ? agentdContenders('agentd before', before, url, scratch) : []),
     ];
     const openclaw = findOpenClaw();
     if (openclaw.bin) {
@@ -131,7 +140,7 @@ export default {
       rows,
       notes: [
         `${rounds} rounds after one warm-up pass; each round runs every command once, in the order reversed every other round; figures are medians over the rounds (wall time from spawn to exit, peak RSS from GNU time's %M).`,
-        "The gateway commands talk to agentd's whole runtime (SQLite, the offline local model) served from this process on a free loopback port; `send` waits for the reply.",
+        "The gateway commands talk to agentd's whole runtime (SQLite, the offline local model) served from this process on a free loopback port; `send` waits for the reply. `send (in-process)` makes the runtime in its own process (SQLite in a state directory of its own, the local model), answers and closes it.",
         openclaw.bin
           ? `OpenClaw: ${openclaw.bin} (scripts/install-openclaw.sh, its own Node 24), with an empty state directory; only --version and --help, which need no gateway.`
           : `No OpenClaw rows: ${openclaw.reason}.`,

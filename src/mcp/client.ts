@@ -1,15 +1,7 @@
 import './events.js';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type CallToolResult,
-  McpError,
-  type Tool,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { ToolDefinition, ToolRegistry, ToolResult } from '../tools/index.js';
@@ -59,13 +51,40 @@ export function mcpToolName(server: string, tool: string): string {
   return `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 }
 
+/**
+ * The SDK's client side, loaded when the first server connects: a runtime with no MCP server configured
+ * (and `agentd send`, `chat`, `serve` start before any connects) does without it and what it pulls in
+ * (zod-to-json-schema, ajv), about a fifth of the runtime's modules.
+ */
+async function loadMcpSdk() {
+  const [client, stdio, http, types, ajv] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('@modelcontextprotocol/sdk/validation/ajv'),
+  ]);
+  return {
+    Client: client.Client,
+    getDefaultEnvironment: stdio.getDefaultEnvironment,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    McpError: types.McpError,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+    validator: new ajv.AjvJsonSchemaValidator(),
+  };
+}
+
+type McpSdk = Awaited<ReturnType<typeof loadMcpSdk>>;
+
 /** The variables a stdio server gets: the SDK's safe defaults (PATH, HOME, …) plus what is configured. */
-export function stdioServerEnv(
+function stdioServerEnv(
+  sdk: McpSdk,
   configured: Record<string, string>,
   base: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> {
   const env: Record<string, string> = {};
-  const defaults = getDefaultEnvironment();
+  const defaults = sdk.getDefaultEnvironment();
   for (const key of Object.keys(defaults)) {
     const value = base[key];
     if (value !== undefined && !value.startsWith('()')) env[key] = value;
@@ -118,7 +137,7 @@ interface ServerSlot {
  */
 export function createMcpClientManager(options: CreateMcpClientManagerOptions): McpClientManager {
   const { config, registry, bus, logger } = options;
-  const validator = new AjvJsonSchemaValidator();
+  let sdkLoaded: Promise<McpSdk> | undefined;
   const slots = new Map<string, ServerSlot>();
   let closed = false;
 
@@ -140,9 +159,15 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
     slot.tools = [];
   };
 
-  const toolDefinition = (slot: ServerSlot, client: Client, tool: Tool, name: string): ToolDefinition => {
+  const toolDefinition = (
+    sdk: McpSdk,
+    slot: ServerSlot,
+    client: Client,
+    tool: Tool,
+    name: string,
+  ): ToolDefinition => {
     const { $schema: _ignored, ...inputJsonSchema } = tool.inputSchema as Record<string, unknown>;
-    const check = validator.getValidator<Record<string, unknown>>(tool.inputSchema as never);
+    const check = sdk.validator.getValidator<Record<string, unknown>>(tool.inputSchema as never);
     const input = z.record(z.string(), z.unknown()).superRefine((value, context) => {
       const verdict = check(value);
       if (!verdict.valid) context.addIssue({ code: 'custom', message: verdict.errorMessage });
@@ -168,14 +193,14 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
         } catch (error) {
           // Protocol errors (a timeout, an unknown tool) leave the connection usable; anything else means
           // the transport broke, which for HTTP servers is the only sign that the server went away.
-          if (!(error instanceof McpError) && !context.signal.aborted) failed(slot, client, error);
+          if (!(error instanceof sdk.McpError) && !context.signal.aborted) failed(slot, client, error);
           throw error;
         }
       },
     };
   };
 
-  const registerTools = async (slot: ServerSlot, client: Client): Promise<void> => {
+  const registerTools = async (sdk: McpSdk, slot: ServerSlot, client: Client): Promise<void> => {
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
@@ -197,22 +222,22 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
         );
         continue;
       }
-      registry.register(toolDefinition(slot, client, tool, name));
+      registry.register(toolDefinition(sdk, slot, client, tool, name));
       slot.tools.push({ name, serverTool: tool.name, description: tool.description ?? '' });
     }
   };
 
-  const createTransport = (slot: ServerSlot): Transport => {
+  const createTransport = (sdk: McpSdk, slot: ServerSlot): Transport => {
     const server = slot.config;
     if ('url' in server) {
-      return new StreamableHTTPClientTransport(new URL(server.url), {
+      return new sdk.StreamableHTTPClientTransport(new URL(server.url), {
         requestInit: { headers: server.headers },
       });
     }
-    const transport = new StdioClientTransport({
+    const transport = new sdk.StdioClientTransport({
       command: server.command,
       args: server.args,
-      env: stdioServerEnv(server.env, options.env),
+      env: stdioServerEnv(sdk, server.env, options.env),
       stderr: 'pipe',
       ...(server.cwd || options.cwd ? { cwd: server.cwd ?? options.cwd } : {}),
     });
@@ -263,13 +288,15 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
     if (closed) return;
     slot.state = 'connecting';
     slot.attempt += 1;
-    const client = new Client(
+    sdkLoaded ??= loadMcpSdk();
+    const sdk = await sdkLoaded;
+    const client = new sdk.Client(
       { name: 'agentd', version: options.clientVersion ?? '0.0.0' },
       { capabilities: {} },
     );
     try {
-      await client.connect(createTransport(slot), { timeout: config.connect_timeout_ms });
-      await registerTools(slot, client);
+      await client.connect(createTransport(sdk, slot), { timeout: config.connect_timeout_ms });
+      await registerTools(sdk, slot, client);
     } catch (error) {
       await client.close().catch(() => {});
       unregisterTools(slot);
@@ -287,10 +314,10 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
     slot.attempt = 0;
     slot.lastError = undefined;
     client.onclose = () => failed(slot, client, new Error(`MCP server "${slot.name}" closed the connection`));
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, async () => {
       if (slot.client !== client) return;
       try {
-        await registerTools(slot, client);
+        await registerTools(sdk, slot, client);
         bus.publish('mcp:tools-changed', {
           server: slot.name,
           tools: slot.tools.map((tool) => tool.name),

@@ -5,6 +5,5 @@ export {
   type McpServerState,
   type McpServerStatus,
   mcpToolName,
-  stdioServerEnv,
 } from './client.js';
 export { type McpConfig, type McpServerConfig, mcpConfigSchema, mcpSecrets } from './config.js';

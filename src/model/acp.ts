@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import { type ClientConnection, client, ndJsonStream, type StopReason } from '@agentclientprotocol/sdk';
+import type { ClientConnection, StopReason } from '@agentclientprotocol/sdk';
 import { ErrorCodes } from '../util/index.js';
 import { createEventQueue } from './command.js';
 import { contextWindowFor } from './context-windows.js';
@@ -75,6 +75,8 @@ async function* runAcpTurn(
     yield { type: 'error', error: abortedError() };
     return;
   }
+  // The SDK is loaded by the first turn that uses an ACP agent as its model, not by every runtime.
+  const { client, ndJsonStream } = await import('@agentclientprotocol/sdk');
   const queue = createEventQueue();
   const name = options.command;
   const timeoutMs = options.timeoutMs ?? 300_000;

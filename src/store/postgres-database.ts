@@ -1,8 +1,9 @@
 import type { Duplex } from 'node:stream';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlRunResult, SqlValue, TransactionExecutor } from './database.js';
+import { pgDriver } from './pg-driver.js';
 import { rewritePlaceholders } from './placeholders.js';
 import {
   createTransactionScope,
@@ -72,7 +73,7 @@ const typeParsers = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if ((oid === int8Oid || oid === numericOid) && format !== 'binary')
       return (value: string) => Number(value);
-    return pg.types.getTypeParser(oid, format as 'text');
+    return pgDriver().types.getTypeParser(oid, format as 'text');
   },
 } as pg.CustomTypesConfig;
 
@@ -205,7 +206,8 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     });
   }
   const connectionOptions = startupOptions(options.schema, options.settings ?? {});
-  const pool = new pg.Pool({
+  const driver = pgDriver();
+  const pool = new driver.Pool({
     connectionString: options.connectionString,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
@@ -250,7 +252,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     reject: (error: unknown) => void,
   ): void => {
     const prepared = values ? prepare(sql, values) : undefined;
-    const statement = new pg.Query(prepared?.text ?? sql, values, (error, result) => {
+    const statement = new driver.Query(prepared?.text ?? sql, values, (error, result) => {
       if (error) reject(translateError(error));
       else resolve(result as unknown as Answer);
     });

@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../util/index.js';
+import { pgDriver } from './pg-driver.js';
 
 export interface PostgresListener {
   /** Resolves once LISTEN is active (or the listener was closed first). */
@@ -46,7 +47,7 @@ export function createPostgresListener(options: PostgresListenerOptions): Postgr
 
   const connect = async () => {
     if (closed) return;
-    const next = new pg.Client({ connectionString: options.connectionString });
+    const next = new (pgDriver().Client)({ connectionString: options.connectionString });
     next.on('notification', (message) => {
       if (message.channel === options.channel) options.onNotification(message.payload ?? '');
     });

@@ -132,6 +132,19 @@ describe('the CLI starts without the runtime', () => {
       expect(packages.has(name), `${name} loaded`).toBe(false);
   });
 
+  it('answers `send` in-process on SQLite without the packages of features it does not use', () => {
+    const { status, stdout, modules, packages } = runWithModules(['send', 'hello']);
+    expect(status).toBe(0);
+    expect(stdout).toContain('[local model]');
+    // The runtime and its database driver did load: the checks below are about what it left out.
+    expect(loadedFolders(modules).has('src/runtime')).toBe(true);
+    expect(packages.has('better-sqlite3')).toBe(true);
+    // Postgres's driver, the MCP client (no server configured), the ACP client (no ACP model) and RE2 (no
+    // search ran) load when first used.
+    for (const name of ['pg', '@modelcontextprotocol/sdk', '@agentclientprotocol/sdk', 're2js'])
+      expect(packages.has(name), `${name} loaded`).toBe(false);
+  });
+
   it('lists the ledger entry types in `ledger show --help`', () => {
     const { status, stdout } = runWithModules(['ledger', 'show', '--help']);
     expect(status).toBe(0);

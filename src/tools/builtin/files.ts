@@ -196,7 +196,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
     policyResource: (args, context) => policyPathOf(context.workspaceDir, args.path),
     async execute(args, context) {
       const target = await resolveWorkspacePath(context.workspaceDir, args.path);
-      const matcher = compileGrepPattern(args.pattern, {
+      const matcher = await compileGrepPattern(args.pattern, {
         fixedString: args.fixed_string,
         ignoreCase: args.ignore_case,
       });

@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { RE2JS, RE2JSSyntaxException } from 're2js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 
 /** Longer patterns buy nothing a model needs and grow the matcher's state (RE2 time is pattern × text). */
@@ -10,12 +9,17 @@ export const maxGrepPatternChars = 1000;
  * Compiles a model-supplied pattern with RE2 (linear time: no catastrophic backtracking). Lookaround and
  * backreferences do not exist in RE2; they are refused with a clear message instead of being emulated.
  */
-export function compileGrepPattern(pattern: string, options: { fixedString: boolean; ignoreCase: boolean }) {
+export async function compileGrepPattern(
+  pattern: string,
+  options: { fixedString: boolean; ignoreCase: boolean },
+) {
   if (pattern.length > maxGrepPatternChars)
     throw new UserInputError({
       code: ErrorCodes.invalidRequest,
       message: `The pattern is ${pattern.length} characters; the limit is ${maxGrepPatternChars}.`,
     });
+  // Loaded by the first search rather than by every runtime: RE2 is a quarter megabyte of JavaScript.
+  const { RE2JS, RE2JSSyntaxException } = await import('re2js');
   const source = options.fixedString ? RE2JS.quote(pattern) : pattern;
   try {
     return RE2JS.compile(source, options.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
