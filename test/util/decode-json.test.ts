@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decodeJson } from '../../src/util/index.js';
+import { thrownBy } from '../helpers/thrown.js';
 
 const point = z.object({ x: z.number(), y: z.number() });
-
-function decodeError(run: () => unknown) {
-  try {
-    run();
-  } catch (error) {
-    return error as { code: string; fault: string; message: string; details?: Record<string, unknown> };
-  }
-  throw new Error('expected a decode error');
-}
 
 describe('decodeJson', () => {
   it('decodes JSON of the schema, dropping keys it does not know', () => {
@@ -19,13 +11,13 @@ describe('decodeJson', () => {
   });
 
   it('refuses text that is not JSON, with a stable code and the document named', () => {
-    const error = decodeError(() => decodeJson('{"x":', point, { what: 'point p1' }));
+    const error = thrownBy(() => decodeJson('{"x":', point, { what: 'point p1' }));
     expect(error).toMatchObject({ code: 'JSON_UNDECODABLE', fault: 'system' });
     expect(error.message).toContain('point p1 cannot be read: it is not JSON');
   });
 
   it('refuses JSON of another shape, listing where', () => {
-    const error = decodeError(() => decodeJson('{"x":"1"}', point, { fault: 'user' }));
+    const error = thrownBy(() => decodeJson('{"x":"1"}', point, { fault: 'user' }));
     expect(error).toMatchObject({ code: 'JSON_UNDECODABLE', fault: 'user' });
     expect(error.details?.issues).toEqual(
       expect.arrayContaining([
@@ -37,7 +29,7 @@ describe('decodeJson', () => {
 
   it('refuses a document over the size limit before parsing it', () => {
     const big = JSON.stringify({ x: 1, y: 2, pad: 'é'.repeat(600) });
-    const error = decodeError(() => decodeJson(big, point, { maxBytes: 1000 }));
+    const error = thrownBy(() => decodeJson(big, point, { maxBytes: 1000 }));
     expect(error).toMatchObject({ code: 'JSON_UNDECODABLE', details: { maxBytes: 1000 } });
     expect(decodeJson(big, point, { maxBytes: 2000 })).toEqual({ x: 1, y: 2 });
   });

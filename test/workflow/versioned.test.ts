@@ -2,17 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { decodeJson } from '../../src/util/index.js';
 import { versioned } from '../../src/workflow/versioned.js';
+import { thrownBy } from '../helpers/thrown.js';
 
 const point = z.object({ x: z.number(), y: z.number() });
-
-function decodeError(run: () => unknown) {
-  try {
-    run();
-  } catch (error) {
-    return error as { code: string; fault: string; message: string; details?: Record<string, unknown> };
-  }
-  throw new Error('expected a decode error');
-}
 
 describe('versioned', () => {
   // Version 1 renamed `pos` to `x`; version 2 added `y` with a default of 0.
@@ -28,21 +20,19 @@ describe('versioned', () => {
   });
 
   it('refuses a record written by a newer version', () => {
-    const error = decodeError(() => decodeJson('{"schemaVersion":3,"x":1,"y":1}', current));
+    const error = thrownBy(() => decodeJson('{"schemaVersion":3,"x":1,"y":1}', current));
     expect(error.code).toBe('JSON_UNDECODABLE');
     expect(error.message).toContain('written by a newer agentd (version 3; this build reads up to 2)');
   });
 
   it('refuses a malformed version and a non-object record', () => {
-    expect(decodeError(() => decodeJson('{"schemaVersion":"2"}', current)).message).toContain(
-      'schemaVersion',
-    );
-    expect(decodeError(() => decodeJson('{"schemaVersion":1.5}', current)).message).toContain('whole number');
-    expect(decodeError(() => decodeJson('[1]', current)).message).toContain('expected an object');
+    expect(thrownBy(() => decodeJson('{"schemaVersion":"2"}', current)).message).toContain('schemaVersion');
+    expect(thrownBy(() => decodeJson('{"schemaVersion":1.5}', current)).message).toContain('whole number');
+    expect(thrownBy(() => decodeJson('[1]', current)).message).toContain('expected an object');
   });
 
   it('reports what the upgraded record lacks', () => {
-    expect(decodeError(() => decodeJson('{"schemaVersion":2,"x":1}', current)).details?.issues).toEqual([
+    expect(thrownBy(() => decodeJson('{"schemaVersion":2,"x":1}', current)).details?.issues).toEqual([
       expect.objectContaining({ path: ['y'] }),
     ]);
   });
