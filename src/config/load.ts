@@ -1,7 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
+import { ErrorCodes, formatZodIssues, UserInputError, yamlParser } from '../util/index.js';
 import {
   type AgentDefinition,
   type ConfigFile,
@@ -84,7 +83,7 @@ function readConfigFile(path: string): ConfigFile {
     throw configError(`${path} is ${size} bytes; config files are limited to 1 MiB.`);
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8'), { maxAliasCount: maxYamlAliases }) ?? {};
+    raw = yamlParser().parse(readFileSync(path, 'utf8'), { maxAliasCount: maxYamlAliases }) ?? {};
   } catch (error) {
     throw configError(`${path} is not valid YAML: ${(error as Error).message}`);
   }
@@ -111,7 +110,7 @@ function readSecretFile(path: string, key: string | undefined, warnings: string[
   if (!key) return text.trim();
   let parsed: unknown;
   try {
-    parsed = parseYaml(text, { maxAliasCount: maxYamlAliases });
+    parsed = yamlParser().parse(text, { maxAliasCount: maxYamlAliases });
   } catch {
     throw configError(`credential file ${path} is not JSON or YAML, but file_key "${key}" was given.`);
   }

@@ -1,6 +1,5 @@
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { formatZodIssues } from '../util/index.js';
+import { formatZodIssues, yamlParser } from '../util/index.js';
 
 /** Agent Skills spec: 1–64 chars, lowercase letters, digits and single inner hyphens. */
 export const skillNamePattern = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
@@ -74,7 +73,7 @@ export function parseSkillFile(text: string): ParsedSkillFile {
   const body = afterMarker < 0 ? '' : normalized.slice(afterMarker + 1);
   let raw: unknown;
   try {
-    raw = parseYaml(normalized.slice(4, end));
+    raw = yamlParser().parse(normalized.slice(4, end));
   } catch (error) {
     return {
       ok: false,

@@ -1,6 +1,5 @@
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { stringify as stringifyYaml } from 'yaml';
 import type { Bus } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { estimateTokens } from '../model/index.js';
@@ -13,6 +12,7 @@ import {
   silentLogger,
   systemClock,
   UserInputError,
+  yamlParser,
 } from '../util/index.js';
 import { parseSkillFile, type SkillFrontmatter, skillNameProblem } from './frontmatter.js';
 
@@ -441,7 +441,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
             : {}),
         updated_at: new Date(now).toISOString(),
       };
-      const text = `---\n${stringifyYaml(frontmatter).trimEnd()}\n---\n\n${input.content.trim()}\n`;
+      const text = `---\n${yamlParser().stringify(frontmatter).trimEnd()}\n---\n\n${input.content.trim()}\n`;
       const check = parseSkillFile(text);
       if (!check.ok)
         throw new UserInputError({

@@ -26,3 +26,4 @@ export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
 export { createSignalWatchers, type SignalWatchers } from './signal-watchers.js';
 export { disableAllocationSitePretenuring } from './v8-tuning.js';
+export { yamlParser } from './yaml.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { yamlParser } from '../util/index.js';
 import type { CredentialsManifest } from './manifest-schemas.js';
 
 /** What may be shown about a credential: never the secret itself. */
@@ -122,7 +122,7 @@ function readSecretFile(path: string, fileKey: string | undefined): string | und
   try {
     document = JSON.parse(text);
   } catch {
-    document = parseYaml(text);
+    document = yamlParser().parse(text);
   }
   let value: unknown = document;
   for (const part of fileKey.split('.')) {

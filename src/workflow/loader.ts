@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { yamlParser } from '../util/index.js';
 import { buildDag, type WorkflowDag } from './dag.js';
 import {
   type ManifestKey,
@@ -144,7 +144,7 @@ export async function loadWorkflow(
     }
     const text = readFileSync(path, 'utf8');
     hashes[spec.file] = sha256(text);
-    const document = parseDocument(text);
+    const document = yamlParser().parseDocument(text);
     if (document.errors.length > 0) {
       for (const error of document.errors) {
         const line = error.linePos?.[0];

@@ -145,6 +145,15 @@ describe('the CLI starts without the runtime', () => {
       expect(packages.has(name), `${name} loaded`).toBe(false);
   });
 
+  it('makes a runtime for `status` without the YAML parser when there is no document to read', () => {
+    const { status, stdout, modules, packages } = runWithModules(['status', '--json']);
+    expect(status).toBe(0);
+    expect(JSON.parse(stdout)).toHaveProperty('sessions');
+    expect(loadedFolders(modules).has('src/runtime')).toBe(true);
+    // No agentd.yaml, no workflow, and no turn that would list the skills' front matter.
+    expect(packages.has('yaml')).toBe(false);
+  });
+
   it('lists the ledger entry types in `ledger show --help`', () => {
     const { status, stdout } = runWithModules(['ledger', 'show', '--help']);
     expect(status).toBe(0);
