@@ -1,8 +1,8 @@
 // The command line's start-up: how long `agentd --version`, `--help`, the commands that talk to a running
 // gateway and `send` without one (a runtime in the command's process, on SQLite) take from spawn to exit,
-// and their peak RSS, beside `node -e 0` (the floor: Node's own start) and
-// the real OpenClaw CLI's `--version` and `--help` (scripts/install-openclaw.sh; left out when it is not
-// installed). Every command runs once per round, the rounds interleave the contenders, and each figure is the
+// with their peak RSS, and `serve` until its gateway listens; beside `node -e 0` (the floor: Node's own
+// start) and the real OpenClaw CLI's `--version` and `--help` (scripts/install-openclaw.sh; left out when it
+// is not installed). Every command runs once per round, the rounds interleave the contenders, and each figure is the
 // median over the rounds. AGENTD_BENCH_CLI_BEFORE=<checkout> adds the same agentd commands from another
 // build (its dist/ built), for a before/after in the same run.
 import { spawn } from 'node:child_process';
@@ -23,6 +23,8 @@ interface Contender {
   command: string;
   argv: string[];
   env?: Record<string, string>;
+  /** For a command that keeps running (`serve`): timed to the first output matching this, then stopped. */
+  ready?: RegExp;
 }
 
 interface Sample {
@@ -36,6 +38,7 @@ interface Sample {
  * commands talk to runs in this process, so the event loop must keep turning while they run.
  */
 async function runOnce(contender: Contender, scratch: string): Promise<Sample> {
+  if (contender.ready) return runUntilReady(contender, contender.ready);
   const env = { ...process.env, ...contender.env };
   const withTime = existsSync(gnuTime);
   const timeFile = join(scratch, 'time');
@@ -52,6 +55,41 @@ async function runOnce(contender: Contender, scratch: string): Promise<Sample> {
   return { wallMs, rssMiB: Number.isFinite(rssKiB) ? rssKiB / 1024 : undefined, status };
 }
 
+/** Spawn to the first output matching `ready`, then SIGTERM; no RSS (GNU time would not pass the signal on). */
+async function runUntilReady(contender: Contender, ready: RegExp): Promise<Sample> {
+  const started = performance.now();
+  const child = spawn(contender.command, contender.argv, {
+    env: { ...process.env, ...contender.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const readyMs = await new Promise<number | undefined>((resolve) => {
+    const killer = setTimeout(() => resolve(undefined), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (!ready.test(output)) return;
+      clearTimeout(killer);
+      resolve(performance.now() - started);
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', () => {
+      clearTimeout(killer);
+      resolve(undefined);
+    });
+  });
+  const exited = new Promise((resolve) =>
+    child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
+  );
+  child.kill('SIGTERM');
+  await exited;
+  return {
+    wallMs: readyMs ?? Number.NaN,
+    rssMiB: undefined,
+    status: readyMs === undefined ? null : 0,
+  };
+}
+
 function agentdContenders(label: string, root: string, url: string, scratch: string): Contender[] {
   const bin = join(root, 'bin', 'agentd.js');
   const env = { AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
@@ -65,6 +103,13 @@ function agentdContenders(label: string, root: string, url: string, scratch: str
       command: process.execPath,
       argv: [bin, 'send', 'hello', '--url', url, '--session', 'agent:main:cli-bench'],
       env,
+    },
+    {
+      name: `${label} serve, until ready`,
+      command: process.execPath,
+      argv: [bin, '--home', home, 'serve', '--port', '0'],
+      env,
+      ready: /dashboard:/,
     },
     {
       name: `${label} send (in-process)`,
@@ -139,7 +184,7 @@ export default {
     return {
       rows,
       notes: [
-        `${rounds} rounds after one warm-up pass; each round runs every command once, in the order reversed every other round; figures are medians over the rounds (wall time from spawn to exit, peak RSS from GNU time's %M).`,
+        `${rounds} rounds after one warm-up pass; each round runs every command once, in the order reversed every other round; figures are medians over the rounds (wall time from spawn to exit, peak RSS from GNU time's %M). \`serve, until ready\` is timed from spawn to its \`dashboard:\` line (the gateway listening), on the state directory \`send (in-process)\` uses, then stopped; no RSS for it.`,
         "The gateway commands talk to agentd's whole runtime (SQLite, the offline local model) served from this process on a free loopback port; `send` waits for the reply. `send (in-process)` makes the runtime in its own process (SQLite in a state directory of its own, the local model), answers and closes it.",
         openclaw.bin
           ? `OpenClaw: ${openclaw.bin} (scripts/install-openclaw.sh, its own Node 24), with an empty state directory; only --version and --help, which need no gateway.`
