@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { AgentdError, ErrorCodes, SystemError, UserInputError } from '../util/index.js';
+import { AgentdError, ErrorCodes, lazyPackage, SystemError, UserInputError } from '../util/index.js';
 import { CliErrorCodes } from './output.js';
 
 /** An OpenClaw-protocol (v4) client, used by `agentd send|chat|status --url` and by tests and benchmarks. */
@@ -54,6 +53,9 @@ function toError(error: {
   });
 }
 
+/** `ws`, loaded with the first connection: `--version`, `--help` and the local commands never open one. */
+const webSocketPackage = lazyPackage<typeof import('ws')>('ws');
+
 /** A frame from the gateway, or `undefined` for one that is not a JSON object (it is ignored). */
 function parseFrame(data: unknown): any {
   try {
@@ -66,9 +68,7 @@ function parseFrame(data: unknown): any {
 
 export async function connectGateway(options: ConnectGatewayOptions): Promise<GatewayClient> {
   const timeoutMs = options.timeoutMs ?? 30_000;
-  // Loaded here, not when the CLI starts: `--version`, `--help` and the local commands never open a socket.
-  // Required rather than imported: `ws` is CommonJS, and its ES module wrapper costs twice the time to load.
-  const { WebSocket } = createRequire(import.meta.url)('ws') as typeof import('ws');
+  const { WebSocket } = webSocketPackage();
   const socket = new WebSocket(options.url, { maxPayload: 64 * 1024 * 1024 });
   const pending = new Map<string, Pending>();
   const handlers = new Set<(event: string, payload: any, seq: number | undefined) => void>();

@@ -53,8 +53,7 @@ export function mcpToolName(server: string, tool: string): string {
 
 /**
  * The SDK's client side, loaded when the first server connects: a runtime with no MCP server configured
- * (and `agentd send`, `chat`, `serve` start before any connects) does without it and what it pulls in
- * (zod-to-json-schema, ajv), about a fifth of the runtime's modules.
+ * never loads it, nor what it pulls in (zod-to-json-schema, ajv).
  */
 async function loadMcpSdk() {
   const [client, stdio, http, types, ajv] = await Promise.all([

@@ -18,6 +18,7 @@ export {
   removeAbortListener,
   signalOf,
 } from './lazy-abort.js';
+export { lazyPackage, yamlParser } from './lazy-package.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
 export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
@@ -26,4 +27,3 @@ export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
 export { createSignalWatchers, type SignalWatchers } from './signal-watchers.js';
 export { disableAllocationSitePretenuring } from './v8-tuning.js';
-export { yamlParser } from './yaml.js';

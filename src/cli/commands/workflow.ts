@@ -89,27 +89,26 @@ async function openStore(location: WorkflowStoreLocation): Promise<Store> {
   });
 }
 
-/** An engine over the platform store; closing it closes the store too. */
+/**
+ * An engine over the platform store; closing it closes the store too. `workflowDir` is the workflow's own
+ * directory under the state directory (REPL history, evaluation baselines).
+ */
 async function openEngine(
   deps: WorkflowCommandDeps,
   dir: string,
   offline: OfflineModelUse = { used: false },
-): Promise<WorkflowEngine> {
+): Promise<WorkflowEngine & { workflowDir: string }> {
   const cwd = deps.cwd ?? process.cwd();
   const { loadWorkflow } = await loadWorkflowEngine();
   const workflow = await loadWorkflow(resolve(cwd, dir));
   const location = await deps.storeLocation();
+  const workflowDir = workflowStateDir(location.stateDir, workflow.id);
   const store = await openStore(location);
   try {
-    const engine = await createEngine(
-      deps,
-      workflow,
-      store.db,
-      { cwd, stateDir: location.stateDir },
-      offline,
-    );
+    const engine = await createEngine(deps, workflow, store.db, { cwd, workflowDir }, offline);
     return {
       ...engine,
+      workflowDir,
       async close() {
         await engine.close();
         await store.close();
@@ -125,7 +124,7 @@ async function createEngine(
   deps: WorkflowCommandDeps,
   workflow: LoadedWorkflow,
   database: SqlDatabase,
-  { cwd, stateDir }: { cwd: string; stateDir: string },
+  { cwd, workflowDir }: { cwd: string; workflowDir: string },
   offline: OfflineModelUse,
 ): Promise<WorkflowEngine> {
   await deps.prepare?.();
@@ -144,7 +143,7 @@ async function createEngine(
       return model;
     },
     database,
-    stateDir: workflowStateDir(stateDir, workflow.id),
+    stateDir: workflowDir,
     workDir: cwd,
     ...(override ? { modelOverride: override } : {}),
     ...(deps.runAgentWithTools ? { runAgentWithTools: deps.runAgentWithTools } : {}),
@@ -524,14 +523,14 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     )
     .option('--profile <id>', 'CLI profile from cli_profiles.yaml')
     .action(async (dir: string, options: { profile?: string }) => {
-      let engine: WorkflowEngine | undefined;
+      let engine: Awaited<ReturnType<typeof openEngine>> | undefined;
       try {
         engine = await openEngine(deps, dir);
         const { runWorkflowRepl } = await loadWorkflowEngine();
         await runWorkflowRepl({
           engine,
           io: { input: deps.stdin ?? process.stdin, write: deps.stdout },
-          stateDir: workflowStateDir((await deps.storeLocation()).stateDir, engine.workflow.id),
+          stateDir: engine.workflowDir,
           workDir: cwd(),
           prompt: '> ',
           ...(options.profile ? { profileId: options.profile } : {}),
