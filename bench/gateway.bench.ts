@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { createBus } from '../src/bus/index.js';
 import {
   type ChatRunResult,
-  createGatewayServer,
   createMethodTable,
   type GatewayChatService,
   type GatewayServices,
+  loadGatewayServer,
   registerCoreMethods,
 } from '../src/gateway/index.js';
 import { type ChatClient as Client, openChatClient, sendChatTurn as sendTurn } from './chat-client.js';
@@ -111,6 +111,7 @@ async function serveAgentd(): Promise<number> {
     health: { health: () => ({ ok: true }), status: () => ({ ok: true }) },
   };
   registerCoreMethods(table, services);
+  const { createGatewayServer } = await loadGatewayServer();
   const server = createGatewayServer({
     host: '127.0.0.1',
     port: 0,

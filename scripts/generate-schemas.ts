@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { manifestFiles } from '../src/workflow/index.js';
+import { manifestFiles } from '../src/workflow/manifest-schemas.js';
 
 const outDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'schemas');
 mkdirSync(outDir, { recursive: true });

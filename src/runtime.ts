@@ -10,12 +10,11 @@ import { type AgentDefinition, type AgentdConfig, providerSettings } from './con
 import { createCronScheduler } from './cron/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
 import {
-  createGatewayServer,
   createMethodTable,
-  createStaticSite,
   type GatewayServer,
   type GatewayServices,
   gatewayConfigSchema,
+  loadGatewayServer,
   type MethodTable,
   registerCoreMethods,
 } from './gateway/index.js';
@@ -810,6 +809,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
 
     async startGateway(gatewayOptions = {}) {
       await startBackground();
+      const { createGatewayServer, createStaticSite } = await loadGatewayServer();
       gateway = createGatewayServer({
         host: gatewayOptions.host ?? config.host,
         port: gatewayOptions.port ?? config.port,

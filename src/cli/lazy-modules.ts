@@ -7,7 +7,7 @@ export const loadRuntime = () => import('../runtime.js');
 export const loadConfigModule = () => import('../config/index.js');
 export const loadStore = () => import('../store/index.js');
 export const loadModel = () => import('../model/index.js');
-export const loadWorkflowEngine = () => import('../workflow/index.js');
+export const loadWorkflowEngine = async () => (await import('../workflow/index.js')).loadWorkflowEngine();
 export const loadWork = () => import('../work/index.js');
 export const loadLedger = () => import('../ledger/index.js');
 export const loadSkills = () => import('../skills/index.js');

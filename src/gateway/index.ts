@@ -1,5 +1,5 @@
 export { type GatewayConfig, gatewayConfigSchema } from './config.js';
-export { defaultGatewayLimits, type GatewayConnection, type GatewayLimits } from './connection.js';
+export type { GatewayConnection, GatewayLimits } from './connection.js';
 export { type CoreMethodsOptions, registerCoreMethods } from './core-methods.js';
 export {
   type DevicePairings,
@@ -7,7 +7,7 @@ export {
   deviceIdForPublicKey,
   type PairedDevice,
 } from './device-auth.js';
-export { chatDeltaIntervalMs, type EventHub, type RunRef, type RunWireEvent } from './event-hub.js';
+export type { EventHub, RunRef, RunWireEvent } from './event-hub.js';
 export type { DedupeCache } from './idempotency.js';
 export {
   type AsyncResult,
@@ -22,16 +22,8 @@ export {
   type MethodDefinition,
   type MethodTable,
 } from './method-table.js';
-export { maxProtocolVersion, minProtocolVersion } from './openclaw-connection.js';
-export { CloseCodes } from './outbound.js';
 export { missingScope, OperatorScopes, scopeSatisfied } from './scopes.js';
-export {
-  createGatewayServer,
-  type GatewayServer,
-  type GatewayServerOptions,
-  type HttpRoute,
-  isLoopbackHost,
-} from './server.js';
+export type { GatewayServer, GatewayServerOptions, HttpRoute } from './server.js';
 export type {
   AgentDirectoryService,
   ChatHistoryMessage,
@@ -50,5 +42,17 @@ export type {
   SessionSummary,
 } from './services.js';
 export { mainSessionKey, resolveSessionKey } from './session-key.js';
-export { spiderwebCapabilities } from './spiderweb-connection.js';
-export { createStaticSite, dashboardContentSecurityPolicy, type StaticSite } from './static-site.js';
+export type { StaticSite } from './static-site.js';
+
+/**
+ * The server (HTTP, WebSocket, both protocols' connections) and the dashboard's static site, loaded when a
+ * runtime starts serving: a runtime used in-process (`agentd send` and `chat` without `--url`, `mcp`, `acp`,
+ * a program embedding the library) does not load them, nor `ws`.
+ */
+export async function loadGatewayServer() {
+  const [{ createGatewayServer }, { createStaticSite }] = await Promise.all([
+    import('./server.js'),
+    import('./static-site.js'),
+  ]);
+  return { createGatewayServer, createStaticSite };
+}

@@ -1,9 +1,4 @@
-export {
-  type AdapterMetadata,
-  type AdapterRegistry,
-  createAdapterRegistry,
-  type WorkflowModelResolver,
-} from './adapters.js';
+export type { AdapterMetadata, AdapterRegistry, WorkflowModelResolver } from './adapters.js';
 export type {
   AgentToolSpec,
   RunAgentWithTools,
@@ -11,21 +6,15 @@ export type {
   RunAgentWithToolsResult,
 } from './agent-node.js';
 export type { Artifact, ArtifactQuery, ArtifactType } from './artifacts.js';
-export { type AssembledContext, assembleContext, type ContextItem, type ContextMetadata } from './context.js';
-export {
-  type CredentialMetadata,
-  type CredentialVault,
-  loadCredentials,
-  redactedMarker,
-} from './credentials.js';
+export type { AssembledContext, ContextItem, ContextMetadata } from './context.js';
+export type { CredentialMetadata, CredentialVault } from './credentials.js';
 export type { DagNode, WorkflowDag } from './dag.js';
-export {
-  type CreateWorkflowEngineOptions,
-  createWorkflowEngine,
-  type QueueStatus,
-  type RunOptions,
-  type WorkflowEngine,
-  type WorkflowRunResult,
+export type {
+  CreateWorkflowEngineOptions,
+  QueueStatus,
+  RunOptions,
+  WorkflowEngine,
+  WorkflowRunResult,
 } from './engine/index.js';
 export type {
   AssertionResult,
@@ -41,46 +30,21 @@ export {
   workflowRunParamsSchema,
   workflowStatusParamsSchema,
 } from './gateway-methods.js';
-export { type InspectionReport, type InspectionSummary, inspectPersistedRun } from './inspector.js';
-export {
-  type LoadedWorkflow,
-  type LoadWorkflowOptions,
-  loadWorkflow,
-  type WorkflowMetadata,
-  workflowEngineVersion,
-  workflowSchemaVersion,
-} from './loader.js';
-export {
-  type CliProfile,
-  type ContextProfile,
-  type MergeFailureMode,
-  manifestFiles,
-  type NodeKind,
-  type NodeRole,
-  type WorkflowManifests,
+export type { InspectionReport, InspectionSummary } from './inspector.js';
+export type { LoadedWorkflow, LoadWorkflowOptions, WorkflowMetadata } from './loader.js';
+export type {
+  CliProfile,
+  ContextProfile,
+  MergeFailureMode,
+  NodeKind,
+  NodeRole,
+  WorkflowManifests,
 } from './manifest-schemas.js';
-export {
-  createInMemoryStore,
-  createSqlMemoryStore,
-  type MemoryStore,
-  type MemoryStoreKind,
-  type WorkflowMemoryItem,
-} from './memory-store.js';
+export type { MemoryStore, MemoryStoreKind, WorkflowMemoryItem } from './memory-store.js';
 export type { MetricsSnapshot } from './metrics.js';
-export {
-  createSqlRecordStore,
-  type PersistedRun,
-  type WorkflowRecordStore,
-  type WorkflowRecordWriter,
-} from './record-store.js';
-export { type ReplIo, type ReplOptions, runWorkflowRepl } from './repl.js';
-export {
-  createFifoExecutor,
-  type JobHandle,
-  type ScheduledJob,
-  type ScheduledTaskState,
-  type TaskExecutor,
-} from './scheduler.js';
+export type { PersistedRun, WorkflowRecordStore, WorkflowRecordWriter } from './record-store.js';
+export type { ReplIo, ReplOptions } from './repl.js';
+export type { JobHandle, ScheduledJob, ScheduledTaskState, TaskExecutor } from './scheduler.js';
 export type {
   StageRecord,
   TaskLifecycle,
@@ -92,7 +56,6 @@ export type {
 } from './task.js';
 export {
   busEventTypeOf,
-  schedulerEventTypes,
   type TelemetryEvent,
   type TelemetryEventType,
   telemetryEventTypes,
@@ -100,14 +63,25 @@ export {
   type WorkflowBusEventType,
   type WorkflowPlugin,
 } from './telemetry.js';
-export {
-  type ScopedFiles,
-  ToolMisuseError,
-  type WorkflowFunction,
-  type WorkflowFunctionContext,
-} from './tools.js';
-export {
-  type ValidateWorkflowOptions,
-  type WorkflowIssue,
-  WorkflowValidationError,
-} from './validate.js';
+export type { ScopedFiles, WorkflowFunction, WorkflowFunctionContext } from './tools.js';
+export type { ValidateWorkflowOptions, WorkflowIssue, WorkflowValidationError } from './validate.js';
+
+/**
+ * The engine, the loader, the validator, the record store and the REPL, loaded on first use: the runtime
+ * registers the workflow methods with what is above and loads these with the first workflow it runs.
+ */
+export const loadWorkflowEngine = () => import('./engine-entry.js');
+
+/** `loadWorkflow` of the loader (see `loadWorkflowEngine`). */
+export async function loadWorkflow(
+  ...args: Parameters<typeof import('./loader.js').loadWorkflow>
+): ReturnType<typeof import('./loader.js').loadWorkflow> {
+  return (await loadWorkflowEngine()).loadWorkflow(...args);
+}
+
+/** `createWorkflowEngine` of the engine (see `loadWorkflowEngine`). */
+export async function createWorkflowEngine(
+  ...args: Parameters<typeof import('./engine/index.js').createWorkflowEngine>
+): ReturnType<typeof import('./engine/index.js').createWorkflowEngine> {
+  return (await loadWorkflowEngine()).createWorkflowEngine(...args);
+}

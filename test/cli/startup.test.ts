@@ -139,10 +139,26 @@ describe('the CLI starts without the runtime', () => {
     // The runtime and its database driver did load: the checks below are about what it left out.
     expect(loadedFolders(modules).has('src/runtime')).toBe(true);
     expect(packages.has('better-sqlite3')).toBe(true);
-    // Postgres's driver, the MCP client (no server configured), the ACP client (no ACP model) and RE2 (no
-    // search ran) load when first used.
-    for (const name of ['pg', '@modelcontextprotocol/sdk', '@agentclientprotocol/sdk', 're2js'])
+    // Postgres's driver, the MCP client (no server configured), the ACP client (no ACP model), RE2 (no
+    // search ran), the gateway's server with `ws` (nothing serves) and the workflow engine (no workflow ran)
+    // load when first used.
+    for (const name of ['pg', '@modelcontextprotocol/sdk', '@agentclientprotocol/sdk', 're2js', 'ws'])
       expect(packages.has(name), `${name} loaded`).toBe(false);
+    expect(modules).toContain('src/gateway/method-table.ts');
+    for (const server of [
+      'src/gateway/server.ts',
+      'src/gateway/static-site.ts',
+      'src/gateway/openclaw-connection.ts',
+    ])
+      expect(modules, `${server} loaded`).not.toContain(server);
+    // The workflow methods are registered (their schemas and handlers load); the engine and loader do not.
+    expect(modules).toContain('src/workflow/gateway-methods.ts');
+    for (const engine of [
+      'src/workflow/engine/index.ts',
+      'src/workflow/loader.ts',
+      'src/workflow/validate.ts',
+    ])
+      expect(modules, `${engine} loaded`).not.toContain(engine);
   });
 
   it('makes a runtime for `status` without the YAML parser when there is no document to read', () => {

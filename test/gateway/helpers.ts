@@ -4,13 +4,13 @@ import { createBus } from '../../src/bus/index.js';
 import {
   type ChatHistoryMessage,
   type ChatRunResult,
-  createGatewayServer,
   createMethodTable,
   type GatewayChatService,
   type GatewayLimits,
   type GatewayMemoryItem,
   type GatewayServer,
   type GatewayServices,
+  loadGatewayServer,
   type MethodTable,
   registerCoreMethods,
   type SessionSummary,
@@ -424,6 +424,7 @@ export async function startTestGateway(
     ...(options.limits?.maxMessageBytes ? { maxMessageBytes: options.limits.maxMessageBytes } : {}),
   });
   options.setup?.(table, bus);
+  const { createGatewayServer } = await loadGatewayServer();
   const server = createGatewayServer({
     host: '127.0.0.1',
     port: 0,

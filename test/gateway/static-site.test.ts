@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStaticSite } from '../../src/gateway/index.js';
+import { loadGatewayServer } from '../../src/gateway/index.js';
 
 let server: Server;
 let port: number;
@@ -35,6 +35,7 @@ beforeAll(async () => {
   writeFileSync(join(site, 'assets', 'app-1234.js'), 'console.log(1)');
   writeFileSync(join(site, 'assets', 'app-1234.css'), 'body{}');
   writeFileSync(join(root, 'secret.txt'), 'do not serve');
+  const { createStaticSite } = await loadGatewayServer();
   const handler = createStaticSite({ dir: site });
   server = createServer((request, response) => {
     if (!handler.handle(request, response)) {

@@ -1,15 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/util/index.js';
-import {
-  assembleContext,
-  type ContextProfile,
-  createInMemoryStore,
-  createSqlMemoryStore,
-  createSqlRecordStore,
-  type MemoryStore,
-  type MemoryStoreKind,
-  type WorkflowEngine,
+import { assembleContext } from '../../src/workflow/context.js';
+import type {
+  ContextProfile,
+  MemoryStore,
+  MemoryStoreKind,
+  WorkflowEngine,
 } from '../../src/workflow/index.js';
+import { createInMemoryStore, createSqlMemoryStore } from '../../src/workflow/memory-store.js';
+import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { chainWorkflow, edge, engineFor, node, tempDir, workflowYaml } from './helpers.js';
 

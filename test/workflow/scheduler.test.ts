@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createFifoExecutor, type JobHandle, type ScheduledJob } from '../../src/workflow/index.js';
+import type { JobHandle, ScheduledJob } from '../../src/workflow/index.js';
+import { createFifoExecutor } from '../../src/workflow/scheduler.js';
 
 /** A job that runs until the test settles it. */
 function gatedJob(taskId: string, started: string[]) {

@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createWorkflowEngine,
-  loadWorkflow,
-  type WorkflowIssue,
-  WorkflowValidationError,
-} from '../../src/workflow/index.js';
+import { createWorkflowEngine, loadWorkflow, type WorkflowIssue } from '../../src/workflow/index.js';
+import { WorkflowValidationError } from '../../src/workflow/validate.js';
 import { edge, type NodeSpec, node, workflowYaml, writeWorkflow } from './helpers.js';
 
 const valid = () => ({
@@ -416,7 +412,7 @@ describe('generated JSON Schemas', () => {
   it('schemas/*.schema.json match the zod manifest schemas (run scripts/generate-schemas.ts after changing them)', async () => {
     const { readFileSync } = await import('node:fs');
     const { resolve } = await import('node:path');
-    const { manifestFiles } = await import('../../src/workflow/index.js');
+    const { manifestFiles } = await import('../../src/workflow/manifest-schemas.js');
     for (const spec of Object.values(manifestFiles)) {
       const file = resolve(
         import.meta.dirname,
