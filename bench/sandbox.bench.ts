@@ -19,23 +19,17 @@ import {
   type ToolDefinition,
 } from '../src/tools/index.js';
 import { silentLogger } from '../src/util/index.js';
+import { percentile } from './stats.js';
 
 type SandboxModule = typeof import('../src/sandbox/index.js');
 type Language = 'javascript' | 'python';
 
 const distEntry = fileURLToPath(new URL('../dist/sandbox/index.js', import.meta.url));
 
-function percentile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const position = (sorted.length - 1) * q;
-  const low = Math.floor(position);
-  const high = Math.ceil(position);
-  return sorted[low]! + (sorted[high]! - sorted[low]!) * (position - low);
-}
-
+/** Median and p90 of the samples, by the nearest rank below as every benchmark reports them (stats.ts). */
 function stats(samples: number[]) {
   const sorted = [...samples].sort((left, right) => left - right);
-  return { median: percentile(sorted, 0.5), p90: percentile(sorted, 0.9) };
+  return { median: percentile(sorted, 50), p90: percentile(sorted, 90) };
 }
 
 const round = (value: number, digits = 3) => Number(value.toFixed(digits));
