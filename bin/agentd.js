@@ -1,3 +1,4 @@
 #!/usr/bin/env node
-// `npm ci` builds dist/ through the prepare script; this file only hands over to the compiled CLI.
-import '../dist/cli/bin.js';
+// `npm ci` builds dist/ through the prepare script; this file only hands over to the compiled CLI, bundled
+// (scripts/bundle-cli.mjs).
+import '../dist/cli-bundle/bin.js';
