@@ -1,4 +1,5 @@
-// Memory of idle sessions, as a deployment has it: the compiled server (`node dist/cli/bin.js serve`, SQLite,
+// Memory of idle sessions, as a deployment has it: the compiled server as `agentd serve` runs it (the bundled
+// command line, `dist/cli-bundle/bin.js`, which bin/agentd.js imports; SQLite,
 // the offline local model; no tsx), 1,000 sessions with two turns of history each from 100 WebSocket clients,
 // then every client gone. The server reads its own memory on request (bench/memory-probe.ts), once
 // without a forced gc (what the process holds) and once after gc and a pause (what it keeps). Needs
@@ -15,7 +16,7 @@ const turnsPerSession = 2;
 const clientCount = 100;
 const runs = 3;
 const token = 'bench-idle-memory-token';
-const binary = fileURLToPath(new URL('../dist/cli/bin.js', import.meta.url));
+const binary = fileURLToPath(new URL('../dist/cli-bundle/bin.js', import.meta.url));
 
 const mib = (bytes: number) => Number((bytes / 2 ** 20).toFixed(1));
 
@@ -71,7 +72,7 @@ async function run() {
   return {
     rows,
     notes: [
-      `The compiled server (node dist/cli/bin.js serve: SQLite in a temp AGENTD_HOME, the offline local model), ${sessions.toLocaleString('en')} sessions × ${turnsPerSession} turns from ${clientCount} clients, then every client closed and 1 s of quiet.`,
+      `The compiled server as agentd serve runs it (node dist/cli-bundle/bin.js serve, the bundled command line: SQLite in a temp AGENTD_HOME, the offline local model), ${sessions.toLocaleString('en')} sessions × ${turnsPerSession} turns from ${clientCount} clients, then every client closed and 1 s of quiet.`,
       'Readings by a probe preloaded into the server (bench/memory-probe.ts: --require, SIGUSR2): "no forced gc" reads process.memoryUsage() at once; "after gc" runs gc twice, reads the JS heap, and waits 1.5 s before reading RSS, since V8 hands freed pages back in the background. Node runs no idle-time GC, so a quiet server can stay near the first figure until its next allocations trigger one.',
       'Target (issue 14): 1,000 idle sessions with history ≤ 150 MB RSS.',
     ],

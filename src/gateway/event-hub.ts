@@ -102,7 +102,7 @@ interface RunState {
 }
 
 /** The gateway relays chat deltas at most this often per run, like OpenClaw does. */
-export const chatDeltaIntervalMs = 150;
+const chatDeltaIntervalMs = 150;
 
 const runEventTypeList = [
   'run:started',

@@ -25,8 +25,6 @@ import {
 } from './openclaw-handshake.js';
 import { CloseCodes, createOutbound } from './outbound.js';
 
-export { maxProtocolVersion, minProtocolVersion, type OpenClawAuth } from './openclaw-handshake.js';
-
 /**
  * One OpenClaw Gateway protocol connection (versions 3 and 4): it sends the challenge, hands the first frame
  * to the handshake (openclaw-handshake.ts), then every frame to the dispatcher (openclaw-dispatch.ts), and

@@ -429,6 +429,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
 }
 
 /** Exposed for the CLI: whether a bind address is loopback (where `--no-auth` is allowed). */
-export function isLoopbackHost(host: string): boolean {
+function isLoopbackHost(host: string): boolean {
   return loopbackHosts.has(host) || isLoopbackAddress(host);
 }

@@ -14,7 +14,7 @@ import { CloseCodes, createOutbound } from './outbound.js';
 import { OperatorScopes } from './scopes.js';
 
 /** What a Spiderweb client may declare (query `capabilities=a,b` or a `session.capabilities` message). */
-export const spiderwebCapabilities = {
+const spiderwebCapabilities = {
   /** `session.delta {request, sessionKey, delta, text}` while a reply is generated. */
   stream: 'stream',
   /** `tool.event {request, sessionKey, phase, toolName, toolCallId, …}`. */

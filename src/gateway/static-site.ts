@@ -20,7 +20,7 @@ const contentTypes: Record<string, string> = {
  * The page talks only to its own origin (assets and the gateway WebSocket); nothing inline, no framing.
  * `connect-src` names ws:/wss: because older browsers do not count a same-host WebSocket as 'self'.
  */
-export const dashboardContentSecurityPolicy =
+const dashboardContentSecurityPolicy =
   "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 export interface StaticSite {

@@ -42,7 +42,7 @@ export interface CredentialVault {
   toJSON(): CredentialMetadata[];
 }
 
-export const redactedMarker = '[REDACTED]';
+const redactedMarker = '[REDACTED]';
 
 export interface LoadCredentialsOptions {
   /** Base directory for relative `file_path`s. */

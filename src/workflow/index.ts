@@ -1,3 +1,6 @@
+import type { CreateWorkflowEngineOptions, WorkflowEngine } from './engine/index.js';
+import type { LoadedWorkflow, LoadWorkflowOptions } from './loader.js';
+
 export type { AdapterMetadata, AdapterRegistry, WorkflowModelResolver } from './adapters.js';
 export type {
   AgentToolSpec,
@@ -9,13 +12,8 @@ export type { Artifact, ArtifactQuery, ArtifactType } from './artifacts.js';
 export type { AssembledContext, ContextItem, ContextMetadata } from './context.js';
 export type { CredentialMetadata, CredentialVault } from './credentials.js';
 export type { DagNode, WorkflowDag } from './dag.js';
-export type {
-  CreateWorkflowEngineOptions,
-  QueueStatus,
-  RunOptions,
-  WorkflowEngine,
-  WorkflowRunResult,
-} from './engine/index.js';
+// The engine's types; its `createWorkflowEngine` is the function below, which loads the engine first.
+export type * from './engine/index.js';
 export type {
   AssertionResult,
   CaseResult,
@@ -73,15 +71,11 @@ export type { ValidateWorkflowOptions, WorkflowIssue, WorkflowValidationError } 
 export const loadWorkflowEngine = () => import('./engine-entry.js');
 
 /** `loadWorkflow` of the loader (see `loadWorkflowEngine`). */
-export async function loadWorkflow(
-  ...args: Parameters<typeof import('./loader.js').loadWorkflow>
-): ReturnType<typeof import('./loader.js').loadWorkflow> {
-  return (await loadWorkflowEngine()).loadWorkflow(...args);
+export async function loadWorkflow(dir: string, options?: LoadWorkflowOptions): Promise<LoadedWorkflow> {
+  return (await loadWorkflowEngine()).loadWorkflow(dir, options);
 }
 
 /** `createWorkflowEngine` of the engine (see `loadWorkflowEngine`). */
-export async function createWorkflowEngine(
-  ...args: Parameters<typeof import('./engine/index.js').createWorkflowEngine>
-): ReturnType<typeof import('./engine/index.js').createWorkflowEngine> {
-  return (await loadWorkflowEngine()).createWorkflowEngine(...args);
+export async function createWorkflowEngine(options: CreateWorkflowEngineOptions): Promise<WorkflowEngine> {
+  return (await loadWorkflowEngine()).createWorkflowEngine(options);
 }

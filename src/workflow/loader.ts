@@ -23,9 +23,9 @@ import {
 } from './validate.js';
 
 /** Bumped when execution semantics change, so recorded runs say which engine produced them. */
-export const workflowEngineVersion = '1.0.0';
+const workflowEngineVersion = '1.0.0';
 /** Bumped when a manifest schema changes incompatibly. */
-export const workflowSchemaVersion = '1';
+const workflowSchemaVersion = '1';
 
 /** Manifests are hand-written; anything larger is a mistake or an attack. */
 const maxManifestBytes = 1024 * 1024;
