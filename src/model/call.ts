@@ -1,6 +1,15 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
+import type { Attributes, Span, Tracer } from '@opentelemetry/api';
 import type { AbortSource, Logger } from '../util/index.js';
-import { createSignalWatchers, sleep as defaultSleep, ErrorCodes, signalOf } from '../util/index.js';
+import {
+  createSignalWatchers,
+  sleep as defaultSleep,
+  ErrorCodes,
+  noopSpan,
+  registeredOtelApi,
+  SpanKind,
+  SpanStatusCode,
+  signalOf,
+} from '../util/index.js';
 import { abortedError, errorEvent, timeoutError } from './provider-errors.js';
 import type {
   LanguageModel,
@@ -38,7 +47,7 @@ export interface StreamModelOptions {
   random?: () => number;
   /** Called once per `usage` event that reaches the caller (one per successful call). */
   onUsage?: (usage: ModelUsage, model: LanguageModel) => void;
-  /** Defaults to `trace.getTracer('agentd')`, which is a no-op until an OpenTelemetry SDK is registered. */
+  /** Defaults to the global API's `trace.getTracer('agentd')`, a no-op until an OpenTelemetry SDK is registered. */
   tracer?: Tracer;
   logger?: Logger;
 }
@@ -158,7 +167,7 @@ class ModelCall implements AsyncIterableIterator<ModelStreamEvent> {
   ) {
     this.signal = options.signal;
     this.retry = options.retry ? { ...defaultRetry, ...options.retry } : defaultRetry;
-    this.span = startSpan(options.tracer ?? trace.getTracer('agentd'), model, request);
+    this.span = startSpan(options.tracer ?? registeredOtelApi()?.trace.getTracer('agentd'), model, request);
   }
 
   [Symbol.asyncIterator](): this {
@@ -550,7 +559,8 @@ class FoldedResponse implements ModelEventSink {
   }
 }
 
-function startSpan(tracer: Tracer, model: LanguageModel, request: ModelRequest): Span {
+function startSpan(tracer: Tracer | undefined, model: LanguageModel, request: ModelRequest): Span {
+  if (tracer === undefined) return noopSpan;
   const attributes: Attributes = {
     'gen_ai.operation.name': 'chat',
     'gen_ai.system': model.provider,

@@ -7,7 +7,12 @@ import { ErrorCodes, SystemError, UserInputError } from '../util/index.js';
 export interface ToolSafety {
   /** Where executable hooks are loaded from: never inside the workspace. */
   hooksDir: string;
-  isolation: ChildIsolation;
+  /**
+   * How hooks and bash start their children. Probing `unshare` starts a child process (10–20 ms of a start
+   * here), so under `auto` it is probed at start only when a child is likely (bash on, or files in the
+   * hooks directory), else at the first child.
+   */
+  isolation: () => ChildIsolation;
   /** What write_file / edit_file refuse even if it were inside the workspace. */
   protectedPaths: string[];
 }
@@ -21,6 +26,14 @@ function realOrResolved(path: string): string {
     probe = dirname(probe);
   }
   return join(realpathSync(probe), ...missing);
+}
+
+function holdsFiles(dir: string): boolean {
+  try {
+    return readdirSync(dir).length > 0;
+  } catch {
+    return false;
+  }
 }
 
 function isInside(root: string, candidate: string): boolean {
@@ -66,27 +79,29 @@ export function prepareToolSafety(options: {
       );
   }
 
-  let isolation: ChildIsolation;
+  let isolation: ChildIsolation | undefined;
+  const chooseIsolation = (): ChildIsolation => {
+    if (namespaceLauncher()) return 'namespace';
+    if (tools.isolation === 'namespace')
+      throw new SystemError({
+        code: ErrorCodes.invalidConfig,
+        message:
+          'tools.isolation is namespace, but `unshare --user --pid --mount-proc` does not work on this machine (util-linux missing or user namespaces disabled).',
+      });
+    logger.warn(
+      { component: 'tools' },
+      "unshare with user namespaces is not available: hooks and bash run as plain children and can read agentd's environment through /proc",
+    );
+    return 'none';
+  };
   if (tools.isolation === 'none') {
     isolation = 'none';
     logger.warn(
       { component: 'tools' },
       "tools.isolation is none: hooks and bash can read agentd's environment through /proc",
     );
-  } else if (namespaceLauncher()) isolation = 'namespace';
-  else if (tools.isolation === 'namespace')
-    throw new SystemError({
-      code: ErrorCodes.invalidConfig,
-      message:
-        'tools.isolation is namespace, but `unshare --user --pid --mount-proc` does not work on this machine (util-linux missing or user namespaces disabled).',
-    });
-  else {
-    isolation = 'none';
-    logger.warn(
-      { component: 'tools' },
-      "unshare with user namespaces is not available: hooks and bash run as plain children and can read agentd's environment through /proc",
-    );
-  }
+  } else if (tools.isolation === 'namespace' || tools.bash.enabled || holdsFiles(hooksDir))
+    isolation = chooseIsolation();
 
   const protectedPaths = [
     hooksDir,
@@ -94,5 +109,5 @@ export function prepareToolSafety(options: {
     ...['agentd.db', 'agentd.db-wal', 'agentd.db-shm', 'agentd.db-journal'].map((name) => join(home, name)),
     ...(options.configPath ? [options.configPath] : []),
   ];
-  return { hooksDir, isolation, protectedPaths };
+  return { hooksDir, isolation: () => (isolation ??= chooseIsolation()), protectedPaths };
 }

@@ -62,8 +62,16 @@ export type ParsedSkillFile =
   | { ok: true; frontmatter: SkillFrontmatter; body: string }
   | { ok: false; reason: string };
 
+/**
+ * Reads a YAML front matter block into plain values; throws on malformed YAML. The skill library's reader
+ * answers from the values of blocks it has read before (see `createSkillLibrary`).
+ */
+export type FrontmatterReader = (block: string) => unknown;
+
+const readYaml: FrontmatterReader = (block) => yamlParser().parse(block);
+
 /** Splits `---\n<yaml>\n---\n<body>` and validates the YAML. Never throws. */
-export function parseSkillFile(text: string): ParsedSkillFile {
+export function parseSkillFile(text: string, read: FrontmatterReader = readYaml): ParsedSkillFile {
   const normalized = text.replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
   if (!normalized.startsWith('---\n'))
     return { ok: false, reason: 'SKILL.md must start with a "---" YAML frontmatter block' };
@@ -73,7 +81,7 @@ export function parseSkillFile(text: string): ParsedSkillFile {
   const body = afterMarker < 0 ? '' : normalized.slice(afterMarker + 1);
   let raw: unknown;
   try {
-    raw = yamlParser().parse(normalized.slice(4, end));
+    raw = read(normalized.slice(4, end));
   } catch (error) {
     return {
       ok: false,

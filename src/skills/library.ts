@@ -15,6 +15,7 @@ import {
   yamlParser,
 } from '../util/index.js';
 import { parseSkillFile, type SkillFrontmatter, skillNameProblem } from './frontmatter.js';
+import { createFrontmatterCache } from './frontmatter-cache.js';
 
 declare module '../bus/events.js' {
   interface BusEventMap {
@@ -192,8 +193,11 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
   let state: Promise<{ skills: Map<string, SkillSummary>; problems: SkillProblem[] }> | undefined;
   /** Every run's system prompt carries the catalog: made once per discovery, not once per run. */
   let catalogMade: { of: object; maxChars: number; text: string } | undefined;
+  const keptFrontmatter = createFrontmatterCache({ db, logger });
+  const parse = (text: string) => parseSkillFile(text, keptFrontmatter.read);
 
   const discover = async () => {
+    await keptFrontmatter.load();
     const skills = new Map<string, SkillSummary>();
     const problems: SkillProblem[] = [];
     const report = (file: string, reason: string) => {
@@ -223,7 +227,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
             report(file, `cannot read: ${(error as Error).message}`);
           continue;
         }
-        const parsed = parseSkillFile(text);
+        const parsed = parse(text);
         if (!parsed.ok) {
           report(file, parsed.reason);
           continue;
@@ -256,6 +260,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
         });
       }
     }
+    await keptFrontmatter.save();
     return { skills, problems };
   };
 
@@ -277,7 +282,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
   };
 
   const loadBody = async (skill: SkillSummary) => {
-    const parsed = parseSkillFile(await readFile(skill.file, 'utf8'));
+    const parsed = parse(await readFile(skill.file, 'utf8'));
     if (!parsed.ok) {
       throw new UserInputError({
         code: ErrorCodes.invalidRequest,

@@ -26,8 +26,6 @@ export {
   runInSpan,
   type Span,
   SpanAttributes,
-  SpanKind,
-  SpanStatusCode,
   type StartSpanOptions,
   startSpan,
   tracerName,

@@ -1,4 +1,5 @@
-import { type Attributes, type Meter, metrics, ValueType } from '@opentelemetry/api';
+import type { Attributes, Meter } from '@opentelemetry/api';
+import { registeredOtelApi, ValueType } from '../util/index.js';
 import type { MetricsRegistry } from './metrics.js';
 import { SpanAttributes, tracerName } from './tracing.js';
 
@@ -22,7 +23,10 @@ export interface SloMetrics {
 }
 
 export interface CreateSloMetricsOptions {
-  /** Defaults to the global meter, a no-op until an SDK registers a meter provider (before this call). */
+  /**
+   * Defaults to the global meter, a no-op until an SDK registers a meter provider (before this call); none at
+   * all (only `/metrics`) when nothing registered with the OpenTelemetry API before this call.
+   */
   meter?: Meter;
   /** The Prometheus registry behind `/metrics`; the same values are rendered there. */
   registry?: MetricsRegistry;
@@ -42,26 +46,9 @@ const responseBucketsSeconds = [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 3
  * `agentd_worker_errors_total{worker_type,code}`.
  */
 export function createSloMetrics(options: CreateSloMetricsOptions = {}): SloMetrics {
-  const meter = options.meter ?? metrics.getMeter(tracerName);
-  const response = meter.createHistogram('agentd.response.duration', {
-    description: 'Time from a chat message to the end of its run',
-    unit: 's',
-    advice: { explicitBucketBoundaries: responseBucketsSeconds },
-  });
-  const recalls = meter.createCounter('agentd.memory.recalls', {
-    description: 'Memory recalls by outcome (hit, empty, error); success is hit + empty',
-    valueType: ValueType.INT,
-  });
-  const errors = meter.createCounter('agentd.errors', {
-    description: 'Errors by the type of worker that ran into them',
-    valueType: ValueType.INT,
-  });
   let queueDepth = 0;
-  const depthGauge = meter.createObservableGauge('agentd.work.queue.depth', {
-    description: 'Work items queued or running',
-    valueType: ValueType.INT,
-  });
-  depthGauge.addCallback((result) => result.observe(queueDepth));
+  const meter = options.meter ?? registeredOtelApi()?.metrics.getMeter(tracerName);
+  const otel = meter && otelInstruments(meter, () => queueDepth);
 
   const registry = options.registry;
   const promResponse = registry?.histogram(
@@ -78,19 +65,45 @@ export function createSloMetrics(options: CreateSloMetricsOptions = {}): SloMetr
 
   return {
     recordResponse(seconds, status) {
-      response.record(seconds, { [SpanAttributes.runStatus]: status });
+      otel?.response.record(seconds, { [SpanAttributes.runStatus]: status });
       promResponse?.observe(seconds, { status });
     },
     recordRecall(outcome) {
-      recalls.add(1, { [SpanAttributes.recallOutcome]: outcome });
+      otel?.recalls.add(1, { [SpanAttributes.recallOutcome]: outcome });
       promRecalls?.inc({ outcome });
     },
     recordError(workerType, code, detail) {
-      errors.add(1, { ...detail, [SpanAttributes.workerType]: workerType, [SpanAttributes.errorType]: code });
+      otel?.errors.add(1, {
+        ...detail,
+        [SpanAttributes.workerType]: workerType,
+        [SpanAttributes.errorType]: code,
+      });
       promErrors?.inc({ worker_type: workerType, code });
     },
     setQueueDepth(depth) {
       queueDepth = depth;
     },
   };
+}
+
+function otelInstruments(meter: Meter, queueDepth: () => number) {
+  const response = meter.createHistogram('agentd.response.duration', {
+    description: 'Time from a chat message to the end of its run',
+    unit: 's',
+    advice: { explicitBucketBoundaries: responseBucketsSeconds },
+  });
+  const recalls = meter.createCounter('agentd.memory.recalls', {
+    description: 'Memory recalls by outcome (hit, empty, error); success is hit + empty',
+    valueType: ValueType.INT,
+  });
+  const errors = meter.createCounter('agentd.errors', {
+    description: 'Errors by the type of worker that ran into them',
+    valueType: ValueType.INT,
+  });
+  const depthGauge = meter.createObservableGauge('agentd.work.queue.depth', {
+    description: 'Work items queued or running',
+    valueType: ValueType.INT,
+  });
+  depthGauge.addCallback((result) => result.observe(queueDepth()));
+  return { response, recalls, errors };
 }

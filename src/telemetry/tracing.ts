@@ -1,17 +1,11 @@
-import {
-  type Attributes,
-  type Context,
-  context,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-} from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
+import { noopSpan, registeredOtelApi, rootContext, SpanKind, SpanStatusCode } from '../util/index.js';
 
 /**
  * Span helpers shared by every subsystem that traces its work. They go through the global OpenTelemetry API:
  * until an SDK registers a tracer provider (see `startTelemetry`) every span is a non-recording no-op, and
- * `runInSpan` then skips the context switch entirely, so an untraced process pays one small object per span.
+ * `runInSpan` then skips the context switch entirely, so an untraced process pays nothing per span. Until
+ * anything registers with the API at all, it is not even loaded (`registeredOtelApi`).
  *
  * Span names and `gen_ai.*` attributes follow the OpenTelemetry GenAI semantic conventions where they
  * define the operation (`invoke_agent {agent}`, `chat {model}`, `execute_tool {tool}`); agentd's own
@@ -65,36 +59,37 @@ export interface StartSpanOptions {
   root?: boolean;
 }
 
-/** The tracer, looked up per span: a tracer provider registered after startup (or by a test) takes effect. */
-function agentdTracer() {
-  return trace.getTracer(tracerName);
-}
-
+/** The tracer is looked up per span: a tracer provider registered after startup (or by a test) takes effect. */
 export function startSpan(name: string, options: StartSpanOptions = {}): Span {
-  return agentdTracer().startSpan(
+  const api = registeredOtelApi();
+  if (api === undefined) return noopSpan;
+  return api.trace.getTracer(tracerName).startSpan(
     name,
     {
       kind: options.kind ?? SpanKind.INTERNAL,
       ...(options.attributes ? { attributes: options.attributes } : {}),
       ...(options.root ? { root: true } : {}),
     },
-    options.parent ?? context.active(),
+    options.parent ?? api.context.active(),
   );
 }
 
 /** False for the no-op spans of an untraced process: nothing below them needs a context of their own. */
 export function isTraced(span: Span): boolean {
-  return span.isRecording() || trace.isSpanContextValid(span.spanContext());
+  if (span === noopSpan) return false;
+  // A span not of this module's no-op comes from a registered API.
+  return span.isRecording() || registeredOtelApi()!.trace.isSpanContextValid(span.spanContext());
 }
 
 /** The active context, to be passed as `parent` to work that starts later (a queue, a session lane). */
 export function activeContext(): Context {
-  return context.active();
+  return registeredOtelApi()?.context.active() ?? rootContext;
 }
 
 /** Runs `fn` with `span` as the active span, so spans started inside (also across awaits) are its children. */
-export function runInSpan<T>(span: Span, fn: () => T, parent: Context = context.active()): T {
+export function runInSpan<T>(span: Span, fn: () => T, parent: Context = activeContext()): T {
   if (!isTraced(span)) return fn();
+  const { context, trace } = registeredOtelApi()!;
   return context.with(trace.setSpan(parent, span), fn);
 }
 
@@ -123,10 +118,11 @@ export async function withSpan<T>(
   options: StartSpanOptions,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  const parent = options.parent ?? context.active();
+  const parent = options.parent ?? activeContext();
   const span = startSpan(name, options);
   // A no-op span has nothing to mark or end: the untraced path is the plain call.
   if (!isTraced(span)) return fn(span);
+  const { context, trace } = registeredOtelApi()!;
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (error) {
@@ -137,4 +133,4 @@ export async function withSpan<T>(
   }
 }
 
-export { type Context, type Span, SpanKind, SpanStatusCode };
+export type { Context, Span };

@@ -11,6 +11,9 @@ import { existsSync } from 'node:fs';
  */
 export type ChildIsolation = 'namespace' | 'none';
 
+/** An isolation, or how to choose it when the first child starts (the runtime probes `unshare` then). */
+export type IsolationChoice = ChildIsolation | (() => ChildIsolation);
+
 const unshareCandidates = ['/usr/bin/unshare', '/bin/unshare'];
 const namespaceArgs = ['--user', '--map-current-user', '--fork', '--pid', '--mount-proc', '--kill-child'];
 
@@ -58,9 +61,10 @@ export function childEnvironment(options: {
 export function spawnIsolated(
   command: string,
   args: string[],
-  options: SpawnOptions & { isolation: ChildIsolation },
+  options: SpawnOptions & { isolation: IsolationChoice },
 ): ChildProcess {
-  const { isolation, ...spawnOptions } = options;
+  const { isolation: choice, ...spawnOptions } = options;
+  const isolation = typeof choice === 'function' ? choice() : choice;
   if (isolation === 'none') return spawn(command, args, spawnOptions);
   const launcher = namespaceLauncher();
   // The runtime probes before choosing `namespace`; reaching this means the machine changed under us.

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { ModelMessage } from '../model/index.js';
 import { type Logger, parseUntrustedJson, silentLogger } from '../util/index.js';
-import { type ChildIsolation, childEnvironment, spawnIsolated } from './child-process.js';
+import { childEnvironment, type IsolationChoice, spawnIsolated } from './child-process.js';
 
 export const hookEvents = ['before_llm_call', 'before_tool_call', 'after_tool_call', 'on_error'] as const;
 export type HookEvent = (typeof hookEvents)[number];
@@ -131,8 +131,8 @@ export interface CreateHookPipelineOptions {
   hooksDir?: string;
   /** Working directory of executable hooks (the runtime passes the workspace); default `hooksDir`. */
   workingDir?: string;
-  /** How executable hooks are started (see ChildIsolation); default `none`. */
-  isolation?: ChildIsolation;
+  /** How executable hooks are started (see ChildIsolation and IsolationChoice); default `none`. */
+  isolation?: IsolationChoice;
   /** What a hook that crashes, times out or answers garbage means: `open` = allow, `closed` = block. */
   failMode?: 'open' | 'closed';
   timeoutMs?: number;

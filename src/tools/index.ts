@@ -4,7 +4,7 @@ export { createHttpFetchTool, type HttpFetchToolOptions } from './builtin/http-f
 export { type BuiltinToolsOptions, createBuiltinTools } from './builtin/index.js';
 export { createLedgerTools } from './builtin/ledger.js';
 export { createMemoryTools, type MemoryToolBackend } from './builtin/memory.js';
-export { type ChildIsolation, namespaceLauncher } from './child-process.js';
+export { type ChildIsolation, type IsolationChoice, namespaceLauncher } from './child-process.js';
 export { type ToolsConfig, toolsConfigSchema } from './config.js';
 export {
   type ExecuteToolCallOptions,

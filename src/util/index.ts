@@ -20,6 +20,14 @@ export {
 } from './lazy-abort.js';
 export { lazyPackage, yamlParser } from './lazy-package.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
+export {
+  noopSpan,
+  registeredOtelApi,
+  rootContext,
+  SpanKind,
+  SpanStatusCode,
+  ValueType,
+} from './otel-api.js';
 export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';

@@ -14,11 +14,16 @@ const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
  * Runs the CLI from source in a process of its own, with a module hook that reports every file it loads
  * (of the repository's `src/`, and the packages): which subsystems a command starts with.
  */
-function runWithModules(args: string[]): {
+function runWithModules(
+  args: string[],
+  home?: string,
+): {
   status: number | null;
   stdout: string;
   modules: string[];
   packages: Set<string>;
+  home: string;
+  spawned: string[];
 } {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-cli-startup-'));
   writeFileSync(
@@ -31,12 +36,21 @@ function runWithModules(args: string[]): {
 `,
   );
   // The resolve hook sees what is imported; what is required (the CLI requires `ws`) is in require's cache.
+  // Child processes started synchronously are reported too.
   writeFileSync(
     join(dir, 'register.mjs'),
-    `import { createRequire, register } from 'node:module';
+    `import { createRequire, register, syncBuiltinESMExports } from 'node:module';
 import { pathToFileURL } from 'node:url';
 register('./hooks.mjs', import.meta.url);
-const required = createRequire(import.meta.url).cache;
+const require = createRequire(import.meta.url);
+const childProcess = require('node:child_process');
+const spawnSync = childProcess.spawnSync;
+childProcess.spawnSync = (file, ...rest) => {
+  process.stderr.write('SPAWNED ' + file + '\\n');
+  return spawnSync(file, ...rest);
+};
+syncBuiltinESMExports();
+const required = require.cache;
 process.on('exit', () => {
   for (const path of Object.keys(required)) process.stderr.write('LOADED ' + pathToFileURL(path).href + '\\n');
 });
@@ -44,7 +58,16 @@ process.on('exit', () => {
   );
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--import', join(dir, 'register.mjs'), 'src/cli/bin.ts', '--home', dir, ...args],
+    [
+      '--import',
+      'tsx',
+      '--import',
+      join(dir, 'register.mjs'),
+      'src/cli/bin.ts',
+      '--home',
+      home ?? dir,
+      ...args,
+    ],
     { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, AGENTD_LOG_LEVEL: 'silent' } },
   );
   const loaded = result.stderr
@@ -59,7 +82,11 @@ process.on('exit', () => {
       return match?.[1] ? [match[1]] : [];
     }),
   );
-  return { status: result.status, stdout: result.stdout, modules, packages };
+  const spawned = result.stderr
+    .split('\n')
+    .filter((line) => line.startsWith('SPAWNED '))
+    .map((line) => line.slice('SPAWNED '.length));
+  return { status: result.status, stdout: result.stdout, modules, packages, home: home ?? dir, spawned };
 }
 
 /** What a command that prints or talks to a gateway has no use for: the configuration, its schemas, files. */
@@ -133,16 +160,23 @@ describe('the CLI starts without the runtime', () => {
   });
 
   it('answers `send` in-process on SQLite without the packages of features it does not use', () => {
-    const { status, stdout, modules, packages } = runWithModules(['send', 'hello']);
+    const { status, stdout, modules, packages, spawned } = runWithModules(['send', 'hello']);
     expect(status).toBe(0);
     expect(stdout).toContain('[local model]');
     // The runtime and its database driver did load: the checks below are about what it left out.
     expect(loadedFolders(modules).has('src/runtime')).toBe(true);
     expect(packages.has('better-sqlite3')).toBe(true);
     // Postgres's driver, the MCP client (no server configured), the ACP client (no ACP model), RE2 (no
-    // search ran), the gateway's server with `ws` (nothing serves) and the workflow engine (no workflow ran)
-    // load when first used.
-    for (const name of ['pg', '@modelcontextprotocol/sdk', '@agentclientprotocol/sdk', 're2js', 'ws'])
+    // search ran), the gateway's server with `ws` (nothing serves), the workflow engine (no workflow ran)
+    // and the OpenTelemetry API (nothing registered with it) load when first used.
+    for (const name of [
+      'pg',
+      '@modelcontextprotocol/sdk',
+      '@agentclientprotocol/sdk',
+      're2js',
+      'ws',
+      '@opentelemetry/api',
+    ])
       expect(packages.has(name), `${name} loaded`).toBe(false);
     // The gateway's and the workflows' methods are registered (their tables, schemas and handlers load); the
     // server and the workflow engine are not.
@@ -157,6 +191,20 @@ describe('the CLI starts without the runtime', () => {
       'src/workflow/validate.ts',
     ])
       expect(modules, `${unused} loaded`).not.toContain(unused);
+    // No hook and no bash: `unshare` is not probed (a child process) for children that never start.
+    expect(spawned).toEqual([]);
+  });
+
+  it("answers a second `send` without the YAML parser: the first kept the skills' front matter", () => {
+    // The first turn in a new home reads the example skill's front matter with the parser.
+    const first = runWithModules(['send', 'hello']);
+    expect(first.status).toBe(0);
+    expect(first.packages.has('yaml')).toBe(true);
+    const second = runWithModules(['send', 'hello again'], first.home);
+    expect(second.status).toBe(0);
+    expect(second.stdout).toContain('[local model]');
+    expect(second.modules).toContain('src/skills/frontmatter-cache.ts');
+    expect(second.packages.has('yaml')).toBe(false);
   });
 
   it('makes a runtime for `status` without the YAML parser when there is no document to read', () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { type BusEvent, createBus } from '../../src/bus/index.js';
 import { createLedger } from '../../src/ledger/index.js';
 import { createSkillLibrary, createSkillTools, parseSkillFile } from '../../src/skills/index.js';
+import { createKvStore } from '../../src/store/index.js';
 import { AgentdError, createManualClock, createRecordingLogger } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createToolContext, useTempDirs } from '../tools/helpers.js';
@@ -138,6 +139,68 @@ describeEachDatabase('skill library', (getDb) => {
       expect(within.length).toBeLessThanOrEqual(maxChars);
       if (maxChars === 120) expect(within).toBe('');
     }
+  });
+
+  it('keeps the front matter it read by its text: a library on the same store reads it again from there, a changed file afresh', async () => {
+    const workspace = await tempDir();
+    await writeSkill(workspace, 'alpha', skill('alpha', 'triggers: [alpha work]\nmetadata: { owner: me }\n'));
+    const kv = createKvStore(getDb());
+    const first = await createSkillLibrary({ dirs: [workspace], db: getDb() }).get('alpha');
+    expect(first).toMatchObject({ description: 'Does alpha things.', keywords: ['alpha work'] });
+    const kept = await kv.list('skills.frontmatter');
+    expect(kept).toHaveLength(1);
+    expect(JSON.parse(kept[0]!.value)).toEqual({
+      name: 'alpha',
+      description: 'Does alpha things.',
+      triggers: ['alpha work'],
+      metadata: { owner: 'me' },
+    });
+    // The next library answers from the kept values (changed here to tell them apart from the file's) and
+    // still validates them.
+    await kv.set(
+      'skills.frontmatter',
+      kept[0]!.key,
+      JSON.stringify({ name: 'alpha', description: 'Kept description.', version: '4' }),
+    );
+    const second = createSkillLibrary({ dirs: [workspace], db: getDb() });
+    expect(await second.get('alpha')).toMatchObject({ description: 'Kept description.', version: 4 });
+    await kv.set('skills.frontmatter', kept[0]!.key, JSON.stringify({ name: 'alpha', description: '' }));
+    const invalid = createSkillLibrary({ dirs: [workspace], db: getDb() });
+    expect(await invalid.get('alpha')).toBeUndefined();
+    expect((await invalid.problems())[0]!.reason).toMatch(/description/);
+    // Another text is another key: the changed file is parsed, and kept beside the first.
+    await writeSkill(workspace, 'alpha', skill('alpha', 'version: 2\n'));
+    await second.refresh();
+    expect(await second.get('alpha')).toMatchObject({ description: 'Does alpha things.', version: 2 });
+    expect(await kv.list('skills.frontmatter')).toHaveLength(2);
+  });
+
+  it('keeps no front matter JSON would change, and forgets unused entries past 256', async () => {
+    const workspace = await tempDir();
+    await writeSkill(workspace, 'alpha', skill('alpha', 'metadata: { limit: .inf, ratio: .nan }\n'));
+    const kv = createKvStore(getDb());
+    for (let index = 0; index < 300; index++)
+      await kv.set('skills.frontmatter', `gone-${index}`, JSON.stringify({ name: 'gone' }));
+    for (let round = 0; round < 2; round++) {
+      const alpha = await createSkillLibrary({ dirs: [workspace], db: getDb() }).get('alpha');
+      expect(alpha?.frontmatter.metadata).toEqual({ limit: Number.POSITIVE_INFINITY, ratio: Number.NaN });
+    }
+    expect(await kv.list('skills.frontmatter')).toEqual([]);
+  });
+
+  it('reads every skill when the store cannot keep or give front matter (a full disk)', async () => {
+    const workspace = await tempDir();
+    await writeSkill(workspace, 'alpha', skill('alpha'));
+    const db = getDb();
+    const failing = (): Promise<never> =>
+      Promise.reject(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+    const broken = new Proxy(db, {
+      get: (target, key) =>
+        key === 'transaction' || key === 'all' ? failing : Reflect.get(target, key, target),
+    });
+    const library = createSkillLibrary({ dirs: [workspace], db: broken });
+    expect(await library.get('alpha')).toMatchObject({ description: 'Does alpha things.' });
+    expect(await createKvStore(db).list('skills.frontmatter')).toEqual([]);
   });
 
   it('activation loads the body from disk, fills {baseDir}, records the activation and publishes it', async () => {

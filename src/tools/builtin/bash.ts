@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type ChildIsolation, childEnvironment, spawnIsolated } from '../child-process.js';
+import { childEnvironment, type IsolationChoice, spawnIsolated } from '../child-process.js';
 import { defineTool, type ToolDefinition } from '../tool.js';
 
 export interface BashToolOptions {
@@ -13,8 +13,8 @@ export interface BashToolOptions {
    * is the workspace, so no secret leaks in.
    */
   env?: Record<string, string>;
-  /** How the command is started (see ChildIsolation); default `none`. */
-  isolation?: ChildIsolation;
+  /** How the command is started (see ChildIsolation and IsolationChoice); default `none`. */
+  isolation?: IsolationChoice;
 }
 
 /**
