@@ -159,6 +159,23 @@ describe('the CLI starts without the runtime', () => {
       expect(packages.has(name), `${name} loaded`).toBe(false);
   });
 
+  it("formats a work item's ledger for `ledger show --url` without zod", () => {
+    const { status, modules, packages } = runWithModules([
+      'ledger',
+      'show',
+      'wi_1',
+      '--url',
+      'ws://127.0.0.1:9',
+      '--token',
+      't',
+    ]);
+    expect(status).not.toBe(0);
+    // The ledger's formatter and entry types loaded; its append schema (zod) did not.
+    expect(modules).toContain('src/ledger/ledger.ts');
+    expect(modules).toContain('src/cli/gateway-client.ts');
+    expect(packages.has('zod')).toBe(false);
+  });
+
   it('answers `send` in-process on SQLite without the packages of features it does not use', () => {
     const { status, stdout, modules, packages, spawned } = runWithModules(['send', 'hello']);
     expect(status).toBe(0);
