@@ -9,6 +9,13 @@ const namespace = 'skills.frontmatter';
 /** Entries kept past which those the last discovery did not use are forgotten. */
 const maxKeptEntries = 256;
 
+/**
+ * Longer blocks are parsed every time, never kept: an agent can write skills into the workspace, and a
+ * front matter holds a name, a description of at most 1,024 characters and a few fields, so this bounds what
+ * the 256 forgotten-but-kept entries can hold.
+ */
+const maxKeptBlockChars = 16 * 1024;
+
 export interface FrontmatterCache {
   /** Reads a front matter block: from the values kept for the same text, else with the YAML parser. */
   read: FrontmatterReader;
@@ -23,8 +30,8 @@ export interface FrontmatterCache {
  * the SHA-256 of the block's text. A process whose skills did not change since one read them validates
  * their front matter without loading the YAML parser (its 70 files, about 40 ms of a process's first turn
  * here). The values go through the same schema as freshly parsed ones; a block is kept only when JSON
- * carries its values unchanged (not `.inf`, `.nan` or `-0`), and a store that cannot be read or written (a
- * full disk) costs a parse, never a skill.
+ * carries its values unchanged (not `.inf`, `.nan` or `-0`) and it is at most 16 KiB, and a store that cannot
+ * be read or written (a full disk) costs a parse, never a skill.
  */
 export function createFrontmatterCache(options: { db: SqlDatabase; logger: Logger }): FrontmatterCache {
   const kv = createKvStore(options.db);
@@ -38,6 +45,7 @@ export function createFrontmatterCache(options: { db: SqlDatabase; logger: Logge
     const kept = known.get(key);
     if (kept !== undefined) return JSON.parse(kept);
     const values: unknown = yamlParser().parse(block);
+    if (block.length > maxKeptBlockChars) return values;
     const json = JSON.stringify(values);
     if (json !== undefined && isDeepStrictEqual(JSON.parse(json), values)) {
       known.set(key, json);

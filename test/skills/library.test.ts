@@ -175,15 +175,20 @@ describeEachDatabase('skill library', (getDb) => {
     expect(await kv.list('skills.frontmatter')).toHaveLength(2);
   });
 
-  it('keeps no front matter JSON would change, and forgets unused entries past 256', async () => {
+  it('keeps no front matter JSON would change or longer than 16 KiB, and forgets unused entries past 256', async () => {
     const workspace = await tempDir();
     await writeSkill(workspace, 'alpha', skill('alpha', 'metadata: { limit: .inf, ratio: .nan }\n'));
+    // An agent may write skills: a huge front matter is read every time, never kept.
+    await writeSkill(workspace, 'bulky', skill('bulky', `metadata: { filler: "${'x'.repeat(17_000)}" }\n`));
     const kv = createKvStore(getDb());
     for (let index = 0; index < 300; index++)
       await kv.set('skills.frontmatter', `gone-${index}`, JSON.stringify({ name: 'gone' }));
     for (let round = 0; round < 2; round++) {
       const alpha = await createSkillLibrary({ dirs: [workspace], db: getDb() }).get('alpha');
       expect(alpha?.frontmatter.metadata).toEqual({ limit: Number.POSITIVE_INFINITY, ratio: Number.NaN });
+      expect((await createSkillLibrary({ dirs: [workspace], db: getDb() }).get('bulky'))?.description).toBe(
+        'Does bulky things.',
+      );
     }
     expect(await kv.list('skills.frontmatter')).toEqual([]);
   });
