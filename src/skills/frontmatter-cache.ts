@@ -43,7 +43,14 @@ export function createFrontmatterCache(options: { db: SqlDatabase; logger: Logge
     const key = createHash('sha256').update(block).digest('base64url');
     used.add(key);
     const kept = known.get(key);
-    if (kept !== undefined) return JSON.parse(kept);
+    if (kept !== undefined) {
+      try {
+        return JSON.parse(kept);
+      } catch {
+        // A damaged row: the block is parsed again and its row rewritten.
+        known.delete(key);
+      }
+    }
     const values: unknown = yamlParser().parse(block);
     if (block.length > maxKeptBlockChars) return values;
     const json = JSON.stringify(values);

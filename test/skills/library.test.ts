@@ -164,6 +164,12 @@ describeEachDatabase('skill library', (getDb) => {
     );
     const second = createSkillLibrary({ dirs: [workspace], db: getDb() });
     expect(await second.get('alpha')).toMatchObject({ description: 'Kept description.', version: 4 });
+    // A damaged row is read past: the file is parsed again, and the row rewritten.
+    await kv.set('skills.frontmatter', kept[0]!.key, '{"name": "alp');
+    expect(await createSkillLibrary({ dirs: [workspace], db: getDb() }).get('alpha')).toMatchObject({
+      description: 'Does alpha things.',
+    });
+    expect(JSON.parse((await kv.get('skills.frontmatter', kept[0]!.key))!)).toMatchObject({ name: 'alpha' });
     await kv.set('skills.frontmatter', kept[0]!.key, JSON.stringify({ name: 'alpha', description: '' }));
     const invalid = createSkillLibrary({ dirs: [workspace], db: getDb() });
     expect(await invalid.get('alpha')).toBeUndefined();
