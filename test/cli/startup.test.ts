@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,11 +26,15 @@ function runWithModules(
   spawned: string[];
 } {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-cli-startup-'));
+  const loadedList = join(dir, 'loaded.txt');
+  // The hooks run on a thread of their own: written to a file at once, a module's line is there before the
+  // module runs, however soon the process exits (a line written to stderr from that thread could be lost).
   writeFileSync(
     join(dir, 'hooks.mjs'),
-    `export async function resolve(specifier, context, next) {
+    `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context);
-  if (resolved.url.startsWith('file:')) process.stderr.write('LOADED ' + resolved.url + '\\n');
+  if (resolved.url.startsWith('file:')) appendFileSync(${JSON.stringify(loadedList)}, resolved.url + '\\n');
   return resolved;
 }
 `,
@@ -52,7 +56,7 @@ childProcess.spawnSync = (file, ...rest) => {
 syncBuiltinESMExports();
 const required = require.cache;
 process.on('exit', () => {
-  for (const path of Object.keys(required)) process.stderr.write('LOADED ' + pathToFileURL(path).href + '\\n');
+  for (const path of Object.keys(required)) process.stderr.write(pathToFileURL(path).href + '\\n');
 });
 `,
   );
@@ -70,10 +74,11 @@ process.on('exit', () => {
     ],
     { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, AGENTD_LOG_LEVEL: 'silent' } },
   );
-  const loaded = result.stderr
+  const imported = existsSync(loadedList) ? readFileSync(loadedList, 'utf8') : '';
+  const loaded = `${imported}\n${result.stderr}`
     .split('\n')
-    .filter((line) => line.startsWith('LOADED file:'))
-    .map((line) => relative(repoRoot, fileURLToPath(line.slice('LOADED '.length))));
+    .filter((line) => line.startsWith('file:'))
+    .map((line) => relative(repoRoot, fileURLToPath(line)));
   const modules = [...new Set(loaded.filter((path) => path.startsWith('src/')))];
   // `node_modules/<name>/…` or `node_modules/@scope/<name>/…` → the package's name.
   const packages = new Set(
