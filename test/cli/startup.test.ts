@@ -94,6 +94,10 @@ process.on('exit', () => {
   return { status: result.status, stdout: result.stdout, modules, packages, home: home ?? dir, spawned };
 }
 
+/** Nothing listens on port 9: a gateway command fails to connect, after deciding what to load. */
+const runAgainstClosedGateway = (args: string[]) =>
+  runWithModules([...args, '--url', 'ws://127.0.0.1:9', '--token', 't']);
+
 /** What a command that prints or talks to a gateway has no use for: the configuration, its schemas, files. */
 const configurationModules = { folders: ['src/config', 'src/ledger'], packages: ['zod', 'yaml'] };
 
@@ -146,14 +150,7 @@ describe('the CLI starts without the runtime', () => {
     ['send', 'hello'],
     ['status', '--json'],
   ])('loads neither the runtime nor the configuration for `%s %s --url`', (...args) => {
-    // Nothing listens on port 9: the command fails to connect, after deciding what to load.
-    const { status, modules, packages } = runWithModules([
-      ...args,
-      '--url',
-      'ws://127.0.0.1:9',
-      '--token',
-      't',
-    ]);
+    const { status, modules, packages } = runAgainstClosedGateway(args);
     expect(status).not.toBe(0);
     expect(modules).toContain('src/cli/gateway-client.ts');
     expect(packages.has('ws')).toBe(true);
@@ -165,15 +162,7 @@ describe('the CLI starts without the runtime', () => {
   });
 
   it("formats a work item's ledger for `ledger show --url` without zod", () => {
-    const { status, modules, packages } = runWithModules([
-      'ledger',
-      'show',
-      'wi_1',
-      '--url',
-      'ws://127.0.0.1:9',
-      '--token',
-      't',
-    ]);
+    const { status, modules, packages } = runAgainstClosedGateway(['ledger', 'show', 'wi_1']);
     expect(status).not.toBe(0);
     // The ledger's formatter and entry types loaded; its append schema (zod) did not.
     expect(modules).toContain('src/ledger/ledger.ts');
