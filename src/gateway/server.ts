@@ -428,7 +428,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   };
 }
 
-/** Exposed for the CLI: whether a bind address is loopback (where `--no-auth` is allowed). */
+/** Whether a bind address is loopback (where `--no-auth` is allowed and the Host header is checked). */
 function isLoopbackHost(host: string): boolean {
   return loopbackHosts.has(host) || isLoopbackAddress(host);
 }

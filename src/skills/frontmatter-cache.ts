@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { createKvStore, type SqlDatabase } from '../store/index.js';
-import { type Logger, yamlParser } from '../util/index.js';
+import { type Clock, type Logger, yamlParser } from '../util/index.js';
 import type { FrontmatterReader } from './frontmatter.js';
 
 const namespace = 'skills.frontmatter';
@@ -33,8 +33,12 @@ export interface FrontmatterCache {
  * carries its values unchanged (not `.inf`, `.nan` or `-0`) and it is at most 16 KiB, and a store that cannot
  * be read or written (a full disk) costs a parse, never a skill.
  */
-export function createFrontmatterCache(options: { db: SqlDatabase; logger: Logger }): FrontmatterCache {
-  const kv = createKvStore(options.db);
+export function createFrontmatterCache(options: {
+  db: SqlDatabase;
+  clock: Clock;
+  logger: Logger;
+}): FrontmatterCache {
+  const kv = createKvStore(options.db, { clock: options.clock });
   const known = new Map<string, string>();
   const fresh = new Map<string, string>();
   const used = new Set<string>();

@@ -193,7 +193,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
   let state: Promise<{ skills: Map<string, SkillSummary>; problems: SkillProblem[] }> | undefined;
   /** Every run's system prompt carries the catalog: made once per discovery, not once per run. */
   let catalogMade: { of: object; maxChars: number; text: string } | undefined;
-  const keptFrontmatter = createFrontmatterCache({ db, logger });
+  const keptFrontmatter = createFrontmatterCache({ db, clock, logger });
   const parse = (text: string) => parseSkillFile(text, keptFrontmatter.read);
 
   const discover = async () => {

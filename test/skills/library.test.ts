@@ -145,10 +145,12 @@ describeEachDatabase('skill library', (getDb) => {
     const workspace = await tempDir();
     await writeSkill(workspace, 'alpha', skill('alpha', 'triggers: [alpha work]\nmetadata: { owner: me }\n'));
     const kv = createKvStore(getDb());
-    const first = await createSkillLibrary({ dirs: [workspace], db: getDb() }).get('alpha');
+    const clock = createManualClock(77_000);
+    const first = await createSkillLibrary({ dirs: [workspace], db: getDb(), clock }).get('alpha');
     expect(first).toMatchObject({ description: 'Does alpha things.', keywords: ['alpha work'] });
     const kept = await kv.list('skills.frontmatter');
     expect(kept).toHaveLength(1);
+    expect(kept[0]!.updatedAt).toBe(77_000);
     expect(JSON.parse(kept[0]!.value)).toEqual({
       name: 'alpha',
       description: 'Does alpha things.',
