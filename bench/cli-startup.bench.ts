@@ -1,20 +1,25 @@
 // The command line's start-up: how long `agentd --version`, `--help`, the commands that talk to a running
 // gateway and `send` without one (a runtime in the command's process, on SQLite) take from spawn to exit,
-// with their peak RSS, and `serve` until its gateway listens; beside `node -e 0` (the floor: Node's own
+// with their peak RSS, `serve` until its gateway listens and a served process's first chat turn; beside `node -e 0` (the floor: Node's own
 // start) and the real OpenClaw CLI's `--version` and `--help` (scripts/install-openclaw.sh; left out when it
 // is not installed). Every command runs once per round, the rounds interleave the contenders, and each figure is the
 // median over the rounds. AGENTD_BENCH_CLI_BEFORE=<checkout> adds the same agentd commands from another
 // build (its dist/ built), for a before/after in the same run.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findOpenClaw } from '../test/helpers/openclaw.js';
+import { openChatClient, sendChatTurn } from './chat-client.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
+import { scriptedModelId, serveScriptedModel } from './scripted-model-server.js';
 import { median } from './stats.js';
 
 const rounds = Number(process.env.AGENTD_BENCH_CLI_ROUNDS ?? 10);
+/** A person's pause between the server's start and their first message, for the first-turn rows. */
+const firstTurnPauseMs = 1000;
 const token = 'bench-token';
 const gnuTime = '/usr/bin/time';
 
@@ -25,6 +30,11 @@ interface Contender {
   env?: Record<string, string>;
   /** For a command that keeps running (`serve`): timed to the first output matching this, then stopped. */
   ready?: RegExp;
+  /**
+   * For `serve`: timed from its first chat turn's `chat.send` to the final event instead, sent by a client that
+   * connects this long after the gateway printed its address.
+   */
+  firstTurnAfterMs?: number;
 }
 
 interface Sample {
@@ -38,6 +48,7 @@ interface Sample {
  * commands talk to runs in this process, so the event loop must keep turning while they run.
  */
 async function runOnce(contender: Contender, scratch: string): Promise<Sample> {
+  if (contender.firstTurnAfterMs !== undefined) return runFirstTurn(contender, contender.firstTurnAfterMs);
   if (contender.ready) return runUntilReady(contender, contender.ready);
   const env = { ...process.env, ...contender.env };
   const withTime = existsSync(gnuTime);
@@ -90,11 +101,68 @@ async function runUntilReady(contender: Contender, ready: RegExp): Promise<Sampl
   };
 }
 
-function agentdContenders(label: string, root: string, url: string, scratch: string): Contender[] {
+/** `serve` until it prints its address, a pause, a client, then one chat turn timed from send to final. */
+async function runFirstTurn(contender: Contender, pauseMs: number): Promise<Sample> {
+  const child = spawn(contender.command, contender.argv, {
+    env: { ...process.env, ...contender.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  let output = '';
+  try {
+    const url = await new Promise<string | undefined>((resolve) => {
+      const killer = setTimeout(() => resolve(undefined), 60_000);
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        const listening = /listening on http(:\/\/\S+)/.exec(output);
+        if (!listening) return;
+        clearTimeout(killer);
+        resolve(`ws${listening[1]}`);
+      });
+      child.once('exit', () => {
+        clearTimeout(killer);
+        resolve(undefined);
+      });
+    });
+    if (!url) return { wallMs: Number.NaN, rssMiB: undefined, status: null };
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    const client = await openChatClient(url, 'first', token);
+    const latencyMs = await new Promise<number | undefined>((resolve) => {
+      const killer = setTimeout(() => resolve(undefined), 60_000);
+      sendChatTurn(client, (ms) => {
+        clearTimeout(killer);
+        resolve(ms);
+      });
+    });
+    client.ws.terminate();
+    return { wallMs: latencyMs ?? Number.NaN, rssMiB: undefined, status: latencyMs === undefined ? null : 0 };
+  } finally {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+function agentdContenders(
+  label: string,
+  root: string,
+  url: string,
+  scratch: string,
+  modelUrl: string,
+): Contender[] {
   const bin = join(root, 'bin', 'agentd.js');
   const env = { AGENTD_TOKEN: token, AGENTD_LOG_LEVEL: 'error' };
   // Each build its own state directory: the warm-up pass creates and migrates its database.
   const home = join(scratch, `${label.replace(/\W+/g, '-')}-home`);
+  const openAICompatible = {
+    ...env,
+    AGENTD_MODEL: `openai/${scriptedModelId}`,
+    OPENAI_BASE_URL: modelUrl,
+    OPENAI_API_KEY: 'bench-key',
+  };
+  const firstTurns = [
+    ['local model', env],
+    ['OpenAI-compatible', openAICompatible],
+  ] as const;
   return [
     { name: `${label} --version`, command: process.execPath, argv: [bin, '--version'], env },
     { name: `${label} --help`, command: process.execPath, argv: [bin, '--help'], env },
@@ -111,6 +179,17 @@ function agentdContenders(label: string, root: string, url: string, scratch: str
       env,
       ready: /dashboard:/,
     },
+    ...firstTurns.flatMap(([model, modelEnv]) =>
+      [0, firstTurnPauseMs].map(
+        (pauseMs): Contender => ({
+          name: `${label} serve, first turn ${pauseMs === 0 ? 'at once' : `${pauseMs / 1000} s after ready`} (${model})`,
+          command: process.execPath,
+          argv: [bin, '--home', home, 'serve', '--port', '0'],
+          env: modelEnv,
+          firstTurnAfterMs: pauseMs,
+        }),
+      ),
+    ),
     {
       name: `${label} send (in-process)`,
       command: process.execPath,
@@ -139,10 +218,12 @@ export default {
     const load = loadavg().map((value) => value.toFixed(1));
     const server = await serveRuntime({ token });
     const url = `ws://127.0.0.1:${server.port}`;
+    const model = await serveScriptedModel();
+    const modelUrl = `http://127.0.0.1:${(model.server.address() as AddressInfo).port}/v1`;
     const contenders: Contender[] = [
       { name: 'node -e 0 (floor)', command: process.execPath, argv: ['-e', '0'] },
-      ...agentdContenders('agentd', root, url, scratch),
-      ...(before ? agentdContenders('agentd before', before, url, scratch) : []),
+      ...agentdContenders('agentd', root, url, scratch, modelUrl),
+      ...(before ? agentdContenders('agentd before', before, url, scratch, modelUrl) : []),
     ];
     const openclaw = findOpenClaw();
     if (openclaw.bin) {
@@ -163,6 +244,7 @@ export default {
       }
     } finally {
       await server.stop();
+      model.server.close();
       rmSync(scratch, { recursive: true, force: true });
     }
     const floorMs = median(samples.get('node -e 0 (floor)')!.map((sample) => sample.wallMs));
@@ -176,7 +258,9 @@ export default {
         'median ms': Number(median(walls).toFixed(0)),
         'min ms': Number(Math.min(...walls).toFixed(0)),
         'max ms': Number(Math.max(...walls).toFixed(0)),
-        '× node -e 0': Number((median(walls) / floorMs).toFixed(2)),
+        // A first turn's time starts long after the process did: no ratio to Node's start.
+        '× node -e 0':
+          contender.firstTurnAfterMs === undefined ? Number((median(walls) / floorMs).toFixed(2)) : '',
         'peak RSS MiB': rss.length > 0 ? Number(median(rss).toFixed(0)) : '',
         'non-zero exits': failed,
       };
@@ -185,6 +269,7 @@ export default {
       rows,
       notes: [
         `${rounds} rounds after one warm-up pass; each round runs every command once, in the order reversed every other round; figures are medians over the rounds (wall time from spawn to exit, peak RSS from GNU time's %M). \`serve, until ready\` is timed from spawn to its \`dashboard:\` line (the gateway listening), on the state directory \`send (in-process)\` uses, then stopped; no RSS for it.`,
+        `\`serve, first turn\` rows: \`serve\` on the same state directory, a client (OpenClaw protocol) that connects at once or ${firstTurnPauseMs / 1000} s after the address line, and its first \`chat.send\` timed to the run's final event; with the offline local model, then with the OpenAI-compatible provider on a scripted model server in this process (one short reply streamed as SSE).`,
         "The gateway commands talk to agentd's whole runtime (SQLite, the offline local model) served from this process on a free loopback port; `send` waits for the reply. `send (in-process)` makes the runtime in its own process (SQLite in a state directory of its own, the local model), answers and closes it.",
         openclaw.bin
           ? `OpenClaw: ${openclaw.bin} (scripts/install-openclaw.sh, its own Node 24), with an empty state directory; only --version and --help, which need no gateway.`

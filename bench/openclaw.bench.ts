@@ -20,7 +20,6 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +28,7 @@ import { findOpenClaw } from '../test/helpers/openclaw.js';
 import { connectRequest } from './chat-client.js';
 import { serveEcho } from './echo-floor.js';
 import { assertRuntimeBuilt, forkRoleServer, runtimeSource, serveRuntime } from './runtime-server.js';
+import { scriptedModelId as modelId, serveScriptedModel } from './scripted-model-server.js';
 import { percentile } from './stats.js';
 
 const clientCounts = [1, 10];
@@ -40,80 +40,18 @@ const peerPhaseMs = Number(process.env.AGENTD_BENCH_PEER_PHASE_MS ?? 10_000);
 const turnTimeoutMs = 60_000;
 const gatewayStartTimeoutMs = 120_000;
 const token = 'bench-token';
-const modelId = 'fake-model';
-const replyParts = ['Hello from the ', 'scripted model.'];
 const role = process.env.AGENTD_OPENCLAW_BENCH_ROLE;
 
 type ServerName = 'echo' | 'agentd' | 'openclaw';
 
 // --- child roles: the scripted model, the echo floor, agentd ----------------------------------------------
 
-/** An OpenAI-compatible Chat Completions server with one fixed short reply, streamed as SSE. */
-function serveModel(): Promise<{ server: Server; stats: { requests: number; requestBytes: number } }> {
-  const stats = { requests: 0, requestBytes: 0 };
-  const chunk = (id: string, delta: object, finish: string | null) =>
-    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model: modelId, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-  const server = createServer((request, response) => {
-    let bytes = 0;
-    let streamed = false;
-    request.on('data', (data: Buffer) => {
-      bytes += data.length;
-      if (!streamed && data.includes('"stream":true')) streamed = true;
-    });
-    request.on('end', () => {
-      if (request.method !== 'POST' || !request.url?.endsWith('/chat/completions')) {
-        response.writeHead(404, { 'content-type': 'application/json' });
-        response.end('{"error":{"message":"not found"}}');
-        return;
-      }
-      stats.requests++;
-      stats.requestBytes += bytes;
-      const id = `chatcmpl-${stats.requests}`;
-      const usage = {
-        prompt_tokens: 10,
-        completion_tokens: replyParts.length,
-        total_tokens: 10 + replyParts.length,
-      };
-      if (!streamed) {
-        response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify({
-            id,
-            object: 'chat.completion',
-            created: 1,
-            model: modelId,
-            choices: [
-              {
-                index: 0,
-                message: { role: 'assistant', content: replyParts.join('') },
-                finish_reason: 'stop',
-              },
-            ],
-            usage,
-          }),
-        );
-        return;
-      }
-      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      response.write(chunk(id, { role: 'assistant', content: '' }, null));
-      for (const part of replyParts) response.write(chunk(id, { content: part }, null));
-      response.write(chunk(id, {}, 'stop'));
-      response.write(
-        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model: modelId, choices: [], usage })}\n\n`,
-      );
-      response.end('data: [DONE]\n\n');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, stats })));
-}
-
 if (role) {
   let stop: () => Promise<void> = async () => {};
   let port: number;
   let stats: { requests: number; requestBytes: number } | undefined;
   if (role === 'model') {
-    const served = await serveModel();
+    const served = await serveScriptedModel();
     port = (served.server.address() as { port: number }).port;
     stats = served.stats;
     stop = () => new Promise((resolve) => served.server.close(() => resolve()));

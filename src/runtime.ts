@@ -218,6 +218,14 @@ export interface Runtime {
    */
   runWorkflow(input: { dir: string; input?: unknown; confined?: boolean }): Promise<RuntimeWorkflowRun>;
   health(): Record<string, unknown>;
+  /**
+   * Loads what a first chat turn needs that making the runtime did not (the skills' list, the tools'
+   * definitions for the model, the model provider's SDK), so that turn does not wait for it. A process that
+   * waits for its first message calls it (`serve`, `chat`, `acp` and `mcp serve` do); calls after the first
+   * return the first's promise. Never rejects: a part that fails is logged, and the turn that needs it meets
+   * the failure itself.
+   */
+  prepare(): Promise<void>;
   /** Graceful stop: no new connections, running turns aborted and persisted, database closed. */
   close(): Promise<void>;
 }
@@ -772,6 +780,26 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     return background;
   };
 
+  let prepared: Promise<void> | undefined;
+  const prepareFirstTurn = async () => {
+    const startedAt = clock.now();
+    const parts: Array<[part: string, load: () => unknown]> = [
+      ['skills', () => skills.catalog()],
+      ['tools', () => tools.toModelTools()],
+      ['model', () => model.prepare?.()],
+    ];
+    await Promise.all(
+      parts.map(async ([part, load]) => {
+        try {
+          await load();
+        } catch (error) {
+          logger.warn({ err: error, part }, 'preparing the first chat turn failed');
+        }
+      }),
+    );
+    logger.debug({ durationMs: clock.now() - startedAt }, 'first chat turn prepared');
+  };
+
   return {
     version,
     config,
@@ -879,6 +907,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       };
     },
 
+    prepare() {
+      prepared ??= prepareFirstTurn();
+      return prepared;
+    },
+
     async close() {
       if (closed) return;
       closed = true;
@@ -886,6 +919,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       cron.stop();
       if (gateway) await gateway.close();
       await chat.drain();
+      // Its skill discovery may still be writing the kept front matter to the store.
+      await prepared;
       await mcp.close();
       await agents.close();
       skillExperience.stop();

@@ -63,6 +63,10 @@ export function createAcpModel(options: AcpModelOptions): LanguageModel {
     modelId,
     contextWindowTokens: options.contextWindowTokens ?? contextWindowFor(modelId),
     doStream: (request, callOptions) => runAcpTurn(options, renderConversation(request), callOptions.signal),
+    // The agent itself starts with each call; only the SDK that speaks to it can be loaded ahead.
+    prepare: async () => {
+      await import('@agentclientprotocol/sdk');
+    },
   };
 }
 

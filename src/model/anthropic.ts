@@ -9,6 +9,7 @@ import type {
 import { contextWindowFor } from './context-windows.js';
 import { mapUpstream } from './mapped-stream.js';
 import { errorEvent, errorFromSdk } from './provider-errors.js';
+import { lazySdkClient } from './sdk-client.js';
 import type {
   LanguageModel,
   ModelCallOptions,
@@ -39,10 +40,8 @@ export interface AnthropicModelOptions {
  * spans could carry prompt content). `temperature` is not sent: this API version has no sampling parameters.
  */
 export function createAnthropicModel(options: AnthropicModelOptions): LanguageModel {
-  // The SDK loads on the first call, not at start-up: a runtime on another provider never needs it.
-  let client: Promise<Anthropic> | undefined;
-  const connect = () =>
-    (client ??= import('@anthropic-ai/sdk').then(
+  const sdk = lazySdkClient(() =>
+    import('@anthropic-ai/sdk').then(
       ({ default: AnthropicSdk }) =>
         new AnthropicSdk({
           apiKey: options.apiKey,
@@ -52,14 +51,16 @@ export function createAnthropicModel(options: AnthropicModelOptions): LanguageMo
           ...(options.fetch ? { fetch: options.fetch } : {}),
           ...(options.headers ? { defaultHeaders: options.headers } : {}),
         }),
-    ));
+    ),
+  );
   return {
     specificationVersion: 'v1',
     provider: 'anthropic',
     modelId: options.model,
     contextWindowTokens: options.contextWindowTokens ?? contextWindowFor(options.model),
     doStream: (request, callOptions) =>
-      streamMessages(connect, buildBody(options.model, request), callOptions, options.apiKey),
+      streamMessages(sdk.client, buildBody(options.model, request), callOptions, options.apiKey),
+    prepare: sdk.prepare,
   };
 }
 

@@ -8,6 +8,7 @@ import type {
 import { contextWindowFor } from './context-windows.js';
 import { mapUpstream } from './mapped-stream.js';
 import { errorEvent, errorFromSdk } from './provider-errors.js';
+import { lazySdkClient } from './sdk-client.js';
 import type {
   LanguageModel,
   ModelCallOptions,
@@ -45,10 +46,8 @@ export interface OpenAIModelOptions {
 export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
   const baseURL = options.baseURL ?? openAIDefaultBaseUrl;
   const official = baseURL.replace(/\/+$/, '') === openAIDefaultBaseUrl;
-  // The SDK loads on the first call, not at start-up: a runtime on another provider never needs it.
-  let client: Promise<OpenAI> | undefined;
-  const connect = () =>
-    (client ??= import('openai').then(
+  const sdk = lazySdkClient(() =>
+    import('openai').then(
       ({ default: OpenAISdk }) =>
         new OpenAISdk({
           // The SDK refuses to start without a key; compatible servers without auth ignore this placeholder.
@@ -60,7 +59,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
           ...(options.fetch ? { fetch: options.fetch } : {}),
           ...(options.headers ? { defaultHeaders: options.headers } : {}),
         }),
-    ));
+    ),
+  );
   const provider = options.provider ?? 'openai';
   return {
     specificationVersion: 'v1',
@@ -68,7 +68,13 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
     modelId: options.model,
     contextWindowTokens: options.contextWindowTokens ?? contextWindowFor(options.model),
     doStream: (request, callOptions) =>
-      streamChatCompletion(connect, buildBody(options.model, request, official), callOptions, options.apiKey),
+      streamChatCompletion(
+        sdk.client,
+        buildBody(options.model, request, official),
+        callOptions,
+        options.apiKey,
+      ),
+    prepare: sdk.prepare,
   };
 }
 

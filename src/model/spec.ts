@@ -105,6 +105,12 @@ export interface LanguageModel {
   readonly contextWindowTokens: number;
   /** Streams normalized events. See the contract at the top of this file. */
   doStream(request: ModelRequest, options: ModelCallOptions): AsyncIterable<ModelStreamEvent>;
+  /**
+   * Optional: loads what the first call would load (the provider's SDK, the HTTP classes it builds requests
+   * with) without calling the provider, so a process that waits for its first turn can get it out of that
+   * turn's way. May reject (the SDK could not be loaded); the first call then fails the same way, in its stream.
+   */
+  prepare?(): Promise<void>;
 }
 
 /** The folded result of one model call. */

@@ -1,31 +1,22 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { connectGateway } from '../../src/cli/gateway-client.js';
 import { ledgerEntryTypes } from '../../src/ledger/index.js';
 import { skillProposalStatuses } from '../../src/skills/index.js';
 import { workStates } from '../../src/work/index.js';
+import { startFakeOpenAIServer } from '../helpers/fake-openai-server.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
- * Runs the CLI from source in a process of its own, with a module hook that reports every file it loads
- * (of the repository's `src/`, and the packages): which subsystems a command starts with.
+ * A module hook that reports every file a process loads (of the repository's `src/`, and the packages) to
+ * `loadedList`, and every child it starts synchronously to stderr: the `--import` arguments that install it.
  */
-function runWithModules(
-  args: string[],
-  home?: string,
-): {
-  status: number | null;
-  stdout: string;
-  modules: string[];
-  packages: Set<string>;
-  home: string;
-  spawned: string[];
-} {
-  const dir = mkdtempSync(join(tmpdir(), 'agentd-cli-startup-'));
+function moduleHook(dir: string): { nodeArgs: string[]; loadedList: string } {
   const loadedList = join(dir, 'loaded.txt');
   // The hooks run on a thread of their own: written to a file at once, a module's line is there before the
   // module runs, however soon the process exits (a line written to stderr from that thread could be lost).
@@ -60,38 +51,64 @@ process.on('exit', () => {
 });
 `,
   );
-  const result = spawnSync(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--import',
-      join(dir, 'register.mjs'),
-      'src/cli/bin.ts',
-      '--home',
-      home ?? dir,
-      ...args,
-    ],
-    { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, AGENTD_LOG_LEVEL: 'silent' } },
-  );
-  const imported = existsSync(loadedList) ? readFileSync(loadedList, 'utf8') : '';
-  const loaded = `${imported}\n${result.stderr}`
+  return { nodeArgs: ['--import', 'tsx', '--import', join(dir, 'register.mjs')], loadedList };
+}
+
+/** The repository's files among a hook's lines (`file:` URLs), as paths relative to its root. */
+const loadedPaths = (lines: string) =>
+  lines
     .split('\n')
     .filter((line) => line.startsWith('file:'))
     .map((line) => relative(repoRoot, fileURLToPath(line)));
-  const modules = [...new Set(loaded.filter((path) => path.startsWith('src/')))];
-  // `node_modules/<name>/…` or `node_modules/@scope/<name>/…` → the package's name.
-  const packages = new Set(
-    loaded.flatMap((path) => {
+
+/** `node_modules/<name>/…` or `node_modules/@scope/<name>/…` → the package's name. */
+const packagesOf = (paths: string[]) =>
+  new Set(
+    paths.flatMap((path) => {
       const match = /^node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path);
       return match?.[1] ? [match[1]] : [];
     }),
   );
+
+/** Runs the CLI from source in a process of its own, with the module hook: which subsystems a command starts with. */
+function runWithModules(
+  args: string[],
+  home?: string,
+): {
+  status: number | null;
+  stdout: string;
+  modules: string[];
+  packages: Set<string>;
+  home: string;
+  spawned: string[];
+} {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-cli-startup-'));
+  const { nodeArgs, loadedList } = moduleHook(dir);
+  const result = spawnSync(
+    process.execPath,
+    [...nodeArgs, 'src/cli/bin.ts', '--home', home ?? dir, ...args],
+    {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, AGENTD_LOG_LEVEL: 'silent' },
+    },
+  );
+  const imported = existsSync(loadedList) ? readFileSync(loadedList, 'utf8') : '';
+  const loaded = loadedPaths(`${imported}\n${result.stderr}`);
+  const modules = [...new Set(loaded.filter((path) => path.startsWith('src/')))];
   const spawned = result.stderr
     .split('\n')
     .filter((line) => line.startsWith('SPAWNED '))
     .map((line) => line.slice('SPAWNED '.length));
-  return { status: result.status, stdout: result.stdout, modules, packages, home: home ?? dir, spawned };
+  return {
+    status: result.status,
+    stdout: result.stdout,
+    modules,
+    packages: packagesOf(loaded),
+    home: home ?? dir,
+    spawned,
+  };
 }
 
 /** Nothing listens on port 9: a gateway command fails to connect, after deciding what to load. */
@@ -239,4 +256,98 @@ describe('the CLI starts without the runtime', () => {
     expect(stdout.replace(/\s+/g, ' ')).toContain(`only one status: ${skillProposalStatuses.join(', ')}`);
     expect(loadedFolders(modules).has('src/runtime')).toBe(false);
   });
+});
+
+/** A long-running command from source with the module hook and the OpenAI-compatible provider on `baseURL`. */
+function startWithModules(args: string[], baseURL: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'agentd-cli-prepare-'));
+  const { nodeArgs, loadedList } = moduleHook(dir);
+  // stdin stays open and silent: the command waits for its first input.
+  const child = spawn(process.execPath, [...nodeArgs, 'src/cli/bin.ts', '--home', dir, ...args], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      AGENTD_LOG_LEVEL: 'silent',
+      AGENTD_TOKEN: 'prepare-token',
+      AGENTD_MODEL: 'openai/gpt-test',
+      OPENAI_BASE_URL: baseURL,
+      OPENAI_API_KEY: 'sk-test',
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString('utf8');
+  });
+  return {
+    output: () => output,
+    /** Whether the SDK's files were loaded, waiting for them up to 15 s. */
+    async loadedSdk(): Promise<boolean> {
+      const loaded = () =>
+        existsSync(loadedList) && packagesOf(loadedPaths(readFileSync(loadedList, 'utf8'))).has('openai');
+      for (let waited = 0; !loaded() && waited < 15_000 && child.exitCode === null; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      return loaded();
+    },
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((resolve) =>
+        child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
+      );
+    },
+  };
+}
+
+describe('a command that waits for its first message', () => {
+  it.each([
+    ['serve', ['serve', '--port', '0']],
+    ['chat', ['chat']],
+    ['mcp serve', ['mcp', 'serve']],
+    ['acp', ['acp']],
+  ])(
+    "`%s` loads the model provider's SDK before it, without calling the provider",
+    async (_name, args) => {
+      const model = await startFakeOpenAIServer();
+      const command = startWithModules(args, model.baseURL);
+      try {
+        expect(await command.loadedSdk(), command.output()).toBe(true);
+        expect(model.requests).toHaveLength(0);
+      } finally {
+        await command.stop();
+        await model.close();
+      }
+    },
+    30_000,
+  );
+
+  it('`serve` answers the first turn with the client it prepared', async () => {
+    const model = await startFakeOpenAIServer();
+    const command = startWithModules(['serve', '--port', '0'], model.baseURL);
+    try {
+      expect(await command.loadedSdk()).toBe(true);
+      const url = /listening on (http:\/\/\S+)/.exec(command.output())?.[1]?.replace(/^http/, 'ws');
+      expect(url).toBeDefined();
+      model.respond({ type: 'stream', text: ['Prepared ', 'reply.'] });
+      const client = await connectGateway({ url: url!, token: 'prepare-token' });
+      try {
+        const reply = new Promise<unknown>((resolve) => {
+          client.onEvent((event, payload) => {
+            if (event === 'chat' && ['final', 'error', 'aborted'].includes(payload?.state)) resolve(payload);
+          });
+        });
+        await client.call('chat.send', {
+          sessionKey: 'agent:main:main',
+          message: 'hi',
+          idempotencyKey: 'prep-1',
+        });
+        expect(JSON.stringify(await reply)).toContain('Prepared reply.');
+        expect(model.requests).toHaveLength(1);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await command.stop();
+      await model.close();
+    }
+  }, 30_000);
 });

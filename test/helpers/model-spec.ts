@@ -18,6 +18,8 @@ export interface ModelSpecSubject {
   hanging(): LanguageModel | Promise<LanguageModel>;
   /** Whether a successful call reports token usage (CLIs in plain-text mode do not). */
   reportsUsage: boolean;
+  /** Whether the model has `prepare` (the providers that load an SDK at their first call). */
+  prepares: boolean;
   /** Cleanup after each test (fake servers checked and closed, processes reaped). */
   afterEach?(): Promise<void>;
 }
@@ -94,6 +96,20 @@ export function describeModelSpec(name: string, subject: ModelSpecSubject): void
           expect(reported.usage.inputTokens).toBeGreaterThanOrEqual(0);
           expect(reported.usage.outputTokens).toBeGreaterThanOrEqual(0);
         }
+      }));
+
+    it('prepares, when it can, without calling the provider: the next call answers as usual', () =>
+      run(async () => {
+        const model = await subject.succeeding();
+        expect(typeof model.prepare === 'function').toBe(subject.prepares);
+        // Twice, as a runtime may: a call made by either would take the one answer the next call expects.
+        await model.prepare?.();
+        await model.prepare?.();
+        const { events, thrown } = await drain(model.doStream(request, {}));
+        expect(thrown).toBeUndefined();
+        expectOneTerminalLast(events);
+        expect(events.at(-1)?.type).toBe('finish');
+        expect(events.some((event) => event.type === 'text-delta' && event.text.length > 0)).toBe(true);
       }));
 
     it.skipIf(!subject.failing)(

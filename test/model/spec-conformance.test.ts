@@ -53,6 +53,7 @@ describeModelSpec('openai', {
     return openaiModel(server);
   },
   reportsUsage: true,
+  prepares: true,
   afterEach: () => openai.done(),
 });
 
@@ -80,6 +81,7 @@ describeModelSpec('anthropic', {
     return anthropicModel(server);
   },
   reportsUsage: true,
+  prepares: true,
   afterEach: () => anthropic.done(),
 });
 
@@ -97,12 +99,14 @@ describeModelSpec('command (plain text)', {
   failing: () => cli('fail'),
   hanging: () => cli('hang'),
   reportsUsage: false,
+  prepares: false,
 });
 describeModelSpec('command (claude stream-json)', {
   succeeding: () => cli('claude', 'claude-stream-json'),
   failing: () => cli('fail', 'claude-stream-json'),
   hanging: () => cli('hang', 'claude-stream-json'),
   reportsUsage: true,
+  prepares: false,
 });
 
 const acpAgent = fileURLToPath(new URL('./fixtures/acp-agent.mjs', import.meta.url));
@@ -123,6 +127,7 @@ describeModelSpec('acp', {
     };
   },
   reportsUsage: false,
+  prepares: true,
 });
 
 describeModelSpec('local', {
@@ -131,6 +136,7 @@ describeModelSpec('local', {
   // Its replies are instant: the suite aborts it at its first event instead.
   hanging: () => createLocalModel(),
   reportsUsage: true,
+  prepares: false,
 });
 
 describeModelSpec('scripted', {
@@ -140,4 +146,5 @@ describeModelSpec('scripted', {
     createScriptedModel({ steps: [{ error: { code: 'PROVIDER_UNAVAILABLE', message: 'down' } }] }),
   hanging: () => createScriptedModel({ steps: [{ hang: true }] }),
   reportsUsage: true,
+  prepares: false,
 });

@@ -33,6 +33,8 @@ export function registerAcpCommand(program: Command, deps: AcpCommandDeps): void
             Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
           ),
         );
+        // The editor's first prompt comes after its handshake and a session: the turn's loading is done by then.
+        void runtime.prepare();
         const stop = () => connection.close();
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);

@@ -118,6 +118,8 @@ export function registerChatCommands(program: Command, deps: CliCommandDeps): Co
             ...terminalLogDestination(),
           });
           backend = localChatBackend(runtime, options.agent, sessionKey);
+          // While the person types their first message.
+          void runtime.prepare();
         }
         await runChatRepl({
           backend,

@@ -62,6 +62,8 @@ export function registerMcpCommands(program: Command, deps: McpCommandDeps): Com
         runtime = await createRuntime({ config: await deps.config() });
         await runtime.startBackground();
         const active = runtime;
+        // A client's first `chat` call comes after its handshake; the turn's loading is done meanwhile.
+        void active.prepare();
         const stopped = new Promise<void>((resolve) => {
           process.once('SIGINT', () => resolve());
           process.once('SIGTERM', () => resolve());

@@ -81,6 +81,8 @@ export function registerServeCommand(program: Command, deps: ServeCommandDeps): 
           if (runtime.store.degradedReason)
             io.stderr(`WARNING: running RAM-only, nothing will be kept: ${runtime.store.degradedReason}\n`);
         }
+        // Clients connect after this line: the first turn's loading is done while they do.
+        void runtime.prepare();
         const active = runtime;
         await new Promise<void>((resolve) => {
           let stopping = false;
