@@ -632,7 +632,7 @@ export default {
     notes.push(
       `closed loop: each client keeps one turn in flight on its own session (agent:main:<client>) for ${phaseMs} ms (OpenClaw: ${peerPhaseMs} ms) after ${warmupMs} ms of warm-up, turns in flight at the end finish and count; client counts interleaved across servers (echo, agentd, openclaw)`,
       'the scripted model (its own process, shared by both): POST /v1/chat/completions → SSE: role chunk, "Hello from the ", "scripted model.", finish, usage, [DONE]; no delay',
-      `agentd: createRuntime (SQLite, memory, identity, engage loop) with AGENTD_MODEL=openai/${modelId} and OPENAI_BASE_URL=<the scripted model>, ${runtimeSource}`,
+      `agentd: createRuntime (SQLite, memory, identity, engage loop) with AGENTD_MODEL=openai/${modelId} and OPENAI_BASE_URL=<the scripted model>, ${runtimeSource}; its first turn prepared once the gateway listens, as \`agentd serve\` does`,
       ...(bin
         ? [
             `OpenClaw: \`openclaw gateway run\` with a throwaway HOME and OPENCLAW_STATE_DIR; config: gateway {mode local, bind loopback, token auth}, models.providers.fake {baseUrl <the scripted model>, api openai-completions, apiKey sk-local, model ${modelId}}, agents.defaults.model.primary fake/${modelId}; off: heartbeat (every 0m), models.catalogRefresh, update.checkOnStart, telemetry, mDNS; env OPENCLAW_SKIP_CHANNELS=1 OPENCLAW_SKIP_CRON=1 OPENCLAW_DISABLE_BONJOUR=1 OPENCLAW_NO_RESPAWN=1 OPENCLAW_NO_AUTO_UPDATE=1; everything else (tools, memory plugin, system prompt) as shipped`,

@@ -58,6 +58,8 @@ export async function serveRuntime(options: {
     env,
   });
   const { server } = await runtime.startGateway({ port: 0 });
+  // As `agentd serve` does once it listens (a tree before decision 0034 has no prepare).
+  void runtime.prepare?.();
   return {
     port: server.address()!.port,
     runtime,
