@@ -908,7 +908,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     },
 
     prepare() {
-      prepared ??= prepareFirstTurn();
+      // After close() there is no turn to prepare, and the store it would write to is closed.
+      prepared ??= closed ? Promise.resolve() : prepareFirstTurn();
       return prepared;
     },
 

@@ -76,6 +76,16 @@ describe("a runtime's prepare()", () => {
     expect(await runtime.sendMessage({ text: 'hello' })).toMatchObject({ status: 'completed' });
   });
 
+  it('does nothing once the runtime is closed', async () => {
+    const log = captureLog();
+    const model = preparingModel(async () => {});
+    const runtime = await runtimeIn(tempHome(), model, log);
+    await runtime.close();
+    await expect(runtime.prepare()).resolves.toBeUndefined();
+    expect(model.prepare).not.toHaveBeenCalled();
+    expect(log.text()).not.toContain('failed');
+  });
+
   it("closes after the preparation's writes, not in the middle of them", async () => {
     const home = tempHome();
     const log = captureLog();
