@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Bus } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
@@ -16,6 +16,7 @@ import {
 } from '../util/index.js';
 import { parseSkillFile, type SkillFrontmatter, skillNameProblem } from './frontmatter.js';
 import { createFrontmatterCache } from './frontmatter-cache.js';
+import { maxSkillFileBytes, readSkillFile } from './skill-file.js';
 
 declare module '../bus/events.js' {
   interface BusEventMap {
@@ -185,6 +186,12 @@ function keywordMatches(text: string, keyword: string): boolean {
   return execLiteral(keywordAround, keyword.toLowerCase(), text, 'u') !== null;
 }
 
+/**
+ * Skill folders read per directory, in name order: an agent can make folders, and every discovery (at start
+ * too, decision 0034) reads each one's SKILL.md.
+ */
+const maxSkillFoldersPerDir = 1_000;
+
 export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLibrary {
   const { db, bus, ledger } = options;
   const clock = options.clock ?? systemClock;
@@ -214,20 +221,30 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
           report(dir, `cannot read folder: ${(error as Error).message}`);
         continue;
       }
-      entries.sort((left, right) => left.name.localeCompare(right.name));
-      for (const entry of entries) {
-        if (!entry.isDirectory()) continue;
+      const folders = entries
+        .filter((entry) => entry.isDirectory())
+        .sort((left, right) => left.name.localeCompare(right.name));
+      if (folders.length > maxSkillFoldersPerDir)
+        report(
+          dir,
+          `${folders.length} folders; only the first ${maxSkillFoldersPerDir} by name are read as skills`,
+        );
+      for (const entry of folders.slice(0, maxSkillFoldersPerDir)) {
         const folder = path.join(dir, entry.name);
         const file = path.join(folder, 'SKILL.md');
-        let text: string;
+        let read: Awaited<ReturnType<typeof readSkillFile>>;
         try {
-          text = await readFile(file, 'utf8');
+          read = await readSkillFile(file);
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
             report(file, `cannot read: ${(error as Error).message}`);
           continue;
         }
-        const parsed = parse(text);
+        if ('problem' in read) {
+          report(file, `cannot read: ${read.problem}`);
+          continue;
+        }
+        const parsed = parse(read.text);
         if (!parsed.ok) {
           report(file, parsed.reason);
           continue;
@@ -282,7 +299,8 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
   };
 
   const loadBody = async (skill: SkillSummary) => {
-    const parsed = parse(await readFile(skill.file, 'utf8'));
+    const read = await readSkillFile(skill.file);
+    const parsed = 'problem' in read ? { ok: false as const, reason: read.problem } : parse(read.text);
     if (!parsed.ok) {
       throw new UserInputError({
         code: ErrorCodes.invalidRequest,
@@ -427,8 +445,8 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
         });
       }
       // An existing folder with a malformed SKILL.md still counts: its version must not be reused.
-      const onDisk = await readFile(path.join(folder, 'SKILL.md'), 'utf8').then(
-        parseSkillFile,
+      const onDisk = await readSkillFile(path.join(folder, 'SKILL.md')).then(
+        (read) => ('problem' in read ? undefined : parseSkillFile(read.text)),
         () => undefined,
       );
       const version = Math.max(existing?.version ?? 0, onDisk?.ok ? onDisk.frontmatter.version : 0) + 1;
@@ -447,6 +465,12 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
         updated_at: new Date(now).toISOString(),
       };
       const text = `---\n${yamlParser().stringify(frontmatter).trimEnd()}\n---\n\n${input.content.trim()}\n`;
+      const bytes = Buffer.byteLength(text, 'utf8');
+      if (bytes > maxSkillFileBytes)
+        throw new UserInputError({
+          code: ErrorCodes.payloadTooLarge,
+          message: `The skill would be ${bytes} bytes; a SKILL.md may have at most ${maxSkillFileBytes}.`,
+        });
       const check = parseSkillFile(text);
       if (!check.ok)
         throw new UserInputError({

@@ -1,10 +1,12 @@
-import { mkdir, readFile, utimes, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { type BusEvent, createBus } from '../../src/bus/index.js';
 import { createLedger } from '../../src/ledger/index.js';
 import { createSkillLibrary, createSkillTools, parseSkillFile } from '../../src/skills/index.js';
+import { maxSkillFileBytes } from '../../src/skills/skill-file.js';
 import { createKvStore } from '../../src/store/index.js';
 import { AgentdError, createManualClock, createRecordingLogger } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
@@ -368,6 +370,61 @@ describeEachDatabase('skill library', (getDb) => {
         createdAt: 1_005,
       },
     ]);
+  });
+
+  it('reads no SKILL.md that would exhaust or stall discovery: over the size limit, a FIFO, a device', async () => {
+    const workspace = await tempDir();
+    await writeSkill(workspace, 'fine', skill('fine'));
+    // An agent with file tools or bash can make any of these in the workspace's skills folder.
+    await writeSkill(workspace, 'huge', skill('huge', '', 'x'.repeat(maxSkillFileBytes)));
+    await mkdir(path.join(workspace, 'fifo'));
+    execFileSync('mkfifo', [path.join(workspace, 'fifo', 'SKILL.md')]);
+    await mkdir(path.join(workspace, 'zeros'));
+    await symlink('/dev/zero', path.join(workspace, 'zeros', 'SKILL.md'));
+    const library = createSkillLibrary({ dirs: [workspace], db: getDb() });
+    expect((await library.list()).map((entry) => entry.name)).toEqual(['fine']);
+    const reasons = Object.fromEntries(
+      (await library.problems()).map((problem) => [
+        path.basename(path.dirname(problem.path)),
+        problem.reason,
+      ]),
+    );
+    expect(reasons).toEqual({
+      fifo: 'cannot read: not a regular file',
+      huge: `cannot read: larger than the limit of ${maxSkillFileBytes} bytes`,
+      zeros: 'cannot read: not a regular file',
+    });
+
+    // A skill that grew past the limit after its discovery is not loaded by its activation either.
+    await writeSkill(workspace, 'fine', skill('fine', '', 'y'.repeat(maxSkillFileBytes)));
+    await expect(library.activate('fine')).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: expect.stringContaining('larger than the limit'),
+    });
+  });
+
+  it('reads the first 1,000 skill folders of a directory by name and reports the rest', async () => {
+    const workspace = await tempDir();
+    await writeSkill(workspace, 'aaa-first', skill('aaa-first'));
+    for (let index = 0; index < 1_000; index++)
+      await mkdir(path.join(workspace, `empty-${String(index).padStart(4, '0')}`));
+    await writeSkill(workspace, 'zzz-past-the-limit', skill('zzz-past-the-limit'));
+    const library = createSkillLibrary({ dirs: [workspace], db: getDb() });
+    expect((await library.list()).map((entry) => entry.name)).toEqual(['aaa-first']);
+    expect(await library.problems()).toEqual([
+      { path: workspace, reason: '1002 folders; only the first 1000 by name are read as skills' },
+    ]);
+  });
+
+  it('create refuses a skill larger than a SKILL.md may be, and writes nothing', async () => {
+    const workspace = await tempDir();
+    const library = createSkillLibrary({ dirs: [workspace], db: getDb() });
+    await expect(
+      library.create({ name: 'long-one', description: 'd', content: 'z'.repeat(maxSkillFileBytes) }, {}),
+    ).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    await expect(readFile(path.join(workspace, 'long-one', 'SKILL.md'), 'utf8')).rejects.toMatchObject({
+      code: 'ENOENT',
+    });
   });
 
   it('create refuses bad names and skills owned by a read-only folder', async () => {
