@@ -1,4 +1,4 @@
-import { existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
+import { constants, existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,8 +101,11 @@ function findPackagedDefaults(): string | null {
 }
 
 async function readLimited(path: string, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
-  const handle = await open(path, 'r');
+  // The file was a regular file when looked up, but the agent can write the workspace: opened non-blocking
+  // and checked again, one swapped for a FIFO meanwhile cannot block the read (and a thread of the pool).
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    if (!(await handle.stat()).isFile()) return { text: '', truncated: false };
     const buffer = Buffer.alloc(maxBytes + 1);
     const { bytesRead } = await handle.read(buffer, 0, maxBytes + 1, 0);
     if (bytesRead <= maxBytes)

@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -75,6 +84,24 @@ describe('identity loader', () => {
     const bare = await loader.load('nobody');
     expect(bare.layers.every((layer) => !layer.present)).toBe(true);
     expect(bare.systemPrompt).toContain('You are a capable, honest assistant');
+  });
+
+  it('takes a FIFO or a link to a device for a missing file, without blocking on it', async () => {
+    // An agent with bash can make either in the workspace; reading one would never end.
+    write('agents/eve/SOUL.md', '');
+    rmSync(join(workspace, 'agents/eve/SOUL.md'));
+    execFileSync('mkfifo', [join(workspace, 'agents/eve/SOUL.md')]);
+    symlinkSync('/dev/zero', join(workspace, 'agents/eve/USER.md'));
+    write('agents/eve/IDENTITY.md', '## Name\n\nEve\n');
+    loader = createIdentityLoader({ workspaceDir: workspace, logger: createRecordingLogger() });
+    const packet = await loader.load('eve');
+    expect(packet.layers.map((layer) => [layer.file, layer.present])).toEqual([
+      ['SOUL.md', false],
+      ['AGENTS.md', false],
+      ['IDENTITY.md', true],
+      ['USER.md', false],
+    ]);
+    expect(packet.systemPrompt).toContain('## Name\n\nEve');
   });
 
   it('uses the workspace root for the default agent only', async () => {
