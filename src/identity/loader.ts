@@ -1,11 +1,13 @@
-import { constants, existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type Clock,
   ErrorCodes,
   type Logger,
+  openRegularFile,
+  readAtMost,
   silentLogger,
   systemClock,
   UserInputError,
@@ -101,19 +103,17 @@ function findPackagedDefaults(): string | null {
 }
 
 async function readLimited(path: string, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
-  // The file was a regular file when looked up, but the agent can write the workspace: opened non-blocking
-  // and checked again, one swapped for a FIFO meanwhile cannot block the read (and a thread of the pool).
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  // The file was a regular file when looked up, but the agent can write the workspace: one swapped for a FIFO
+  // meanwhile must not block the read (and a thread of the pool). It reads as empty.
+  const opened = await openRegularFile(path);
+  if (!opened) return { text: '', truncated: false };
   try {
-    if (!(await handle.stat()).isFile()) return { text: '', truncated: false };
-    const buffer = Buffer.alloc(maxBytes + 1);
-    const { bytesRead } = await handle.read(buffer, 0, maxBytes + 1, 0);
-    if (bytesRead <= maxBytes)
-      return { text: buffer.subarray(0, bytesRead).toString('utf8'), truncated: false };
-    const text = buffer.subarray(0, maxBytes).toString('utf8');
+    const bytes = await readAtMost(opened.handle, opened.size, maxBytes);
+    if (bytes.length <= maxBytes) return { text: bytes.toString('utf8'), truncated: false };
+    const text = bytes.subarray(0, maxBytes).toString('utf8');
     return { text: text.slice(0, Math.max(0, text.lastIndexOf('\n'))), truncated: true };
   } finally {
-    await handle.close();
+    await opened.handle.close();
   }
 }
 

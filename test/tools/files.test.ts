@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -73,6 +74,17 @@ describe('file tools', () => {
     expect(await call('read_file', { path: 'src/a.ts', start_line: 2, line_count: 1 })).toBe(
       'export const b = a + 1;',
     );
+  });
+
+  it('read_file and edit_file refuse a FIFO without blocking on it', async () => {
+    // The model can make one with bash; reading it would wait for a writer forever. (A link to a device
+    // leads out of the workspace and is refused before: PATH_OUTSIDE_WORKSPACE.)
+    const { workspace, call } = await setup();
+    execFileSync('mkfifo', [path.join(workspace, 'pipe.md')]);
+    for (const args of [{}, { old_text: 'a', new_text: 'b' }])
+      await expect(
+        call('old_text' in args ? 'edit_file' : 'read_file', { path: 'pipe.md', ...args }),
+      ).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: 'pipe.md is not a regular file.' });
   });
 
   it('write_file creates parents; edit_file replaces a unique match and refuses ambiguity', async () => {
