@@ -85,6 +85,9 @@ describe('file tools', () => {
       await expect(
         call('old_text' in args ? 'edit_file' : 'read_file', { path: 'pipe.md', ...args }),
       ).rejects.toMatchObject({ code: 'INVALID_REQUEST', message: 'pipe.md is not a regular file.' });
+    // grep passes over it, asked for the folder or for the FIFO itself.
+    expect(await call('grep', { pattern: 'world' })).toBe('notes.md:2: world');
+    expect(await call('grep', { pattern: 'world', path: 'pipe.md' })).toMatch(/^No matches/);
   });
 
   it('write_file creates parents; edit_file replaces a unique match and refuses ambiguity', async () => {

@@ -54,7 +54,7 @@ export type GrepOutcome =
  */
 const workerSource = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { readFileSync, statSync } = require('node:fs');
+const { closeSync, constants, fstatSync, openSync, readFileSync } = require('node:fs');
 const { RE2JS } = require(workerData.re2Path);
 const job = workerData.job;
 const matcher = RE2JS.compile(job.source, job.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
@@ -63,8 +63,14 @@ let stoppedAtLimit = false;
 outer: for (const file of job.files) {
   let buffer;
   try {
-    if (statSync(file.absolute).size > job.maxFileBytes) continue;
-    buffer = readFileSync(file.absolute);
+    // Non-blocking and checked on the descriptor: a file swapped for a FIFO since the listing would block
+    // this thread in the read, beyond the reach of the deadline's terminate().
+    const fd = openSync(file.absolute, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const info = fstatSync(fd);
+      if (!info.isFile() || info.size > job.maxFileBytes) continue;
+      buffer = readFileSync(fd);
+    } finally { closeSync(fd); }
   } catch { continue; }
   if (buffer.subarray(0, 8000).includes(0)) continue;
   const lines = buffer.toString('utf8').split('\\n');
