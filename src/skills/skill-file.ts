@@ -1,4 +1,4 @@
-import { openRegularFile, readAtMost } from '../util/index.js';
+import { readRegularFile } from '../util/index.js';
 
 /** A SKILL.md past this size is not read: an agent can write skills, and a real one is a few KiB. */
 export const maxSkillFileBytes = 256 * 1024;
@@ -9,14 +9,10 @@ export const maxSkillFileBytes = 256 * 1024;
  * grows meanwhile). A missing file rejects with ENOENT, as `readFile` does.
  */
 export async function readSkillFile(file: string): Promise<{ text: string } | { problem: string }> {
-  const opened = await openRegularFile(file);
-  if (!opened) return { problem: 'not a regular file' };
-  const tooLarge = { problem: `larger than the limit of ${maxSkillFileBytes} bytes` };
-  try {
-    if (opened.size > maxSkillFileBytes) return tooLarge;
-    const bytes = await readAtMost(opened.handle, opened.size, maxSkillFileBytes);
-    return bytes.length > maxSkillFileBytes ? tooLarge : { text: bytes.toString('utf8') };
-  } finally {
-    await opened.handle.close();
-  }
+  const read = await readRegularFile(file, maxSkillFileBytes);
+  if ('bytes' in read) return { text: read.bytes.toString('utf8') };
+  return {
+    problem:
+      read.refused === 'too large' ? `larger than the limit of ${maxSkillFileBytes} bytes` : read.refused,
+  };
 }

@@ -30,7 +30,7 @@ export {
 } from './otel-api.js';
 export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
-export { openRegularFile, readAtMost } from './regular-file.js';
+export { openRegularFile, readAtMost, readRegularFile } from './regular-file.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
 export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';

@@ -36,10 +36,31 @@ export async function readAtMost(handle: FileHandle, size: number, maxBytes: num
   while (total <= maxBytes) {
     const chunk = Buffer.allocUnsafe(Math.min(wanted, maxBytes + 1 - total));
     const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
-    if (bytesRead === 0) break;
     chunks.push(chunk.subarray(0, bytesRead));
     total += bytesRead;
+    // A regular file reads short only at its end: one read for a file that did not grow since it was opened.
+    if (bytesRead < chunk.length) break;
     wanted = growthChunkBytes;
   }
   return Buffer.concat(chunks, total);
+}
+
+/**
+ * A file the agent may have made, whole, if it is a regular file of at most `maxBytes` (see
+ * `openRegularFile`); else why not, with its size when it was already too large when opened. A missing file
+ * rejects with ENOENT.
+ */
+export async function readRegularFile(
+  path: string,
+  maxBytes: number,
+): Promise<{ bytes: Buffer } | { refused: 'not a regular file' } | { refused: 'too large'; size?: number }> {
+  const opened = await openRegularFile(path);
+  if (!opened) return { refused: 'not a regular file' };
+  try {
+    if (opened.size > maxBytes) return { refused: 'too large', size: opened.size };
+    const bytes = await readAtMost(opened.handle, opened.size, maxBytes);
+    return bytes.length > maxBytes ? { refused: 'too large' } : { bytes };
+  } finally {
+    await opened.handle.close();
+  }
 }

@@ -3,7 +3,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openRegularFile, readAtMost } from '../../src/util/index.js';
+import { openRegularFile, readAtMost, readRegularFile } from '../../src/util/index.js';
 
 describe('reading a file the agent may have made', () => {
   const dir = mkdtempSync(join(tmpdir(), 'agentd-regular-file-'));
@@ -39,5 +39,17 @@ describe('reading a file the agent may have made', () => {
     expect(await openRegularFile(join(dir, 'pipe'))).toBeUndefined();
     expect(await openRegularFile(join(dir, 'folder'))).toBeUndefined();
     await expect(openRegularFile(join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('reads a whole file within the limit, and says why it did not read another', async () => {
+    writeFileSync(join(dir, 'limit.md'), 'x'.repeat(100));
+    expect(await readRegularFile(join(dir, 'limit.md'), 100)).toEqual({
+      bytes: Buffer.from('x'.repeat(100)),
+    });
+    expect(await readRegularFile(join(dir, 'limit.md'), 99)).toEqual({ refused: 'too large', size: 100 });
+    execFileSync('mkfifo', [join(dir, 'another-pipe')]);
+    expect(await readRegularFile(join(dir, 'another-pipe'), 100)).toEqual({ refused: 'not a regular file' });
+    writeFileSync(join(dir, 'empty.md'), '');
+    expect(await readRegularFile(join(dir, 'empty.md'), 100)).toEqual({ bytes: Buffer.alloc(0) });
   });
 });

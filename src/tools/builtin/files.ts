@@ -1,7 +1,7 @@
 import { lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { ErrorCodes, openRegularFile, readAtMost, UserInputError } from '../../util/index.js';
+import { ErrorCodes, readRegularFile, UserInputError } from '../../util/index.js';
 import { defineTool, type ToolDefinition } from '../tool.js';
 import { assertWritable, policyPathOf, resolveWorkspacePath } from '../workspace-path.js';
 import { compileGrepPattern, runGrepJob } from './grep-search.js';
@@ -24,25 +24,18 @@ function looksBinary(buffer: Buffer): boolean {
 }
 
 async function readTextFile(absolutePath: string, shown: string, maxFileBytes: number): Promise<string> {
-  // The model may have made the path a FIFO or a device: opened without blocking and checked on the handle.
-  const opened = await openRegularFile(absolutePath);
-  if (!opened)
+  // The model may have made the path a FIFO or a device: `readRegularFile` refuses those without blocking.
+  const read = await readRegularFile(absolutePath, maxFileBytes);
+  if ('refused' in read && read.refused === 'not a regular file')
     throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `${shown} is not a regular file.` });
-  try {
-    const tooLarge = (size: number | string) =>
-      new UserInputError({
-        code: ErrorCodes.payloadTooLarge,
-        message: `${shown} is ${size} bytes; the limit is ${maxFileBytes}. Use grep or read a smaller file.`,
-      });
-    if (opened.size > maxFileBytes) throw tooLarge(opened.size);
-    const buffer = await readAtMost(opened.handle, opened.size, maxFileBytes);
-    if (buffer.length > maxFileBytes) throw tooLarge(`more than ${maxFileBytes}`);
-    if (looksBinary(buffer))
-      throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `${shown} is a binary file.` });
-    return buffer.toString('utf8');
-  } finally {
-    await opened.handle.close();
-  }
+  if ('refused' in read)
+    throw new UserInputError({
+      code: ErrorCodes.payloadTooLarge,
+      message: `${shown} is ${read.size ?? `more than ${maxFileBytes}`} bytes; the limit is ${maxFileBytes}. Use grep or read a smaller file.`,
+    });
+  if (looksBinary(read.bytes))
+    throw new UserInputError({ code: ErrorCodes.invalidRequest, message: `${shown} is a binary file.` });
+  return read.bytes.toString('utf8');
 }
 
 /** Walks a directory without following symlinks (a link is listed, never entered). */
