@@ -1,8 +1,8 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { pathOutsideWorkspaceCode, resolveWorkspacePath, type WorkspacePath } from '../tools/index.js';
-import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
+import { ErrorCodes, formatZodIssues, openRegularFile, UserInputError } from '../util/index.js';
 import type { ContextItem } from './context.js';
 import { WorkflowErrorCodes } from './error-codes.js';
 import type { ToolManifestEntry } from './manifest-schemas.js';
@@ -118,7 +118,19 @@ export function createScopedFiles(workDir: string, root: string = workDir): Scop
     async read(path) {
       const target = await confine(path, false);
       // A missing root reads like a missing file (ENOENT), as it did before the root was made.
-      return readFile(target ? target.absolutePath : resolve(base, path), 'utf8');
+      const absolute = target ? target.absolutePath : resolve(base, path);
+      // The workflow's agents write under the root: a FIFO made there must not block the read forever.
+      const opened = await openRegularFile(absolute);
+      if (!opened)
+        throw new UserInputError({
+          code: ErrorCodes.invalidRequest,
+          message: `${path} is not a regular file.`,
+        });
+      try {
+        return await opened.handle.readFile('utf8');
+      } finally {
+        await opened.handle.close();
+      }
     },
     async write(path, content) {
       const target = await confine(path, true);

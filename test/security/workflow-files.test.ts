@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +72,15 @@ describe('workflow tool file confinement', () => {
       const inspected = await engine.inspect(result.taskId);
       expect(inspected?.history[1]?.toolCalls[0]?.error?.message).toContain('outside');
     }
+  });
+
+  it('does not block on a FIFO in the root: the read is refused and the run ends', async () => {
+    // An agent node with bash can make one; reading it would wait for a writer forever.
+    const { root, engine } = await fileWorkflow('read_file');
+    execFileSync('mkfifo', [join(root, 'pipe.md')]);
+    const result = await engine.run({ path: 'pipe.md' });
+    // A tool error other than misuse is recorded and leaves the run partial, not failed.
+    expect(result.status).toBe('partial');
   });
 
   it('refuses a tool root that is itself a link out of the workflow directory', async () => {
