@@ -66,21 +66,26 @@ async function runOnce(contender: Contender, scratch: string): Promise<Sample> {
   return { wallMs, rssMiB: Number.isFinite(rssKiB) ? rssKiB / 1024 : undefined, status };
 }
 
-/** Spawn to the first output matching `ready`, then SIGTERM; no RSS (GNU time would not pass the signal on). */
-async function runUntilReady(contender: Contender, ready: RegExp): Promise<Sample> {
+/**
+ * Spawns a command that keeps running and waits (up to 60 s) for its output to match `pattern`: the match
+ * (undefined if it exited or never printed it), the time from spawn to it, and `stop` (SIGTERM, then its exit).
+ */
+async function startUntilOutput(contender: Contender, pattern: RegExp) {
   const started = performance.now();
   const child = spawn(contender.command, contender.argv, {
     env: { ...process.env, ...contender.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
   let output = '';
-  const readyMs = await new Promise<number | undefined>((resolve) => {
+  const match = await new Promise<RegExpExecArray | undefined>((resolve) => {
     const killer = setTimeout(() => resolve(undefined), 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
-      if (!ready.test(output)) return;
+      const found = pattern.exec(output);
+      if (!found) return;
       clearTimeout(killer);
-      resolve(performance.now() - started);
+      resolve(found);
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
@@ -89,44 +94,31 @@ async function runUntilReady(contender: Contender, ready: RegExp): Promise<Sampl
       resolve(undefined);
     });
   });
-  const exited = new Promise((resolve) =>
-    child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
-  );
-  child.kill('SIGTERM');
-  await exited;
+  const elapsedMs = performance.now() - started;
   return {
-    wallMs: readyMs ?? Number.NaN,
-    rssMiB: undefined,
-    status: readyMs === undefined ? null : 0,
+    match,
+    elapsedMs,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
   };
+}
+
+/** Spawn to the first output matching `ready`, then SIGTERM; no RSS (GNU time would not pass the signal on). */
+async function runUntilReady(contender: Contender, ready: RegExp): Promise<Sample> {
+  const { match, elapsedMs, stop } = await startUntilOutput(contender, ready);
+  await stop();
+  return { wallMs: match ? elapsedMs : Number.NaN, rssMiB: undefined, status: match ? 0 : null };
 }
 
 /** `serve` until it prints its address, a pause, a client, then one chat turn timed from send to final. */
 async function runFirstTurn(contender: Contender, pauseMs: number): Promise<Sample> {
-  const child = spawn(contender.command, contender.argv, {
-    env: { ...process.env, ...contender.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let output = '';
+  const { match, stop } = await startUntilOutput(contender, /listening on http(:\/\/\S+)/);
   try {
-    const url = await new Promise<string | undefined>((resolve) => {
-      const killer = setTimeout(() => resolve(undefined), 60_000);
-      child.stdout.on('data', (chunk: Buffer) => {
-        output += chunk.toString('utf8');
-        const listening = /listening on http(:\/\/\S+)/.exec(output);
-        if (!listening) return;
-        clearTimeout(killer);
-        resolve(`ws${listening[1]}`);
-      });
-      child.once('exit', () => {
-        clearTimeout(killer);
-        resolve(undefined);
-      });
-    });
-    if (!url) return { wallMs: Number.NaN, rssMiB: undefined, status: null };
+    if (!match) return { wallMs: Number.NaN, rssMiB: undefined, status: null };
     await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    const client = await openChatClient(url, 'first', token);
+    const client = await openChatClient(`ws${match[1]}`, 'first', token);
     const latencyMs = await new Promise<number | undefined>((resolve) => {
       const killer = setTimeout(() => resolve(undefined), 60_000);
       sendChatTurn(client, (ms) => {
@@ -137,8 +129,7 @@ async function runFirstTurn(contender: Contender, pauseMs: number): Promise<Samp
     client.ws.terminate();
     return { wallMs: latencyMs ?? Number.NaN, rssMiB: undefined, status: latencyMs === undefined ? null : 0 };
   } finally {
-    if (child.exitCode === null) child.kill('SIGTERM');
-    await exited;
+    await stop();
   }
 }
 
