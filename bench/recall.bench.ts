@@ -23,6 +23,10 @@ const batchSize = 500;
 const queriesPerKind = 500;
 const postgresQueriesPerKind = 200;
 const topics = Array.from({ length: 200 }, (_, index) => `topic${index.toString(36)}`);
+/** The session ingested first: its rows have the smallest row ids. */
+const oldestSession = 'agent:bench:s0';
+/** The commonest word of the texts, in most entries. */
+const commonWord = 'the';
 const postgresUrl = process.env.AGENTD_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Deterministic pseudo-random numbers (mulberry32), so every run indexes the same text. */
@@ -161,6 +165,8 @@ async function measure(
   const baseline = await plainBm25(db);
   const timings = {
     topic: [] as number[],
+    sessionTopic: [] as number[],
+    sessionCommon: [] as number[],
     search: [] as number[],
     searchCpu: [] as number[],
     exact: [] as number[],
@@ -169,6 +175,8 @@ async function measure(
     promptCpu: [] as number[],
   };
   let topicItems = 0;
+  let sessionTopicItems = 0;
+  let sessionCommonItems = 0;
   let searchHits = 0;
   let exactHits = 0;
   /** Sum over queries of the share of the unbudgeted top 10 that the budgeted search also returns. */
@@ -183,6 +191,17 @@ async function measure(
     let start = performance.now();
     topicItems += (await memory.query({ agentId: 'bench', topic, limit: 25 })).length;
     timings.topic.push(performance.now() - start);
+    // Within the oldest session: every other session's matches are newer (the dashboard's memory view).
+    start = performance.now();
+    sessionTopicItems += (
+      await memory.query({ agentId: 'bench', sessionKey: oldestSession, topic, limit: 25 })
+    ).length;
+    timings.sessionTopic.push(performance.now() - start);
+    start = performance.now();
+    sessionCommonItems += (
+      await memory.query({ agentId: 'bench', sessionKey: oldestSession, topic: commonWord, limit: 25 })
+    ).length;
+    timings.sessionCommon.push(performance.now() - start);
     const query = `what did we say about ${topic} and ${word(next)} ${word(next)}?`;
     // Its CPU time too: on a shared machine the wall clock also counts the time other processes held the CPU.
     const searchCpuStart = process.cpuUsage();
@@ -205,7 +224,7 @@ async function measure(
     // Its CPU time too (process.cpuUsage: this process, all threads), what the turn costs the machine.
     const cpuStart = process.cpuUsage();
     start = performance.now();
-    const block = await memory.recallForPrompt({ agentId: 'bench', sessionKey: 'agent:bench:s0', query });
+    const block = await memory.recallForPrompt({ agentId: 'bench', sessionKey: oldestSession, query });
     timings.prompt.push(performance.now() - start);
     const cpu = process.cpuUsage(cpuStart);
     timings.promptCpu.push((cpu.user + cpu.system) / 1000);
@@ -227,6 +246,12 @@ async function measure(
   };
   return [
     row('query by topic (limit 25)', timings.topic, topicItems),
+    row('query by topic within the oldest session (limit 25)', timings.sessionTopic, sessionTopicItems),
+    row(
+      `query of "${commonWord}" within the oldest session (limit 25)`,
+      timings.sessionCommon,
+      sessionCommonItems,
+    ),
     row('FTS search (limit 10)', timings.search, searchHits, agreement),
     row('FTS search (limit 10), CPU ms', timings.searchCpu, searchHits, agreement),
     row('FTS search without a row budget (limit 10)', timings.exact, exactHits),
@@ -241,7 +266,7 @@ async function run() {
   const notes = [
     `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${batchSize} per transaction), then ANALYZE on Postgres (as its autovacuum keeps statistics; SQLite has none, as agentd runs it); ` +
       'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
-    `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first); ` +
+    `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first), also within the oldest session (s0, whose entries every other session's follow) by the same topic and by "${commonWord}", the commonest word; ` +
       'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns before it, then neighbour smoothing), ' +
       'with the default row budget (recall.maxScoredRows 5,000: past it the commonest terms are left out, and when even the rarest term matches more rows, its newest matches are ranked: on SQLite by column without bm25(), on Postgres by ts_rank; Postgres has the budget since 2026-11-29); ' +
       '"without a row budget" runs the same search with the budget lifted (the ranking before it), and the agreement column is the share of that top 10 the budgeted search returns. ' +

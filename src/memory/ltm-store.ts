@@ -1488,13 +1488,23 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         await indexBeforeRead();
         // Only the entry's own words: the neighbour columns would match the turns around it too.
         params.push(`content : ${phrase}`);
+        // Within one session key, FTS5 reads only the key's span of row ids: its matches newest first would
+        // otherwise pass every newer match of the other sessions (all of them, for an old session and a
+        // common word). The span comes from the key's entries in the address index, the key's own size.
+        let span = '';
+        if (filter.sessionKey !== undefined) {
+          span =
+            'AND memory_fts.rowid >= (SELECT min(id) FROM memory_entries WHERE session_key = ?) ' +
+            'AND memory_fts.rowid <= (SELECT max(id) FROM memory_entries WHERE session_key = ?) ';
+          params.push(filter.sessionKey, filter.sessionKey);
+        }
         const where = filterSql(filter, params, agentTest);
         // Newest written first, in FTS5's own rowid order: the scan stops after `limit` rows pass the
         // filter instead of reading and sorting every match of a common topic (FTS5 is the outer loop: the
         // agent's test is `agentTest`, which no index serves).
         const rows = await db.all<EntryRow>(
           `SELECT ${entryColumns} FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid ` +
-            `WHERE memory_fts MATCH ? AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`,
+            `WHERE memory_fts MATCH ? ${span}AND ${where} ORDER BY memory_fts.rowid DESC LIMIT ?`,
           [...params, limit],
         );
         return rows.map(rowToEntry);

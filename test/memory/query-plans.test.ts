@@ -168,3 +168,50 @@ describe("a session instance's load and archive on SQLite", () => {
     });
   });
 });
+
+// Within one session key, FTS5 reads the key's span of row ids only: without it, an old session's query by a
+// common word walked every newer match of every other session before finding its own.
+describe('memory.query by topic within one session on SQLite', () => {
+  it("bounds FTS5's scan by the key's row ids and still returns only the key's matches", async () => {
+    await withRecordedLtm(async ({ db, ltm, memory, statements }) => {
+      const old = sessionRef('old');
+      const busy = sessionRef('busy');
+      const quiet = sessionRef('quiet');
+      await memory.append(old, { role: 'user', content: 'the lantern by the door' });
+      // Another key's match inside the old key's span: the key's test must still keep it out.
+      await memory.append(busy, { role: 'user', content: 'a lantern in the hall' });
+      await memory.append(old, { role: 'assistant', content: 'the lantern is lit' });
+      for (let index = 0; index < 5; index++)
+        await memory.append(busy, { role: 'user', content: `lantern number ${index}` });
+      await memory.append(quiet, { role: 'user', content: 'nothing about lights' });
+      const inKey = async (ref: typeof old) => {
+        statements.length = 0;
+        const rows = await ltm.topic(
+          { agentId: 'alpha', includeArchived: true, sessionKey: ref.sessionKey },
+          'lantern',
+          10,
+        );
+        return rows.map((row) => row.content);
+      };
+      expect(await inKey(old)).toEqual(['the lantern is lit', 'the lantern by the door']);
+      const plan = await queryPlan(db, statements.find(({ sql }) => sql.includes('memory_fts MATCH'))!);
+      // FTS5 is the outer loop, given the phrase (`M`) and both ends of the span (`>` and `<`, rowid
+      // constraints), which come from the key's range of the address index; no sort.
+      expect(plan).toMatch(/^SCAN memory_fts VIRTUAL TABLE INDEX \d+:M\d+(><|<>) \|/);
+      expect(plan.match(/COVERING INDEX sqlite_autoindex_memory_entries_1 \(session_key=\?\)/g)).toHaveLength(
+        2,
+      );
+      expect(plan).not.toContain('TEMP B-TREE');
+      expect(await inKey(busy)).toEqual([
+        'lantern number 4',
+        'lantern number 3',
+        'lantern number 2',
+        'lantern number 1',
+        'lantern number 0',
+        'a lantern in the hall',
+      ]);
+      expect(await inKey(quiet)).toEqual([]);
+      expect(await inKey(sessionRef('never-used'))).toEqual([]);
+    });
+  });
+});
