@@ -1490,12 +1490,14 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         params.push(`content : ${phrase}`);
         // Within one session key, FTS5 reads only the key's span of row ids: its matches newest first would
         // otherwise pass every newer match of the other sessions (all of them, for an old session and a
-        // common word). The span comes from the key's entries in the address index, the key's own size.
+        // common word). A key's row ids grow with its MemoryIDs (`insertEntries`: ids past every id of the
+        // key, ascending within a statement; AUTOINCREMENT row ids), so the span's ends are the rows of its
+        // first and last MemoryID, one seek each into the address index.
         let span = '';
         if (filter.sessionKey !== undefined) {
           span =
-            'AND memory_fts.rowid >= (SELECT min(id) FROM memory_entries WHERE session_key = ?) ' +
-            'AND memory_fts.rowid <= (SELECT max(id) FROM memory_entries WHERE session_key = ?) ';
+            'AND memory_fts.rowid >= (SELECT id FROM memory_entries WHERE session_key = ? ORDER BY memory_id LIMIT 1) ' +
+            'AND memory_fts.rowid <= (SELECT id FROM memory_entries WHERE session_key = ? ORDER BY memory_id DESC LIMIT 1) ';
           params.push(filter.sessionKey, filter.sessionKey);
         }
         const where = filterSql(filter, params, agentTest);
