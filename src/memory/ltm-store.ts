@@ -514,15 +514,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   const dialect = db.dialect;
   /**
    * The agent's clause of a statement that reads the agent's entries as such: a list by agent, the scan of its
-   * vectors. They read the agent's index.
+   * vectors. A list of summaries reads their partial index by agent; entries have none (migration 0034).
    */
   const byAgentTest = 'e.agent_id = ?';
   /**
    * The agent's clause of every other statement, which finds its rows by row id, FTS5 candidate, address or
-   * session key. agentd keeps no planner statistics, and without them SQLite takes the agent's index for any
-   * `agent_id = ?`, then tests every entry of the agent (all of them in a one-agent store: 8.7 ms for a
-   * ranking query's candidates and 7.8 ms for 6 addresses at 100,000 entries, 0.17 and 0.01 ms with the unary
-   * `+`, which no index serves). Postgres plans from the statistics its autovacuum keeps.
+   * session key. agentd keeps no planner statistics, and without them SQLite took the agent's index (until
+   * migration 0034) for any `agent_id = ?`, then tested every entry of the agent (all of them in a one-agent
+   * store: 8.7 ms for a ranking query's candidates and 7.8 ms for 6 addresses at 100,000 entries, 0.17 and
+   * 0.01 ms with the unary `+`, which no index serves); the `+` keeps any later index by agent out of these
+   * plans too. Postgres plans from the statistics its autovacuum keeps.
    */
   const agentTest = dialect === 'sqlite' ? '+e.agent_id = ?' : byAgentTest;
   const newestSessionLogRows = (table: SessionLogTable, sessionKey: string, limit: number) =>
@@ -1240,14 +1241,17 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     /**
-     * Newest first. One session key's entries are read through its own range of the address index and sorted:
-     * the agent's index, newest first, would walk every later entry of the agent to reach an old session's.
+     * Newest first. One session key's entries, newest created first, are read through its own range of the
+     * address index and sorted. An agent's across its sessions are newest written first, the table's own
+     * order backwards (no index by agent and time: migration 0034; summaries have their partial index).
      */
     async listEntries(filter: EntryFilter, limit: number): Promise<StoredEntry[]> {
       const params: SqlValue[] = [];
-      const where = filterSql(filter, params, filter.sessionKey === undefined ? byAgentTest : agentTest);
+      const inKey = filter.sessionKey !== undefined;
+      const where = filterSql(filter, params, inKey ? agentTest : byAgentTest);
+      const order = inKey ? 'e.created_at_ms DESC, e.id DESC' : 'e.id DESC';
       const rows = await db.all<EntryRow>(
-        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY e.created_at_ms DESC, e.id DESC LIMIT ?`,
+        `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY ${order} LIMIT ?`,
         [...params, limit],
       );
       return rows.map(rowToEntry);

@@ -24,15 +24,22 @@ async function withRecordedLtm(
   }
 }
 
-// Summaries have an index of their own (a partial one, migration 0024); entries are read by agent and time.
+// Summaries have an index of their own (a partial one, migration 0024); an agent's entries across its sessions
+// have none (migration 0034): they are read newest written first, the table backwards by row id.
 describe('reading memory entries by kind on SQLite', () => {
-  it('reads summaries through their partial index and entries through the by-agent one', async () => {
+  it('reads summaries through their partial index and entries backwards through the table', async () => {
     await withRecordedLtm(async ({ db, ltm, memory, statements }) => {
       await memory.append(sessionRef(), { role: 'user', content: 'a plain entry' });
       await db.run(
         'INSERT INTO memory_entries (session_key, memory_id, session_id, agent_id, kind, role, state, order_key, content, tokens, created_at_ms, updated_at_ms) ' +
           "VALUES ('agent:alpha:main', 9, 's-alpha-main', 'alpha', 'summary', 'system', 'active', 1, 'what was said', 5, 2, 2)",
       );
+      // Written last, with a creation time before every other entry's (an import's backdated entry).
+      await memory.append(sessionRef('other'), {
+        role: 'user',
+        content: 'an imported entry',
+        createdAtMs: 1,
+      });
       const plan = async (kind: 'entry' | 'summary') => {
         statements.length = 0;
         const rows = await ltm.listEntries({ agentId: 'alpha', includeArchived: true, kind }, 10);
@@ -43,10 +50,13 @@ describe('reading memory entries by kind on SQLite', () => {
         contents: ['what was said'],
         detail: expect.stringContaining('memory_entries_by_agent_kind'),
       });
-      expect(await plan('entry')).toEqual({
-        contents: ['a plain entry'],
-        detail: expect.stringContaining('memory_entries_by_agent '),
-      });
+      const entries = await plan('entry');
+      expect(entries.contents).toEqual(['an imported entry', 'a plain entry']);
+      expect(entries.detail).toBe('SCAN e');
+      const indexes = await db.all<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memory_entries' AND name LIKE 'memory_entries_by_agent%'",
+      );
+      expect(indexes.map((index) => index.name)).toEqual(['memory_entries_by_agent_kind']);
     });
   });
 });
