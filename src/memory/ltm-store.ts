@@ -522,8 +522,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * session key. agentd keeps no planner statistics, and without them SQLite took the agent's index (until
    * migration 0034) for any `agent_id = ?`, then tested every entry of the agent (all of them in a one-agent
    * store: 8.7 ms for a ranking query's candidates and 7.8 ms for 6 addresses at 100,000 entries, 0.17 and
-   * 0.01 ms with the unary `+`, which no index serves); the `+` keeps any later index by agent out of these
-   * plans too. Postgres plans from the statistics its autovacuum keeps.
+   * 0.01 ms with the unary `+`, which no index serves). The `+` still matters: with a filter by a kind other
+   * than 'entry', a plain test lets the summaries' partial index by agent (0024) into the addressed reads and
+   * the ranking queries, which then walk every summary of the agent. Postgres plans from the statistics its
+   * autovacuum keeps.
    */
   const agentTest = dialect === 'sqlite' ? '+e.agent_id = ?' : byAgentTest;
   const newestSessionLogRows = (table: SessionLogTable, sessionKey: string, limit: number) =>

@@ -273,3 +273,21 @@ describe("a session key's row ids on SQLite", () => {
     }
   });
 });
+
+// Entries have no index by agent (migration 0034), but summaries keep a partial one (0024): a statement that
+// finds its rows by address or FTS5 candidate must not walk it when its filter names a kind.
+describe('addressed reads and ranking queries filtered by a kind on SQLite', () => {
+  it("leave the summaries' partial index by agent alone", async () => {
+    await withRecordedLtm(async ({ db, ltm, memory, statements }) => {
+      await memory.append(sessionRef(), { role: 'user', content: 'roses are red' });
+      const filter: EntryFilter = { agentId: 'alpha', includeArchived: true, kind: 'summary' };
+      const addresses = [{ sessionKey: 'agent:alpha:main', memoryId: 1 }];
+      await ltm.turnLinesAt(filter, addresses);
+      await ltm.rankedLines(filter, ['roses'], 10, { before: 0.5 }, Number.POSITIVE_INFINITY);
+      await ltm.fullText(filter, ['roses'], 10, { before: 0.5 });
+      expect(statements).toHaveLength(3);
+      for (const statement of statements)
+        expect(await queryPlan(db, statement)).not.toContain('memory_entries_by_agent_kind');
+    });
+  });
+});
