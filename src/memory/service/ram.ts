@@ -330,32 +330,38 @@ export function withSession<T>(
 }
 
 /**
- * Keeps the newest `maxRamTombstones` tombstones. A long session is at the cap on every turn, one tombstone
- * over it, so that case is one scan and a splice rather than a sort of every tombstone's id.
+ * Keeps the newest `maxRamTombstones` tombstones. A long session is at the cap after every eviction, over it
+ * by the eviction's count; the tombstones to drop are then almost always the first ones in context order
+ * (evictions take the oldest entries, and each tombstone takes a higher id than the last), which one pass
+ * confirms before the entries are compacted in place. Only otherwise are the tombstones' ids sorted.
  */
 function dropTombstoneOverflow(ctx: MemoryContext, ram: RamSession): void {
   const { maxRamTombstones } = ctx.config;
   const { entries } = ram;
   let count = 0;
-  let oldestIndex = -1;
-  for (let index = 0; index < entries.length; index++) {
-    const entry = entries[index]!;
-    if (entry.state !== 'tombstone') continue;
-    count++;
-    if (oldestIndex < 0 || entry.memoryId < entries[oldestIndex]!.memoryId) oldestIndex = index;
-  }
+  for (const entry of entries) if (entry.state === 'tombstone') count++;
   const overflow = count - maxRamTombstones;
   if (overflow <= 0) return;
-  if (overflow === 1) {
-    entries.splice(oldestIndex, 1);
-    return;
+  let seen = 0;
+  let firstMaxId = Number.NEGATIVE_INFINITY;
+  let restMinId = Number.POSITIVE_INFINITY;
+  for (const entry of entries) {
+    if (entry.state !== 'tombstone') continue;
+    if (seen++ < overflow) firstMaxId = Math.max(firstMaxId, entry.memoryId);
+    else restMinId = Math.min(restMinId, entry.memoryId);
   }
-  const ids = new Float64Array(count);
-  let index = 0;
-  for (const entry of entries) if (entry.state === 'tombstone') ids[index++] = entry.memoryId;
-  // Ids are unique within a session: the oldest `overflow` tombstones are those up to this one.
-  const lastDropped = ids.sort()[overflow - 1]!;
-  ram.entries = entries.filter((entry) => entry.state !== 'tombstone' || entry.memoryId > lastDropped);
+  let lastDropped = firstMaxId;
+  if (firstMaxId > restMinId) {
+    const ids = new Float64Array(count);
+    let index = 0;
+    for (const entry of entries) if (entry.state === 'tombstone') ids[index++] = entry.memoryId;
+    // Ids are unique within a session: the oldest `overflow` tombstones are those up to this one.
+    lastDropped = ids.sort()[overflow - 1]!;
+  }
+  let kept = 0;
+  for (const entry of entries)
+    if (entry.state !== 'tombstone' || entry.memoryId > lastDropped) entries[kept++] = entry;
+  entries.length = kept;
 }
 
 /**
@@ -393,6 +399,52 @@ export function replaceInRam(
     if (byContextOrder(next[index - 1]!, next[index]!) > 0) sorted = false;
   ram.entries = sorted ? next : next.sort(byContextOrder);
   forgetActiveLists(ram);
+  dropTombstoneOverflow(ctx, ram);
+}
+
+/**
+ * An eviction's swap in RAM: each victim's tombstone takes its place, in place, and the active lists lose
+ * their front. The victims are the first active entries in context order (`pickOldest` takes whole groups
+ * from the front), so the active lists, their messages and totals are trimmed rather than made again from
+ * every entry and tombstone at the next pin. A tombstone sorts where its entry did unless another entry
+ * shares its context position (a summary's); its neighbours tell, and the context is sorted only then.
+ * Anything else (the victims not the front of the active entries) goes through `replaceInRam`.
+ */
+function evictInRam(
+  ctx: MemoryContext,
+  ram: RamSession,
+  victims: StoredEntry[],
+  tombstones: StoredEntry[],
+): void {
+  const active = activeList(ram);
+  const count = victims.length;
+  let front = tombstones.length === count && count <= active.length;
+  for (let index = 0; front && index < count; index++) front = active[index] === victims[index];
+  const { entries } = ram;
+  const at: number[] = [];
+  for (let index = 0; front && at.length < count && index < entries.length; index++)
+    if (entries[index] === victims[at.length]) at.push(index);
+  if (!front || at.length < count) {
+    replaceInRam(
+      ctx,
+      ram,
+      victims.map((victim) => victim.memoryId),
+      tombstones,
+    );
+    return;
+  }
+  for (let index = 0; index < count; index++) entries[at[index]!] = tombstones[index]!;
+  let sorted = true;
+  for (const index of at) {
+    const entry = entries[index]!;
+    if (index > 0 && byContextOrder(entries[index - 1]!, entry) > 0) sorted = false;
+    if (index + 1 < entries.length && byContextOrder(entry, entries[index + 1]!) > 0) sorted = false;
+  }
+  if (!sorted) entries.sort(byContextOrder);
+  const totals = activeTotals(ram);
+  active.splice(0, count);
+  ram.activeMessages?.splice(0, count);
+  ram.totals = { count: totals.count - count, tokens: totals.tokens - tokensOf(victims) };
   dropTombstoneOverflow(ctx, ram);
 }
 
@@ -478,7 +530,7 @@ export async function evictEntries(
   const tombstones = await commit(ctx, ram, victims.length, eviction.tombstones, undefined, {
     retire: eviction.retire,
   });
-  replaceInRam(ctx, ram, eviction.ids, tombstones);
+  evictInRam(ctx, ram, victims, tombstones);
   publishEvent(ctx, ram, eviction.detail);
   return eviction.ids;
 }
@@ -740,7 +792,7 @@ export async function appendBatch(
         };
       ram.lastActiveMs = nowMs;
       if (eviction) {
-        replaceInRam(ctx, ram, eviction.ids, written.slice(parsed.length));
+        evictInRam(ctx, ram, victims, written.slice(parsed.length));
         publishEvent(ctx, ram, eviction.detail);
       }
       for (const entry of entries) queueEmbedding(ctx, entry);

@@ -394,6 +394,80 @@ describeEachDatabase('memory RAM context', (getDb) => {
     expect(activeOf(ram).some((entry) => entry.kind === 'summary')).toBe(true);
   });
 
+  it('keeps in RAM the context a restart loads, through evictions, summaries and their tombstones', async () => {
+    const config = {
+      maxActiveEntries: 6,
+      evictDownToRatio: 0.5,
+      maxActiveTokens: 10_000,
+      maxRamTombstones: 4,
+    };
+    const { ctx } = stepContext(getDb(), { config, model: countingModel() });
+    const ref = sessionRef();
+    const ram = await loaded(ctx);
+    const shape = (entries: ReadonlyArray<{ memoryId: number; state: string }>) =>
+      entries.map((entry) => `${entry.state === 'tombstone' ? 't' : entry.state[0]}${entry.memoryId}`);
+    const expectSame = async (step: string) => {
+      const active = ram.entries.filter((entry) => entry.state === 'active');
+      // The kept lists and totals are the context's own, as if listed again from its entries.
+      expect(activeOf(ram), step).toEqual(active);
+      expect(statsOf(ram), step).toMatchObject({
+        activeEntries: active.length,
+        activeTokens: active.reduce((sum, entry) => sum + entry.tokens, 0),
+        tombstones: ram.entries.length - active.length,
+      });
+      const lease = pinEntries(ctx, ram);
+      expect(lease.modelMessages(), step).toEqual(toModelMessages(active));
+      lease.release();
+      await ctx.mutex.run(ref.sessionId, async () => undefined);
+      // In context order, and what a fresh process reads from the database: the same entries and tombstones.
+      const ordered = [...ram.entries].sort(
+        (left, right) => left.orderKey - right.orderKey || left.memoryId - right.memoryId,
+      );
+      expect(shape(ram.entries), step).toEqual(shape(ordered));
+      const restarted = stepContext(getDb(), { config });
+      expect(shape((await loaded(restarted.ctx)).entries), step).toEqual(shape(ram.entries));
+    };
+    const evict = (victims: ReturnType<typeof activeOf>, step: string) =>
+      ctx.mutex.run(ref.sessionId, () => evictEntries(ctx, ram, victims, step)).then(() => expectSame(step));
+    let turn = 0;
+    const chat = async () => {
+      turn++;
+      const batch =
+        turn % 3 === 0
+          ? [
+              {
+                role: 'assistant' as const,
+                content: '',
+                toolCalls: [{ id: `c${turn}`, name: 'read', arguments: {} }],
+              },
+              { role: 'tool' as const, content: 'result', toolCallId: `c${turn}`, toolName: 'read' },
+              { role: 'assistant' as const, content: `answer ${turn}` },
+            ]
+          : [
+              { role: 'user' as const, content: `question ${turn}` },
+              { role: 'assistant' as const, content: `answer ${turn}` },
+            ];
+      await appendBatch(ctx, ref, batch);
+      await expectSame(`turn ${turn}`);
+    };
+    for (let index = 0; index < 4; index++) await chat();
+    // A summary sits where its first entry was, before that entry's tombstone; evicting it puts its own
+    // tombstone after that one (a higher id at the same place), which the eviction's in-place swap must sort.
+    expect((await summarize(ctx, ref, { maxEntries: 2, keepLatest: 0 })).summary).toBeDefined();
+    await expectSame('summary');
+    const summary = activeOf(ram)[0]!;
+    expect(summary.kind).toBe('summary');
+    await evict([summary], 'the summary evicted');
+    // The eviction of a later entry than the front goes the general way.
+    await evict(activeOf(ram).slice(1, 2), 'a later entry evicted');
+    for (let index = 0; index < 6; index++) await chat();
+    expect((await summarize(ctx, ref, { maxEntries: 3, keepLatest: 1 })).summary).toBeDefined();
+    await expectSame('second summary');
+    await evict(activeOf(ram).slice(0, 2), 'the front evicted');
+    for (let index = 0; index < 6; index++) await chat();
+    expect(ram.entries.filter((entry) => entry.state === 'tombstone')).toHaveLength(config.maxRamTombstones);
+  });
+
   it('holds an entry while any of the leases that pinned it is unreleased', async () => {
     const { ctx } = stepContext(getDb(), { config: { maxActiveEntries: 2, evictDownToRatio: 0.5 } });
     const { ref, lease: first } = await pinnedPastTheLimit(ctx);
