@@ -167,6 +167,8 @@ async function measure(
     topic: [] as number[],
     sessionTopic: [] as number[],
     sessionCommon: [] as number[],
+    sessionLatest: [] as number[],
+    sessionRecall: [] as number[],
     search: [] as number[],
     searchCpu: [] as number[],
     exact: [] as number[],
@@ -177,6 +179,8 @@ async function measure(
   let topicItems = 0;
   let sessionTopicItems = 0;
   let sessionCommonItems = 0;
+  let sessionLatestItems = 0;
+  let sessionRecallItems = 0;
   let searchHits = 0;
   let exactHits = 0;
   /** Sum over queries of the share of the unbudgeted top 10 that the budgeted search also returns. */
@@ -202,6 +206,15 @@ async function measure(
       await memory.query({ agentId: 'bench', sessionKey: oldestSession, topic: commonWord, limit: 25 })
     ).length;
     timings.sessionCommon.push(performance.now() - start);
+    // The same session's latest entries and its recall, without a topic (the memory view's first page).
+    start = performance.now();
+    sessionLatestItems += (await memory.query({ agentId: 'bench', sessionKey: oldestSession, limit: 25 }))
+      .length;
+    timings.sessionLatest.push(performance.now() - start);
+    start = performance.now();
+    sessionRecallItems += (await memory.recall({ agentId: 'bench', sessionKey: oldestSession, limit: 25 }))
+      .length;
+    timings.sessionRecall.push(performance.now() - start);
     const query = `what did we say about ${topic} and ${word(next)} ${word(next)}?`;
     // Its CPU time too: on a shared machine the wall clock also counts the time other processes held the CPU.
     const searchCpuStart = process.cpuUsage();
@@ -252,6 +265,8 @@ async function measure(
       timings.sessionCommon,
       sessionCommonItems,
     ),
+    row('latest of the oldest session, no topic (limit 25)', timings.sessionLatest, sessionLatestItems),
+    row('recall of the oldest session (limit 25)', timings.sessionRecall, sessionRecallItems),
     row('FTS search (limit 10)', timings.search, searchHits, agreement),
     row('FTS search (limit 10), CPU ms', timings.searchCpu, searchHits, agreement),
     row('FTS search without a row budget (limit 10)', timings.exact, exactHits),
@@ -266,7 +281,7 @@ async function run() {
   const notes = [
     `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${batchSize} per transaction), then ANALYZE on Postgres (as its autovacuum keeps statistics; SQLite has none, as agentd runs it); ` +
       'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
-    `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first), also within the oldest session (s0, whose entries every other session's follow) by the same topic and by "${commonWord}", the commonest word; ` +
+    `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first), also within the oldest session (s0, whose entries every other session's follow) by the same topic and by "${commonWord}", the commonest word, and without a topic (its latest 25, memory.query and memory.recall); ` +
       'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns before it, then neighbour smoothing), ' +
       'with the default row budget (recall.maxScoredRows 5,000: past it the commonest terms are left out, and when even the rarest term matches more rows, its newest matches are ranked: on SQLite by column without bm25(), on Postgres by ts_rank; Postgres has the budget since 2026-11-29); ' +
       '"without a row budget" runs the same search with the budget lifted (the ranking before it), and the agreement column is the share of that top 10 the budgeted search returns. ' +

@@ -1243,15 +1243,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     },
 
     /**
-     * Newest first. One session key's entries, newest created first, are read through its own range of the
-     * address index and sorted. An agent's across its sessions are newest written first, the table's own
-     * order backwards (no index by agent and time: migration 0034; summaries have their partial index).
+     * Newest written first (decisions 0035 and 0036). One session key's entries by MemoryID, its range of the
+     * address index read backwards until `limit` rows pass the filter; an agent's across its sessions by row
+     * id, the table's own order backwards (no index by agent and time: migration 0034; summaries have their
+     * partial index). Neither sorts what it read.
      */
     async listEntries(filter: EntryFilter, limit: number): Promise<StoredEntry[]> {
       const params: SqlValue[] = [];
       const inKey = filter.sessionKey !== undefined;
       const where = filterSql(filter, params, inKey ? agentTest : byAgentTest);
-      const order = inKey ? 'e.created_at_ms DESC, e.id DESC' : 'e.id DESC';
+      const order = inKey ? 'e.memory_id DESC' : 'e.id DESC';
       const rows = await db.all<EntryRow>(
         `SELECT ${entryColumns} FROM memory_entries e WHERE ${where} ORDER BY ${order} LIMIT ?`,
         [...params, limit],

@@ -53,6 +53,14 @@ describe('reading memory entries by kind on SQLite', () => {
       const entries = await plan('entry');
       expect(entries.contents).toEqual(['an imported entry', 'a plain entry']);
       expect(entries.detail).toBe('SCAN e');
+      // Within one session, newest written first as well (decision 0036): by MemoryID, so an entry written
+      // last with an earlier creation time comes first.
+      await memory.append(sessionRef(), { role: 'user', content: 'imported into main', createdAtMs: 1 });
+      const main = await ltm.listEntries(
+        { agentId: 'alpha', sessionKey: sessionRef().sessionKey, includeArchived: true, kind: 'entry' },
+        10,
+      );
+      expect(main.map((row) => row.content)).toEqual(['imported into main', 'a plain entry']);
       const indexes = await db.all<{ name: string }>(
         "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'memory_entries' AND name LIKE 'memory_entries_by_agent%'",
       );
@@ -130,7 +138,15 @@ describe('automatic recall, addressed reads and session lists on SQLite', () => 
       ]);
       const listPlan = await planOf('listEntries');
       expect(listPlan).toContain('sqlite_autoindex_memory_entries_1 (session_key=?)');
+      // Newest written first is that range backwards: `limit` rows, whatever the session's size, no sort.
+      expect(listPlan).not.toContain('TEMP B-TREE');
       plans.push(listPlan);
+      // Its summaries through their partial index by key (migration 0035): the key's plain entries, however
+      // many, are not walked to find none.
+      await ltm.listEntries({ ...filter, sessionKey: garden.sessionKey, kind: 'summary' }, 10);
+      const summariesPlan = await planOf('listEntries of summaries');
+      expect(summariesPlan).toContain('memory_entries_summaries_by_session (session_key=?)');
+      expect(summariesPlan).not.toContain('TEMP B-TREE');
 
       for (const plan of plans) {
         expect(plan).not.toContain('memory_entries_by_agent');
