@@ -5,7 +5,7 @@ import { openTestDatabase } from '../helpers/databases.js';
 import { queryPlan, type RecordedStatement, recordingReads } from '../helpers/query-plans.js';
 import { createHarness, type MemoryHarness, sessionRef } from './memory-fixtures.js';
 
-/** A SQLite store with a memory service, and a long-term store over it whose reads are recorded. */
+/** A SQLite store with a memory service (made with `harness`), and a long-term store whose reads are recorded. */
 async function withRecordedLtm(
   work: (setup: {
     db: SqlDatabase;
@@ -13,12 +13,13 @@ async function withRecordedLtm(
     memory: MemoryHarness['memory'];
     statements: RecordedStatement[];
   }) => Promise<void>,
+  harness: Parameters<typeof createHarness>[1] = {},
 ): Promise<void> {
   const db = await openTestDatabase('sqlite');
   try {
     const recording = recordingReads(db);
     const ltm = createLtmStore(recording.db, { sqliteVec: false });
-    await work({ db, ltm, memory: createHarness(db).memory, statements: recording.statements });
+    await work({ db, ltm, memory: createHarness(db, harness).memory, statements: recording.statements });
   } finally {
     await db.close();
   }
@@ -246,47 +247,46 @@ describe('memory.query by topic within one session on SQLite', () => {
 // grow with its MemoryIDs: every way memory writes rows keeps that order.
 describe("a session key's row ids on SQLite", () => {
   it('grow with its MemoryIDs through appends, evictions, a summary, a second instance and a batch', async () => {
-    const db = await openTestDatabase('sqlite');
-    try {
-      const { memory } = createHarness(db, { config: { maxActiveEntries: 6, evictDownToRatio: 0.5 } });
-      const first = sessionRef('grow', 'alpha', 's-first');
-      for (let index = 0; index < 9; index++)
-        await memory.append(first, {
-          role: index % 2 ? 'assistant' : 'user',
-          content: `turn ${index} lantern`,
+    await withRecordedLtm(
+      async ({ db, memory }) => {
+        const first = sessionRef('grow', 'alpha', 's-first');
+        for (let index = 0; index < 9; index++)
+          await memory.append(first, {
+            role: index % 2 ? 'assistant' : 'user',
+            content: `turn ${index} lantern`,
+          });
+        await memory.summarize(first, { maxEntries: 2 });
+        await memory.archive(first.sessionId, 'reset');
+        const second = sessionRef('grow', 'alpha', 's-second');
+        await memory.appendBatch(
+          second,
+          Array.from({ length: 12 }, (_, index) => ({
+            role: 'user' as const,
+            content: `batch ${index} lantern`,
+          })),
+        );
+        const rows = await db.all<{ memory_id: number; id: number; state: string; content: string }>(
+          "SELECT memory_id, id, state, content FROM memory_entries WHERE session_key = 'agent:alpha:grow' ORDER BY memory_id",
+        );
+        const states = new Set(rows.map((row) => row.state));
+        expect([...states].sort()).toEqual(['active', 'evicted', 'summarized', 'tombstone']);
+        expect(rows.map((row) => row.id)).toEqual(
+          rows.map((row) => row.id).sort((left, right) => left - right),
+        );
+        // Both instances' matches, the newest first, through the span.
+        const found = await memory.query({
+          agentId: 'alpha',
+          sessionKey: 'agent:alpha:grow',
+          topic: 'lantern',
+          limit: 100,
         });
-      await memory.summarize(first, { maxEntries: 2 });
-      await memory.archive(first.sessionId, 'reset');
-      const second = sessionRef('grow', 'alpha', 's-second');
-      await memory.appendBatch(
-        second,
-        Array.from({ length: 12 }, (_, index) => ({
-          role: 'user' as const,
-          content: `batch ${index} lantern`,
-        })),
-      );
-      const rows = await db.all<{ memory_id: number; id: number; state: string; content: string }>(
-        "SELECT memory_id, id, state, content FROM memory_entries WHERE session_key = 'agent:alpha:grow' ORDER BY memory_id",
-      );
-      const states = new Set(rows.map((row) => row.state));
-      expect([...states].sort()).toEqual(['active', 'evicted', 'summarized', 'tombstone']);
-      expect(rows.map((row) => row.id)).toEqual(
-        rows.map((row) => row.id).sort((left, right) => left - right),
-      );
-      // Both instances' matches, the newest first, through the span.
-      const found = await memory.query({
-        agentId: 'alpha',
-        sessionKey: 'agent:alpha:grow',
-        topic: 'lantern',
-        limit: 100,
-      });
-      const matching = rows.filter((row) => row.state !== 'tombstone' && /\blantern\b/.test(row.content));
-      expect(found.map((item) => item.address)).toEqual(
-        matching.reverse().map((row) => `agent:alpha:grow#${row.memory_id}`),
-      );
-    } finally {
-      await db.close();
-    }
+        const matching = rows.filter((row) => row.state !== 'tombstone' && /\blantern\b/.test(row.content));
+        expect(found.map((item) => item.address)).toEqual(
+          matching.reverse().map((row) => `agent:alpha:grow#${row.memory_id}`),
+        );
+      },
+      { config: { maxActiveEntries: 6, evictDownToRatio: 0.5 } },
+    );
   });
 });
 

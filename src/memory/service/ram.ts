@@ -1,5 +1,5 @@
 import type { ModelMessage } from '../../model/index.js';
-import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
 import { modelMessageOf } from '../items.js';
 import { byContextOrder, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
@@ -404,11 +404,10 @@ export function replaceInRam(
 
 /**
  * An eviction's swap in RAM: each victim's tombstone takes its place, in place, and the active lists lose
- * their front. The victims are the first active entries in context order (`pickOldest` takes whole groups
- * from the front), so the active lists, their messages and totals are trimmed rather than made again from
- * every entry and tombstone at the next pin. A tombstone sorts where its entry did unless another entry
- * shares its context position (a summary's); its neighbours tell, and the context is sorted only then.
- * Anything else (the victims not the front of the active entries) goes through `replaceInRam`.
+ * their front. The victims are the first active entries in context order (`evictEntries` checks it), so the
+ * active lists, their messages and totals are trimmed rather than made again from every entry and tombstone
+ * at the next pin. A tombstone sorts where its entry did unless another entry shares its context position (a
+ * summary's); its neighbours tell, and the context is sorted only then.
  */
 function evictInRam(
   ctx: MemoryContext,
@@ -416,23 +415,14 @@ function evictInRam(
   victims: StoredEntry[],
   tombstones: StoredEntry[],
 ): void {
-  const active = activeList(ram);
-  const count = victims.length;
-  let front = tombstones.length === count && count <= active.length;
-  for (let index = 0; front && index < count; index++) front = active[index] === victims[index];
   const { entries } = ram;
+  const count = victims.length;
   const at: number[] = [];
-  for (let index = 0; front && at.length < count && index < entries.length; index++)
+  for (let index = 0; at.length < count && index < entries.length; index++)
     if (entries[index] === victims[at.length]) at.push(index);
-  if (!front || at.length < count) {
-    replaceInRam(
-      ctx,
-      ram,
-      victims.map((victim) => victim.memoryId),
-      tombstones,
-    );
-    return;
-  }
+  // Only a change of the context under the session's lock, between picking the victims and here, could.
+  if (at.length < count)
+    throw new SystemError({ code: ErrorCodes.internal, message: 'evicted entries left the RAM context' });
   for (let index = 0; index < count; index++) entries[at[index]!] = tombstones[index]!;
   let sorted = true;
   for (const index of at) {
@@ -442,7 +432,7 @@ function evictInRam(
   }
   if (!sorted) entries.sort(byContextOrder);
   const totals = activeTotals(ram);
-  active.splice(0, count);
+  activeList(ram).splice(0, count);
   ram.activeMessages?.splice(0, count);
   ram.totals = { count: totals.count - count, tokens: totals.tokens - tokensOf(victims) };
   dropTombstoneOverflow(ctx, ram);
@@ -517,7 +507,10 @@ function evictionOf(
   };
 }
 
-/** Moves `victims` to long-term memory, leaving tombstones in their place. */
+/**
+ * Moves `victims` to long-term memory, leaving tombstones in their place. They must be the oldest active
+ * entries, in context order (what `pickOldest` picks): anything else is refused before anything is written.
+ */
 export async function evictEntries(
   ctx: MemoryContext,
   ram: RamSession,
@@ -525,8 +518,14 @@ export async function evictEntries(
   reason: string,
 ): Promise<number[]> {
   if (victims.length === 0) return [];
+  const active = activeList(ram);
+  if (victims.some((victim, index) => active[index] !== victim))
+    throw new SystemError({
+      code: ErrorCodes.internal,
+      message: `evicting ${idRange(victims.map((victim) => victim.memoryId))}: not the oldest active entries`,
+    });
   const nowMs = ctx.clock.now();
-  const eviction = evictionOf(ctx, ram, victims, reason, tokensOf(activeOf(ram)), nowMs);
+  const eviction = evictionOf(ctx, ram, victims, reason, activeTotals(ram).tokens, nowMs);
   const tombstones = await commit(ctx, ram, victims.length, eviction.tombstones, undefined, {
     retire: eviction.retire,
   });

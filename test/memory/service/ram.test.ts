@@ -458,8 +458,13 @@ describeEachDatabase('memory RAM context', (getDb) => {
     const summary = activeOf(ram)[0]!;
     expect(summary.kind).toBe('summary');
     await evict([summary], 'the summary evicted');
-    // The eviction of a later entry than the front goes the general way.
-    await evict(activeOf(ram).slice(1, 2), 'a later entry evicted');
+    // Only the oldest active entries are evicted: a later one is refused before anything is written.
+    const before = shape(ram.entries);
+    await expect(evict(activeOf(ram).slice(1, 2), 'a later entry')).rejects.toMatchObject({
+      code: 'INTERNAL',
+    });
+    expect(shape(ram.entries)).toEqual(before);
+    await expectSame('a later entry refused');
     for (let index = 0; index < 6; index++) await chat();
     expect((await summarize(ctx, ref, { maxEntries: 3, keepLatest: 1 })).summary).toBeDefined();
     await expectSame('second summary');
