@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type WebSocket from 'ws';
-import { ErrorCodes } from '../util/index.js';
+import { ErrorCodes, LazyAbortController, type Logger } from '../util/index.js';
 import {
   type ConnectionDeps,
   closeGraceMs,
@@ -12,8 +12,8 @@ import {
   rawToString,
   toWireError,
 } from './connection.js';
-import type { EventSink } from './event-hub.js';
-import type { ClientInfo, MethodContext } from './method-table.js';
+import type { EventHub, EventSink } from './event-hub.js';
+import type { ClientInfo, MethodContext, SessionChangeNotice } from './method-table.js';
 import { createOpenClawDispatcher, requestFrame } from './openclaw-dispatch.js';
 import { sessionsChangedPayload, toOpenClawRunEvent } from './openclaw-events.js';
 import {
@@ -24,6 +24,53 @@ import {
   type OpenClawAuth,
 } from './openclaw-handshake.js';
 import { CloseCodes, createOutbound } from './outbound.js';
+
+/**
+ * What the methods of one connection are called with. A class, so that every connection's context shares one
+ * hidden class and its methods (an object literal with a getter is made in dictionary mode, with a hidden
+ * class of its own), and so that the signal is made only for a method that asks for it: most connections
+ * never call one that does, and Node makes an AbortSignal slowly and with a hidden class of its own each.
+ * What the connect negotiates is written into `scopes` and `clientInfo`.
+ */
+class OpenClawMethodContext implements MethodContext {
+  readonly protocol = 'openclaw';
+  scopes: ReadonlyArray<string> = [];
+  clientInfo: ClientInfo = { id: 'unknown' };
+  readonly #closed = new LazyAbortController();
+
+  constructor(
+    readonly connId: string,
+    readonly logger: Logger,
+    private readonly hub: EventHub,
+    private readonly sink: EventSink,
+    private readonly send: (event: string, payload: unknown) => void,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.#closed.signal;
+  }
+
+  sendEvent(event: string, payload: unknown): void {
+    this.send(event, payload);
+  }
+
+  watchSession(sessionKey: string): void {
+    this.hub.watch(this.sink, sessionKey);
+  }
+
+  subscribeSessions(on: boolean): void {
+    this.hub.subscribeSessions(this.sink, on);
+  }
+
+  sessionChanged(change: SessionChangeNotice): void {
+    this.hub.sessionChanged(change);
+  }
+
+  /** The connection closed. */
+  close(): void {
+    this.#closed.abort();
+  }
+}
 
 /**
  * One OpenClaw Gateway protocol connection (versions 3 and 4): it sends the challenge, hands the first frame
@@ -40,7 +87,6 @@ export function acceptOpenClawConnection(
   const connId = deps.idGenerator('conn');
   const logger = deps.logger.child({ connId, protocol: 'openclaw' });
   const out = createOutbound(ws, { maxBufferedBytes: limits.maxBufferedBytes, closeGraceMs, logger });
-  const abort = new AbortController();
   const nonce = randomUUID();
   const remoteIsLoopback = isLoopbackAddress(request.socket.remoteAddress);
   const checkLiveness = createLiveness(ws);
@@ -48,15 +94,13 @@ export function acceptOpenClawConnection(
   let phase: 'challenge' | 'authenticating' | 'connected' | 'closed' = 'challenge';
   let seq = 0;
   let protocol = maxProtocolVersion;
-  let scopes: string[] = [];
   let caps = new Set<string>();
-  let clientInfo: ClientInfo = { id: 'unknown' };
 
   /** The only writer of event frames: the frame is put together as text around the payload's JSON. */
   const sendEventJson = (event: string, payloadJson: string, droppable = false) => {
     if (phase !== 'connected') return;
     // A dropped event must not consume a sequence number, or the client would report a gap.
-    if (droppable && out.behind) return;
+    if (droppable && out.isBehind()) return;
     seq++;
     out.sendJson(`{"type":"event","event":${JSON.stringify(event)},"payload":${payloadJson},"seq":${seq}}`);
   };
@@ -64,11 +108,11 @@ export function acceptOpenClawConnection(
   const sendEvent = (event: string, payload: unknown, droppable = false) =>
     sendEventJson(event, JSON.stringify(payload) ?? 'null', droppable);
 
-  const sink: EventSink = {
+  // What the connect negotiates is written into `sink` as a plain property, not read through a getter (see
+  // OpenClawMethodContext): the hub reads it for every event it delivers.
+  const sink: { -readonly [Key in keyof EventSink]: EventSink[Key] } = {
     connId,
-    get scopes() {
-      return scopes;
-    },
+    scopes: [],
     onRunEvent(event) {
       const wire = toOpenClawRunEvent(event, { protocol, caps });
       if (wire) dispatcher.whenNotHolding(() => sendEventJson(wire.event, wire.payloadJson, wire.droppable));
@@ -81,28 +125,13 @@ export function acceptOpenClawConnection(
     },
   };
 
-  const context: MethodContext = {
-    connId,
-    protocol: 'openclaw',
-    get scopes() {
-      return scopes;
-    },
-    get clientInfo() {
-      return clientInfo;
-    },
-    sendEvent: (event, payload) => sendEvent(event, payload),
-    watchSession: (sessionKey) => hub.watch(sink, sessionKey),
-    subscribeSessions: (on) => hub.subscribeSessions(sink, on),
-    sessionChanged: (change) => hub.sessionChanged(change),
-    signal: abort.signal,
-    logger,
-  };
+  const context = new OpenClawMethodContext(connId, logger, hub, sink, sendEvent);
 
   const dispatcher = createOpenClawDispatcher({
     table,
     context,
     send: (frame) => out.send(frame),
-    isOpen: () => out.open,
+    isOpen: () => out.isOpen(),
     ping: (token) => {
       ws.ping(token);
       // The run's events wait for the pong: the answer and the ping leave now, while the run goes on, rather
@@ -117,9 +146,10 @@ export function acceptOpenClawConnection(
   const connect = async (id: string, rawParams: unknown) => {
     const negotiated = await negotiateConnect(rawParams, { auth: deps.auth, nonce, clock, remoteIsLoopback });
     protocol = negotiated.protocol;
-    scopes = negotiated.scopes;
+    sink.scopes = negotiated.scopes;
+    context.scopes = negotiated.scopes;
     caps = negotiated.caps;
-    clientInfo = negotiated.clientInfo;
+    context.clientInfo = negotiated.clientInfo;
 
     let health: Record<string, unknown>;
     try {
@@ -145,7 +175,12 @@ export function acceptOpenClawConnection(
     hub.attach(sink);
     dispatcher.sendResult(id, hello);
     logger.info(
-      { clientId: clientInfo.id, clientMode: clientInfo.mode, protocol, scopes },
+      {
+        clientId: context.clientInfo.id,
+        clientMode: context.clientInfo.mode,
+        protocol,
+        scopes: context.scopes,
+      },
       'gateway: client connected',
     );
   };
@@ -225,7 +260,7 @@ export function acceptOpenClawConnection(
     phase = 'closed';
     dispatcher.close();
     clearTimeout(handshakeTimer);
-    abort.abort();
+    context.close();
     hub.detach(sink);
     deps.onClose(connection);
   });

@@ -58,56 +58,70 @@ export interface OpenClawDispatcher {
  * one round trip before a run's first event; OpenClaw's own gateway takes longer to start a run.
  */
 export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClawDispatcher {
-  const { table, context, logger } = deps;
-  let pending = 0;
-  let unconfirmedAnswers = 0;
-  const heldEvents: Array<() => void> = [];
-  const awaitedPongs = new Map<string, () => void>();
+  return new Dispatcher(deps);
+}
+
+/** A class: every connection has one, and its methods are then shared instead of made per connection. */
+class Dispatcher implements OpenClawDispatcher {
+  #pending = 0;
+  #unconfirmedAnswers = 0;
+  #heldEvents: Array<() => void> | undefined;
+  #awaitedPongs: Map<string, () => void> | undefined;
   /**
    * Counts this connection's answer pings, which the tokens only need to tell apart: a pong the client makes up
    * can only release its own connection's events early.
    */
-  let answerPings = 0;
+  #answerPings = 0;
 
-  const sendResult = (id: string, payload: unknown) => {
-    deps.send({ type: 'res', id, ok: true, payload });
-  };
-  const sendError = (id: string, error: WireError) => {
-    deps.send({ type: 'res', id, ok: false, error });
-  };
+  constructor(private readonly deps: OpenClawDispatcherDeps) {}
 
-  const whenNotHolding = (send: () => void) => {
-    if (unconfirmedAnswers > 0) heldEvents.push(send);
-    else send();
-  };
+  sendResult(id: string, payload: unknown): void {
+    this.deps.send({ type: 'res', id, ok: true, payload });
+  }
 
-  const confirmAnswer = () => {
-    unconfirmedAnswers--;
-    if (unconfirmedAnswers > 0) return;
-    for (const send of heldEvents.splice(0)) send();
-  };
+  sendError(id: string, error: WireError): void {
+    this.deps.send({ type: 'res', id, ok: false, error });
+  }
 
-  /** After a run's answer was sent: ping, and confirm it on the pong (or after a while, for a client that never answers). */
-  const awaitAnswerRead = () => {
-    if (!deps.isOpen()) {
-      confirmAnswer();
+  whenNotHolding(send: () => void): void {
+    if (this.#unconfirmedAnswers === 0) {
+      send();
       return;
     }
-    const token = `answer-${++answerPings}`;
+    this.#heldEvents ??= [];
+    this.#heldEvents.push(send);
+  }
+
+  #confirmAnswer(): void {
+    this.#unconfirmedAnswers--;
+    if (this.#unconfirmedAnswers > 0 || !this.#heldEvents) return;
+    for (const send of this.#heldEvents.splice(0)) send();
+  }
+
+  /** After a run's answer was sent: ping, and confirm it on the pong (or after a while, for a client that never answers). */
+  #awaitAnswerRead(): void {
+    if (!this.deps.isOpen()) {
+      this.#confirmAnswer();
+      return;
+    }
+    const token = `answer-${++this.#answerPings}`;
+    this.#awaitedPongs ??= new Map();
+    const awaited = this.#awaitedPongs;
     const settle = () => {
-      if (!awaitedPongs.delete(token)) return;
+      if (!awaited.delete(token)) return;
       clearTimeout(timer);
-      confirmAnswer();
+      this.#confirmAnswer();
     };
     const timer = setTimeout(settle, heldEventsMaxWaitMs);
     timer.unref();
-    awaitedPongs.set(token, settle);
-    deps.ping(token);
-  };
+    awaited.set(token, settle);
+    this.deps.ping(token);
+  }
 
-  const runRequest = async (id: string, method: string, params: unknown) => {
+  async #runRequest(id: string, method: string, params: unknown): Promise<void> {
+    const { table, context, logger } = this.deps;
     const startsRun = runStartingMethods.has(method);
-    if (startsRun) unconfirmedAnswers++;
+    if (startsRun) this.#unconfirmedAnswers++;
     let answered = !startsRun;
     // The ping follows the answer in the same write: frames are read in order, so its pong still says the
     // client has read the answer, and a turn takes one socket write fewer than with the ping sent from the
@@ -115,81 +129,79 @@ export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClaw
     const answerSent = () => {
       if (answered) return;
       answered = true;
-      awaitAnswerRead();
+      this.#awaitAnswerRead();
     };
     try {
       const result = await table.invoke(method, params, context);
       if (!isAsyncResult(result)) {
-        sendResult(id, result);
+        this.sendResult(id, result);
         answerSent();
         return;
       }
-      sendResult(id, result.accepted);
+      this.sendResult(id, result.accepted);
       answerSent();
       // The final answer follows the run's events, which may still be held.
       try {
         const final = await result.final;
-        whenNotHolding(() => sendResult(id, final));
+        this.whenNotHolding(() => this.sendResult(id, final));
       } catch (error) {
         const wire = toWireError(error, logger);
-        whenNotHolding(() => sendError(id, wire));
+        this.whenNotHolding(() => this.sendError(id, wire));
       }
     } catch (error) {
-      sendError(id, toWireError(error, logger));
+      this.sendError(id, toWireError(error, logger));
       answerSent();
     }
-  };
+  }
 
-  return {
-    onFrame(text) {
-      let frame: unknown;
-      try {
-        frame = JSON.parse(text);
-      } catch {
-        // OpenClaw answers nothing to a frame that is not JSON and keeps the connection; so does agentd.
-        logger.debug({ bytes: text.length }, 'gateway: ignored a frame that is not JSON');
-        return;
-      }
-      const parsed = requestFrame.safeParse(frame);
-      if (!parsed.success) {
-        const id = (frame as { id?: unknown } | null)?.id;
-        if (typeof id === 'string' && id.length > 0 && id.length <= 256) {
-          sendError(id, {
-            code: ErrorCodes.invalidRequest,
-            message: `invalid request frame: ${formatZodIssues(parsed.error.issues)}`,
-            retryable: false,
-          });
-        } else {
-          logger.debug({}, 'gateway: ignored a frame that is not a request');
-        }
-        return;
-      }
-      const { id, method, params } = parsed.data;
-      if (method === 'connect') {
-        sendError(id, { code: ErrorCodes.invalidRequest, message: 'already connected', retryable: false });
-        return;
-      }
-      if (pending >= deps.maxPendingRequests) {
-        sendError(id, {
-          code: GatewayErrorCodes.unavailable,
-          message: `too many requests in flight on this connection (limit ${deps.maxPendingRequests})`,
-          retryable: true,
+  onFrame(text: string): void {
+    const { logger } = this.deps;
+    let frame: unknown;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      // OpenClaw answers nothing to a frame that is not JSON and keeps the connection; so does agentd.
+      logger.debug({ bytes: text.length }, 'gateway: ignored a frame that is not JSON');
+      return;
+    }
+    const parsed = requestFrame.safeParse(frame);
+    if (!parsed.success) {
+      const id = (frame as { id?: unknown } | null)?.id;
+      if (typeof id === 'string' && id.length > 0 && id.length <= 256) {
+        this.sendError(id, {
+          code: ErrorCodes.invalidRequest,
+          message: `invalid request frame: ${formatZodIssues(parsed.error.issues)}`,
+          retryable: false,
         });
-        return;
+      } else {
+        logger.debug({}, 'gateway: ignored a frame that is not a request');
       }
-      pending++;
-      runRequest(id, method, params).finally(() => {
-        pending--;
+      return;
+    }
+    const { id, method, params } = parsed.data;
+    if (method === 'connect') {
+      this.sendError(id, { code: ErrorCodes.invalidRequest, message: 'already connected', retryable: false });
+      return;
+    }
+    if (this.#pending >= this.deps.maxPendingRequests) {
+      this.sendError(id, {
+        code: GatewayErrorCodes.unavailable,
+        message: `too many requests in flight on this connection (limit ${this.deps.maxPendingRequests})`,
+        retryable: true,
       });
-    },
-    whenNotHolding,
-    onPong(token) {
-      awaitedPongs.get(token)?.();
-    },
-    sendResult,
-    sendError,
-    close() {
-      for (const settle of [...awaitedPongs.values()]) settle();
-    },
-  };
+      return;
+    }
+    this.#pending++;
+    this.#runRequest(id, method, params).finally(() => {
+      this.#pending--;
+    });
+  }
+
+  onPong(token: string): void {
+    this.#awaitedPongs?.get(token)?.();
+  }
+
+  close(): void {
+    if (this.#awaitedPongs) for (const settle of [...this.#awaitedPongs.values()]) settle();
+  }
 }

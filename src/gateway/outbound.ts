@@ -35,58 +35,81 @@ export interface Outbound {
    */
   flush(): void;
   close(code: number, reason: string): void;
-  readonly open: boolean;
+  isOpen(): boolean;
   /** True while the peer is behind enough that droppable messages are being skipped. */
-  readonly behind: boolean;
+  isBehind(): boolean;
 }
+
+/** Ends the cork of `outbound`'s current event-loop turn (a shared function: no closure per socket). */
+const uncorkLater = (outbound: SocketOutbound) => outbound.uncork();
 
 /**
  * The only writer of a socket. A client that stops reading is disconnected as soon as its queued outbound
  * bytes pass `maxBufferedBytes`, and the socket is destroyed after `closeGraceMs` even if the close
- * handshake cannot get through, so a slow consumer never makes the server's memory grow.
+ * handshake cannot get through, so a slow consumer never makes the server's memory grow. A class: every
+ * connection has one, and its methods are then shared instead of made per connection.
  */
-export function createOutbound(
-  ws: WebSocket,
-  options: { maxBufferedBytes: number; closeGraceMs: number; logger: Logger },
-): Outbound {
-  let closing = false;
+class SocketOutbound implements Outbound {
+  #closing = false;
   // Frames sent in one event-loop turn leave in one write: on loopback every write wakes the reading
   // client, which the profile of a chat turn showed as tens of microseconds of kernel time per frame.
   // ws exposes no public handle on its socket; without `_socket` frames simply go out one write each.
-  const socket = (ws as unknown as { _socket?: Duplex })._socket;
-  let corked = false;
+  readonly #socket: Duplex | undefined;
+  #corked = false;
   // The pending uncork of the current cork: a flush cancels it, or it would uncork a later cork early and
   // split that turn's frames over two writes.
-  let scheduledUncork: NodeJS.Immediate | undefined;
-  const uncork = () => {
-    scheduledUncork = undefined;
-    corked = false;
-    socket?.uncork();
-  };
-  const flush = () => {
-    if (!corked) return;
-    clearImmediate(scheduledUncork);
-    uncork();
-  };
+  #scheduledUncork: NodeJS.Immediate | undefined;
 
-  const close = (code: number, reason: string) => {
-    if (closing) return;
-    closing = true;
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly options: { maxBufferedBytes: number; closeGraceMs: number; logger: Logger },
+  ) {
+    this.#socket = (ws as unknown as { _socket?: Duplex })._socket;
+  }
+
+  uncork(): void {
+    this.#scheduledUncork = undefined;
+    this.#corked = false;
+    this.#socket?.uncork();
+  }
+
+  flush(): void {
+    if (!this.#corked) return;
+    clearImmediate(this.#scheduledUncork);
+    this.uncork();
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    const { ws } = this;
     if (ws.readyState === ws.OPEN || ws.readyState === ws.CONNECTING) ws.close(code, closeReason(reason));
-    const timer = setTimeout(() => ws.terminate(), options.closeGraceMs);
+    const timer = setTimeout(() => ws.terminate(), this.options.closeGraceMs);
     timer.unref();
     ws.once('close', () => clearTimeout(timer));
-  };
+  }
 
-  const isOpen = () => !closing && ws.readyState === ws.OPEN;
+  isOpen(): boolean {
+    return !this.#closing && this.ws.readyState === this.ws.OPEN;
+  }
 
-  const sendJson = (json: string, sendOptions: { droppable?: boolean } = {}): boolean => {
-    if (!isOpen()) return false;
+  isBehind(): boolean {
+    return this.ws.bufferedAmount > this.options.maxBufferedBytes / 2;
+  }
+
+  // Nothing is serialized for a socket that takes no more frames.
+  send(value: unknown, sendOptions?: { droppable?: boolean }): boolean {
+    return this.isOpen() ? this.sendJson(JSON.stringify(value), sendOptions) : false;
+  }
+
+  sendJson(json: string, sendOptions: { droppable?: boolean } = {}): boolean {
+    if (!this.isOpen()) return false;
+    const { ws, options } = this;
     if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
-    if (socket && !corked) {
-      corked = true;
-      socket.cork();
-      scheduledUncork = setImmediate(uncork);
+    if (this.#socket && !this.#corked) {
+      this.#corked = true;
+      this.#socket.cork();
+      this.#scheduledUncork = setImmediate(uncorkLater, this);
     }
     ws.send(json);
     if (ws.bufferedAmount > options.maxBufferedBytes) {
@@ -94,24 +117,20 @@ export function createOutbound(
         { bufferedBytes: ws.bufferedAmount, maxBufferedBytes: options.maxBufferedBytes },
         'gateway: slow consumer disconnected',
       );
-      close(CloseCodes.policyViolation, `slow consumer: more than ${options.maxBufferedBytes} bytes queued`);
+      this.close(
+        CloseCodes.policyViolation,
+        `slow consumer: more than ${options.maxBufferedBytes} bytes queued`,
+      );
       ws.terminate();
       return false;
     }
     return true;
-  };
+  }
+}
 
-  return {
-    // Nothing is serialized for a socket that takes no more frames.
-    send: (value, sendOptions) => (isOpen() ? sendJson(JSON.stringify(value), sendOptions) : false),
-    sendJson,
-    flush,
-    close,
-    get open() {
-      return isOpen();
-    },
-    get behind() {
-      return ws.bufferedAmount > options.maxBufferedBytes / 2;
-    },
-  };
+export function createOutbound(
+  ws: WebSocket,
+  options: { maxBufferedBytes: number; closeGraceMs: number; logger: Logger },
+): Outbound {
+  return new SocketOutbound(ws, options);
 }

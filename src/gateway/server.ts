@@ -203,6 +203,9 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     },
   };
 
+  // One object for every OpenClaw connection: spread per connection, each copy got a hidden class of its own.
+  const openClawDeps = { ...deps, auth: openClawAuth };
+
   const hostAllowed = (request: IncomingMessage): boolean => {
     if (!checkHost) return true;
     const header = request.headers.host;
@@ -268,6 +271,13 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     clearTimeout(firstRequestTimers.get(socket));
     firstRequestTimers.delete(socket);
   };
+  // The listeners every socket keeps for its whole life are shared functions, told their socket by `this`:
+  // a closure made per socket would be kept per connection, with the context it was made in (the upgrade's
+  // request, its headers and URL).
+  function closedBeforeRequest(this: Duplex) {
+    requestArrived(this);
+  }
+  const upgradeSocketError = (error: Error) => logger.debug({ err: error }, 'gateway: upgrade socket error');
   httpServer.headersTimeout = limits.requestTimeoutMs;
   httpServer.requestTimeout = limits.requestTimeoutMs;
   httpServer.on('connection', (socket: Socket) => {
@@ -277,7 +287,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     }, limits.requestTimeoutMs);
     timer.unref();
     firstRequestTimers.set(socket, timer);
-    socket.once('close', () => requestArrived(socket));
+    socket.once('close', closedBeforeRequest);
   });
   httpServer.on('request', (request: IncomingMessage) => requestArrived(request.socket));
 
@@ -301,7 +311,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
 
   httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     requestArrived(socket);
-    socket.on('error', (error) => logger.debug({ err: error }, 'gateway: upgrade socket error'));
+    socket.on('error', upgradeSocketError);
     const url = new URL(request.url ?? '/', 'http://gateway');
     const spiderweb = spiderwebPath.exec(url.pathname);
     const isOpenClaw = url.pathname === '/' || url.pathname === '/ws';
@@ -371,7 +381,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       }
       const connection = spiderwebSession
         ? acceptSpiderwebConnection(ws, spiderwebSession, deps)
-        : acceptOpenClawConnection(ws, request, { ...deps, auth: openClawAuth });
+        : acceptOpenClawConnection(ws, request, openClawDeps);
       connections.add(connection);
     });
   });

@@ -66,29 +66,49 @@ function wrap(instance: pino.Logger, redactor: Redactor): Logger {
 
 /**
  * A child logger made at its first line that its parent's level lets through: the engage loop makes one
- * per run (per chat turn), most runs write nothing at the usual levels, and pino serializes a child's
- * bindings when it is made.
+ * per run (per chat turn) and the gateway one per connection, most of which write nothing at the usual
+ * levels, and pino serializes a child's bindings when it is made. A class, so that each of them is one small
+ * object rather than five closures.
  */
-function lazyChild(parent: pino.Logger, bindings: Record<string, unknown>, redactor: Redactor): Logger {
-  let made: Logger | undefined;
-  const child = () => {
+class LazyChildLogger implements Logger {
+  #made: Logger | undefined;
+
+  constructor(
+    private readonly parent: pino.Logger,
+    private readonly bindings: Record<string, unknown>,
+    private readonly redactor: Redactor,
+  ) {}
+
+  #child(): Logger {
     // Bindings skip the logMethod hook: they are redacted here, as every line's arguments are.
-    made ??= wrap(parent.child(redactor.redactValue(bindings) as Record<string, unknown>), redactor);
-    return made;
-  };
-  return {
-    debug: (object, message) => {
-      if (parent.isLevelEnabled('debug')) child().debug(object, message);
-    },
-    info: (object, message) => {
-      if (parent.isLevelEnabled('info')) child().info(object, message);
-    },
-    warn: (object, message) => {
-      if (parent.isLevelEnabled('warn')) child().warn(object, message);
-    },
-    error: (object, message) => {
-      if (parent.isLevelEnabled('error')) child().error(object, message);
-    },
-    child: (more) => child().child(more),
-  };
+    this.#made ??= wrap(
+      this.parent.child(this.redactor.redactValue(this.bindings) as Record<string, unknown>),
+      this.redactor,
+    );
+    return this.#made;
+  }
+
+  debug(object: Record<string, unknown>, message?: string): void {
+    if (this.parent.isLevelEnabled('debug')) this.#child().debug(object, message);
+  }
+
+  info(object: Record<string, unknown>, message?: string): void {
+    if (this.parent.isLevelEnabled('info')) this.#child().info(object, message);
+  }
+
+  warn(object: Record<string, unknown>, message?: string): void {
+    if (this.parent.isLevelEnabled('warn')) this.#child().warn(object, message);
+  }
+
+  error(object: Record<string, unknown>, message?: string): void {
+    if (this.parent.isLevelEnabled('error')) this.#child().error(object, message);
+  }
+
+  child(more: Record<string, unknown>): Logger {
+    return this.#child().child(more);
+  }
+}
+
+function lazyChild(parent: pino.Logger, bindings: Record<string, unknown>, redactor: Redactor): Logger {
+  return new LazyChildLogger(parent, bindings, redactor);
 }
