@@ -87,11 +87,17 @@ describe('memory durability on a SQLite file', () => {
     expect(await exited).toBe('SIGKILL');
 
     const { memory } = createHarness(await openDb(path), { config: { maxActiveEntries: 16 } });
-    const stored = await memory.query({
-      agentId: 'alpha',
-      memoryIds: acknowledged.map((id) => `agent:alpha:main#${id}`),
-      limit: 128,
-    });
+    // The kill comes after the chunk of output that reached 60 lines, which on a loaded machine may carry
+    // more lines than one query lists (128): every acknowledged id is looked up, a query per 100.
+    const stored = [];
+    for (let start = 0; start < acknowledged.length; start += 100)
+      stored.push(
+        ...(await memory.query({
+          agentId: 'alpha',
+          memoryIds: acknowledged.slice(start, start + 100).map((id) => `agent:alpha:main#${id}`),
+          limit: 100,
+        })),
+      );
     expect(stored.map((item) => item.id).sort((left, right) => left - right)).toEqual(
       [...acknowledged].sort((left, right) => left - right),
     );
