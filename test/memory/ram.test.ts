@@ -287,6 +287,34 @@ describeEachDatabase('memory RAM model', (getDb) => {
     expect(new Set(memoryIds).size).toBe(memoryIds.length);
   });
 
+  it("gives pins frozen copies of an entry's metadata and tool-call arguments, and loads copies of their own", async () => {
+    const { memory } = createHarness(getDb());
+    const ref = sessionRef();
+    await memory.append(ref, { role: 'user', content: 'look it up', metadata: { runId: 'run-1' } });
+    await memory.append(ref, {
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'call-1', name: 'lookup', arguments: { query: 'tide pools' } }],
+      metadata: { runId: 'run-1' },
+    });
+    const lease = await memory.pin(ref);
+    const [user, assistant] = lease.entries;
+    expect(Object.isFrozen(user!.metadata)).toBe(true);
+    expect(Object.isFrozen(assistant!.toolCalls![0]!.arguments)).toBe(true);
+    expect(() => {
+      (user!.metadata as Record<string, unknown>).runId = 'changed';
+    }).toThrow(TypeError);
+    lease.release();
+    // What a load hands out is the caller's to change, and changes nothing in memory.
+    const loaded = await memory.load(ref);
+    (loaded[0]!.metadata as Record<string, unknown>).runId = 'changed';
+    (loaded[1]!.toolCalls![0]!.arguments as Record<string, unknown>).query = 'changed';
+    const reloaded = await memory.load(ref);
+    expect(reloaded[0]!.metadata).toEqual({ runId: 'run-1' });
+    expect(reloaded[1]!.toolCalls![0]!.arguments).toEqual({ query: 'tide pools' });
+    expect((await memory.pin(ref)).entries[0]!.metadata).toEqual({ runId: 'run-1' });
+  });
+
   it('never evicts or summarizes pinned entries, and enforces limits once released', async () => {
     const { memory } = createHarness(getDb(), { config: { maxActiveEntries: 3, evictDownToRatio: 1 } });
     const ref = sessionRef();

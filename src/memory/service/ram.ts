@@ -15,6 +15,17 @@ export type EventDetail = Omit<MemoryEventPayload, 'sessionKey' | 'sessionId' | 
  * A deep enough copy for callers: RAM entries must not change under them, nor they under RAM. Field by
  * field rather than a rest spread, which copied every entry twice: a turn copies its whole context.
  */
+/**
+ * A copy of a plain record (metadata, tool-call arguments: JSON values, string keys), property by property.
+ * Not a spread: once a spread's site had seen a few shapes, V8 cloned through its slow path, and every copy
+ * got a hidden class of its own, which freezing a pinned view's copy kept (about 160 bytes an entry).
+ */
+function copyRecord(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(record)) copy[key] = record[key];
+  return copy;
+}
+
 export function publicCopy(entry: StoredEntry): MemoryEntry {
   const copy: MemoryEntry = {
     memoryId: entry.memoryId,
@@ -31,10 +42,10 @@ export function publicCopy(entry: StoredEntry): MemoryEntry {
     createdAtMs: entry.createdAtMs,
     archivedAtMs: entry.archivedAtMs,
   };
-  if (entry.metadata) copy.metadata = { ...entry.metadata };
+  if (entry.metadata) copy.metadata = copyRecord(entry.metadata);
   if (entry.sourceIds) copy.sourceIds = [...entry.sourceIds];
   if (entry.toolCalls)
-    copy.toolCalls = entry.toolCalls.map((call) => ({ ...call, arguments: { ...call.arguments } }));
+    copy.toolCalls = entry.toolCalls.map((call) => ({ ...call, arguments: copyRecord(call.arguments) }));
   if (entry.toolCallId !== undefined) copy.toolCallId = entry.toolCallId;
   if (entry.toolName !== undefined) copy.toolName = entry.toolName;
   if (entry.isError !== undefined) copy.isError = entry.isError;
