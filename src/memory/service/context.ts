@@ -163,8 +163,17 @@ function copyPlainMetadata(metadata: unknown): Record<string, unknown> | undefin
   if (Object.getPrototypeOf(metadata) !== Object.prototype || Object.hasOwn(metadata, '__proto__'))
     return undefined;
   if (Object.getOwnPropertySymbols(metadata).length > 0) return undefined;
+  return copyRecord(metadata as Record<string, unknown>);
+}
+
+/**
+ * A copy of a plain record (metadata, tool-call arguments: JSON values, string keys), property by property.
+ * Not a spread: once a spread's site had seen a few shapes, V8 cloned through its slow path, and every copy
+ * got a hidden class of its own, which freezing a pinned view's copy kept (about 160 bytes an entry).
+ */
+export function copyRecord(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(metadata)) copy[key] = (metadata as Record<string, unknown>)[key];
+  for (const key of Object.keys(record)) copy[key] = record[key];
   return copy;
 }
 

@@ -3,7 +3,7 @@ import { ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
 import { modelMessageOf } from '../items.js';
 import { byContextOrder, type Retirement, type StoredEntry } from '../ltm-store.js';
 import type { AppendInput, MemoryEntry, MemoryEventPayload, SessionRef, SessionStats } from '../types.js';
-import { checkRef, type MemoryContext, parseAppendInput, type RamSession } from './context.js';
+import { checkRef, copyRecord, type MemoryContext, parseAppendInput, type RamSession } from './context.js';
 import { queueEmbedding } from './embedding-indexer.js';
 import type { AlsoInTransaction } from './types.js';
 import { commit, enterDegraded } from './write-retry.js';
@@ -15,17 +15,6 @@ export type EventDetail = Omit<MemoryEventPayload, 'sessionKey' | 'sessionId' | 
  * A deep enough copy for callers: RAM entries must not change under them, nor they under RAM. Field by
  * field rather than a rest spread, which copied every entry twice: a turn copies its whole context.
  */
-/**
- * A copy of a plain record (metadata, tool-call arguments: JSON values, string keys), property by property.
- * Not a spread: once a spread's site had seen a few shapes, V8 cloned through its slow path, and every copy
- * got a hidden class of its own, which freezing a pinned view's copy kept (about 160 bytes an entry).
- */
-function copyRecord(record: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(record)) copy[key] = record[key];
-  return copy;
-}
-
 export function publicCopy(entry: StoredEntry): MemoryEntry {
   const copy: MemoryEntry = {
     memoryId: entry.memoryId,
