@@ -110,9 +110,9 @@ export function acceptOpenClawConnection(
 
   // What the connect negotiates is written into `sink` as a plain property, not read through a getter (see
   // OpenClawMethodContext): the hub reads it for every event it delivers.
-  const sink: { -readonly [Key in keyof EventSink]: EventSink[Key] } = {
+  const sink = {
     connId,
-    scopes: [],
+    scopes: [] as ReadonlyArray<string>,
     onRunEvent(event) {
       const wire = toOpenClawRunEvent(event, { protocol, caps });
       if (wire) dispatcher.whenNotHolding(() => sendEventJson(wire.event, wire.payloadJson, wire.droppable));
@@ -123,7 +123,7 @@ export function acceptOpenClawConnection(
     onSessionChange(change) {
       dispatcher.whenNotHolding(() => sendEvent('sessions.changed', sessionsChangedPayload(change)));
     },
-  };
+  } satisfies EventSink;
 
   const context = new OpenClawMethodContext(connId, logger, hub, sink, sendEvent);
 

@@ -104,8 +104,8 @@ class SocketOutbound implements Outbound {
 
   sendJson(json: string, sendOptions: { droppable?: boolean } = {}): boolean {
     if (!this.isOpen()) return false;
+    if (sendOptions.droppable && this.isBehind()) return false;
     const { ws, options } = this;
-    if (sendOptions.droppable && ws.bufferedAmount > options.maxBufferedBytes / 2) return false;
     if (this.#socket && !this.#corked) {
       this.#corked = true;
       this.#socket.cork();

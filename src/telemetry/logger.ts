@@ -60,7 +60,7 @@ function wrap(instance: pino.Logger, redactor: Redactor): Logger {
     info: (object, message) => instance.info(object, message),
     warn: (object, message) => instance.warn(object, message),
     error: (object, message) => instance.error(object, message),
-    child: (bindings) => lazyChild(instance, bindings, redactor),
+    child: (bindings) => new LazyChildLogger(instance, bindings, redactor),
   };
 }
 
@@ -107,8 +107,4 @@ class LazyChildLogger implements Logger {
   child(more: Record<string, unknown>): Logger {
     return this.#child().child(more);
   }
-}
-
-function lazyChild(parent: pino.Logger, bindings: Record<string, unknown>, redactor: Redactor): Logger {
-  return new LazyChildLogger(parent, bindings, redactor);
 }
