@@ -49,6 +49,8 @@ describe('SQLite background WAL sync', () => {
     for (let index = 0; index < 20; index++)
       await db.transaction((tx) => tx.run('INSERT INTO t VALUES (?)', [`row ${index}`]));
     await expect.poll(() => seen.syncs).toBeGreaterThanOrEqual(2);
+    // On a loaded machine the burst may span two intervals: let a sync still due land before counting.
+    await wait(60);
     const afterBurst = seen.syncs;
     expect(afterBurst).toBeLessThanOrEqual(3);
     await wait(100);
