@@ -221,17 +221,19 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     const open = group;
     if (!open) return;
     group = undefined;
-    let failure = ended;
-    if (failure === undefined) {
-      try {
-        driver.exec('COMMIT');
-        walSyncer?.written();
-      } catch (error) {
-        if (driver.inTransaction) driver.exec('ROLLBACK');
-        failure = translate(error);
-      }
-    }
+    const failure = ended === undefined ? commitNow() : ended;
     for (const settle of open.settle) settle(failure);
+  };
+  /** COMMITs the open SQLite transaction: undefined, or the failure, with the transaction rolled back. */
+  const commitNow = (): unknown => {
+    try {
+      driver.exec('COMMIT');
+      walSyncer?.written();
+      return undefined;
+    } catch (error) {
+      if (driver.inTransaction) driver.exec('ROLLBACK');
+      return translate(error);
+    }
   };
   /**
    * Set while a transaction of this event-loop turn committed at once; cleared on the turn's `setImmediate`
@@ -244,6 +246,15 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   let committedAtOnceThisTurn = false;
   const endOfTurn = () => {
     committedAtOnceThisTurn = false;
+  };
+  /**
+   * The turn's first commit goes at once. A RAM-only database writes no pages at COMMIT: nothing to share,
+   * so it never waits.
+   */
+  const noteCommitAtOnce = () => {
+    if (!persistent) return;
+    committedAtOnceThisTurn = true;
+    afterIo(endOfTurn);
   };
   /**
    * On a file, with the lock still held, the open group waits for the rest of this event-loop turn:
@@ -424,9 +435,11 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
           ambient,
         );
       }
-      transactionsWaiting++;
-      await lock.acquire();
-      transactionsWaiting--;
+      if (!lock.tryAcquire()) {
+        transactionsWaiting++;
+        await lock.acquire();
+        transactionsWaiting--;
+      }
       // SQLite's own rollback on some errors may have ended a group's transaction under it.
       if (group && !driver.inTransaction) commitGroup();
       const joined = group;
@@ -462,6 +475,15 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
         throw failure;
       }
       scope.finished = true;
+      if (group === undefined && transactionsWaiting === 0 && !(persistent && committedAtOnceThisTurn)) {
+        // Alone, and the turn's first commit (or a RAM-only database's): it commits at once, with no group
+        // to settle.
+        noteCommitAtOnce();
+        const failure = commitNow();
+        lock.release();
+        if (failure !== undefined) throw failure;
+        return result;
+      }
       const open = group ?? { settle: [], savepoints: scope.savepoints };
       group = open;
       const committed = new Promise<void>((resolve, reject) => {
@@ -476,12 +498,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       } else if (persistent && committedAtOnceThisTurn) {
         scheduleGroupCommit();
       } else {
-        // The turn's first commit goes at once. A RAM-only database writes no pages at COMMIT: nothing to
-        // share, so it never waits.
-        if (persistent) {
-          committedAtOnceThisTurn = true;
-          afterIo(endOfTurn);
-        }
+        noteCommitAtOnce();
         commitGroup();
         lock.release();
       }

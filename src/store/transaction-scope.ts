@@ -89,6 +89,8 @@ export function runTransactionWork<T, A = undefined>(
 export interface FifoLock {
   readonly held: boolean;
   acquire(): Promise<void>;
+  /** Takes the lock if nobody holds it; false (and nothing queued) otherwise. */
+  tryAcquire(): boolean;
   release(): void;
 }
 
@@ -107,6 +109,12 @@ class QueueLock implements FifoLock {
       return Promise.resolve();
     }
     return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  tryAcquire(): boolean {
+    if (this.held) return false;
+    this.held = true;
+    return true;
   }
 
   release(): void {

@@ -70,26 +70,48 @@ export function createSemaphore(limit: number): Semaphore {
   };
 }
 
-/** A mutex keyed by string: work for one key runs strictly in FIFO order, other keys run freely. */
+/**
+ * A mutex keyed by string: work for one key runs strictly in FIFO order, other keys run freely. Work for a
+ * key nobody holds starts at once, within `run`; work that waits starts when the work before it settles.
+ * A chat turn takes a key's lock about five times, so the lock makes one promise of its own each time
+ * instead of chaining four onto the key's last one.
+ */
 export function createKeyedMutex(): {
   run<T>(key: string, task: () => Promise<T>): Promise<T>;
   isLocked(key: string): boolean;
 } {
-  const tails = new Map<string, Promise<unknown>>();
+  // A key is held while it is here; its value is the work waiting for it, oldest first (null for none yet).
+  const held = new Map<string, Array<() => void> | null>();
+  const release = (key: string) => {
+    const next = held.get(key)?.shift();
+    if (next) next();
+    else held.delete(key);
+  };
+  const start = <T>(key: string, task: () => Promise<T>): Promise<T> => {
+    let result: Promise<T>;
+    try {
+      result = task();
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    const done = () => release(key);
+    result.then(done, done);
+    return result;
+  };
   return {
     run(key, task) {
-      const previous = tails.get(key) ?? Promise.resolve();
-      const result = previous.then(task, task);
-      const tail = result.then(
-        () => undefined,
-        () => undefined,
-      );
-      tails.set(key, tail);
-      tail.then(() => {
-        if (tails.get(key) === tail) tails.delete(key);
+      if (!held.has(key)) {
+        held.set(key, null);
+        return start(key, task);
+      }
+      return new Promise((resolve, reject) => {
+        const waiting = held.get(key) ?? [];
+        waiting.push(() => {
+          start(key, task).then(resolve, reject);
+        });
+        held.set(key, waiting);
       });
-      return result;
     },
-    isLocked: (key) => tails.has(key),
+    isLocked: (key) => held.has(key),
   };
 }

@@ -120,4 +120,37 @@ describe('semaphore and keyed mutex', () => {
     await fast;
     expect(order).toEqual(['a', 'b']);
   });
+
+  it('starts work for a free key at once, queues work for a held one, and frees the key when all is done', async () => {
+    const mutex = createKeyedMutex();
+    const order: string[] = [];
+    let finishFirst!: () => void;
+    const first = mutex.run('k', () => {
+      order.push('first started');
+      return new Promise<void>((resolve) => {
+        finishFirst = resolve;
+      });
+    });
+    // Within run(): no microtask has passed.
+    expect(order).toEqual(['first started']);
+    expect(mutex.isLocked('k')).toBe(true);
+    const thrown = mutex.run('k', () => {
+      order.push('second started');
+      throw new Error('thrown before its first await');
+    });
+    const other = mutex.run('other', async () => {
+      order.push('other key started');
+    });
+    expect(order).toEqual(['first started', 'other key started']);
+    await other;
+    expect(mutex.isLocked('other')).toBe(false);
+    finishFirst();
+    await first;
+    await expect(thrown).rejects.toThrow('thrown before its first await');
+    expect(order).toEqual(['first started', 'other key started', 'second started']);
+    expect(mutex.isLocked('k')).toBe(false);
+    // A key freed is free again: the next work starts at once.
+    void mutex.run('k', async () => order.push('third started'));
+    expect(order.at(-1)).toBe('third started');
+  });
 });

@@ -220,19 +220,23 @@ export function eventRow(ctx: MemoryContext, ram: RamSession, payload: EventDeta
   };
 }
 
+/** The session's RAM context if it is loaded; a conflict if its id is loaded under another key. */
+function loadedSession(ctx: MemoryContext, ref: SessionRef): RamSession | undefined {
+  const existing = ctx.sessions.get(ref.sessionId);
+  if (existing !== undefined && existing.ref.sessionKey !== ref.sessionKey) {
+    throw new UserInputError({
+      code: ErrorCodes.conflict,
+      message: `Session ${ref.sessionId} belongs to ${existing.ref.sessionKey}, not ${ref.sessionKey}.`,
+    });
+  }
+  return existing;
+}
+
 /** LOAD: the session's RAM context, read from the database the first time (or from RAM while degraded). */
 export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise<RamSession> {
+  const existing = loadedSession(ctx, ref);
+  if (existing) return existing;
   const { sessions, ltm, config } = ctx;
-  const existing = sessions.get(ref.sessionId);
-  if (existing) {
-    if (existing.ref.sessionKey !== ref.sessionKey) {
-      throw new UserInputError({
-        code: ErrorCodes.conflict,
-        message: `Session ${ref.sessionId} belongs to ${existing.ref.sessionKey}, not ${ref.sessionKey}.`,
-      });
-    }
-    return existing;
-  }
   let entries: StoredEntry[] = [];
   let nextId = ctx.writes.ramCounters.get(ref.sessionKey) ?? 1;
   let knowsStoredActive = false;
@@ -326,7 +330,11 @@ export function withSession<T>(
   work: (ram: RamSession) => Promise<T>,
 ): Promise<T> {
   const checked = checkRef(ref);
-  return ctx.mutex.run(checked.sessionId, async () => work(await ensureLoaded(ctx, checked)));
+  return ctx.mutex.run(checked.sessionId, () => {
+    // A loaded session, every turn's case, goes to `work` without a promise of its own.
+    const loaded = loadedSession(ctx, checked);
+    return loaded ? work(loaded) : ensureLoaded(ctx, checked).then(work);
+  });
 }
 
 /**
@@ -706,7 +714,9 @@ class PinnedContext {
     if (ctx.sessions.get(ram.ref.sessionId) !== ram) return;
     ctx.mutex
       .run(ram.ref.sessionId, async () => {
-        // An append queued behind this evicts what is over the limits in its own commit.
+        // The lock starts work for a free key at once: what the caller does next comes first. An append it
+        // makes at once queues behind this and evicts what is over the limits in its own commit.
+        await undefined;
         if ((ctx.appendsWaiting.get(ram.ref.sessionId) ?? 0) > 0) return;
         if (ctx.sessions.get(ram.ref.sessionId) === ram) await enforceLimits(ctx, ram);
       })
