@@ -50,6 +50,7 @@ export {
   type ListSessionsOptions,
   parseSessionKey,
   type SessionActivity,
+  SessionEndedError,
   type SessionPatch,
   type SessionRecord,
   type SessionStatus,

@@ -1,8 +1,23 @@
 import type { Clock, IdGenerator } from '../util/index.js';
-import { createIdGenerator, ErrorCodes, systemClock, UserInputError } from '../util/index.js';
+import { createIdGenerator, ErrorCodes, SystemError, systemClock, UserInputError } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlValue } from './database.js';
 
 export type SessionStatus = 'active' | 'archived';
+
+/**
+ * A run was to start on a session instance that is no longer active: another connection (a command-line
+ * process on the same SQLite file) archived or deleted it since this store last read the key. Nothing was
+ * written; the key's active instance is to be looked up again (`activeId` without `confirmedByCommit`).
+ */
+export class SessionEndedError extends SystemError {
+  constructor(readonly sessionId: string) {
+    super({
+      code: ErrorCodes.conflict,
+      message: `session ${sessionId} is no longer active`,
+      retryable: true,
+    });
+  }
+}
 
 /**
  * One instance of a conversation. A session key (`agent:<agentId>:<key>`) names the conversation; archiving
@@ -55,9 +70,11 @@ export interface SessionStore {
    * The id of `ensureActive`'s instance. Where it can be told when another connection may have ended a
    * session (`endsVersion`: SQLite's `data_version`, a LISTEN on Postgres), the id this store last read for
    * the key is reused without a statement until then or until this store archives or deletes the key: a chat
-   * turn asks on every message.
+   * turn asks on every message. With `confirmedByCommit`, on SQLite, the id last read is reused without
+   * asking `data_version` either: for a caller whose commit marks a run with `markRunning`, which refuses an
+   * instance no longer active (SessionEndedError) and so checks the id in the commit that uses it.
    */
-  activeId(sessionKey: string, agentId: string): Promise<string>;
+  activeId(sessionKey: string, agentId: string, options?: { confirmedByCommit?: boolean }): Promise<string>;
   getActive(sessionKey: string): Promise<SessionRecord | undefined>;
   getById(id: string): Promise<SessionRecord | undefined>;
   /** Most recently active first. */
@@ -74,7 +91,10 @@ export interface SessionStore {
   delete(sessionKey: string): Promise<number>;
   /**
    * Marks the chat run in progress on the session's row (one per session: a key runs one turn at a time),
-   * with `tx` in that transaction (the one that appends the run's message).
+   * with `tx` in that transaction (the one that appends the run's message). On SQLite an instance no longer
+   * active is refused with SessionEndedError, which rolls that transaction back (`activeId`'s
+   * `confirmedByCommit`); on Postgres, where a LISTEN tells the store of ended sessions and the commit is
+   * sent as one statement, the row is marked as it is.
    */
   markRunning(
     id: string,
@@ -218,6 +238,8 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
   const newId = options.idGenerator ?? createIdGenerator({ now: () => clock.now() });
   // SQLite's two-argument MAX is scalar; Postgres spells it GREATEST.
   const greatest = db.dialect === 'postgres' ? 'GREATEST' : 'MAX';
+  /** Whether markRunning refuses an instance no longer active (SQLite; see SessionStore.markRunning). */
+  const refusesEnded = db.dialect === 'sqlite';
   const activityResolutionMs = Math.max(0, options.activityResolutionMs ?? 1_000);
   const endsVersion = options.endsVersion ?? (() => db.readVersion?.());
   /** When this store last moved each session's `lastActiveAt`, by session id, least recent first. */
@@ -262,7 +284,16 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
   };
 
   const store: SessionStore = {
-    async activeId(sessionKey, agentId) {
+    async activeId(sessionKey, agentId, options) {
+      // A kept id, checked by the caller's commit: no PRAGMA data_version, whose read lock taken and dropped
+      // is two of a SQLite chat turn's sixteen lock calls.
+      if (options?.confirmedByCommit === true && refusesEnded) {
+        const kept = activeIds.get(sessionKey);
+        if (kept !== undefined) {
+          validateKey(sessionKey, agentId);
+          return kept;
+        }
+      }
       const version = endsVersion();
       if (version === undefined) return (await store.ensureActive(sessionKey, agentId)).id;
       if (version !== activeIdsVersion) {
@@ -380,10 +411,11 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     async markRunning(id, run, activity, tx) {
       const counted = activity ? activitySet(id, activity) : undefined;
       const result = await (tx ?? db).run(
-        `UPDATE sessions SET ${counted ? `${counted.set}, ` : ''}running_run_id = ?, running_started_at = ? WHERE id = ?`,
+        `UPDATE sessions SET ${counted ? `${counted.set}, ` : ''}running_run_id = ?, running_started_at = ? WHERE id = ?${refusesEnded ? " AND status = 'active'" : ''}`,
         [...(counted?.params ?? []), run.runId, run.startedAt, id],
       );
       if (result.changes > 0) counted?.written();
+      else if (refusesEnded) throw new SessionEndedError(id);
     },
 
     async markEnded(sessionKey, runId, activity, tx) {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
 import type { Runtime } from '../../src/runtime.js';
+import { createStore } from '../../src/store/index.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/testing.js';
 import { captureLog, collectRun, startRuntime, tempHome } from './helpers.js';
 
@@ -197,6 +198,60 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     } finally {
       made.mockRestore();
     }
+  });
+
+  it('sends a turn after another process archived its session to the new instance, checked by the commit', async () => {
+    const home = tempHome();
+    const started = await startRuntime({ home });
+    runtime = started.runtime;
+    const key = 'agent:main:main';
+    const turn = async (idempotencyKey: string) => {
+      const ack = await started.runtime.chat.send({
+        sessionKey: key,
+        agentId: 'main',
+        text: `hello ${idempotencyKey}`,
+        idempotencyKey,
+      });
+      return await started.runtime.chat.wait(ack.runId);
+    };
+    const sessionOf = async (text: string) =>
+      (
+        await started.runtime.store.db.get<{ session_id: string }>(
+          'SELECT session_id FROM memory_entries WHERE content = ?',
+          [text],
+        )
+      )?.session_id;
+    expect((await turn('first')).status).toBe('completed');
+    const first = (await started.runtime.store.sessions.getActive(key))!.id;
+    // A turn on a kept id asks no PRAGMA data_version: its commit checks the instance.
+    const versionReads = vi.spyOn(started.runtime.store.db, 'readVersion');
+    try {
+      expect((await turn('second')).status).toBe('completed');
+      expect(versionReads).not.toHaveBeenCalled();
+    } finally {
+      versionReads.mockRestore();
+    }
+    expect(await sessionOf('hello second')).toBe(first);
+    // Another process on the same file (a command-line `/new`) ends the instance.
+    const other = await createStore({ stateDir: home });
+    try {
+      await other.sessions.archive(key, 'reset');
+    } finally {
+      await other.close();
+    }
+    const before = (await started.runtime.store.sessions.getById(first))!;
+    expect(before.status).toBe('archived');
+    expect((await turn('third')).status).toBe('completed');
+    const now = (await started.runtime.store.sessions.getActive(key))!;
+    expect(now.id).not.toBe(first);
+    expect(await sessionOf('hello third')).toBe(now.id);
+    // The refused commit left the archived instance as it was, and memory is not degraded.
+    const after = (await started.runtime.store.sessions.getById(first))!;
+    expect(after.messageCount).toBe(before.messageCount);
+    expect(after.lastActiveAt).toBe(before.lastActiveAt);
+    expect(started.runtime.memory.status().degraded).toBe(false);
+    expect((await turn('fourth')).status).toBe('completed');
+    expect(await sessionOf('hello fourth')).toBe(now.id);
   });
 
   it('runs RAM-only with a loud warning when the database file is corrupt', async () => {

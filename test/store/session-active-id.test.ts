@@ -3,6 +3,7 @@ import {
   createSessionStore,
   createSqliteDatabase,
   migrate,
+  SessionEndedError,
   type SessionStore,
   type SqlDatabase,
 } from '../../src/store/index.js';
@@ -83,6 +84,50 @@ describe('SessionStore.activeId with another connection to the SQLite file', () 
     const cli = createSessionStore(cliDb);
 
     await expectEndedInstancesSeen(runtime, cli);
+  });
+
+  it('keeps an id for a caller whose commit checks it, and that commit refuses an instance ended elsewhere', async () => {
+    const runtimeDb = await openFile();
+    const cli = createSessionStore(await openFile());
+    let versionReads = 0;
+    const runtime = createSessionStore(runtimeDb, {
+      endsVersion: () => {
+        versionReads++;
+        return runtimeDb.readVersion?.();
+      },
+    });
+    const key = 'agent:alpha:checked';
+    const first = await runtime.activeId(key, 'alpha');
+    const reads = versionReads;
+    expect(await runtime.activeId(key, 'alpha', { confirmedByCommit: true })).toBe(first);
+    expect(versionReads).toBe(reads);
+    // The key is still checked, as the lookup with data_version checks it.
+    await expect(runtime.activeId(key, 'beta', { confirmedByCommit: true })).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    });
+    const run = { runId: 'run-1', startedAt: 1 };
+    await cli.archive(key, 'reset');
+    // Kept: only the commit that uses it can tell.
+    expect(await runtime.activeId(key, 'alpha', { confirmedByCommit: true })).toBe(first);
+    const ended = runtimeDb.transaction(async (tx) => {
+      await tx.run(
+        "INSERT INTO kv (namespace, key, value, updated_at) VALUES ('t', 'with-the-mark', 'v', 1)",
+      );
+      await runtime.markRunning(first, run, { messageDelta: 1, at: 2 }, tx);
+    });
+    await expect(ended).rejects.toBeInstanceOf(SessionEndedError);
+    await expect(ended).rejects.toMatchObject({ code: 'CONFLICT', sessionId: first });
+    // Rolled back: nothing of that transaction is stored, the archived row is unchanged.
+    expect(await runtimeDb.get("SELECT 1 FROM kv WHERE key = 'with-the-mark'")).toBeUndefined();
+    expect(await runtime.listRunning()).toEqual([]);
+    expect((await runtime.getById(first))?.messageCount).toBe(0);
+    // Asked without the commit's check, the store sees the other connection's write and reads the key again.
+    const second = await runtime.activeId(key, 'alpha');
+    expect(second).not.toBe(first);
+    await runtimeDb.transaction((tx) => runtime.markRunning(second, run, { messageDelta: 1, at: 2 }, tx));
+    expect(await runtime.listRunning()).toEqual([
+      { runId: 'run-1', sessionKey: key, agentId: 'alpha', startedAt: 1 },
+    ]);
   });
 
   it('answers a known key while a transaction holds the connection, without waiting for its commit', async () => {

@@ -1,10 +1,11 @@
 import type { SessionRef } from '../../memory/index.js';
 import type { ModelMessage } from '../../model/index.js';
+import { SessionEndedError } from '../../store/index.js';
 import type { AbortSource } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { Acceptance } from './acceptance.js';
 import type { ChatContext } from './context.js';
-import { touchSession } from './records.js';
+import { refFor, touchSession } from './records.js';
 
 /**
  * A turn that calls the model: the user message joins the transcript (and leaves the inbox) in one
@@ -14,40 +15,52 @@ import { touchSession } from './records.js';
 export async function runModelTurn(
   ctx: ChatContext,
   record: ChatRunRecord,
-  ref: SessionRef,
+  resolvedRef: SessionRef,
   text: string,
   signal: AbortSource,
   acceptance?: Acceptance,
 ): Promise<void> {
   const { options, running, autoRecallBlocks } = ctx;
   const inbox = options.inbox;
-  const userEntry = await options.memory.append(
-    ref,
-    { role: 'user', content: text, metadata: { runId: record.runId } },
-    // One transaction: the message is in the transcript and no longer pending, or neither. The session
-    // record's count joins it too, which saves a commit per turn, in the statement that marks the run.
-    async (tx) => {
-      // Independent rows, issued together: on Postgres they share a round trip.
-      const deleted = inbox && !acceptance ? inbox.delete(record.runId, tx) : undefined;
-      const marked = inbox
-        ? inbox.markRunning(
-            {
-              runId: record.runId,
-              sessionId: ref.sessionId,
-              sessionKey: ref.sessionKey,
-              agentId: ref.agentId,
-              startedAt: record.startedAt,
-              activity: { messageDelta: 1, at: ctx.clock.now() },
-            },
-            tx,
-          )
-        : touchSession(ctx, ref.sessionId, 1, tx);
-      // A message that waited in the inbox leaves it; one stored by its own turn was never in it.
-      await (deleted ? Promise.all([deleted, marked]) : marked);
-    },
-    // A message acknowledged by this append must be on disk, not queued in RAM.
-    { requireCommit: acceptance !== undefined },
-  );
+  let ref = resolvedRef;
+  const accept = () =>
+    options.memory.append(
+      ref,
+      { role: 'user', content: text, metadata: { runId: record.runId } },
+      // One transaction: the message is in the transcript and no longer pending, or neither. The session
+      // record's count joins it too, which saves a commit per turn, in the statement that marks the run.
+      async (tx) => {
+        // Independent rows, issued together: on Postgres they share a round trip.
+        const deleted = inbox && !acceptance ? inbox.delete(record.runId, tx) : undefined;
+        const marked = inbox
+          ? inbox.markRunning(
+              {
+                runId: record.runId,
+                sessionId: ref.sessionId,
+                sessionKey: ref.sessionKey,
+                agentId: ref.agentId,
+                startedAt: record.startedAt,
+                activity: { messageDelta: 1, at: ctx.clock.now() },
+              },
+              tx,
+            )
+          : touchSession(ctx, ref.sessionId, 1, tx);
+        // A message that waited in the inbox leaves it; one stored by its own turn was never in it.
+        await (deleted ? Promise.all([deleted, marked]) : marked);
+      },
+      // A message acknowledged by this append must be on disk, not queued in RAM.
+      { requireCommit: acceptance !== undefined },
+    );
+  let userEntry: Awaited<ReturnType<typeof accept>>;
+  try {
+    userEntry = await accept();
+  } catch (error) {
+    // Another connection ended the instance the key's id was kept for: nothing was stored, and the message
+    // goes to the key's active instance, looked up again with the store's own check.
+    if (!(error instanceof SessionEndedError) || error.sessionId !== ref.sessionId) throw error;
+    ref = await refFor(ctx, ref.sessionKey, ref.agentId);
+    userEntry = await accept();
+  }
   running.add(record.runId);
   acceptance?.resolve();
   record.userMemoryId = userEntry.address;

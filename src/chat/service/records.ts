@@ -49,6 +49,20 @@ export function touchSession(
     });
 }
 
-export async function refFor(ctx: ChatContext, sessionKey: string, agentId: string): Promise<SessionRef> {
-  return { sessionId: await ctx.options.sessions.activeId(sessionKey, agentId), sessionKey, agentId };
+/**
+ * The key's active instance. `confirmedByCommit`: the caller's first commit marks a run on it
+ * (`inbox.markRunning`), which refuses an instance no longer active, so the store may skip its own check.
+ */
+export async function refFor(
+  ctx: ChatContext,
+  sessionKey: string,
+  agentId: string,
+  confirmedByCommit = false,
+): Promise<SessionRef> {
+  const sessionId = await ctx.options.sessions.activeId(
+    sessionKey,
+    agentId,
+    confirmedByCommit ? { confirmedByCommit } : undefined,
+  );
+  return { sessionId, sessionKey, agentId };
 }

@@ -68,8 +68,9 @@ export function startTurn(
     // A command may act before it fails; a second attempt must not run it again.
     let commandStarted = false;
     const attempt = async () => {
-      const ref = await refFor(ctx, sessionKey, agentId);
       const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
+      // A model turn's first commit marks its run on the instance, which checks the id (runModelTurn).
+      const ref = await refFor(ctx, sessionKey, agentId, command === null && options.inbox !== undefined);
       const handler = command
         ? builtInCommand(
             ctx,

@@ -29,7 +29,9 @@ export interface MemoryServiceOptions {
  * except because one of them fails: a check belongs in the statement. On Postgres it runs once against an
  * executor that records the statements (RecordedAlso): they are sent with the commit's own, folded into its
  * INSERT where they allow it, and their answers come once the commit is stored; a statement issued later is
- * refused. On SQLite it runs inside the commit's transaction.
+ * refused. On SQLite it runs inside the commit's transaction. A conflict it fails with (an error coded
+ * CONFLICT: the rows are not as the caller expected, as for SessionEndedError) refuses the commit: the append
+ * fails with it, and memory neither degrades nor queues the write to try again.
  */
 export type AlsoInTransaction = (tx: SqlExecutor) => Promise<void>;
 

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from '../../store/index.js';
-import { coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
+import { AgentdError, coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
 import { MemoryIdsTakenError, type Retirement, type StoredEntry, type TouchedIdRange } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 import { rememberCommitted } from './prompt-lines.js';
@@ -297,6 +297,8 @@ export async function commit(
       return entries;
     } catch (error) {
       recorded?.fail(error);
+      // A conflict is the rows' state refusing the write (AlsoInTransaction): trying it again later cannot help.
+      if (AgentdError.isInstance(error) && error.code === ErrorCodes.conflict) throw error;
       enterDegraded(ctx, error);
       if (requireCommit) throw error;
     }
