@@ -163,6 +163,8 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
   const maxOutputBytes = options.maxOutputBytes ?? 1024 * 1024;
   const logger = options.logger ?? silentLogger;
   let discovery: Promise<ExecutableHook[]> | undefined;
+  /** What the current discovery found, once it has: an event no hook handles is then answered at once. */
+  let discovered: ExecutableHook[] | undefined;
 
   const discover = async (): Promise<ExecutableHook[]> => {
     if (!options.hooksDir) return [];
@@ -264,10 +266,21 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
       child.stdin!.end(JSON.stringify({ event, ...(payload as object) }));
     });
 
-  const executablesFor = async () => {
-    discovery ??= discover();
-    return discovery;
+  const startDiscovery = (): Promise<ExecutableHook[]> => {
+    const started = discover();
+    discovery = started;
+    discovered = undefined;
+    started.then(
+      (found) => {
+        if (discovery === started) discovered = found;
+      },
+      () => {},
+    );
+    return started;
   };
+  const executablesFor = () => discovery ?? startDiscovery();
+  const handled = (event: HookEvent, executables: ReadonlyArray<ExecutableHook>) =>
+    inProcess.some((hook) => hook.events.includes(event)) || executables.some((hook) => hook.event === event);
 
   const handlersFor = async (event: HookEvent) => {
     const executables = await executablesFor();
@@ -298,55 +311,66 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
     return handlers;
   };
 
-  return {
-    async run(event, payload, runOptions = {}) {
-      const handlers = await handlersFor(event);
-      if (handlers.length === 0) return { action: 'allow', payload, modifiedBy: [] };
-      // Read only now: a caller's signal may be made on first read (an engage run's own), and most events
-      // have no hook.
-      const signal = runOptions.signal ?? new AbortController().signal;
-      let current = payload;
-      const modifiedBy: string[] = [];
-      for (const handler of handlers) {
-        let decision: HookDecision | undefined;
-        try {
-          decision = await handler.call(current, signal);
-        } catch (error) {
-          const message =
-            error instanceof HookFailure
-              ? error.message
-              : `threw: ${(error as Error)?.message ?? String(error)}`;
-          logger.warn({ hook: handler.name, event, failMode, reason: message }, 'hook failed');
-          if (failMode === 'closed' && event !== 'on_error') {
-            return {
-              action: 'block',
-              reason: `hook ${handler.name} failed (${message}); fail-closed policy blocks the call`,
-              hook: handler.name,
-            };
-          }
-          continue;
+  const runHandlers = async <E extends HookEvent>(
+    event: E,
+    payload: HookPayloads[E],
+    runOptions: { signal?: AbortSignal },
+  ): Promise<HookOutcome<E>> => {
+    const handlers = await handlersFor(event);
+    if (handlers.length === 0) return { action: 'allow', payload, modifiedBy: [] };
+    // Read only now: a caller's signal may be made on first read (an engage run's own), and most events
+    // have no hook.
+    const signal = runOptions.signal ?? new AbortController().signal;
+    let current = payload;
+    const modifiedBy: string[] = [];
+    for (const handler of handlers) {
+      let decision: HookDecision | undefined;
+      try {
+        decision = await handler.call(current, signal);
+      } catch (error) {
+        const message =
+          error instanceof HookFailure
+            ? error.message
+            : `threw: ${(error as Error)?.message ?? String(error)}`;
+        logger.warn({ hook: handler.name, event, failMode, reason: message }, 'hook failed');
+        if (failMode === 'closed' && event !== 'on_error') {
+          return {
+            action: 'block',
+            reason: `hook ${handler.name} failed (${message}); fail-closed policy blocks the call`,
+            hook: handler.name,
+          };
         }
-        if (!decision || decision.action === 'allow') continue;
-        // on_error is a notification: nothing is left to block or modify.
-        if (event === 'on_error') continue;
-        if (decision.action === 'block')
-          return { action: 'block', reason: decision.reason, hook: handler.name };
-        const patch = patchSchemas[event].safeParse(decision.patch);
-        if (!patch.success) {
-          logger.warn({ hook: handler.name, event }, 'hook patch has the wrong shape');
-          if (failMode === 'closed') {
-            return {
-              action: 'block',
-              reason: `hook ${handler.name} sent a malformed patch; fail-closed policy blocks the call`,
-              hook: handler.name,
-            };
-          }
-          continue;
-        }
-        current = mergePatch(event, current, patch.data as Record<string, unknown>);
-        modifiedBy.push(handler.name);
+        continue;
       }
-      return { action: 'allow', payload: current, modifiedBy };
+      if (!decision || decision.action === 'allow') continue;
+      // on_error is a notification: nothing is left to block or modify.
+      if (event === 'on_error') continue;
+      if (decision.action === 'block')
+        return { action: 'block', reason: decision.reason, hook: handler.name };
+      const patch = patchSchemas[event].safeParse(decision.patch);
+      if (!patch.success) {
+        logger.warn({ hook: handler.name, event }, 'hook patch has the wrong shape');
+        if (failMode === 'closed') {
+          return {
+            action: 'block',
+            reason: `hook ${handler.name} sent a malformed patch; fail-closed policy blocks the call`,
+            hook: handler.name,
+          };
+        }
+        continue;
+      }
+      current = mergePatch(event, current, patch.data as Record<string, unknown>);
+      modifiedBy.push(handler.name);
+    }
+    return { action: 'allow', payload: current, modifiedBy };
+  };
+
+  return {
+    run(event, payload, runOptions = {}) {
+      // Most events of a turn have no hook: their answer makes no promise chain through the discovery.
+      if (discovered !== undefined && !handled(event, discovered))
+        return Promise.resolve({ action: 'allow', payload, modifiedBy: [] });
+      return runHandlers(event, payload, runOptions);
     },
     async list(event) {
       const names = inProcess
@@ -357,8 +381,7 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
       return names;
     },
     async reload() {
-      discovery = discover();
-      await discovery;
+      await startDiscovery();
     },
   };
 }

@@ -82,6 +82,23 @@ process.stdin.on('end', () => {
     });
   });
 
+  it('answers an event no hook handles at once, and sees a hook added by the next reload', async () => {
+    const workspace = await tempDir();
+    const hooksDir = path.join(workspace, 'hooks');
+    await writeHook(workspace, 'after_tool_call', '#!/bin/sh\necho \'{"action":"allow"}\'\n');
+    const pipeline = createHookPipeline({ hooksDir, failMode: 'closed' });
+    expect(await pipeline.run('before_tool_call', toolPayload({}))).toMatchObject({ action: 'allow' });
+    await writeHook(workspace, 'before_tool_call', '#!/bin/sh\necho \'{"action":"block","reason":"new"}\'\n');
+    // Discovered once, on first use: the new file waits for a reload.
+    expect(await pipeline.run('before_tool_call', toolPayload({}))).toMatchObject({ action: 'allow' });
+    const reloaded = pipeline.reload();
+    // Asked while the reload still reads the folder: answered by what it finds.
+    const during = pipeline.run('before_tool_call', toolPayload({}));
+    await reloaded;
+    expect(await during).toMatchObject({ action: 'block', reason: 'new' });
+    expect(await pipeline.run('before_tool_call', toolPayload({}))).toMatchObject({ action: 'block' });
+  });
+
   it('treats a crash, garbage output and a timeout by the fail mode', async () => {
     const workspace = await tempDir();
     const hooksDir = path.join(workspace, 'hooks');
