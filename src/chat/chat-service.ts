@@ -102,7 +102,9 @@ export interface ChatInbox {
   /**
    * In the transaction of the run's user message (`tx`); `sessionId` is the instance the message went to.
    * The same write counts `activity` on that session's record (as `SessionStore.touch`): the chat service
-   * does not touch the session separately in this commit.
+   * does not touch the session separately in this commit. It must refuse an instance no longer active as
+   * `SessionStore.markRunning` does on SQLite (SessionEndedError): a model turn's session id is checked by
+   * this write alone there (`activeId`'s `confirmedByCommit`).
    */
   markRunning(
     run: RunningRun & { sessionId: string; activity: SessionActivity },
