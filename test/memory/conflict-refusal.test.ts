@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { SqlDatabase, SqlExecutor } from '../../src/store/index.js';
 import { ErrorCodes, SystemError } from '../../src/util/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
@@ -29,6 +29,28 @@ describeEachDatabase('a memory commit refused by a conflict', (getDb) => {
     expectRefused(getDb(), async () => {
       throw refused();
     }));
+
+  it('queued while memory was degraded, is dropped when written through, and memory recovers', async () => {
+    const { memory, bus } = createHarness(getDb(), { config: { writeRetryMs: 5 } });
+    const errors: string[] = [];
+    bus.on('system:error', (event) => errors.push(event.data.message));
+    const ref = sessionRef();
+    await memory.append(ref, { role: 'user', content: 'stored' });
+    memory.reportWriteFailure(new Error('disk I/O error'));
+    // Queued in RAM while degraded; its caller's statement refuses it once it is written through.
+    await memory.append(ref, { role: 'assistant', content: 'queued' }, async (tx) => {
+      await tx.run('SELECT 1');
+      throw refused();
+    });
+    expect(memory.status()).toMatchObject({ degraded: true, pendingWrites: 1 });
+    await vi.waitFor(() => expect(memory.status()).toMatchObject({ degraded: false, pendingWrites: 0 }), {
+      timeout: 5000,
+    });
+    expect(errors.some((message) => message.includes('could not be written through'))).toBe(true);
+    expect((await memory.history(ref.sessionKey)).map((entry) => entry.content)).toEqual(['stored']);
+    await memory.append(ref, { role: 'assistant', content: 'after' });
+    expect((await memory.history(ref.sessionKey)).map((entry) => entry.content)).toEqual(['stored', 'after']);
+  });
 });
 
 // On SQLite `also` runs inside the transaction and may refuse on a statement's answer, as the chat turn's

@@ -232,6 +232,17 @@ describe('chat turns through the gateway (runtime wiring)', () => {
       versionReads.mockRestore();
     }
     expect(await sessionOf('hello second')).toBe(first);
+    // While memory is degraded a turn's commit may be queued, and nothing would check the id when it is
+    // written through: the turn asks the version again.
+    started.runtime.memory.reportWriteFailure(new Error('disk I/O error'));
+    const degradedReads = vi.spyOn(started.runtime.store.db, 'readVersion');
+    try {
+      expect((await turn('while degraded')).status).toBe('completed');
+      expect(degradedReads).toHaveBeenCalled();
+    } finally {
+      degradedReads.mockRestore();
+    }
+    await vi.waitFor(() => expect(started.runtime.memory.status().degraded).toBe(false), { timeout: 5000 });
     // Another process on the same file (a command-line `/new`) ends the instance.
     const other = await createStore({ stateDir: home });
     try {

@@ -69,8 +69,15 @@ export function startTurn(
     let commandStarted = false;
     const attempt = async () => {
       const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
-      // A model turn's first commit marks its run on the instance, which checks the id (runModelTurn).
-      const ref = await refFor(ctx, sessionKey, agentId, command === null && options.inbox !== undefined);
+      // A model turn's first commit marks its run on the instance, which checks the id (runModelTurn). Not
+      // while memory is degraded: the commit is then queued, and a refusal when it is written through could
+      // not go back to this turn.
+      const ref = await refFor(
+        ctx,
+        sessionKey,
+        agentId,
+        command === null && options.inbox !== undefined && !options.memory.status().degraded,
+      );
       const handler = command
         ? builtInCommand(
             ctx,

@@ -81,9 +81,10 @@ export async function retryWrites(ctx: MemoryContext): Promise<void> {
       try {
         written += await ctx.mutex.run(sessionId, () => flushSession(ctx, sessionId));
       } catch (error) {
-        if (UserInputError.isInstance(error) && error.code === ErrorCodes.conflict) {
-          // Ids taken in the database meanwhile (the session could not even be read when it was loaded):
-          // these writes can never go through, and retrying them would keep memory degraded forever.
+        if (AgentdError.isInstance(error) && error.code === ErrorCodes.conflict) {
+          // Ids taken in the database meanwhile (the session could not even be read when it was loaded), or
+          // an instance another process ended (a chat turn's SessionEndedError): these writes can never go
+          // through, and retrying them would keep memory degraded forever.
           const dropped = state.pendingWrites.get(sessionId)?.writes.length ?? 0;
           state.pendingWrites.delete(sessionId);
           const message = `${dropped} memory write(s) of session ${sessionId} could not be written through: ${error.message}`;
