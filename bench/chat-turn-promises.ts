@@ -5,14 +5,17 @@
 // on each promise's stack. Each promise is an allocation and, once it settles, a reaction for the microtask
 // queue: a count that does not drift with the host's speed, where a turn's CPU does (chat-turn-ab.ts).
 // A diagnostic, not a benchmark module:
-//   npm run build && npx tsx bench/chat-turn-promises.ts [--turns 2000] [--sites 20] [--tree /tmp/before]
+//   npm run build && npx tsx bench/chat-turn-promises.ts [--warmup-ms 6000] [--measure-ms 4000] [--sites 20]
+//     [--tree /tmp/before]
 import { join } from 'node:path';
 import { promiseHooks } from 'node:v8';
 import { takeFlag } from './args.js';
-import { openChatClient, sendChatTurn } from './chat-client.js';
+import { openChatClient } from './chat-client.js';
+import { closedLoop } from './chat-turn-driver.js';
 
 const args = process.argv.slice(2);
-const turns = Number(takeFlag(args, '--turns') ?? 2000);
+const warmUpMs = Number(takeFlag(args, '--warmup-ms') ?? 6000);
+const measureMs = Number(takeFlag(args, '--measure-ms') ?? 4000);
 const sites = Number(takeFlag(args, '--sites') ?? 0);
 const tree = takeFlag(args, '--tree');
 const { serveRuntime } = (await import(
@@ -22,13 +25,7 @@ const { serveRuntime } = (await import(
 const token = 'promises';
 const server = await serveRuntime({ token });
 const client = await openChatClient(`ws://127.0.0.1:${server.port}`, 'p', token);
-const closedLoop = (count: number) =>
-  new Promise<void>((resolve) => {
-    let left = count;
-    const next = () => (left-- === 0 ? resolve() : sendChatTurn(client, next));
-    next();
-  });
-await closedLoop(3000);
+await closedLoop([client], warmUpMs);
 
 let made = 0;
 const bySite = new Map<string, number>();
@@ -43,8 +40,9 @@ const stop = promiseHooks.onInit(() => {
     '(no agentd frame)';
   bySite.set(site, (bySite.get(site) ?? 0) + 1);
 });
-await closedLoop(turns);
+const { latencies } = await closedLoop([client], measureMs);
 stop();
+const turns = latencies.length;
 Error.stackTraceLimit = stackLimit;
 console.log(`${tree ?? '.'}: ${(made / turns).toFixed(1)} promises a turn over ${turns} turns`);
 for (const [site, count] of [...bySite].sort((left, right) => right[1] - left[1]).slice(0, sites))

@@ -285,20 +285,15 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
 
   const store: SessionStore = {
     async activeId(sessionKey, agentId, options) {
-      // A kept id, checked by the caller's commit: no PRAGMA data_version, whose read lock taken and dropped
+      // A kept id the caller's commit checks needs no PRAGMA data_version, whose read lock taken and dropped
       // is two of a SQLite chat turn's sixteen lock calls.
-      if (options?.confirmedByCommit === true && refusesEnded) {
-        const kept = activeIds.get(sessionKey);
-        if (kept !== undefined) {
-          validateKey(sessionKey, agentId);
-          return kept;
+      if (!(options?.confirmedByCommit === true && refusesEnded && activeIds.has(sessionKey))) {
+        const version = endsVersion();
+        if (version === undefined) return (await store.ensureActive(sessionKey, agentId)).id;
+        if (version !== activeIdsVersion) {
+          activeIds.clear();
+          activeIdsVersion = version;
         }
-      }
-      const version = endsVersion();
-      if (version === undefined) return (await store.ensureActive(sessionKey, agentId)).id;
-      if (version !== activeIdsVersion) {
-        activeIds.clear();
-        activeIdsVersion = version;
       }
       validateKey(sessionKey, agentId);
       const known = activeIds.get(sessionKey);

@@ -2,11 +2,10 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../util/index.js';
-import { ErrorCodes, retrying, SystemError, silentLogger } from '../util/index.js';
+import { createFifoLock, ErrorCodes, retrying, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
 import { isSqliteBusy, isSqliteUnavailable } from './sql-errors.js';
 import {
-  createFifoLock,
   createTransactionScope,
   currentTransactionScope,
   runSavepoint,

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createFifoLock, type FifoLock } from '../util/index.js';
 
 /**
  * Tracks which transactions the current async call chain is inside, per database. A statement issued on
@@ -83,45 +84,6 @@ export function runTransactionWork<T, A = undefined>(
   argument?: A,
 ): Promise<T> {
   return ambient ? runInTransactionScope(scope, work, argument) : work(argument as A);
-}
-
-/** A FIFO mutex with a synchronous `held` check, so the uncontended path can skip promises. */
-export interface FifoLock {
-  readonly held: boolean;
-  acquire(): Promise<void>;
-  /** Takes the lock if nobody holds it; false (and nothing queued) otherwise. */
-  tryAcquire(): boolean;
-  release(): void;
-}
-
-export function createFifoLock(): FifoLock {
-  return new QueueLock();
-}
-
-// A class rather than a literal of closures: every transaction makes one, and its methods are then shared.
-class QueueLock implements FifoLock {
-  held = false;
-  private readonly waiters: Array<() => void> = [];
-
-  acquire(): Promise<void> {
-    if (!this.held) {
-      this.held = true;
-      return Promise.resolve();
-    }
-    return new Promise<void>((resolve) => this.waiters.push(resolve));
-  }
-
-  tryAcquire(): boolean {
-    if (this.held) return false;
-    this.held = true;
-    return true;
-  }
-
-  release(): void {
-    const next = this.waiters.shift();
-    if (next) next();
-    else this.held = false;
-  }
 }
 
 /**

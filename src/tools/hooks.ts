@@ -279,11 +279,8 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
     return started;
   };
   const executablesFor = () => discovery ?? startDiscovery();
-  const handled = (event: HookEvent, executables: ReadonlyArray<ExecutableHook>) =>
-    inProcess.some((hook) => hook.events.includes(event)) || executables.some((hook) => hook.event === event);
 
-  const handlersFor = async (event: HookEvent) => {
-    const executables = await executablesFor();
+  const handlersOf = (event: HookEvent, executables: ReadonlyArray<ExecutableHook>) => {
     const handlers: Array<{
       name: string;
       call: (payload: unknown, signal: AbortSignal) => Promise<HookDecision | undefined>;
@@ -315,8 +312,8 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
     event: E,
     payload: HookPayloads[E],
     runOptions: { signal?: AbortSignal },
+    handlers: ReturnType<typeof handlersOf>,
   ): Promise<HookOutcome<E>> => {
-    const handlers = await handlersFor(event);
     if (handlers.length === 0) return { action: 'allow', payload, modifiedBy: [] };
     // Read only now: a caller's signal may be made on first read (an engage run's own), and most events
     // have no hook.
@@ -367,10 +364,12 @@ export function createHookPipeline(options: CreateHookPipelineOptions = {}): Hoo
 
   return {
     run(event, payload, runOptions = {}) {
-      // Most events of a turn have no hook: their answer makes no promise chain through the discovery.
-      if (discovered !== undefined && !handled(event, discovered))
-        return Promise.resolve({ action: 'allow', payload, modifiedBy: [] });
-      return runHandlers(event, payload, runOptions);
+      // Once the folder is read, an event (most have no hook) is answered without waiting on the discovery.
+      if (discovered !== undefined)
+        return runHandlers(event, payload, runOptions, handlersOf(event, discovered));
+      return executablesFor().then((found) =>
+        runHandlers(event, payload, runOptions, handlersOf(event, found)),
+      );
     },
     async list(event) {
       const names = inProcess

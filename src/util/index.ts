@@ -33,6 +33,12 @@ export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from '.
 export { openRegularFile, readAtMost, readRegularFile } from './regular-file.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';
-export { createKeyedMutex, createSemaphore, type Semaphore } from './semaphore.js';
+export {
+  createFifoLock,
+  createKeyedMutex,
+  createSemaphore,
+  type FifoLock,
+  type Semaphore,
+} from './semaphore.js';
 export { createSignalWatchers, type SignalWatchers } from './signal-watchers.js';
 export { disableAllocationSitePretenuring } from './v8-tuning.js';

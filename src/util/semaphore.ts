@@ -70,48 +70,79 @@ export function createSemaphore(limit: number): Semaphore {
   };
 }
 
+/** A FIFO mutex with a synchronous `held` check, so the uncontended path can skip promises. */
+export interface FifoLock {
+  readonly held: boolean;
+  acquire(): Promise<void>;
+  /** Takes the lock if nobody holds it; false (and nothing queued) otherwise. */
+  tryAcquire(): boolean;
+  release(): void;
+}
+
+export function createFifoLock(): FifoLock {
+  return new QueueLock();
+}
+
+// A class rather than a literal of closures: every transaction and every keyed lock taken makes one, and its
+// methods are then shared.
+class QueueLock implements FifoLock {
+  held = false;
+  private readonly waiters: Array<() => void> = [];
+
+  acquire(): Promise<void> {
+    if (this.tryAcquire()) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  tryAcquire(): boolean {
+    if (this.held) return false;
+    this.held = true;
+    return true;
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.held = false;
+  }
+}
+
 /**
- * A mutex keyed by string: work for one key runs strictly in FIFO order, other keys run freely. Work for a
- * key nobody holds starts at once, within `run`; work that waits starts when the work before it settles.
- * A chat turn takes a key's lock about five times, so the lock makes one promise of its own each time
- * instead of chaining four onto the key's last one.
+ * A mutex keyed by string: work for one key runs strictly in FIFO order, other keys run freely; a FifoLock
+ * per key held. Work for a key nobody holds starts at once, within `run`; work that waits starts when the
+ * work before it settles. A chat turn takes a key's lock about five times, so the lock makes one promise of
+ * its own each time instead of chaining four onto the key's last one.
  */
 export function createKeyedMutex(): {
   run<T>(key: string, task: () => Promise<T>): Promise<T>;
   isLocked(key: string): boolean;
 } {
-  // A key is held while it is here; its value is the work waiting for it, oldest first (null for none yet).
-  const held = new Map<string, Array<() => void> | null>();
-  const release = (key: string) => {
-    const next = held.get(key)?.shift();
-    if (next) next();
-    else held.delete(key);
-  };
-  const start = <T>(key: string, task: () => Promise<T>): Promise<T> => {
+  const locks = new Map<string, FifoLock>();
+  const start = <T>(key: string, lock: FifoLock, task: () => Promise<T>): Promise<T> => {
     let result: Promise<T>;
     try {
       result = task();
     } catch (error) {
       result = Promise.reject(error);
     }
-    const done = () => release(key);
+    const done = () => {
+      lock.release();
+      if (!lock.held) locks.delete(key);
+    };
     result.then(done, done);
     return result;
   };
   return {
     run(key, task) {
-      if (!held.has(key)) {
-        held.set(key, null);
-        return start(key, task);
+      let lock = locks.get(key);
+      if (lock === undefined) {
+        lock = createFifoLock();
+        locks.set(key, lock);
       }
-      return new Promise((resolve, reject) => {
-        const waiting = held.get(key) ?? [];
-        waiting.push(() => {
-          start(key, task).then(resolve, reject);
-        });
-        held.set(key, waiting);
-      });
+      if (lock.tryAcquire()) return start(key, lock, task);
+      const held = lock;
+      return held.acquire().then(() => start(key, held, task));
     },
-    isLocked: (key) => held.has(key),
+    isLocked: (key) => locks.has(key),
   };
 }

@@ -2,14 +2,13 @@ import { PGlite } from '@electric-sql/pglite';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from '../../src/store/index.js';
 import { createPlaceholderCache } from '../../src/store/placeholders.js';
 import {
-  createFifoLock,
   createTransactionScope,
   currentTransactionScope,
-  type FifoLock,
   runSavepoint,
   runTransactionWork,
   type TransactionScope,
 } from '../../src/store/transaction-scope.js';
+import { createFifoLock, type FifoLock } from '../../src/util/index.js';
 
 /**
  * PGlite (Postgres compiled to WebAssembly) stands in for a Postgres server in tests where none is

@@ -232,8 +232,8 @@ describe('chat turns through the gateway (runtime wiring)', () => {
       versionReads.mockRestore();
     }
     expect(await sessionOf('hello second')).toBe(first);
-    // While memory is degraded a turn's commit may be queued, and nothing would check the id when it is
-    // written through: the turn asks the version again.
+    // While memory is degraded a message goes through the inbox and its commit may be queued in RAM, where
+    // a refusal could not reach the turn: the turn asks the version again.
     started.runtime.memory.reportWriteFailure(new Error('disk I/O error'));
     const degradedReads = vi.spyOn(started.runtime.store.db, 'readVersion');
     try {

@@ -68,16 +68,10 @@ export function startTurn(
     // A command may act before it fails; a second attempt must not run it again.
     let commandStarted = false;
     const attempt = async () => {
+      // A message stored by its own turn (`acceptance`) is committed with its run's mark, which checks the
+      // id (runModelTurn), and is never queued in RAM, so a refusal always reaches this turn.
+      const ref = await refFor(ctx, sessionKey, agentId, acceptance !== undefined);
       const command = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(trimmed);
-      // A model turn's first commit marks its run on the instance, which checks the id (runModelTurn). Not
-      // while memory is degraded: the commit is then queued, and a refusal when it is written through could
-      // not go back to this turn.
-      const ref = await refFor(
-        ctx,
-        sessionKey,
-        agentId,
-        command === null && options.inbox !== undefined && !options.memory.status().degraded,
-      );
       const handler = command
         ? builtInCommand(
             ctx,

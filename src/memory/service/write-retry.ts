@@ -58,6 +58,13 @@ export function enterDegraded(ctx: MemoryContext, error: unknown): void {
   ctx.bus.publish('system:error', { code: ErrorCodes.storeUnavailable, message, component: 'memory' });
 }
 
+/**
+ * A write the rows refused (an agentd error coded CONFLICT: ids another writer took, an instance another
+ * process ended), not the database: trying it again later cannot help (AlsoInTransaction).
+ */
+const refusedByRows = (error: unknown): error is AgentdError =>
+  AgentdError.isInstance(error) && error.code === ErrorCodes.conflict;
+
 /** Writes one session's queued writes through, oldest first; each commit is its own transaction. */
 async function flushSession(ctx: MemoryContext, sessionId: string): Promise<number> {
   const pending = ctx.writes.pendingWrites.get(sessionId);
@@ -81,10 +88,10 @@ export async function retryWrites(ctx: MemoryContext): Promise<void> {
       try {
         written += await ctx.mutex.run(sessionId, () => flushSession(ctx, sessionId));
       } catch (error) {
-        if (AgentdError.isInstance(error) && error.code === ErrorCodes.conflict) {
+        if (refusedByRows(error)) {
           // Ids taken in the database meanwhile (the session could not even be read when it was loaded), or
-          // an instance another process ended (a chat turn's SessionEndedError): these writes can never go
-          // through, and retrying them would keep memory degraded forever.
+          // an instance another process ended (a chat turn's SessionEndedError): retrying these writes would
+          // keep memory degraded forever.
           const dropped = state.pendingWrites.get(sessionId)?.writes.length ?? 0;
           state.pendingWrites.delete(sessionId);
           const message = `${dropped} memory write(s) of session ${sessionId} could not be written through: ${error.message}`;
@@ -298,8 +305,7 @@ export async function commit(
       return entries;
     } catch (error) {
       recorded?.fail(error);
-      // A conflict is the rows' state refusing the write (AlsoInTransaction): trying it again later cannot help.
-      if (AgentdError.isInstance(error) && error.code === ErrorCodes.conflict) throw error;
+      if (refusedByRows(error)) throw error;
       enterDegraded(ctx, error);
       if (requireCommit) throw error;
     }

@@ -65,7 +65,6 @@ export function fakeContext(
       },
     },
     memory: {
-      status: () => ({ degraded: false }),
       append: async (ref: unknown, input: { content: string }, within?: () => Promise<void>) => {
         calls.push(['memory.append', ref, input]);
         const address = `mem:${calls.length}`;
