@@ -5,7 +5,8 @@
  * - `provider`: a model provider or other upstream failed. Often retryable.
  * - `system`: agentd itself or its environment failed (database, disk, a bug).
  *
- * `isInstance` uses a global symbol so checks survive duplicated package copies where `instanceof` breaks.
+ * `isInstance` uses a global symbol so checks survive duplicated package copies where `instanceof` breaks;
+ * a fault's class (`UserInputError.isInstance`) also checks the fault, since the symbol is on every agentd error.
  */
 const marker = Symbol.for('agentd.error');
 
@@ -61,6 +62,10 @@ export class UserInputError extends AgentdError {
   constructor(options: SubclassOptions) {
     super({ ...options, fault: 'user' });
   }
+
+  static override isInstance(error: unknown): error is UserInputError {
+    return AgentdError.isInstance(error) && error.fault === 'user';
+  }
 }
 
 /** An upstream (model provider, embedding server, command backend) failed. */
@@ -70,12 +75,20 @@ export class ProviderError extends AgentdError {
     super({ ...options, fault: 'provider' });
     this.statusCode = options.statusCode;
   }
+
+  static override isInstance(error: unknown): error is ProviderError {
+    return AgentdError.isInstance(error) && error.fault === 'provider';
+  }
 }
 
 /** agentd or its environment failed. */
 export class SystemError extends AgentdError {
   constructor(options: SubclassOptions) {
     super({ ...options, fault: 'system' });
+  }
+
+  static override isInstance(error: unknown): error is SystemError {
+    return AgentdError.isInstance(error) && error.fault === 'system';
   }
 }
 

@@ -6,7 +6,9 @@ import {
   createIdGenerator,
   createKeyedMutex,
   createSemaphore,
+  ProviderError,
   parseUntrustedJson,
+  SystemError,
   UserInputError,
 } from '../../src/util/index.js';
 
@@ -17,6 +19,32 @@ describe('errors', () => {
     expect(AgentdError.isInstance(error)).toBe(true);
     expect(AgentdError.isInstance({ code: 'x' })).toBe(false);
     expect(error.toJSON()).toEqual({ code: 'INVALID_REQUEST', message: 'bad', retryable: false });
+  });
+  it("a fault's class recognizes only errors of its fault, also from another copy of the package", () => {
+    const errors = {
+      user: new UserInputError({ code: 'INVALID_REQUEST', message: 'bad' }),
+      provider: new ProviderError({ code: 'PROVIDER_ERROR', message: 'upstream', statusCode: 502 }),
+      system: new SystemError({ code: 'CONFLICT', message: 'ended' }),
+      // What an error made by a second copy of agentd looks like to this one: the marker and the fault.
+      copiedUser: Object.assign(new Error('bad'), {
+        [Symbol.for('agentd.error')]: true,
+        code: 'INVALID_REQUEST',
+        fault: 'user',
+      }),
+    };
+    const recognized = (check: (error: unknown) => boolean) =>
+      Object.entries(errors)
+        .filter(([, error]) => check(error))
+        .map(([name]) => name);
+    expect(recognized((error) => AgentdError.isInstance(error))).toEqual([
+      'user',
+      'provider',
+      'system',
+      'copiedUser',
+    ]);
+    expect(recognized((error) => UserInputError.isInstance(error))).toEqual(['user', 'copiedUser']);
+    expect(recognized((error) => ProviderError.isInstance(error))).toEqual(['provider']);
+    expect(recognized((error) => SystemError.isInstance(error))).toEqual(['system']);
   });
   it('coerces unknown throws into system errors keeping the cause', () => {
     const cause = new TypeError('oops');

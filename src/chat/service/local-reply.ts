@@ -1,5 +1,5 @@
 import type { SessionRef } from '../../memory/index.js';
-import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 import { touchSession } from './records.js';
@@ -28,9 +28,16 @@ export async function runLocalReply(
   try {
     text = await reply();
   } catch (error) {
-    const failure = UserInputError.isInstance(error)
+    // The rule of the model turn's failures (turn.ts): agentd's own errors keep their code and message.
+    const failure = AgentdError.isInstance(error)
       ? { code: error.code, message: error.message, retryable: error.retryable }
-      : { code: ErrorCodes.internal, message: (error as Error).message, retryable: false };
+      : {
+          code: ErrorCodes.internal,
+          message: 'the command failed inside agentd; see the server log',
+          retryable: false,
+        };
+    if (!UserInputError.isInstance(error))
+      ctx.logger.error({ err: error, runId: record.runId, sessionKey: record.sessionKey }, 'command failed');
     record.status = 'error';
     record.error = failure;
     options.bus.publish(

@@ -1,5 +1,6 @@
 import { activeContext } from '../../telemetry/index.js';
 import {
+  AgentdError,
   ErrorCodes,
   isStoreUnavailable,
   LazyAbortController,
@@ -158,15 +159,15 @@ export function startTurn(
       }
       logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
       record.status = 'error';
-      // The store being unavailable is the client's business (retry later), the rest is agentd's.
-      record.error =
-        UserInputError.isInstance(error) || isStoreUnavailable(error)
-          ? error.toJSON()
-          : {
-              code: ErrorCodes.internal,
-              message: 'the turn failed inside agentd; see the server log',
-              retryable: false,
-            };
+      // As on the gateway (toWireError): an error agentd raised on purpose, whoever's fault, keeps its code
+      // and message (a STORE_UNAVAILABLE tells the client to retry later); anything else is a bug for the log.
+      record.error = AgentdError.isInstance(error)
+        ? error.toJSON()
+        : {
+            code: ErrorCodes.internal,
+            message: 'the turn failed inside agentd; see the server log',
+            retryable: false,
+          };
       await endUnrun('error', record.error);
     } finally {
       options.onTurnActivity?.(agentId, false);

@@ -258,7 +258,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     nextId = Math.max(nextId, await ltm.nextIdOf(ref.sessionKey));
     knowsStoredActive = true;
   } catch (error) {
-    if (UserInputError.isInstance(error) && error.fault === 'user') throw error;
+    if (UserInputError.isInstance(error)) throw error;
     enterDegraded(ctx, error);
   }
   // Ids handed out in RAM-only mode by another instance of this key must not be reused either.

@@ -3,7 +3,7 @@ import type { ChatRunRecord } from '../../../src/chat/index.js';
 import { createAcceptance } from '../../../src/chat/service/acceptance.js';
 import { newRecord } from '../../../src/chat/service/records.js';
 import { abortRuns, startTurn } from '../../../src/chat/service/turn.js';
-import { ErrorCodes, LazyAbortController, SystemError } from '../../../src/util/index.js';
+import { ErrorCodes, LazyAbortController, ProviderError, SystemError } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
 
 describe('chat step: turn', () => {
@@ -31,6 +31,24 @@ describe('chat step: turn', () => {
     expect(record?.status).toBe('error');
     expect(record?.error).toMatchObject({ code: 'INTERNAL', retryable: false });
     expect(events.at(-1)).toMatchObject({ type: 'run:finished', data: { status: 'error' } });
+  });
+
+  it("keeps the code and message of agentd's own errors, whoever's fault", async () => {
+    const thrown = [
+      new SystemError({ code: ErrorCodes.conflict, message: 'the session ended twice' }),
+      new ProviderError({ code: ErrorCodes.providerRateLimited, message: 'slow down', retryable: true }),
+    ];
+    for (const error of thrown) {
+      const { ctx, events } = fakeContext({
+        runTurn: async () => {
+          throw error;
+        },
+      });
+      startTurn(ctx, { runId: 'run-1', sessionKey: 's', agentId: 'main', text: 'hello' });
+      const record = await ctx.live.get('run-1')?.done;
+      expect(record?.error).toEqual(error.toJSON());
+      expect(events.at(-1)).toMatchObject({ type: 'run:finished', data: { error: error.toJSON() } });
+    }
   });
 
   it('a message waiting in the inbox outlives an unreachable store: its turn tries again and stores it once', async () => {
