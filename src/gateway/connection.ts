@@ -1,6 +1,6 @@
 import type WebSocket from 'ws';
-import type { Clock, IdGenerator, Logger } from '../util/index.js';
-import { AgentdError, ErrorCodes } from '../util/index.js';
+import type { Clock, ErrorJson, IdGenerator, Logger } from '../util/index.js';
+import { AgentdError, errorForClient } from '../util/index.js';
 import type { EventHub } from './event-hub.js';
 import type { GatewayProtocol, MethodTable } from './method-table.js';
 import type { GatewayServices } from './services.js';
@@ -74,16 +74,12 @@ export function isLoopbackAddress(address: string | undefined): boolean {
  * The wire shape of an error. Errors agentd raised on purpose keep their message; anything else is a bug
  * whose details go to the log, not to the client.
  */
-export function toWireError(
-  error: unknown,
-  logger: Logger,
-): { code: string; message: string; retryable: boolean; details?: Record<string, unknown> } {
-  if (AgentdError.isInstance(error)) {
-    if (error.fault === 'system') logger.error({ err: error, code: error.code }, 'gateway: request failed');
-    return error.toJSON();
-  }
-  logger.error({ err: error }, 'gateway: request failed with an unexpected error');
-  return { code: ErrorCodes.internal, message: 'internal error; see the agentd log', retryable: false };
+export function toWireError(error: unknown, logger: Logger): ErrorJson {
+  if (!AgentdError.isInstance(error))
+    logger.error({ err: error }, 'gateway: request failed with an unexpected error');
+  else if (error.fault === 'system')
+    logger.error({ err: error, code: error.code }, 'gateway: request failed');
+  return errorForClient(error, 'internal error; see the agentd log');
 }
 
 /** Starts ping/pong liveness on a socket; returns the per-tick check. */

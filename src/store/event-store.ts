@@ -133,15 +133,16 @@ export function createEventStore(db: SqlDatabase): EventStore {
       if (events.length === 0) return [];
       const insertChunk = async (executor: SqlExecutor, chunk: ReadonlyArray<EventInput>) => {
         const values = `${insertPrefix}${chunk.map(() => rowPlaceholders).join(', ')}`;
+        const params = chunk.flatMap(toParams);
         if (db.dialect === 'sqlite') {
           // The rows of one INSERT get consecutive ids in VALUES order (AUTOINCREMENT, the writer's lock held):
           // the last names them all. RETURNING's rows cost about a quarter of the statement (the audit log's
           // batches run on the event loop between chat turns).
-          const { lastInsertRowid } = await executor.run(values, chunk.flatMap(toParams));
+          const { lastInsertRowid } = await executor.run(values, params);
           const first = lastInsertRowid! - chunk.length + 1;
           return chunk.map((_, index) => first + index);
         }
-        const rows = await executor.all<{ id: number }>(`${values} RETURNING id`, chunk.flatMap(toParams));
+        const rows = await executor.all<{ id: number }>(`${values} RETURNING id`, params);
         // RETURNING order is not guaranteed by SQL; ids are assigned in VALUES order, so sort them.
         return rows.map((row) => Number(row.id)).sort((left, right) => left - right);
       };

@@ -129,6 +129,21 @@ export const ErrorCodes = {
   toolFailed: 'TOOL_FAILED',
 } as const;
 
+/** An error as clients see it: its code, its message for people, whether retrying may help. */
+export type ErrorJson = ReturnType<AgentdError['toJSON']>;
+
+/**
+ * What a client is told of a failure: an error agentd raised on purpose, whoever's fault, keeps its code and
+ * message (a STORE_UNAVAILABLE tells it to retry later); anything else is a bug, answered INTERNAL with
+ * `internalMessage`, its details left to the server log. The gateway's frames, a chat turn's and a command's
+ * finals all answer by this rule.
+ */
+export function errorForClient(error: unknown, internalMessage: string): ErrorJson {
+  return AgentdError.isInstance(error)
+    ? error.toJSON()
+    : { code: ErrorCodes.internal, message: internalMessage, retryable: false };
+}
+
 /** Turns any thrown value into an AgentdError, keeping the original as `cause`. */
 export function coerceError(error: unknown): AgentdError {
   if (AgentdError.isInstance(error)) return error;

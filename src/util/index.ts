@@ -6,6 +6,8 @@ export {
   coerceError,
   ErrorCodes,
   type ErrorFault,
+  type ErrorJson,
+  errorForClient,
   ProviderError,
   SystemError,
   UserInputError,

@@ -6,6 +6,7 @@ import {
   createIdGenerator,
   createKeyedMutex,
   createSemaphore,
+  errorForClient,
   ProviderError,
   parseUntrustedJson,
   SystemError,
@@ -45,6 +46,20 @@ describe('errors', () => {
     expect(recognized((error) => UserInputError.isInstance(error))).toEqual(['user', 'copiedUser']);
     expect(recognized((error) => ProviderError.isInstance(error))).toEqual(['provider']);
     expect(recognized((error) => SystemError.isInstance(error))).toEqual(['system']);
+  });
+  it('tells a client an agentd error as it is and anything else as INTERNAL without its text', () => {
+    const conflict = new SystemError({ code: 'CONFLICT', message: 'ended', details: { sessionId: 's' } });
+    expect(errorForClient(conflict, 'see the log')).toEqual({
+      code: 'CONFLICT',
+      message: 'ended',
+      retryable: false,
+      details: { sessionId: 's' },
+    });
+    expect(errorForClient(new Error('/home/alice/secret.db: ENOENT'), 'see the log')).toEqual({
+      code: 'INTERNAL',
+      message: 'see the log',
+      retryable: false,
+    });
   });
   it('coerces unknown throws into system errors keeping the cause', () => {
     const cause = new TypeError('oops');

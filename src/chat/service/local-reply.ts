@@ -1,5 +1,5 @@
 import type { SessionRef } from '../../memory/index.js';
-import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
+import { errorForClient, UserInputError } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 import { touchSession } from './records.js';
@@ -28,14 +28,7 @@ export async function runLocalReply(
   try {
     text = await reply();
   } catch (error) {
-    // The rule of the model turn's failures (turn.ts): agentd's own errors keep their code and message.
-    const failure = AgentdError.isInstance(error)
-      ? { code: error.code, message: error.message, retryable: error.retryable }
-      : {
-          code: ErrorCodes.internal,
-          message: 'the command failed inside agentd; see the server log',
-          retryable: false,
-        };
+    const failure = errorForClient(error, 'the command failed inside agentd; see the server log');
     if (!UserInputError.isInstance(error))
       ctx.logger.error({ err: error, runId: record.runId, sessionKey: record.sessionKey }, 'command failed');
     record.status = 'error';

@@ -1,7 +1,7 @@
 import { activeContext } from '../../telemetry/index.js';
 import {
-  AgentdError,
   ErrorCodes,
+  errorForClient,
   isStoreUnavailable,
   LazyAbortController,
   retrying,
@@ -159,15 +159,7 @@ export function startTurn(
       }
       logger.error({ err: error, runId: record.runId, sessionKey }, 'chat turn failed');
       record.status = 'error';
-      // As on the gateway (toWireError): an error agentd raised on purpose, whoever's fault, keeps its code
-      // and message (a STORE_UNAVAILABLE tells the client to retry later); anything else is a bug for the log.
-      record.error = AgentdError.isInstance(error)
-        ? error.toJSON()
-        : {
-            code: ErrorCodes.internal,
-            message: 'the turn failed inside agentd; see the server log',
-            retryable: false,
-          };
+      record.error = errorForClient(error, 'the turn failed inside agentd; see the server log');
       await endUnrun('error', record.error);
     } finally {
       options.onTurnActivity?.(agentId, false);
