@@ -232,8 +232,6 @@ export interface Runtime {
 
 /** A changed identity file is seen within this time (at once after a restart). */
 const identityRevalidateMs = 1_000;
-/** Chat turns of one session this close together share one automatic recall (see the chat service). */
-const autoRecallRefreshMs = 2_000;
 /**
  * Audit-log events gather this long into one commit (tens of chat turns' worth): each commit writes every
  * index of the events table once, and no client waits for these rows. The batch runs on the event loop, so
@@ -615,7 +613,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     slashCommands: {
       goal: ({ argument, sessionKey, agentId }) => agents.goal({ argument, sessionKey, agentId }),
     },
-    recallRefreshMs: autoRecallRefreshMs,
+    recallRefreshMs: memoryConfig.recall.promptReuseMs,
     onRecall: (outcome) => slo.recordRecall(outcome),
     onTurnActivity: (agentId, active) =>
       userTurns.set(agentId, (userTurns.get(agentId) ?? 0) + (active ? 1 : -1)),

@@ -156,6 +156,13 @@ export const memoryConfigSchema = z
          * as they are, without smoothing.
          */
         promptCandidates: z.number().int().min(1).max(1000).default(20),
+        /**
+         * How long a chat session's automatic recall is reused by its later turns before they search again
+         * (0: every turn searches). Turns that follow each other this closely (a fast exchange, a client
+         * replaying messages) share one search, and searches of sessions whose block went stale take at most a
+         * tenth of the time (the chat service's `recallRefreshMs`).
+         */
+        promptReuseMs: z.number().int().min(0).max(3_600_000).default(2_000),
       })
       .default({
         defaultLimit: 25,
@@ -169,6 +176,7 @@ export const memoryConfigSchema = z
         maxScoredRows: 5_000,
         promptMaxScoredRows: 200,
         promptCandidates: 20,
+        promptReuseMs: 2_000,
       }),
     embeddings: memoryEmbeddingsConfigSchema,
   })

@@ -177,6 +177,35 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     expect(events.at(-1)!.payload.state).toBe('aborted');
   });
 
+  it("reuses a session's automatic recall for memory.recall.promptReuseMs of agentd.yaml (0: every turn searches)", async () => {
+    const searchesOfTwoTurns = async (yaml: string | undefined) => {
+      const home = tempHome();
+      if (yaml !== undefined) writeFileSync(join(home, 'agentd.yaml'), yaml);
+      const started = await startRuntime({ home });
+      try {
+        const searches = vi.spyOn(started.runtime.memory, 'recallForPrompt');
+        for (const idempotencyKey of ['lighthouse-1', 'lighthouse-2']) {
+          const ack = await started.runtime.chat.send({
+            sessionKey: 'agent:main:main',
+            agentId: 'main',
+            text: `what about the lighthouse keeper ${idempotencyKey}?`,
+            idempotencyKey,
+          });
+          expect((await started.runtime.chat.wait(ack.runId)).status).toBe('completed');
+        }
+        return searches.mock.calls.length;
+      } finally {
+        await started.runtime.close();
+      }
+    };
+    // Back to back, well within the default 2 s: the second turn uses the first one's block.
+    expect(await searchesOfTwoTurns(undefined)).toBe(1);
+    expect(await searchesOfTwoTurns('memory:\n  recall:\n    promptReuseMs: 0\n')).toBe(2);
+    await expect(searchesOfTwoTurns('memory:\n  recall:\n    promptReuseMs: -1\n')).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+    });
+  });
+
   it('makes no AbortSignal for a turn that nothing aborts (the local model reads none)', async () => {
     const started = await startRuntime({});
     runtime = started.runtime;
