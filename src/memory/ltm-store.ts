@@ -361,6 +361,14 @@ const entryPlaceholders = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 /** 16 parameters a row: far below SQLite's 32,766 and Postgres's 65,535 per statement. */
 const entriesPerInsert = 500;
 
+/**
+ * Whether the committed entries with row ids from `fromRowId` to `toRowId`, not yet in the SQLite full-text
+ * index, may stay out of it for one read because none could be among its answers (automatic recall: the
+ * asking session's own context). The read then does not index them first; the timer that follows every
+ * insert does.
+ */
+export type UnindexedRowsTest = (fromRowId: number, toRowId: number) => boolean;
+
 /** The entries past the full-text index's mark, each as the view of migration 0028 defines its index row. */
 export const indexPendingSql =
   'INSERT INTO memory_fts (rowid, content, before) SELECT id, content, before FROM memory_fts_rows ' +
@@ -585,11 +593,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     indexed = { inserts: seen, upTo };
   };
   /**
-   * `indexPending` before a read of the index. A store that cannot be written (a full disk) refuses the
-   * batch: the read answers from the index as it is, without the newest entries, and the next one tries
-   * again, rather than a full disk failing every search.
+   * `indexPending` before a read of the index, unless the read may leave every row past the mark out
+   * (`unindexedOk`: automatic recall, when they are all its own context's). A store that cannot be written (a
+   * full disk) refuses the batch: the read answers from the index as it is, without the newest entries, and
+   * the next one tries again, rather than a full disk failing every search.
    */
-  const indexBeforeRead = async (): Promise<void> => {
+  const indexBeforeRead = async (unindexedOk?: UnindexedRowsTest): Promise<void> => {
+    if (unindexedOk !== undefined && indexed !== undefined) {
+      const highest = await highestEntryRowId();
+      if (highest > indexed.upTo && unindexedOk(indexed.upTo + 1, highest)) return;
+    }
     try {
       await indexPending();
     } catch (error) {
@@ -815,17 +828,27 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
 
   /**
    * Rows matching each term (capped at the row budget + 1), kept until the table has grown by a tenth:
-   * document frequencies move slowly, and counting a common term costs about 0.1 µs per matching row.
+   * counting a common term costs about 0.1 µs per matching row. Most document frequencies move slowly, but a
+   * word a conversation keeps using grows with every turn (a user's recurring "say" or project name), so a
+   * count under the cap only holds while every row added since could match and still leave it under.
    */
   const termRowCounts = new Map<string, { rows: number; cap: number; highestRowId: number }>();
   const maxCachedTerms = 4_096;
 
-  /** A term's row count (capped at `cap + 1`) while its cached count still holds, else undefined. */
+  /**
+   * A term's row count (capped at `cap + 1`) while its cached count still holds, else undefined. Under the
+   * cap the answer is the most it can be now (each row added since may match it), so a plan made from it
+   * never ranks more rows than its budget.
+   */
   const cachedTermRows = (term: string, cap: number, highestRowId: number): number | undefined => {
     const cached = termRowCounts.get(term);
-    if (cached && cached.cap >= cap && highestRowId - cached.highestRowId <= cached.highestRowId / 10)
-      return Math.min(cached.rows, cap + 1);
-    return undefined;
+    if (!cached || cached.cap < cap) return undefined;
+    const added = highestRowId - cached.highestRowId;
+    // Past a tenth of growth, deleted rows may have taken a common term back under the cap.
+    if (added > cached.highestRowId / 10) return undefined;
+    if (cached.rows > cap) return cap + 1;
+    const atMost = cached.rows + Math.max(0, added);
+    return atMost > cap ? undefined : atMost;
   };
 
   const countTermRows = async (term: string, cap: number, highestRowId: number): Promise<number> => {
@@ -1351,10 +1374,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       candidates: number,
       weights: ContextWeights,
       maxScoredRows: number,
+      unindexedOk?: UnindexedRowsTest,
     ): Promise<{ order: 'rank'; lines: RankedLine[]; leftOut?: string } | { order: 'newest'; term: string }> {
       if (terms.length === 0) return { order: 'rank', lines: [] };
       const params: SqlValue[] = [];
-      if (dialect === 'sqlite') await indexBeforeRead();
+      if (dialect === 'sqlite') await indexBeforeRead(unindexedOk);
       const plan = await matchPlan(terms, maxScoredRows);
       if (plan.term !== undefined) return { order: 'newest', term: plan.term };
       let lines: RankedLine[];
@@ -1387,7 +1411,12 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
      * One FTS5 lookup on SQLite, no entry row read; on Postgres the planner walks the primary key backwards
      * for a common term (the only kind asked: one matching more rows than the row budget) and stops there.
      */
-    async newestMatchRowIds(term: string, limit: number, belowRowId?: number): Promise<number[]> {
+    async newestMatchRowIds(
+      term: string,
+      limit: number,
+      belowRowId?: number,
+      unindexedOk?: UnindexedRowsTest,
+    ): Promise<number[]> {
       if (dialect === 'postgres') {
         const rows = await db.all<{ id: number }>(
           `SELECT e.id FROM memory_entries e WHERE ${pgWords} @@ to_tsquery('english', ?)` +
@@ -1396,7 +1425,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         );
         return rows.map((row) => Number(row.id));
       }
-      await indexBeforeRead();
+      await indexBeforeRead(unindexedOk);
       const rows =
         belowRowId === undefined
           ? await db.all<{ rowid: number }>(

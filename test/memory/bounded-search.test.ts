@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { MemoryService } from '../../src/memory/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { openTestDatabase } from '../helpers/databases.js';
@@ -166,6 +166,37 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       expect(hits.length).toBeGreaterThan(0);
     });
 
+    it('counts a term again once the rows added since could have taken it past the budget, however little the memory grew', async () => {
+      const harness = createHarness(db, { config: { maxActiveEntries: 16, recall: { maxScoredRows: 100 } } });
+      const { memory } = harness;
+      const turns = (count: number, content: (index: number) => string) =>
+        Array.from({ length: count }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: content(index),
+        }));
+      for (let from = 0; from < 2_000; from += 500)
+        await memory.appendBatch(
+          sessionRef(),
+          turns(500, (index) => `filler ${from + index}`),
+        );
+      await memory.appendBatch(sessionRef(), [{ role: 'user', content: 'comet comet comet sighting' }]);
+      // Counted while rare: one row.
+      let hits = await memory.search({ agentId: 'alpha', query: 'comet', limit: 3 });
+      expect(hits[0]?.content).toBe('comet comet comet sighting');
+      // A conversation that keeps saying it: 150 rows more, over the budget of 100, though the memory grew
+      // by under a tenth. Ranked as if still rare, every match would be ranked, and the best are the oldest
+      // (the three-times row is in their context).
+      await memory.appendBatch(
+        sessionRef(),
+        turns(150, (index) => `comet ${index}`),
+      );
+      hits = await memory.search({ agentId: 'alpha', query: 'comet', limit: 10 });
+      // Recounted: over the budget, so only its newest 100 matches are ranked.
+      expect(hits.length).toBe(10);
+      for (const hit of hits)
+        expect(Number(/^comet (\d+)$/.exec(hit.content)?.[1])).toBeGreaterThanOrEqual(50);
+    });
+
     it('past the budget, automatic recall lists the newest matches outside the asking context, newest first', async () => {
       const harness = createHarness(db, {
         config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
@@ -186,6 +217,41 @@ for (const dialect of ['sqlite', 'postgres'] as const)
       });
       const listed = [...block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
       expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
+    });
+
+    it("past the budget, passes over the asking session's own turns in its loaded context without reading them", async () => {
+      const config = { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } };
+      const { memory } = createHarness(db, { config });
+      const turns = (key: string) =>
+        Array.from({ length: 30 }, (_, index) => ({
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content: `${key} hangar ${index + 1}`,
+        }));
+      await memory.appendBatch(sessionRef('old'), turns('old'));
+      // The newest 30 matches of "hangar" are the asking session's, all in its context.
+      await memory.appendBatch(sessionRef('main'), turns('main'));
+      const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
+      const rowReads = vi.spyOn(db, 'all');
+      const readsOf = async (service: MemoryService) => {
+        rowReads.mockClear();
+        const block = await service.recallForPrompt(ask);
+        const reads = rowReads.mock.calls.filter(([sql]) => sql.includes('WHERE e.id IN (')).length;
+        const lookups = rowReads.mock.calls.filter(([sql]) => sql.includes('ORDER BY')).length;
+        return { block, reads, lookups };
+      };
+      const loaded = await readsOf(memory);
+      expect([...loaded.block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1])).toEqual(
+        Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`),
+      );
+      // Every line was kept as it was committed, and the loaded context says which are in it; the one
+      // lookup of the newest matches reached past the context.
+      expect(loaded.reads).toBe(0);
+      expect(loaded.lookups).toBe(1);
+      // A service without the session loaded reads the rows for their state, and lists the same.
+      const elsewhere = await readsOf(createHarness(db, { config }).memory);
+      expect(elsewhere.block).toBe(loaded.block);
+      expect(elsewhere.reads).toBeGreaterThan(0);
+      rowReads.mockRestore();
     });
 
     /** `count` turns about hangars in session "old", then in session "main" the question of the next two tests. */

@@ -57,6 +57,30 @@ describe('the full-text index written in batches (SQLite)', () => {
     expect(await mark()).toBe(2);
   });
 
+  it("lets automatic recall leave the asking session's own new turns unindexed, never another session's", async () => {
+    const memory = memoryOn(db);
+    await memory.append(sessionRef('old'), { role: 'user', content: 'The lighthouse keeper waved.' });
+    const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'lighthouse keeper' };
+    const listed = async () =>
+      [...(await memory.recallForPrompt(ask)).matchAll(/^- \[([^,]+),/gm)].map((m) => m[1]);
+    expect(await listed()).toEqual(['agent:alpha:old#1']);
+    // The store's first search started a background index merge, which brings the index up to date too.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const indexedUpTo = await mark();
+    // The asking message, committed just before the recall, is in the session's context: the recall could
+    // not list it, so it does not wait for it to be indexed (the timer after the insert does that).
+    await memory.append(sessionRef('main'), { role: 'user', content: 'Did the lighthouse keeper wave?' });
+    expect(await listed()).toEqual(['agent:alpha:old#1']);
+    expect(await mark()).toBe(indexedUpTo);
+    // Another session's entry is indexed before the recall reads, with the asking one's before it.
+    await memory.append(sessionRef('other'), {
+      role: 'user',
+      content: 'A second lighthouse keeper arrived.',
+    });
+    expect((await listed()).sort()).toEqual(['agent:alpha:old#1', 'agent:alpha:other#1']);
+    expect(await mark()).toBe(indexedUpTo + 2);
+  });
+
   it('still answers a search on a full disk, from the index as it is, and catches up once healed', async () => {
     const faulty = createFaultyDatabase(db);
     const memory = createMemoryService({ db: faulty, bus: createBus() });

@@ -466,28 +466,55 @@ export async function history(
 
 /**
  * Whether an entry is in the context of the session that `sessionKey` names: its loaded RAM context when
- * the session is loaded, else what that context would load (active, unarchived rows of the key). Only
- * entries of that key are looked up, so the many matches of other sessions cost a string comparison.
+ * the session is loaded (`loadedSize`), else what that context would load (active, unarchived rows of the
+ * key: `storedInContext`, read with the row). Only entries of that key are looked up, so the many matches of
+ * other sessions cost a string comparison.
  */
-function contextTest(
-  ctx: MemoryContext,
-  sessionKey: string,
-): (line: Pick<RecallLine, 'sessionKey' | 'memoryId' | 'storedInContext'>) => boolean {
-  let active: Set<number> | undefined;
-  let loaded: boolean | undefined;
-  return (line) => {
-    if (line.sessionKey !== sessionKey) return false;
+interface ContextTest {
+  (line: Pick<RecallLine, 'sessionKey' | 'memoryId'> & { storedInContext?: boolean }): boolean;
+  /**
+   * How many entries the session's context holds when it is loaded in this process (which then answers
+   * without the row's state), else undefined.
+   */
+  loadedSize(): number | undefined;
+  /**
+   * Whether every row id from `fromRowId` to `toRowId` is an entry of the loaded context: rows a recall for
+   * this session can leave out of the full-text index (it would leave them out of its answer).
+   */
+  holdsRows(fromRowId: number, toRowId: number): boolean;
+}
+
+function contextTest(ctx: MemoryContext, sessionKey: string): ContextTest {
+  /** The loaded context's MemoryIDs and row ids, null when the session is not loaded here; read on first need. */
+  let loaded: { memoryIds: Set<number>; rowIds: number[] } | null | undefined;
+  const loadedContext = () => {
     if (loaded === undefined) {
-      active = new Set();
-      loaded = false;
+      loaded = null;
       for (const ram of ctx.sessions.values()) {
         if (ram.ref.sessionKey !== sessionKey) continue;
-        loaded = true;
-        for (const stored of activeOf(ram)) active.add(stored.memoryId);
+        loaded ??= { memoryIds: new Set(), rowIds: [] };
+        for (const stored of activeOf(ram)) {
+          loaded.memoryIds.add(stored.memoryId);
+          if (stored.rowId !== undefined) loaded.rowIds.push(stored.rowId);
+        }
       }
     }
-    return loaded ? active!.has(line.memoryId) : line.storedInContext;
+    return loaded;
   };
+  const test = (line: Pick<RecallLine, 'sessionKey' | 'memoryId'> & { storedInContext?: boolean }) => {
+    if (line.sessionKey !== sessionKey) return false;
+    const context = loadedContext();
+    return context === null ? line.storedInContext === true : context.memoryIds.has(line.memoryId);
+  };
+  const holdsRows = (fromRowId: number, toRowId: number) => {
+    const context = loadedContext();
+    if (context === null) return false;
+    let held = 0;
+    for (const rowId of context.rowIds) if (rowId >= fromRowId && rowId <= toRowId) held++;
+    // Row ids are unique: as many of the context's as the range has ids are all of them.
+    return held === toRowId - fromRowId + 1;
+  };
+  return Object.assign(test, { loadedSize: () => loadedContext()?.memoryIds.size, holdsRows });
 }
 
 /** A turn that automatic recall's smoothing scored: a candidate (with its line) or a neighbour of one. */
@@ -553,12 +580,15 @@ function smoothPromptLines(
 /**
  * Past the row budget: the newest matches of `term` among its newest `recall.promptMaxScoredRows`,
  * newest first, of the asking agent and outside the asking session's context, as many as the block lists.
- * The full-text index names the row ids a few more than needed at a time, and only the lines not cached
- * (or of the asking key, whose context state is read each time) are read, in one query.
+ * The full-text index names the row ids a few more than needed at a time, and only the lines not cached are
+ * read, in one query, with those of the asking key when its context is not loaded here (the row's state
+ * says whether it is in that context). A conversation's own recent turns are the newest matches of the words
+ * it keeps using, and most are in its context: where that context is loaded, they are passed over unread.
  */
 async function newestPromptLines(
   ctx: MemoryContext,
   options: { agentId: string; sessionKey: string; limit: number },
+  inContext: ContextTest,
   term: string,
   listed?: ReadonlySet<string>,
 ): Promise<PromptLine[]> {
@@ -566,14 +596,17 @@ async function newestPromptLines(
   const maxRows = config.recall.promptMaxScoredRows;
   const previewChars = config.recall.previewChars;
   const cache = promptLineCache(ctx);
-  const inContext = contextTest(ctx, options.sessionKey);
+  const contextSize = inContext.loadedSize();
+  const loadedHere = contextSize !== undefined;
   const found: PromptLine[] = [];
   let seen = 0;
   let below: number | undefined;
-  let batch = 2 * options.limit;
+  // The first lookup also covers the asking context, whose turns are often the newest matches: a second
+  // lookup costs as much as the first (FTS5 reads the term's whole doclist either way).
+  let batch = 2 * options.limit + (contextSize ?? 0);
   while (found.length < options.limit && seen < maxRows) {
     const size = Math.min(batch, maxRows - seen);
-    const rowIds = await ltm.newestMatchRowIds(term, size, below);
+    const rowIds = await ltm.newestMatchRowIds(term, size, below, inContext.holdsRows);
     seen += rowIds.length;
     for (let at = 0; at < rowIds.length && found.length < options.limit; ) {
       // The row ids from `at` whose kept lines and unread rows could fill the block if all of them passed:
@@ -585,10 +618,10 @@ async function newestPromptLines(
       for (let could = found.length; end < rowIds.length && could < options.limit; end++) {
         const cached = cache.get(rowIds[end]!);
         kept.push(cached);
-        if (cached === undefined || cached.sessionKey === options.sessionKey) {
+        if (cached === undefined || (cached.sessionKey === options.sessionKey && !loadedHere)) {
           unread.push(rowIds[end]!);
           could++;
-        } else if (cached.agentId === options.agentId) could++;
+        } else if (cached.agentId === options.agentId && !inContext(cached)) could++;
       }
       // Most lines come from the cache: no query (nor a promise) for none.
       const read =
@@ -608,7 +641,11 @@ async function newestPromptLines(
           // once the session loads; a loaded context is asked as well.
           if (fresh.sessionKey === options.sessionKey && (fresh.storedInContext || inContext(fresh)))
             continue;
-        } else if (line === undefined || line.sessionKey === options.sessionKey) continue; // deleted meanwhile
+        } else if (
+          line === undefined ||
+          (line.sessionKey === options.sessionKey && (!loadedHere || inContext(line)))
+        )
+          continue; // deleted meanwhile (a row read and not found), or in the loaded context
         if (line.agentId !== options.agentId) continue;
         if (listed?.has(addressOf(line))) continue;
         found.push(cache.lineOf(rowId, line, previewChars));
@@ -642,15 +679,16 @@ async function promptLines(
   const { config, ltm } = ctx;
   const settings = config.recall;
   const filter: EntryFilter = { agentId: options.agentId, includeArchived: true };
+  const inContext = contextTest(ctx, options.sessionKey);
   const candidates = await ltm.rankedLines(
     filter,
     options.terms,
     settings.promptCandidates,
     settings.contextWeights,
     settings.promptMaxScoredRows,
+    inContext.holdsRows,
   );
-  if (candidates.order === 'newest') return newestPromptLines(ctx, options, candidates.term);
-  const inContext = contextTest(ctx, options.sessionKey);
+  if (candidates.order === 'newest') return newestPromptLines(ctx, options, inContext, candidates.term);
   const { ranked, byKey } = smoothPromptLines(candidates.lines, settings.neighbourWeights);
   const found: PromptLine[] = [];
   const listed = new Set<string>();
@@ -680,7 +718,7 @@ async function promptLines(
   }
   if (found.length < options.limit && candidates.leftOut !== undefined) {
     const rest = { ...options, limit: options.limit - found.length };
-    found.push(...(await newestPromptLines(ctx, rest, candidates.leftOut, listed)));
+    found.push(...(await newestPromptLines(ctx, rest, inContext, candidates.leftOut, listed)));
   }
   return found;
 }
