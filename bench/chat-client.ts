@@ -90,8 +90,11 @@ export function openChatClient(
   });
 }
 
-/** Sends the client's next turn; `onEnd` gets the time from send to the run's final event. */
-export function sendChatTurn(client: ChatClient, onEnd: (latencyMs: number) => void): void {
+/**
+ * Sends the client's next turn (its text `message`, else `turn <n>`); `onEnd` gets the time from send to the
+ * run's final event.
+ */
+export function sendChatTurn(client: ChatClient, onEnd: (latencyMs: number) => void, message?: string): void {
   client.turn++;
   client.frames = [];
   const sentAt = performance.now();
@@ -103,7 +106,7 @@ export function sendChatTurn(client: ChatClient, onEnd: (latencyMs: number) => v
       method: 'chat.send',
       params: {
         sessionKey: client.sessionKey,
-        message: `turn ${client.turn}`,
+        message: message ?? `turn ${client.turn}`,
         idempotencyKey: `${client.name}-${client.turn}`,
       },
     }),

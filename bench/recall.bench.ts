@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createBus } from '../src/bus/index.js';
-import { createMemoryService, type MemoryService } from '../src/memory/index.js';
+import { createMemoryService } from '../src/memory/index.js';
 import { createLtmStore } from '../src/memory/ltm-store.js';
 import { ftsAnyOf, queryTerms, tsqueryAnyOf } from '../src/memory/text.js';
 import {
@@ -14,88 +14,19 @@ import {
   type SqlDatabase,
 } from '../src/store/index.js';
 import { freshPostgresSchema } from './postgres-schema.js';
+import { corpusBatchSize, ingestCorpus, random, sentence, topics, word } from './recall-corpus.js';
 import { percentile } from './stats.js';
 
 // AGENTD_BENCH_RECALL_MEMORIES=1000000 measures the 1M point (SQLite only: AGENTD_BENCH_RECALL_POSTGRES=0).
 const memoryCount = Number(process.env.AGENTD_BENCH_RECALL_MEMORIES ?? 100_000);
 const sessions = 100;
-const batchSize = 500;
 const queriesPerKind = 500;
 const postgresQueriesPerKind = 200;
-const topics = Array.from({ length: 200 }, (_, index) => `topic${index.toString(36)}`);
 /** The session ingested first: its rows have the smallest row ids. */
 const oldestSession = 'agent:bench:s0';
 /** The commonest word of the texts, in most entries. */
 const commonWord = 'the';
 const postgresUrl = process.env.AGENTD_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-/** Deterministic pseudo-random numbers (mulberry32), so every run indexes the same text. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-// Zipf's law (s = 1) over 5,000 words whose most frequent ranks are English function words, as in real
-// conversation; the rest are synthetic content words.
-const functionWords = (
-  'the of and to a in is it you that he was for on are with as i his they be at one have this from or had by ' +
-  'but what some we can out other were all there when up use your how said an each she which do their time if ' +
-  'will way about many then them would write like so these her long make thing see him two has look more day ' +
-  'could go come did my no most who over know than call first people may down been now find any new work part ' +
-  'take get place made live where after back little only round man year came show every good me give our under'
-).split(' ');
-const vocabulary = [
-  ...functionWords,
-  ...Array.from({ length: 5_000 - functionWords.length }, (_, index) => `w${index.toString(36)}x`),
-];
-const zipfCumulative = (() => {
-  const weights = vocabulary.map((_, rank) => 1 / (rank + 1));
-  const total = weights.reduce((sum, weight) => sum + weight, 0);
-  let running = 0;
-  return weights.map((weight) => (running += weight / total));
-})();
-function word(next: () => number): string {
-  const target = next();
-  let low = 0;
-  let high = zipfCumulative.length - 1;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if (zipfCumulative[middle]! < target) low = middle + 1;
-    else high = middle;
-  }
-  return vocabulary[low]!;
-}
-
-function sentence(next: () => number): { text: string; topic: string } {
-  const topic = topics[Math.floor(next() * topics.length)]!;
-  const words = Array.from({ length: 8 + Math.floor(next() * 16) }, () => word(next));
-  words.splice(Math.floor(next() * words.length), 0, topic);
-  return { text: words.join(' '), topic };
-}
-
-async function ingest(memory: MemoryService): Promise<number> {
-  const next = random(42);
-  const start = performance.now();
-  for (let session = 0; session < sessions; session++) {
-    const ref = { sessionId: `bench-${session}`, sessionKey: `agent:bench:s${session}`, agentId: 'bench' };
-    for (let offset = 0; offset < memoryCount / sessions; offset += batchSize) {
-      await memory.appendBatch(
-        ref,
-        Array.from({ length: batchSize }, (_, index) => ({
-          role: (offset + index) % 2 ? ('assistant' as const) : ('user' as const),
-          content: sentence(next).text,
-        })),
-      );
-    }
-  }
-  return performance.now() - start;
-}
 
 /**
  * The same-run reference: BM25 over the entries' own words only (the index before migration 0014), queried
@@ -139,7 +70,7 @@ async function measure(
     bus: createBus(),
     config: { maxActiveEntries: 2_000, maxActiveTokens: 1_000_000 },
   });
-  const ingestMs = await ingest(memory);
+  const ingestMs = await ingestCorpus(memory, { memoryCount, sessions, agentId: 'bench' });
   // The same store without a row budget: what every search cost before it, and the ranking it is compared to.
   const exactMemory = createMemoryService({
     db,
@@ -279,7 +210,7 @@ async function measure(
 async function run() {
   const rows: Array<Record<string, string | number>> = [];
   const notes = [
-    `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${batchSize} per transaction), then ANALYZE on Postgres (as its autovacuum keeps statistics; SQLite has none, as agentd runs it); ` +
+    `${memoryCount.toLocaleString('en')} entries in ${sessions} sessions of one agent, ingested through memory.appendBatch (${corpusBatchSize} per transaction), then ANALYZE on Postgres (as its autovacuum keeps statistics; SQLite has none, as agentd runs it); ` +
       'texts of 9–24 words drawn by Zipf (s=1) from 5,000 words whose top ranks are English function words, plus one of 200 topic words.',
     `${queriesPerKind} (SQLite) / ${postgresQueriesPerKind} (Postgres) queries of each kind, interleaved, after 50 warm-up searches. query = memory.query({ topic }) (FTS phrase match, newest first), also within the oldest session (s0, whose entries every other session's follow) by the same topic and by "${commonWord}", the commonest word, and without a topic (its latest 25, memory.query and memory.recall); ` +
       'search = memory.search (stopwords dropped, OR of the terms, BM25 via FTS5 bm25() / Postgres ts_rank over each entry and the two turns before it, then neighbour smoothing), ' +

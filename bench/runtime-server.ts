@@ -4,7 +4,7 @@
 // own work to agentd's (esbuild's `__name` on every function it makes, the loader) and its compiled copies to
 // the RSS. AGENTD_BENCH_FROM_SRC=1 loads src/ through tsx instead.
 import { type ChildProcess, fork } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +42,8 @@ export async function serveRuntime(options: {
   /** Added to the runtime's environment (a model to use, say). */
   env?: Record<string, string>;
   databaseUrl?: string;
+  /** Written to the home's agentd.yaml before the runtime reads its configuration. */
+  configYaml?: string;
 }): Promise<{ port: number; runtime: Runtime; stop(): Promise<void> }> {
   const from = fromSource ? '../src' : '../dist';
   const { loadConfig } = (await import(`${from}/config/index.js`)) as typeof import('../src/config/index.js');
@@ -50,6 +52,7 @@ export async function serveRuntime(options: {
   util.disableAllocationSitePretenuring?.();
   const { createRuntime } = (await import(`${from}/runtime.js`)) as typeof import('../src/runtime.js');
   const home = mkdtempSync(join(tmpdir(), 'agentd-bench-runtime-'));
+  if (options.configYaml !== undefined) writeFileSync(join(home, 'agentd.yaml'), options.configYaml);
   // Only these variables: no key from the benchmark's environment may reach the runtime.
   const env = { AGENTD_HOME: home, AGENTD_TOKEN: options.token, AGENTD_LOG_LEVEL: 'error', ...options.env };
   const databaseUrl = options.databaseUrl;
