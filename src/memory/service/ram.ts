@@ -88,6 +88,14 @@ export function activeOf(ram: RamSession): StoredEntry[] {
   return activeList(ram).slice();
 }
 
+/**
+ * The active entries in context order, the context's own list (no copy): for reading within one call, never
+ * to keep, since the context's appends and evictions change it.
+ */
+export function activeEntries(ram: RamSession): ReadonlyArray<StoredEntry> {
+  return activeList(ram);
+}
+
 /** The RAM context's own list of active entries: for reading here, never to hand out. */
 function activeList(ram: RamSession): StoredEntry[] {
   if (ram.active === undefined) {

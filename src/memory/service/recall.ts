@@ -27,7 +27,7 @@ import {
   promptLineCache,
   promptLineOf,
 } from './prompt-lines.js';
-import { activeOf, publicCopy } from './ram.js';
+import { activeEntries, publicCopy } from './ram.js';
 import { readWithFallback } from './write-retry.js';
 
 /** Entries of the key accepted while degraded and not written yet: what database reads cannot see. */
@@ -485,36 +485,40 @@ interface ContextTest {
 }
 
 function contextTest(ctx: MemoryContext, sessionKey: string): ContextTest {
-  /** The loaded context's MemoryIDs and row ids, null when the session is not loaded here; read on first need. */
-  let loaded: { memoryIds: Set<number>; rowIds: number[] } | null | undefined;
-  const loadedContext = () => {
-    if (loaded === undefined) {
-      loaded = null;
-      for (const ram of ctx.sessions.values()) {
-        if (ram.ref.sessionKey !== sessionKey) continue;
-        loaded ??= { memoryIds: new Set(), rowIds: [] };
-        for (const stored of activeOf(ram)) {
-          loaded.memoryIds.add(stored.memoryId);
-          if (stored.rowId !== undefined) loaded.rowIds.push(stored.rowId);
-        }
-      }
+  /** The key's loaded contexts' active entries (none when it is not loaded here), looked up on first need. */
+  let contexts: Array<ReadonlyArray<StoredEntry>> | undefined;
+  let memoryIds: Set<number> | undefined;
+  const loadedContexts = () => {
+    if (contexts === undefined) {
+      contexts = [];
+      for (const ram of ctx.sessions.values())
+        if (ram.ref.sessionKey === sessionKey) contexts.push(activeEntries(ram));
     }
-    return loaded;
+    return contexts;
   };
   const test = (line: Pick<RecallLine, 'sessionKey' | 'memoryId'> & { storedInContext?: boolean }) => {
     if (line.sessionKey !== sessionKey) return false;
-    const context = loadedContext();
-    return context === null ? line.storedInContext === true : context.memoryIds.has(line.memoryId);
+    const loaded = loadedContexts();
+    if (loaded.length === 0) return line.storedInContext === true;
+    if (memoryIds === undefined) {
+      memoryIds = new Set();
+      for (const active of loaded) for (const stored of active) memoryIds.add(stored.memoryId);
+    }
+    return memoryIds.has(line.memoryId);
+  };
+  const loadedSize = () => {
+    const loaded = loadedContexts();
+    return loaded.length === 0 ? undefined : loaded.reduce((size, active) => size + active.length, 0);
   };
   const holdsRows = (fromRowId: number, toRowId: number) => {
-    const context = loadedContext();
-    if (context === null) return false;
     let held = 0;
-    for (const rowId of context.rowIds) if (rowId >= fromRowId && rowId <= toRowId) held++;
-    // Row ids are unique: as many of the context's as the range has ids are all of them.
+    for (const active of loadedContexts())
+      for (const stored of active)
+        if (stored.rowId !== undefined && stored.rowId >= fromRowId && stored.rowId <= toRowId) held++;
+    // Row ids are unique: as many of the contexts' as the range has ids are all of them.
     return held === toRowId - fromRowId + 1;
   };
-  return Object.assign(test, { loadedSize: () => loadedContext()?.memoryIds.size, holdsRows });
+  return Object.assign(test, { loadedSize, holdsRows });
 }
 
 /** A turn that automatic recall's smoothing scored: a candidate (with its line) or a neighbour of one. */
