@@ -81,6 +81,29 @@ describe('the full-text index written in batches (SQLite)', () => {
     expect(await mark()).toBe(indexedUpTo + 2);
   });
 
+  it("lets automatic recall leave unindexed the tombstones its session's turn wrote as it evicted", async () => {
+    const memory = createMemoryService({ db, bus: createBus(), config: { maxActiveEntries: 2 } });
+    await memory.append(sessionRef('old'), { role: 'user', content: 'The lighthouse keeper waved.' });
+    await memory.appendBatch(sessionRef('main'), [
+      { role: 'user', content: 'Any news?' },
+      { role: 'assistant', content: 'None yet.' },
+    ]);
+    const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'lighthouse keeper' };
+    expect(await memory.recallForPrompt(ask)).toContain('agent:alpha:old#1');
+    // The first search's background merge and the insert timer have indexed everything.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const indexedUpTo = await mark();
+    // The context holds two: this turn evicts the oldest, writing its tombstone in the same commit.
+    await memory.append(sessionRef('main'), { role: 'user', content: 'Did the lighthouse keeper wave?' });
+    const tombstones = await db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM memory_entries WHERE state = 'tombstone' AND id > ?",
+      [indexedUpTo],
+    );
+    expect(tombstones?.n).toBeGreaterThan(0);
+    expect(await memory.recallForPrompt(ask)).toContain('agent:alpha:old#1');
+    expect(await mark()).toBe(indexedUpTo);
+  });
+
   it('still answers a search on a full disk, from the index as it is, and catches up once healed', async () => {
     const faulty = createFaultyDatabase(db);
     const memory = createMemoryService({ db: faulty, bus: createBus() });

@@ -19,7 +19,7 @@ import type {
   SearchHit,
   SearchOptions,
 } from '../types.js';
-import type { MemoryContext } from './context.js';
+import type { MemoryContext, RamSession } from './context.js';
 import {
   type CachedPromptLine,
   cachedPromptLine,
@@ -478,42 +478,43 @@ interface ContextTest {
    */
   loadedSize(): number | undefined;
   /**
-   * Whether every row id from `fromRowId` to `toRowId` is an entry of the loaded context: rows a recall for
-   * this session can leave out of the full-text index (it would leave them out of its answer).
+   * Whether every row id from `fromRowId` to `toRowId` is an entry of the loaded context or one of its
+   * tombstones: rows a recall for this session can leave out of the full-text index (it would leave the
+   * entries out of its answer, and tombstones are never indexed).
    */
   holdsRows(fromRowId: number, toRowId: number): boolean;
 }
 
 function contextTest(ctx: MemoryContext, sessionKey: string): ContextTest {
-  /** The key's loaded contexts' active entries (none when it is not loaded here), looked up on first need. */
-  let contexts: Array<ReadonlyArray<StoredEntry>> | undefined;
+  /** The key's contexts loaded here (none when it is not loaded), looked up on first need. */
+  let loaded: RamSession[] | undefined;
   let memoryIds: Set<number> | undefined;
   const loadedContexts = () => {
-    if (contexts === undefined) {
-      contexts = [];
-      for (const ram of ctx.sessions.values())
-        if (ram.ref.sessionKey === sessionKey) contexts.push(activeEntries(ram));
+    if (loaded === undefined) {
+      loaded = [];
+      for (const ram of ctx.sessions.values()) if (ram.ref.sessionKey === sessionKey) loaded.push(ram);
     }
-    return contexts;
+    return loaded;
   };
   const test = (line: Pick<RecallLine, 'sessionKey' | 'memoryId'> & { storedInContext?: boolean }) => {
     if (line.sessionKey !== sessionKey) return false;
-    const loaded = loadedContexts();
-    if (loaded.length === 0) return line.storedInContext === true;
+    const rams = loadedContexts();
+    if (rams.length === 0) return line.storedInContext === true;
     if (memoryIds === undefined) {
       memoryIds = new Set();
-      for (const active of loaded) for (const stored of active) memoryIds.add(stored.memoryId);
+      for (const ram of rams) for (const stored of activeEntries(ram)) memoryIds.add(stored.memoryId);
     }
     return memoryIds.has(line.memoryId);
   };
   const loadedSize = () => {
-    const loaded = loadedContexts();
-    return loaded.length === 0 ? undefined : loaded.reduce((size, active) => size + active.length, 0);
+    const rams = loadedContexts();
+    return rams.length === 0 ? undefined : rams.reduce((size, ram) => size + activeEntries(ram).length, 0);
   };
+  // A context's entries are its active ones and its recent tombstones, which are never indexed.
   const holdsRows = (fromRowId: number, toRowId: number) => {
     let held = 0;
-    for (const active of loadedContexts())
-      for (const stored of active)
+    for (const ram of loadedContexts())
+      for (const stored of ram.entries)
         if (stored.rowId !== undefined && stored.rowId >= fromRowId && stored.rowId <= toRowId) held++;
     // Row ids are unique: as many of the contexts' as the range has ids are all of them.
     return held === toRowId - fromRowId + 1;
