@@ -197,29 +197,7 @@ for (const dialect of ['sqlite', 'postgres'] as const)
         expect(Number(/^comet (\d+)$/.exec(hit.content)?.[1])).toBeGreaterThanOrEqual(50);
     });
 
-    it('past the budget, automatic recall lists the newest matches outside the asking context, newest first', async () => {
-      const harness = createHarness(db, {
-        config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
-      });
-      const { memory } = harness;
-      const turns = (key: string) =>
-        Array.from({ length: 30 }, (_, index) => ({
-          role: index % 2 ? ('assistant' as const) : ('user' as const),
-          content: `${key} hangar ${index + 1}`,
-        }));
-      await memory.appendBatch(sessionRef('old'), turns('old'));
-      // The asking session's 30 turns are its context and the newest matches of "hangar" (over the budget).
-      await memory.appendBatch(sessionRef('main'), turns('main'));
-      const block = await memory.recallForPrompt({
-        agentId: 'alpha',
-        sessionKey: 'agent:alpha:main',
-        query: 'hangar',
-      });
-      const listed = [...block.matchAll(/^- \[([^,]+),/gm)].map((match) => match[1]);
-      expect(listed).toEqual(Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`));
-    });
-
-    it("past the budget, passes over the asking session's own turns in its loaded context without reading them", async () => {
+    it("past the budget, automatic recall lists the newest matches outside the asking context, newest first, passing over a loaded context's turns unread", async () => {
       const config = { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } };
       const { memory } = createHarness(db, { config });
       const turns = (key: string) =>
@@ -228,7 +206,7 @@ for (const dialect of ['sqlite', 'postgres'] as const)
           content: `${key} hangar ${index + 1}`,
         }));
       await memory.appendBatch(sessionRef('old'), turns('old'));
-      // The newest 30 matches of "hangar" are the asking session's, all in its context.
+      // The asking session's 30 turns are its context and the newest matches of "hangar" (over the budget).
       await memory.appendBatch(sessionRef('main'), turns('main'));
       const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
       const rowReads = vi.spyOn(db, 'all');
