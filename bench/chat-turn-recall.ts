@@ -13,6 +13,7 @@
 // A diagnostic, not a benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-recall.ts [--memories 100000] [--rounds 10] [--turns 400]
 //     [--reuse-ms 0] [--statements]
+// bench/recall-in-turn.bench.ts runs it with --report, which sends the figures to it instead of printing them.
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { takeFlag } from './args.js';
@@ -29,6 +30,8 @@ const turnsPerRound = Number(takeFlag(args, '--turns') ?? 400);
 /** memory.recall.promptReuseMs of the served runtime: 0 searches every turn, as a person's turns seconds apart do. */
 const reuseMs = Number(takeFlag(args, '--reuse-ms') ?? 0);
 const timeStatements = args.includes('--statements');
+/** Sends the figures to the parent process (bench/recall-in-turn.bench.ts) instead of printing them. */
+const report = args.includes('--report');
 const aloneCalls = 2_000;
 const clientOf = process.env.AGENTD_RECALL_CLIENT_OF;
 
@@ -38,6 +41,27 @@ const questions = (seed: number) => {
   return () =>
     `what did we say about ${topics[Math.floor(next() * topics.length)]} and ${word(next)} ${word(next)}?`;
 };
+
+/** p50, p90 and p99 of a sample. */
+export type Spread = [p50: number, p90: number, p99: number];
+
+/** What a run measured, as `--report` sends it. */
+export interface RecallInTurnReport {
+  memoryCount: number;
+  rounds: number;
+  turnsPerRound: number;
+  reuseMs: number;
+  ingestS: number;
+  segments: number;
+  mergeS: number;
+  /** Each search inside the "on" rounds' turns, µs; the share that found lines. */
+  inTurn: { calls: number; withLinesPercent: number; wallUs: Spread; cpuUs: Spread };
+  /** The same session's searches alone in a tight loop, µs. */
+  alone: { calls: number; wallUs: Spread; cpuUs: Spread };
+  /** Each round's server CPU a turn (µs) and turn p50 (ms), by arm, in round order. */
+  on: Array<{ cpuUs: number; p50Ms: number }>;
+  off: Array<{ cpuUs: number; p50Ms: number }>;
+}
 
 type FromServer = { type: 'round'; turns: number };
 type FromClient = { type: 'ready'; sessionKey: string } | { type: 'round'; latenciesMs: number[] };
@@ -176,9 +200,40 @@ async function serve(): Promise<void> {
     alone.push({ wallUs: (performance.now() - wallAt) * 1000, cpuUs: cpu.user + cpu.system });
   }
 
-  const spread = (values: number[], digits = 0) => {
+  const spreadOf = (values: number[]): Spread => {
     const sorted = [...values].sort((left, right) => left - right);
-    return `p50 ${percentile(sorted, 50).toFixed(digits)}, p90 ${percentile(sorted, 90).toFixed(digits)}, p99 ${percentile(sorted, 99).toFixed(digits)}`;
+    return [percentile(sorted, 50), percentile(sorted, 90), percentile(sorted, 99)];
+  };
+  if (report) {
+    const figuresSent: RecallInTurnReport = {
+      memoryCount,
+      rounds,
+      turnsPerRound,
+      reuseMs,
+      ingestS: ingestMs / 1000,
+      segments,
+      mergeS: mergeMs / 1000,
+      inTurn: {
+        calls: calls.length,
+        withLinesPercent: (100 * calls.filter((call) => call.found).length) / calls.length,
+        wallUs: spreadOf(calls.map((call) => call.wallUs)),
+        cpuUs: spreadOf(calls.map((call) => call.cpuUs)),
+      },
+      alone: {
+        calls: aloneCalls,
+        wallUs: spreadOf(alone.map((call) => call.wallUs)),
+        cpuUs: spreadOf(alone.map((call) => call.cpuUs)),
+      },
+      on: figures.on,
+      off: figures.off,
+    };
+    await served.stop();
+    process.send!({ type: 'report', report: figuresSent }, () => process.exit(0));
+    return;
+  }
+  const spread = (values: number[]) => {
+    const [p50, p90, p99] = spreadOf(values);
+    return `p50 ${p50.toFixed(0)}, p90 ${p90.toFixed(0)}, p99 ${p99.toFixed(0)}`;
   };
   const arm = (name: keyof typeof arms) => {
     const cpu = figures[name].map((figure) => figure.cpuUs);
