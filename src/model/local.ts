@@ -63,12 +63,13 @@ interface LocalReply {
  */
 export function createLocalModel(options: LocalModelOptions = {}): LanguageModel {
   const modelId = options.modelId ?? 'agentd-local';
+  const reader = createSentenceReader();
   return {
     specificationVersion: 'v1',
     provider: 'local',
     modelId,
     contextWindowTokens: contextWindowFor('agentd-local'),
-    doStream: (request, callOptions) => streamReply(request, callOptions, options.maxPlanTasks ?? 5),
+    doStream: (request, callOptions) => streamReply(request, callOptions, options.maxPlanTasks ?? 5, reader),
   };
 }
 
@@ -76,8 +77,9 @@ async function* streamReply(
   request: ModelRequest,
   callOptions: ModelCallOptions,
   maxPlanTasks: number,
+  reader: SentenceReader,
 ): AsyncGenerator<ModelStreamEvent, void, undefined> {
-  const reply = localReply(request, maxPlanTasks);
+  const reply = localReply(request, maxPlanTasks, reader);
   for (const text of chunkText(reply.text)) {
     if (callAborted(callOptions)) {
       yield { type: 'error', error: abortedError() };
@@ -96,8 +98,15 @@ async function* streamReply(
   yield { type: 'finish', stopReason: reply.stopReason };
 }
 
-/** The whole decision, synchronous and pure: exported for tests and for callers that want no stream. */
-export function localReply(request: ModelRequest, maxPlanTasks = 5): LocalReply {
+/**
+ * The whole decision, synchronous and pure: exported for tests and for callers that want no stream. `reader`
+ * only remembers what it read of earlier messages (the answer is the same without it).
+ */
+export function localReply(
+  request: ModelRequest,
+  maxPlanTasks = 5,
+  reader: SentenceReader = createSentenceReader(0),
+): LocalReply {
   const metadata = request.metadata ?? {};
   const purpose = typeof metadata.purpose === 'string' ? metadata.purpose : undefined;
   const conversation = readConversation(request.messages);
@@ -135,7 +144,7 @@ export function localReply(request: ModelRequest, maxPlanTasks = 5): LocalReply 
       return { text: `${localModelMarker} Calling ${names}.`, toolCalls: calls, stopReason: 'tool_calls' };
     }
   }
-  return textReply(formatReply(request, chat(conversation)));
+  return textReply(formatReply(request, chat(conversation, reader)));
 }
 
 function textReply(text: string): LocalReply {
@@ -187,7 +196,7 @@ const questionStarters = new Set(
 );
 const greetings = new Set(['hello', 'hi', 'hey', 'greetings', 'hallo', 'howdy', 'yo']);
 
-function chat(conversation: Conversation): string {
+function chat(conversation: Conversation, reader: SentenceReader): string {
   const message = conversation.lastUser.trim();
   if (message === '') {
     return `${localModelMarker} I am agentd's offline model. Send a message and I will answer from this conversation and recalled memory.`;
@@ -201,7 +210,7 @@ function chat(conversation: Conversation): string {
     );
   }
   if (message.endsWith('?') || questionStarters.has(messageWords[0] ?? '')) {
-    const evidence = findEvidence(message, conversation);
+    const evidence = findEvidence(message, conversation, reader);
     if (evidence.length === 0) {
       const topic = [...new Set(keywords(message))].slice(0, 6).join(', ');
       return `${localModelMarker} I don't know: nothing in this conversation or recalled memory mentions ${topic || 'that'}.`;
@@ -217,31 +226,78 @@ function chat(conversation: Conversation): string {
   return `${localModelMarker} Noted: "${firstWords(first, 200)}".`;
 }
 
+/** A sentence of a message as `findEvidence` weighs it. */
+interface ReadSentence {
+  text: string;
+  lowerCased: string;
+  /** Its distinct keywords. */
+  keywords: ReadonlySet<string>;
+  /** The offline model's own words, never quoted back as evidence. */
+  ownReply: boolean;
+}
+
+/** A message text's sentences, read once and remembered (see `createSentenceReader`). */
+export type SentenceReader = (text: string) => ReadonlyArray<ReadSentence>;
+
+/**
+ * Reads a message's sentences and remembers the texts read, the oldest forgotten first once they hold more
+ * than `maxChars` characters. A chat turn hands the model its whole context each time, and a question is
+ * weighed against every earlier user and system message: read afresh, the words of a full context (an
+ * identity prompt, the recalled block, 64 turns) cost about 200 µs a question, almost all of it spent again
+ * on the texts the last question read.
+ */
+export function createSentenceReader(maxChars = 256 * 1024): SentenceReader {
+  const read = new Map<string, ReadonlyArray<ReadSentence>>();
+  let heldChars = 0;
+  return (text) => {
+    const known = read.get(text);
+    if (known !== undefined) return known;
+    const sentences = splitSentences(text).map((sentence) => ({
+      text: sentence,
+      lowerCased: sentence.toLowerCase(),
+      keywords: new Set(keywords(sentence)),
+      ownReply: sentence.includes(localModelMarker),
+    }));
+    if (text.length > maxChars) return sentences;
+    for (const oldest of read.keys()) {
+      if (heldChars + text.length <= maxChars) break;
+      heldChars -= oldest.length;
+      read.delete(oldest);
+    }
+    read.set(text, sentences);
+    heldChars += text.length;
+    return sentences;
+  };
+}
+
 /** The earlier sentences (user turns and system messages, which carry recalled memory) that share the most keywords with the question. */
-function findEvidence(question: string, conversation: Conversation): string[] {
+function findEvidence(question: string, conversation: Conversation, reader: SentenceReader): string[] {
   const wanted = new Set(keywords(question));
   if (wanted.size === 0) return [];
   const normalizedQuestion = question.trim().toLowerCase();
-  const candidates: Array<{ sentence: string; score: number; order: number }> = [];
-  let order = 0;
+  // The sentences with the best overlap, oldest first: among equals the most recent wins, since later
+  // statements supersede earlier ones.
+  let best = 0;
+  let bestSentences: string[] = [];
   for (let index = 0; index < conversation.earlierEnd; index++) {
     const message = conversation.messages[index]!;
     if (message.role !== 'user' && message.role !== 'system') continue;
-    for (const sentence of splitSentences(message.content)) {
-      order++;
-      if (sentence.includes(localModelMarker) || sentence.toLowerCase() === normalizedQuestion) continue;
-      const score = new Set(keywords(sentence).filter((word) => wanted.has(word))).size;
-      if (score > 0) candidates.push({ sentence: firstWords(sentence, 300), score, order });
+    for (const sentence of reader(message.content)) {
+      if (sentence.ownReply || sentence.lowerCased === normalizedQuestion) continue;
+      let score = 0;
+      for (const word of wanted) if (sentence.keywords.has(word)) score++;
+      if (score === 0 || score < best) continue;
+      if (score > best) {
+        best = score;
+        bestSentences = [];
+      }
+      bestSentences.push(sentence.text);
     }
   }
-  // Best overlap first; among equals the most recent, since later statements supersede earlier ones.
-  candidates.sort((left, right) => right.score - left.score || right.order - left.order);
-  const best = candidates[0]?.score ?? 0;
-  return [
-    ...new Set(
-      candidates.filter((candidate) => candidate.score === best).map((candidate) => candidate.sentence),
-    ),
-  ].slice(0, 2);
+  const quoted = new Set<string>();
+  for (let index = bestSentences.length - 1; index >= 0 && quoted.size < 2; index--)
+    quoted.add(firstWords(bestSentences[index]!, 300));
+  return [...quoted];
 }
 
 // --- tools --------------------------------------------------------------------------------------------

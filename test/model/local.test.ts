@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { completeModel, streamModel } from '../../src/model/call.js';
 import {
   createLocalModel,
+  createSentenceReader,
   localModelMarker,
   offlineDocumentNote,
   offlineWorkNotice,
@@ -38,6 +39,40 @@ describe('local model: chat', () => {
       ],
     });
     expect(recalled.text).toContain('The deploy key lives in the vault under ops/deploy.');
+  });
+
+  it('quotes the two newest sentences of the best overlap, each once, never its own replies nor the question again', async () => {
+    const messages: ModelRequest['messages'] = [
+      { role: 'system', content: 'The vault key is in ops. The vault key is in ops.' },
+      { role: 'user', content: 'Where is the vault key?' },
+      { role: 'assistant', content: 'The vault key is under the mat.' },
+      { role: 'user', content: `${localModelMarker} The vault key is in the attic.` },
+      { role: 'user', content: 'The vault key moved to the safe. The key is blue.' },
+      { role: 'user', content: 'where is the vault key?' },
+    ];
+    const expected = `${localModelMarker} From this conversation and recalled memory: "The vault key moved to the safe." "The vault key is in ops."`;
+    expect((await ask({ messages })).text).toBe(expected);
+    // Asked again, with every earlier text already read, and by a model that has read nothing: the same.
+    expect((await ask({ messages })).text).toBe(expected);
+    expect((await completeModel(createLocalModel(), { messages })).text).toBe(expected);
+  });
+
+  it('remembers the sentences of the texts it read, up to its size, forgetting the oldest first', () => {
+    const read = createSentenceReader(40);
+    const first = 'Alpha one. Beta two.';
+    const sentences = read(first);
+    expect(sentences.map((sentence) => [sentence.text, [...sentence.keywords]])).toEqual([
+      ['Alpha one.', ['alpha', 'one']],
+      ['Beta two.', ['beta', 'two']],
+    ]);
+    expect(read(first)).toBe(sentences);
+    read('Gamma three, delta four.');
+    // 20 + 24 characters are more than 40: the oldest text went, and is read again.
+    const again = read(first);
+    expect(again).not.toBe(sentences);
+    expect(again).toEqual(sentences);
+    const long = 'x'.repeat(41);
+    expect(read(long)).not.toBe(read(long));
   });
 
   it('says it does not know when nothing matches, and acknowledges statements', async () => {
