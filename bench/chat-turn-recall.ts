@@ -1,7 +1,7 @@
 // Automatic recall where a user pays for it: inside served chat turns, over a store that holds 100,000
 // memories. The whole runtime (bench/runtime-server.ts, the compiled dist/) runs with
 // `memory.recall.promptReuseMs: 0` (--reuse-ms), so every turn searches, as a person's turns seconds apart
-// do (the default reuses a session's block for 2 s, which a client sending back to back mostly hits);
+// do (by default searches take at most a tenth of the time, which a client sending back to back exceeds);
 // its agent's long-term memory holds the recall benchmark's corpus (bench/recall-corpus.ts, ingested through
 // a memory service on the runtime's own database, the full-text index merged as the background merge would).
 // One client, in a process of its own, sends questions shaped like the recall benchmark's ("what did we say

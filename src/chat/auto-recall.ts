@@ -7,22 +7,27 @@ export interface AutoRecallOptions {
   clock: Clock;
   logger: Logger;
   /**
-   * How long a session's last recall is used as it is (0: every turn searches, the rest of these options
-   * do not apply). A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: about 0.12 ms of
-   * CPU at 100,000 entries alone and 0.2–0.35 ms among other searches, on a loaded machine
-   * (bench/results/recall.md, docs/memory.md), more than the rest of a turn's bookkeeping.
+   * How long a session's last block serves a later turn whose message is the same text (a message sent
+   * again), and whether searches are paced at all (0: every turn searches, and `maxShare` does not apply).
+   * A search ranks up to `memory.recall.promptMaxScoredRows` stored entries: about 0.1 ms of CPU at 100,000
+   * entries alone and several times that inside a served turn (bench/results/recall-in-turn.md), more than
+   * the rest of a turn's bookkeeping.
    */
   refreshMs: number;
   /**
-   * The share of time searches for stale sessions may take while other turns wait for the event loop. Past
-   * it, a turn whose session has a recall already uses that one and the search runs later in the
-   * background, one at a time, paced to this share.
+   * The share of time searches may take while other turns wait for the event loop. Past it, a turn whose
+   * session has a block already keeps that one instead of searching.
    */
   maxShare: number;
 }
 
 /** Sessions whose last recall is remembered; the least recently recalled are forgotten first. */
 const maxSessions = 10_000;
+/**
+ * Longer messages are not kept to be compared (they are not reused): 10,000 sessions' last messages could
+ * otherwise hold a gigabyte of pasted text after their contexts were unloaded.
+ */
+const maxKeptQueryChars = 1_024;
 
 export interface AutoRecall {
   /** The recalled-memory block for the prompt of a turn of `ref` whose message is `query`. */
@@ -32,36 +37,29 @@ export interface AutoRecall {
    * turns, and its block would otherwise stay until `maxSessions` newer sessions push it out.
    */
   forget(sessionId: string): void;
-  /** Stops background searches. */
-  close(): void;
 }
 
 interface Recent {
   block: string;
+  /** The message the block was searched for, unless it was longer than `maxKeptQueryChars`. */
+  query: string | undefined;
   atMs: number;
 }
 
 /**
- * Automatic recall for chat turns. A session's first turn always searches. Later turns reuse the session's
- * last block while it is younger than `refreshMs`; after that they search again, unless searches already
- * took their share of time, in which case the turn keeps the older block (it only names entries outside the
- * session's context, and the context only gains entries, so it stays true) and the search is queued.
+ * Automatic recall for chat turns. A turn searches for its own message: a block made for another message
+ * names what was relevant to that one, and a question sent a second after a greeting would be answered
+ * without the memories it asks about. Two exceptions. A message sent again within `refreshMs` gets the
+ * block its first sending got. And while searches have taken more than `maxShare` of the time (many turns
+ * at once), a session that has a block keeps it rather than search (load shedding: the block only names
+ * entries outside the session's context, which only gains entries, so it stays true, if less to the point);
+ * a session's first turn always searches.
  */
 export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
   const { clock, logger, refreshMs } = options;
   const recent = new Map<string, Recent>();
-  /** Sessions waiting for a background search, with the latest message of each. */
-  const queued = new Map<string, { ref: SessionRef; query: string }>();
   /** Searches may run again from this time on without going over `maxShare`. */
   let freeAtMs = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let closed = false;
-
-  const remember = (sessionId: string, block: string, atMs: number) => {
-    recent.delete(sessionId);
-    recent.set(sessionId, { block, atMs });
-    if (recent.size > maxSessions) recent.delete(recent.keys().next().value as string);
-  };
 
   const search = async (ref: SessionRef, query: string): Promise<string | undefined> => {
     const started = clock.now();
@@ -79,51 +77,26 @@ export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
     }
   };
 
-  const schedule = () => {
-    if (timer || closed || queued.size === 0) return;
-    timer = setTimeout(
-      () => {
-        timer = undefined;
-        const next = queued.entries().next().value;
-        if (!next || closed) return;
-        const [sessionId, { ref, query }] = next;
-        queued.delete(sessionId);
-        void search(ref, query).then((block) => {
-          if (block !== undefined) remember(sessionId, block, clock.now());
-          schedule();
-        });
-      },
-      Math.max(0, freeAtMs - clock.now()),
-    );
-    timer.unref();
-  };
-
   return {
     async block(ref, query) {
       if (refreshMs <= 0) return (await search(ref, query)) ?? '';
-      const now = clock.now();
       const last = recent.get(ref.sessionId);
-      if (last && now - last.atMs < refreshMs) return last.block;
-      if (!last || now >= freeAtMs) {
-        queued.delete(ref.sessionId);
-        const block = await search(ref, query);
-        if (block === undefined) return last?.block ?? '';
-        remember(ref.sessionId, block, clock.now());
-        return block;
-      }
-      queued.set(ref.sessionId, { ref, query });
-      schedule();
-      return last.block;
+      const now = clock.now();
+      if (last && ((last.query === query && now - last.atMs < refreshMs) || now < freeAtMs))
+        return last.block;
+      const block = await search(ref, query);
+      if (block === undefined) return last?.block ?? '';
+      recent.delete(ref.sessionId);
+      recent.set(ref.sessionId, {
+        block,
+        query: query.length <= maxKeptQueryChars ? query : undefined,
+        atMs: clock.now(),
+      });
+      if (recent.size > maxSessions) recent.delete(recent.keys().next().value as string);
+      return block;
     },
     forget(sessionId) {
       recent.delete(sessionId);
-      queued.delete(sessionId);
-    },
-    close() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      queued.clear();
     },
   };
 }

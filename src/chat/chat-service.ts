@@ -140,10 +140,9 @@ export interface CreateChatServiceOptions {
   autoRecall?: boolean;
   recallMaxTokens?: number;
   /**
-   * How long a session reuses its last automatic recall instead of searching long-term memory again
-   * (default 0: every turn searches). A search costs milliseconds against the microseconds of the rest of a
-   * turn's bookkeeping (it ranks up to `memory.recall.promptMaxScoredRows` rows); turns that follow each other
-   * within this time (a fast exchange, a client replaying messages) share one search. See `createAutoRecall`.
+   * How long a session's last automatic recall serves a message sent again with the same text (default 0:
+   * every turn searches, unpaced). Other messages search, unless searches have taken more than a tenth of the
+   * time, when a session keeps its last block. See `createAutoRecall`.
    */
   recallRefreshMs?: number;
   /**
@@ -263,7 +262,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     clock,
     logger,
     refreshMs: options.recallRefreshMs ?? 0,
-    // With `recallRefreshMs`: searches of stale sessions take at most a tenth of the time.
+    // With `recallRefreshMs`: searches take at most a tenth of the time; past it a session keeps its block.
     maxShare: 0.1,
   });
   const ctx: ChatContext = {
@@ -421,7 +420,6 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     },
 
     async drain() {
-      autoRecallBlocks.close();
       const running = [...live.values()];
       for (const run of running)
         run.controller.abort(

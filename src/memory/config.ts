@@ -157,10 +157,10 @@ export const memoryConfigSchema = z
          */
         promptCandidates: z.number().int().min(1).max(1000).default(20),
         /**
-         * How long a chat session's automatic recall is reused by its later turns before they search again
-         * (0: every turn searches). Turns that follow each other this closely (a fast exchange, a client
-         * replaying messages) share one search, and searches of sessions whose block went stale take at most a
-         * tenth of the time (the chat service's `recallRefreshMs`).
+         * How long a chat session's automatic recall block serves a message sent again with the same text.
+         * Every other message searches for itself, unless searches have taken more than a tenth of the time,
+         * when a session keeps its last block (the chat service's `recallRefreshMs`; 0: every turn searches,
+         * unpaced).
          */
         promptReuseMs: z.number().int().min(0).max(3_600_000).default(2_000),
       })

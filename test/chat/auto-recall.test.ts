@@ -43,43 +43,49 @@ describe('automatic recall', () => {
     await recall.block(ref('a'), 'one');
     await recall.block(ref('b'), 'one');
     recall.forget(ref('a').sessionId);
-    expect(await recall.block(ref('a'), 'two')).toBe('block for two');
-    expect(await recall.block(ref('b'), 'two')).toBe('block for one');
-    expect(searches).toEqual(['agent:main:a:one', 'agent:main:b:one', 'agent:main:a:two']);
-  });
-
-  it('reuses a session block within refreshMs and searches again after it while within its share', async () => {
-    const { recall, searches, clock } = harness(0, { refreshMs: 1_000, maxShare: 0.1 });
     expect(await recall.block(ref('a'), 'one')).toBe('block for one');
-    clock.advance(999);
-    expect(await recall.block(ref('a'), 'two')).toBe('block for one');
-    clock.advance(1);
-    expect(await recall.block(ref('a'), 'three')).toBe('block for three');
-    expect(searches).toEqual(['agent:main:a:one', 'agent:main:a:three']);
+    expect(await recall.block(ref('b'), 'one')).toBe('block for one');
+    expect(searches).toEqual(['agent:main:a:one', 'agent:main:b:one', 'agent:main:a:one']);
   });
 
-  it('past its share, keeps a stale block and searches later in the background, paced', async () => {
+  it('searches for each new message, and gives a message sent again within refreshMs its first block', async () => {
+    const { recall, searches, clock } = harness(0, { refreshMs: 1_000, maxShare: 0.1 });
+    expect(await recall.block(ref('a'), 'hello')).toBe('block for hello');
+    // A question right after a greeting gets the memories it asks about, not the greeting's.
+    clock.advance(5);
+    expect(await recall.block(ref('a'), 'what is my cat called?')).toBe('block for what is my cat called?');
+    clock.advance(994);
+    expect(await recall.block(ref('a'), 'what is my cat called?')).toBe('block for what is my cat called?');
+    clock.advance(6);
+    expect(await recall.block(ref('a'), 'what is my cat called?')).toBe('block for what is my cat called?');
+    expect(searches).toEqual([
+      'agent:main:a:hello',
+      'agent:main:a:what is my cat called?',
+      'agent:main:a:what is my cat called?',
+    ]);
+    // A long message is not kept to be compared: sent again, it is searched again.
+    const pasted = 'x'.repeat(2_000);
+    await recall.block(ref('a'), pasted);
+    await recall.block(ref('a'), pasted);
+    expect(searches.slice(3)).toEqual([`agent:main:a:${pasted}`, `agent:main:a:${pasted}`]);
+  });
+
+  it("past its share, a session keeps its block instead of searching; a session's first turn searches", async () => {
     vi.useFakeTimers();
     // Searches take 100 ms; a share of 0.1 leaves 900 ms free after each.
     const { recall, searches, clock } = harness(100, { refreshMs: 1_000, maxShare: 0.1 });
     expect(await recall.block(ref('a'), 'a1')).toBe('block for a1'); // 0 → 100, free at 1000
-    // A session's first turn always searches, even past the share.
-    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // 100 → 200, free at 1100
+    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // past the share, b's first: 100 → 200
     clock.set(1_150);
-    expect(await recall.block(ref('a'), 'a2')).toBe('block for a2'); // stale, share free: 1150 → 1250
+    expect(await recall.block(ref('a'), 'a2')).toBe('block for a2'); // share free: 1150 → 1250, free at 2150
     clock.set(1_300);
-    expect(await recall.block(ref('b'), 'b2')).toBe('block for b1'); // stale, free only at 2150
+    expect(await recall.block(ref('b'), 'b2')).toBe('block for b1');
     expect(await recall.block(ref('b'), 'b3')).toBe('block for b1');
+    // Nothing is searched later for the turns that kept their block.
+    await vi.advanceTimersByTimeAsync(5_000);
     expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a2']);
-    await vi.advanceTimersByTimeAsync(849);
-    expect(searches).toHaveLength(3);
     clock.set(2_150);
-    await vi.advanceTimersByTimeAsync(1);
-    // The latest message of the session is the one searched for.
-    expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a2', 'agent:main:b:b3']);
-    clock.set(2_300);
-    expect(await recall.block(ref('b'), 'b4')).toBe('block for b3');
-    recall.close();
+    expect(await recall.block(ref('b'), 'b4')).toBe('block for b4');
   });
 
   it('turns a failed search into the last block, or none', async () => {

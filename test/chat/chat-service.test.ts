@@ -57,7 +57,7 @@ describeEachDatabase('chat service writes', (getDb) => {
 });
 
 describe('chat service automatic recall', () => {
-  it('reuses a session recall for turns within recallRefreshMs and searches again after it', async () => {
+  it('searches for each new message and reuses a recall for the same text sent again within recallRefreshMs', async () => {
     const { createMemoryStore } = await import('../../src/store/index.js');
     const store = await createMemoryStore();
     const clock = createManualClock();
@@ -72,10 +72,13 @@ describe('chat service automatic recall', () => {
     await turn(chat, 'alpha question', 'r1');
     clock.advance(500);
     await turn(chat, 'beta question', 'r2');
-    expect(queries).toEqual(['alpha question']);
+    expect(queries).toEqual(['alpha question', 'beta question']);
+    clock.advance(500);
+    await turn(chat, 'beta question', 'r3');
+    expect(queries).toEqual(['alpha question', 'beta question']);
     clock.advance(600);
-    await turn(chat, 'gamma question', 'r3');
-    expect(queries).toEqual(['alpha question', 'gamma question']);
+    await turn(chat, 'beta question', 'r4');
+    expect(queries).toEqual(['alpha question', 'beta question', 'beta question']);
     await store.close();
   });
 

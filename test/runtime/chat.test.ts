@@ -5,6 +5,7 @@ import type { GatewayClient } from '../../src/cli/gateway-client.js';
 import type { Runtime } from '../../src/runtime.js';
 import { createStore } from '../../src/store/index.js';
 import { createScriptedModel, type ScriptedModel } from '../../src/testing.js';
+import { createManualClock } from '../../src/util/index.js';
 import { captureLog, collectRun, startRuntime, tempHome } from './helpers.js';
 
 /** OpenClaw history rows carry user text as a string and assistant text as content blocks. */
@@ -177,18 +178,19 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     expect(events.at(-1)!.payload.state).toBe('aborted');
   });
 
-  it("reuses a session's automatic recall for memory.recall.promptReuseMs of agentd.yaml (0: every turn searches)", async () => {
-    const searchesOfTwoTurns = async (yaml: string | undefined) => {
+  it('gives a message sent again within memory.recall.promptReuseMs of agentd.yaml its first recall (0: every turn searches)', async () => {
+    const searchesOfTwoSendings = async (yaml: string | undefined) => {
       const home = tempHome();
       if (yaml !== undefined) writeFileSync(join(home, 'agentd.yaml'), yaml);
-      const started = await startRuntime({ home });
+      // A clock that stands still: the two sendings are within any reuse time, and searches take none of it.
+      const started = await startRuntime({ home, clock: createManualClock(Date.now()) });
       try {
         const searches = vi.spyOn(started.runtime.memory, 'recallForPrompt');
         for (const idempotencyKey of ['lighthouse-1', 'lighthouse-2']) {
           const ack = await started.runtime.chat.send({
             sessionKey: 'agent:main:main',
             agentId: 'main',
-            text: `what about the lighthouse keeper ${idempotencyKey}?`,
+            text: 'what about the lighthouse keeper?',
             idempotencyKey,
           });
           expect((await started.runtime.chat.wait(ack.runId)).status).toBe('completed');
@@ -198,12 +200,31 @@ describe('chat turns through the gateway (runtime wiring)', () => {
         await started.runtime.close();
       }
     };
-    // Back to back, well within the default 2 s: the second turn uses the first one's block.
-    expect(await searchesOfTwoTurns(undefined)).toBe(1);
-    expect(await searchesOfTwoTurns('memory:\n  recall:\n    promptReuseMs: 0\n')).toBe(2);
-    await expect(searchesOfTwoTurns('memory:\n  recall:\n    promptReuseMs: -1\n')).rejects.toMatchObject({
+    expect(await searchesOfTwoSendings(undefined)).toBe(1);
+    expect(await searchesOfTwoSendings('memory:\n  recall:\n    promptReuseMs: 0\n')).toBe(2);
+    await expect(searchesOfTwoSendings('memory:\n  recall:\n    promptReuseMs: -1\n')).rejects.toMatchObject({
       code: 'INVALID_CONFIG',
     });
+  });
+
+  it('answers a question sent right after a greeting from the memories it asks about', async () => {
+    const started = await startRuntime({ clock: createManualClock(Date.now()) });
+    runtime = started.runtime;
+    const say = async (sessionKey: string, text: string) => {
+      const ack = await started.runtime.chat.send({
+        sessionKey,
+        agentId: 'main',
+        text,
+        idempotencyKey: text,
+      });
+      const record = await started.runtime.chat.wait(ack.runId);
+      expect(record.status).toBe('completed');
+      return record.text ?? '';
+    };
+    await say('agent:main:pets', 'My cat is called Pixel.');
+    // Another session, within the same instant: the question's recall is its own, not the greeting's.
+    await say('agent:main:other', 'hello there');
+    expect(await say('agent:main:other', 'What is my cat called?')).toContain('My cat is called Pixel.');
   });
 
   it('makes no AbortSignal for a turn that nothing aborts (the local model reads none)', async () => {

@@ -7,6 +7,7 @@ import { connectGateway, type GatewayClient } from '../../src/cli/gateway-client
 import { loadConfig } from '../../src/config/index.js';
 import type { LanguageModel } from '../../src/model/index.js';
 import { createRuntime, type Runtime } from '../../src/runtime.js';
+import type { Clock } from '../../src/util/index.js';
 
 export function tempHome(prefix = 'agentd-runtime-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -31,7 +32,13 @@ export function captureLog(): CapturedLog {
 }
 
 export async function startRuntime(
-  options: { home?: string; model?: LanguageModel; env?: NodeJS.ProcessEnv; log?: CapturedLog } = {},
+  options: {
+    home?: string;
+    model?: LanguageModel;
+    env?: NodeJS.ProcessEnv;
+    log?: CapturedLog;
+    clock?: Clock;
+  } = {},
 ): Promise<{
   runtime: Runtime;
   url: string;
@@ -44,6 +51,7 @@ export async function startRuntime(
     config,
     env,
     ...(options.model ? { model: options.model } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
     ...(options.log ? { logDestination: options.log.stream } : { logDestination: captureLog().stream }),
   });
   const { url } = await runtime.startGateway({ port: 0 });
