@@ -99,14 +99,10 @@ async function* streamReply(
 }
 
 /**
- * The whole decision, synchronous and pure: exported for tests and for callers that want no stream. `reader`
- * only remembers what it read of earlier messages (the answer is the same without it).
+ * The whole decision, synchronous and pure: `reader` only remembers what it read of earlier messages (the
+ * answer is the same with a reader that has read nothing).
  */
-export function localReply(
-  request: ModelRequest,
-  maxPlanTasks = 5,
-  reader: SentenceReader = createSentenceReader(0),
-): LocalReply {
+function localReply(request: ModelRequest, maxPlanTasks: number, reader: SentenceReader): LocalReply {
   const metadata = request.metadata ?? {};
   const purpose = typeof metadata.purpose === 'string' ? metadata.purpose : undefined;
   const conversation = readConversation(request.messages);
