@@ -15,11 +15,15 @@ export interface AutoRecallOptions {
    */
   refreshMs: number;
   /**
-   * The share of time searches may take while other turns wait for the event loop. Past it, a turn whose
-   * session has a block already keeps that one instead of searching.
+   * The share of time searches may take while other turns wait for the event loop, on average over time
+   * with bursts of up to `maxShare` of a second allowed (a slow first search, a few quick messages). Past it,
+   * a turn whose session has a block already keeps that one instead of searching.
    */
   maxShare: number;
 }
+
+/** Searches may take `maxShare` of this much time in one burst before the average share applies. */
+const burstWindowMs = 1_000;
 
 /** Sessions whose last recall is remembered; the least recently recalled are forgotten first. */
 const maxSessions = 10_000;
@@ -50,16 +54,24 @@ interface Recent {
  * Automatic recall for chat turns. A turn searches for its own message: a block made for another message
  * names what was relevant to that one, and a question sent a second after a greeting would be answered
  * without the memories it asks about. Two exceptions. A message sent again within `refreshMs` gets the
- * block its first sending got. And while searches have taken more than `maxShare` of the time (many turns
- * at once), a session that has a block keeps it rather than search (load shedding: the block only names
- * entries outside the session's context, which only gains entries, so it stays true, if less to the point);
- * a session's first turn always searches.
+ * block its first sending got. And while searches have taken more than `maxShare` of the time (turns sent
+ * faster than anyone types, or many at once), a session that has a block keeps it rather than search: load
+ * shedding (the block only names entries outside the session's context, which only gains entries, so it
+ * stays true, if less to the point). A session's first turn always searches.
  */
 export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
   const { clock, logger, refreshMs } = options;
   const recent = new Map<string, Recent>();
-  /** Searches may run again from this time on without going over `maxShare`. */
-  let freeAtMs = 0;
+  // Search time that may still be spent (ms): it accrues at `maxShare` of the time passing, up to one
+  // burst, and each search spends what it took. Below zero, sessions that have a block keep it.
+  const maxCreditMs = options.maxShare * burstWindowMs;
+  let creditMs = maxCreditMs;
+  let creditAtMs = clock.now();
+  const creditAt = (now: number) => {
+    creditMs = Math.min(maxCreditMs, creditMs + (now - creditAtMs) * options.maxShare);
+    creditAtMs = now;
+    return creditMs;
+  };
 
   const search = async (ref: SessionRef, query: string): Promise<string | undefined> => {
     const started = clock.now();
@@ -73,7 +85,7 @@ export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
       return undefined;
     } finally {
       const ended = clock.now();
-      freeAtMs = Math.max(freeAtMs, ended + ((ended - started) * (1 - options.maxShare)) / options.maxShare);
+      creditMs = creditAt(ended) - (ended - started);
     }
   };
 
@@ -82,7 +94,7 @@ export function createAutoRecall(options: AutoRecallOptions): AutoRecall {
       if (refreshMs <= 0) return (await search(ref, query)) ?? '';
       const last = recent.get(ref.sessionId);
       const now = clock.now();
-      if (last && ((last.query === query && now - last.atMs < refreshMs) || now < freeAtMs))
+      if (last && ((last.query === query && now - last.atMs < refreshMs) || creditAt(now) < 0))
         return last.block;
       const block = await search(ref, query);
       if (block === undefined) return last?.block ?? '';

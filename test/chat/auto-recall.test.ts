@@ -72,20 +72,31 @@ describe('automatic recall', () => {
 
   it("past its share, a session keeps its block instead of searching; a session's first turn searches", async () => {
     vi.useFakeTimers();
-    // Searches take 100 ms; a share of 0.1 leaves 900 ms free after each.
+    // Searches take 100 ms; a share of 0.1 accrues 0.1 ms of search time a ms, at most 100 ms in hand.
     const { recall, searches, clock } = harness(100, { refreshMs: 1_000, maxShare: 0.1 });
-    expect(await recall.block(ref('a'), 'a1')).toBe('block for a1'); // 0 → 100, free at 1000
-    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // past the share, b's first: 100 → 200
-    clock.set(1_150);
-    expect(await recall.block(ref('a'), 'a2')).toBe('block for a2'); // share free: 1150 → 1250, free at 2150
+    expect(await recall.block(ref('a'), 'a1')).toBe('block for a1'); // 100 in hand → 0 at 100
+    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // b's first: 10 − 100 → −90 at 200
+    clock.set(1_050);
+    expect(await recall.block(ref('a'), 'a2')).toBe('block for a1'); // −5 in hand
+    clock.set(1_100);
+    expect(await recall.block(ref('a'), 'a3')).toBe('block for a3'); // 0 in hand → −90 at 1200
     clock.set(1_300);
     expect(await recall.block(ref('b'), 'b2')).toBe('block for b1');
-    expect(await recall.block(ref('b'), 'b3')).toBe('block for b1');
     // Nothing is searched later for the turns that kept their block.
     await vi.advanceTimersByTimeAsync(5_000);
-    expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a2']);
-    clock.set(2_150);
-    expect(await recall.block(ref('b'), 'b4')).toBe('block for b4');
+    expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a3']);
+    clock.set(2_200);
+    expect(await recall.block(ref('b'), 'b3')).toBe('block for b3'); // 10 in hand
+  });
+
+  it('searches for each of a burst of quick messages until the burst has taken its tenth of a second', async () => {
+    // Searches of 5 ms one right after another: 100 ms in hand, each search spends 5 and accrues 0.5.
+    const { recall, searches } = harness(5, { refreshMs: 1_000, maxShare: 0.1 });
+    const blocks: string[] = [];
+    for (let index = 0; index < 30; index++) blocks.push(await recall.block(ref('a'), `m${index}`));
+    expect(searches).toHaveLength(23);
+    expect(blocks.slice(0, 23)).toEqual(Array.from({ length: 23 }, (_, index) => `block for m${index}`));
+    expect(new Set(blocks.slice(23))).toEqual(new Set(['block for m22']));
   });
 
   it('turns a failed search into the last block, or none', async () => {
