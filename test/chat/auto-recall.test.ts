@@ -72,31 +72,31 @@ describe('automatic recall', () => {
 
   it("past its share, a session keeps its block instead of searching; a session's first turn searches", async () => {
     vi.useFakeTimers();
-    // Searches take 100 ms; a share of 0.1 accrues 0.1 ms of search time a ms, at most 100 ms in hand.
+    // Searches take 100 ms; a share of 0.1 accrues 0.1 ms of search time a ms, at most 20 ms in hand.
     const { recall, searches, clock } = harness(100, { refreshMs: 1_000, maxShare: 0.1 });
-    expect(await recall.block(ref('a'), 'a1')).toBe('block for a1'); // 100 in hand → 0 at 100
-    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // b's first: 10 − 100 → −90 at 200
-    clock.set(1_050);
+    expect(await recall.block(ref('a'), 'a1')).toBe('block for a1'); // 20 in hand → −80 at 100
+    expect(await recall.block(ref('b'), 'b1')).toBe('block for b1'); // b's first: −70 − 100 → −170 at 200
+    clock.set(1_850);
     expect(await recall.block(ref('a'), 'a2')).toBe('block for a1'); // −5 in hand
-    clock.set(1_100);
-    expect(await recall.block(ref('a'), 'a3')).toBe('block for a3'); // 0 in hand → −90 at 1200
-    clock.set(1_300);
+    clock.set(1_900);
+    expect(await recall.block(ref('a'), 'a3')).toBe('block for a3'); // 0 in hand → −90 at 2000
+    clock.set(2_100);
     expect(await recall.block(ref('b'), 'b2')).toBe('block for b1');
     // Nothing is searched later for the turns that kept their block.
     await vi.advanceTimersByTimeAsync(5_000);
     expect(searches).toEqual(['agent:main:a:a1', 'agent:main:b:b1', 'agent:main:a:a3']);
-    clock.set(2_200);
+    clock.set(3_000);
     expect(await recall.block(ref('b'), 'b3')).toBe('block for b3'); // 10 in hand
   });
 
-  it('searches for each of a burst of quick messages until the burst has taken its tenth of a second', async () => {
-    // Searches of 5 ms one right after another: 100 ms in hand, each search spends 5 and accrues 0.5.
+  it('searches for each of a burst of quick messages until the burst has taken its 20 ms', async () => {
+    // Searches of 5 ms one right after another: 20 ms in hand, each search spends 5 and accrues 0.5.
     const { recall, searches } = harness(5, { refreshMs: 1_000, maxShare: 0.1 });
     const blocks: string[] = [];
-    for (let index = 0; index < 30; index++) blocks.push(await recall.block(ref('a'), `m${index}`));
-    expect(searches).toHaveLength(23);
-    expect(blocks.slice(0, 23)).toEqual(Array.from({ length: 23 }, (_, index) => `block for m${index}`));
-    expect(new Set(blocks.slice(23))).toEqual(new Set(['block for m22']));
+    for (let index = 0; index < 10; index++) blocks.push(await recall.block(ref('a'), `m${index}`));
+    expect(searches).toHaveLength(5);
+    expect(blocks.slice(0, 5)).toEqual(Array.from({ length: 5 }, (_, index) => `block for m${index}`));
+    expect(new Set(blocks.slice(5))).toEqual(new Set(['block for m4']));
   });
 
   it('turns a failed search into the last block, or none', async () => {
