@@ -609,6 +609,42 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (!isStoreUnavailable(error)) throw error;
     }
   };
+  /**
+   * Rows this store has deleted from the full-text index (the contentless table's delete trigger), counted at
+   * the start of each deleting transaction: a reused lookup may not name a row deleted since it was made.
+   */
+  let indexDeletions = 0;
+
+  /**
+   * Automatic recall's first lookup of a term's newest matches, kept by term (SQLite): a conversation's own
+   * recurring word ("say", a project's name) is looked up again on every turn, and FTS5 reads the term's
+   * whole doclist each time (100–110 µs inside a turn at 100,000 entries, a third of the recall). A kept
+   * lookup answers a new one while it names the rows a new one would, apart from rows the caller passes over
+   * anyway: no other connection has committed since (`readVersion`, SQLite's `data_version`), this store has
+   * deleted nothing from the index, and every row past the index mark it was read at is one the caller's
+   * `unindexedOk` lets a read leave out (the asking context's own). It keeps twice the rows asked, so a
+   * context that grows by a turn's rows still fits.
+   */
+  const newestLookups = new Map<
+    string,
+    { rowIds: number[]; fetched: number; version: number; deletions: number; upTo: number }
+  >();
+  const maxNewestLookups = 256;
+
+  const keptNewestLookup = (
+    term: string,
+    limit: number,
+    unindexedOk: UnindexedRowsTest | undefined,
+    highestRowId: number,
+  ): number[] | undefined => {
+    const kept = newestLookups.get(term);
+    if (kept === undefined || unindexedOk === undefined) return undefined;
+    if (kept.deletions !== indexDeletions || kept.version !== db.readVersion?.()) return undefined;
+    if (limit > kept.fetched && kept.rowIds.length === kept.fetched) return undefined;
+    if (highestRowId > kept.upTo && !unindexedOk(kept.upTo + 1, highestRowId)) return undefined;
+    return kept.rowIds.slice(0, limit);
+  };
+
   const indexSoon = () => {
     if (dialect !== 'sqlite' || indexTimer !== undefined) return;
     indexTimer = indexLater(() => {
@@ -1425,18 +1461,34 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         );
         return rows.map((row) => Number(row.id));
       }
+      if (belowRowId !== undefined) {
+        await indexBeforeRead(unindexedOk);
+        const rows = await db.all<{ rowid: number }>(
+          'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?',
+          [ftsAnyOf([term]), belowRowId, limit],
+        );
+        return rows.map((row) => Number(row.rowid));
+      }
+      const kept = keptNewestLookup(term, limit, unindexedOk, await highestEntryRowId());
+      if (kept !== undefined) return kept;
+      // Read before the lookup: a commit or a deletion after them makes the lookup a stale one to keep.
+      const version = db.readVersion?.();
+      const deletions = indexDeletions;
       await indexBeforeRead(unindexedOk);
-      const rows =
-        belowRowId === undefined
-          ? await db.all<{ rowid: number }>(
-              'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
-              [ftsAnyOf([term]), limit],
-            )
-          : await db.all<{ rowid: number }>(
-              'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?',
-              [ftsAnyOf([term]), belowRowId, limit],
-            );
-      return rows.map((row) => Number(row.rowid));
+      // Before the lookup too: a batch indexed after it must not count as seen by it.
+      const upTo = indexed?.upTo;
+      const fetched = 2 * limit;
+      const rows = await db.all<{ rowid: number }>(
+        'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',
+        [ftsAnyOf([term]), fetched],
+      );
+      const rowIds = rows.map((row) => Number(row.rowid));
+      if (version !== undefined && upTo !== undefined && unindexedOk !== undefined) {
+        newestLookups.delete(term);
+        if (newestLookups.size >= maxNewestLookups) newestLookups.delete(newestLookups.keys().next().value!);
+        newestLookups.set(term, { rowIds, fetched, version, deletions, upTo });
+      }
+      return rowIds.slice(0, limit);
     },
 
     /**
@@ -1645,6 +1697,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     /** Deletes everything stored for a key except its MemoryID counter (so ids are never reused). */
     async deleteSessionKey(sessionKey: string): Promise<number> {
       return db.transaction(async (tx) => {
+        indexDeletions++;
         await tx.run(
           'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_key = ?)',
           [sessionKey],
@@ -1700,6 +1753,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         for (const row of expired.values()) {
           if (row.first_memory_id !== null) {
             const instance = [row.session_key, row.first_memory_id, row.session_id];
+            indexDeletions++;
             await tx.run(
               `DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE ${instanceRangeTest})`,
               instance,
