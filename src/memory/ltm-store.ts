@@ -610,8 +610,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     }
   };
   /**
-   * Rows this store has deleted from the full-text index (the contentless table's delete trigger), counted at
-   * the start of each deleting transaction: a reused lookup may not name a row deleted since it was made.
+   * Transactions of this store that deleted entries, and with them their rows of the full-text index (the
+   * delete trigger), counted as each starts: a kept lookup may not name a row deleted since it was made. A
+   * statement that changed an entry's content would re-index it (the update trigger) and must count too;
+   * none does, content being written once.
    */
   let indexDeletions = 0;
 
