@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteDatabase, migrate, type SqliteDatabase } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/index.js';
+import { temporarySqliteFile } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
 /**
@@ -12,17 +10,17 @@ import { createHarness, sessionRef } from './memory-fixtures.js';
  * asking context: a conversation's recurring word is looked up again on every turn.
  */
 describe("automatic recall's kept newest-match lookups (SQLite)", () => {
-  let dir: string;
+  let file: ReturnType<typeof temporarySqliteFile>;
   let db: SqliteDatabase;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'agentd-newest-lookups-'));
-    db = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    file = temporarySqliteFile('agentd-newest-lookups-');
+    db = createSqliteDatabase({ path: file.path });
     await migrate(db);
   });
   afterEach(async () => {
     await db.close();
-    rmSync(dir, { recursive: true, force: true });
+    file.remove();
   });
 
   const config = { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } };
@@ -94,7 +92,7 @@ describe("automatic recall's kept newest-match lookups (SQLite)", () => {
       Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`),
     );
     // Another process forgets "old" while this one keeps its lookup of "old"'s rows.
-    const other = createSqliteDatabase({ path: join(dir, 'agentd.db') });
+    const other = createSqliteDatabase({ path: file.path });
     try {
       await createHarness(other, { config }).memory.deleteSessionKey('agent:alpha:old');
     } finally {
