@@ -610,9 +610,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     }
   };
   /**
-   * Transactions of this store that deleted entries, and with them their rows of the full-text index (the
-   * delete trigger), counted as each starts: a kept lookup may not name a row deleted since it was made. A
-   * statement that changed an entry's content would re-index it (the update trigger) and must count too;
+   * Deletions of entries by this store (`deleteEntries`), and with them of their rows of the full-text index
+   * (the delete trigger), counted as each starts: a kept lookup may not name a row deleted since it was made.
+   * A statement that changed an entry's content would re-index it (the update trigger) and must count too;
    * none does, content being written once.
    */
   let indexDeletions = 0;
@@ -636,12 +636,12 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   const keptNewestLookup = (
     term: string,
     limit: number,
-    unindexedOk: UnindexedRowsTest | undefined,
+    unindexedOk: UnindexedRowsTest,
+    version: number,
     highestRowId: number,
   ): number[] | undefined => {
     const kept = newestLookups.get(term);
-    if (kept === undefined || unindexedOk === undefined) return undefined;
-    if (kept.deletions !== indexDeletions || kept.version !== db.readVersion?.()) return undefined;
+    if (kept === undefined || kept.deletions !== indexDeletions || kept.version !== version) return undefined;
     if (limit > kept.fetched && kept.rowIds.length === kept.fetched) return undefined;
     if (highestRowId > kept.upTo && !unindexedOk(kept.upTo + 1, highestRowId)) return undefined;
     return kept.rowIds.slice(0, limit);
@@ -723,6 +723,26 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         `ON CONFLICT (session_key) DO UPDATE SET next_id = ${dialect === 'postgres' ? 'GREATEST' : 'MAX'}(memory_counters.next_id, excluded.next_id)`,
       [sessionKey],
     );
+
+  /**
+   * Deletes the entries of `sessionKey` that `test` (a WHERE clause over `params`) names, with their vectors,
+   * the key's ids kept first; the number deleted. The one place entries are deleted: their rows of the
+   * full-text index go with them (the delete trigger), which kept newest-match lookups must learn.
+   */
+  const deleteEntries = async (
+    tx: SqlExecutor,
+    sessionKey: string,
+    test: string,
+    params: ReadonlyArray<SqlValue>,
+  ): Promise<number> => {
+    indexDeletions++;
+    await tx.run(
+      `DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE ${test})`,
+      params,
+    );
+    await keepIdsOf(tx, sessionKey);
+    return (await tx.run(`DELETE FROM memory_entries WHERE ${test}`, params)).changes;
+  };
 
   /**
    * Reserves `count` consecutive MemoryIDs for a key; returns the first. On SQLite the transaction holds the
@@ -1471,11 +1491,13 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         );
         return rows.map((row) => Number(row.rowid));
       }
-      const kept = keptNewestLookup(term, limit, unindexedOk, await highestEntryRowId());
-      if (kept !== undefined) return kept;
       // Read before the lookup: a commit or a deletion after them makes the lookup a stale one to keep.
-      const version = db.readVersion?.();
+      const version = unindexedOk === undefined ? undefined : db.readVersion?.();
       const deletions = indexDeletions;
+      if (version !== undefined && unindexedOk !== undefined) {
+        const kept = keptNewestLookup(term, limit, unindexedOk, version, await highestEntryRowId());
+        if (kept !== undefined) return kept;
+      }
       await indexBeforeRead(unindexedOk);
       // Before the lookup too: a batch indexed after it must not count as seen by it.
       const upTo = indexed?.upTo;
@@ -1485,7 +1507,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         [ftsAnyOf([term]), fetched],
       );
       const rowIds = rows.map((row) => Number(row.rowid));
-      if (version !== undefined && upTo !== undefined && unindexedOk !== undefined) {
+      if (version !== undefined && upTo !== undefined) {
         newestLookups.delete(term);
         if (newestLookups.size >= maxNewestLookups) newestLookups.delete(newestLookups.keys().next().value!);
         newestLookups.set(term, { rowIds, fetched, version, deletions, upTo });
@@ -1699,17 +1721,11 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     /** Deletes everything stored for a key except its MemoryID counter (so ids are never reused). */
     async deleteSessionKey(sessionKey: string): Promise<number> {
       return db.transaction(async (tx) => {
-        indexDeletions++;
-        await tx.run(
-          'DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE session_key = ?)',
-          [sessionKey],
-        );
-        await keepIdsOf(tx, sessionKey);
-        const deleted = await tx.run('DELETE FROM memory_entries WHERE session_key = ?', [sessionKey]);
+        const deleted = await deleteEntries(tx, sessionKey, 'session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_snapshots WHERE session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_events WHERE session_key = ?', [sessionKey]);
         await tx.run('DELETE FROM memory_sessions WHERE session_key = ?', [sessionKey]);
-        return deleted.changes;
+        return deleted;
       });
     },
 
@@ -1755,14 +1771,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         for (const row of expired.values()) {
           if (row.first_memory_id !== null) {
             const instance = [row.session_key, row.first_memory_id, row.session_id];
-            indexDeletions++;
-            await tx.run(
-              `DELETE FROM memory_vectors WHERE entry_id IN (SELECT id FROM memory_entries WHERE ${instanceRangeTest})`,
-              instance,
-            );
-            await keepIdsOf(tx, row.session_key);
-            entries += (await tx.run(`DELETE FROM memory_entries WHERE ${instanceRangeTest}`, instance))
-              .changes;
+            entries += await deleteEntries(tx, row.session_key, instanceRangeTest, instance);
           }
           await tx.run('DELETE FROM memory_snapshots WHERE session_id = ?', [row.session_id]);
           await tx.run('DELETE FROM memory_sessions WHERE session_id = ?', [row.session_id]);
