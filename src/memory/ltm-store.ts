@@ -543,25 +543,33 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     );
 
   /**
-   * The highest entry row id, as read at most `highestRowIdMaxAgeMs` ago and after this store's last insert:
-   * it tells whether a search is under its row budget at all, when a cached term count is stale and when to
-   * merge the index, all of which follow growth by a tenth; reading it for every search was a statement of
-   * its own (4–25 µs, a tenth of an automatic recall). Another process's inserts are seen within the age.
+   * The highest entry row id: the highest read at most `highestRowIdMaxAgeMs` ago, or of the rows this store
+   * inserted since, whichever is higher. It tells whether a search is under its row budget at all, when a
+   * cached term count is stale and when to merge the index, all of which follow growth by a tenth; reading it
+   * for every search was a statement of its own (4–25 µs, a tenth of an automatic recall), and reading it
+   * again after each of the store's own inserts made it one in every chat turn (15 µs on SQLite, a round trip
+   * on Postgres) for an id the insert had just given. Another process's inserts are seen within the age. An
+   * insert that rolls back leaves it too high until new rows pass it, which only makes its uses more careful:
+   * a term recounted sooner, a kept lookup checked against rows that are not there.
    */
   let inserts = 0;
-  let highestRowIdRead: { id: number; atMs: number; inserts: number } | undefined;
+  let highestRowIdRead: { id: number; atMs: number } | undefined;
+  let highestRowIdInserted = 0;
   const highestRowIdMaxAgeMs = 1_000;
 
   const highestEntryRowId = async (): Promise<number> => {
     const now = performance.now();
     const read = highestRowIdRead;
-    if (read !== undefined && read.inserts === inserts && now - read.atMs < highestRowIdMaxAgeMs)
-      return read.id;
-    const seen = inserts;
+    if (read !== undefined && now - read.atMs < highestRowIdMaxAgeMs)
+      return Math.max(read.id, highestRowIdInserted);
     const row = await db.get<{ id: number | null }>('SELECT max(id) AS id FROM memory_entries');
     const id = Number(row?.id ?? 0);
-    highestRowIdRead = { id, atMs: now, inserts: seen };
-    return id;
+    highestRowIdRead = { id, atMs: now };
+    return Math.max(id, highestRowIdInserted);
+  };
+  const noteInsertedRowIds = (entries: ReadonlyArray<StoredEntry>) => {
+    for (const { rowId } of entries)
+      if (rowId !== undefined && rowId > highestRowIdInserted) highestRowIdInserted = rowId;
   };
 
   /**
@@ -704,6 +712,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       }
       unindexedRows += chunk.length;
     }
+    noteInsertedRowIds(entries);
     // A bulk load that never lets the timer run is indexed as it goes, in bounded batches, not all at once
     // by the first search after it.
     if (dialect === 'sqlite' && unindexedRows >= maxUnindexedRows) await indexBatch(tx);
@@ -881,6 +890,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (index === 0)
         changes = folded.map((_, at) => Number((rows[0] as Record<string, unknown>)[`folded_${at}`]));
     }
+    noteInsertedRowIds(entries);
     return changes;
   };
 
