@@ -10,6 +10,7 @@ import {
   migrate,
   type SqlDatabase,
   type SqlDialect,
+  type SqliteDatabase,
 } from '../../src/store/index.js';
 import { createPgliteDatabase, createPgliteInstance, type PgliteInstance } from './pglite-database.js';
 
@@ -244,6 +245,36 @@ export function counted(db: SqlDatabase): { db: SqlDatabase; statements: () => n
 export function temporarySqliteFile(prefix: string): { path: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { path: join(dir, 'test.db'), remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A migrated SQLite file for each test of the calling block (where another connection to the same file is
+ * part of the test), closed and removed after it.
+ */
+export function useMigratedSqliteFile(prefix: string): { db(): SqliteDatabase; path(): string } {
+  let file: ReturnType<typeof temporarySqliteFile> | undefined;
+  let db: SqliteDatabase | undefined;
+  beforeEach(async () => {
+    file = temporarySqliteFile(prefix);
+    db = createSqliteDatabase({ path: file.path });
+    await migrate(db);
+  });
+  afterEach(async () => {
+    await db?.close();
+    file?.remove();
+    db = undefined;
+    file = undefined;
+  });
+  return {
+    db: () => {
+      if (!db) throw new Error('useMigratedSqliteFile: no test is running');
+      return db;
+    },
+    path: () => {
+      if (!file) throw new Error('useMigratedSqliteFile: no test is running');
+      return file.path;
+    },
+  };
 }
 
 /** Applies the package's migrations older than `version` only: the schema a migration's test starts from. */

@@ -1,20 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  createSqliteDatabase,
-  migrate,
-  type SqlDatabase,
-  type SqliteDatabase,
-} from '../../src/store/index.js';
-import { describeEachDatabase, temporarySqliteFile } from '../helpers/databases.js';
-import { createHarness, sessionRef } from './memory-fixtures.js';
+import { describe, expect, it, vi } from 'vitest';
+import { createSqliteDatabase, type SqlDatabase } from '../../src/store/index.js';
+import { describeEachDatabase, useMigratedSqliteFile } from '../helpers/databases.js';
+import { createHarness, hangars, sessionRef } from './memory-fixtures.js';
 
-const config = { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } };
-const turns = (key: string, from: number, count: number) =>
-  Array.from({ length: count }, (_, index) => ({
-    role: (from + index) % 2 ? ('user' as const) : ('assistant' as const),
-    content: `${key} hangar ${from + index}`,
-  }));
-const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
+const { config, ask, turns } = hangars;
+
 const isHighestRead = (sql: string) => sql.startsWith('SELECT max(id) AS id FROM memory_entries');
 
 /** The recall's block, its first listed address, and how often it read the highest row id. */
@@ -51,32 +41,20 @@ describeEachDatabase('the highest entry row id of budgeted recall', (getDb) => {
 });
 
 describe('the highest entry row id of budgeted recall, another connection (SQLite)', () => {
-  let file: ReturnType<typeof temporarySqliteFile>;
-  let db: SqliteDatabase;
-
-  beforeEach(async () => {
-    file = temporarySqliteFile('agentd-highest-row-id-');
-    db = createSqliteDatabase({ path: file.path });
-    await migrate(db);
-  });
-  afterEach(async () => {
-    vi.restoreAllMocks();
-    await db.close();
-    file.remove();
-  });
+  const file = useMigratedSqliteFile('agentd-highest-row-id-');
 
   it("counts the store's own inserts without reading, and another connection's after a second", async () => {
-    const { memory } = createHarness(db, { config });
+    const { memory } = createHarness(file.db(), { config });
     await memory.appendBatch(sessionRef('gone'), turns('gone', 1, 30));
     await memory.appendBatch(sessionRef('main'), turns('main', 1, 30));
-    expect(await recall(db, memory)).toEqual({ newest: 'agent:alpha:gone#30', highestReads: 1 });
+    expect(await recall(file.db(), memory)).toEqual({ newest: 'agent:alpha:gone#30', highestReads: 1 });
 
     // Past the kept lookup only because the insert raised the highest row id: no read told it.
     await memory.append(sessionRef('gone'), { role: 'user', content: 'gone hangar 31' });
     await memory.appendBatch(sessionRef('main'), turns('main', 31, 2));
-    expect(await recall(db, memory)).toEqual({ newest: 'agent:alpha:gone#31', highestReads: 0 });
+    expect(await recall(file.db(), memory)).toEqual({ newest: 'agent:alpha:gone#31', highestReads: 0 });
 
-    const other = createSqliteDatabase({ path: file.path });
+    const other = createSqliteDatabase({ path: file.path() });
     try {
       const { memory: elsewhere } = createHarness(other, { config });
       await elsewhere.append(sessionRef('far'), { role: 'user', content: 'far hangar 1' });
@@ -85,8 +63,8 @@ describe('the highest entry row id of budgeted recall, another connection (SQLit
       await other.close();
     }
     // Another connection's commit drops the kept lookup: the row is found, the last read still trusted.
-    expect(await recall(db, memory)).toEqual({ newest: 'agent:alpha:far#1', highestReads: 0 });
+    expect(await recall(file.db(), memory)).toEqual({ newest: 'agent:alpha:far#1', highestReads: 0 });
     await new Promise((resolve) => setTimeout(resolve, 1_050));
-    expect(await recall(db, memory)).toEqual({ newest: 'agent:alpha:far#1', highestReads: 1 });
+    expect(await recall(file.db(), memory)).toEqual({ newest: 'agent:alpha:far#1', highestReads: 1 });
   });
 });

@@ -131,3 +131,17 @@ export function countingModel(
   };
   return model as never;
 }
+
+/**
+ * Budgeted recall's conversations about hangars: a row budget of 40 makes "hangar", in every turn, a word
+ * whose newest matches are listed instead of ranked.
+ */
+export const hangars = {
+  config: { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } },
+  ask: { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' },
+  turns: (key: string, from: number, count: number) =>
+    Array.from({ length: count }, (_, index) => ({
+      role: (from + index) % 2 ? ('user' as const) : ('assistant' as const),
+      content: `${key} hangar ${from + index}`,
+    })),
+};

@@ -1,8 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createSqliteDatabase, migrate, type SqliteDatabase } from '../../src/store/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { createSqliteDatabase } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/index.js';
-import { temporarySqliteFile } from '../helpers/databases.js';
-import { createHarness, sessionRef } from './memory-fixtures.js';
+import { useMigratedSqliteFile } from '../helpers/databases.js';
+import { createHarness, hangars, sessionRef } from './memory-fixtures.js';
+
+const { config, ask, turns } = hangars;
 
 /**
  * Past the row budget, automatic recall lists a term's newest matches; on SQLite the full-text lookup that
@@ -10,30 +12,11 @@ import { createHarness, sessionRef } from './memory-fixtures.js';
  * asking context: a conversation's recurring word is looked up again on every turn.
  */
 describe("automatic recall's kept newest-match lookups (SQLite)", () => {
-  let file: ReturnType<typeof temporarySqliteFile>;
-  let db: SqliteDatabase;
-
-  beforeEach(async () => {
-    file = temporarySqliteFile('agentd-newest-lookups-');
-    db = createSqliteDatabase({ path: file.path });
-    await migrate(db);
-  });
-  afterEach(async () => {
-    await db.close();
-    file.remove();
-  });
-
-  const config = { maxActiveEntries: 64, recall: { promptMaxScoredRows: 40 } };
-  const turns = (key: string, from: number, count: number) =>
-    Array.from({ length: count }, (_, index) => ({
-      role: (from + index) % 2 ? ('user' as const) : ('assistant' as const),
-      content: `${key} hangar ${from + index}`,
-    }));
-  const ask = { agentId: 'alpha', sessionKey: 'agent:alpha:main', query: 'hangar' };
+  const file = useMigratedSqliteFile('agentd-newest-lookups-');
 
   /** A service whose "main" context holds 30 turns about hangars, after 30 of "old" and 12 of "gone". */
   const seeded = async () => {
-    const { memory } = createHarness(db, { config });
+    const { memory } = createHarness(file.db(), { config });
     await memory.appendBatch(sessionRef('old'), turns('old', 1, 30));
     await memory.appendBatch(sessionRef('gone'), turns('gone', 1, 12));
     await memory.appendBatch(sessionRef('main'), turns('main', 1, 30));
@@ -41,7 +24,7 @@ describe("automatic recall's kept newest-match lookups (SQLite)", () => {
   };
   /** The block's addresses and the newest-match lookups the recall made. */
   const recall = async (memory: Awaited<ReturnType<typeof seeded>>) => {
-    const reads = vi.spyOn(db, 'all');
+    const reads = vi.spyOn(file.db(), 'all');
     try {
       const block = await memory.recallForPrompt(ask);
       const lookups = reads.mock.calls.filter(([sql]) =>
@@ -65,7 +48,7 @@ describe("automatic recall's kept newest-match lookups (SQLite)", () => {
     const second = await recall(memory);
     expect(second.lookups).toBe(0);
     expect(second.block).toBe(first.block);
-    const fresh = await recall(createHarness(db, { config }).memory);
+    const fresh = await recall(createHarness(file.db(), { config }).memory);
     expect(fresh.lookups).toBe(1);
     expect(fresh.block).toBe(second.block);
   });
@@ -92,7 +75,7 @@ describe("automatic recall's kept newest-match lookups (SQLite)", () => {
       Array.from({ length: 8 }, (_, index) => `agent:alpha:old#${30 - index}`),
     );
     // Another process forgets "old" while this one keeps its lookup of "old"'s rows.
-    const other = createSqliteDatabase({ path: file.path });
+    const other = createSqliteDatabase({ path: file.path() });
     try {
       await createHarness(other, { config }).memory.deleteSessionKey('agent:alpha:old');
     } finally {
@@ -106,7 +89,7 @@ describe("automatic recall's kept newest-match lookups (SQLite)", () => {
   it('never lists a row that retention deleted after the lookup', async () => {
     const clock = createManualClock();
     const dayMs = 24 * 60 * 60 * 1000;
-    const { memory } = createHarness(db, {
+    const { memory } = createHarness(file.db(), {
       clock,
       config: { ...config, retention: { archivedMaxAgeMs: dayMs } },
     });
