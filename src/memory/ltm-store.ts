@@ -411,15 +411,24 @@ function insertEntriesSql(rows: number, form: keyof typeof insertForms): string 
   return sql;
 }
 
-/** Sets each entry's `rowId` from its INSERT's RETURNING rows, matched by memory id (unique within the key). */
+/**
+ * Sets each entry's `rowId` from its INSERT's RETURNING rows, matched by memory id (unique within the key);
+ * the highest row id returned.
+ */
 function setRowIds(
   entries: ReadonlyArray<StoredEntry>,
   rows: ReadonlyArray<{ id: number; memory_id: number }>,
-): void {
+): number {
   // RETURNING order is not guaranteed by SQL.
   const rowIds = new Map<number, number>();
-  for (const row of rows) rowIds.set(Number(row.memory_id), Number(row.id));
+  let highest = 0;
+  for (const row of rows) {
+    const id = Number(row.id);
+    rowIds.set(Number(row.memory_id), id);
+    if (id > highest) highest = id;
+  }
   for (const entry of entries) entry.rowId = rowIds.get(entry.memoryId);
+  return highest;
 }
 
 /**
@@ -552,7 +561,6 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * insert that rolls back leaves it too high until new rows pass it, which only makes its uses more careful:
    * a term recounted sooner, a kept lookup checked against rows that are not there.
    */
-  let inserts = 0;
   let highestRowIdRead: { id: number; atMs: number } | undefined;
   let highestRowIdInserted = 0;
   const highestRowIdMaxAgeMs = 1_000;
@@ -567,9 +575,8 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     highestRowIdRead = { id, atMs: now };
     return Math.max(id, highestRowIdInserted);
   };
-  const noteInsertedRowIds = (entries: ReadonlyArray<StoredEntry>) => {
-    for (const { rowId } of entries)
-      if (rowId !== undefined && rowId > highestRowIdInserted) highestRowIdInserted = rowId;
+  const noteInsertedRowId = (rowId: number) => {
+    if (rowId > highestRowIdInserted) highestRowIdInserted = rowId;
   };
 
   /**
@@ -580,9 +587,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * Every read of the index brings it up to date first (`indexPending`), so a search finds every entry
    * committed before it; a timer does it `indexDelayMs` after an insert, so the index is also up to date on
    * disk for other processes. SQLite serialises writers, so no uncommitted row can hide below the mark.
-   * Another process's rows are seen through `highestEntryRowId`, within its age.
+   * Another process's rows are seen through `highestEntryRowId`, within its age; this store's own raise it
+   * past the mark as they are inserted.
    */
-  let indexed: { inserts: number; upTo: number } | undefined;
+  let indexedUpTo: number | undefined;
   let indexTimer: ReturnType<typeof setTimeout> | undefined;
   /** Rows this store inserted since it last indexed: a loop that writes without yielding to timers. */
   let unindexedRows = 0;
@@ -594,11 +602,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   };
   const indexPending = async (): Promise<void> => {
     if (dialect !== 'sqlite') return;
-    if (indexed?.inserts === inserts && (await highestEntryRowId()) <= indexed.upTo) return;
-    const seen = inserts;
-    const upTo = await db.transaction(indexBatch, { ambient: false });
-    // Inserts made meanwhile may have committed after the batch: the next read looks again.
-    indexed = { inserts: seen, upTo };
+    if (indexedUpTo !== undefined && (await highestEntryRowId()) <= indexedUpTo) return;
+    // Inserts made meanwhile that commit after the batch have higher row ids: the next read indexes them.
+    indexedUpTo = await db.transaction(indexBatch, { ambient: false });
   };
   /**
    * `indexPending` before a read of the index, unless the read may leave every row past the mark out
@@ -607,9 +613,9 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * the next one tries again, rather than a full disk failing every search.
    */
   const indexBeforeRead = async (unindexedOk?: UnindexedRowsTest): Promise<void> => {
-    if (unindexedOk !== undefined && indexed !== undefined) {
+    if (unindexedOk !== undefined && indexedUpTo !== undefined) {
       const highest = await highestEntryRowId();
-      if (highest > indexed.upTo && unindexedOk(indexed.upTo + 1, highest)) return;
+      if (highest > indexedUpTo && unindexedOk(indexedUpTo + 1, highest)) return;
     }
     try {
       await indexPending();
@@ -678,7 +684,6 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
     entries: ReadonlyArray<StoredEntry>,
     checkIdsOf?: string,
   ): Promise<void> => {
-    inserts++;
     for (let start = 0; start < entries.length; start += entriesPerInsert) {
       const chunk = entries.slice(start, start + entriesPerInsert);
       if (dialect === 'sqlite') {
@@ -703,16 +708,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         }
         const firstRowId = lastInsertRowid! - chunk.length + 1;
         for (let index = 0; index < chunk.length; index++) chunk[index]!.rowId = firstRowId + index;
+        noteInsertedRowId(lastInsertRowid!);
       } else {
         const rows = await tx.all<{ id: number; memory_id: number }>(
           insertEntriesSql(chunk.length, 'returning'),
           entriesParams(chunk),
         );
-        setRowIds(chunk, rows);
+        noteInsertedRowId(setRowIds(chunk, rows));
       }
       unindexedRows += chunk.length;
     }
-    noteInsertedRowIds(entries);
     // A bulk load that never lets the timer run is indexed as it goes, in bounded batches, not all at once
     // by the first search after it.
     if (dialect === 'sqlite' && unindexedRows >= maxUnindexedRows) await indexBatch(tx);
@@ -840,7 +845,6 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       if (retirement) await retire(tx, sessionKey, retirement);
       return [];
     }
-    inserts++;
     // The CTEs touch other rows than the INSERT (and Postgres runs each exactly once, to completion): the
     // retired rows keep their places, and the context trigger of a new row skips tombstones either way.
     let ctes = '';
@@ -886,11 +890,10 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
         if (index === 0 && isIdsTakenViolation(error)) throw new MemoryIdsTakenError(sessionKey, firstId);
         throw error;
       }
-      setRowIds(chunks[index]!, rows);
+      noteInsertedRowId(setRowIds(chunks[index]!, rows));
       if (index === 0)
         changes = folded.map((_, at) => Number((rows[0] as Record<string, unknown>)[`folded_${at}`]));
     }
-    noteInsertedRowIds(entries);
     return changes;
   };
 
@@ -1510,7 +1513,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
       }
       await indexBeforeRead(unindexedOk);
       // Before the lookup too: a batch indexed after it must not count as seen by it.
-      const upTo = indexed?.upTo;
+      const upTo = indexedUpTo;
       const fetched = 2 * limit;
       const rows = await db.all<{ rowid: number }>(
         'SELECT rowid FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rowid DESC LIMIT ?',

@@ -252,29 +252,18 @@ export function temporarySqliteFile(prefix: string): { path: string; remove(): v
  * part of the test), closed and removed after it.
  */
 export function useMigratedSqliteFile(prefix: string): { db(): SqliteDatabase; path(): string } {
-  let file: ReturnType<typeof temporarySqliteFile> | undefined;
-  let db: SqliteDatabase | undefined;
+  let file!: ReturnType<typeof temporarySqliteFile>;
+  let db!: SqliteDatabase;
   beforeEach(async () => {
     file = temporarySqliteFile(prefix);
     db = createSqliteDatabase({ path: file.path });
     await migrate(db);
   });
   afterEach(async () => {
-    await db?.close();
-    file?.remove();
-    db = undefined;
-    file = undefined;
+    await db.close();
+    file.remove();
   });
-  return {
-    db: () => {
-      if (!db) throw new Error('useMigratedSqliteFile: no test is running');
-      return db;
-    },
-    path: () => {
-      if (!file) throw new Error('useMigratedSqliteFile: no test is running');
-      return file.path;
-    },
-  };
+  return { db: () => db, path: () => file.path };
 }
 
 /** Applies the package's migrations older than `version` only: the schema a migration's test starts from. */
