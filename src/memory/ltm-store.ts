@@ -554,7 +554,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
   /**
    * The highest entry row id: the highest read at most `highestRowIdMaxAgeMs` ago, or of the rows this store
    * inserted since, whichever is higher. It tells whether a search is under its row budget at all, when a
-   * cached term count is stale and when to merge the index, all of which follow growth by a tenth; reading it
+   * cached term count is stale (growth by a tenth) and when to merge the index (doubling); reading it
    * for every search was a statement of its own (4–25 µs, a tenth of an automatic recall), and reading it
    * again after each of the store's own inserts made it one in every chat turn (15 µs on SQLite, a round trip
    * on Postgres) for an id the insert had just given. Another process's inserts are seen within the age. An
@@ -940,18 +940,22 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * Keeping the SQLite full-text index merged. Every transaction that inserts entries leaves a new FTS5
    * segment, and FTS5's own automerge keeps up to three per level, so a grown index has 6–20 segments; a term
    * lookup reads each one (about 90 µs over the 6 segments of 100,000 bulk-written entries against 15 µs over
-   * one). Once the table has grown by `mergeGrowth` since the last merge (at least `mergeMinRows` rows), and
+   * one). Once the table has grown by `mergeGrowth` times its size at the last merge (at least `mergeMinRows` rows), and
    * on a process's first search, the whole index is merged into one segment in the background: steps of
    * `mergePages` pages (about 1.5 ms each at 100,000 entries, a few up to 15 ms where an input segment is
    * dropped), each followed by a pause of `mergePause` times its duration, so the merge takes about a tenth
    * of the time while it runs and never holds a turn for a whole merge (0.4 s of work at 100,000 entries).
-   * Growth by a tenth keeps the rewriting to about ten times each entry's own indexing, spread over time.
+   * Merging each time the table has doubled rewrites each entry's index data about twice over the store's life
+   * (each merge rewrites what the ones before it wrote: a geometric series). Merging at every tenth of growth
+   * rewrote it about eleven times and bought nothing under chat traffic: the turns' own batches bring the
+   * index back to 13–19 segments within a few hundred turns, so a search costs the same either way, and the merges
+   * were about 100 µs of CPU a turn at 100,000 entries (docs/memory.md).
    */
   const indexMerge: { mergedAtRowId: number | undefined; running: boolean } = {
     mergedAtRowId: undefined,
     running: false,
   };
-  const mergeGrowth = 0.1;
+  const mergeGrowth = 1;
   const mergeMinRows = 1_000;
   const mergePages = 16;
   const mergePause = 9;

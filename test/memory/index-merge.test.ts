@@ -1,41 +1,62 @@
-import { expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLtmStore } from '../../src/memory/ltm-store.js';
-import { describeEachDatabase } from '../helpers/databases.js';
+import type { SqlDatabase } from '../../src/store/index.js';
+import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
+
+type Memory = ReturnType<typeof createHarness>['memory'];
+
+/**
+ * `batches` transactions of 60 turns from turn `from` on, each indexed before the next (a store of its own
+ * brings the index up to date): a segment each on SQLite.
+ */
+async function writeTurns(db: SqlDatabase, memory: Memory, from: number, batches: number): Promise<void> {
+  for (let batch = from / 60; batch < from / 60 + batches; batch++) {
+    await createLtmStore(db, { sqliteVec: false }).indexPending();
+    await memory.appendBatch(
+      sessionRef(batch % 2 ? 'ops' : 'main'),
+      Array.from({ length: 60 }, (_, index) => {
+        const turn = batch * 60 + index;
+        return {
+          role: index % 2 ? ('assistant' as const) : ('user' as const),
+          content:
+            turn % 97 === 0
+              ? `the zeppelin hangar note ${turn}`
+              : turn % 13 === 0
+                ? `hangar inventory ${turn}`
+                : `filler turn ${turn} about lanterns`,
+        };
+      }),
+    );
+  }
+}
+
+/**
+ * 1,200 turns written 60 per transaction, past the 1,000 rows a merge waits for: 20 segments on SQLite, of
+ * which FTS5's own automerge leaves several.
+ */
+async function seed(db: SqlDatabase): Promise<Memory> {
+  const harness = createHarness(db, { config: { maxActiveEntries: 16 } });
+  await writeTurns(db, harness.memory, 0, 20);
+  return harness.memory;
+}
+
+/** Recalls once (which notes the index's size), then waits up to `waitMs` for the index to be one segment. */
+async function segmentsAfterSearch(db: SqlDatabase, memory: Memory, waitMs: number): Promise<number> {
+  const ltm = createLtmStore(db, { sqliteVec: false });
+  await memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:ask', query: 'zeppelin' });
+  const deadline = Date.now() + waitMs;
+  while ((await ltm.indexSegments()) > 1 && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  return ltm.indexSegments();
+}
 
 // Every batch the full-text index takes leaves its own FTS5 segment, and every term lookup reads each
 // segment: the SQLite full-text index is merged into one, in the background once it has grown, and search
 // results do not depend on how it is split.
 describeEachDatabase('merging the full-text index', (getDb) => {
-  /**
-   * 1,200 turns written 60 per transaction, each indexed before the next (a store of its own brings the
-   * index up to date), past the 1,000 rows a merge waits for: 20 segments on SQLite, of which FTS5's own
-   * automerge leaves several.
-   */
-  const seed = async () => {
-    const harness = createHarness(getDb(), { config: { maxActiveEntries: 16 } });
-    for (let batch = 0; batch < 20; batch++) {
-      await createLtmStore(getDb(), { sqliteVec: false }).indexPending();
-      await harness.memory.appendBatch(
-        sessionRef(batch % 2 ? 'ops' : 'main'),
-        Array.from({ length: 60 }, (_, index) => {
-          const turn = batch * 60 + index;
-          return {
-            role: index % 2 ? ('assistant' as const) : ('user' as const),
-            content:
-              turn % 97 === 0
-                ? `the zeppelin hangar note ${turn}`
-                : turn % 13 === 0
-                  ? `hangar inventory ${turn}`
-                  : `filler turn ${turn} about lanterns`,
-          };
-        }),
-      );
-    }
-    return harness.memory;
-  };
   const queries = ['zeppelin hangar', 'hangar inventory', 'lanterns zeppelin', 'filler'];
-  const answers = async (memory: Awaited<ReturnType<typeof seed>>) =>
+  const answers = async (memory: Memory) =>
     Promise.all(
       queries.map(async (query) => ({
         hits: (await memory.search({ agentId: 'alpha', query, limit: 10, maxScoredRows: 100 })).map(
@@ -46,7 +67,7 @@ describeEachDatabase('merging the full-text index', (getDb) => {
     );
 
   it('merges into one segment, and searches answer the same before and after', async () => {
-    const memory = await seed();
+    const memory = await seed(getDb());
     const ltm = createLtmStore(getDb(), { sqliteVec: false });
     const sqlite = getDb().dialect === 'sqlite';
     const segments = await ltm.indexSegments();
@@ -60,7 +81,7 @@ describeEachDatabase('merging the full-text index', (getDb) => {
   });
 
   it('merges in the background once a search sees that the index has grown', async () => {
-    const memory = await seed();
+    const memory = await seed(getDb());
     const ltm = createLtmStore(getDb(), { sqliteVec: false });
     if (getDb().dialect !== 'sqlite') {
       await memory.search({ agentId: 'alpha', query: 'zeppelin', maxScoredRows: 100 });
@@ -76,10 +97,42 @@ describeEachDatabase('merging the full-text index', (getDb) => {
     while ((await ltm.indexSegments()) > 1 && Date.now() < deadline)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(await ltm.indexSegments()).toBe(1);
-    // New writes add segments again; under a tenth of growth they stay until the next merge.
+    // New writes add segments again; until the table has doubled they stay until the next merge.
     await memory.appendBatch(sessionRef('main'), [{ role: 'user', content: 'a zeppelin again' }]);
     await memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:ask', query: 'zeppelin' });
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await ltm.indexSegments()).toBe(2);
+  });
+});
+
+// Postgres's GIN indexes have no segments to merge (above): this part is SQLite's alone.
+describe('merging the full-text index again [sqlite]', () => {
+  let db: SqlDatabase;
+  beforeEach(async () => {
+    db = await openTestDatabase('sqlite');
+  });
+  afterEach(async () => {
+    await db.close();
+  });
+  const highestRowId = async () =>
+    Number((await db.get<{ id: number }>('SELECT max(id) AS id FROM memory_entries'))?.id);
+  const writeUntil = async (memory: Memory, from: number, rowId: number) => {
+    let written = from;
+    while ((await highestRowId()) < rowId) {
+      await writeTurns(db, memory, written, 1);
+      written += 60;
+    }
+    return written;
+  };
+
+  it('merges again once the table has doubled since the last merge, not at every tenth of growth', async () => {
+    const memory = await seed(db);
+    expect(await segmentsAfterSearch(db, memory, 5_000)).toBe(1);
+    const mergedAt = await highestRowId();
+    // Three quarters of the table's size again, in segments of their own: well past a tenth, short of doubling.
+    const written = await writeUntil(memory, 1_200, mergedAt * 1.75);
+    expect(await segmentsAfterSearch(db, memory, 300)).toBeGreaterThan(1);
+    await writeUntil(memory, written, mergedAt * 2 + 1);
+    expect(await segmentsAfterSearch(db, memory, 5_000)).toBe(1);
   });
 });
