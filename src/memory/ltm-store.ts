@@ -949,7 +949,7 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * (each merge rewrites what the ones before it wrote: a geometric series). Merging at every tenth of growth
    * rewrote it about eleven times and bought nothing under chat traffic: the turns' own batches bring the
    * index back to 13–19 segments within a few hundred turns, so a search costs the same either way, and the merges
-   * were about 100 µs of CPU a turn at 100,000 entries (docs/memory.md).
+   * cost 70–90 µs of CPU a turn at 100,000 entries (docs/memory.md).
    */
   const indexMerge: { mergedAtRowId: number | undefined; running: boolean } = {
     mergedAtRowId: undefined,
