@@ -940,16 +940,16 @@ export function createLtmStore(db: SqlDatabase, options: { sqliteVec: boolean })
    * Keeping the SQLite full-text index merged. Every transaction that inserts entries leaves a new FTS5
    * segment, and FTS5's own automerge keeps up to three per level, so a grown index has 6–20 segments; a term
    * lookup reads each one (about 90 µs over the 6 segments of 100,000 bulk-written entries against 15 µs over
-   * one). Once the table has grown by `mergeGrowth` times its size at the last merge (at least `mergeMinRows` rows), and
-   * on a process's first search, the whole index is merged into one segment in the background: steps of
+   * one). Once the table has grown by `mergeGrowth` times its size at the last merge (at least `mergeMinRows`
+   * rows), and on a process's first search, the whole index is merged into one segment in the background: steps of
    * `mergePages` pages (about 1.5 ms each at 100,000 entries, a few up to 15 ms where an input segment is
    * dropped), each followed by a pause of `mergePause` times its duration, so the merge takes about a tenth
    * of the time while it runs and never holds a turn for a whole merge (0.4 s of work at 100,000 entries).
    * Merging each time the table has doubled rewrites each entry's index data about twice over the store's life
    * (each merge rewrites what the ones before it wrote: a geometric series). Merging at every tenth of growth
    * rewrote it about eleven times and bought nothing under chat traffic: the turns' own batches bring the
-   * index back to 13–19 segments within a few hundred turns, so a search costs the same either way, and the merges
-   * cost 70–90 µs of CPU a turn at 100,000 entries (docs/memory.md).
+   * index back to 13–19 segments within a few hundred turns, so a search costs the same either way, and the
+   * merges cost 70–90 µs of CPU a turn at 100,000 entries (docs/memory.md).
    */
   const indexMerge: { mergedAtRowId: number | undefined; running: boolean } = {
     mergedAtRowId: undefined,

@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLtmStore } from '../../src/memory/ltm-store.js';
 import type { SqlDatabase } from '../../src/store/index.js';
-import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
+import { describeEachDatabase, useMigratedSqliteFile } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
 type Memory = ReturnType<typeof createHarness>['memory'];
@@ -41,10 +41,13 @@ async function seed(db: SqlDatabase): Promise<Memory> {
   return harness.memory;
 }
 
-/** Recalls once (which notes the index's size), then waits up to `waitMs` for the index to be one segment. */
-async function segmentsAfterSearch(db: SqlDatabase, memory: Memory, waitMs: number): Promise<number> {
+/** Automatic recall of "zeppelin": a search under a row budget, which notes the index's size. */
+const recallZeppelin = (memory: Memory) =>
+  memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:ask', query: 'zeppelin' });
+
+/** The index's segments once it is one, or after `waitMs` (a background merge takes some time). */
+async function segmentsWithin(db: SqlDatabase, waitMs: number): Promise<number> {
   const ltm = createLtmStore(db, { sqliteVec: false });
-  await memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:ask', query: 'zeppelin' });
   const deadline = Date.now() + waitMs;
   while ((await ltm.indexSegments()) > 1 && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -91,15 +94,12 @@ describeEachDatabase('merging the full-text index', (getDb) => {
     const segments = await ltm.indexSegments();
     expect(segments).toBeGreaterThan(1);
     // The store's first search under a row budget starts the merge; the search itself does not wait for it.
-    await memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:ask', query: 'zeppelin' });
+    await recallZeppelin(memory);
     expect(await ltm.indexSegments()).toBe(segments);
-    const deadline = Date.now() + 5_000;
-    while ((await ltm.indexSegments()) > 1 && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(await ltm.indexSegments()).toBe(1);
+    expect(await segmentsWithin(getDb(), 5_000)).toBe(1);
     // New writes add segments again; until the table has doubled they stay until the next merge.
     await memory.appendBatch(sessionRef('main'), [{ role: 'user', content: 'a zeppelin again' }]);
-    await memory.recallForPrompt({ agentId: 'alpha', sessionKey: 'agent:alpha:ask', query: 'zeppelin' });
+    await recallZeppelin(memory);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await ltm.indexSegments()).toBe(2);
   });
@@ -107,32 +107,29 @@ describeEachDatabase('merging the full-text index', (getDb) => {
 
 // Postgres's GIN indexes have no segments to merge (above): this part is SQLite's alone.
 describe('merging the full-text index again [sqlite]', () => {
-  let db: SqlDatabase;
-  beforeEach(async () => {
-    db = await openTestDatabase('sqlite');
-  });
-  afterEach(async () => {
-    await db.close();
-  });
+  const file = useMigratedSqliteFile('agentd-index-merge-');
   const highestRowId = async () =>
-    Number((await db.get<{ id: number }>('SELECT max(id) AS id FROM memory_entries'))?.id);
+    Number((await file.db().get<{ id: number }>('SELECT max(id) AS id FROM memory_entries'))?.id);
   const writeUntil = async (memory: Memory, from: number, rowId: number) => {
     let written = from;
     while ((await highestRowId()) < rowId) {
-      await writeTurns(db, memory, written, 1);
+      await writeTurns(file.db(), memory, written, 1);
       written += 60;
     }
     return written;
   };
 
   it('merges again once the table has doubled since the last merge, not at every tenth of growth', async () => {
-    const memory = await seed(db);
-    expect(await segmentsAfterSearch(db, memory, 5_000)).toBe(1);
+    const memory = await seed(file.db());
+    await recallZeppelin(memory);
+    expect(await segmentsWithin(file.db(), 5_000)).toBe(1);
     const mergedAt = await highestRowId();
     // Three quarters of the table's size again, in segments of their own: well past a tenth, short of doubling.
     const written = await writeUntil(memory, 1_200, mergedAt * 1.75);
-    expect(await segmentsAfterSearch(db, memory, 300)).toBeGreaterThan(1);
+    await recallZeppelin(memory);
+    expect(await segmentsWithin(file.db(), 300)).toBeGreaterThan(1);
     await writeUntil(memory, written, mergedAt * 2 + 1);
-    expect(await segmentsAfterSearch(db, memory, 5_000)).toBe(1);
+    await recallZeppelin(memory);
+    expect(await segmentsWithin(file.db(), 5_000)).toBe(1);
   });
 });
