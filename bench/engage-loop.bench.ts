@@ -226,10 +226,15 @@ export async function durableAgentdContender(scenario: Scenario): Promise<Durabl
   };
 }
 
-/** One call the store made on better-sqlite3: `exec` (BEGIN, COMMIT, SAVEPOINT …) or a statement's method. */
+/**
+ * One call the store made on better-sqlite3: a transaction's control (BEGIN, COMMIT, SAVEPOINT …, run by
+ * `exec` or as a prepared statement) or a statement's method.
+ */
 type RecordedSql =
-  | { method: 'exec'; sql: string }
+  | { method: 'control'; sql: string }
   | { method: 'run' | 'get' | 'all'; sql: string; params: unknown[] };
+
+const transactionControl = /^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/;
 
 /**
  * The WAL's last valid frame, from the header of the WAL index (`-shm`; `mxFrame`, bytes 16–19, in the
@@ -283,14 +288,16 @@ async function recordDriverCalls(
   for (const method of ['run', 'get', 'all'] as const) {
     const original = originals[method];
     statementProto[method] = function (this: Database.Statement, ...params: unknown[]) {
-      current.push({ method, sql: this.source, params });
+      const control = transactionControl.test(this.source);
+      current.push(control ? { method: 'control', sql: this.source } : { method, sql: this.source, params });
       const result = original.apply(this, params);
-      if (!this.database.inTransaction && !this.readonly) committed(this.source.includes('work_ledger'));
+      if (control ? this.source === 'COMMIT' : !this.database.inTransaction && !this.readonly)
+        committed(this.source.includes('work_ledger'));
       return result;
     };
   }
   databaseProto.exec = function (this: Database.Database, sql: string) {
-    current.push({ method: 'exec', sql });
+    current.push({ method: 'control', sql });
     const result = originals.exec.call(this, sql);
     if (sql === 'COMMIT') committed(false);
     return result;
@@ -349,7 +356,7 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
       return statement;
     };
     // Prepared before timing, as the store's statement cache holds them in steady state.
-    for (const run of recorded) for (const call of run) if (call.method !== 'exec') statementOf(call.sql);
+    for (const run of recorded) for (const call of run) statementOf(call.sql);
     // What each replayed commit took (a transaction from BEGIN to COMMIT, or one autocommitted statement),
     // split by what it wrote: the ledger, or the transcript (memory).
     let ledgerUs = 0;
@@ -363,13 +370,13 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
       let inTransaction = false;
       let ledger = false;
       for (const call of run) {
-        if (call.method === 'exec') {
+        if (call.method === 'control') {
           if (call.sql.startsWith('BEGIN')) {
             began = performance.now();
             inTransaction = true;
             ledger = false;
           }
-          floor.exec(call.sql);
+          statementOf(call.sql).run();
           if (call.sql === 'COMMIT') {
             inTransaction = false;
             if (ledger) ledgerUs += (performance.now() - began) * 1000;
@@ -419,7 +426,7 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
     let commits = 0;
     let open = false;
     for (const call of recorded[0]!) {
-      if (call.method === 'exec') {
+      if (call.method === 'control') {
         if (call.sql.startsWith('BEGIN')) open = true;
         if (call.sql === 'COMMIT') {
           open = false;
@@ -428,7 +435,7 @@ export async function durableFloor(contender: DurableContender, rounds: number, 
       } else if (!open && !/^\s*SELECT/i.test(call.sql)) commits++;
     }
     const ledgerCommits = recorded[0]!.filter(
-      (call) => call.method !== 'exec' && call.sql.startsWith('INSERT INTO work_ledger ('),
+      (call) => call.method !== 'control' && call.sql.startsWith('INSERT INTO work_ledger ('),
     ).length;
     return {
       durableUs: median(durableUs),

@@ -4,17 +4,52 @@
  * therefore cannot be written directly; use `jsonb_exists(…)` instead.)
  */
 export function rewritePlaceholders(sql: string): string {
+  const offsets = placeholderOffsets(sql);
+  if (offsets.length === 0) return sql;
   let out = '';
-  let index = 0;
-  let next = 1;
   let copiedUpTo = 0;
+  for (const [position, offset] of offsets.entries()) {
+    out += `${sql.slice(copiedUpTo, offset)}$${position + 1}`;
+    copiedUpTo = offset + 1;
+  }
+  return out + sql.slice(copiedUpTo);
+}
+
+const endsWithLimitKeyword = /(?:^|[^A-Za-z0-9_$])LIMIT\s*$/i;
+
+/**
+ * SQLite only: each `LIMIT ?` written as `LIMIT CAST(? AS INTEGER)`. Since SQLite 3.47 the planner reads a
+ * bound LIMIT as the constant it holds, and so marks the statement to be compiled again whenever that
+ * parameter is bound: a prepared statement with `LIMIT ?` is parsed and planned anew on every run (3–4 µs a
+ * run in a tight loop, more inside a chat turn). A cast is not a plain parameter to the planner, which then
+ * plans the statement once, as SQLite before 3.47 did every `LIMIT ?`; the value is read when the statement
+ * runs. (The `LIMIT offset, count` form is not used here, so only the placeholder right after LIMIT is
+ * concerned.)
+ */
+export function withLimitsReadAtRun(sql: string): string {
+  let out = '';
+  let copiedUpTo = 0;
+  for (const offset of placeholderOffsets(sql)) {
+    if (!endsWithLimitKeyword.test(sql.slice(Math.max(0, offset - 64), offset))) continue;
+    out += `${sql.slice(copiedUpTo, offset)}CAST(? AS INTEGER)`;
+    copiedUpTo = offset + 1;
+  }
+  return copiedUpTo === 0 ? sql : out + sql.slice(copiedUpTo);
+}
+
+/**
+ * Where a statement's `?` placeholders are: question marks inside string literals, quoted identifiers,
+ * dollar-quoted bodies and comments are not placeholders.
+ */
+function placeholderOffsets(sql: string): number[] {
+  const offsets: number[] = [];
+  let index = 0;
   const length = sql.length;
   while (index < length) {
     const char = sql[index]!;
     if (char === '?') {
-      out += `${sql.slice(copiedUpTo, index)}$${next++}`;
+      offsets.push(index);
       index++;
-      copiedUpTo = index;
     } else if (char === "'" || char === '"') {
       index = skipQuoted(sql, index, char);
     } else if (char === '-' && sql[index + 1] === '-') {
@@ -29,7 +64,7 @@ export function rewritePlaceholders(sql: string): string {
       index++;
     }
   }
-  return next === 1 ? sql : out + sql.slice(copiedUpTo);
+  return offsets;
 }
 
 /** Returns the index after the closing quote; a doubled quote is an escaped quote. */

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { Logger } from '../util/index.js';
 import { createFifoLock, ErrorCodes, retrying, SystemError, silentLogger } from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
+import { withLimitsReadAtRun } from './placeholders.js';
 import { isSqliteBusy, isSqliteUnavailable } from './sql-errors.js';
 import {
   createTransactionScope,
@@ -176,6 +177,12 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     throw error;
   }
 
+  // Prepared once: `exec` parses and plans its text on every call, and a chat turn begins and commits two
+  // transactions.
+  const beginStatement = driver.prepare('BEGIN IMMEDIATE');
+  const commitStatement = driver.prepare('COMMIT');
+  const rollbackStatement = driver.prepare('ROLLBACK');
+
   const location = persistent ? options.path : ':memory:';
   /** Disk full and I/O errors become a retryable STORE_UNAVAILABLE; SQL errors keep the driver's error. */
   const translate = (error: unknown): unknown =>
@@ -226,11 +233,11 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   /** COMMITs the open SQLite transaction: undefined, or the failure, with the transaction rolled back. */
   const commitNow = (): unknown => {
     try {
-      driver.exec('COMMIT');
+      commitStatement.run();
       walSyncer?.written();
       return undefined;
     } catch (error) {
-      if (driver.inTransaction) driver.exec('ROLLBACK');
+      if (driver.inTransaction) rollbackStatement.run();
       return translate(error);
     }
   };
@@ -276,7 +283,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   const statement = (sql: string): Database.Statement => {
     let prepared = statements.get(sql);
     if (prepared === undefined) {
-      prepared = driver.prepare(sql);
+      prepared = driver.prepare(withLimitsReadAtRun(sql));
       if (statements.size >= statementCacheSize) statements.delete(statements.keys().next().value!);
       statements.set(sql, prepared);
     }
@@ -408,7 +415,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   // Prepared once: `driver.pragma` compiles its statement on every call.
   const dataVersion = driver.prepare('PRAGMA data_version').pluck();
   const beginImmediate = (): void => {
-    driver.exec('BEGIN IMMEDIATE');
+    beginStatement.run();
   };
 
   return {
@@ -461,7 +468,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
           try {
             result = await runTransactionWork(scope, ambient, work, executorFor(scope));
           } catch (error) {
-            if (driver.inTransaction) driver.exec('ROLLBACK');
+            if (driver.inTransaction) rollbackStatement.run();
             throw error;
           }
         }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rewritePlaceholders } from '../../src/store/placeholders.js';
+import { rewritePlaceholders, withLimitsReadAtRun } from '../../src/store/placeholders.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 
 describeEachDatabase('SqlDatabase', (getDb) => {
@@ -120,6 +120,25 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     await expect(leaked!.get('SELECT 1 AS one')).rejects.toThrow(/after its transaction ended/);
   });
 
+  it('applies the LIMIT bound on each run of the same statement', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE numbers (n INTEGER NOT NULL)');
+    await db.run('INSERT INTO numbers (n) VALUES (1), (2), (3), (4), (5)');
+    const firstOf = async (limit: number) =>
+      (await db.all<{ n: number }>('SELECT n FROM numbers ORDER BY n LIMIT ?', [limit])).map((row) => row.n);
+    expect(await firstOf(3)).toEqual([1, 2, 3]);
+    expect(await firstOf(1)).toEqual([1]);
+    expect(await firstOf(0)).toEqual([]);
+    expect(await firstOf(4)).toEqual([1, 2, 3, 4]);
+    const page = await db.all<{ n: number }>('SELECT n FROM numbers ORDER BY n LIMIT ? OFFSET ?', [2, 3]);
+    expect(page.map((row) => row.n)).toEqual([4, 5]);
+    const counted = await db.get<{ c: number }>(
+      'SELECT count(*) AS c FROM (SELECT n FROM numbers WHERE n > ? LIMIT ?) m',
+      [1, 2],
+    );
+    expect(Number(counted?.c)).toBe(2);
+  });
+
   it('keeps statements from outside a transaction out of it until it ends', async () => {
     const db = getDb();
     await db.run('CREATE TABLE t (v TEXT)');
@@ -175,5 +194,27 @@ describe('rewritePlaceholders', () => {
     ).toBe('SELECT \'?\', "a?", $1 -- what?\n, $2 /* ? */ , $$ ? $$, $tag$ ? $tag$, $3');
     expect(rewritePlaceholders("SELECT 'it''s ?', ?")).toBe("SELECT 'it''s ?', $1");
     expect(rewritePlaceholders('SELECT 1')).toBe('SELECT 1');
+  });
+});
+
+describe('withLimitsReadAtRun', () => {
+  it('casts the placeholder right after each LIMIT and leaves every other one alone', () => {
+    expect(withLimitsReadAtRun('SELECT a FROM t WHERE b = ? LIMIT ?')).toBe(
+      'SELECT a FROM t WHERE b = ? LIMIT CAST(? AS INTEGER)',
+    );
+    expect(
+      withLimitsReadAtRun(
+        'SELECT count(*) FROM (SELECT 1 FROM f WHERE f MATCH ? limit\n  ?) m LIMIT ? OFFSET ?',
+      ),
+    ).toBe(
+      'SELECT count(*) FROM (SELECT 1 FROM f WHERE f MATCH ? limit\n  CAST(? AS INTEGER)) m LIMIT CAST(? AS INTEGER) OFFSET ?',
+    );
+    expect(withLimitsReadAtRun('SELECT \'LIMIT ?\', "LIMIT ?" -- LIMIT ?\n/* LIMIT ? */ FROM t')).toBe(
+      'SELECT \'LIMIT ?\', "LIMIT ?" -- LIMIT ?\n/* LIMIT ? */ FROM t',
+    );
+    expect(withLimitsReadAtRun('SELECT a FROM t WHERE row_limit ? OR nolimit = ?')).toBe(
+      'SELECT a FROM t WHERE row_limit ? OR nolimit = ?',
+    );
+    expect(withLimitsReadAtRun('SELECT a FROM t LIMIT 5')).toBe('SELECT a FROM t LIMIT 5');
   });
 });

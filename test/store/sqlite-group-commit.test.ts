@@ -1,25 +1,40 @@
 import { readdirSync, readlinkSync } from 'node:fs';
+import type { Statement } from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteDatabase, type SqliteDatabase } from '../../src/store/index.js';
 import { temporarySqliteFile } from '../helpers/databases.js';
 
+/** COMMITs run on each connection since `commitsOf` was first called for it. */
+const commitCounts = new WeakMap<object, number>();
+
+/** Counts the COMMITs `database` runs from here on: runs of its prepared COMMIT statement. */
+function commitsOf(database: SqliteDatabase): () => number {
+  const statements = Object.getPrototypeOf(database.driver.prepare('SELECT 1')) as Statement;
+  if (!vi.isMockFunction(statements.run)) {
+    const run = statements.run;
+    vi.spyOn(statements, 'run').mockImplementation(function (this: Statement, ...params: unknown[]) {
+      if (this.source === 'COMMIT')
+        commitCounts.set(this.database, (commitCounts.get(this.database) ?? 0) + 1);
+      return run.apply(this, params);
+    });
+  }
+  commitCounts.set(database.driver, 0);
+  return () => commitCounts.get(database.driver) ?? 0;
+}
+
 describe('SQLite group commit', () => {
   let file: ReturnType<typeof temporarySqliteFile>;
   let db: SqliteDatabase;
-  let commits: number;
+  let commits: () => number;
 
   beforeEach(async () => {
     file = temporarySqliteFile('agentd-group-commit-');
     db = createSqliteDatabase({ path: file.path });
     await db.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)');
-    commits = 0;
-    const exec = db.driver.exec.bind(db.driver);
-    db.driver.exec = (sql: string) => {
-      if (sql === 'COMMIT') commits++;
-      return exec(sql);
-    };
+    commits = commitsOf(db);
   });
   afterEach(async () => {
+    vi.restoreAllMocks();
     await db.close();
     file.remove();
   });
@@ -49,7 +64,7 @@ describe('SQLite group commit', () => {
           return value;
         });
     expect(await Promise.all(['a', 'b', 'c', 'd'].map(write))).toEqual(['a', 'b', 'c', 'd']);
-    expect(commits).toBe(1);
+    expect(commits()).toBe(1);
     expect(settledBeforeCommit).toEqual([]);
     expect(committedRows()).toEqual(['a', 'b', 'c', 'd']);
   });
@@ -63,7 +78,7 @@ describe('SQLite group commit', () => {
     await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
     expect(turnEnded).toBe(false);
     expect(committedRows()).toEqual(['a']);
-    expect(commits).toBe(1);
+    expect(commits()).toBe(1);
   });
 
   it('lets transactions started by later callbacks of the same event-loop turn join one commit', async () => {
@@ -74,9 +89,9 @@ describe('SQLite group commit', () => {
       new Promise<unknown>((resolve) => setImmediate(() => resolve(insert(v))));
     const later = [inLaterCallback('b'), inLaterCallback('c'), inLaterCallback('d')];
     await insert('a');
-    expect(commits).toBe(1);
+    expect(commits()).toBe(1);
     await Promise.all(later);
-    expect(commits).toBe(2);
+    expect(commits()).toBe(2);
     expect(committedRows()).toEqual(['a', 'b', 'c', 'd']);
   });
 
@@ -97,16 +112,11 @@ describe('SQLite group commit', () => {
     const ram = createSqliteDatabase({ path: ':memory:' });
     try {
       await ram.run('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
-      let ramCommits = 0;
-      const exec = ram.driver.exec.bind(ram.driver);
-      ram.driver.exec = (sql: string) => {
-        if (sql === 'COMMIT') ramCommits++;
-        return exec(sql);
-      };
+      const ramCommits = commitsOf(ram);
       const insert = (v: string) => ram.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]));
       const later = new Promise<unknown>((resolve) => setImmediate(() => resolve(insert('b'))));
       await Promise.all([insert('a'), later]);
-      expect(ramCommits).toBe(2);
+      expect(ramCommits()).toBe(2);
     } finally {
       await ram.close();
     }
@@ -116,7 +126,7 @@ describe('SQLite group commit', () => {
     await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['a']));
     expect(committedRows()).toEqual(['a']);
     await db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', ['b']));
-    expect(commits).toBe(2);
+    expect(commits()).toBe(2);
   });
 
   it("commits under a test's fake timers too", async () => {
@@ -171,22 +181,17 @@ describe('SQLite group commit', () => {
     ]);
     await grouped;
     expect(committedRows()).toEqual(['a', 'plain', 'b']);
-    expect(commits).toBe(2);
+    expect(commits()).toBe(2);
   });
 
   it('commits each on its own with maxGroupCommit 1', async () => {
     await db.close();
     db = createSqliteDatabase({ path: file.path, maxGroupCommit: 1 });
-    commits = 0;
-    const exec = db.driver.exec.bind(db.driver);
-    db.driver.exec = (sql: string) => {
-      if (sql === 'COMMIT') commits++;
-      return exec(sql);
-    };
+    commits = commitsOf(db);
     await Promise.all(
       ['a', 'b', 'c'].map((v) => db.transaction((tx) => tx.run('INSERT INTO t (v) VALUES (?)', [v]))),
     );
-    expect(commits).toBe(3);
+    expect(commits()).toBe(3);
   });
 
   it.runIf(process.platform === 'linux')(
@@ -216,7 +221,7 @@ describe('SQLite group commit', () => {
           during = deletedFilesOpen();
         }),
       ]);
-      expect(commits).toBe(2);
+      expect(commits()).toBe(2);
       expect(during).toBe(before);
       expect(committedRows().filter((v) => v.endsWith('!'))).toHaveLength(401);
     },
