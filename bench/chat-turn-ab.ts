@@ -11,15 +11,18 @@
 // schema of that database, vacuumed and analysed after its warm-up (the machine's Postgres may run without
 // autovacuum) and dropped at the end. With --paced <turns/s> the clients offer that rate together
 // (bench/chat-turn-driver.ts's pacedLoop) instead of the closed loop: a change's effect at a given load.
+// With --idle-sessions N each server first holds N idle sessions of two turns each (its clients gone), as a
+// server does after a busy hour: what a turn costs with many sessions loaded.
 // Not a benchmark module (`npm run bench` does not run it):
 //   git worktree add /tmp/before <rev> && ln -s "$PWD/node_modules" /tmp/before/node_modules \
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
 //   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]
-//     [--paced 1500] [--postgres postgres://root@127.0.0.1:5432/test]
+//     [--paced 1500] [--idle-sessions 1000] [--postgres postgres://root@127.0.0.1:5432/test]
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import {
+  fillIdleSessions,
   interleavedRoundsOf,
   type RoundFigures,
   roundMeansBy,
@@ -37,13 +40,14 @@ const roundMs = Number(takeFlag(args, '--round-ms') ?? 400);
 const clients = Number(takeFlag(args, '--clients') ?? 1);
 const paced = takeFlag(args, '--paced');
 const postgresUrl = takeFlag(args, '--postgres');
+const idleSessions = Number(takeFlag(args, '--idle-sessions') ?? 0);
 const roundWarmupMs = 300;
 /** Each server first serves 10 clients this long, as the benchmark's do, so its code is optimised. */
 const serverWarmupMs = 12_000;
 const trees = args.map((tree) => resolve(tree));
 if (trees.length < 2) {
   console.error(
-    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--paced <turns/s>] [--postgres <url>]',
+    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--paced <turns/s>] [--idle-sessions <n>] [--postgres <url>]',
   );
   process.exit(2);
 }
@@ -74,6 +78,8 @@ for (let copy = 0; copy < processes; copy++) {
       ...(schema ? { env: { AGENTD_BENCH_DATABASE_URL: schema.url } } : {}),
     });
     await warmUp(target, serverWarmupMs);
+    if (idleSessions > 0)
+      await fillIdleSessions(target, { sessions: idleSessions, turnsPerSession: 2, clients: 100 });
     await schema?.vacuum();
     targets.push(target);
     treeOf.set(target, index);
@@ -92,7 +98,7 @@ const treeRounds = (index: number, of: (figures: RoundFigures) => number[]) => o
 const firstCpu = treeRounds(0, (own) => own.cpuPerTurnUs);
 const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(
-  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server${paced === undefined ? '' : ` offering ${paced} turns/s`}, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients)${postgresUrl ? ', on Postgres' : ''}:`,
+  `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server${paced === undefined ? '' : ` offering ${paced} turns/s`}, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients${idleSessions > 0 ? `, then holding ${idleSessions} idle sessions of 2 turns` : ''})${postgresUrl ? ', on Postgres' : ''}:`,
 );
 for (const [index, tree] of trees.entries()) {
   const cpu = treeRounds(index, (own) => own.cpuPerTurnUs);

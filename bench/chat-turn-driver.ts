@@ -211,6 +211,32 @@ export async function floorFramesOf(
   };
 }
 
+/**
+ * `sessions` sessions of `target`, each given `turnsPerSession` turns by one of `clients` clients (each client
+ * takes its share of the sessions in turn), then every client gone: a server holding many idle sessions, as
+ * one does after a busy hour. Resolves with the turns sent.
+ */
+export async function fillIdleSessions(
+  target: Pick<Target, 'port'>,
+  options: { sessions: number; turnsPerSession: number; clients: number },
+): Promise<number> {
+  const clients = await connect(target, Math.min(options.clients, options.sessions), 'idle');
+  let turns = 0;
+  await Promise.all(
+    clients.map(async (client, index) => {
+      for (let session = index; session < options.sessions; session += clients.length) {
+        client.sessionKey = `agent:main:${client.name}-s${session}`;
+        for (let turn = 0; turn < options.turnsPerSession; turn++) {
+          await new Promise<void>((resolve) => sendChatTurn(client, () => resolve()));
+          turns++;
+        }
+      }
+    }),
+  );
+  for (const client of clients) client.ws.terminate();
+  return turns;
+}
+
 /** 10 clients on sessions of their own for `durationMs`, so the measured phases time optimised code. */
 export async function warmUp(target: Target, durationMs: number): Promise<void> {
   const warming = await connect(target, 10, 'warm');

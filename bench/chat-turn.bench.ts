@@ -18,10 +18,10 @@ import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { indexDelayMs } from '../src/memory/ltm-store.js';
-import { sendChatTurn as sendTurn } from './chat-client.js';
 import {
   benchToken,
   connect,
+  fillIdleSessions,
   floorFramesOf,
   frameArrivalsUs,
   interleavedRoundsOf,
@@ -204,21 +204,11 @@ async function idleSessionsRss(
   target: Target,
 ): Promise<{ before: NodeJS.MemoryUsage; after: NodeJS.MemoryUsage; turns: number }> {
   const before = await target.memory();
-  const clients = await connect(target, idleClients, 'idle');
-  const perClient = idleSessions / idleClients;
-  let turns = 0;
-  await Promise.all(
-    clients.map(async (client) => {
-      for (let session = 0; session < perClient; session++) {
-        client.sessionKey = `agent:main:${client.name}-s${session}`;
-        for (let turn = 0; turn < idleTurnsPerSession; turn++) {
-          await new Promise<void>((resolve) => sendTurn(client, () => resolve()));
-          turns++;
-        }
-      }
-    }),
-  );
-  for (const client of clients) client.ws.terminate();
+  const turns = await fillIdleSessions(target, {
+    sessions: idleSessions,
+    turnsPerSession: idleTurnsPerSession,
+    clients: idleClients,
+  });
   return { before, after: await target.memory(), turns };
 }
 

@@ -199,8 +199,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     history: (sessionKey, historyOptions) => history(ctx, sessionKey, historyOptions),
     recallForPrompt: (promptOptions) => recallForPrompt(ctx, promptOptions),
     async deleteSessionKey(sessionKey) {
-      for (const ram of [...ctx.sessions.values()]) {
-        if (ram.ref.sessionKey !== sessionKey) continue;
+      for (const ram of ctx.sessions.ofKey(sessionKey).slice()) {
         await ctx.mutex.run(ram.ref.sessionId, async () => {
           ctx.sessions.delete(ram.ref.sessionId);
         });

@@ -20,12 +20,14 @@ import { createLtmStore, type LtmStore, type StoredEntry } from '../ltm-store.js
 import { createSummarizer, type Summarizer } from '../summarizer.js';
 import type { AppendInput, SessionRef } from '../types.js';
 import { embedderFromConfig, loadSqliteVec } from './embedding-indexer.js';
+import { LoadedSessions } from './loaded-sessions.js';
 import type { MemoryServiceOptions } from './types.js';
 import { createWriteRetryState } from './write-retry.js';
 
 /** One loaded session instance: its context in RAM, in the order the model sees it. */
 export interface RamSession {
-  ref: SessionRef;
+  /** Never replaced: the loaded sessions are indexed by its key. */
+  readonly ref: SessionRef;
   /** Active entries and recent tombstones, in context order. */
   entries: StoredEntry[];
   /**
@@ -102,8 +104,8 @@ export interface MemoryContext {
   readonly ltm: LtmStore;
   /** Per-session FIFO lock: every mutation and every load of a session runs under it. */
   readonly mutex: ReturnType<typeof createKeyedMutex>;
-  /** Loaded RAM contexts by session id. */
-  readonly sessions: Map<string, RamSession>;
+  /** Loaded RAM contexts by session id (and by key). */
+  readonly sessions: LoadedSessions;
   /**
    * Appends queued for a session (by id) and not started yet. The limits a released pin held off are then
    * left to the first of them, which evicts in its own commit, instead of costing a commit of their own.
@@ -289,7 +291,7 @@ export function createMemoryContext(options: MemoryServiceOptions): MemoryContex
     logger,
     ltm: createLtmStore(db, vectorSupport),
     mutex: createKeyedMutex(),
-    sessions: new Map(),
+    sessions: new LoadedSessions(),
     appendsWaiting: new Map(),
     maxLoadedEntries: config.maxLoadedEntries,
     summarizer: createSummarizer({

@@ -33,9 +33,8 @@ import { readWithFallback } from './write-retry.js';
 /** Entries of the key accepted while degraded and not written yet: what database reads cannot see. */
 function unwrittenEntries(ctx: MemoryContext, sessionKey: string): StoredEntry[] {
   const found: StoredEntry[] = [];
-  for (const ram of ctx.sessions.values())
-    if (ram.ref.sessionKey === sessionKey)
-      found.push(...ram.entries.filter((entry) => entry.rowId === undefined));
+  for (const ram of ctx.sessions.ofKey(sessionKey))
+    found.push(...ram.entries.filter((entry) => entry.rowId === undefined));
   return found;
 }
 
@@ -445,8 +444,8 @@ export async function history(
         .slice(-limit);
     },
     () =>
-      [...ctx.sessions.values()]
-        .filter((ram) => ram.ref.sessionKey === sessionKey)
+      ctx.sessions
+        .ofKey(sessionKey)
         .flatMap((ram) => ram.entries)
         .filter(
           (entry) =>
@@ -490,10 +489,8 @@ function contextTest(ctx: MemoryContext, sessionKey: string): ContextTest {
   let loaded: RamSession[] | undefined;
   let memoryIds: Set<number> | undefined;
   const loadedContexts = () => {
-    if (loaded === undefined) {
-      loaded = [];
-      for (const ram of ctx.sessions.values()) if (ram.ref.sessionKey === sessionKey) loaded.push(ram);
-    }
+    // A copy: the search awaits the database, and sessions may load or unload meanwhile.
+    loaded ??= ctx.sessions.ofKey(sessionKey).slice();
     return loaded;
   };
   const test = (line: Pick<RecallLine, 'sessionKey' | 'memoryId'> & { storedInContext?: boolean }) => {

@@ -33,6 +33,7 @@ describeEachDatabase('memory snapshots and archiving', (getDb) => {
     expect(result).toMatchObject({ sessionKey: ref.sessionKey, archived: true, entryCount: 1 });
     expect(result.snapshotId).toEqual(expect.any(String));
     expect(ctx.sessions.has(ref.sessionId)).toBe(false);
+    expect(ctx.sessions.ofKey(ref.sessionKey)).toEqual([]);
     expect(await archive(ctx, ref.sessionId, 'again')).toMatchObject({ archived: false, snapshotId: null });
     expect(await archive(ctx, 'never-seen', 'x')).toMatchObject({ sessionKey: null, archived: false });
     const items = await recall(ctx, { agentId: 'alpha' });
