@@ -1,6 +1,7 @@
 // The client side of the chat-turn measurements, shared by bench/chat-turn.bench.ts and bench/chat-turn-ab.ts:
 // a server role forked from a tree's chat-turn.bench.ts and asked over IPC for its CPU, RSS and profiles;
 // closed and paced loops of OpenClaw-protocol clients; and 1-client rounds interleaved across servers.
+import { spawn } from 'node:child_process';
 import { type ChatClient, openChatClient, sendChatTurn } from './chat-client.js';
 import { forkRoleServer } from './runtime-server.js';
 import { median, percentile } from './stats.js';
@@ -235,6 +236,43 @@ export async function fillIdleSessions(
   );
   for (const client of clients) client.ws.terminate();
   return turns;
+}
+
+/**
+ * `clients` closed-loop clients of `target`, timed twice for `measureMs` after a second's settling: untraced
+ * (the server's CPU a turn and turns/s), then with `tracer` running (the command and arguments it returns for
+ * the server's pid: strace, perf), which is stopped with SIGINT and awaited before this resolves.
+ */
+export async function untracedThenTraced(
+  target: Target,
+  options: { clients: number; measureMs: number; prefix: string; tracer: (pid: number) => string[] },
+): Promise<{
+  untraced: { cpuUsPerTurn: number; turnsPerSecond: number };
+  traced: { turns: number; cpuUsPerTurn: number };
+}> {
+  const clients = await connect(target, options.clients, options.prefix);
+  await closedLoop(clients, 1000);
+  const timed = async () => {
+    const cpuBefore = await target.cpu();
+    const run = await closedLoop(clients, options.measureMs);
+    const turns = run.latencies.length;
+    return {
+      turns,
+      cpuUsPerTurn: ((await target.cpu()) - cpuBefore) / turns,
+      turnsPerSecond: (turns * 1000) / run.elapsedMs,
+    };
+  };
+  const untraced = await timed();
+  const [command, ...args] = options.tracer(target.pid);
+  const tracer = spawn(command!, args, { stdio: 'ignore' });
+  const exited = new Promise((resolve) => tracer.once('exit', resolve));
+  // The tracer attaches to every thread before it records; turns before that would go unrecorded.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const traced = await timed();
+  tracer.kill('SIGINT');
+  await exited;
+  for (const client of clients) client.ws.terminate();
+  return { untraced, traced };
 }
 
 /** 10 clients on sessions of their own for `durationMs`, so the measured phases time optimised code. */

@@ -23,12 +23,11 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { takeFlag } from './args.js';
 import {
-  closedLoop,
-  connect,
   fillIdleSessions,
   floorFramesOf,
   startTarget,
   type Target,
+  untracedThenTraced,
   warmUp,
 } from './chat-turn-driver.js';
 import { assertRuntimeBuilt } from './runtime-server.js';
@@ -152,30 +151,28 @@ async function countSamples(dataFile: string): Promise<Pick<Census, 'samples' | 
 }
 
 async function census(target: Target, dataFile: string): Promise<Census> {
-  const clients = await connect(target, clientCount, 'perf');
-  await closedLoop(clients, 1000);
-  const untracedCpuBefore = await target.cpu();
-  const untraced = await closedLoop(clients, measureMs);
-  const untracedCpuUsPerTurn = ((await target.cpu()) - untracedCpuBefore) / untraced.latencies.length;
-  const recorder = spawn(
-    'perf',
-    ['record', '-q', '-g', '-F', String(frequencyHz), '-o', dataFile, '-p', String(target.pid)],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise((resolve) => recorder.once('exit', resolve));
-  // perf attaches to every thread before it samples; turns before that would go uncounted.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const cpuBefore = await target.cpu();
-  const sampled = await closedLoop(clients, measureMs);
-  const cpuUsPerTurn = ((await target.cpu()) - cpuBefore) / sampled.latencies.length;
-  recorder.kill('SIGINT');
-  await exited;
-  for (const client of clients) client.ws.terminate();
+  const { untraced, traced } = await untracedThenTraced(target, {
+    clients: clientCount,
+    measureMs,
+    prefix: 'perf',
+    tracer: (pid) => [
+      'perf',
+      'record',
+      '-q',
+      '-g',
+      '-F',
+      String(frequencyHz),
+      '-o',
+      dataFile,
+      '-p',
+      String(pid),
+    ],
+  });
   return {
     server: target.name,
-    turns: sampled.latencies.length,
-    cpuUsPerTurn,
-    untracedCpuUsPerTurn,
+    turns: traced.turns,
+    cpuUsPerTurn: traced.cpuUsPerTurn,
+    untracedCpuUsPerTurn: untraced.cpuUsPerTurn,
     ...(await countSamples(dataFile)),
   };
 }

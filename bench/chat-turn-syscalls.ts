@@ -8,12 +8,12 @@
 // Needs strace; a diagnostic, not a benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-syscalls.ts [--clients 1] [--warmup-ms 12000] [--measure-ms 4000]
 //     [--postgres postgres://root@127.0.0.1:5432/test]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { takeFlag } from './args.js';
-import { closedLoop, connect, floorFramesOf, startTarget, type Target, warmUp } from './chat-turn-driver.js';
+import { floorFramesOf, startTarget, type Target, untracedThenTraced, warmUp } from './chat-turn-driver.js';
 import { type BenchSchema, freshPostgresSchema } from './postgres-schema.js';
 import { assertRuntimeBuilt } from './runtime-server.js';
 
@@ -50,29 +50,21 @@ function parseSummary(text: string): Map<string, number> {
 }
 
 async function census(target: Target, outDir: string): Promise<Census> {
-  const clients = await connect(target, clientCount, 'syscalls');
-  await closedLoop(clients, 1000);
-  const cpuBefore = await target.cpu();
-  const untraced = await closedLoop(clients, measureMs);
-  const cpuUsPerTurn = ((await target.cpu()) - cpuBefore) / untraced.latencies.length;
   const out = join(outDir, `${target.name}.strace`);
-  const tracer = spawn('strace', ['-c', '-f', '-p', String(target.pid), '-o', out], { stdio: 'ignore' });
-  const exited = new Promise((resolve) => tracer.once('exit', resolve));
-  // strace attaches to every thread before it counts; turns before that would go uncounted.
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const traced = await closedLoop(clients, measureMs);
-  tracer.kill('SIGINT');
-  await exited;
-  for (const client of clients) client.ws.terminate();
-  const turns = traced.latencies.length;
+  const { untraced, traced } = await untracedThenTraced(target, {
+    clients: clientCount,
+    measureMs,
+    prefix: 'syscalls',
+    tracer: (pid) => ['strace', '-c', '-f', '-p', String(pid), '-o', out],
+  });
   const callsPerTurn = new Map(
-    [...parseSummary(readFileSync(out, 'utf8'))].map(([name, calls]) => [name, calls / turns]),
+    [...parseSummary(readFileSync(out, 'utf8'))].map(([name, calls]) => [name, calls / traced.turns]),
   );
   return {
     server: target.name,
-    cpuUsPerTurn,
-    turnsPerSecond: (untraced.latencies.length * 1000) / untraced.elapsedMs,
-    tracedTurns: turns,
+    cpuUsPerTurn: untraced.cpuUsPerTurn,
+    turnsPerSecond: untraced.turnsPerSecond,
+    tracedTurns: traced.turns,
     callsPerTurn,
   };
 }

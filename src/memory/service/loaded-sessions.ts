@@ -65,15 +65,17 @@ export class LoadedSessions {
     return total;
   }
 
-  set(sessionId: string, ram: RamSession): void {
+  /** Loads `ram` under its session id, in place of a context loaded under that id before. */
+  add(ram: RamSession): void {
+    const { sessionId, sessionKey } = ram.ref;
     const previous = this.#byId.get(sessionId);
     if (previous) this.#forget(previous);
     this.#counted.set(ram, ram.entries.length);
     this.#countedTotal += ram.entries.length;
     this.#byId.set(sessionId, ram);
-    const sameKey = this.#byKey.get(ram.ref.sessionKey);
+    const sameKey = this.#byKey.get(sessionKey);
     if (sameKey) sameKey.push(ram);
-    else this.#byKey.set(ram.ref.sessionKey, [ram]);
+    else this.#byKey.set(sessionKey, [ram]);
   }
 
   delete(sessionId: string): boolean {
@@ -84,14 +86,12 @@ export class LoadedSessions {
     return true;
   }
 
+  /** Drops a loaded context from the key index and the count (`add` put it in both; its ref never changes). */
   #forget(ram: RamSession): void {
-    this.#countedTotal -= this.#counted.get(ram) ?? 0;
+    this.#countedTotal -= this.#counted.get(ram)!;
     this.#counted.delete(ram);
-    const sameKey = this.#byKey.get(ram.ref.sessionKey);
-    if (!sameKey) return;
-    const index = sameKey.indexOf(ram);
-    if (index < 0) return;
+    const sameKey = this.#byKey.get(ram.ref.sessionKey)!;
     if (sameKey.length === 1) this.#byKey.delete(ram.ref.sessionKey);
-    else sameKey.splice(index, 1);
+    else sameKey.splice(sameKey.indexOf(ram), 1);
   }
 }

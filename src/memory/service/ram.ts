@@ -285,7 +285,7 @@ export async function ensureLoaded(ctx: MemoryContext, ref: SessionRef): Promise
     storedActiveMs: undefined,
     knowsStoredActive,
   };
-  sessions.set(ref.sessionId, ram);
+  sessions.add(ram);
   unloadLeastRecent(ctx, ram);
   const active = activeOf(ram);
   if (active.length > 0) {

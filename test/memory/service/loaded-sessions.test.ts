@@ -13,11 +13,11 @@ describe('loaded sessions, by id and by key', () => {
   it('finds the contexts of a key among many, in the order they were loaded', () => {
     const loaded = new LoadedSessions();
     for (let index = 0; index < 50; index++)
-      loaded.set(`other-${index}`, contextOf(`other-${index}`, `agent:main:other-${index}`));
+      loaded.add(contextOf(`other-${index}`, `agent:main:other-${index}`));
     const first = contextOf('instance-1', 'agent:main:main');
     const second = contextOf('instance-2', 'agent:main:main');
-    loaded.set('instance-1', first);
-    loaded.set('instance-2', second);
+    loaded.add(first);
+    loaded.add(second);
     expect(loaded.ofKey('agent:main:main')).toEqual([first, second]);
     expect(loaded.ofKey('agent:main:nobody')).toEqual([]);
     expect(loaded.size).toBe(52);
@@ -29,8 +29,8 @@ describe('loaded sessions, by id and by key', () => {
     const loaded = new LoadedSessions();
     const first = contextOf('instance-1', 'agent:main:main');
     const second = contextOf('instance-2', 'agent:main:main');
-    loaded.set('instance-1', first);
-    loaded.set('instance-2', second);
+    loaded.add(first);
+    loaded.add(second);
     expect(loaded.delete('instance-1')).toBe(true);
     expect(loaded.ofKey('agent:main:main')).toEqual([second]);
     expect(loaded.has('instance-1')).toBe(false);
@@ -45,9 +45,9 @@ describe('loaded sessions, by id and by key', () => {
     const loaded = new LoadedSessions();
     const before = contextOf('instance-1', 'agent:main:main');
     const after = contextOf('instance-1', 'agent:main:main');
-    loaded.set('instance-1', before);
-    loaded.set('instance-2', contextOf('instance-2', 'agent:main:other'));
-    loaded.set('instance-1', after);
+    loaded.add(before);
+    loaded.add(contextOf('instance-2', 'agent:main:other'));
+    loaded.add(after);
     expect(loaded.ofKey('agent:main:main')).toEqual([after]);
     // As a Map keeps a key's place when its value is replaced.
     expect([...loaded.values()].map((ram) => ram.ref.sessionId)).toEqual(['instance-1', 'instance-2']);
@@ -58,7 +58,7 @@ describe('loaded sessions, by id and by key', () => {
     const loaded = new LoadedSessions();
     const none = loaded.ofKey('agent:main:main');
     expect(Object.isFrozen(none)).toBe(true);
-    loaded.set('instance-1', contextOf('instance-1', 'agent:main:main'));
+    loaded.add(contextOf('instance-1', 'agent:main:main'));
     expect(none).toEqual([]);
     expect(loaded.ofKey('agent:main:main')).toHaveLength(1);
   });
@@ -68,8 +68,8 @@ describe('loaded sessions, by id and by key', () => {
     const first = contextOf('instance-1', 'agent:main:main');
     const second = contextOf('instance-2', 'agent:main:other');
     first.entries.length = 3;
-    loaded.set('instance-1', first);
-    loaded.set('instance-2', second);
+    loaded.add(first);
+    loaded.add(second);
     expect(loaded.countedEntries).toBe(3);
     second.entries.length = 5;
     // Not counted until asked: the RAM layer recounts a context after it changes it.
