@@ -21,6 +21,10 @@ export interface Target {
   cpu(): Promise<number>;
   /** Starts profiling when `file` is given; the returned function stops and writes the profile. */
   profile(file: string | undefined): Promise<() => Promise<void>>;
+  /** Starts V8's sampling heap profiler; the returned function stops it and writes its profile to `file`. */
+  sampleHeap(file: string): Promise<() => Promise<void>>;
+  /** The server's standard output, when started with `stdout: 'pipe'`. */
+  stdout: NodeJS.ReadableStream | null;
   stop(): Promise<void>;
 }
 
@@ -30,6 +34,7 @@ export async function startTarget(options: {
   role: string;
   name?: string;
   env?: Record<string, string>;
+  stdout?: 'inherit' | 'pipe';
 }): Promise<Target> {
   const { child, port } = await forkRoleServer({
     moduleUrl: options.moduleUrl,
@@ -37,9 +42,17 @@ export async function startTarget(options: {
     role: options.role,
     env: options.env ?? {},
     execArgv: ['--import', 'tsx', '--expose-gc'],
+    ...(options.stdout ? { stdout: options.stdout } : {}),
   });
   const ask = <Value = number>(
-    type: 'rss' | 'memory' | 'cpu' | 'profile-start' | 'profile-stop',
+    type:
+      | 'rss'
+      | 'memory'
+      | 'cpu'
+      | 'profile-start'
+      | 'profile-stop'
+      | 'heap-sampling-start'
+      | 'heap-sampling-stop',
     file?: string,
   ) =>
     new Promise<Value>((resolve) => {
@@ -64,6 +77,13 @@ export async function startTarget(options: {
         if (file) await ask('profile-stop', file);
       };
     },
+    sampleHeap: async (file) => {
+      await ask('heap-sampling-start');
+      return async () => {
+        await ask('heap-sampling-stop', file);
+      };
+    },
+    stdout: child.stdout,
     stop: () =>
       new Promise<void>((resolve) => {
         child.removeAllListeners('exit');

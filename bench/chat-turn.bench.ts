@@ -17,6 +17,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { cpus, loadavg, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { indexDelayMs } from '../src/memory/ltm-store.js';
 import {
   benchToken,
@@ -98,6 +99,9 @@ type ServerName = 'echo' | 'durable-floor' | 'sqlite' | 'postgres';
 
 if (role) {
   const gc = (globalThis as { gc?: () => void }).gc;
+  // V8 flags for a diagnostic (bench/chat-turn-gc.ts traces the collector), set before the server starts.
+  for (const flag of process.env.AGENTD_BENCH_V8_FLAGS?.split(' ').filter(Boolean) ?? [])
+    setFlagsFromString(flag);
   let stopRuntime: (() => Promise<void>) | undefined;
   let port: number;
   if (role === 'echo' || role === 'durable-floor') {
@@ -128,6 +132,22 @@ if (role) {
       profiler.disconnect();
       writeFileSync(message.file!, JSON.stringify(profile));
       process.send!({ type: 'profile-stop', value: 0 });
+    }
+    // What a window's allocations left for a full collection to free, or still hold, by allocation site.
+    if (message.type === 'heap-sampling-start') {
+      profiler.connect();
+      await profiler.post('HeapProfiler.enable');
+      await profiler.post('HeapProfiler.startSampling', {
+        samplingInterval: 256,
+        includeObjectsCollectedByMajorGC: true,
+      });
+      process.send!({ type: 'heap-sampling-start', value: 0 });
+    }
+    if (message.type === 'heap-sampling-stop') {
+      const { profile } = await profiler.post('HeapProfiler.stopSampling');
+      profiler.disconnect();
+      writeFileSync(message.file!, JSON.stringify(profile));
+      process.send!({ type: 'heap-sampling-stop', value: 0 });
     }
     if (message.type === 'rss') {
       gc?.();

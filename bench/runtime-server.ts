@@ -83,11 +83,13 @@ export async function forkRoleServer(options: {
   role: string;
   env?: Record<string, string>;
   execArgv?: string[];
+  /** 'pipe': the server's standard output is read from `child.stdout` (what V8's tracing flags print). */
+  stdout?: 'inherit' | 'pipe';
 }): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(new URL(options.moduleUrl), [], {
     execArgv: options.execArgv ?? ['--import', 'tsx'],
     env: { ...process.env, [options.roleVariable]: options.role, ...options.env },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', options.stdout ?? 'inherit', 'inherit', 'ipc'],
   });
   const ready = await new Promise<{ port: number }>((resolve, reject) => {
     child.once('error', reject);

@@ -13,6 +13,7 @@ import {
   ErrorCodes,
   LazyAbortController,
   type Logger,
+  StringDictionary,
   silentLogger,
   systemClock,
   UserInputError,
@@ -280,7 +281,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     finished: new Map(),
     waiters: new Map(),
     running: new Set(),
-    unsettledTurns: new Map(),
+    unsettledTurns: new StringDictionary(),
   };
   const { lanes, live, finished, waiters } = ctx;
 

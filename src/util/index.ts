@@ -43,4 +43,5 @@ export {
   type Semaphore,
 } from './semaphore.js';
 export { createSignalWatchers, type SignalWatchers } from './signal-watchers.js';
+export { StringDictionary } from './string-dictionary.js';
 export { disableAllocationSitePretenuring } from './v8-tuning.js';

@@ -1,3 +1,5 @@
+import { StringDictionary } from './string-dictionary.js';
+
 /** A counting semaphore: bounds concurrency of async work. FIFO fairness. */
 export interface Semaphore {
   acquire(signal?: AbortSignal): Promise<() => void>;
@@ -117,7 +119,7 @@ export function createKeyedMutex(): {
   run<T>(key: string, task: () => Promise<T>): Promise<T>;
   isLocked(key: string): boolean;
 } {
-  const locks = new Map<string, FifoLock>();
+  const locks = new StringDictionary<FifoLock>();
   const start = <T>(key: string, lock: FifoLock, task: () => Promise<T>): Promise<T> => {
     let result: Promise<T>;
     try {

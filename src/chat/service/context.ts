@@ -1,4 +1,10 @@
-import type { Clock, createKeyedMutex, LazyAbortController, Logger } from '../../util/index.js';
+import type {
+  Clock,
+  createKeyedMutex,
+  LazyAbortController,
+  Logger,
+  StringDictionary,
+} from '../../util/index.js';
 import type { AutoRecall } from '../auto-recall.js';
 import type { ChatRunRecord, CreateChatServiceOptions } from '../chat-service.js';
 
@@ -33,5 +39,5 @@ export interface ChatContext {
   /** Runs marked running in the inbox, to be marked ended once their turn is over. */
   readonly running: Set<string>;
   /** Turns per session key that are queued or running and not settled yet. */
-  readonly unsettledTurns: Map<string, number>;
+  readonly unsettledTurns: StringDictionary<number>;
 }

@@ -10,6 +10,7 @@ import {
   formatZodIssues,
   type IdGenerator,
   type Logger,
+  StringDictionary,
   silentLogger,
   systemClock,
   UserInputError,
@@ -110,7 +111,7 @@ export interface MemoryContext {
    * Appends queued for a session (by id) and not started yet. The limits a released pin held off are then
    * left to the first of them, which evicts in its own commit, instead of costing a commit of their own.
    */
-  readonly appendsWaiting: Map<string, number>;
+  readonly appendsWaiting: StringDictionary<number>;
   /**
    * RAM entries (active and tombstones, over all loaded sessions) past which loading a session unloads the
    * least recently active idle ones; they reload from the database when used again.
@@ -292,7 +293,7 @@ export function createMemoryContext(options: MemoryServiceOptions): MemoryContex
     ltm: createLtmStore(db, vectorSupport),
     mutex: createKeyedMutex(),
     sessions: new LoadedSessions(),
-    appendsWaiting: new Map(),
+    appendsWaiting: new StringDictionary(),
     maxLoadedEntries: config.maxLoadedEntries,
     summarizer: createSummarizer({
       model: options.model,

@@ -26,12 +26,28 @@ function utcDate(timeMs: number): string {
   return date;
 }
 
-/** A memory as one line of the prompt block: its address, day and speaker, its text on one line and cut. */
+/**
+ * A memory as one line of the prompt block: its address, day and speaker, its text on one line and cut. The
+ * line is joined, not concatenated: a template literal leaves a chain of nine cons strings (and the content
+ * it ends with), which the line cache then keeps in the old generation for as long as the line; a join copies
+ * the pieces into one flat string, which also holds nothing of a longer content it was cut from.
+ */
 export function promptLineOf(line: RecallLine, previewChars: number): PromptLine {
   // Most contents are one line with single spaces: only the others are rewritten (a regex replace copies
   // the whole text, about 1 µs a line).
   const flat = unevenSpace.test(line.content) ? line.content.replace(/\s+/g, ' ') : line.content;
-  const text = `- [${line.sessionKey}#${line.memoryId}, ${utcDate(line.createdAtMs)}] ${line.speaker}: ${truncateText(flat.trim(), previewChars).text}`;
+  const text = [
+    '- [',
+    line.sessionKey,
+    '#',
+    String(line.memoryId),
+    ', ',
+    utcDate(line.createdAtMs),
+    '] ',
+    line.speaker,
+    ': ',
+    truncateText(flat.trim(), previewChars).text,
+  ].join('');
   return { text, tokens: estimateTokens(text) };
 }
 
@@ -150,7 +166,7 @@ export function promptLineCacheSize(ctx: MemoryContext): { lines: number; chars:
   return { lines: cache?.size ?? 0, chars: cache?.chars ?? 0 };
 }
 
-/** An entry to cache. A long content's line is made now, and copied: a cut of a string may keep the whole. */
+/** An entry to cache. A long content's line is made now, so that the cache does not hold the long content. */
 export function cachedPromptLine(
   entry: Omit<RecallLine, 'storedInContext'> & { agentId: string },
   previewChars: number,
@@ -164,10 +180,7 @@ export function cachedPromptLine(
     content: entry.content,
     line: undefined,
   };
-  if (entry.content.length > 2 * previewChars) {
-    const { text, tokens } = linedOf(cached, previewChars);
-    cached.line = { text: Buffer.from(text, 'utf16le').toString('utf16le'), tokens };
-  }
+  if (entry.content.length > 2 * previewChars) linedOf(cached, previewChars);
   return cached;
 }
 

@@ -6,6 +6,7 @@ import {
   createKeyedMutex,
   createManualClock,
   ErrorCodes,
+  StringDictionary,
   SystemError,
   silentLogger,
 } from '../../../src/util/index.js';
@@ -136,7 +137,7 @@ export function fakeContext(
     finished: new Map(),
     waiters: new Map(),
     running: new Set(),
-    unsettledTurns: new Map(),
+    unsettledTurns: new StringDictionary(),
   };
   return { ctx, calls, events, clock };
 }
