@@ -6,8 +6,8 @@
  * null-prototype object is a dictionary that reuses the slots of deleted keys. Its keys are internalized,
  * though: a key it has not seen before is copied into V8's string table, in the old generation, and costs
  * about twice a Map's set, so a collection keyed by an id made fresh for each request (a run id) stays a Map
- * (docs/decisions/0040-recurring-keys-in-dictionaries.md). It does not iterate in insertion order
- * (integer-like keys come first), so it serves only where order does not matter.
+ * (docs/decisions/0040-recurring-keys-in-dictionaries.md). It has no size and no iteration (an object's
+ * keys would not come in insertion order: integer-like keys first); a collection that needs either stays a Map.
  */
 export class StringDictionary<Value extends NonNullable<unknown> | null> {
   readonly #entries: Record<string, Value> = Object.create(null);
