@@ -91,6 +91,13 @@ async function measure(
       `SQLite full-text index: ${segments} segments after ingestion, merged into ${await ltm.indexSegments()} before the queries ` +
         `(ltm.mergeIndex, the background merge's steps without its pauses: ${((performance.now() - started) / 1000).toFixed(1)} s).`,
     );
+    const pragma = async (name: string) =>
+      Number((await db.get<Record<string, number>>(`PRAGMA ${name}`))?.[name]);
+    const fileMb = ((await pragma('page_count')) * (await pragma('page_size'))) / 1e6;
+    notes.push(
+      `SQLite page cache: ${(-(await pragma('cache_size')) / 1024).toFixed(1)} MiB for a file of ${fileMb.toFixed(0)} MB ` +
+        "(a sixteenth of the file, never below the driver's own 16,000 KiB, fitted as commits grow it: docs/storage.md).",
+    );
   }
   const next = random(7);
   const baseline = await plainBm25(db);

@@ -48,6 +48,15 @@ export interface SqliteDatabaseOptions {
    * less durable: commits reach the disk as before, some earlier. Default 50.
    */
   walSyncIntervalMs?: number;
+  /**
+   * The most the page cache may hold (default 64 MiB). The cache is a sixteenth of the file, never less than
+   * the driver's own (16,000 KiB in better-sqlite3's build), refitted at open and every
+   * `cacheFitEveryCommits` commits (default 1,000) as the file grows: a full-text search over a million
+   * memories reads about 30 MB of index and row pages, and each page the cache no longer holds is a system
+   * call (docs/storage.md).
+   */
+  maxCacheBytes?: number;
+  cacheFitEveryCommits?: number;
 }
 
 /** A SqlDatabase on better-sqlite3, with the driver exposed for SQLite-only needs (extensions, backup). */
@@ -137,6 +146,42 @@ function createWalSyncer(walPath: string, intervalMs: number, logger: Logger) {
 }
 
 /**
+ * Keeps the page cache of a database file at a sixteenth of the file, never below the connection's own
+ * (see `maxCacheBytes`). A RAM-only database is its cache: nothing to fit. Reading the page count is a
+ * prepared PRAGMA of a few hundred nanoseconds, once per `cacheFitEveryCommits` commits.
+ */
+function createCacheFitter(
+  driver: Database.Database,
+  persistent: boolean,
+  options: Pick<SqliteDatabaseOptions, 'maxCacheBytes' | 'cacheFitEveryCommits'>,
+): { committed(): void } {
+  if (!persistent) return { committed: () => {} };
+  const maxCacheKib = Math.max(0, Math.floor((options.maxCacheBytes ?? 64 * 1024 * 1024) / 1024));
+  const fitEveryCommits = Math.max(1, Math.floor(options.cacheFitEveryCommits ?? 1_000));
+  const pageCount = driver.prepare('PRAGMA page_count').pluck();
+  const pageKib = (driver.pragma('page_size', { simple: true }) as number) / 1024;
+  // SQLite's cache_size is KiB when negative, pages when positive.
+  const ownCacheSize = driver.pragma('cache_size', { simple: true }) as number;
+  const ownCacheKib = ownCacheSize < 0 ? -ownCacheSize : ownCacheSize * pageKib;
+  let cacheKib = ownCacheKib;
+  let commitsSinceFit = 0;
+  const fitToFile = () => {
+    commitsSinceFit = 0;
+    const fileKib = (pageCount.get() as number) * pageKib;
+    const wanted = Math.min(maxCacheKib, Math.max(ownCacheKib, Math.floor(fileKib / 16)));
+    if (wanted === cacheKib) return;
+    cacheKib = wanted;
+    driver.pragma(`cache_size = -${wanted}`);
+  };
+  fitToFile();
+  return {
+    committed() {
+      if (++commitsSinceFit >= fitEveryCommits) fitToFile();
+    },
+  };
+}
+
+/**
  * Opens a SQLite database: WAL journal, `synchronous=NORMAL` (a committed transaction survives a process
  * crash; only an OS crash or power loss can lose the last commits), foreign keys on, a busy timeout for
  * other processes. Methods are async over the synchronous driver. A transaction holds a FIFO lock for its
@@ -176,6 +221,8 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver.close();
     throw error;
   }
+
+  const fitCache = createCacheFitter(driver, persistent, options);
 
   // Prepared once: `exec` parses and plans its text on every call, and a chat turn begins and commits two
   // transactions.
@@ -235,6 +282,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     try {
       commitStatement.run();
       walSyncer?.written();
+      fitCache.committed();
       return undefined;
     } catch (error) {
       if (driver.inTransaction) rollbackStatement.run();
@@ -292,7 +340,9 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
 
   /** After a statement: one that wrote outside a transaction committed on its own (COMMIT tells the rest). */
   const autocommitted = (prepared: Database.Statement | undefined) => {
-    if (walSyncer !== undefined && !prepared?.readonly && !driver.inTransaction) walSyncer.written();
+    if (!persistent || prepared?.readonly || driver.inTransaction) return;
+    walSyncer?.written();
+    fitCache.committed();
   };
   // A statement that returns no rows yields none, as on Postgres, instead of better-sqlite3's TypeError.
   const allNow = <Row>(sql: string, params?: ReadonlyArray<SqlValue>): Row[] => {
