@@ -167,8 +167,12 @@ async function openPostgres(options: CreateStoreOptions, databaseUrl: string, ba
       cause: error,
     });
   }
+  // The schema the tables are in, which the triggers name in their announcements (migration 0036): stores of
+  // other schemas in the same database announce on the same channel.
+  let ownSchema: string | undefined;
   try {
     await migrate(db, { logger: base, ...(options.migrationsDir ? { dir: options.migrationsDir } : {}) });
+    ownSchema = (await db.get<{ name: string }>('SELECT current_schema() AS name'))?.name;
   } catch (error) {
     await db.close().catch(() => {});
     throw error;
@@ -187,8 +191,9 @@ async function openPostgres(options: CreateStoreOptions, databaseUrl: string, ba
     ...(options.listenReconnectDelayMs === undefined
       ? {}
       : { reconnectDelayMs: options.listenReconnectDelayMs }),
-    onNotification: () => {
-      endsVersion++;
+    // An announcement that names no schema (a trigger from before migration 0036) may be this schema's.
+    onNotification: (schemaOfEnd) => {
+      if (schemaOfEnd === ownSchema || schemaOfEnd === '') endsVersion++;
     },
     onListening: () => {
       endsVersion++;

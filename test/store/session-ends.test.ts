@@ -42,11 +42,11 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
   });
 
   /** A store on the test's schema, once its LISTEN is on (its first read of a version says so). */
-  const open = async (): Promise<{ store: Store; statements: () => number }> => {
+  const open = async (inSchema = schema): Promise<{ store: Store; statements: () => number }> => {
     const store = await createStore({
       stateDir: mkdtempSync(join(tmpdir(), 'agentd-ends-')),
       databaseUrl: url!,
-      schema,
+      schema: inSchema,
       // Long enough for the test to act while the connection is down.
       listenReconnectDelayMs: 5_000,
     });
@@ -157,8 +157,11 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
   it("announces only a session's end: a turn's own updates and an archived row's delete send nothing", async () => {
     const listener = new pg.Client({ connectionString: url! });
     await listener.connect();
+    // Other test files' stores, each on a schema of its own, announce on the same channel at the same time.
     const heard: string[] = [];
-    listener.on('notification', (message) => heard.push(message.channel));
+    listener.on('notification', (message) => {
+      if (message.payload === schema) heard.push(message.channel);
+    });
     await listener.query('LISTEN agentd_session_ends');
     try {
       const { store } = await open();
@@ -175,6 +178,36 @@ describe('SessionStore.activeId on Postgres, with the ends announced', () => {
       expect(heard).toEqual(['agentd_session_ends']);
     } finally {
       await listener.end();
+    }
+  });
+  it("ignores the ends announced by another schema's stores in the same database", async () => {
+    const otherSchema = `${schema}_b`;
+    await admin!.query(`CREATE SCHEMA ${otherSchema}`);
+    const listener = new pg.Client({ connectionString: url! });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
+    await listener.query('LISTEN agentd_session_ends');
+    try {
+      const { store: runtime, statements } = await open();
+      const { store: elsewhere } = await open(otherSchema);
+      const kept = await runtime.sessions.activeId('agent:alpha:main', 'alpha');
+      await elsewhere.sessions.ensureActive('agent:alpha:main', 'alpha');
+      await elsewhere.sessions.archive('agent:alpha:main', 'reset');
+      await vi.waitFor(() => expect(payloads).toContain(otherSchema), { timeout: 5_000, interval: 10 });
+      // The runtime's listener heard the same announcement about when this one did: for the next 300 ms its
+      // kept id still answers, without a read (before migration 0036 every store counted every end).
+      const afterEnd = statements();
+      const until = Date.now() + 300;
+      while (Date.now() < until) {
+        expect(await runtime.sessions.activeId('agent:alpha:main', 'alpha')).toBe(kept);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(statements()).toBe(afterEnd);
+    } finally {
+      await listener.end();
+      await Promise.all(opened.splice(0).map((store) => store.close()));
+      await admin!.query(`DROP SCHEMA IF EXISTS ${otherSchema} CASCADE`);
     }
   });
 });
