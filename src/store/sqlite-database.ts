@@ -50,12 +50,12 @@ export interface SqliteDatabaseOptions {
   walSyncIntervalMs?: number;
   /**
    * The most the page cache may hold (default 64 MiB). The cache is a sixteenth of the file, never less than
-   * the driver's own (16,000 KiB in better-sqlite3's build), refitted at open and every
-   * `cacheFitEveryCommits` commits (default 1,000) as the file grows: a full-text search over a million
-   * memories reads about 30 MB of index and row pages, and each page the cache no longer holds is a system
-   * call (docs/storage.md).
+   * the driver's own (16,000 KiB in better-sqlite3's build): a full-text search over a million memories
+   * needs more index and row pages between searches than 16 MB hold, and each page the cache no longer holds
+   * is a system call (docs/storage.md).
    */
   maxCacheBytes?: number;
+  /** Commits between two fits of the page cache to the file's size (default 1,000); it is also fitted at open. */
   cacheFitEveryCommits?: number;
 }
 
@@ -147,8 +147,8 @@ function createWalSyncer(walPath: string, intervalMs: number, logger: Logger) {
 
 /**
  * Keeps the page cache of a database file at a sixteenth of the file, never below the connection's own
- * (see `maxCacheBytes`). A RAM-only database is its cache: nothing to fit. Reading the page count is a
- * prepared PRAGMA of a few hundred nanoseconds, once per `cacheFitEveryCommits` commits.
+ * (see `maxCacheBytes`). A RAM-only database is its cache: nothing to fit. Reading the page count takes
+ * about 8 µs on a WAL file (a read transaction of its own), once per `cacheFitEveryCommits` commits.
  */
 function createCacheFitter(
   driver: Database.Database,

@@ -191,7 +191,7 @@ async function openPostgres(options: CreateStoreOptions, databaseUrl: string, ba
     ...(options.listenReconnectDelayMs === undefined
       ? {}
       : { reconnectDelayMs: options.listenReconnectDelayMs }),
-    // An announcement that names no schema (a trigger from before migration 0036) may be this schema's.
+    // An announcement that names no schema (migration 0033's trigger, where 0036 has not run) may be this schema's.
     onNotification: (schemaOfEnd) => {
       if (schemaOfEnd === ownSchema || schemaOfEnd === '') endsVersion++;
     },
