@@ -7,6 +7,7 @@ import type {
   ToolChoice,
 } from '@anthropic-ai/sdk/resources/messages';
 import { contextWindowFor } from './context-windows.js';
+import { httpFetch } from './http-fetch.js';
 import { mapUpstream } from './mapped-stream.js';
 import { errorEvent, errorFromSdk } from './provider-errors.js';
 import { lazySdkClient } from './sdk-client.js';
@@ -48,7 +49,7 @@ export function createAnthropicModel(options: AnthropicModelOptions): LanguageMo
           baseURL: options.baseURL ?? anthropicDefaultBaseUrl,
           maxRetries: 0,
           openTelemetry: false,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
+          fetch: options.fetch ?? httpFetch,
           ...(options.headers ? { defaultHeaders: options.headers } : {}),
         }),
     ),

@@ -6,6 +6,7 @@ import type {
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
 import { contextWindowFor } from './context-windows.js';
+import { httpFetch } from './http-fetch.js';
 import { mapUpstream } from './mapped-stream.js';
 import { errorEvent, errorFromSdk } from './provider-errors.js';
 import { lazySdkClient } from './sdk-client.js';
@@ -56,7 +57,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
           organization: null,
           project: null,
           maxRetries: 0,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
+          fetch: options.fetch ?? httpFetch,
           ...(options.headers ? { defaultHeaders: options.headers } : {}),
         }),
     ),
