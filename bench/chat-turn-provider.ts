@@ -5,12 +5,13 @@
 // V8 CPU profile of the server over five more seconds (bench/profile-summary.ts reads it). To compare two
 // trees, run each tree's copy of this file in turn (bench/results/openclaw.md).
 //   npx tsx bench/chat-turn-provider.ts [--local] [--profile /tmp/provider.cpuprofile]
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { takeFlag } from './args.js';
-import { openChatClient, sendChatTurn } from './chat-client.js';
-import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
+import { openChatClient } from './chat-client.js';
+import { closedLoop } from './chat-turn-driver.js';
+import { assertRuntimeBuilt, forkRoleServer, serveRuntime } from './runtime-server.js';
 import { scriptedModelId, serveScriptedModel } from './scripted-model-server.js';
 import { percentile } from './stats.js';
 
@@ -25,7 +26,7 @@ type Reply = { type: string; value: number };
 
 if (role === 'model') {
   const { server } = await serveScriptedModel();
-  process.send!({ type: 'ready', value: (server.address() as { port: number }).port });
+  process.send!({ type: 'ready', port: (server.address() as { port: number }).port });
 } else if (role === 'agentd') {
   const modelUrl = process.env.AGENTD_PROVIDER_BENCH_MODEL_URL;
   const served = await serveRuntime({
@@ -51,20 +52,18 @@ if (role === 'model') {
       void served.stop().finally(() => process.exit(0));
     }
   });
-  process.send!({ type: 'ready', value: served.port });
+  process.send!({ type: 'ready', port: served.port });
 } else {
   assertRuntimeBuilt();
   const args = process.argv.slice(2);
   const profileFile = takeFlag(args, '--profile');
   const local = args.includes('--local');
   const start = (name: string, env: Record<string, string> = {}) =>
-    new Promise<{ child: ChildProcess; port: number }>((resolve, reject) => {
-      const child = fork(new URL(import.meta.url), [], {
-        execArgv: ['--import', 'tsx'],
-        env: { ...process.env, AGENTD_PROVIDER_BENCH_ROLE: name, ...env },
-      });
-      child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
-      child.once('message', (message: Reply) => resolve({ child, port: message.value }));
+    forkRoleServer({
+      moduleUrl: import.meta.url,
+      roleVariable: 'AGENTD_PROVIDER_BENCH_ROLE',
+      role: name,
+      env,
     });
   const ask = (child: ChildProcess, type: string, file?: string) =>
     new Promise<number>((resolve) => {
@@ -82,19 +81,7 @@ if (role === 'model') {
     model ? { AGENTD_PROVIDER_BENCH_MODEL_URL: `http://127.0.0.1:${model.port}/v1` } : {},
   );
   const client = await openChatClient(`ws://127.0.0.1:${agentd.port}`, 'p1', token);
-  const backToBack = (durationMs: number) =>
-    new Promise<number[]>((resolve) => {
-      const latencies: number[] = [];
-      const deadline = performance.now() + durationMs;
-      const next = () => {
-        if (performance.now() >= deadline) return resolve(latencies);
-        sendChatTurn(client, (latency) => {
-          latencies.push(latency);
-          next();
-        });
-      };
-      next();
-    });
+  const backToBack = async (durationMs: number) => (await closedLoop([client], durationMs)).latencies;
   await backToBack(warmupMs);
   console.log(
     `model: ${local ? 'the offline local model' : 'the OpenAI-compatible provider, scripted model'}`,
@@ -115,9 +102,7 @@ if (role === 'model') {
     console.log(`profile: ${profileFile}`);
   }
   client.ws.close();
-  model?.child.removeAllListeners('exit');
   model?.child.kill();
-  agentd.child.removeAllListeners('exit');
   agentd.child.once('exit', () => process.exit(0));
   agentd.child.send({ type: 'stop' });
 }

@@ -21,15 +21,13 @@ const agents = {
   https: new HttpsAgent({ keepAlive: true }),
 };
 
-/** What the SDKs read of an answer: status, headers, and the body as a stream, whole text or JSON. */
+/** What the SDKs read of an answer: status, headers, and the body as a stream, as whole text or as JSON. */
 class StreamedResponse {
   readonly ok: boolean;
   readonly status: number;
   readonly statusText: string;
   readonly headers: Headers;
   readonly redirected: boolean;
-  readonly type = 'basic';
-  bodyUsed = false;
 
   constructor(
     readonly url: string,
@@ -48,7 +46,6 @@ class StreamedResponse {
   }
 
   async text(): Promise<string> {
-    this.bodyUsed = true;
     let text = '';
     const decoder = new TextDecoder();
     for await (const chunk of this.body) text += decoder.decode(chunk as Uint8Array, { stream: true });
@@ -57,14 +54,6 @@ class StreamedResponse {
 
   async json(): Promise<unknown> {
     return JSON.parse(await this.text());
-  }
-
-  async arrayBuffer(): Promise<ArrayBuffer> {
-    this.bodyUsed = true;
-    const chunks: Buffer[] = [];
-    for await (const chunk of this.body) chunks.push(chunk as Buffer);
-    const whole = Buffer.concat(chunks);
-    return whole.buffer.slice(whole.byteOffset, whole.byteOffset + whole.byteLength) as ArrayBuffer;
   }
 }
 
