@@ -3,8 +3,10 @@ import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
+  ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
+import type { Stream } from 'openai/streaming';
 import { contextWindowFor } from './context-windows.js';
 import { httpFetch } from './http-fetch.js';
 import { mapUpstream } from './mapped-stream.js';
@@ -17,6 +19,7 @@ import type {
   ModelStopReason,
   ModelStreamEvent,
   ModelToolCall,
+  ModelToolDefinition,
 } from './spec.js';
 import { parseToolArguments } from './tool-arguments.js';
 
@@ -71,7 +74,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
     doStream: (request, callOptions) =>
       streamChatCompletion(
         sdk.client,
-        buildBody(options.model, request, official),
+        encodeBody(options.model, request, official),
         callOptions,
         options.apiKey,
       ),
@@ -79,9 +82,12 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
   };
 }
 
+/** `chat.completions.create` sends `{ body }` through this path; the body here is already JSON text. */
+const jsonBody = { 'content-type': 'application/json' };
+
 function streamChatCompletion(
   connect: () => Promise<OpenAI>,
-  body: ChatCompletionCreateParamsStreaming,
+  bodyJson: string,
   callOptions: ModelCallOptions,
   apiKey: string | undefined,
 ): AsyncIterableIterator<ModelStreamEvent> {
@@ -92,7 +98,13 @@ function streamChatCompletion(
   let usage: ChatCompletionChunk['usage'];
   let toolCallsSent = false;
   return mapUpstream<ChatCompletionChunk>({
-    open: async () => (await connect()).chat.completions.create(body, { signal }),
+    open: async () =>
+      (await connect()).post<Stream<ChatCompletionChunk>>('/chat/completions', {
+        body: bodyJson,
+        headers: jsonBody,
+        stream: true,
+        signal,
+      }),
     onItem(chunk, emit) {
       if (chunk.usage) usage = chunk.usage;
       const choice = chunk.choices[0];
@@ -171,33 +183,34 @@ function mapFinishReason(reason: string | null, hadToolCalls: boolean): ModelSto
   }
 }
 
-function buildBody(
-  model: string,
-  request: ModelRequest,
-  official: boolean,
-): ChatCompletionCreateParamsStreaming {
-  const body: ChatCompletionCreateParamsStreaming = {
-    model,
-    messages: request.messages.map(toOpenAIMessage),
-    stream: true,
-    stream_options: { include_usage: true },
-  };
+/**
+ * The request body as JSON text, in the key order the SDK's own encoding of the same object has. A chat turn
+ * sends the same tools and, but for the newest, the same messages every time: the JSON of a frozen message
+ * or tool definition (memory's context and the tool registry hand theirs out frozen) is made once and kept,
+ * so a turn does not serialize its whole context again (the tools alone were about 7.5 KiB of nested
+ * objects, a fifth of a provider turn's JavaScript in the SDK).
+ */
+function encodeBody(model: string, request: ModelRequest, official: boolean): string {
+  let json = `{"model":${JSON.stringify(model)},"messages":[`;
+  for (let index = 0; index < request.messages.length; index++) {
+    if (index > 0) json += ',';
+    json += messageJson(request.messages[index]!);
+  }
+  json += '],"stream":true,"stream_options":{"include_usage":true}';
+  const rest: Omit<ChatCompletionCreateParamsStreaming, 'model' | 'messages' | 'stream'> = {};
   if (request.tools?.length) {
-    body.tools = request.tools.map((tool) => ({
-      type: 'function',
-      function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
-    }));
-    if (request.toolChoice) body.tool_choice = toToolChoice(request.toolChoice);
+    json += `,"tools":${toolsJson(request.tools)}`;
+    if (request.toolChoice) rest.tool_choice = toToolChoice(request.toolChoice);
   }
   if (request.maxTokens !== undefined) {
     // The official API wants max_completion_tokens (reasoning models reject max_tokens); most compatible
     // servers only know max_tokens.
-    if (official) body.max_completion_tokens = request.maxTokens;
-    else body.max_tokens = request.maxTokens;
+    if (official) rest.max_completion_tokens = request.maxTokens;
+    else rest.max_tokens = request.maxTokens;
   }
-  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.temperature !== undefined) rest.temperature = request.temperature;
   if (request.responseFormat) {
-    body.response_format = request.responseFormat.schema
+    rest.response_format = request.responseFormat.schema
       ? {
           type: 'json_schema',
           json_schema: {
@@ -207,7 +220,62 @@ function buildBody(
         }
       : { type: 'json_object' };
   }
-  return body;
+  const restJson = JSON.stringify(rest);
+  return restJson === '{}' ? `${json}}` : `${json},${restJson.slice(1)}`;
+}
+
+const messageJsonOf = new WeakMap<ModelRequest['messages'][number], string>();
+const toolJsonOf = new WeakMap<ModelToolDefinition, string>();
+const toolsJsonOf = new WeakMap<readonly ModelToolDefinition[], string>();
+
+/** The last system message's text and its JSON: the prompt is made afresh each turn, mostly the same text. */
+let lastSystem = { content: '', json: '{"role":"system","content":""}' };
+
+function messageJson(message: ModelRequest['messages'][number]): string {
+  const kept = messageJsonOf.get(message);
+  if (kept !== undefined) return kept;
+  if (message.role === 'system') {
+    if (message.content !== lastSystem.content)
+      lastSystem = { content: message.content, json: JSON.stringify(toOpenAIMessage(message)) };
+    return lastSystem.json;
+  }
+  const json = JSON.stringify(toOpenAIMessage(message));
+  if (unchanging(message)) messageJsonOf.set(message, json);
+  return json;
+}
+
+/** Frozen, and so are its tool calls and their arguments: what it encodes to cannot change. */
+function unchanging(message: ModelRequest['messages'][number]): boolean {
+  if (!Object.isFrozen(message)) return false;
+  if (message.role !== 'assistant' || message.toolCalls === undefined) return true;
+  return (
+    Object.isFrozen(message.toolCalls) &&
+    message.toolCalls.every((call) => Object.isFrozen(call) && Object.isFrozen(call.arguments))
+  );
+}
+
+function toolsJson(tools: readonly ModelToolDefinition[]): string {
+  const kept = toolsJsonOf.get(tools);
+  if (kept !== undefined) return kept;
+  let json = '[';
+  let keep = Object.isFrozen(tools);
+  for (let index = 0; index < tools.length; index++) {
+    const tool = tools[index]!;
+    let toolJson = toolJsonOf.get(tool);
+    if (toolJson === undefined) {
+      const encoded: ChatCompletionTool = {
+        type: 'function',
+        function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
+      };
+      toolJson = JSON.stringify(encoded);
+      if (Object.isFrozen(tool) && Object.isFrozen(tool.inputSchema)) toolJsonOf.set(tool, toolJson);
+      else keep = false;
+    }
+    json += index > 0 ? `,${toolJson}` : toolJson;
+  }
+  json += ']';
+  if (keep) toolsJsonOf.set(tools, json);
+  return json;
 }
 
 function toToolChoice(choice: NonNullable<ModelRequest['toolChoice']>): ChatCompletionToolChoiceOption {

@@ -1,4 +1,4 @@
-import { sleep } from '../util/index.js';
+import { deepFreeze, sleep } from '../util/index.js';
 import { abortedError } from './provider-errors.js';
 import type {
   LanguageModel,
@@ -172,12 +172,4 @@ function waitForAbort(signal: AbortSignal | undefined): Promise<never> {
     if (signal.aborted) reject(signal.reason);
     else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
   });
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
 }

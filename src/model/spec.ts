@@ -14,14 +14,22 @@ export interface ModelToolCall {
   arguments: Record<string, unknown>;
 }
 
-/** One message of a conversation in the provider-neutral form every provider maps from. */
+/**
+ * One message of a conversation in the provider-neutral form every provider maps from. A provider may keep
+ * what it encoded of a frozen message (memory's context hands out its messages frozen, tool calls and their
+ * arguments included): freeze only a message that will not change.
+ */
 export type ModelMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string }
   | { role: 'assistant'; content: string; toolCalls?: ModelToolCall[] }
   | { role: 'tool'; toolCallId: string; toolName: string; content: string; isError?: boolean };
 
-/** A tool offered to the model: its name, description and JSON Schema for the arguments. */
+/**
+ * A tool offered to the model: its name, description and JSON Schema for the arguments. A provider may keep
+ * what it encoded of a frozen definition whose schema is frozen (the tool registry hands its definitions out
+ * deeply frozen): freeze only a definition that will not change.
+ */
 export interface ModelToolDefinition {
   name: string;
   description: string;

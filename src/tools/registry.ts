@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ModelToolDefinition } from '../model/index.js';
-import { ErrorCodes, UserInputError } from '../util/index.js';
+import { deepFreeze, ErrorCodes, UserInputError } from '../util/index.js';
 import type { ToolDefinition } from './tool.js';
 
 /** The tools a runtime offers its agents (`runtime.tools`), by name. */
@@ -72,7 +72,12 @@ export function createToolRegistry(
           io: 'input',
           unrepresentable: 'any',
         });
-      definition = { name: tool.name, description: tool.description, inputSchema };
+      // Frozen to the last level, a copy of its own: providers keep the JSON text of frozen definitions.
+      definition = deepFreeze({
+        name: tool.name,
+        description: tool.description,
+        inputSchema: structuredClone(inputSchema),
+      });
       modelDefinitions.set(tool.name, definition);
     }
     return definition;

@@ -1,5 +1,6 @@
 export { type Clock, createManualClock, sleep, systemClock } from './clock.js';
 export { type DecodeJsonOptions, decodeJson, defaultDecodeMaxBytes } from './decode-json.js';
+export { deepFreeze } from './deep-freeze.js';
 export {
   AgentdError,
   type AgentdErrorOptions,

@@ -1,5 +1,5 @@
 import type { BusEventType } from '../bus/index.js';
-import type { Logger } from '../util/index.js';
+import { deepFreeze, type Logger } from '../util/index.js';
 import type { StageRecord } from './task.js';
 
 /** The engine's 18 telemetry event types, plus the scheduler's three. */
@@ -132,14 +132,6 @@ declare module '../bus/events.js' {
     'workflow:task-dequeued': WorkflowBusEventData;
     'workflow:queue-full': WorkflowBusEventData;
   }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-  }
-  return value;
 }
 
 /** A deep, frozen copy: what plugins receive, so nothing they do can reach engine state. */

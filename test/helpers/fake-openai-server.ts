@@ -13,6 +13,8 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** Parsed JSON body (or the raw text when it is not JSON). */
   body: any;
+  /** The body as it arrived. */
+  text: string;
 }
 
 export type ScriptedHttpResponse =
@@ -54,7 +56,13 @@ export async function startScriptedHttpServer(): Promise<ScriptedHttpServer> {
     } catch {
       // Keep the raw text.
     }
-    requests.push({ method: request.method ?? '', path: request.url ?? '', headers: request.headers, body });
+    requests.push({
+      method: request.method ?? '',
+      path: request.url ?? '',
+      headers: request.headers,
+      body,
+      text,
+    });
     for (const waiter of waiters.filter((entry) => requests.length >= entry.count)) {
       waiters.splice(waiters.indexOf(waiter), 1);
       waiter.resolve();

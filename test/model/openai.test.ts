@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { completeModel, streamModel } from '../../src/model/call.js';
 import { createOpenAIModel } from '../../src/model/openai.js';
+import type { ModelMessage } from '../../src/model/spec.js';
+import { deepFreeze } from '../../src/util/index.js';
 import { type FakeOpenAIServer, startFakeOpenAIServer } from '../helpers/fake-openai-server.js';
 import { collect, noWait, hiRequest as request, useFakeServer } from './helpers.js';
 
@@ -88,6 +90,88 @@ describe('openai provider against a fake Chat Completions server', () => {
     expect(body.messages[3]).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'rain' });
     // A custom base URL is treated as an OpenAI-compatible server, which knows max_tokens.
     expect(body.max_tokens).toBe(50);
+  });
+
+  it('sends the body the SDK would encode, and encodes again what was not frozen when it changed', async () => {
+    const tool = Object.freeze({
+      name: 'lookup',
+      description: 'looks "things" up',
+      inputSchema: Object.freeze({
+        type: 'object',
+        properties: Object.freeze({ q: Object.freeze({ type: 'string' }) }),
+      }),
+    });
+    const openTool = {
+      name: 'note',
+      description: 'notes',
+      inputSchema: { type: 'object' } as Record<string, unknown>,
+    };
+    const tools = Object.freeze([tool, openTool]);
+    const history: ModelMessage = deepFreeze({
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'c1', name: 'lookup', arguments: { q: 'x\n"y"' } }],
+    });
+    const open = { role: 'user' as const, content: 'first' };
+    let system = 'line one\nline "two"';
+    const sent = () =>
+      completeModel(model(), {
+        messages: [{ role: 'system', content: system }, history, open],
+        tools,
+        toolChoice: 'required',
+        maxTokens: 64,
+        temperature: 0.5,
+        responseFormat: { type: 'json', schema: { type: 'object' }, name: 'answer' },
+      });
+    server.respond({ type: 'stream', text: ['a'] });
+    server.respond({ type: 'stream', text: ['b'] });
+    server.respond({ type: 'stream', text: ['c'] });
+    await sent();
+    open.content = 'second';
+    openTool.inputSchema = { type: 'object', properties: { text: { type: 'string' } } };
+    await sent();
+    system = 'line three';
+    await sent();
+    const expected = (
+      content: string,
+      noteSchema: Record<string, unknown>,
+      systemText = 'line one\nline "two"',
+    ) =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [
+          { role: 'system', content: systemText },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q":"x\\n\\"y\\""}' } },
+            ],
+          },
+          { role: 'user', content },
+        ],
+        stream: true,
+        stream_options: { include_usage: true },
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'lookup', description: 'looks "things" up', parameters: tool.inputSchema },
+          },
+          { type: 'function', function: { name: 'note', description: 'notes', parameters: noteSchema } },
+        ],
+        tool_choice: 'required',
+        max_tokens: 64,
+        temperature: 0.5,
+        response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' } } },
+      });
+    expect(server.requests[0]!.text).toBe(expected('first', { type: 'object' }));
+    expect(server.requests[1]!.text).toBe(
+      expected('second', { type: 'object', properties: { text: { type: 'string' } } }),
+    );
+    expect(server.requests[2]!.text).toBe(
+      expected('second', { type: 'object', properties: { text: { type: 'string' } } }, 'line three'),
+    );
+    expect(server.requests[1]!.headers['content-type']).toBe('application/json');
   });
 
   it('ends with a stream error when the server sends an error mid-stream, after the text it sent', async () => {

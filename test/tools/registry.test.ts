@@ -67,6 +67,26 @@ describe('tool registry', () => {
     expect(registry.toModelTools().map((tool) => tool.name)).toEqual(['echo']);
   });
 
+  it('hands out definitions frozen to the last level, apart from the schema it was given', () => {
+    const external = {
+      name: 'mcp__calc__add',
+      description: 'adds',
+      input: z.record(z.string(), z.unknown()),
+      inputJsonSchema: { type: 'object', properties: { a: { type: 'number' } } } as Record<string, any>,
+      execute: async () => 'x',
+    };
+    const [definition] = createToolRegistry([external]).toModelTools();
+    // Providers keep the JSON of frozen definitions, so a change to the caller's schema must not reach it.
+    external.inputJsonSchema.properties.a.type = 'string';
+    expect(definition!.inputSchema).toEqual({ type: 'object', properties: { a: { type: 'number' } } });
+    expect(Object.isFrozen(definition)).toBe(true);
+    const properties = definition!.inputSchema.properties as Record<string, Record<string, unknown>>;
+    expect(Object.isFrozen(properties.a)).toBe(true);
+    expect(() => {
+      properties.a!.type = 'string';
+    }).toThrow(TypeError);
+  });
+
   it('hands out one list of every tool and one set of names until a tool is registered or removed', () => {
     const registry = createToolRegistry([echo]);
     const tools = registry.toModelTools();
