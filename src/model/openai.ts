@@ -1,4 +1,4 @@
-import type OpenAI from 'openai';
+import type { APIError, default as OpenAI } from 'openai';
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -6,7 +6,6 @@ import type {
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
-import type { Stream } from 'openai/streaming';
 import { contextWindowFor } from './context-windows.js';
 import { httpFetch } from './http-fetch.js';
 import { mapUpstream } from './mapped-stream.js';
@@ -21,6 +20,7 @@ import type {
   ModelToolCall,
   ModelToolDefinition,
 } from './spec.js';
+import { EventLineTooLongError, serverSentEvents } from './sse.js';
 import { parseToolArguments } from './tool-arguments.js';
 
 export const openAIDefaultBaseUrl = 'https://api.openai.com/v1';
@@ -51,19 +51,19 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
   const baseURL = options.baseURL ?? openAIDefaultBaseUrl;
   const official = baseURL.replace(/\/+$/, '') === openAIDefaultBaseUrl;
   const sdk = lazySdkClient(() =>
-    import('openai').then(
-      ({ default: OpenAISdk }) =>
-        new OpenAISdk({
-          // The SDK refuses to start without a key; compatible servers without auth ignore this placeholder.
-          apiKey: options.apiKey || 'not-needed',
-          baseURL,
-          organization: null,
-          project: null,
-          maxRetries: 0,
-          fetch: options.fetch ?? httpFetch,
-          ...(options.headers ? { defaultHeaders: options.headers } : {}),
-        }),
-    ),
+    import('openai').then(({ default: OpenAISdk, APIError }) => ({
+      client: new OpenAISdk({
+        // The SDK refuses to start without a key; compatible servers without auth ignore this placeholder.
+        apiKey: options.apiKey || 'not-needed',
+        baseURL,
+        organization: null,
+        project: null,
+        maxRetries: 0,
+        fetch: options.fetch ?? httpFetch,
+        ...(options.headers ? { defaultHeaders: options.headers } : {}),
+      }),
+      APIError,
+    })),
   );
   const provider = options.provider ?? 'openai';
   return {
@@ -85,8 +85,14 @@ export function createOpenAIModel(options: OpenAIModelOptions): LanguageModel {
 /** `chat.completions.create` sends `{ body }` through this path; the body here is already JSON text. */
 const jsonBody = { 'content-type': 'application/json' };
 
+/** The SDK's client and its error class, which errors found in a stream are made of. */
+interface Sdk {
+  client: OpenAI;
+  APIError: typeof APIError;
+}
+
 function streamChatCompletion(
-  connect: () => Promise<OpenAI>,
+  connect: () => Promise<Sdk>,
   bodyJson: string,
   callOptions: ModelCallOptions,
   apiKey: string | undefined,
@@ -98,16 +104,18 @@ function streamChatCompletion(
   let usage: ChatCompletionChunk['usage'];
   let toolCallsSent = false;
   return mapUpstream<ChatCompletionChunk>({
-    open: async () =>
-      (await connect()).post<Stream<ChatCompletionChunk>>('/chat/completions', {
-        body: bodyJson,
-        headers: jsonBody,
-        stream: true,
-        signal,
-      }),
+    open: async () => {
+      const { client, APIError } = await connect();
+      // The SDK sends the request and turns an error status into its error; the stream is read here
+      // (`chatCompletionChunks`), as its own `Stream` reads it.
+      const response = await client
+        .post('/chat/completions', { body: bodyJson, headers: jsonBody, stream: true, signal })
+        .asResponse();
+      return chatCompletionChunks(response, APIError);
+    },
     onItem(chunk, emit) {
       if (chunk.usage) usage = chunk.usage;
-      const choice = chunk.choices[0];
+      const choice = chunk.choices?.[0];
       if (choice === undefined) return;
       const delta = choice.delta;
       if (delta?.content) emit({ type: 'text-delta', text: delta.content });
@@ -147,6 +155,59 @@ function streamChatCompletion(
     },
     onError: (error) => errorEvent(errorFromSdk(error, { signal, secret: apiKey })),
   });
+}
+
+/** More tool calls than this in one answer is a server misbehaving, not a model asking. */
+const maxToolCallIndex = 127;
+/** A longer line in the event stream is a server misbehaving: the line is kept in memory until it ends. */
+const maxEventChars = 8 * 1024 * 1024;
+
+/**
+ * The chunks of a Chat Completions event stream, read as the SDK's `Stream` reads them: each event's data
+ * parsed as JSON up to `[DONE]`, the rest of the body drained so that the connection can serve the next
+ * request; a chunk carrying `error` ends it with the SDK's `APIError`, and an abort ends it quietly (the
+ * caller tells an abort from a finished answer by its signal). What the server sends is checked before it
+ * is trusted: JSON objects, choices in a list, tool call fragments in a list with an `index` from 0 to 127,
+ * no line over 8 MiB.
+ */
+async function* chatCompletionChunks(
+  response: Response,
+  APIError: Sdk['APIError'],
+): AsyncGenerator<ChatCompletionChunk, void, undefined> {
+  const misbehaving = (message: string) =>
+    new APIError(undefined, undefined, `The provider's stream is malformed: ${message}`, response.headers);
+  if (!response.body) throw misbehaving('the answer has no body');
+  let done = false;
+  try {
+    for await (const event of serverSentEvents(response.body as AsyncIterable<Uint8Array>, maxEventChars)) {
+      if (done || event.event?.startsWith('thread.')) continue;
+      if (event.data.startsWith('[DONE]')) {
+        done = true;
+        continue;
+      }
+      let chunk: ChatCompletionChunk & { error?: unknown };
+      try {
+        chunk = JSON.parse(event.data);
+      } catch {
+        throw misbehaving('an event is not JSON');
+      }
+      if (chunk?.error) throw new APIError(undefined, chunk.error, undefined, response.headers);
+      if (typeof chunk !== 'object' || chunk === null) throw misbehaving('a chunk is not an object');
+      if (chunk.choices !== undefined && !Array.isArray(chunk.choices))
+        throw misbehaving('`choices` is not a list');
+      const toolCalls = chunk.choices?.[0]?.delta?.tool_calls;
+      if (toolCalls !== undefined && toolCalls !== null) {
+        if (!Array.isArray(toolCalls)) throw misbehaving('`tool_calls` is not a list');
+        for (const fragment of toolCalls)
+          if (!Number.isInteger(fragment?.index) || fragment.index < 0 || fragment.index > maxToolCallIndex)
+            throw misbehaving(`a tool call's index is not an integer from 0 to ${maxToolCallIndex}`);
+      }
+      yield chunk;
+    }
+  } catch (error) {
+    if ((error as { name?: unknown } | null)?.name === 'AbortError') return;
+    throw error instanceof EventLineTooLongError ? misbehaving(error.message) : error;
+  }
 }
 
 function emitToolCalls(

@@ -189,6 +189,51 @@ describe('openai provider against a fake Chat Completions server', () => {
     });
   });
 
+  it('ends with PROVIDER_ERROR, at once, when a hostile server sends chunks of the wrong shape', async () => {
+    const chunk = (delta: unknown) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+    const hostile: Record<string, string> = {
+      // A sparse index of a billion would have the provider walk a billion empty slots.
+      'a tool call index of a billion': chunk({
+        tool_calls: [{ index: 1e9, id: 'x', function: { name: 'f' } }],
+      }),
+      'a negative tool call index': chunk({ tool_calls: [{ index: -1, function: { name: 'f' } }] }),
+      'tool calls that are not a list': chunk({ tool_calls: 5 }),
+      'choices that are not a list': 'data: {"choices":{"0":{}}}\n\n',
+      'a chunk that is not an object': 'data: 42\n\n',
+      'a chunk that is not JSON': 'data: {"choices": [\n\n',
+    };
+    for (const [name, frame] of Object.entries(hostile)) {
+      server.respond({ type: 'frames', frames: [chunk({ content: 'fine' }), frame, 'data: [DONE]\n\n'] });
+      const events = await collect(streamModel(model(), request, { sleep: noWait }));
+      expect(events[0], name).toEqual({ type: 'text-delta', text: 'fine' });
+      expect(events.at(-1), name).toMatchObject({
+        type: 'error',
+        error: { code: 'PROVIDER_ERROR', retryable: false, message: expect.stringContaining('malformed') },
+      });
+    }
+  });
+
+  it('reads each answer to its end, so one kept-alive connection serves the calls one after another', async () => {
+    const ports: number[] = [];
+    for (let call = 0; call < 3; call++)
+      server.respond({
+        type: 'handler',
+        handle: (incoming, response) => {
+          ports.push(incoming.socket.remotePort!);
+          response.writeHead(200, { 'content-type': 'text/event-stream' });
+          // Bytes after [DONE] (a comment) are read too: the body is drained, not dropped.
+          response.end(
+            'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n: done\n\n',
+          );
+        },
+      });
+    const answers = [];
+    for (let call = 0; call < 3; call++) answers.push((await completeModel(model(), request)).text);
+    expect(answers).toEqual(['hi', 'hi', 'hi']);
+    expect(new Set(ports).size).toBe(1);
+  });
+
   it('retries after a 429 and yields the successful stream once', async () => {
     server.respond(
       { type: 'http-error', status: 429, body: { error: { message: 'slow down', type: 'rate_limit' } } },
