@@ -221,7 +221,7 @@ async function run() {
         `Fake OpenAI Chat Completions server (real SSE wire format) on 127.0.0.1 in a worker thread; each stream has ${chunkCount} content chunks plus finish, usage and [DONE].`,
         `Total time: ${throughputRuns} interleaved runs per contender (ABBA order) after ${warmupRuns} warm-up runs each; the server writes every chunk as fast as the socket takes it.`,
         `Latency: ${latencyRuns} interleaved runs per contender, ${chunkCount} chunks each; the server stamps process.hrtime into each chunk and waits ${latencyGapMs} ms between chunks; latency = time the text reaches the caller's loop − stamp.`,
-        "The agentd path is createOpenAIModel (the same SDK underneath) + streamModel with an AbortSignal and a timeout, the way the engage loop calls it; the bare path iterates the SDK's stream and reads delta.content.",
+        "The agentd path is createOpenAIModel + streamModel with an AbortSignal and a timeout, the way the engage loop calls it: the SDK sends the request and agentd reads the event stream (docs/decisions/0044-openai-event-stream-read-by-agentd.md); the bare path iterates the SDK's own stream and reads delta.content.",
         'wall = elapsed time of the whole stream; CPU = process CPU time (user + system, both threads) during it. ratio = agentd median / bare median; (pairs) = median over back-to-back runs of agentd/bare. added overhead % = (ratio − 1) × 100; target under 5%.',
         `The machine is shared (2 cores, other jobs running; load average ${loadavg()[0]!.toFixed(1)} at the end of this run): wall figures include time spent waiting for a core and move by several percent between runs; CPU time is the steadier measure of the work each path does.`,
       ],
