@@ -20,7 +20,7 @@ import type {
   ModelToolCall,
   ModelToolDefinition,
 } from './spec.js';
-import { EventLineTooLongError, serverSentEvents } from './sse.js';
+import { EventTooLongError, serverSentEvents } from './sse.js';
 import { parseToolArguments } from './tool-arguments.js';
 
 export const openAIDefaultBaseUrl = 'https://api.openai.com/v1';
@@ -159,7 +159,7 @@ function streamChatCompletion(
 
 /** More tool calls than this in one answer is a server misbehaving, not a model asking. */
 const maxToolCallIndex = 127;
-/** A longer line in the event stream is a server misbehaving: the line is kept in memory until it ends. */
+/** A longer event in the stream is a server misbehaving: an event is kept in memory until it ends. */
 const maxEventChars = 8 * 1024 * 1024;
 
 /**
@@ -168,7 +168,7 @@ const maxEventChars = 8 * 1024 * 1024;
  * request; a chunk carrying `error` ends it with the SDK's `APIError`, and an abort ends it quietly (the
  * caller tells an abort from a finished answer by its signal). What the server sends is checked before it
  * is trusted: JSON objects, choices in a list, tool call fragments in a list with an `index` from 0 to 127,
- * no line over 8 MiB.
+ * no event over 8 MiB.
  */
 async function* chatCompletionChunks(
   response: Response,
@@ -206,7 +206,7 @@ async function* chatCompletionChunks(
     }
   } catch (error) {
     if ((error as { name?: unknown } | null)?.name === 'AbortError') return;
-    throw error instanceof EventLineTooLongError ? misbehaving(error.message) : error;
+    throw error instanceof EventTooLongError ? misbehaving(error.message) : error;
   }
 }
 

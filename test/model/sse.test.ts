@@ -1,6 +1,6 @@
 import { _iterSSEMessages } from 'openai/core/streaming';
 import { describe, expect, it } from 'vitest';
-import { EventLineTooLongError, type ServerSentEvent, serverSentEvents } from '../../src/model/sse.js';
+import { EventTooLongError, type ServerSentEvent, serverSentEvents } from '../../src/model/sse.js';
 
 const encoder = new TextEncoder();
 
@@ -19,9 +19,9 @@ async function* yieldEach(pieces: Uint8Array[]): AsyncGenerator<Uint8Array> {
   for (const piece of pieces) yield piece;
 }
 
-async function ours(pieces: Uint8Array[], maxLineChars = 1_000_000): Promise<ServerSentEvent[]> {
+async function ours(pieces: Uint8Array[], maxEventChars = 1_000_000): Promise<ServerSentEvent[]> {
   const events: ServerSentEvent[] = [];
-  for await (const event of serverSentEvents(yieldEach(pieces), maxLineChars)) events.push(event);
+  for await (const event of serverSentEvents(yieldEach(pieces), maxEventChars)) events.push(event);
   return events;
 }
 
@@ -77,11 +77,14 @@ describe('server-sent events as the SDKs read them', () => {
     });
   }
 
-  it('stops at a line longer than the limit instead of keeping it in memory', async () => {
+  it('stops at an event longer than the limit instead of keeping it in memory', async () => {
     const endless = encoder.encode(`data: ${'x'.repeat(4_000)}`);
     await expect(ours(piecesOf(endless, [1_000, 2_000, 3_000]), 2_500)).rejects.toBeInstanceOf(
-      EventLineTooLongError,
+      EventTooLongError,
     );
+    // Lines that end, but an event that does not: its data lines count too.
+    const endlessEvent = encoder.encode('data: 0123456789\n'.repeat(400));
+    await expect(ours(piecesOf(endlessEvent, [3_000]), 2_500)).rejects.toBeInstanceOf(EventTooLongError);
     // Under the limit the same line is read once it ends.
     const ended = encoder.encode(`data: ${'x'.repeat(2_000)}\n\n`);
     expect(await ours(piecesOf(ended, [1_000]), 2_500)).toEqual([{ event: null, data: 'x'.repeat(2_000) }]);
