@@ -1,7 +1,7 @@
 // Interleaved A/B of one OpenAI-compatible model call between builds of agentd, in one process: the CPU of
 // `streamModel(createOpenAIModel(...))` from each tree's dist/, sending the request a served chat turn sends
 // (its tools, system prompt and history) to a fake Chat Completions server in a worker thread that answers
-// every call with the same three-chunk stream. The request is taken from the first tree's whole runtime:
+// every call with the same three-chunk stream. The request is taken from this tree's whole runtime:
 // it serves chat turns with that server as its model, which keeps the last body it received; the body's
 // history and tools are then handed to each call frozen, as memory's context and the tool registry hand
 // theirs out, with the system prompt unfrozen and a new user message each call, as a chat turn has them.
@@ -9,11 +9,15 @@
 // between the trees, the order reversed every other round. Not a benchmark module (`npm run bench` does not
 // run it); the trees need dist/ built (see bench/chat-turn-ab.ts for a worktree of an older revision):
 //   npx tsx bench/model-request-ab.ts /tmp/before . [--rounds 12] [--calls 500] [--turns 300]
+
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { ModelMessage, ModelRequest, ModelToolDefinition } from '../src/model/index.js';
 import { deepFreeze } from '../src/util/index.js';
+import { openAIChunk, sseData } from '../test/helpers/fake-openai-server.js';
 import { takeFlag } from './args.js';
 import { sendChatTurn } from './chat-client.js';
 import { connect } from './chat-turn-driver.js';
@@ -25,117 +29,125 @@ const rounds = Number(takeFlag(args, '--rounds') ?? 12);
 const callsPerRound = Number(takeFlag(args, '--calls') ?? 500);
 const capturedTurns = Number(takeFlag(args, '--turns') ?? 300);
 const trees = args.map((tree) => resolve(tree));
-if (trees.length < 2) {
-  console.error('usage: model-request-ab <tree> <tree> [...] [--rounds 12] [--calls 500] [--turns 300]');
-  process.exit(2);
-}
-assertRuntimeBuilt();
 
-const fakeServer = new Worker(
-  `
-const { createServer } = require('node:http');
-const { parentPort } = require('node:worker_threads');
-const chunk = (delta, finish) =>
-  'data: ' + JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'fake-model',
-    choices: [{ index: 0, delta, finish_reason: finish }] }) + '\\n\\n';
-const reply = chunk({ role: 'assistant', content: 'Hello from' }, null) + chunk({ content: ' the model.' }, null) +
-  chunk({}, 'stop') + 'data: [DONE]\\n\\n';
-let lastBody = '';
-const server = createServer((request, response) => {
-  const parts = [];
-  request.on('data', (part) => parts.push(part));
-  request.on('end', () => {
-    lastBody = Buffer.concat(parts).toString('utf8');
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    response.end(reply);
+/** The fake Chat Completions server (this file in a worker thread): a three-chunk answer, the last body kept. */
+function serveFakeModel(): void {
+  const reply = [
+    sseData(openAIChunk({ role: 'assistant', content: 'Hello from' }, null, 'fake-model')),
+    sseData(openAIChunk({ content: ' the model.' }, null, 'fake-model')),
+    sseData(openAIChunk({}, 'stop', 'fake-model')),
+    sseData('[DONE]'),
+  ].join('');
+  let lastBody = '';
+  const server = createServer((request, response) => {
+    const parts: Buffer[] = [];
+    request.on('data', (part: Buffer) => parts.push(part));
+    request.on('end', () => {
+      lastBody = Buffer.concat(parts).toString('utf8');
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(reply);
+    });
   });
-});
-server.keepAliveTimeout = 60_000;
-parentPort.on('message', () => parentPort.postMessage({ lastBody }));
-server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
-`,
-  { eval: true },
-);
-const ask = () =>
-  new Promise<{ port?: number; lastBody?: string }>((done) => fakeServer.once('message', done));
-const { port } = await ask();
-const baseURL = `http://127.0.0.1:${port}/v1`;
-
-// The request a served chat turn sends, after `capturedTurns` turns of one session.
-const served = await serveRuntime({
-  token: 'bench-token',
-  env: { AGENTD_MODEL: 'openai/fake-model', OPENAI_BASE_URL: baseURL },
-});
-const [client] = await connect({ port: served.port }, 1, 'model-request');
-for (let turn = 0; turn < capturedTurns; turn++)
-  await new Promise<void>((done) => sendChatTurn(client!, () => done()));
-client!.ws.terminate();
-await served.stop();
-const answered = ask();
-fakeServer.postMessage('last body');
-const body = JSON.parse((await answered).lastBody!) as {
-  messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
-  tools: Array<{ function: { name: string; description: string; parameters: Record<string, unknown> } }>;
-};
-const tools: readonly ModelToolDefinition[] = deepFreeze(
-  body.tools.map(({ function: tool }) => ({
-    name: tool.name,
-    description: tool.description,
-    inputSchema: tool.parameters,
-  })),
-);
-const [system, ...rest] = body.messages;
-const history = rest.slice(0, -1).map((message) => deepFreeze({ ...message }) as ModelMessage);
-console.log(
-  `request: ${history.length} messages of history, ${tools.length} tools, ${Buffer.byteLength(JSON.stringify(body))} bytes of JSON`,
-);
-
-type ModelModule = typeof import('../src/model/index.js');
-const contenders = await Promise.all(
-  trees.map(async (tree) => {
-    const model = (await import(pathToFileURL(`${tree}/dist/model/index.js`).href)) as ModelModule;
-    return {
-      tree,
-      model: model.createOpenAIModel({ model: 'fake-model', baseURL }),
-      streamModel: model.streamModel,
-    };
-  }),
-);
-let sent = 0;
-const call = async (contender: (typeof contenders)[number]) => {
-  const request: ModelRequest = {
-    messages: [
-      { role: 'system', content: system!.content },
-      ...history,
-      { role: 'user', content: `turn ${++sent}` },
-    ],
-    tools,
-  };
-  for await (const event of contender.streamModel(contender.model, request))
-    if (event.type === 'error') throw new Error(`${contender.tree}: ${event.error.message}`);
-};
-for (const contender of contenders)
-  for (let index = 0; index < 2 * callsPerRound; index++) await call(contender);
-
-const cpuUs = new Map<string, number[]>(trees.map((tree) => [tree, []]));
-for (let round = 0; round < rounds; round++) {
-  for (const contender of round % 2 === 0 ? contenders : [...contenders].reverse()) {
-    const before = process.cpuUsage();
-    for (let index = 0; index < callsPerRound; index++) await call(contender);
-    const used = process.cpuUsage(before);
-    cpuUs.get(contender.tree)!.push((used.user + used.system) / callsPerRound);
-  }
-}
-const [first] = trees;
-console.log(`\n${rounds} rounds of ${callsPerRound} calls a tree; process CPU (both threads) µs a call\n`);
-console.log('| tree | median µs a call | rounds: least–most | ÷ the first tree, median of the rounds |');
-console.log('| --- | ---: | ---: | ---: |');
-for (const tree of trees) {
-  const figures = cpuUs.get(tree)!;
-  const ratios = figures.map((value, round) => value / cpuUs.get(first!)![round]!);
-  console.log(
-    `| ${tree} | ${median(figures).toFixed(0)} | ${Math.min(...figures).toFixed(0)}–${Math.max(...figures).toFixed(0)} | ×${median(ratios).toFixed(3)} |`,
+  server.keepAliveTimeout = 60_000;
+  parentPort!.on('message', () => parentPort!.postMessage({ lastBody }));
+  server.listen(0, '127.0.0.1', () =>
+    parentPort!.postMessage({ port: (server.address() as AddressInfo).port }),
   );
 }
-await fakeServer.terminate();
-process.exit(0);
+
+if (!isMainThread && workerData?.role === 'fake-model') serveFakeModel();
+else await compare();
+
+async function compare(): Promise<void> {
+  if (trees.length < 2) {
+    console.error('usage: model-request-ab <tree> <tree> [...] [--rounds 12] [--calls 500] [--turns 300]');
+    process.exit(2);
+  }
+  assertRuntimeBuilt();
+  // A worker does not inherit tsx's loader, so a small JS bootstrap loads this file through tsx.
+  const bootstrap = `import('tsx/esm/api').then(({ tsImport }) => tsImport(${JSON.stringify(import.meta.url)}, ${JSON.stringify(import.meta.url)}))`;
+  const fakeServer = new Worker(bootstrap, { eval: true, workerData: { role: 'fake-model' } });
+  const ask = () =>
+    new Promise<{ port?: number; lastBody?: string }>((done) => fakeServer.once('message', done));
+  const { port } = await ask();
+  const baseURL = `http://127.0.0.1:${port}/v1`;
+
+  // The request a served chat turn sends, after `capturedTurns` turns of one session.
+  const served = await serveRuntime({
+    token: 'bench-token',
+    env: { AGENTD_MODEL: 'openai/fake-model', OPENAI_BASE_URL: baseURL },
+  });
+  const [client] = await connect({ port: served.port }, 1, 'model-request');
+  for (let turn = 0; turn < capturedTurns; turn++)
+    await new Promise<void>((done) => sendChatTurn(client!, () => done()));
+  client!.ws.terminate();
+  await served.stop();
+  const answered = ask();
+  fakeServer.postMessage('last body');
+  const body = JSON.parse((await answered).lastBody!) as {
+    messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }>;
+    tools: Array<{ function: { name: string; description: string; parameters: Record<string, unknown> } }>;
+  };
+  const tools: readonly ModelToolDefinition[] = deepFreeze(
+    body.tools.map(({ function: tool }) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.parameters,
+    })),
+  );
+  const [system, ...rest] = body.messages;
+  const history = rest.slice(0, -1).map((message) => deepFreeze({ ...message }) as ModelMessage);
+  console.log(
+    `request: ${history.length} messages of history, ${tools.length} tools, ${Buffer.byteLength(JSON.stringify(body))} bytes of JSON`,
+  );
+
+  type ModelModule = typeof import('../src/model/index.js');
+  const contenders = await Promise.all(
+    trees.map(async (tree) => {
+      const model = (await import(pathToFileURL(`${tree}/dist/model/index.js`).href)) as ModelModule;
+      return {
+        tree,
+        model: model.createOpenAIModel({ model: 'fake-model', baseURL }),
+        streamModel: model.streamModel,
+      };
+    }),
+  );
+  let sent = 0;
+  const call = async (contender: (typeof contenders)[number]) => {
+    const request: ModelRequest = {
+      messages: [
+        { role: 'system', content: system!.content },
+        ...history,
+        { role: 'user', content: `turn ${++sent}` },
+      ],
+      tools,
+    };
+    for await (const event of contender.streamModel(contender.model, request))
+      if (event.type === 'error') throw new Error(`${contender.tree}: ${event.error.message}`);
+  };
+  for (const contender of contenders)
+    for (let index = 0; index < 2 * callsPerRound; index++) await call(contender);
+
+  // By position: a tree may be named twice (the method's own noise).
+  const cpuUs = trees.map((): number[] => []);
+  for (let round = 0; round < rounds; round++) {
+    for (const contender of round % 2 === 0 ? contenders : [...contenders].reverse()) {
+      const before = process.cpuUsage();
+      for (let index = 0; index < callsPerRound; index++) await call(contender);
+      const used = process.cpuUsage(before);
+      cpuUs[contenders.indexOf(contender)]!.push((used.user + used.system) / callsPerRound);
+    }
+  }
+  console.log(`\n${rounds} rounds of ${callsPerRound} calls a tree; process CPU (both threads) µs a call\n`);
+  console.log('| tree | median µs a call | rounds: least–most | ÷ the first tree, median of the rounds |');
+  console.log('| --- | ---: | ---: | ---: |');
+  for (const [position, tree] of trees.entries()) {
+    const figures = cpuUs[position]!;
+    const ratios = figures.map((value, round) => value / cpuUs[0]![round]!);
+    console.log(
+      `| ${tree} | ${median(figures).toFixed(0)} | ${Math.min(...figures).toFixed(0)}–${Math.max(...figures).toFixed(0)} | ×${median(ratios).toFixed(3)} |`,
+    );
+  }
+  await fakeServer.terminate();
+  process.exit(0);
+}

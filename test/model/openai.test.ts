@@ -3,7 +3,12 @@ import { completeModel, streamModel } from '../../src/model/call.js';
 import { createOpenAIModel } from '../../src/model/openai.js';
 import type { ModelMessage } from '../../src/model/spec.js';
 import { deepFreeze } from '../../src/util/index.js';
-import { type FakeOpenAIServer, startFakeOpenAIServer } from '../helpers/fake-openai-server.js';
+import {
+  type FakeOpenAIServer,
+  openAIChunk,
+  sseData,
+  startFakeOpenAIServer,
+} from '../helpers/fake-openai-server.js';
 import { collect, noWait, hiRequest as request, useFakeServer } from './helpers.js';
 
 describe('openai provider against a fake Chat Completions server', () => {
@@ -190,8 +195,7 @@ describe('openai provider against a fake Chat Completions server', () => {
   });
 
   it('ends with PROVIDER_ERROR, at once, when a hostile server sends chunks of the wrong shape', async () => {
-    const chunk = (delta: unknown) =>
-      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+    const chunk = (delta: Record<string, unknown>) => sseData(openAIChunk(delta));
     const hostile: Record<string, string> = {
       // A sparse index of a billion would have the provider walk a billion empty slots.
       'a tool call index of a billion': chunk({
