@@ -236,33 +236,45 @@ interface ReadSentence {
 export type SentenceReader = (text: string) => ReadonlyArray<ReadSentence>;
 
 /**
- * Reads a message's sentences and remembers the texts read, the oldest forgotten first once they hold more
- * than `maxChars` characters. A chat turn hands the model its whole context each time, and a question is
- * weighed against every earlier user and system message: read afresh, the words of a full context (an
- * identity prompt, the recalled block, 64 turns) cost about 200 µs a question, almost all of it spent again
- * on the texts the last question read.
+ * Reads a message's sentences and remembers them, by line and by whole text, the oldest forgotten first once
+ * either holds more than `maxChars` characters. A chat turn hands the model its whole context each time, and
+ * a question is weighed against every earlier user and system message: read afresh, the words of a full
+ * context (an identity prompt, the recalled block, 64 turns) cost about 200 µs a question, almost all of it
+ * spent again on the texts the last question read. The system message changes whenever automatic recall
+ * finds other memories, and at a person's pace that is most turns; a sentence never spans a line break
+ * (`splitSentences` splits at each), so a text's sentences are its lines' in order, and such a message reads
+ * only its new lines, not the identity prompt and the memories recalled before.
  */
 export function createSentenceReader(maxChars = 256 * 1024): SentenceReader {
-  const read = new Map<string, ReadonlyArray<ReadSentence>>();
-  let heldChars = 0;
-  return (text) => {
-    const known = read.get(text);
-    if (known !== undefined) return known;
-    const sentences = splitSentences(text).map((sentence) => ({
+  const readLine = boundedMemo(maxChars, (line) =>
+    splitSentences(line).map((sentence) => ({
       text: sentence,
       lowerCased: sentence.toLowerCase(),
       keywords: new Set(keywords(sentence)),
       ownReply: sentence.includes(localModelMarker),
-    }));
-    if (text.length > maxChars) return sentences;
-    for (const oldest of read.keys()) {
+    })),
+  );
+  const readLines = boundedMemo(maxChars, (text) => text.split('\n').flatMap((line) => readLine(line)));
+  return (text) => (text.includes('\n') ? readLines(text) : readLine(text));
+}
+
+/** `compute` remembered for the texts given, at most `maxChars` characters of them, the oldest forgotten first. */
+function boundedMemo<Value>(maxChars: number, compute: (text: string) => Value): (text: string) => Value {
+  const held = new Map<string, Value>();
+  let heldChars = 0;
+  return (text) => {
+    const known = held.get(text);
+    if (known !== undefined) return known;
+    const value = compute(text);
+    if (text.length > maxChars) return value;
+    for (const oldest of held.keys()) {
       if (heldChars + text.length <= maxChars) break;
       heldChars -= oldest.length;
-      read.delete(oldest);
+      held.delete(oldest);
     }
-    read.set(text, sentences);
+    held.set(text, value);
     heldChars += text.length;
-    return sentences;
+    return value;
   };
 }
 

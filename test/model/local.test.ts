@@ -11,6 +11,7 @@ import {
   planTasks,
   realModelHowTo,
 } from '../../src/model/local.js';
+import { keywords, splitSentences } from '../../src/model/local-text.js';
 import type { ModelRequest, ModelStreamEvent } from '../../src/model/spec.js';
 
 const model = createLocalModel();
@@ -73,6 +74,69 @@ describe('local model: chat', () => {
     expect(again).toEqual(sentences);
     const long = 'x'.repeat(41);
     expect(read(long)).not.toBe(read(long));
+  });
+
+  it('reads a text as its lines: the same sentences as the whole text read at once, for any text', () => {
+    // Pieces that meet the sentence splitter's edges: end marks, runs of spaces of several kinds, CR, LF.
+    const pieces = [
+      'Alpha',
+      'beta',
+      'é',
+      '42',
+      ' ',
+      '  ',
+      '.',
+      '!',
+      '?',
+      '\n',
+      '\n\n',
+      '\r',
+      '\t',
+      '\u00a0',
+      '\u2028',
+      localModelMarker,
+    ];
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const read = createSentenceReader(4_096);
+    const direct = (text: string) =>
+      splitSentences(text).map((sentence) => [
+        sentence,
+        [...new Set(keywords(sentence))],
+        sentence.includes(localModelMarker),
+      ]);
+    for (let index = 0; index < 3_000; index++) {
+      const text = Array.from(
+        { length: 1 + Math.floor(next() * 24) },
+        () => pieces[Math.floor(next() * pieces.length)],
+      ).join('');
+      const sentences = read(text).map((sentence) => [
+        sentence.text,
+        [...sentence.keywords],
+        sentence.ownReply,
+      ]);
+      expect(sentences, JSON.stringify(text)).toEqual(direct(text));
+    }
+  });
+
+  it('reads a system prompt whose recalled block changed only for its new lines', () => {
+    const read = createSentenceReader();
+    const identity = 'You are Ada. You keep notes.\nBe brief.';
+    const before = read(`${identity}\n\nRelevant memories:\n- The vault key is blue.`);
+    const after = read(`${identity}\n\nRelevant memories:\n- The boat is red.`);
+    expect(after.map((sentence) => sentence.text)).toEqual([
+      'You are Ada.',
+      'You keep notes.',
+      'Be brief.',
+      'Relevant memories:',
+      '- The boat is red.',
+    ]);
+    // The lines both prompts share were read once: the same sentences, not equal copies.
+    for (let index = 0; index < 4; index++) expect(after[index]).toBe(before[index]);
+    expect(after[4]).not.toBe(before[4]);
   });
 
   it('says it does not know when nothing matches, and acknowledges statements', async () => {
