@@ -246,34 +246,47 @@ export type SentenceReader = (text: string) => ReadonlyArray<ReadSentence>;
  * only its new lines, not the identity prompt and the memories recalled before.
  */
 export function createSentenceReader(maxChars = 256 * 1024): SentenceReader {
-  const readLine = boundedMemo(maxChars, (line) =>
-    splitSentences(line).map((sentence) => ({
-      text: sentence,
-      lowerCased: sentence.toLowerCase(),
-      keywords: new Set(keywords(sentence)),
-      ownReply: sentence.includes(localModelMarker),
-    })),
+  const readLine = boundedMemo(
+    maxChars,
+    (line) =>
+      splitSentences(line).map((sentence) => ({
+        text: sentence,
+        lowerCased: sentence.toLowerCase(),
+        keywords: new Set(keywords(sentence)),
+        ownReply: sentence.includes(localModelMarker),
+      })),
+    // A line `split` cut from a text is a slice that keeps the whole text alive: a remembered 20-character
+    // line of a 100 KB message would hold the message long after the memo of texts let it go.
+    (line) => JSON.parse(JSON.stringify(line)) as string,
   );
   const readLines = boundedMemo(maxChars, (text) => text.split('\n').flatMap((line) => readLine(line)));
   return (text) => (text.includes('\n') ? readLines(text) : readLine(text));
 }
 
-/** `compute` remembered for the texts given, at most `maxChars` characters of them, the oldest forgotten first. */
-function boundedMemo<Value>(maxChars: number, compute: (text: string) => Value): (text: string) => Value {
+/**
+ * `compute` remembered for the texts given, at most `maxChars` characters of them, the oldest forgotten first;
+ * a text is remembered (and computed) as `keep` gives it.
+ */
+function boundedMemo<Value>(
+  maxChars: number,
+  compute: (text: string) => Value,
+  keep: (text: string) => string = (text) => text,
+): (text: string) => Value {
   const held = new Map<string, Value>();
   let heldChars = 0;
   return (text) => {
     const known = held.get(text);
     if (known !== undefined) return known;
-    const value = compute(text);
-    if (text.length > maxChars) return value;
+    if (text.length > maxChars) return compute(text);
+    const kept = keep(text);
+    const value = compute(kept);
     for (const oldest of held.keys()) {
-      if (heldChars + text.length <= maxChars) break;
+      if (heldChars + kept.length <= maxChars) break;
       heldChars -= oldest.length;
       held.delete(oldest);
     }
-    held.set(text, value);
-    heldChars += text.length;
+    held.set(kept, value);
+    heldChars += kept.length;
     return value;
   };
 }

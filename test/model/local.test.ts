@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { completeModel, streamModel } from '../../src/model/call.js';
@@ -137,6 +139,21 @@ describe('local model: chat', () => {
     // The lines both prompts share were read once: the same sentences, not equal copies.
     for (let index = 0; index < 4; index++) expect(after[index]).toBe(before[index]);
     expect(after[4]).not.toBe(before[4]);
+  });
+
+  it('keeps no long message alive through a line it remembers', () => {
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const read = createSentenceReader();
+    const common = 'A line every message shares.\n'.repeat(3_500);
+    collect();
+    const before = process.memoryUsage().heapUsed;
+    // 300 messages of 100 KB, each with one line of its own: only that line is new to the reader.
+    for (let index = 0; index < 300; index++) read(`${common}Line number ${index} of its own.`);
+    collect();
+    const grownBytes = process.memoryUsage().heapUsed - before;
+    // The lines and the newest texts within the reader's 2 x 256 K characters; the 30 MB of messages gone.
+    expect(grownBytes).toBeLessThan(8 * 1024 * 1024);
   });
 
   it('says it does not know when nothing matches, and acknowledges statements', async () => {
