@@ -7,7 +7,9 @@
 // One client, in a process of its own, sends questions shaped like the recall benchmark's ("what did we say
 // about <topic> and <word> <word>?"), one turn after another. Rounds alternate recall on and off (off:
 // `memory.recallForPrompt` answers '' at once), the same number of turns each: per round the server's CPU a
-// turn and the turns' p50; per call of the search inside the turns its wall and CPU time. Then the same
+// turn and the turns' p50; per call of the search inside the turns its wall and CPU time. A third arm in each
+// round times the search only after the work the turn had queued before it (the continuations of the message's
+// acknowledgement, which otherwise run at the search's awaits, inside its window). Then the same
 // calls for the same session alone in a tight loop, in the same process, as the recall benchmark's "alone".
 // --statements also times each SQLite call the searches inside the turns make, by statement.
 // A diagnostic, not a benchmark module (`npm run bench` does not run it):
@@ -56,6 +58,8 @@ export interface RecallInTurnReport {
   mergeS: number;
   /** Each search inside the "on" rounds' turns, µs; the share that found lines. */
   inTurn: { calls: number; withLinesPercent: number; wallUs: Spread; cpuUs: Spread };
+  /** Each search inside the "settled" rounds' turns, timed after the work queued before it, µs. */
+  settled: { calls: number; wallUs: Spread; cpuUs: Spread };
   /** The same session's searches alone in a tight loop, µs. */
   alone: { calls: number; wallUs: Spread; cpuUs: Spread };
   /** Each round's server CPU a turn (µs) and turn p50 (ms), by arm, in round order. */
@@ -139,24 +143,34 @@ async function serve(): Promise<void> {
     });
   /** Each search inside a turn of the "on" rounds: wall and CPU µs, and whether it found lines. */
   const calls: Array<{ wallUs: number; cpuUs: number; found: boolean }> = [];
+  /** The same in the "settled" rounds. */
+  const settledCalls: typeof calls = [];
   let recording = false;
-  const timedSearch: typeof search = async (input) => {
-    const cpuAt = process.cpuUsage();
-    const wallAt = performance.now();
-    searching = recording;
-    const block = await search(input).finally(() => {
-      searching = false;
-    });
-    const cpu = process.cpuUsage(cpuAt);
-    if (recording)
-      calls.push({
-        wallUs: (performance.now() - wallAt) * 1000,
-        cpuUs: cpu.user + cpu.system,
-        found: block !== '',
+  const timed =
+    (into: typeof calls, settle: boolean): typeof search =>
+    async (input) => {
+      // One event-loop turn: every continuation queued before the search has run once it starts.
+      if (settle) await new Promise((resolve) => setImmediate(resolve));
+      const cpuAt = process.cpuUsage();
+      const wallAt = performance.now();
+      searching = recording;
+      const block = await search(input).finally(() => {
+        searching = false;
       });
-    return block;
-  };
-  const arms = { on: timedSearch, off: async () => '' } satisfies Record<string, typeof search>;
+      const cpu = process.cpuUsage(cpuAt);
+      if (recording)
+        into.push({
+          wallUs: (performance.now() - wallAt) * 1000,
+          cpuUs: cpu.user + cpu.system,
+          found: block !== '',
+        });
+      return block;
+    };
+  const arms = {
+    on: timed(calls, false),
+    settled: timed(settledCalls, true),
+    off: async () => '',
+  } satisfies Record<string, typeof search>;
   const figures = {
     on: [] as Array<{ cpuUs: number; p50Ms: number }>,
     off: [] as Array<{ cpuUs: number; p50Ms: number }>,
@@ -182,8 +196,12 @@ async function serve(): Promise<void> {
   await round('off', turnsPerRound);
   recording = true;
   for (let index = 0; index < rounds; index++) {
-    for (const arm of index % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const))
-      figures[arm].push(await round(arm, turnsPerRound));
+    for (const arm of index % 2 === 0
+      ? (['on', 'off', 'settled'] as const)
+      : (['settled', 'off', 'on'] as const)) {
+      const figure = await round(arm, turnsPerRound);
+      if (arm !== 'settled') figures[arm].push(figure);
+    }
   }
   recording = false;
   memory.recallForPrompt = search;
@@ -219,6 +237,11 @@ async function serve(): Promise<void> {
         wallUs: spreadOf(calls.map((call) => call.wallUs)),
         cpuUs: spreadOf(calls.map((call) => call.cpuUs)),
       },
+      settled: {
+        calls: settledCalls.length,
+        wallUs: spreadOf(settledCalls.map((call) => call.wallUs)),
+        cpuUs: spreadOf(settledCalls.map((call) => call.cpuUs)),
+      },
       alone: {
         calls: aloneCalls,
         wallUs: spreadOf(alone.map((call) => call.wallUs)),
@@ -235,7 +258,7 @@ async function serve(): Promise<void> {
     const [p50, p90, p99] = spreadOf(values);
     return `p50 ${p50.toFixed(0)}, p90 ${p90.toFixed(0)}, p99 ${p99.toFixed(0)}`;
   };
-  const arm = (name: keyof typeof arms) => {
+  const arm = (name: keyof typeof figures) => {
     const cpu = figures[name].map((figure) => figure.cpuUs);
     const p50 = figures[name].map((figure) => figure.p50Ms);
     return `CPU ${median(cpu).toFixed(0)} µs a turn (${Math.min(...cpu).toFixed(0)}–${Math.max(...cpu).toFixed(0)}), turn p50 ${median(p50).toFixed(3)} ms (${Math.min(...p50).toFixed(3)}–${Math.max(...p50).toFixed(3)})`;
@@ -253,18 +276,23 @@ async function serve(): Promise<void> {
     `the search inside the turns (${calls.length} calls, ${((100 * calls.filter((call) => call.found).length) / calls.length).toFixed(0)} % with lines): wall µs ${spread(calls.map((call) => call.wallUs))}; CPU µs ${spread(calls.map((call) => call.cpuUs))}`,
   );
   console.log(
+    `the search inside the turns after their queued work (${settledCalls.length} calls): wall µs ${spread(settledCalls.map((call) => call.wallUs))}; CPU µs ${spread(settledCalls.map((call) => call.cpuUs))}`,
+  );
+  console.log(
     `the same session's searches alone (${aloneCalls} in a tight loop): wall µs ${spread(alone.map((call) => call.wallUs))}; CPU µs ${spread(alone.map((call) => call.cpuUs))}`,
   );
   if (timeStatements) {
     console.log(
       `\nSQLite calls of the searches inside the turns, by statement (µs a search; calls a search; p50 µs a call):`,
     );
-    const perSearch = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / calls.length;
+    // Both timed arms' searches ran the statements timed here.
+    const searches = calls.length + settledCalls.length;
+    const perSearch = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / searches;
     for (const [sql, values] of [...statements]
       .sort((left, right) => perSearch(right[1]) - perSearch(left[1]))
       .slice(0, 12))
       console.log(
-        `${perSearch(values).toFixed(1).padStart(8)}  ${(values.length / calls.length).toFixed(2).padStart(6)}  ${median(values).toFixed(1).padStart(7)}  ${sql}`,
+        `${perSearch(values).toFixed(1).padStart(8)}  ${(values.length / searches).toFixed(2).padStart(6)}  ${median(values).toFixed(1).padStart(7)}  ${sql}`,
       );
   }
   await served.stop();

@@ -49,6 +49,8 @@ async function run() {
   const rows = [
     spreadRow('automatic recall inside the turns, wall', report.inTurn.wallUs),
     spreadRow('automatic recall inside the turns, CPU', report.inTurn.cpuUs),
+    spreadRow("the same, after the turn's queued work, wall", report.settled.wallUs),
+    spreadRow("the same, after the turn's queued work, CPU", report.settled.cpuUs),
     spreadRow('the same session, searches alone, wall', report.alone.wallUs),
     spreadRow('the same session, searches alone, CPU', report.alone.cpuUs),
     perRound(
@@ -77,6 +79,7 @@ async function run() {
     `${report.memoryCount.toLocaleString('en')} memories of the served agent in 100 sessions (the recall benchmark's corpus, bench/recall-corpus.ts), ingested in ${report.ingestS.toFixed(1)} s through a memory service on the runtime's own database; the full-text index's ${report.segments} segments merged into one in ${report.mergeS.toFixed(1)} s, as the background merge would.`,
     `The whole runtime (${runtimeSource}) with memory.recall.promptReuseMs ${report.reuseMs}: every turn searches, as a person's turns seconds apart do (by default searches take at most a tenth of the time, which turns sent back to back exceed: past it a session keeps its last block). One client in a process of its own sends questions of the recall benchmark's shape ("what did we say about <topic> and <word> <word>?"), one turn after another: its own earlier questions become the newest matches of the words it repeats, and each turn writes between searches.`,
     `${report.rounds} rounds of ${report.turnsPerRound} turns an arm, alternating recall on and off (off: memory.recallForPrompt answers '' at once), after a warm-up of ${2 * report.turnsPerRound} turns on and ${report.turnsPerRound} off. Each search inside the "on" rounds' turns is timed (performance.now and process.cpuUsage around the call; ${report.inTurn.calls} calls, ${report.inTurn.withLinesPercent.toFixed(0)} % found lines). Then ${report.alone.calls} searches for the same session alone in a tight loop (the recall benchmark's "alone").`,
+    `"After the turn's queued work": a third arm in each round (the same turns, ${report.settled.calls} searches) starts each search one event-loop turn later and only then times it. Timed at once, the window also holds the continuations the turn queued before the search (the acknowledgement of the message on its way to the gateway among them), which run at the search's awaits: their time is the turn's, recall or not.`,
     'The CPU difference between the arms is more than the search: with recall on the prompt is longer and the local model reads the recalled block.',
     'Target: automatic recall ≤ 100 µs a turn at 100,000 memories (bench/results/profiles/chat-turn-recall-round43.md for where the time goes, `bench/chat-turn-recall.ts --statements`).',
   ];
