@@ -7,22 +7,16 @@
 // module (`npm run bench` does not run it); the trees need dist/ built (see bench/chat-turn-ab.ts for a
 // worktree of an older revision):
 //   npx tsx bench/local-model-ab.ts /tmp/before . [--rounds 10] [--turns 400]
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { ModelMessage } from '../src/model/index.js';
 import { takeFlag } from './args.js';
 import { random, topics, word } from './recall-corpus.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
-import { median } from './stats.js';
+import { importFromTrees, interleavedRounds, printTreeTable, treesFrom } from './tree-ab.js';
 
 const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 10);
 const turnCount = Number(takeFlag(args, '--turns') ?? 400);
-const trees = args.map((tree) => resolve(tree));
-if (trees.length < 2) {
-  console.error('usage: local-model-ab <tree> <tree> [...] [--rounds 10] [--turns 400]');
-  process.exit(2);
-}
+const trees = treesFrom(args, 'local-model-ab <tree> <tree> [...] [--rounds 10] [--turns 400]');
 
 assertRuntimeBuilt();
 const served = await serveRuntime({ token: 'bench-token' });
@@ -55,13 +49,11 @@ const turns = Array.from({ length: turnCount }, (_, index) => {
   };
 });
 
-type Models = typeof import('../src/model/index.js');
-const contenders = await Promise.all(
-  trees.map(async (tree) => {
-    const models = (await import(pathToFileURL(`${tree}/dist/model/index.js`).href)) as Models;
-    return { tree, model: models.createLocalModel(), complete: models.completeModel };
-  }),
-);
+const modules = await importFromTrees<typeof import('../src/model/index.js')>(trees, 'model/index.js');
+const contenders = modules.map((models) => ({
+  model: models.createLocalModel(),
+  complete: models.completeModel,
+}));
 const conversation = async ({ model, complete }: (typeof contenders)[number]) => {
   const startedAt = performance.now();
   for (const request of turns) await complete(model, request);
@@ -69,19 +61,11 @@ const conversation = async ({ model, complete }: (typeof contenders)[number]) =>
 };
 // Warm-up: the JIT, and each model's memory of the texts it read (every round reads the same conversation).
 for (const contender of contenders) for (let index = 0; index < 3; index++) await conversation(contender);
-const figures = contenders.map(() => [] as number[]);
-for (let round = 0; round < rounds; round++) {
-  const order = round % 2 === 0 ? contenders.keys() : [...contenders.keys()].reverse();
-  for (const index of order) figures[index]!.push(await conversation(contenders[index]!));
-}
-console.log(
-  `${rounds} interleaved rounds of ${turnCount} turns, each with a new recalled block; µs a turn of the local model, median of rounds (least–most):`,
+const figures = await interleavedRounds(contenders.length, rounds, (position) =>
+  conversation(contenders[position]!),
 );
-for (const [index, { tree }] of contenders.entries()) {
-  const values = figures[index]!;
-  const ratio = median(values.map((value, round) => value / figures[0]![round]!));
-  console.log(
-    `${tree}: ${median(values).toFixed(1)} (${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}); per round ÷ the first tree's ×${ratio.toFixed(3)}`,
-  );
-}
+console.log(
+  `\n${rounds} rounds of ${turnCount} turns a tree, each turn with a new recalled block; µs a turn of the local model\n`,
+);
+printTreeTable(trees, figures, 'µs a turn', 1);
 process.exit(0);

@@ -12,8 +12,6 @@
 
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { ModelMessage, ModelRequest, ModelToolDefinition } from '../src/model/index.js';
 import { deepFreeze } from '../src/util/index.js';
@@ -22,13 +20,12 @@ import { takeFlag } from './args.js';
 import { sendChatTurn } from './chat-client.js';
 import { connect } from './chat-turn-driver.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
-import { median } from './stats.js';
+import { importFromTrees, interleavedRounds, printTreeTable, treesFrom } from './tree-ab.js';
 
 const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 12);
 const callsPerRound = Number(takeFlag(args, '--calls') ?? 500);
 const capturedTurns = Number(takeFlag(args, '--turns') ?? 300);
-const trees = args.map((tree) => resolve(tree));
 
 /** The fake Chat Completions server (this file in a worker thread): a three-chunk answer, the last body kept. */
 function serveFakeModel(): void {
@@ -59,10 +56,10 @@ if (!isMainThread && workerData?.role === 'fake-model') serveFakeModel();
 else await compare();
 
 async function compare(): Promise<void> {
-  if (trees.length < 2) {
-    console.error('usage: model-request-ab <tree> <tree> [...] [--rounds 12] [--calls 500] [--turns 300]');
-    process.exit(2);
-  }
+  const trees = treesFrom(
+    args,
+    'model-request-ab <tree> <tree> [...] [--rounds 12] [--calls 500] [--turns 300]',
+  );
   assertRuntimeBuilt();
   // A worker does not inherit tsx's loader, so a small JS bootstrap loads this file through tsx.
   const bootstrap = `import('tsx/esm/api').then(({ tsImport }) => tsImport(${JSON.stringify(import.meta.url)}, ${JSON.stringify(import.meta.url)}))`;
@@ -101,17 +98,12 @@ async function compare(): Promise<void> {
     `request: ${history.length} messages of history, ${tools.length} tools, ${Buffer.byteLength(JSON.stringify(body))} bytes of JSON`,
   );
 
-  type ModelModule = typeof import('../src/model/index.js');
-  const contenders = await Promise.all(
-    trees.map(async (tree) => {
-      const model = (await import(pathToFileURL(`${tree}/dist/model/index.js`).href)) as ModelModule;
-      return {
-        tree,
-        model: model.createOpenAIModel({ model: 'fake-model', baseURL }),
-        streamModel: model.streamModel,
-      };
-    }),
-  );
+  const modules = await importFromTrees<typeof import('../src/model/index.js')>(trees, 'model/index.js');
+  const contenders = modules.map((model, position) => ({
+    tree: trees[position]!,
+    model: model.createOpenAIModel({ model: 'fake-model', baseURL }),
+    streamModel: model.streamModel,
+  }));
   let sent = 0;
   const call = async (contender: (typeof contenders)[number]) => {
     const request: ModelRequest = {
@@ -128,26 +120,14 @@ async function compare(): Promise<void> {
   for (const contender of contenders)
     for (let index = 0; index < 2 * callsPerRound; index++) await call(contender);
 
-  // By position: a tree may be named twice (the method's own noise).
-  const cpuUs = trees.map((): number[] => []);
-  for (let round = 0; round < rounds; round++) {
-    for (const contender of round % 2 === 0 ? contenders : [...contenders].reverse()) {
-      const before = process.cpuUsage();
-      for (let index = 0; index < callsPerRound; index++) await call(contender);
-      const used = process.cpuUsage(before);
-      cpuUs[contenders.indexOf(contender)]!.push((used.user + used.system) / callsPerRound);
-    }
-  }
+  const cpuUs = await interleavedRounds(contenders.length, rounds, async (position) => {
+    const before = process.cpuUsage();
+    for (let index = 0; index < callsPerRound; index++) await call(contenders[position]!);
+    const used = process.cpuUsage(before);
+    return (used.user + used.system) / callsPerRound;
+  });
   console.log(`\n${rounds} rounds of ${callsPerRound} calls a tree; process CPU (both threads) µs a call\n`);
-  console.log('| tree | median µs a call | rounds: least–most | ÷ the first tree, median of the rounds |');
-  console.log('| --- | ---: | ---: | ---: |');
-  for (const [position, tree] of trees.entries()) {
-    const figures = cpuUs[position]!;
-    const ratios = figures.map((value, round) => value / cpuUs[0]![round]!);
-    console.log(
-      `| ${tree} | ${median(figures).toFixed(0)} | ${Math.min(...figures).toFixed(0)}–${Math.max(...figures).toFixed(0)} | ×${median(ratios).toFixed(3)} |`,
-    );
-  }
+  printTreeTable(trees, cpuUs, 'µs a call', 0);
   await fakeServer.terminate();
   process.exit(0);
 }

@@ -236,8 +236,8 @@ interface ReadSentence {
 export type SentenceReader = (text: string) => ReadonlyArray<ReadSentence>;
 
 /**
- * Reads a message's sentences and remembers them, by line and by whole text, the oldest forgotten first once
- * either holds more than `maxChars` characters. A chat turn hands the model its whole context each time, and
+ * Reads a message's sentences and remembers them by text, and for a text of several lines by line as well,
+ * the oldest forgotten first once either memo holds more than `maxChars` characters. A chat turn hands the model its whole context each time, and
  * a question is weighed against every earlier user and system message: read afresh, the words of a full
  * context (an identity prompt, the recalled block, 64 turns) cost about 200 µs a question, almost all of it
  * spent again on the texts the last question read. The system message changes whenever automatic recall
@@ -246,21 +246,19 @@ export type SentenceReader = (text: string) => ReadonlyArray<ReadSentence>;
  * only its new lines, not the identity prompt and the memories recalled before.
  */
 export function createSentenceReader(maxChars = 256 * 1024): SentenceReader {
-  const readLine = boundedMemo(
-    maxChars,
-    (line) =>
-      splitSentences(line).map((sentence) => ({
-        text: sentence,
-        lowerCased: sentence.toLowerCase(),
-        keywords: new Set(keywords(sentence)),
-        ownReply: sentence.includes(localModelMarker),
-      })),
-    // A line `split` cut from a text is a slice that keeps the whole text alive: a remembered 20-character
-    // line of a 100 KB message would hold the message long after the memo of texts let it go.
-    (line) => JSON.parse(JSON.stringify(line)) as string,
+  const sentencesOf = (text: string): ReadSentence[] =>
+    splitSentences(text).map((sentence) => ({
+      text: sentence,
+      lowerCased: sentence.toLowerCase(),
+      keywords: new Set(keywords(sentence)),
+      ownReply: sentence.includes(localModelMarker),
+    }));
+  // A line `split` cut from a text is a slice that keeps the whole text alive: a remembered 20-character line
+  // of a 100 KB message would hold the message long after the memo of texts let it go. It is kept as a copy.
+  const readLine = boundedMemo(maxChars, sentencesOf, (line) => JSON.parse(JSON.stringify(line)) as string);
+  return boundedMemo(maxChars, (text) =>
+    text.includes('\n') ? text.split('\n').flatMap((line) => readLine(line)) : sentencesOf(text),
   );
-  const readLines = boundedMemo(maxChars, (text) => text.split('\n').flatMap((line) => readLine(line)));
-  return (text) => (text.includes('\n') ? readLines(text) : readLine(text));
 }
 
 /**
