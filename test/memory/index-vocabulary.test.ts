@@ -167,6 +167,21 @@ describe('the full-text index vocabulary [sqlite]', () => {
     expect(await ltm.vocabularyWordRows('lantern')).toBeUndefined();
   });
 
+  it('drops the vocabulary when a batch brings it past its most terms: a message of 5,000 new words', async () => {
+    const { db, ltm } = await setup({ maxVocabularyTerms: 1_000 });
+    await writeTurns(ltm, 'main', 0, 120);
+    await ltm.indexPending();
+    await ltm.loadIndexVocabulary();
+    expect(await ltm.vocabularyWordRows('lantern')).toBe(await matchingRows(db, 'lantern'));
+    const words = Array.from({ length: 5_000 }, (_, index) => `w${index.toString(36)}q`).join(' ');
+    await writeTurns(ltm, 'main', 120, 1);
+    await db.run('UPDATE memory_entries SET content = ? WHERE id = (SELECT max(id) FROM memory_entries)', [
+      words,
+    ]);
+    await ltm.indexPending();
+    expect(await ltm.vocabularyWordRows('lantern')).toBeUndefined();
+  });
+
   it('lets a search over its row budget plan without counting a word, and find what counting found', async () => {
     const { db, ltm } = await setup();
     for (let from = 0; from < 600; from += 200) await writeTurns(ltm, from % 400 ? 'ops' : 'main', from, 200);
