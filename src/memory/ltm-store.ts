@@ -7,7 +7,7 @@ import type {
   TransactionOptions,
 } from '../store/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
-import { forEachIndexTerm, porterStem } from './porter.js';
+import { forEachIndexTerm, isPlainToken, porterStem } from './porter.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
 import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
 import { readVocabulary } from './vocabulary-reader.js';
@@ -989,8 +989,6 @@ export function createLtmStore(
   /** A read has begun and not ended. */
   let vocabularyReading = false;
   const maxVocabularyTerms = options.maxVocabularyTerms ?? 100_000;
-  /** A query word that is one FTS5 token as it is: lower-case ASCII letters and digits. */
-  const plainWord = /^[a-z0-9]+$/;
   /** Stems of the words batches and searches meet, so that a word a conversation keeps using is stemmed once. */
   const stems = new Map<string, string>();
   const maxStems = 16_384;
@@ -1089,16 +1087,27 @@ export function createLtmStore(
   };
 
   /**
+   * The vocabulary's rows for `word` and the rows past the mark it has counted to, each of which may hold the
+   * word; undefined when it has no answer (none read, or not a word of ASCII letters and digits).
+   */
+  const vocabularyRowsOf = (
+    word: string,
+    highestRowId: number,
+  ): { rows: number; pending: number } | undefined => {
+    const known = vocabulary;
+    if (known === undefined || !isPlainToken(word)) return undefined;
+    return { rows: known.counts.get(stemOf(word)) ?? 0, pending: Math.max(0, highestRowId - known.upTo) };
+  };
+
+  /**
    * A term's rows by the vocabulary, as `cachedTermRows` answers: at most `cap + 1`, or undefined when the
-   * vocabulary cannot say (not loaded, a word that is not one plain token, or an answer over the cap that
-   * rows added since might have made).
+   * vocabulary cannot say, or says more than the cap only with rows added since its count.
    */
   const vocabularyTermRows = (term: string, cap: number, highestRowId: number): number | undefined => {
-    const known = vocabulary;
-    if (known === undefined || !plainWord.test(term)) return undefined;
-    const rows = known.counts.get(stemOf(term)) ?? 0;
-    if (rows > cap) return cap + 1;
-    const atMost = rows + Math.max(0, highestRowId - known.upTo);
+    const known = vocabularyRowsOf(term, highestRowId);
+    if (known === undefined) return undefined;
+    if (known.rows > cap) return cap + 1;
+    const atMost = known.rows + known.pending;
     return atMost > cap ? undefined : atMost;
   };
 
@@ -1374,10 +1383,8 @@ export function createLtmStore(
      * included), or undefined when it has no answer: none loaded, or not a word of ASCII letters and digits.
      */
     vocabularyWordRows: async (word: string): Promise<number | undefined> => {
-      const known = vocabulary;
-      if (known === undefined || !plainWord.test(word)) return undefined;
-      const highestRowId = await highestEntryRowId();
-      return (known.counts.get(porterStem(word)) ?? 0) + Math.max(0, highestRowId - known.upTo);
+      const known = vocabularyRowsOf(word, await highestEntryRowId());
+      return known === undefined ? undefined : known.rows + known.pending;
     },
 
     transaction: <T>(work: (tx: TransactionExecutor) => Promise<T>, options?: TransactionOptions) =>

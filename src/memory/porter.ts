@@ -204,6 +204,12 @@ const indexToken =
   // biome-ignore lint/suspicious/noMisleadingCharacterClass: the marks are listed alone, as characters of a token, not as parts of the letters before them.
   /[\p{L}\p{N}\p{Co}\u0300-\u0304\u0306-\u030c\u030f\u0311\u031b\u0323-\u0328\u032d\u032e\u0330\u0331]+/gu;
 const plainToken = /^[a-z0-9]+$/;
+
+/**
+ * Whether `word` is one FTS5 token as it is, lower-case ASCII letters and digits, whose index term is its
+ * `porterStem`.
+ */
+export const isPlainToken = (word: string): boolean => plainToken.test(word);
 const combiningMarks = /\p{M}/gu;
 const asciiRuns = /[a-z0-9]+/g;
 
