@@ -988,6 +988,10 @@ export function createLtmStore(
   let loadingVocabulary: IndexVocabulary | undefined;
   /** A read has begun and not ended. */
   let vocabularyReading = false;
+  /** The reader's thread under way, if any: it settles once the thread is gone. */
+  let vocabularyRead: Promise<boolean> | undefined;
+  /** Aborted when the database closes, ending any read and refusing the next (see `loadVocabulary`). */
+  let vocabularyReadsEnd: AbortController | undefined;
   const maxVocabularyTerms = options.maxVocabularyTerms ?? 100_000;
   /** Stems of the words batches and searches meet, so that a word a conversation keeps using is stemmed once. */
   const stems = new Map<string, string>();
@@ -1051,9 +1055,23 @@ export function createLtmStore(
    * walking its whole list of rows (2 ms for a word in every one of 100,000 entries), which on the event loop
    * would hold every turn waiting behind it. A database only in memory has no file to open a second
    * connection to, and keeps no vocabulary.
+   *
+   * The reader's connection lives no longer than the database's: closing the database ends the read and
+   * waits for its thread to exit first. A read-only connection outliving the last writer would make the WAL
+   * files again beside a database its owner has closed, perhaps in a directory being removed.
    */
   const loadVocabulary = async (): Promise<void> => {
     if (dialect !== 'sqlite' || vocabularyReading) return;
+    if (vocabularyReadsEnd === undefined) {
+      const ending = new AbortController();
+      vocabularyReadsEnd = ending;
+      db.onClose(async () => {
+        ending.abort();
+        await vocabularyRead?.catch(() => undefined);
+      });
+    }
+    const ending = vocabularyReadsEnd.signal;
+    if (ending.aborted) return;
     vocabularyReading = true;
     let loading: IndexVocabulary | undefined;
     try {
@@ -1068,11 +1086,16 @@ export function createLtmStore(
       const counting: IndexVocabulary = { counts: new Map(), upTo };
       loading = counting;
       loadingVocabulary = counting;
-      const read = await readVocabulary(file, (terms) => {
-        if (loadingVocabulary !== counting) return false;
-        for (const [term, doc] of terms) counting.counts.set(term, (counting.counts.get(term) ?? 0) + doc);
-        return counting.counts.size <= maxVocabularyTerms;
-      });
+      vocabularyRead = readVocabulary(
+        file,
+        (terms) => {
+          if (loadingVocabulary !== counting) return false;
+          for (const [term, doc] of terms) counting.counts.set(term, (counting.counts.get(term) ?? 0) + doc);
+          return counting.counts.size <= maxVocabularyTerms;
+        },
+        { signal: ending },
+      );
+      const read = await vocabularyRead;
       if (loadingVocabulary !== counting) return;
       loadingVocabulary = undefined;
       // Too many words to keep: every search counts its words by statement again.
@@ -1083,6 +1106,7 @@ export function createLtmStore(
       vocabulary = undefined;
     } finally {
       vocabularyReading = false;
+      vocabularyRead = undefined;
     }
   };
 

@@ -29,13 +29,16 @@ next();
  * Reads the terms of the full-text index `memory_fts` in the SQLite database file `file`, with the rows
  * holding each (FTS5's `fts5vocab`), in a worker thread: `stepTerms` terms at a time, in term order, each
  * step handed to `onTerms`, which returns false to stop there. Resolves true once every term was handed
- * over, false when stopped; rejects when the file cannot be read.
+ * over, false when stopped or aborted by `signal`; rejects when the file cannot be read. Settles only once the
+ * thread has exited, its connection closed with it: after that it makes no file again.
  */
 export function readVocabulary(
   file: string,
   onTerms: (terms: ReadonlyArray<[term: string, rows: number]>) => boolean,
-  stepTerms = 2_048,
+  options: { stepTerms?: number; signal?: AbortSignal } = {},
 ): Promise<boolean> {
+  const { stepTerms = 2_048, signal } = options;
+  if (signal?.aborted) return Promise.resolve(false);
   return new Promise((resolve, reject) => {
     // No inherited environment: the provider keys live there.
     const worker = new Worker(readerSource, {
@@ -48,11 +51,17 @@ export function readVocabulary(
     const finish = (outcome: boolean | Error) => {
       if (settled) return;
       settled = true;
-      void worker.terminate();
-      if (outcome instanceof Error) reject(outcome);
-      else resolve(outcome);
+      signal?.removeEventListener('abort', abort);
+      // Terminating closes the thread's connection (the driver's cleanup when the thread ends).
+      void worker.terminate().finally(() => {
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      });
     };
+    const abort = () => finish(false);
+    signal?.addEventListener('abort', abort, { once: true });
     worker.on('message', ({ terms, last }: { terms: Array<[string, number]>; last: boolean }) => {
+      if (settled) return;
       if (!onTerms(terms)) finish(false);
       else if (last) finish(true);
       else worker.postMessage('next');

@@ -91,5 +91,12 @@ export interface SqlDatabase extends SqlExecutor {
    * where it cannot be known: Postgres, whose pool's connections are all "other". SQLite's `data_version`.
    */
   readVersion?(): number | undefined;
+  /**
+   * Runs `hook` once `close` is called, before the connection goes: `close` resolves after every hook has
+   * settled. For what lives as long as the connection and must end first, such as another connection to the
+   * same SQLite file, which would make its `-wal` and `-shm` files again after the last one closed. A hook
+   * registered once `close` was called runs at once.
+   */
+  onClose(hook: () => Promise<void> | void): void;
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type pg from 'pg';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError, silentLogger } from '../util/index.js';
+import { createCloseHooks } from './close-hooks.js';
 import type { SqlDatabase, SqlRunResult, SqlValue, TransactionExecutor } from './database.js';
 import { pgDriver } from './pg-driver.js';
 import { rewritePlaceholders } from './placeholders.js';
@@ -375,6 +376,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
   };
 
   let closed = false;
+  const closeHooks = createCloseHooks();
   return {
     dialect: 'postgres',
     pool,
@@ -494,9 +496,11 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
         if (!released) release();
       }
     },
+    onClose: closeHooks.add,
     async close() {
       if (closed) return;
       closed = true;
+      await closeHooks.run();
       await pool.end();
     },
   };

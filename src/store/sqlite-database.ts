@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Logger } from '../util/index.js';
 import { createFifoLock, ErrorCodes, retrying, SystemError, silentLogger } from '../util/index.js';
+import { createCloseHooks } from './close-hooks.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from './database.js';
 import { withLimitsReadAtRun } from './placeholders.js';
 import { isSqliteBusy, isSqliteUnavailable } from './sql-errors.js';
@@ -327,6 +328,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
   };
   const statements = new Map<string, Database.Statement>();
   let closed = false;
+  const closeHooks = createCloseHooks();
 
   const statement = (sql: string): Database.Statement => {
     let prepared = statements.get(sql);
@@ -561,9 +563,11 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       await committed;
       return result;
     },
+    onClose: closeHooks.add,
     async close() {
       if (closed) return;
       closed = true;
+      await closeHooks.run();
       await walSyncer?.close();
       // Let a running transaction finish before the connection goes away.
       await lock.acquire();

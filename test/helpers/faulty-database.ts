@@ -63,6 +63,7 @@ export function createFaultyDatabase(inner: SqlDatabase): FaultyDatabase {
         const commitWhenIssued = tx.commitWhenIssued?.bind(tx);
         return work({ ...wrap(tx), ...(commitWhenIssued ? { commitWhenIssued } : {}) });
       }, options),
+    onClose: (hook) => inner.onClose(hook),
     close: () => inner.close(),
     failWrites: () => {
       failing = true;

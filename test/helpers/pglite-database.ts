@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import { createCloseHooks } from '../../src/store/close-hooks.js';
 import type { SqlDatabase, SqlExecutor, SqlRunResult, SqlValue } from '../../src/store/index.js';
 import { createPlaceholderCache } from '../../src/store/placeholders.js';
 import {
@@ -52,6 +53,7 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
   const owner = {};
   const rewrite = createPlaceholderCache();
   let closed = false;
+  const closeHooks = createCloseHooks();
 
   const ensureSchema = async () => {
     if (instance.currentSchema === schema) return;
@@ -137,8 +139,10 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
         instance.lock.release();
       }
     },
+    onClose: closeHooks.add,
     async close() {
       if (closed) return;
+      await closeHooks.run();
       await instance.lock.acquire();
       closed = true;
       instance.lock.release();

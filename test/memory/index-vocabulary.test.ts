@@ -1,7 +1,11 @@
+import { readdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, vi } from 'vitest';
 import { createLtmStore, type LtmStore, type StoredEntry } from '../../src/memory/ltm-store.js';
-import { createSqliteDatabase, type SqlDatabase } from '../../src/store/index.js';
-import { useMigratedSqliteFile } from '../helpers/databases.js';
+import { readVocabulary } from '../../src/memory/vocabulary-reader.js';
+import { createSqliteDatabase, migrate, type SqlDatabase } from '../../src/store/index.js';
+import { temporarySqliteFile, useMigratedSqliteFile } from '../helpers/databases.js';
 import { createHarness, sessionRef } from './memory-fixtures.js';
 
 // The SQLite full-text index's vocabulary kept in JavaScript (ltm-store.ts, `vocabulary`): a search's words
@@ -242,5 +246,77 @@ describe('the full-text index vocabulary [sqlite]', () => {
     });
     expect(await countsOf(`${asked} ${asked + 1} harbour`)).toBe(0);
     get.mockRestore();
+  });
+});
+
+describe("the index vocabulary's reader and the database's life [sqlite]", () => {
+  /** A migrated file whose index holds about 12,000 terms: a read of several steps. */
+  const fileWithManyTerms = async () => {
+    const file = temporarySqliteFile('agentd-vocabulary-life-');
+    const db = createSqliteDatabase({ path: file.path });
+    await migrate(db);
+    const ltm = createLtmStore(db, { sqliteVec: false });
+    for (let from = 0; from < 12; from++) {
+      await writeTurns(ltm, 'main', from, 1);
+      const words = Array.from({ length: 1_000 }, (_, index) => `w${from}x${index.toString(36)}q`).join(' ');
+      await db.run('UPDATE memory_entries SET content = ? WHERE id = (SELECT max(id) FROM memory_entries)', [
+        words,
+      ]);
+    }
+    await ltm.indexPending();
+    await db.close();
+    return file;
+  };
+  /** What is left in the database's folder once every connection is closed: the file alone, no WAL files. */
+  const filesBeside = (path: string) => readdirSync(dirname(path)).sort();
+
+  it('stops a read its signal aborts midway and settles only once its connection is gone', async () => {
+    const file = await fileWithManyTerms();
+    // The writer's connection, last to close once the reader's is gone, removes the WAL files: a read-only
+    // connection left last would leave them.
+    const writer = createSqliteDatabase({ path: file.path });
+    try {
+      await writer.get('SELECT count(*) FROM memory_entries');
+      const ending = new AbortController();
+      let steps = 0;
+      const read = await readVocabulary(
+        file.path,
+        () => {
+          steps++;
+          ending.abort();
+          return true;
+        },
+        { stepTerms: 500, signal: ending.signal },
+      );
+      expect([read, steps]).toEqual([false, 1]);
+      await writer.close();
+      expect(filesBeside(file.path)).toEqual(['test.db']);
+      await sleep(100);
+      expect(filesBeside(file.path)).toEqual(['test.db']);
+    } finally {
+      await writer.close();
+      file.remove();
+    }
+  });
+
+  it('ends when the database closes, whenever it closes, and leaves no file beside it', async () => {
+    const file = await fileWithManyTerms();
+    try {
+      for (const closeAfterMs of [0, 1, 2, 5, 10, 20, 40, 80]) {
+        const db = createSqliteDatabase({ path: file.path });
+        const ltm = createLtmStore(db, { sqliteVec: false });
+        const loading = ltm.loadIndexVocabulary();
+        await sleep(closeAfterMs);
+        await db.close();
+        expect([closeAfterMs, filesBeside(file.path)]).toEqual([closeAfterMs, ['test.db']]);
+        await loading;
+        // Nothing reopens the file afterwards: no read is started once the database has closed.
+        await ltm.loadIndexVocabulary();
+        await sleep(20);
+        expect([closeAfterMs, filesBeside(file.path)]).toEqual([closeAfterMs, ['test.db']]);
+      }
+    } finally {
+      file.remove();
+    }
   });
 });

@@ -34,6 +34,31 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     expect(returned).toEqual({ id: 'b' });
   });
 
+  it('runs each close hook once as it closes, while its statements still run, and one added later at once', async () => {
+    const db = getDb();
+    await db.run('CREATE TABLE t (v TEXT)');
+    await db.run("INSERT INTO t (v) VALUES ('a')");
+    const seen: string[] = [];
+    db.onClose(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      seen.push(`rows ${(await db.all('SELECT v FROM t')).length}`);
+    });
+    // A failing hook neither keeps the connection open nor hides the others.
+    db.onClose(() => {
+      throw new Error('a failing hook');
+    });
+    await db.close();
+    expect(seen).toEqual(['rows 1']);
+    await db.close();
+    expect(seen).toEqual(['rows 1']);
+    let late = 0;
+    db.onClose(() => {
+      late++;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(late).toBe(1);
+  });
+
   it('returns no rows from all/get on statements that produce none', async () => {
     const db = getDb();
     await db.run('CREATE TABLE t (v TEXT)');
