@@ -71,6 +71,8 @@ describe('agentd eval --url', () => {
     cpSync(example, dir, { recursive: true });
     const remote = ['--url', started.url, '--token', started.runtime.state.token];
     const result = await run(['eval', dir, ...remote, '--json']);
+    // What went wrong when nothing came out: once in a CI run, with no cause seen.
+    expect(result.out, `stderr: ${result.err}, exit code ${result.code}`).not.toBe('');
     const report = JSON.parse(result.out);
     expect(report.totals.cases).toBeGreaterThan(0);
     expect(report.suites.length).toBeGreaterThan(0);
