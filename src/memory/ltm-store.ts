@@ -986,11 +986,9 @@ export function createLtmStore(
   let vocabulary: IndexVocabulary | undefined;
   /** The vocabulary being loaded, while the one before it still answers. */
   let loadingVocabulary: IndexVocabulary | undefined;
-  /** A read has begun and not ended. */
-  let vocabularyReading = false;
-  /** The reader's thread under way, if any: it settles once the thread is gone. */
-  let vocabularyRead: Promise<boolean> | undefined;
-  /** Aborted when the database closes, ending any read and refusing the next (see `loadVocabulary`). */
+  /** The load under way, if any (`loadVocabulary`): it settles once its reader's thread is gone. */
+  let vocabularyLoad: Promise<void> | undefined;
+  /** Aborted when the database closes, ending any load and refusing the next (see `loadVocabulary`). */
   let vocabularyReadsEnd: AbortController | undefined;
   const maxVocabularyTerms = options.maxVocabularyTerms ?? 100_000;
   /** Stems of the words batches and searches meet, so that a word a conversation keeps using is stemmed once. */
@@ -1054,25 +1052,34 @@ export function createLtmStore(
    * then. The reading is a worker thread's, on a read-only connection of its own: FTS5 counts a term's rows by
    * walking its whole list of rows (2 ms for a word in every one of 100,000 entries), which on the event loop
    * would hold every turn waiting behind it. A database only in memory has no file to open a second
-   * connection to, and keeps no vocabulary.
+   * connection to, and keeps no vocabulary. A load asked for while one is under way is that load.
    *
-   * The reader's connection lives no longer than the database's: closing the database ends the read and
-   * waits for its thread to exit first. A read-only connection outliving the last writer would make the WAL
+   * The reader's connection lives no longer than the database's: closing the database ends the load and
+   * waits for it, its reader's thread gone, first. A read-only connection outliving the last writer would make the WAL
    * files again beside a database its owner has closed, perhaps in a directory being removed.
    */
-  const loadVocabulary = async (): Promise<void> => {
-    if (dialect !== 'sqlite' || vocabularyReading) return;
+  const loadVocabulary = (): Promise<void> => {
+    if (dialect !== 'sqlite') return Promise.resolve();
+    if (vocabularyLoad !== undefined) return vocabularyLoad;
     if (vocabularyReadsEnd === undefined) {
-      const ending = new AbortController();
-      vocabularyReadsEnd = ending;
+      vocabularyReadsEnd = new AbortController();
+      const ending = vocabularyReadsEnd;
       db.onClose(async () => {
         ending.abort();
-        await vocabularyRead?.catch(() => undefined);
+        await vocabularyLoad;
       });
     }
     const ending = vocabularyReadsEnd.signal;
-    if (ending.aborted) return;
-    vocabularyReading = true;
+    if (ending.aborted) return Promise.resolve();
+    const load = readIntoVocabulary(ending).finally(() => {
+      vocabularyLoad = undefined;
+    });
+    vocabularyLoad = load;
+    return load;
+  };
+
+  /** `loadVocabulary`'s one load; never rejects (a failed read leaves searches counting by statement). */
+  const readIntoVocabulary = async (ending: AbortSignal): Promise<void> => {
     let loading: IndexVocabulary | undefined;
     try {
       const file = (await db.all<{ name: string; file: string }>('PRAGMA database_list')).find(
@@ -1086,7 +1093,7 @@ export function createLtmStore(
       const counting: IndexVocabulary = { counts: new Map(), upTo };
       loading = counting;
       loadingVocabulary = counting;
-      vocabularyRead = readVocabulary(
+      const read = await readVocabulary(
         file,
         (terms) => {
           if (loadingVocabulary !== counting) return false;
@@ -1095,7 +1102,6 @@ export function createLtmStore(
         },
         { signal: ending },
       );
-      const read = await vocabularyRead;
       if (loadingVocabulary !== counting) return;
       loadingVocabulary = undefined;
       // Too many words to keep: every search counts its words by statement again.
@@ -1104,9 +1110,6 @@ export function createLtmStore(
       // Searches count their words by statement, as without a vocabulary; the next merge tries again.
       if (loading !== undefined && loadingVocabulary === loading) loadingVocabulary = undefined;
       vocabulary = undefined;
-    } finally {
-      vocabularyReading = false;
-      vocabularyRead = undefined;
     }
   };
 
@@ -1214,7 +1217,7 @@ export function createLtmStore(
           indexMerge.mergedAtRowId = highestRowId;
           indexMerge.running = false;
           // Read at its cheapest: one segment.
-          loadVocabulary().catch(() => undefined);
+          void loadVocabulary();
         });
     }, 0).unref();
   };
@@ -1398,7 +1401,7 @@ export function createLtmStore(
 
     /**
      * Reads the SQLite full-text index's vocabulary now, as the background load after a merge does (see
-     * `vocabulary`); nothing on Postgres or for a database only in memory.
+     * `vocabulary`), or waits for the read under way; nothing on Postgres or for a database only in memory.
      */
     loadIndexVocabulary: () => loadVocabulary(),
 

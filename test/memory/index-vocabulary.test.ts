@@ -106,6 +106,16 @@ describe('the full-text index vocabulary [sqlite]', () => {
     await expectEveryAskedWordCounted(db, ltm);
   });
 
+  it('answers a load asked for while one is under way once that load has read', async () => {
+    const { db, ltm } = await setup();
+    await writeTurns(ltm, 'main', 0, 300);
+    await ltm.indexPending();
+    const first = ltm.loadIndexVocabulary();
+    await ltm.loadIndexVocabulary();
+    await expectEveryAskedWordCounted(db, ltm);
+    await first;
+  });
+
   it('keeps counting the rows of the batches it indexes after the load', async () => {
     const { db, ltm } = await setup();
     await writeTurns(ltm, 'main', 0, 200);
