@@ -98,5 +98,9 @@ export interface SqlDatabase extends SqlExecutor {
    * registered once `close` was called runs at once.
    */
   onClose(hook: () => Promise<void> | void): void;
+  /**
+   * Closes the connection once; every call, the first's and any made while or after it runs, resolves only
+   * when the connection is gone, so a caller may remove the files as soon as its own call resolves.
+   */
   close(): Promise<void>;
 }

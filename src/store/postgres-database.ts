@@ -375,7 +375,6 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     };
   };
 
-  let closed = false;
   const closeHooks = createCloseHooks();
   return {
     dialect: 'postgres',
@@ -497,11 +496,9 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       }
     },
     onClose: closeHooks.add,
-    async close() {
-      if (closed) return;
-      closed = true;
-      await closeHooks.run();
-      await pool.end();
-    },
+    close: () =>
+      closeHooks.close(async () => {
+        await pool.end();
+      }),
   };
 }

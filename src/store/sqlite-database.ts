@@ -327,7 +327,6 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     });
   };
   const statements = new Map<string, Database.Statement>();
-  let closed = false;
   const closeHooks = createCloseHooks();
 
   const statement = (sql: string): Database.Statement => {
@@ -564,20 +563,18 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       return result;
     },
     onClose: closeHooks.add,
-    async close() {
-      if (closed) return;
-      closed = true;
-      await closeHooks.run();
-      await walSyncer?.close();
-      // Let a running transaction finish before the connection goes away.
-      await lock.acquire();
-      try {
-        commitGroup();
-        statements.clear();
-        driver.close();
-      } finally {
-        lock.release();
-      }
-    },
+    close: () =>
+      closeHooks.close(async () => {
+        await walSyncer?.close();
+        // Let a running transaction finish before the connection goes away.
+        await lock.acquire();
+        try {
+          commitGroup();
+          statements.clear();
+          driver.close();
+        } finally {
+          lock.release();
+        }
+      }),
   };
 }

@@ -140,13 +140,12 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
       }
     },
     onClose: closeHooks.add,
-    async close() {
-      if (closed) return;
-      await closeHooks.run();
-      await instance.lock.acquire();
-      closed = true;
-      instance.lock.release();
-      await options.onClose?.();
-    },
+    close: () =>
+      closeHooks.close(async () => {
+        await instance.lock.acquire();
+        closed = true;
+        instance.lock.release();
+        await options.onClose?.();
+      }),
   };
 }

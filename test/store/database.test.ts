@@ -59,6 +59,27 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     expect(late).toBe(1);
   });
 
+  it('resolves a close called while another runs only once the connection is gone', async () => {
+    const db = getDb();
+    let releaseHook!: () => void;
+    const hookHeld = new Promise<void>((resolve) => {
+      releaseHook = resolve;
+    });
+    db.onClose(() => hookHeld);
+    const closed: string[] = [];
+    const first = db.close().then(() => closed.push('first'));
+    const second = db.close().then(() => closed.push('second'));
+    // Long enough for a second close that did not wait to have ended (on Postgres, the test's dropped schema).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(closed).toEqual([]);
+    releaseHook();
+    await second;
+    // Gone by the time the second caller hears of it: no statement runs any more.
+    await expect(db.get('SELECT 1 AS one')).rejects.toThrow();
+    await first;
+    expect(closed.sort()).toEqual(['first', 'second']);
+  });
+
   it('returns no rows from all/get on statements that produce none', async () => {
     const db = getDb();
     await db.run('CREATE TABLE t (v TEXT)');
