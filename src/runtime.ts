@@ -770,6 +770,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
 
   let gateway: GatewayServer | undefined;
   let closed = false;
+  let closing: Promise<void> | undefined;
   let background: Promise<void> | undefined;
   const startBackground = () => {
     healthSamples.start();
@@ -796,6 +797,27 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       }),
     );
     logger.debug({ durationMs: clock.now() - startedAt }, 'first chat turn prepared');
+  };
+
+  const closeAll = async (): Promise<void> => {
+    healthSamples.stop();
+    cron.stop();
+    if (gateway) await gateway.close();
+    await chat.drain();
+    // Its skill discovery may still be writing the kept front matter to the store.
+    await prepared;
+    await mcp.close();
+    await agents.close();
+    skillExperience.stop();
+    await skillExperience.idle();
+    await workflows.close();
+    await sandbox?.close();
+    await memoryManager.stop();
+    await memory.flushEmbeddings().catch(() => {});
+    identity.close();
+    await recorder.stop();
+    await store.close();
+    await telemetry.shutdown();
   };
 
   return {
@@ -911,27 +933,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       return prepared;
     },
 
-    async close() {
-      if (closed) return;
+    close() {
       closed = true;
-      healthSamples.stop();
-      cron.stop();
-      if (gateway) await gateway.close();
-      await chat.drain();
-      // Its skill discovery may still be writing the kept front matter to the store.
-      await prepared;
-      await mcp.close();
-      await agents.close();
-      skillExperience.stop();
-      await skillExperience.idle();
-      await workflows.close();
-      await sandbox?.close();
-      await memoryManager.stop();
-      await memory.flushEmbeddings().catch(() => {});
-      identity.close();
-      await recorder.stop();
-      await store.close();
-      await telemetry.shutdown();
+      // A second caller waits for the same close: it may remove the home once its own call resolves.
+      closing ??= closeAll();
+      return closing;
     },
   };
 }

@@ -179,6 +179,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   const connections = new Set<GatewayConnection>();
   let upgrading = 0;
   let closing = false;
+  let shutdown: Promise<void> | undefined;
   const startedAt = clock.now();
   const routes = options.httpRoutes ?? [];
   const openClawAuth = {
@@ -387,6 +388,27 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   });
 
   let tickTimer: ReturnType<typeof setInterval> | undefined;
+  /** The gateway's close: no new connection, each one told and closed, then the HTTP server. */
+  const shutDown = async (): Promise<void> => {
+    closing = true;
+    if (tickTimer) clearInterval(tickTimer);
+    const stopped = new Promise<void>((resolve) => {
+      if (!httpServer.listening) resolve();
+      else httpServer.close(() => resolve());
+    });
+    const closed = [...connections].map(
+      (connection) =>
+        new Promise<void>((resolve) => {
+          connection.socket.once('close', () => resolve());
+          connection.shutdown('the gateway is shutting down');
+        }),
+    );
+    await Promise.all(closed);
+    httpServer.closeAllConnections();
+    await stopped;
+    hub.close();
+    wss.close();
+  };
 
   return {
     async listen() {
@@ -409,26 +431,10 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       );
       return { url: `ws://${host}:${address.port}` };
     },
-    async close() {
-      if (closing) return;
-      closing = true;
-      if (tickTimer) clearInterval(tickTimer);
-      const stopped = new Promise<void>((resolve) => {
-        if (!httpServer.listening) resolve();
-        else httpServer.close(() => resolve());
-      });
-      const closed = [...connections].map(
-        (connection) =>
-          new Promise<void>((resolve) => {
-            connection.socket.once('close', () => resolve());
-            connection.shutdown('the gateway is shutting down');
-          }),
-      );
-      await Promise.all(closed);
-      httpServer.closeAllConnections();
-      await stopped;
-      hub.close();
-      wss.close();
+    close() {
+      // Every caller hears of the close once it is done, however many call it.
+      shutdown ??= shutDown();
+      return shutdown;
     },
     address: () => httpServer.address() as AddressInfo | null,
     get connectionCount() {

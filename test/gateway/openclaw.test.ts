@@ -696,4 +696,15 @@ describe('OpenClaw events and limits', () => {
     expect((await client.closed).code).toBe(1001);
     expect(gw.server.connectionCount).toBe(0);
   });
+
+  it('resolves a close() called while another runs only once every connection and the listener are gone', async () => {
+    const gw = await startTestGateway();
+    const { client } = await connectOpenClaw(gw.url);
+    const first = gw.close();
+    await gw.close();
+    expect(gw.server.connectionCount).toBe(0);
+    expect(gw.server.address()).toBeNull();
+    expect((await client.closed).code).toBe(1001);
+    await first;
+  });
 });

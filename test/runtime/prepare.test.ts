@@ -86,6 +86,19 @@ describe("a runtime's prepare()", () => {
     expect(log.text()).not.toContain('failed');
   });
 
+  it('resolves a close called while another runs only once the store is closed', async () => {
+    const runtime = await runtimeIn(
+      tempHome(),
+      preparingModel(() => new Promise((resolve) => setTimeout(resolve, 150))),
+    );
+    // The first close waits for the slow preparation; the second must wait for the same close.
+    void runtime.prepare();
+    const first = runtime.close();
+    await runtime.close();
+    await expect(runtime.store.db.get('SELECT 1 AS one')).rejects.toThrow();
+    await first;
+  });
+
   it("closes after the preparation's writes, not in the middle of them", async () => {
     const home = tempHome();
     const log = captureLog();
