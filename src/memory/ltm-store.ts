@@ -1055,8 +1055,8 @@ export function createLtmStore(
    * connection to, and keeps no vocabulary. A load asked for while one is under way is that load.
    *
    * The reader's connection lives no longer than the database's: closing the database ends the load and
-   * waits for it, its reader's thread gone, first. A read-only connection outliving the last writer would make the WAL
-   * files again beside a database its owner has closed, perhaps in a directory being removed.
+   * waits for it, its reader's thread gone, first. A read-only connection outliving the last writer would make
+   * the WAL files again beside a database its owner has closed, perhaps in a directory being removed.
    */
   const loadVocabulary = (): Promise<void> => {
     if (dialect !== 'sqlite') return Promise.resolve();
