@@ -139,6 +139,7 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
   let sdkLoaded: Promise<McpSdk> | undefined;
   const slots = new Map<string, ServerSlot>();
   let closed = false;
+  let closing: Promise<void> | undefined;
 
   for (const [name, server] of Object.entries(config.servers)) {
     slots.set(name, {
@@ -353,10 +354,10 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
         ...(slot.lastError ? { lastError: slot.lastError } : {}),
         ...(slot.skippedTools.length ? { skippedTools: [...slot.skippedTools] } : {}),
       })),
-    async close() {
-      if (closed) return;
+    close() {
       closed = true;
-      await Promise.all(
+      // A second caller waits for the same close: the servers' processes are gone once any caller's resolves.
+      closing ??= Promise.all(
         [...slots.values()].map(async (slot) => {
           if (slot.retryTimer) clearTimeout(slot.retryTimer);
           unregisterTools(slot);
@@ -365,7 +366,8 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
           if (slot.state !== 'disabled') slot.state = 'closed';
           await client?.close().catch(() => {});
         }),
-      );
+      ).then(() => undefined);
+      return closing;
     },
   };
 }

@@ -40,6 +40,7 @@ describe('agentd mcp list', () => {
       'mcp__calc__env',
       'mcp__calc__grow',
       'mcp__calc__crash',
+      'mcp__calc__pid',
     ]);
     expect(servers[1]!.lastError).toMatch(/ENOENT/);
     expect(code).toBe(3);

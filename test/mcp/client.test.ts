@@ -40,6 +40,17 @@ function setup(servers: Record<string, unknown>, env: NodeJS.ProcessEnv = proces
 const calc = { command: process.execPath, args: [calcServerPath] };
 
 describe('MCP client manager', () => {
+  it("resolves a close called while another runs only once the servers' processes are gone", async () => {
+    const { manager, call } = setup({ calc });
+    await manager.start();
+    const pid = Number((await call('mcp__calc__pid')).content);
+    expect(pid).toBeGreaterThan(0);
+    const first = manager.close();
+    await manager.close();
+    expect(() => process.kill(pid, 0)).toThrow(expect.objectContaining({ code: 'ESRCH' }));
+    await first;
+  });
+
   it('gives a stdio server only the configured variables plus the safe defaults', async () => {
     const { manager, call } = setup(
       { calc: { ...calc, env: { CALC_KEY: 'k-1' } } },

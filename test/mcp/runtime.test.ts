@@ -132,7 +132,7 @@ describe('MCP servers configured in agentd.yaml', () => {
     );
     expect(docs.headers.some((headers) => headers.authorization === 'Bearer docs-token-123')).toBe(true);
     expect(runtime.health().mcp).toEqual({
-      calc: { state: 'ready', tools: 4 },
+      calc: { state: 'ready', tools: 5 },
       docs: { state: 'ready', tools: 2 },
     });
   });
