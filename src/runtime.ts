@@ -101,6 +101,7 @@ import {
   ErrorCodes,
   type IdGenerator,
   isStoreUnavailable,
+  once,
   packageRoot,
   packageVersion,
   systemClock,
@@ -769,8 +770,6 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   registerCronMethods({ methods, cron });
 
   let gateway: GatewayServer | undefined;
-  let closed = false;
-  let closing: Promise<void> | undefined;
   let background: Promise<void> | undefined;
   const startBackground = () => {
     healthSamples.start();
@@ -799,7 +798,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger.debug({ durationMs: clock.now() - startedAt }, 'first chat turn prepared');
   };
 
-  const closeAll = async (): Promise<void> => {
+  // A second caller of `close` waits for the same close: it may remove the home once its own call resolves.
+  const closing = once(async () => {
     healthSamples.stop();
     cron.stop();
     if (gateway) await gateway.close();
@@ -818,7 +818,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     await recorder.stop();
     await store.close();
     await telemetry.shutdown();
-  };
+  });
 
   return {
     version,
@@ -929,16 +929,11 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
 
     prepare() {
       // After close() there is no turn to prepare, and the store it would write to is closed.
-      prepared ??= closed ? Promise.resolve() : prepareFirstTurn();
+      prepared ??= closing.started ? Promise.resolve() : prepareFirstTurn();
       return prepared;
     },
 
-    close() {
-      closed = true;
-      // A second caller waits for the same close: it may remove the home once its own call resolves.
-      closing ??= closeAll();
-      return closing;
-    },
+    close: closing.run,
   };
 }
 

@@ -4,7 +4,14 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Bus } from '../bus/index.js';
 import type { Clock, IdGenerator, Logger } from '../util/index.js';
-import { createIdGenerator, ErrorCodes, silentLogger, systemClock, UserInputError } from '../util/index.js';
+import {
+  createIdGenerator,
+  ErrorCodes,
+  once,
+  silentLogger,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
 import {
   type ConnectionDeps,
   defaultGatewayLimits,
@@ -178,8 +185,6 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   const hub = createEventHub({ bus, table, clock, logger });
   const connections = new Set<GatewayConnection>();
   let upgrading = 0;
-  let closing = false;
-  let shutdown: Promise<void> | undefined;
   const startedAt = clock.now();
   const routes = options.httpRoutes ?? [];
   const openClawAuth = {
@@ -319,7 +324,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     if (!hostAllowed(request)) return rejectUpgrade(socket, 421, hostRefusal(request));
     if (!spiderweb && !isOpenClaw)
       return rejectUpgrade(socket, 404, `no WebSocket endpoint at ${url.pathname}`);
-    if (closing) return rejectUpgrade(socket, 503, 'the gateway is shutting down');
+    if (closing.started) return rejectUpgrade(socket, 503, 'the gateway is shutting down');
     if (connections.size + upgrading >= limits.maxConnections) {
       logger.warn({ maxConnections: limits.maxConnections }, 'gateway: connection refused, at the limit');
       return rejectUpgrade(socket, 503, `connection limit reached (${limits.maxConnections})`, {
@@ -376,7 +381,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     upgrading++;
     wss.handleUpgrade(request, socket, head, (ws) => {
       upgrading--;
-      if (closing) {
+      if (closing.started) {
         ws.close(CloseCodes.goingAway, 'the gateway is shutting down');
         return;
       }
@@ -388,9 +393,11 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
   });
 
   let tickTimer: ReturnType<typeof setInterval> | undefined;
-  /** The gateway's close: no new connection, each one told and closed, then the HTTP server. */
-  const shutDown = async (): Promise<void> => {
-    closing = true;
+  /**
+   * The gateway's close: no new connection, each one told and closed, then the HTTP server. Every caller of
+   * `close` hears of it once it is done, however many call it.
+   */
+  const closing = once(async () => {
     if (tickTimer) clearInterval(tickTimer);
     const stopped = new Promise<void>((resolve) => {
       if (!httpServer.listening) resolve();
@@ -408,7 +415,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     await stopped;
     hub.close();
     wss.close();
-  };
+  });
 
   return {
     async listen() {
@@ -431,11 +438,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
       );
       return { url: `ws://${host}:${address.port}` };
     },
-    close() {
-      // Every caller hears of the close once it is done, however many call it.
-      shutdown ??= shutDown();
-      return shutdown;
-    },
+    close: closing.run,
     address: () => httpServer.address() as AddressInfo | null,
     get connectionCount() {
       return connections.size;

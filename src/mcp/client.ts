@@ -5,7 +5,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { ToolDefinition, ToolRegistry, ToolResult } from '../tools/index.js';
-import { ErrorCodes, type Logger, SystemError } from '../util/index.js';
+import { ErrorCodes, type Logger, once, SystemError } from '../util/index.js';
 import type { McpConfig, McpServerConfig } from './config.js';
 
 export type McpServerState = 'connecting' | 'ready' | 'failed' | 'disabled' | 'closed';
@@ -138,8 +138,20 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
   const { config, registry, bus, logger } = options;
   let sdkLoaded: Promise<McpSdk> | undefined;
   const slots = new Map<string, ServerSlot>();
-  let closed = false;
-  let closing: Promise<void> | undefined;
+  // A second caller of `close` waits for the same close: the servers' processes are gone once any caller's
+  // resolves.
+  const closing = once(async () => {
+    await Promise.all(
+      [...slots.values()].map(async (slot) => {
+        if (slot.retryTimer) clearTimeout(slot.retryTimer);
+        unregisterTools(slot);
+        const client = slot.client;
+        slot.client = undefined;
+        if (slot.state !== 'disabled') slot.state = 'closed';
+        await client?.close().catch(() => {});
+      }),
+    );
+  });
 
   for (const [name, server] of Object.entries(config.servers)) {
     slots.set(name, {
@@ -276,7 +288,7 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
 
   /** A connected client broke: drop its tools and go back to retrying (once per client). */
   const failed = (slot: ServerSlot, client: Client, error: unknown) => {
-    if (closed || slot.client !== client) return;
+    if (closing.started || slot.client !== client) return;
     slot.client = undefined;
     unregisterTools(slot);
     void client.close().catch(() => {});
@@ -285,7 +297,7 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
   };
 
   const connect = async (slot: ServerSlot): Promise<void> => {
-    if (closed) return;
+    if (closing.started) return;
     slot.state = 'connecting';
     slot.attempt += 1;
     sdkLoaded ??= loadMcpSdk();
@@ -300,10 +312,10 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
     } catch (error) {
       await client.close().catch(() => {});
       unregisterTools(slot);
-      if (!closed) scheduleRetry(slot, error);
+      if (!closing.started) scheduleRetry(slot, error);
       return;
     }
-    if (closed) {
+    if (closing.started) {
       unregisterTools(slot);
       await client.close().catch(() => {});
       return;
@@ -354,20 +366,6 @@ export function createMcpClientManager(options: CreateMcpClientManagerOptions): 
         ...(slot.lastError ? { lastError: slot.lastError } : {}),
         ...(slot.skippedTools.length ? { skippedTools: [...slot.skippedTools] } : {}),
       })),
-    close() {
-      closed = true;
-      // A second caller waits for the same close: the servers' processes are gone once any caller's resolves.
-      closing ??= Promise.all(
-        [...slots.values()].map(async (slot) => {
-          if (slot.retryTimer) clearTimeout(slot.retryTimer);
-          unregisterTools(slot);
-          const client = slot.client;
-          slot.client = undefined;
-          if (slot.state !== 'disabled') slot.state = 'closed';
-          await client?.close().catch(() => {});
-        }),
-      ).then(() => undefined);
-      return closing;
-    },
+    close: closing.run,
   };
 }

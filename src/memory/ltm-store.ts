@@ -1062,16 +1062,16 @@ export function createLtmStore(
     if (dialect !== 'sqlite') return Promise.resolve();
     if (vocabularyLoad !== undefined) return vocabularyLoad;
     if (vocabularyReadsEnd === undefined) {
-      vocabularyReadsEnd = new AbortController();
-      const ending = vocabularyReadsEnd;
+      const readsEnd = new AbortController();
+      vocabularyReadsEnd = readsEnd;
       db.onClose(async () => {
-        ending.abort();
+        readsEnd.abort();
         await vocabularyLoad;
       });
     }
-    const ending = vocabularyReadsEnd.signal;
-    if (ending.aborted) return Promise.resolve();
-    const load = readIntoVocabulary(ending).finally(() => {
+    const { signal } = vocabularyReadsEnd;
+    if (signal.aborted) return Promise.resolve();
+    const load = readIntoVocabulary(signal).finally(() => {
       vocabularyLoad = undefined;
     });
     vocabularyLoad = load;

@@ -1,38 +1,33 @@
+import { once } from '../util/index.js';
+
 /**
  * How a database closes (`SqlDatabase.close`, `SqlDatabase.onClose`): once, its hooks first, while its
- * connection still runs their statements, then the connection. Each hook runs once; one added after closing
- * began runs at once.
+ * connection still runs their statements, then `release` lets the connection go. Each hook runs once; one
+ * added after closing began runs at once. Every `close` call returns the first one's promise, so a caller
+ * whose `close` resolves knows the connection is gone even when another caller began closing first.
  */
-export function createCloseHooks(): {
+export function createCloseHooks(release: () => Promise<void>): {
   add(hook: () => Promise<void> | void): void;
-  /**
-   * Runs every hook added so far, and from then on each one added, then `release`. Only the first call closes:
-   * every call returns its promise, so a caller whose `close` resolves knows the connection is gone even when
-   * another caller began closing first.
-   */
-  close(release: () => Promise<void>): Promise<void>;
+  close(): Promise<void>;
 } {
   let hooks: Array<() => Promise<void> | void> | undefined = [];
-  let closing: Promise<void> | undefined;
   const settle = async (hook: () => Promise<void> | void): Promise<void> => {
     // A hook that fails must not keep the connection open.
     await Promise.resolve()
       .then(hook)
       .catch(() => undefined);
   };
-  const runHooks = async () => {
+  const closing = once(async () => {
     const pending = hooks ?? [];
     hooks = undefined;
     await Promise.all(pending.map(settle));
-  };
+    await release();
+  });
   return {
     add(hook) {
       if (hooks === undefined) void settle(hook);
       else hooks.push(hook);
     },
-    close(release) {
-      closing ??= runHooks().then(release);
-      return closing;
-    },
+    close: closing.run,
   };
 }

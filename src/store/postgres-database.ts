@@ -375,7 +375,7 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
     };
   };
 
-  const closeHooks = createCloseHooks();
+  const closeHooks = createCloseHooks(() => pool.end());
   return {
     dialect: 'postgres',
     pool,
@@ -496,9 +496,6 @@ export function createPostgresDatabase(options: PostgresDatabaseOptions): Postgr
       }
     },
     onClose: closeHooks.add,
-    close: () =>
-      closeHooks.close(async () => {
-        await pool.end();
-      }),
+    close: closeHooks.close,
   };
 }

@@ -327,7 +327,18 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     });
   };
   const statements = new Map<string, Database.Statement>();
-  const closeHooks = createCloseHooks();
+  const closeHooks = createCloseHooks(async () => {
+    await walSyncer?.close();
+    // Let a running transaction finish before the connection goes away.
+    await lock.acquire();
+    try {
+      commitGroup();
+      statements.clear();
+      driver.close();
+    } finally {
+      lock.release();
+    }
+  });
 
   const statement = (sql: string): Database.Statement => {
     let prepared = statements.get(sql);
@@ -563,18 +574,6 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
       return result;
     },
     onClose: closeHooks.add,
-    close: () =>
-      closeHooks.close(async () => {
-        await walSyncer?.close();
-        // Let a running transaction finish before the connection goes away.
-        await lock.acquire();
-        try {
-          commitGroup();
-          statements.clear();
-          driver.close();
-        } finally {
-          lock.release();
-        }
-      }),
+    close: closeHooks.close,
   };
 }

@@ -53,7 +53,12 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
   const owner = {};
   const rewrite = createPlaceholderCache();
   let closed = false;
-  const closeHooks = createCloseHooks();
+  const closeHooks = createCloseHooks(async () => {
+    await instance.lock.acquire();
+    closed = true;
+    instance.lock.release();
+    await options.onClose?.();
+  });
 
   const ensureSchema = async () => {
     if (instance.currentSchema === schema) return;
@@ -140,12 +145,6 @@ export function createPgliteDatabase(options: PgliteDatabaseOptions): SqlDatabas
       }
     },
     onClose: closeHooks.add,
-    close: () =>
-      closeHooks.close(async () => {
-        await instance.lock.acquire();
-        closed = true;
-        instance.lock.release();
-        await options.onClose?.();
-      }),
+    close: closeHooks.close,
   };
 }
