@@ -25,7 +25,7 @@ describe('agentd work list|show --url', () => {
     await started.runtime.ledger.append(parent.id, { entryType: 'finding', content: 'twelve boats' });
 
     const listed = await run(['work', 'list', ...remote, '--json']);
-    expect(listed.code).toBe(0);
+    expect(listed.code, `stdout: ${listed.out}, stderr: ${listed.err}`).toBe(0);
     expect(JSON.parse(listed.out).items.map((item: { title: string }) => item.title)).toEqual([
       'Count the red ones',
       'Count the boats',
