@@ -1,6 +1,6 @@
 import type { Bus } from '../bus/index.js';
 import type { SqlDatabase } from '../store/index.js';
-import type { Clock, IdGenerator, Logger } from '../util/index.js';
+import { type Clock, type IdGenerator, type Logger, once } from '../util/index.js';
 import type { WorkConfig } from './config.js';
 import type { WorkErrorPayload } from './events.js';
 import { createPostgresNotifier, type WorkNotifier } from './notifier.js';
@@ -121,6 +121,10 @@ export interface WorkQueue {
   ): Promise<void>;
   /** Resolves once cross-process wake-ups are active (at once when there is no LISTEN connection). */
   whenListening(): Promise<void>;
+  /**
+   * Hands back what was claimed ahead and stops the LISTEN connection. A second call returns the first's
+   * promise: every caller's close resolves once that work is done.
+   */
   close(): Promise<void>;
 }
 
@@ -157,6 +161,21 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
         })
       : undefined;
   if (notifier) state.hearsRemoteChanges = true;
+  // Every close waits for the first: a caller that closes the database next must not do so under the
+  // hand-back of what was claimed ahead, or the LISTEN connection, still open.
+  const closing = once(async () => {
+    state.closed = true;
+    wake(state);
+    try {
+      await handBackAll(ctx);
+    } catch (error) {
+      logger.warn(
+        { err: error },
+        'could not hand back work claimed ahead; it is reclaimed when its lease lapses',
+      );
+    }
+    await notifier?.close();
+  });
 
   return {
     config: ctx.config,
@@ -185,19 +204,6 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     },
     waitForWork: (signal, waitOptions) => waitForWork(ctx, signal, waitOptions),
     whenListening: () => notifier?.whenListening() ?? Promise.resolve(),
-    async close() {
-      if (state.closed) return;
-      state.closed = true;
-      wake(state);
-      try {
-        await handBackAll(ctx);
-      } catch (error) {
-        logger.warn(
-          { err: error },
-          'could not hand back work claimed ahead; it is reclaimed when its lease lapses',
-        );
-      }
-      await notifier?.close();
-    },
+    close: () => closing.run(),
   };
 }

@@ -157,6 +157,45 @@ describeEachDatabase('work sql: claim-ahead', (getDb) => {
     expect(await queue.get(second.id)).toMatchObject({ state: 'queued', leaseOwner: null, attempts: 0 });
   });
 
+  it("a second close waits for the first one's hand-back", async () => {
+    const db = getDb();
+    let gate: Promise<void> | undefined;
+    let openGate!: () => void;
+    // The database as the queue sees it, whose transactions wait for the gate once it is set.
+    const gated = new Proxy(db, {
+      get(target, property) {
+        if (property === 'transaction')
+          return async (...args: Parameters<typeof db.transaction>) => {
+            await gate;
+            return target.transaction(...args);
+          };
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const queue = createWorkQueue({ db: gated, config: { leaseMs: 60_000 } });
+    const first = await queue.submit({ kind: 'task', description: 'first' });
+    const second = await queue.submit({ kind: 'task', description: 'second' });
+    await queue.claimBatch('w1', 1, start);
+    await queue.complete(first.id, 'w1');
+    if (db.dialect !== 'postgres') return;
+    gate = new Promise((resolve) => {
+      openGate = resolve;
+    });
+    const firstClose = queue.close();
+    let secondClosed = false;
+    const secondClose = queue.close().then(() => {
+      secondClosed = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The hand-back of the item claimed ahead is held at the gate: no close may have resolved.
+    expect(secondClosed).toBe(false);
+    openGate();
+    await secondClose;
+    expect(await queue.get(second.id)).toMatchObject({ state: 'queued', leaseOwner: null, attempts: 0 });
+    await firstClose;
+  });
+
   it('hands back at once what a completion on its way when the queue closed claimed ahead', async () => {
     const { ctx } = stepContext(getDb(), { leaseMs: 60_000 });
     const ids: string[] = [];
