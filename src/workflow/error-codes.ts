@@ -28,4 +28,9 @@ export const WorkflowErrorCodes = {
   splitInvalidOutput: 'SPLIT_INVALID_OUTPUT',
   /** A tool was called with input its input_schema refuses, or misbehaved. */
   toolMisuse: 'TOOL_MISUSE',
+  /**
+   * Not a stage's error: some of a finished run's records could not be written (a full disk); the run's
+   * result names it in `recordsNotWritten`, whatever the run's status.
+   */
+  recordsNotWritten: 'RECORDS_NOT_WRITTEN',
 } as const;

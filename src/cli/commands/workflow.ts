@@ -193,12 +193,26 @@ function progressFor(deps: WorkflowCommandDeps): ProgressDisplay {
   return createProgressDisplay(deps.stderr, terminalOf(deps));
 }
 
-/** The result of `workflow.run` as `run` prints it, whether it ran here or on a server. */
-function printRunResult(
-  deps: WorkflowCommandDeps,
-  result: { status: string; taskId: string; output?: unknown; error?: { code: string; message: string } },
-  json: boolean,
-): void {
+/** What `run` reads of a run's result, whether it ran here or on a server. */
+interface PrintedRunResult {
+  status: string;
+  taskId: string;
+  output?: unknown;
+  error?: { code: string; message: string };
+  recordsNotWritten?: { code: string; message: string };
+}
+
+/**
+ * Prints the result of `workflow.run` and sets the exit code: 1 for a failed run, 3 when the run's records
+ * could not all be written (a full disk), said on stderr too, since a script reading only the output would
+ * otherwise take the run for a stored one.
+ */
+function printRunResult(deps: WorkflowCommandDeps, result: PrintedRunResult, json: boolean): void {
+  if (result.recordsNotWritten) {
+    const { code, message } = result.recordsNotWritten;
+    deps.stderr(`agentd: task ${result.taskId}: ${message} (${code})\n`);
+    deps.setExitCode(ExitCodes.unavailable);
+  } else if (result.status === 'failure') deps.setExitCode(ExitCodes.failure);
   if (json) {
     deps.stdout(`${JSON.stringify(result, null, 2)}\n`);
     return;
@@ -234,10 +248,9 @@ async function runRemote(
       });
     const { taskId, result } = await client.call<{
       taskId: string;
-      result: { status: string; output?: unknown; error?: { code: string; message: string } };
+      result: Omit<PrintedRunResult, 'taskId'>;
     }>('workflow.run', { dir, ...(input !== null ? { input } : {}) }, { timeoutMs: remoteRunTimeoutMs });
     printRunResult(deps, { ...result, taskId }, options.json === true);
-    if (result.status === 'failure') deps.setExitCode(ExitCodes.failure);
   } finally {
     await client.close();
   }
@@ -382,7 +395,6 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
               `${localModelMarker} The agents of this run used the offline model. ${offlineWorkNotice}\n`,
             );
           }
-          if (result.status === 'failure') deps.setExitCode(ExitCodes.failure);
         } catch (error) {
           await fail(deps, error, options.json === true);
         } finally {

@@ -1,6 +1,7 @@
 import { ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import type { DagNode } from '../dag.js';
+import { WorkflowErrorCodes } from '../error-codes.js';
 import type { LoadedWorkflow } from '../loader.js';
 import { outcomeOf, type WorkflowTask } from '../task.js';
 import { conclude, concludeOpen } from './conclude.js';
@@ -221,8 +222,29 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
  * Resolves the run's result: at once when it has nothing to write (an in-memory run), else once its
  * writes landed, so `inspect` from the database sees the whole run. The executor is told of the end
  * before this (see `JobHandle`), so a run started when this result arrives is not queued behind it.
+ * Writes that failed (a full disk) are named in the result (`recordsNotWritten`): a caller told of a
+ * finished run must not take it for one a restart still finds.
  */
 export function settleRun(run: Run, result: WorkflowRunResult): void {
   if (run.persistQueue === noWrites) run.resolve(result);
-  else run.persistQueue.then(() => run.resolve(result));
+  else run.persistQueue.then(() => run.resolve(withUnwritten(run, result)));
+}
+
+function withUnwritten(run: Run, result: WorkflowRunResult): WorkflowRunResult {
+  const unwritten = run.unwritten;
+  if (!unwritten) return result;
+  const cause = codeOf(unwritten.error);
+  result.recordsNotWritten = {
+    code: WorkflowErrorCodes.recordsNotWritten,
+    message: `${unwritten.count} of this run's record writes failed${cause ? ` (${cause})` : ''}: the database does not hold the whole run, and a restart will not find it as it ended`,
+    failedWrites: unwritten.count,
+    ...(cause ? { cause } : {}),
+  };
+  return result;
+}
+
+/** The stable code of a store's error (STORE_UNAVAILABLE for a full disk), not its message, which names paths. */
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
 }

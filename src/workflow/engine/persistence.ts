@@ -11,17 +11,20 @@ const nextTurn = setImmediate;
  * Queues a write of a run. Writes gather until the event loop turns and then land in order, in one
  * transaction: a burst of fast stages costs one commit instead of one per row, and a stage that waits on
  * I/O lets everything before it land first. When a batch fails, its writes are retried one by one so
- * that one bad record cannot take the others with it; a write that still fails is logged and the chain
- * goes on — the run in memory stays authoritative for its caller. Without a record store (an in-memory
- * engine) it does nothing.
+ * that one bad record cannot take the others with it; a write that still fails is logged, counted on the
+ * run (`run.unwritten`, which its result reports: see `settleRun`) and the chain goes on. Without a record
+ * store (an in-memory engine) it does nothing.
  */
 export function createPersister(
   records: WorkflowRecordStore | undefined,
   logger: Logger,
 ): (run: Run, write: PersistWrite) => void {
   if (!records) return () => {};
-  const failed = (run: Run, error: unknown) =>
+  const failed = (run: Run, error: unknown) => {
     logger.error({ err: error, rootTaskId: run.root.taskId }, 'persisting a workflow record failed');
+    if (run.unwritten) run.unwritten.count++;
+    else run.unwritten = { count: 1, error };
+  };
   async function flush(run: Run, writes: PersistWrite[]): Promise<void> {
     try {
       await records!.batch(async (writer) => {

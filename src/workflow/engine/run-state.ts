@@ -80,6 +80,8 @@ export interface Run {
   persistQueue: Promise<void>;
   /** Writes gathered for the next batch (see `persistence.ts`); undefined when none is waiting. */
   pendingWrites: Array<(writer: WorkflowRecordWriter) => Promise<void>> | undefined;
+  /** Writes of this run that failed even one by one (a full disk), and the first one's error. */
+  unwritten: { count: number; error: unknown } | undefined;
 }
 
 export type NewTaskFields = Partial<WorkflowTask> & Pick<WorkflowTask, 'taskId' | 'rootTaskId' | 'spec'>;
@@ -160,6 +162,7 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     result,
     persistQueue: noWrites,
     pendingWrites: undefined,
+    unwritten: undefined,
   };
 }
 

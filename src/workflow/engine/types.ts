@@ -77,6 +77,12 @@ export interface WorkflowRunResult {
   state: TaskState;
   output: unknown;
   error?: { code: string; message: string; nodeId?: string };
+  /**
+   * Present when some of the run's records could not be written to the database (a full disk): the run
+   * ended as `status` says, but the database does not hold all of it. `code` is RECORDS_NOT_WRITTEN;
+   * `cause` the store's error code (STORE_UNAVAILABLE).
+   */
+  recordsNotWritten?: { code: string; message: string; failedWrites: number; cause?: string };
   stagesExecuted: number;
   childTaskIds: string[];
   startedAt: number;

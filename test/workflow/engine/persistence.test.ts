@@ -45,9 +45,10 @@ describe('persistence', () => {
     await target.persistQueue;
     expect(log.map((entry) => entry.name)).toEqual(['a', 'b', 'c', 'd']);
     expect(batches).toEqual([3, 1]);
+    expect(target.unwritten).toBeUndefined();
   });
 
-  it('retries a failed batch write by write, logs what still fails and goes on', async () => {
+  it('retries a failed batch write by write, logs and counts on the run what still fails, and goes on', async () => {
     const { store, log, write } = fakeStore({ failBatch: true });
     const error = vi.fn();
     const persist = createPersister(store, { ...silentLogger, error });
@@ -55,9 +56,11 @@ describe('persistence', () => {
     persist(target, write('first'));
     persist(target, write('broken', true));
     persist(target, write('third'));
+    persist(target, write('broken again', true));
     await target.persistQueue;
     expect(log.filter((entry) => !entry.batched).map((entry) => entry.name)).toEqual(['first', 'third']);
-    expect(error).toHaveBeenCalledOnce();
+    expect(error).toHaveBeenCalledTimes(2);
+    expect(target.unwritten).toEqual({ count: 2, error: new Error('disk full') });
   });
 
   it('does nothing without a record store', async () => {

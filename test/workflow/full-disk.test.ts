@@ -1,0 +1,49 @@
+import { afterEach, expect, it } from 'vitest';
+import type { WorkflowEngine } from '../../src/workflow/index.js';
+import { describeEachDatabase } from '../helpers/databases.js';
+import { createFaultyDatabase } from '../helpers/faulty-database.js';
+import { chainWorkflow, engineFor, workflowYaml } from './helpers.js';
+
+const engines: WorkflowEngine[] = [];
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((engine) => engine.close()));
+});
+
+const files = {
+  'workflow.yaml': { ...workflowYaml(chainWorkflow(2).nodes, chainWorkflow(2).edges), id: 'full-disk' },
+};
+const functions = {
+  n1: (input: unknown) => ({ v: (input as { v: number }).v + 1 }),
+  n2: (input: unknown) => ({ v: (input as { v: number }).v * 10 }),
+};
+
+describeEachDatabase('a durable run on a full disk', (getDb) => {
+  it('names the records it could not write in its result, and a run after the disk is back is stored whole', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    // retainRuns 0: what `inspect` shows comes from the database, as after a restart.
+    const engine = await engineFor(files, { functions, database: faulty, retainRuns: 0 });
+    engines.push(engine);
+
+    faulty.failWrites();
+    const lost = await engine.run({ v: 1 });
+    expect(lost.status).toBe('success');
+    expect(lost.output).toEqual({ v: 20 });
+    expect(faulty.refused).toBeGreaterThan(0);
+    expect(lost.recordsNotWritten).toMatchObject({
+      code: 'RECORDS_NOT_WRITTEN',
+      cause: 'STORE_UNAVAILABLE',
+      failedWrites: expect.any(Number),
+    });
+    expect(lost.recordsNotWritten!.failedWrites).toBeGreaterThan(0);
+    expect(lost.recordsNotWritten!.message).not.toContain(faulty.location);
+    expect(await engine.inspect(lost.taskId)).toBeUndefined();
+
+    faulty.heal();
+    const stored = await engine.run({ v: 2 });
+    expect(stored.recordsNotWritten).toBeUndefined();
+    expect(stored).not.toHaveProperty('recordsNotWritten');
+    const reader = await engineFor(files, { database: getDb() });
+    engines.push(reader);
+    expect((await reader.inspect(stored.taskId))?.task).toMatchObject({ state: 'completed' });
+  });
+});
