@@ -147,6 +147,8 @@ export async function runWorkflowRepl(options: ReplOptions): Promise<void> {
       `[${result.status}] task ${result.taskId}${result.error ? ` — ${result.error.code}: ${result.error.message}` : ''}`,
     );
     print(typeof result.output === 'string' ? result.output : JSON.stringify(result.output, null, 2));
+    if (result.recordsNotWritten)
+      print(`! ${result.recordsNotWritten.message} (${result.recordsNotWritten.code})`);
   };
   const runRequest = async (request: string, files: string[]) => {
     // A direct request also starts what /queue held, in FIFO order ahead of it.

@@ -1,4 +1,6 @@
+import { Readable } from 'node:stream';
 import { afterEach, expect, it } from 'vitest';
+import { runWorkflowRepl } from '../../src/workflow/engine-entry.js';
 import type { WorkflowEngine } from '../../src/workflow/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
@@ -45,5 +47,22 @@ describeEachDatabase('a durable run on a full disk', (getDb) => {
     const reader = await engineFor(files, { database: getDb() });
     engines.push(reader);
     expect((await reader.inspect(stored.taskId))?.task).toMatchObject({ state: 'completed' });
+  });
+
+  it('says so in the REPL, under the run it reports', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    const engine = await engineFor(files, { functions, database: faulty });
+    engines.push(engine);
+    faulty.failWrites();
+    let printed = '';
+    // A plain line is a request: the run gets `{ request: 'hello' }` and ends; the writes of its records fail.
+    await runWorkflowRepl({
+      engine,
+      io: { input: Readable.from(['hello\n']), write: (text) => (printed += text) },
+    });
+    expect(printed).toMatch(/\[success\] task wft_\d+/);
+    expect(printed).toMatch(
+      /! \d+ of this run's record writes failed \(STORE_UNAVAILABLE\).*\(RECORDS_NOT_WRITTEN\)/,
+    );
   });
 });
