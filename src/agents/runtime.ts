@@ -7,6 +7,7 @@ import {
   createSemaphore,
   ErrorCodes,
   type IdGenerator,
+  isStoreUnavailable,
   type Logger,
   silentLogger,
   systemClock,
@@ -120,6 +121,12 @@ export interface CreateAgentRuntimeOptions {
   mailboxSize?: number;
   /** Reported as the model of agents spawned without one. */
   defaultModel?: string;
+  /**
+   * First wait before writing again what the database refused for now (a full disk, a lost connection);
+   * doubles up to `maxWriteRetryMs`. Default 500 ms and 15 s, as memory's.
+   */
+  writeRetryMs?: number;
+  maxWriteRetryMs?: number;
   /** Throws (a UserInputError with a stable code) for a model or CLI backend that cannot be run. */
   checkModel?: (model: string) => void;
   /** One decision by a real model: the reply text, parsed by the decision loop. Needed for `useModel`. */
@@ -167,6 +174,12 @@ interface AgentRow {
   updated_at: number;
   position_x: number | null;
   position_y: number | null;
+}
+
+/** One statement of the agents' persisted state, waiting for its batch. */
+interface Write {
+  sql: string;
+  params: SqlValue[];
 }
 
 interface LiveAgent {
@@ -221,27 +234,82 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
    * Writes are batched: everything persisted within one turn of the event loop goes to the database in one
    * transaction (chunks of 500, yielding between them), in order. That keeps a broadcast to a thousand
    * agents from blocking the event loop with thousands of separate synchronous SQLite commits.
+   *
+   * A chunk the database refuses for now (a full disk, a lost connection: `isStoreUnavailable`) is not
+   * dropped: it and every write after it wait in `refused`, go first in the next batch, in order, and a
+   * timer (doubling from `writeRetryMs`) tries again when nothing else comes. A write refused for another
+   * reason (a defect) is logged and dropped, as retrying it cannot help.
    */
   let writeTail: Promise<void> = Promise.resolve();
-  let openBatch: Array<{ sql: string; params: SqlValue[] }> | undefined;
+  let openBatch: Write[] | undefined;
+  let refused: Write[] = [];
+  const firstRetryMs = options.writeRetryMs ?? 500;
+  const maxRetryMs = options.maxWriteRetryMs ?? 15_000;
+  let retryMs = firstRetryMs;
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** What `refused` may hold while the database refuses writes: a day of a busy world stays in memory no more. */
+  const maxRefusedWrites = 100_000;
   const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const writeBatch = async (batch: Write[]) => {
+    const writes = refused.length > 0 ? refused.concat(batch) : batch;
+    refused = [];
+    for (let index = 0; index < writes.length; index += 500) {
+      if (index > 0) await yieldToEventLoop();
+      const chunk = writes.slice(index, index + 500);
+      try {
+        await db.transaction(async (tx) => {
+          for (const write of chunk) await tx.run(write.sql, write.params);
+        });
+      } catch (error) {
+        if (!isStoreUnavailable(error)) {
+          logger.error({ err: error, writes: chunk.length }, 'could not persist agent state; dropped');
+          continue;
+        }
+        refused = writes.slice(index);
+        if (refused.length > maxRefusedWrites) {
+          const dropped = refused.length - maxRefusedWrites;
+          refused = refused.slice(dropped);
+          logger.error(
+            { writes: dropped },
+            'agent state refused for too long; its oldest writes are dropped',
+          );
+        }
+        logger.warn(
+          { err: error, writes: refused.length, retryMs },
+          'the database refused agent state for now; writing it again later',
+        );
+        retryLater();
+        return;
+      }
+    }
+    retryMs = firstRetryMs;
+  };
+  /** Runs `work` after every write queued so far; a failure is logged and the writes after it go on. */
+  const thenWrite = (work: () => Promise<void>) => {
+    writeTail = writeTail
+      .then(work)
+      .catch((error) => logger.error({ err: error }, 'could not persist agent state; continuing'));
+    return writeTail;
+  };
+  const retryLater = () => {
+    if (retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      // A batch already waiting takes the refused writes first.
+      if (!openBatch && refused.length > 0) void thenWrite(() => writeBatch([]));
+    }, retryMs);
+    retryTimer.unref?.();
+    retryMs = Math.min(retryMs * 2, maxRetryMs);
+  };
   const persist = (agent: LiveAgent, sql: string, params: SqlValue[]): Promise<void> => {
     if (!openBatch) {
-      const batch: Array<{ sql: string; params: SqlValue[] }> = [];
+      const batch: Write[] = [];
       openBatch = batch;
-      writeTail = writeTail
-        .then(yieldToEventLoop)
-        .then(async () => {
-          openBatch = undefined;
-          for (let index = 0; index < batch.length; index += 500) {
-            if (index > 0) await yieldToEventLoop();
-            const chunk = batch.slice(index, index + 500);
-            await db.transaction(async (tx) => {
-              for (const write of chunk) await tx.run(write.sql, write.params);
-            });
-          }
-        })
-        .catch((error) => logger.error({ err: error }, 'could not persist agent state; continuing'));
+      void thenWrite(async () => {
+        await yieldToEventLoop();
+        openBatch = undefined;
+        await writeBatch(batch);
+      });
     }
     openBatch.push({ sql, params });
     agent.writes = writeTail;
@@ -750,6 +818,16 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       const all = [...agents.values()];
       agents.clear();
       await Promise.all(all.map((agent) => stopAgent(agent, terminateTimeoutMs)));
+      clearTimeout(retryTimer);
+      retryTimer = undefined;
+      // One last try for what the database refused; what it still refuses is lost, and said so.
+      if (refused.length > 0) await thenWrite(() => writeBatch([]));
+      clearTimeout(retryTimer);
+      if (refused.length > 0)
+        logger.error(
+          { writes: refused.length },
+          'the database still refuses agent state at close; these writes are lost',
+        );
     },
   };
 }

@@ -19,6 +19,7 @@ import type { SqlDatabase } from '../../src/store/index.js';
 import { silentLogger } from '../../src/util/index.js';
 import { createWorkQueue } from '../../src/work/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
+import { createFaultyDatabase } from '../helpers/faulty-database.js';
 import { deferred, nextEvent } from './helpers.js';
 
 type RunTurn = (agent: AgentInfo, message: AgentInboxMessage, signal: AbortSignal) => Promise<string>;
@@ -300,6 +301,64 @@ describeEachDatabase('agent runtime', (getDb) => {
     expect((await runtime.conversation('keeper')).at(-1)).toMatchObject({
       content: 'Keeper heard: still there?',
     });
+  });
+
+  it('keeps what a full disk refused and writes it, in order, once the disk is back', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    runtime = createAgentRuntime({
+      db: faulty,
+      bus,
+      runTurn: echo,
+      logger: silentLogger,
+      writeRetryMs: 5,
+      maxWriteRetryMs: 20,
+    });
+    await runtime.spawn({ id: 'a', name: 'A' });
+    faulty.failWrites();
+    await runtime.send('a', { from: 'user', content: 'while the disk is full' });
+    await runtime.whenIdle('a');
+    expect(faulty.refused).toBeGreaterThan(0);
+    expect(await runtime.conversation('a')).toEqual([]);
+
+    faulty.heal();
+    await vi.waitFor(async () => expect(await runtime!.conversation('a')).toHaveLength(2), {
+      timeout: 5_000,
+    });
+    expect((await runtime.conversation('a')).map((entry) => entry.content)).toEqual([
+      'while the disk is full',
+      'A heard: while the disk is full',
+    ]);
+    expect((await runtime.history('a')).map((entry) => entry.newState)).toEqual([
+      'listening',
+      'thinking',
+      'speaking',
+      'idle',
+    ]);
+    // What a restart reads: the agent's last state, written after the disk came back.
+    const row = await getDb().get<{ state: string }>('SELECT state FROM agents WHERE id = ?', ['a']);
+    expect(row?.state).toBe('idle');
+  });
+
+  it('writes at close what the disk refused before it came back, when no retry has run yet', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    const closing = createAgentRuntime({
+      db: faulty,
+      bus,
+      runTurn: echo,
+      logger: silentLogger,
+      writeRetryMs: 600_000,
+    });
+    await closing.spawn({ id: 'b', name: 'B' });
+    faulty.failWrites();
+    await closing.send('b', { from: 'user', content: 'late' });
+    await closing.whenIdle('b');
+    faulty.heal();
+    await closing.close();
+    const rows = await getDb().all<{ content: string }>(
+      'SELECT content FROM agent_conversations WHERE agent_id = ? ORDER BY id',
+      ['b'],
+    );
+    expect(rows.map((row) => row.content)).toEqual(['late', 'B heard: late']);
   });
 });
 
