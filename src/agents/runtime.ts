@@ -4,6 +4,7 @@ import type { SqlDatabase, SqlValue } from '../store/index.js';
 import {
   type Clock,
   createIdGenerator,
+  createRefusedWrites,
   createSemaphore,
   ErrorCodes,
   type IdGenerator,
@@ -242,17 +243,20 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
    */
   let writeTail: Promise<void> = Promise.resolve();
   let openBatch: Write[] | undefined;
-  let refused: Write[] = [];
-  const firstRetryMs = options.writeRetryMs ?? 500;
-  const maxRetryMs = options.maxWriteRetryMs ?? 15_000;
-  let retryMs = firstRetryMs;
-  let retryTimer: ReturnType<typeof setTimeout> | undefined;
-  /** What `refused` may hold while the database refuses writes: a day of a busy world stays in memory no more. */
-  const maxRefusedWrites = 100_000;
+  const refused = createRefusedWrites<Write>({
+    // A batch already waiting takes the refused writes first.
+    retry: () => {
+      if (!openBatch && refused.kept > 0) void thenWrite(() => writeBatch([]));
+    },
+    firstRetryMs: options.writeRetryMs ?? 500,
+    maxRetryMs: options.maxWriteRetryMs ?? 15_000,
+    maxKept: 100_000,
+    logger,
+    what: 'agent state',
+  });
   const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
   const writeBatch = async (batch: Write[]) => {
-    const writes = refused.length > 0 ? refused.concat(batch) : batch;
-    refused = [];
+    const writes = refused.withKept(batch);
     for (let index = 0; index < writes.length; index += 500) {
       if (index > 0) await yieldToEventLoop();
       const chunk = writes.slice(index, index + 500);
@@ -265,24 +269,11 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
           logger.error({ err: error, writes: chunk.length }, 'could not persist agent state; dropped');
           continue;
         }
-        refused = writes.slice(index);
-        if (refused.length > maxRefusedWrites) {
-          const dropped = refused.length - maxRefusedWrites;
-          refused = refused.slice(dropped);
-          logger.error(
-            { writes: dropped },
-            'agent state refused for too long; its oldest writes are dropped',
-          );
-        }
-        logger.warn(
-          { err: error, writes: refused.length, retryMs },
-          'the database refused agent state for now; writing it again later',
-        );
-        retryLater();
+        refused.refuse(writes.slice(index), error);
         return;
       }
     }
-    retryMs = firstRetryMs;
+    refused.written();
   };
   /** Runs `work` after every write queued so far; a failure is logged and the writes after it go on. */
   const thenWrite = (work: () => Promise<void>) => {
@@ -290,16 +281,6 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       .then(work)
       .catch((error) => logger.error({ err: error }, 'could not persist agent state; continuing'));
     return writeTail;
-  };
-  const retryLater = () => {
-    if (retryTimer) return;
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      // A batch already waiting takes the refused writes first.
-      if (!openBatch && refused.length > 0) void thenWrite(() => writeBatch([]));
-    }, retryMs);
-    retryTimer.unref?.();
-    retryMs = Math.min(retryMs * 2, maxRetryMs);
   };
   const persist = (agent: LiveAgent, sql: string, params: SqlValue[]): Promise<void> => {
     if (!openBatch) {
@@ -818,14 +799,13 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       const all = [...agents.values()];
       agents.clear();
       await Promise.all(all.map((agent) => stopAgent(agent, terminateTimeoutMs)));
-      clearTimeout(retryTimer);
-      retryTimer = undefined;
       // One last try for what the database refused; what it still refuses is lost, and said so.
-      if (refused.length > 0) await thenWrite(() => writeBatch([]));
-      clearTimeout(retryTimer);
-      if (refused.length > 0)
+      refused.stop();
+      if (refused.kept > 0) await thenWrite(() => writeBatch([]));
+      refused.stop();
+      if (refused.kept > 0)
         logger.error(
-          { writes: refused.length },
+          { writes: refused.kept },
           'the database still refuses agent state at close; these writes are lost',
         );
     },

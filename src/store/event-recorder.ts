@@ -1,6 +1,6 @@
 import type { Bus, BusEvent } from '../bus/index.js';
 import type { Logger } from '../util/index.js';
-import { silentLogger } from '../util/index.js';
+import { createRefusedWrites, isStoreUnavailable, silentLogger } from '../util/index.js';
 import type { EventInput, EventStore } from './event-store.js';
 
 export interface EventRecorderOptions {
@@ -19,10 +19,16 @@ export interface EventRecorderOptions {
    * not what acknowledges a message: nothing waits for these writes but `flush` and `stop`.
    */
   batchDelayMs?: number;
+  /**
+   * First wait before writing again events the database refused for now (a full disk, a lost connection);
+   * doubles up to `maxWriteRetryMs`. Default 500 ms and 15 s.
+   */
+  writeRetryMs?: number;
+  maxWriteRetryMs?: number;
 }
 
 export interface EventRecorder {
-  /** Resolves when everything published so far is written. */
+  /** Resolves when everything published so far is written, or kept because the database refused it for now. */
   flush(): Promise<void>;
   /** Unsubscribes and writes what is buffered. */
   stop(): Promise<void>;
@@ -32,7 +38,10 @@ export const defaultUnrecordedEventTypes: ReadonlyArray<string> = ['run:text-del
 
 /**
  * Writes bus events to the audit log. Bus delivery is synchronous and writes are not, so events are
- * buffered and written in batches, one batch at a time, which keeps the log in publish order.
+ * buffered and written in batches, one batch at a time, which keeps the log in publish order. A batch the
+ * database refuses for now (a full disk, a lost connection) is kept (the newest 100,000 events) and written
+ * ahead of the next batch, or by a retry timer: whoever fills the disk must not also empty the audit log of
+ * what happened meanwhile.
  */
 export function createEventRecorder(options: EventRecorderOptions): EventRecorder {
   const logger = (options.logger ?? silentLogger).child({ component: 'store' });
@@ -45,7 +54,16 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   let scheduled = false;
   let timer: NodeJS.Timeout | undefined;
 
-  const write = () => {
+  const refused = createRefusedWrites<EventInput>({
+    retry: () => void write(),
+    firstRetryMs: options.writeRetryMs ?? 500,
+    maxRetryMs: options.maxWriteRetryMs ?? 15_000,
+    maxKept: 100_000,
+    logger,
+    what: 'audit events',
+  });
+
+  const write = (): Promise<void> => {
     scheduled = false;
     if (timer) {
       clearTimeout(timer);
@@ -53,13 +71,18 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     }
     const batch = buffer;
     buffer = [];
-    if (batch.length === 0) return writing;
+    if (batch.length === 0 && refused.kept === 0) return writing;
     writing = writing.then(async () => {
+      // Taken here, not when the step was queued: a batch refused just before is still ahead of this one.
+      const events = refused.withKept(batch);
+      if (events.length === 0) return;
       try {
-        await options.events.appendMany(batch);
+        await options.events.appendMany(events);
+        refused.written();
       } catch (error) {
         // Publishing an error event here could feed back into the recorder; the log is the outlet.
-        logger.error({ err: error, lost: batch.length }, 'could not write events to the audit log');
+        if (isStoreUnavailable(error)) refused.refuse(events, error);
+        else logger.error({ err: error, lost: events.length }, 'could not write events to the audit log');
       }
     });
     return writing;
@@ -85,7 +108,15 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
     flush: () => write(),
     async stop() {
       unsubscribe();
+      // One last try for what the database refused; what it still refuses is lost, and said so.
+      refused.stop();
       await write();
+      refused.stop();
+      if (refused.kept > 0)
+        logger.error(
+          { lost: refused.kept },
+          'the database still refuses audit events at stop; they are lost',
+        );
     },
   };
 }

@@ -34,6 +34,11 @@ export {
 } from './otel-api.js';
 export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
+export {
+  createRefusedWrites,
+  type RefusedWrites,
+  type RefusedWritesOptions,
+} from './refused-writes.js';
 export { openRegularFile, readAtMost, readRegularFile } from './regular-file.js';
 export { isStoreUnavailable, type RetryOptions, retrying } from './retry.js';
 export { formatZodIssues, parseUntrustedJson } from './safe-json.js';

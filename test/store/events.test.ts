@@ -3,6 +3,7 @@ import { createBus } from '../../src/bus/index.js';
 import { createEventRecorder, createEventStore, type EventStore } from '../../src/store/index.js';
 import { createManualClock } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
+import { createFaultyDatabase } from '../helpers/faulty-database.js';
 
 describeEachDatabase('EventStore', (getDb) => {
   let events: EventStore;
@@ -204,5 +205,48 @@ describeEachDatabase('EventStore', (getDb) => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it('keeps the events a full disk refused and writes them, in order, once it is back', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    const bus = createBus();
+    const recorder = createEventRecorder({
+      bus,
+      events: createEventStore(faulty),
+      writeRetryMs: 5,
+      maxWriteRetryMs: 20,
+    });
+    bus.publish('store:degraded', { reason: 'before' });
+    await recorder.flush();
+    faulty.failWrites();
+    bus.publish('store:degraded', { reason: 'while full 1' });
+    await recorder.flush();
+    bus.publish('store:degraded', { reason: 'while full 2' });
+    await recorder.flush();
+    expect(faulty.refused).toBeGreaterThan(0);
+    const reasons = async () =>
+      (await events.list()).map((event) => (event.data as { reason: string }).reason);
+    expect(await reasons()).toEqual(['before']);
+
+    faulty.heal();
+    // Nothing else is published: the retry timer writes them.
+    await vi.waitFor(async () => expect(await reasons()).toHaveLength(3), { timeout: 5_000 });
+    bus.publish('store:degraded', { reason: 'after' });
+    await recorder.stop();
+    expect(await reasons()).toEqual(['before', 'while full 1', 'while full 2', 'after']);
+  });
+
+  it('writes at stop what a full disk refused, once it is back', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    const bus = createBus();
+    const recorder = createEventRecorder({ bus, events: createEventStore(faulty), writeRetryMs: 600_000 });
+    faulty.failWrites();
+    bus.publish('store:degraded', { reason: 'refused' });
+    await recorder.flush();
+    faulty.heal();
+    await recorder.stop();
+    expect((await events.list()).map((event) => (event.data as { reason: string }).reason)).toEqual([
+      'refused',
+    ]);
   });
 });
