@@ -99,6 +99,8 @@ function jobOf(row: CronRow): CronJob {
 
 /** The longest the timer sleeps, so a clock that jumps (suspend, NTP) is noticed within a minute. */
 const maxSleepMs = 60_000;
+/** The wait after a first failed tick or arming; it doubles with each failure after it, up to `maxSleepMs`. */
+const firstFailureWaitMs = 1_000;
 
 /**
  * Persisted cron jobs and the timer that runs them. A due job is claimed by moving its `next_run_at` forward
@@ -218,27 +220,56 @@ export function createCronScheduler(options: {
     return results;
   };
 
+  /**
+   * Set after a tick or an arming failed (a full disk refuses the claim, a database that does not answer):
+   * the next wait is at least this long, doubling up to `maxSleepMs`, so a job that is due while its claim
+   * fails is not retried at once, over and over, in a loop that burns a core and floods the log.
+   */
+  let failureWaitMs: number | undefined;
+  const failed = (error: unknown, what: string) => {
+    failureWaitMs = Math.min(
+      maxSleepMs,
+      failureWaitMs === undefined ? firstFailureWaitMs : failureWaitMs * 2,
+    );
+    logger.error({ err: error, retryMs: failureWaitMs }, `cron: ${what} failed`);
+  };
+
+  const armAfter = (delayMs: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      tick()
+        .then(
+          () => {
+            failureWaitMs = undefined;
+          },
+          (error: unknown) => failed(error, 'tick'),
+        )
+        .finally(rearm);
+    }, delayMs);
+    timer.unref?.();
+  };
+
   const arm = async () => {
     if (!running) return;
     const row = await db.get<{ next: number | null }>(
       'SELECT MIN(next_run_at) AS next FROM cron_jobs WHERE enabled = 1 AND next_run_at IS NOT NULL',
     );
     if (!running) return;
-    clearTimeout(timer);
     const next = row?.next === null || row?.next === undefined ? undefined : Number(row.next);
     const delayMs = next === undefined ? maxSleepMs : Math.min(maxSleepMs, Math.max(0, next - clock.now()));
-    timer = setTimeout(() => {
-      tick()
-        .catch((error: unknown) => logger.error({ err: error }, 'cron: tick failed'))
-        .finally(() => {
-          arm().catch((error: unknown) => logger.error({ err: error }, 'cron: arming the timer failed'));
-        });
-    }, delayMs);
-    timer.unref?.();
+    armAfter(Math.max(delayMs, failureWaitMs ?? 0));
   };
 
+  // An arming that fails leaves no timer: it is tried again after the failure's wait, or the scheduler
+  // would stop until the next add or update.
   const rearm = () => {
-    arm().catch((error: unknown) => logger.error({ err: error }, 'cron: arming the timer failed'));
+    arm().catch((error: unknown) => {
+      failed(error, 'arming the timer');
+      if (!running) return;
+      clearTimeout(timer);
+      timer = setTimeout(rearm, failureWaitMs);
+      timer.unref?.();
+    });
   };
 
   return {

@@ -7,8 +7,9 @@ import {
   nextRunAfter,
 } from '../../src/cron/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
-import { createIdGenerator, silentLogger } from '../../src/util/index.js';
-import { describeEachDatabase } from '../helpers/databases.js';
+import { createIdGenerator, ErrorCodes, SystemError, silentLogger } from '../../src/util/index.js';
+import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
+import { createFaultyDatabase } from '../helpers/faulty-database.js';
 
 const start = Date.UTC(2026, 0, 1, 0, 0, 0);
 
@@ -241,5 +242,102 @@ describeEachDatabase('cron scheduler', (getDb) => {
     now = start + 60_000;
     await vi.advanceTimersByTimeAsync(60_000);
     expect(chats).toHaveLength(1);
+  });
+});
+
+// Timers and claims, not SQL: one dialect, whose statements settle within fake time's microtask flushes.
+describe('cron scheduler on a full disk', () => {
+  let db: SqlDatabase;
+  let now = start;
+  let scheduler: CronScheduler | undefined;
+  beforeEach(async () => {
+    db = await openTestDatabase('sqlite');
+    now = start;
+  });
+  afterEach(async () => {
+    scheduler?.stop();
+    scheduler = undefined;
+    vi.useRealTimers();
+    await db.close();
+  });
+
+  it('waits longer after each failed tick while the disk is full, and fires the due job once it is back', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { actions, chats } = recordingActions();
+    const faulty = createFaultyDatabase(db);
+    scheduler = createCronScheduler({
+      db: faulty,
+      actions,
+      clock: { now: () => now },
+      idGenerator: createIdGenerator(),
+      logger: silentLogger,
+    });
+    await scheduler.add({
+      name: 'tick',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'every', everyMs: 30_000 },
+      payload: { kind: 'agentTurn', message: 'tock' },
+    });
+    faulty.failWrites();
+    now = start + 30_000;
+    scheduler.start();
+    // The job is due, and its claim (an UPDATE) fails: a tick that retried at once would spin here.
+    await vi.waitFor(() => expect(faulty.refused).toBe(1));
+    for (let step = 0; step < 50; step++) await vi.advanceTimersByTimeAsync(10);
+    expect(faulty.refused).toBe(1);
+    // Then 1 s, 2 s, 4 s: one more failed claim each.
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(faulty.refused).toBe(2);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(faulty.refused).toBe(3);
+    expect(chats).toHaveLength(0);
+    faulty.heal();
+    await vi.advanceTimersByTimeAsync(4_000);
+    await vi.waitFor(() => expect(chats).toHaveLength(1));
+  });
+
+  it('arms its timer again after a read that failed, instead of stopping until the next change', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { actions, chats } = recordingActions();
+    let readsFail = false;
+    const unavailable = () =>
+      new SystemError({
+        code: ErrorCodes.storeUnavailable,
+        message: 'the database does not answer',
+        retryable: true,
+      });
+    // The database as the scheduler sees it, whose reads fail while `readsFail` is set.
+    const flaky = new Proxy(db, {
+      get(target, property) {
+        if (property === 'get')
+          return (...args: Parameters<SqlDatabase['get']>) =>
+            readsFail ? Promise.reject(unavailable()) : target.get(...args);
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    scheduler = createCronScheduler({
+      db: flaky,
+      actions,
+      clock: { now: () => now },
+      idGenerator: createIdGenerator(),
+      logger: silentLogger,
+    });
+    await scheduler.add({
+      name: 'tick',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'every', everyMs: 30_000 },
+      payload: { kind: 'agentTurn', message: 'tock' },
+    });
+    now = start + 30_000;
+    readsFail = true;
+    scheduler.start();
+    await vi.advanceTimersByTimeAsync(500);
+    readsFail = false;
+    expect(chats).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await vi.waitFor(() => expect(chats).toHaveLength(1));
   });
 });
