@@ -261,12 +261,10 @@ describe('cron scheduler on a full disk', () => {
     await db.close();
   });
 
-  it('waits longer after each failed tick while the disk is full, and fires the due job once it is back', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const { actions, chats } = recordingActions();
-    const faulty = createFaultyDatabase(db);
+  /** A scheduler on `database` with a 30 s job, made at `start`: due once `now` moves on by 30 s. */
+  const startWithDueJob = async (database: SqlDatabase, actions: CronActions) => {
     scheduler = createCronScheduler({
-      db: faulty,
+      db: database,
       actions,
       clock: { now: () => now },
       idGenerator: createIdGenerator(),
@@ -279,9 +277,16 @@ describe('cron scheduler on a full disk', () => {
       schedule: { kind: 'every', everyMs: 30_000 },
       payload: { kind: 'agentTurn', message: 'tock' },
     });
+  };
+
+  it('waits longer after each failed tick while the disk is full, and fires the due job once it is back', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { actions, chats } = recordingActions();
+    const faulty = createFaultyDatabase(db);
+    await startWithDueJob(faulty, actions);
     faulty.failWrites();
     now = start + 30_000;
-    scheduler.start();
+    scheduler!.start();
     // The job is due, and its claim (an UPDATE) fails: a tick that retried at once would spin here.
     await vi.waitFor(() => expect(faulty.refused).toBe(1));
     for (let step = 0; step < 50; step++) await vi.advanceTimersByTimeAsync(10);
@@ -317,23 +322,10 @@ describe('cron scheduler on a full disk', () => {
         return typeof value === 'function' ? value.bind(target) : value;
       },
     });
-    scheduler = createCronScheduler({
-      db: flaky,
-      actions,
-      clock: { now: () => now },
-      idGenerator: createIdGenerator(),
-      logger: silentLogger,
-    });
-    await scheduler.add({
-      name: 'tick',
-      agentId: 'main',
-      sessionKey: 'agent:main:main',
-      schedule: { kind: 'every', everyMs: 30_000 },
-      payload: { kind: 'agentTurn', message: 'tock' },
-    });
+    await startWithDueJob(flaky, actions);
     now = start + 30_000;
     readsFail = true;
-    scheduler.start();
+    scheduler!.start();
     await vi.advanceTimersByTimeAsync(500);
     readsFail = false;
     expect(chats).toHaveLength(0);
