@@ -802,12 +802,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       // One last try for what the database refused; what it still refuses is lost, and said so.
       refused.stop();
       if (refused.kept > 0) await thenWrite(() => writeBatch([]));
-      refused.stop();
-      if (refused.kept > 0)
-        logger.error(
-          { writes: refused.kept },
-          'the database still refuses agent state at close; these writes are lost',
-        );
+      refused.giveUp();
     },
   };
 }

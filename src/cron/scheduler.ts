@@ -1,6 +1,6 @@
 import type { SqlDatabase, SqlValue } from '../store/index.js';
 import type { Clock, IdGenerator, Logger } from '../util/index.js';
-import { ErrorCodes, UserInputError } from '../util/index.js';
+import { createBackoffTimer, ErrorCodes, UserInputError } from '../util/index.js';
 import {
   type CronJob,
   type CronJobInput,
@@ -221,32 +221,19 @@ export function createCronScheduler(options: {
   };
 
   /**
-   * Set after a tick or an arming failed (a full disk refuses the claim, a database that does not answer):
-   * the next wait is at least this long, doubling up to `maxSleepMs`, so a job that is due while its claim
-   * fails is not retried at once, over and over, in a loop that burns a core and floods the log.
+   * After a failed tick (a full disk refuses a due job's claim) or arming (a read that fails), the next try
+   * waits 1 s, doubling up to `maxSleepMs`, rather than claiming the same due job again at once, over and
+   * over, in a loop that burns a core and floods the log; and an arming that failed still leaves a try to
+   * come, rather than no timer until the next add or update.
    */
-  let failureWaitMs: number | undefined;
+  const afterFailure = createBackoffTimer({
+    firstDelayMs: firstFailureWaitMs,
+    maxDelayMs: maxSleepMs,
+    run: () => rearm(),
+  });
   const failed = (error: unknown, what: string) => {
-    failureWaitMs = Math.min(
-      maxSleepMs,
-      failureWaitMs === undefined ? firstFailureWaitMs : failureWaitMs * 2,
-    );
-    logger.error({ err: error, retryMs: failureWaitMs }, `cron: ${what} failed`);
-  };
-
-  const armAfter = (delayMs: number) => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      tick()
-        .then(
-          () => {
-            failureWaitMs = undefined;
-          },
-          (error: unknown) => failed(error, 'tick'),
-        )
-        .finally(rearm);
-    }, delayMs);
-    timer.unref?.();
+    logger.error({ err: error, retryMs: afterFailure.delayMs }, `cron: ${what} failed`);
+    afterFailure.arm();
   };
 
   const arm = async () => {
@@ -255,21 +242,23 @@ export function createCronScheduler(options: {
       'SELECT MIN(next_run_at) AS next FROM cron_jobs WHERE enabled = 1 AND next_run_at IS NOT NULL',
     );
     if (!running) return;
+    clearTimeout(timer);
     const next = row?.next === null || row?.next === undefined ? undefined : Number(row.next);
     const delayMs = next === undefined ? maxSleepMs : Math.min(maxSleepMs, Math.max(0, next - clock.now()));
-    armAfter(Math.max(delayMs, failureWaitMs ?? 0));
+    timer = setTimeout(() => {
+      tick().then(
+        () => {
+          afterFailure.reset();
+          rearm();
+        },
+        (error: unknown) => failed(error, 'tick'),
+      );
+    }, delayMs);
+    timer.unref?.();
   };
 
-  // An arming that fails leaves no timer: it is tried again after the failure's wait, or the scheduler
-  // would stop until the next add or update.
   const rearm = () => {
-    arm().catch((error: unknown) => {
-      failed(error, 'arming the timer');
-      if (!running) return;
-      clearTimeout(timer);
-      timer = setTimeout(rearm, failureWaitMs);
-      timer.unref?.();
-    });
+    arm().catch((error: unknown) => failed(error, 'arming the timer'));
   };
 
   return {

@@ -111,12 +111,7 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
       // One last try for what the database refused; what it still refuses is lost, and said so.
       refused.stop();
       await write();
-      refused.stop();
-      if (refused.kept > 0)
-        logger.error(
-          { lost: refused.kept },
-          'the database still refuses audit events at stop; they are lost',
-        );
+      refused.giveUp();
     },
   };
 }

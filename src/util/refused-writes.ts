@@ -1,3 +1,4 @@
+import { createBackoffTimer } from './backoff.js';
 import type { Logger } from './logger.js';
 
 export interface RefusedWritesOptions {
@@ -27,15 +28,20 @@ export interface RefusedWrites<Write> {
   written(): void;
   /** How many writes are kept. */
   readonly kept: number;
-  /** Disarms the retry: the owner is closing, and tries (or gives up) itself. */
+  /** Arms no more retries: the owner is closing, and makes its last try itself. */
   stop(): void;
+  /** After the owner's last try: what is still kept is lost, and the log says how much. */
+  giveUp(): void;
 }
 
 export function createRefusedWrites<Write>(options: RefusedWritesOptions): RefusedWrites<Write> {
   const { logger, what } = options;
   let kept: Write[] = [];
-  let retryMs = options.firstRetryMs;
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  const retry = createBackoffTimer({
+    firstDelayMs: options.firstRetryMs,
+    maxDelayMs: options.maxRetryMs,
+    run: options.retry,
+  });
   return {
     withKept(batch) {
       if (kept.length === 0) return batch;
@@ -51,26 +57,27 @@ export function createRefusedWrites<Write>(options: RefusedWritesOptions): Refus
         logger.error({ writes: dropped }, `${what} refused for too long: its oldest writes are dropped`);
       }
       logger.warn(
-        { err: error, writes: kept.length, retryMs },
+        { err: error, writes: kept.length, retryMs: retry.delayMs },
         `the database refused ${what} for now; writing it again later`,
       );
-      if (timer) return;
-      timer = setTimeout(() => {
-        timer = undefined;
-        options.retry();
-      }, retryMs);
-      timer.unref?.();
-      retryMs = Math.min(retryMs * 2, options.maxRetryMs);
+      retry.arm();
     },
     written() {
-      retryMs = options.firstRetryMs;
+      retry.reset();
     },
     get kept() {
       return kept.length;
     },
     stop() {
-      clearTimeout(timer);
-      timer = undefined;
+      retry.stop();
+    },
+    giveUp() {
+      if (kept.length === 0) return;
+      logger.error(
+        { lost: kept.length },
+        `the database still refuses ${what} at close; these writes are lost`,
+      );
+      kept = [];
     },
   };
 }

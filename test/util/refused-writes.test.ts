@@ -69,3 +69,14 @@ it('arms no retry after stop', () => {
   expect(retries).toEqual([]);
   expect(refused.kept).toBe(1);
 });
+
+it('says at give-up how many writes are lost, and keeps none', () => {
+  const { refused, logs } = keeper();
+  refused.refuse([1, 2], new Error('full'));
+  refused.stop();
+  refused.giveUp();
+  expect(refused.kept).toBe(0);
+  expect(logs.filter((line) => line.level === 'error').map((line) => line.object?.lost)).toEqual([2]);
+  refused.giveUp();
+  expect(logs.filter((line) => line.level === 'error')).toHaveLength(1);
+});

@@ -3,6 +3,7 @@ import type { Bus } from '../../bus/index.js';
 import type { ModelMessage } from '../../model/index.js';
 import type { SqlDatabase, SqlExecutor } from '../../store/index.js';
 import {
+  type BackoffTimer,
   type Clock,
   createIdGenerator,
   createKeyedMutex,
@@ -23,7 +24,7 @@ import type { AppendInput, SessionRef } from '../types.js';
 import { embedderFromConfig, loadSqliteVec } from './embedding-indexer.js';
 import { LoadedSessions } from './loaded-sessions.js';
 import type { MemoryServiceOptions } from './types.js';
-import { createWriteRetryState } from './write-retry.js';
+import { createWriteRetryState, retryWrites } from './write-retry.js';
 
 /** One loaded session instance: its context in RAM, in the order the model sees it. */
 export interface RamSession {
@@ -80,8 +81,8 @@ export interface WriteRetryState {
   readonly pendingWrites: Map<string, { ref: SessionRef; writes: PendingWrite[] }>;
   /** The next free MemoryID of each key as handed out while degraded, so a new instance does not reuse one. */
   readonly ramCounters: Map<string, number>;
-  retryDelayMs: number;
-  retryTimer: NodeJS.Timeout | undefined;
+  /** Runs `retryWrites` later, the wait doubling while the database stays unwritable. */
+  readonly retry: BackoffTimer;
 }
 
 /** The embedding indexer's queue: entries written but not yet embedded. */
@@ -302,7 +303,7 @@ export function createMemoryContext(options: MemoryServiceOptions): MemoryContex
       logger,
     }),
     embedder,
-    writes: createWriteRetryState(config.writeRetryMs),
+    writes: createWriteRetryState(config, () => void retryWrites(ctx)),
     embeddings: { pending: [], draining: undefined },
   };
   if (embedder && db.dialect === 'sqlite') vectorSupport.sqliteVec = loadSqliteVec(db, logger);

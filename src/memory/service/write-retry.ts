@@ -1,20 +1,36 @@
 import type { SqlExecutor } from '../../store/index.js';
-import { AgentdError, coerceError, ErrorCodes, SystemError, UserInputError } from '../../util/index.js';
+import {
+  AgentdError,
+  coerceError,
+  createBackoffTimer,
+  ErrorCodes,
+  SystemError,
+  UserInputError,
+} from '../../util/index.js';
 import { MemoryIdsTakenError, type Retirement, type StoredEntry, type TouchedIdRange } from '../ltm-store.js';
 import type { MemoryContext, RamSession, WriteRetryState } from './context.js';
 import { rememberCommitted } from './prompt-lines.js';
 import { RecordedAlso } from './recorded-also.js';
 import type { AlsoInTransaction } from './types.js';
 
-/** The write-retry state of a writable database; `writeRetryMs` is the first retry delay. */
-export function createWriteRetryState(writeRetryMs: number): WriteRetryState {
+/**
+ * The write-retry state of a writable database: `retry` runs `retryWrites` after `writeRetryMs`, doubling
+ * up to `maxWriteRetryMs` (never below the first).
+ */
+export function createWriteRetryState(
+  config: { writeRetryMs: number; maxWriteRetryMs: number },
+  retryWrites: () => void,
+): WriteRetryState {
   return {
     degradedReason: undefined,
     degradedSinceMs: 0,
     pendingWrites: new Map(),
     ramCounters: new Map(),
-    retryDelayMs: writeRetryMs,
-    retryTimer: undefined,
+    retry: createBackoffTimer({
+      firstDelayMs: config.writeRetryMs,
+      maxDelayMs: Math.max(config.writeRetryMs, config.maxWriteRetryMs),
+      run: retryWrites,
+    }),
   };
 }
 
@@ -25,20 +41,9 @@ export function pendingCount(ctx: MemoryContext): number {
   return count;
 }
 
-function maxRetryMs(ctx: MemoryContext): number {
-  return Math.max(ctx.config.writeRetryMs, ctx.config.maxWriteRetryMs);
-}
-
 /** Arms the retry timer (once), doubling the delay up to `maxWriteRetryMs` each time. */
 export function scheduleRetry(ctx: MemoryContext): void {
-  const state = ctx.writes;
-  if (state.retryTimer) return;
-  state.retryTimer = setTimeout(() => {
-    state.retryTimer = undefined;
-    void retryWrites(ctx);
-  }, state.retryDelayMs);
-  state.retryTimer.unref();
-  state.retryDelayMs = Math.min(maxRetryMs(ctx), state.retryDelayMs * 2);
+  ctx.writes.retry.arm();
 }
 
 /** The database failed: keep going in RAM, retry in the background, and say so once. */
@@ -120,7 +125,7 @@ export async function retryWrites(ctx: MemoryContext): Promise<void> {
   }
   const degradedForMs = ctx.clock.now() - state.degradedSinceMs;
   state.degradedReason = undefined;
-  state.retryDelayMs = ctx.config.writeRetryMs;
+  state.retry.reset();
   state.ramCounters.clear();
   ctx.logger.warn(
     { writtenThrough: written, degradedForMs },

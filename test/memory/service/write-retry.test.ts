@@ -35,12 +35,12 @@ describeEachDatabase('memory write-retry queue', (getDb) => {
     expect(types()).toEqual(['memory:degraded', 'system:error']);
     // Still broken: the retry fails and backs off (100 → 200 → 400, capped).
     await vi.advanceTimersByTimeAsync(100);
-    expect(ctx.writes.retryDelayMs).toBe(400);
+    expect(ctx.writes.retry.delayMs).toBe(400);
     db.broken = false;
     await vi.advanceTimersByTimeAsync(400);
     await vi.waitFor(() => expect(ctx.writes.degradedReason).toBeUndefined(), { timeout: 10_000 });
     expect(pendingCount(ctx)).toBe(0);
-    expect(ctx.writes.retryDelayMs).toBe(100);
+    expect(ctx.writes.retry.delayMs).toBe(100);
     expect(types().at(-1)).toBe('memory:recovered');
     const stored = await history(ctx, ref.sessionKey);
     expect(stored.map((entry) => entry.content)).toEqual(['before', 'during one', 'during two']);
