@@ -200,6 +200,11 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
   let state: Promise<{ skills: Map<string, SkillSummary>; problems: SkillProblem[] }> | undefined;
   /** Every run's system prompt carries the catalog: made once per discovery, not once per run. */
   let catalogMade: { of: object; maxChars: number; text: string } | undefined;
+  /**
+   * The skills trigger keywords may activate, listed once per discovery: every run asks, and a library with
+   * none (or a message that names none of their keywords) answers without a list made for it.
+   */
+  let autoSkillsMade: { of: object; skills: SkillSummary[] } | undefined;
   const keptFrontmatter = createFrontmatterCache({ db, clock, logger });
   const parse = (text: string) => parseSkillFile(text, keptFrontmatter.read);
 
@@ -385,12 +390,20 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
     activate,
 
     async autoActivate(text, context = {}) {
+      const discovered = await current();
+      if (autoSkillsMade?.of !== discovered) {
+        const skills = [...discovered.skills.values()].filter(
+          (skill) => skill.autoActivate && skill.keywords.length > 0,
+        );
+        autoSkillsMade = { of: discovered, skills };
+      }
+      if (autoSkillsMade.skills.length === 0) return [];
       const lower = text.toLowerCase();
       const excluded = new Set(context.exclude ?? []);
       const maxSkills = context.maxSkills ?? 5;
       let remainingTokens = context.maxTokens ?? 4000;
-      const candidates = [...(await current()).skills.values()]
-        .filter((skill) => skill.autoActivate && !excluded.has(skill.name))
+      const candidates = autoSkillsMade.skills
+        .filter((skill) => !excluded.has(skill.name))
         .map((skill) => ({
           skill,
           hits: skill.keywords.filter((keyword) => keywordMatches(lower, keyword)).length,
