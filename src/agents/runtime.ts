@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
-import type { SqlDatabase, SqlValue } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
 import {
   type Clock,
   createIdGenerator,
@@ -120,6 +120,12 @@ export interface CreateAgentRuntimeOptions {
   terminateTimeoutMs?: number;
   /** Messages an agent's mailbox holds; a direct message beyond it is refused with QUEUE_FULL. */
   mailboxSize?: number;
+  /**
+   * Starts that may find a message still unanswered at the head of its agent's mailbox before it is given up
+   * (default 3): one whose turns keep being cut short by a crash is dropped (a task fails) rather than
+   * crashing every start.
+   */
+  maxMessageAttempts?: number;
   /** Reported as the model of agents spawned without one. */
   defaultModel?: string;
   /**
@@ -177,6 +183,18 @@ interface AgentRow {
   position_y: number | null;
 }
 
+/** A message in an agent's mailbox, with its row in `agent_mailbox`. */
+interface Mail {
+  seq: number;
+  message: AgentInboxMessage;
+}
+
+/** A message on its way to an agent's mailbox. */
+interface Delivery {
+  agent: LiveAgent;
+  message: AgentInboxMessage;
+}
+
 /** One statement of the agents' persisted state, waiting for its batch. */
 interface Write {
   sql: string;
@@ -192,9 +210,14 @@ interface LiveAgent {
   state: AgentRuntimeState;
   currentTask: string | null;
   lastUpdate: number;
-  mailbox: AgentInboxMessage[];
+  /** In the order of `seq`: the order the messages were written. */
+  mailbox: Mail[];
+  /** Places in the mailbox held by messages being written: a full mailbox counts them. */
+  arriving: number;
   notify: () => void;
   stopping: boolean;
+  /** Stopped by `close()`, not terminated: a turn cut short keeps its message for the next start. */
+  closing: boolean;
   /** Aborted when a terminate runs out of patience: ends a wait for a turn slot. */
   stop: AbortController;
   /** From taking a message until its turn ended. */
@@ -226,6 +249,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   const listeningTimeoutMs = options.listeningTimeoutMs ?? 5_000;
   const terminateTimeoutMs = options.terminateTimeoutMs ?? 5_000;
   const mailboxSize = options.mailboxSize ?? 1_000;
+  const maxMessageAttempts = options.maxMessageAttempts ?? 3;
   const turnSlots = createSemaphore(options.maxConcurrentTurns ?? 16);
   const random = options.random ?? Math.random;
   const defaultModel = options.defaultModel ?? 'default';
@@ -374,7 +398,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     bus.publish('agent:task-completed', { agentId, taskId, result, status }, { agentId });
   };
 
-  const nextMessage = (agent: LiveAgent): Promise<AgentInboxMessage | undefined> =>
+  const nextMessage = (agent: LiveAgent): Promise<Mail | undefined> =>
     new Promise((resolve) => {
       const check = () => {
         if (agent.stopping) resolve(undefined);
@@ -408,8 +432,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
 
   const runLoop = async (agent: LiveAgent) => {
     for (;;) {
-      const message = await nextMessage(agent);
-      if (!message) break;
+      const mail = await nextMessage(agent);
+      if (!mail) break;
+      const { message } = mail;
       // One turn per event-loop turn at most: instant turns must not starve timers and I/O.
       await yieldToEventLoop();
       const agentId = agent.info.id;
@@ -422,6 +447,8 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       }
       const controller = new AbortController();
       agent.turn = controller;
+      // A turn that `close()` cut short keeps its message for the next start; any other turn ends it.
+      let keepMail = false;
       try {
         if (message.taskId) {
           agent.currentTask = message.content;
@@ -441,12 +468,14 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         agent.currentTask = null;
         transition(agent, 'idle');
       } catch (error) {
+        keepMail = agent.closing && controller.signal.aborted;
         const text = error instanceof Error ? error.message : String(error);
         transition(agent, 'error', text.slice(0, 300));
-        if (message.taskId) finishTask(agent, message.taskId, 'failed', text);
+        if (message.taskId && !keepMail) finishTask(agent, message.taskId, 'failed', text);
         agent.currentTask = null;
         transition(agent, 'idle', 'recovered from error');
       } finally {
+        if (!keepMail) void persist(agent, 'DELETE FROM agent_mailbox WHERE seq = ?', [mail.seq]);
         agent.turn = undefined;
         agent.busy = false;
         release();
@@ -532,8 +561,10 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       currentTask: null,
       lastUpdate,
       mailbox: [],
+      arriving: 0,
       notify: () => undefined,
       stopping: false,
+      closing: false,
       stop: new AbortController(),
       busy: false,
       turn: undefined,
@@ -551,14 +582,141 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     return agent;
   };
 
-  const deliver = (agent: LiveAgent, message: AgentInboxMessage): boolean => {
-    if (agent.stopping || agent.mailbox.length >= mailboxSize) return false;
-    agent.mailbox.push(message);
-    void recordConversation(agent, message.from, message.content, agent.info.id);
+  /** Whether the agent takes one more message, counting those still being written. */
+  const hasRoom = (agent: LiveAgent) =>
+    !agent.stopping && agent.mailbox.length + agent.arriving < mailboxSize;
+
+  /** Puts a written message in the mailbox in RAM, in the order of the writes, and wakes the agent. */
+  const putInMailbox = (agent: LiveAgent, mail: Mail) => {
+    const { mailbox } = agent;
+    // On SQLite one agent's writes commit in order; on Postgres two may commit out of it.
+    let at = mailbox.length;
+    while (at > 0 && mailbox[at - 1]!.seq > mail.seq) at--;
+    mailbox.splice(at, 0, mail);
     const wake = agent.notify;
     agent.notify = () => undefined;
     wake();
-    return true;
+  };
+
+  /**
+   * The mailbox rows of `deliveries` (one agent each) and their conversation rows, in chunks of 500; each
+   * agent's mailbox row `seq`.
+   */
+  const insertMail = async (
+    tx: SqlExecutor,
+    deliveries: ReadonlyArray<Delivery>,
+    now: number,
+  ): Promise<Map<string, number>> => {
+    const seqs = new Map<string, number>();
+    for (let index = 0; index < deliveries.length; index += 500) {
+      const chunk = deliveries.slice(index, index + 500);
+      const params: SqlValue[] = [];
+      const said: SqlValue[] = [];
+      for (const { agent, message } of chunk) {
+        const agentId = agent.info.id;
+        params.push(agentId, message.kind, message.from, message.content, message.taskId ?? null, now);
+        said.push(agentId, now, message.from, message.content, agentId);
+      }
+      const rows = await tx.all<{ seq: number; agent_id: string }>(
+        `INSERT INTO agent_mailbox (agent_id, kind, sender, content, task_id, created_at) VALUES ${chunk
+          .map(() => '(?, ?, ?, ?, ?, ?)')
+          .join(', ')} RETURNING seq, agent_id`,
+        params,
+      );
+      for (const row of rows) seqs.set(row.agent_id, Number(row.seq));
+      await tx.run(
+        `INSERT INTO agent_conversations (agent_id, timestamp, sender, content, recipient) VALUES ${chunk
+          .map(() => '(?, ?, ?, ?, ?)')
+          .join(', ')}`,
+        said,
+      );
+    }
+    return seqs;
+  };
+
+  /**
+   * Writes the messages to the agents' mailboxes and conversations on disk in one transaction (with
+   * `alsoInTransaction`'s writes), and only then puts them in the mailboxes in RAM: a send is acknowledged once a crash cannot lose
+   * it, and a write the database refuses (a full disk) fails the send and leaves nothing anywhere. The caller
+   * checked that each agent has room.
+   */
+  const deliver = async (
+    deliveries: ReadonlyArray<Delivery>,
+    alsoInTransaction?: (tx: SqlExecutor) => Promise<unknown>,
+  ): Promise<void> => {
+    for (const { agent } of deliveries) agent.arriving++;
+    let seqs: Map<string, number>;
+    try {
+      const now = clock.now();
+      seqs = await db.transaction(
+        async (tx) => {
+          await alsoInTransaction?.(tx);
+          return await insertMail(tx, deliveries, now);
+        },
+        { ambient: false },
+      );
+    } finally {
+      for (const { agent } of deliveries) agent.arriving--;
+    }
+    for (const { agent, message } of deliveries) {
+      const seq = seqs.get(agent.info.id)!;
+      // Terminated while the message was written: its mailbox is gone, and so is the row.
+      if (agent.stopping && !agent.closing)
+        void persist(agent, 'DELETE FROM agent_mailbox WHERE seq = ?', [seq]);
+      else putInMailbox(agent, { seq, message });
+    }
+  };
+
+  /**
+   * What `start()` puts back in the mailboxes of the agents it started: messages no turn has finished. An agent
+   * answers its messages one at a time, in order, so only its first can have had a turn cut short: that one's
+   * `attempts` counts the starts that found it first, written before it runs again, and at
+   * `maxMessageAttempts` it is given up (a message that brings the process down every time must not stop its
+   * agent for good). Counted at a start, not at each turn: no statement is added to every message's path.
+   */
+  const reloadMailboxes = async (started: ReadonlySet<string>) => {
+    const rows = await db.all<{
+      seq: number;
+      agent_id: string;
+      kind: string;
+      sender: string;
+      content: string;
+      task_id: string | null;
+      attempts: number;
+    }>('SELECT seq, agent_id, kind, sender, content, task_id, attempts FROM agent_mailbox ORDER BY seq');
+    const mine = rows.filter((row) => started.has(row.agent_id) && agents.has(row.agent_id));
+    const firstOf = new Map<string, number>();
+    for (const row of mine) if (!firstOf.has(row.agent_id)) firstOf.set(row.agent_id, Number(row.seq));
+    const firsts = [...firstOf.values()];
+    for (let index = 0; index < firsts.length; index += 500) {
+      const chunk = firsts.slice(index, index + 500);
+      await db.run(
+        `UPDATE agent_mailbox SET attempts = attempts + 1 WHERE seq IN (${chunk.map(() => '?').join(', ')})`,
+        chunk,
+      );
+    }
+    for (const row of mine) {
+      const agent = agents.get(row.agent_id)!;
+      const seq = Number(row.seq);
+      const message: AgentInboxMessage = {
+        kind: row.kind as AgentInboxMessage['kind'],
+        from: row.sender,
+        content: row.content,
+        ...(row.task_id !== null ? { taskId: row.task_id } : {}),
+      };
+      const attempts = Number(row.attempts) + (firstOf.get(row.agent_id) === seq ? 1 : 0);
+      if (attempts >= maxMessageAttempts) {
+        logger.warn(
+          { agentId: row.agent_id, kind: message.kind, attempts },
+          'giving up on a message whose turns were cut short',
+        );
+        void persist(agent, 'DELETE FROM agent_mailbox WHERE seq = ?', [seq]);
+        if (message.taskId)
+          finishTask(agent, message.taskId, 'failed', `its turn was cut short ${attempts} times`);
+        continue;
+      }
+      putInMailbox(agent, { seq, message });
+    }
   };
 
   const live = (id: string): LiveAgent => {
@@ -600,6 +758,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         "SELECT id, name, role, config, state, current_task, updated_at, position_x, position_y FROM agents WHERE status = 'active' ORDER BY created_at, id",
       );
       const started: AgentSnapshot[] = [];
+      const startedIds = new Set<string>();
       for (const row of rows) {
         if (agents.has(row.id)) continue;
         const parsed = agentConfigSchema.safeParse(JSON.parse(row.config));
@@ -619,10 +778,12 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
             ? { x: Number(row.position_x), y: Number(row.position_y) }
             : (info.position ?? defaultPosition(row.id)),
         );
-        // A turn cut short by the restart is over: the agent starts again from idle.
+        // A turn cut short by the restart is over: the agent starts again from idle, and takes its message again.
         if (agent.state !== 'idle') transition(agent, 'idle', 'restarted');
-        started.push(snapshot(agent));
+        startedIds.add(row.id);
       }
+      await reloadMailboxes(startedIds);
+      for (const id of startedIds) started.push(snapshot(agents.get(id)!));
       return started;
     },
     async spawn(input) {
@@ -657,34 +818,55 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       const forced = await stopAgent(agent, terminateOptions.timeoutMs ?? terminateTimeoutMs);
       agents.delete(id);
       const now = clock.now();
-      await db.run(
-        "UPDATE agents SET status = 'terminated', state = 'idle', terminated_at = ?, updated_at = ? WHERE id = ?",
-        [now, now, id],
+      // What was still in the mailbox goes with the agent; its tasks fail.
+      await db.transaction(
+        async (tx) => {
+          await tx.run(
+            "UPDATE agents SET status = 'terminated', state = 'idle', terminated_at = ?, updated_at = ? WHERE id = ?",
+            [now, now, id],
+          );
+          await tx.run('DELETE FROM agent_mailbox WHERE agent_id = ?', [id]);
+          await tx.run(
+            "UPDATE agent_tasks SET status = 'failed', result = 'agent terminated', completed_at = ? WHERE agent_id = ? AND status IN ('assigned', 'in_progress')",
+            [now, id],
+          );
+        },
+        { ambient: false },
       );
+      for (const { message } of agent.mailbox.splice(0))
+        if (message.taskId)
+          bus.publish(
+            'agent:task-completed',
+            { agentId: id, taskId: message.taskId, result: 'agent terminated', status: 'failed' },
+            { agentId: id },
+          );
       bus.publish('agent:terminated', { agentId: id, forced }, { agentId: id });
       return { forced };
     },
     async broadcast(message) {
       const from = message.from ?? 'system';
-      let delivered = 0;
+      const deliveries: Delivery[] = [];
       let dropped = 0;
       for (const agent of agents.values()) {
         if (agent.info.id === from) continue;
-        if (deliver(agent, { kind: 'broadcast', from, content: message.content })) delivered++;
+        if (hasRoom(agent))
+          deliveries.push({ agent, message: { kind: 'broadcast', from, content: message.content } });
         else dropped++;
       }
+      if (deliveries.length > 0) await deliver(deliveries);
       bus.publish('agent:broadcast', { agentId: from, data: message.content }, {});
-      return { delivered, dropped };
+      return { delivered: deliveries.length, dropped };
     },
     async send(to, message) {
       const agent = live(to);
-      if (!deliver(agent, { kind: 'message', from: message.from, content: message.content })) {
+      if (!hasRoom(agent)) {
         throw new UserInputError({
           code: ErrorCodes.queueFull,
           message: `agent ${to}'s mailbox is full (${mailboxSize} messages); try again later.`,
           retryable: true,
         });
       }
+      await deliver([{ agent, message: { kind: 'message', from: message.from, content: message.content } }]);
       bus.publish('agent:message', { from: message.from, to, content: message.content }, { agentId: to });
     },
     async assignTask(agentId, task) {
@@ -698,14 +880,16 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         createdAt: clock.now(),
         completedAt: null,
       };
-      await db.run(
-        'INSERT INTO agent_tasks (id, agent_id, task_name, status, created_at) VALUES (?, ?, ?, ?, ?)',
-        [record.id, agentId, record.taskName, record.status, record.createdAt],
-      );
-      if (!deliver(agent, { kind: 'task', from: 'system', content: task.taskName, taskId: record.id })) {
-        await db.run("UPDATE agent_tasks SET status = 'failed', result = ? WHERE id = ?", [
-          'mailbox full',
+      const insertTask =
+        'INSERT INTO agent_tasks (id, agent_id, task_name, status, result, created_at) VALUES (?, ?, ?, ?, ?, ?)';
+      if (!hasRoom(agent)) {
+        await db.run(insertTask, [
           record.id,
+          agentId,
+          record.taskName,
+          'failed',
+          'mailbox full',
+          record.createdAt,
         ]);
         throw new UserInputError({
           code: ErrorCodes.queueFull,
@@ -713,6 +897,12 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
           retryable: true,
         });
       }
+      // The task and its message are written together: neither is there without the other.
+      await deliver(
+        [{ agent, message: { kind: 'task', from: 'system', content: task.taskName, taskId: record.id } }],
+        (tx) =>
+          tx.run(insertTask, [record.id, agentId, record.taskName, record.status, null, record.createdAt]),
+      );
       bus.publish(
         'agent:task-assigned',
         { agentId, taskId: record.id, taskName: record.taskName },
@@ -798,6 +988,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     async close() {
       const all = [...agents.values()];
       agents.clear();
+      for (const agent of all) agent.closing = true;
       await Promise.all(all.map((agent) => stopAgent(agent, terminateTimeoutMs)));
       // One last try for what the database refused; what it still refuses is lost, and said so.
       refused.stop();

@@ -271,7 +271,7 @@ describeEachDatabase('agent runtime', (getDb) => {
     expect(runtime.listStates()).toEqual([]);
   });
 
-  it('agents survive a restart: definitions reload, an interrupted turn returns to idle, terminated ones stay gone', async () => {
+  it('agents survive a restart: definitions reload, an interrupted turn returns to idle and runs again, terminated ones stay gone', async () => {
     runtime = make(async (agent) => (agent.id === 'busy' ? new Promise<string>(() => undefined) : 'ok'), {
       terminateTimeoutMs: 20,
     });
@@ -290,12 +290,20 @@ describeEachDatabase('agent runtime', (getDb) => {
     const restored = await runtime.start();
     expect(restored.map((agent) => agent.id).sort()).toEqual(['busy', 'keeper']);
     expect(runtime.getState('keeper')).toMatchObject({ name: 'Keeper', role: 'archivist', state: 'idle' });
-    expect(runtime.getState('busy').state).toBe('idle');
-    expect((await runtime.history('busy')).at(-1)).toMatchObject({
-      oldState: 'thinking',
-      newState: 'idle',
-      reason: 'restarted',
-    });
+    // The message whose turn the restart cut short is taken again, and answered this time.
+    await runtime.whenIdle('busy');
+    const busyHistory = (await runtime.history('busy')).map((entry) => [entry.newState, entry.reason]);
+    expect(busyHistory.slice(-5)).toEqual([
+      ['idle', 'restarted'],
+      ['listening', 'message from user'],
+      ['thinking', null],
+      ['speaking', null],
+      ['idle', null],
+    ]);
+    expect((await runtime.conversation('busy')).map((entry) => entry.content)).toEqual([
+      'long job',
+      'Busy heard: long job',
+    ]);
     await runtime.send('keeper', { from: 'user', content: 'still there?' });
     await runtime.whenIdle('keeper');
     expect((await runtime.conversation('keeper')).at(-1)).toMatchObject({
@@ -303,30 +311,174 @@ describeEachDatabase('agent runtime', (getDb) => {
     });
   });
 
-  it('keeps what a full disk refused and writes it, in order, once the disk is back', async () => {
+  it('answers after a restart every message the mailbox held, in order, and a task assigned before it', async () => {
+    const first = make(async () => new Promise<string>(() => undefined), { terminateTimeoutMs: 20 });
+    runtime = first;
+    await first.spawn({ id: 'queue', name: 'Queue' });
+    await first.send('queue', { from: 'user', content: 'one' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'queue' && data.to === 'thinking');
+    await first.send('queue', { from: 'user', content: 'two' });
+    await first.broadcast({ content: 'three' });
+    const task = await first.assignTask('queue', { taskName: 'four' });
+    expect(first.getState('queue').mailboxDepth).toBe(3);
+    runtime = undefined;
+    await first.close();
+
+    const seen: string[] = [];
+    runtime = make(async (agent, message) => {
+      seen.push(`${message.kind}:${message.content}`);
+      return `${agent.name} heard: ${message.content}`;
+    });
+    await runtime.start();
+    await runtime.whenIdle('queue');
+    expect(seen).toEqual(['message:one', 'message:two', 'broadcast:three', 'task:four']);
+    expect(await runtime.tasks('queue')).toMatchObject([
+      { id: task.id, status: 'completed', result: 'Queue heard: four' },
+    ]);
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
+    // Answered once: a third start has nothing to take.
+    await runtime.close();
+    seen.length = 0;
+    runtime = make(async (_agent, message) => {
+      seen.push(message.content);
+      return 'again';
+    });
+    await runtime.start();
+    await runtime.whenIdle('queue');
+    expect(seen).toEqual([]);
+  });
+
+  it('gives up at a start on a message whose turns were cut short too often, failing its task', async () => {
+    const hang = async () => new Promise<string>(() => undefined);
+    let taskId = '';
+    for (let start = 0; start < 3; start++) {
+      const current = make(hang, { terminateTimeoutMs: 20 });
+      runtime = current;
+      const thinking = nextEvent(
+        bus,
+        'agent:state',
+        (data) => data.agentId === 'crashy' && data.to === 'thinking',
+      );
+      if (start === 0) {
+        await current.spawn({ id: 'crashy', name: 'Crashy' });
+        taskId = (await current.assignTask('crashy', { taskName: 'brings the process down' })).id;
+      } else await current.start();
+      await thinking;
+      runtime = undefined;
+      await current.close();
+    }
+    const seen: string[] = [];
+    runtime = make(async (_agent, message) => {
+      seen.push(message.content);
+      return 'ok';
+    });
+    await runtime.start();
+    await runtime.whenIdle('crashy');
+    expect(seen).toEqual([]);
+    expect(await runtime.tasks('crashy')).toMatchObject([
+      { id: taskId, status: 'failed', result: 'its turn was cut short 3 times' },
+    ]);
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
+  });
+
+  it('counts messages still being written against a full mailbox', async () => {
+    runtime = make(async () => new Promise<string>(() => undefined), {
+      mailboxSize: 1,
+      terminateTimeoutMs: 20,
+    });
+    await runtime.spawn({ id: 'small', name: 'Small' });
+    await runtime.send('small', { from: 'user', content: 'taken at once' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'small' && data.to === 'thinking');
+    const [kept, refusedSend] = await Promise.allSettled([
+      runtime.send('small', { from: 'user', content: 'waits' }),
+      runtime.send('small', { from: 'user', content: 'no room' }),
+    ]);
+    expect(kept.status).toBe('fulfilled');
+    expect(refusedSend).toMatchObject({ status: 'rejected', reason: { code: 'QUEUE_FULL' } });
+    await expect(runtime.assignTask('small', { taskName: 'no room either' })).rejects.toMatchObject({
+      code: 'QUEUE_FULL',
+    });
+    expect(runtime.getState('small').mailboxDepth).toBe(1);
+    expect(await runtime.tasks('small')).toMatchObject([{ status: 'failed', result: 'mailbox full' }]);
+  });
+
+  it('terminating an agent fails the tasks its mailbox still held and empties it on disk', async () => {
+    runtime = make(async () => new Promise<string>(() => undefined));
+    await runtime.spawn({ id: 'leaving', name: 'Leaving' });
+    await runtime.send('leaving', { from: 'user', content: 'in progress' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'leaving' && data.to === 'thinking');
+    const waiting = await runtime.assignTask('leaving', { taskName: 'never started' });
+    await runtime.terminate('leaving', { timeoutMs: 20 });
+    expect(await runtime.tasks('leaving')).toMatchObject([
+      { id: waiting.id, status: 'failed', result: 'agent terminated' },
+    ]);
+    expect(
+      events.some(
+        (event) =>
+          event.type === 'agent:task-completed' &&
+          (event.data as { taskId: string; status: string }).taskId === waiting.id &&
+          (event.data as { status: string }).status === 'failed',
+      ),
+    ).toBe(true);
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
+  });
+
+  it('a task the disk cannot take is refused whole: neither its row nor its message is there', async () => {
     const faulty = createFaultyDatabase(getDb());
+    runtime = createAgentRuntime({ db: faulty, bus, runTurn: echo, logger: silentLogger });
+    await runtime.spawn({ id: 'full', name: 'Full' });
+    faulty.failWrites();
+    await expect(runtime.assignTask('full', { taskName: 'write me' })).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    await expect(runtime.broadcast({ content: 'anyone?' })).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    faulty.heal();
+    expect(runtime.getState('full').mailboxDepth).toBe(0);
+    expect(await runtime.tasks('full')).toEqual([]);
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
+  });
+
+  it('refuses a message the disk cannot take, keeps what a turn wrote meanwhile and writes it, in order, once the disk is back', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    const answer = deferred();
     runtime = createAgentRuntime({
       db: faulty,
       bus,
-      runTurn: echo,
+      runTurn: async (agent, message) => {
+        await answer.promise;
+        return `${agent.name} heard: ${message.content}`;
+      },
       logger: silentLogger,
       writeRetryMs: 5,
       maxWriteRetryMs: 20,
     });
     await runtime.spawn({ id: 'a', name: 'A' });
+    const thinking = nextEvent(bus, 'agent:state', (data) => data.agentId === 'a' && data.to === 'thinking');
+    await runtime.send('a', { from: 'user', content: 'before the disk filled' });
+    await thinking;
+    await runtime.conversation('a');
     faulty.failWrites();
-    await runtime.send('a', { from: 'user', content: 'while the disk is full' });
+    // Not acknowledged: the caller hears the store's error, and nothing waits in the mailbox.
+    await expect(
+      runtime.send('a', { from: 'user', content: 'while the disk is full' }),
+    ).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
+    expect(runtime.getState('a').mailboxDepth).toBe(0);
+    answer.resolve();
     await runtime.whenIdle('a');
-    expect(faulty.refused).toBeGreaterThan(0);
-    expect(await runtime.conversation('a')).toEqual([]);
+    expect(faulty.refused).toBeGreaterThan(1);
+    expect(await runtime.conversation('a')).toHaveLength(1);
 
     faulty.heal();
     await vi.waitFor(async () => expect(await runtime!.conversation('a')).toHaveLength(2), {
       timeout: 5_000,
     });
     expect((await runtime.conversation('a')).map((entry) => entry.content)).toEqual([
-      'while the disk is full',
-      'A heard: while the disk is full',
+      'before the disk filled',
+      'A heard: before the disk filled',
     ]);
     expect((await runtime.history('a')).map((entry) => entry.newState)).toEqual([
       'listening',
@@ -334,23 +486,29 @@ describeEachDatabase('agent runtime', (getDb) => {
       'speaking',
       'idle',
     ]);
-    // What a restart reads: the agent's last state, written after the disk came back.
+    // What a restart reads: the agent's last state, and no message left to answer again.
     const row = await getDb().get<{ state: string }>('SELECT state FROM agents WHERE id = ?', ['a']);
     expect(row?.state).toBe('idle');
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
   });
 
   it('writes at close what the disk refused before it came back, when no retry has run yet', async () => {
     const faulty = createFaultyDatabase(getDb());
+    const answer = deferred();
     const closing = createAgentRuntime({
       db: faulty,
       bus,
-      runTurn: echo,
+      runTurn: async (agent, message) => {
+        await answer.promise;
+        return `${agent.name} heard: ${message.content}`;
+      },
       logger: silentLogger,
       writeRetryMs: 600_000,
     });
     await closing.spawn({ id: 'b', name: 'B' });
-    faulty.failWrites();
     await closing.send('b', { from: 'user', content: 'late' });
+    faulty.failWrites();
+    answer.resolve();
     await closing.whenIdle('b');
     faulty.heal();
     await closing.close();

@@ -223,7 +223,7 @@ describe('migration 0032', () => {
           },
         ]);
         await insertOldSchemaRows(db, empty, []);
-        expect((await migrate(db)).applied).toEqual([32, 33, 34, 35, 36]);
+        expect((await migrate(db)).applied).toEqual([32, 33, 34, 35, 36, 37]);
 
         expect(await rangeOf(db, main.sessionId)).toEqual({ first: 1, liveFrom: 3, lowestActive: 3 });
         expect(await rangeOf(db, done.sessionId)).toEqual({ first: 1, liveFrom: 3, lowestActive: null });

@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectGateway, type GatewayClient } from '../../src/cli/gateway-client.js';
 import { postgresTestBackend } from '../helpers/databases.js';
+import { kill, serve } from '../helpers/serve-process.js';
 import { tempHome } from '../runtime/helpers.js';
 
 /**
@@ -12,7 +12,6 @@ import { tempHome } from '../runtime/helpers.js';
  * drain are running, then restart, on SQLite and on the real Postgres. Set AGENTD_CRASH_SEED to replay a run.
  */
 
-const repoRoot = join(import.meta.dirname, '..', '..');
 const seed = Number(process.env.AGENTD_CRASH_SEED ?? 20261123);
 const killsPerBackend = 3;
 const messagesPerRound = 6;
@@ -29,55 +28,6 @@ function random(seedValue: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-interface Served {
-  child: ChildProcess;
-  url: string;
-  token: string;
-}
-
-function serve(home: string, databaseUrl: string | undefined): Promise<Served> {
-  if (!existsSync(join(repoRoot, 'dist', 'cli', 'bin.js')))
-    throw new Error('the crash suite runs the built CLI: run `npm run build` first');
-  // The built CLI, as operators run it (.ci/run builds before the tests); from source it starts too slowly.
-  const child = spawn(process.execPath, ['bin/agentd.js', 'serve', '--port', '0', '--json'], {
-    cwd: repoRoot,
-    env: {
-      ...process.env,
-      AGENTD_HOME: home,
-      AGENTD_LOG_LEVEL: 'error',
-      AGENTD_MODEL: '',
-      DATABASE_URL: databaseUrl ?? '',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    let errors = '';
-    child.stderr!.on('data', (chunk) => {
-      errors += String(chunk);
-    });
-    child.stdout!.on('data', (chunk) => {
-      output += String(chunk);
-      try {
-        const started = JSON.parse(output) as { websocket: string; token: string };
-        resolve({ child, url: started.websocket, token: started.token });
-      } catch {
-        // The JSON start-up line is not complete yet.
-      }
-    });
-    child.once('exit', (code, signal) =>
-      reject(new Error(`agentd serve exited (${code ?? signal}): ${errors}`)),
-    );
-  });
-}
-
-async function kill(served: Served): Promise<void> {
-  if (served.child.exitCode !== null || served.child.signalCode !== null) return;
-  const exited = new Promise((resolve) => served.child.once('exit', resolve));
-  served.child.kill('SIGKILL');
-  await exited;
 }
 
 interface Ledger {
