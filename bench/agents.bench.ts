@@ -102,9 +102,9 @@ export default {
       return {
         rows,
         notes: [
-          'Each agent: a mailbox, its own loop, persisted definition; every state transition is published on the bus and written to agent_state_history (SQLite file, WAL).',
+          'Each agent: a mailbox on disk (since 2026-12-06: a message is written before it is acknowledged, and its row deleted when its turn ends), its own loop, persisted definition; every state transition is published on the bus and written to agent_state_history (SQLite file, WAL).',
           'runTurn is instant (returns a short string), so the round measures the runtime itself: delivery, the idle → listening → thinking → speaking → idle transitions, conversation rows, and at most 16 turns at once (the default maxConcurrentTurns).',
-          '"broadcast deliver ms": the broadcast() call (enqueue into every mailbox); "round": until every agent answered and is idle again.',
+          '"broadcast deliver ms": the broadcast() call (one transaction writing every mailbox row and conversation row, then the messages into the mailboxes in RAM; before 2026-12-06 into RAM only); "round": until every agent answered and is idle again.',
           'RSS per idle agent: RSS growth from before spawning to all agents idle, divided by the agent count (includes SQLite page cache growth; no forced GC unless node runs with --expose-gc).',
           'Event-loop lag: perf_hooks.monitorEventLoopDelay (1 ms resolution) during the broadcast round.',
           'Heartbeat sweep: one sweep over one queued work item per agent, reporting per agent.',
