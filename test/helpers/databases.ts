@@ -92,6 +92,41 @@ export function postgresTestBackend(): Promise<PostgresTestBackend> {
   return backendPromise;
 }
 
+/** A database of its own on the Postgres server, with the admin connection that made it. */
+export interface ScratchPostgresDatabase {
+  name: string;
+  /** Connects to it (for child processes, which pick their database by URL). */
+  url: string;
+  /** Connected to the server's default database: for statements about this one (terminating its backends). */
+  admin: pg.Pool;
+  /** Drops it, with the connections still open to it. */
+  drop(): Promise<void>;
+}
+
+/**
+ * A database of its own for a test that runs `agentd` in child processes on Postgres: they take a database by
+ * URL, not a schema. Throws when no Postgres server answers (PGlite has no URL).
+ */
+export async function createScratchPostgresDatabase(prefix: string): Promise<ScratchPostgresDatabase> {
+  const backend = await postgresTestBackend();
+  if (backend.kind !== 'server')
+    throw new Error('this test needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
+  const name = `${prefix}_${Date.now().toString(36)}_${process.pid}`;
+  const admin = new pg.Pool({ connectionString: backend.url, max: 1 });
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(backend.url);
+  url.pathname = `/${name}`;
+  return {
+    name,
+    url: url.toString(),
+    admin,
+    async drop() {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
 let adminPool: pg.Pool | undefined;
 let staleSchemasDropped = false;
 function admin(url: string): pg.Pool {

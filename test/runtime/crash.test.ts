@@ -1,41 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectGateway } from '../../src/cli/gateway-client.js';
+import { kill, serve } from '../helpers/serve-process.js';
 import { collectRun, tempHome } from './helpers.js';
-
-const repoRoot = join(import.meta.dirname, '..', '..');
-
-/** Starts `agentd serve` in a child process and resolves with its start-up line. */
-function serve(home: string): Promise<{ child: ChildProcess; url: string; token: string }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/bin.ts', 'serve', '--port', '0', '--json'],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, AGENTD_HOME: home, AGENTD_LOG_LEVEL: 'warn', AGENTD_MODEL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    let output = '';
-    let errors = '';
-    child.stderr!.on('data', (chunk) => {
-      errors += String(chunk);
-    });
-    child.stdout!.on('data', (chunk) => {
-      output += String(chunk);
-      try {
-        const started = JSON.parse(output) as { websocket: string; token: string };
-        resolve({ child, url: started.websocket, token: started.token });
-      } catch {
-        // The JSON start-up line is not complete yet.
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`agentd serve exited with ${code}: ${errors}`)));
-  });
-}
 
 async function turn(url: string, token: string, text: string, runId: string) {
   const client = await connectGateway({ url, token });
@@ -59,7 +28,7 @@ describe('crash safety of agentd serve', () => {
     const home = tempHome('agentd-crash-');
     // A tiny RAM window so the conversation overflows into long-term memory before the crash.
     writeFileSync(join(home, 'agentd.yaml'), 'memory:\n  maxActiveEntries: 4\n');
-    const first = await serve(home);
+    const first = await serve(home, undefined);
     children.push(first.child);
     const facts = [
       'The deploy is on Friday.',
@@ -71,10 +40,9 @@ describe('crash safety of agentd serve', () => {
       const final = await turn(first.url, first.token, fact, `fact-${index}`);
       expect(final.state).toBe('final');
     }
-    first.child.kill('SIGKILL');
-    await new Promise((resolve) => first.child.once('exit', resolve));
+    await kill(first);
 
-    const second = await serve(home);
+    const second = await serve(home, undefined);
     children.push(second.child);
     const client = await connectGateway({ url: second.url, token: second.token });
     try {

@@ -1,7 +1,6 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectGateway } from '../../src/cli/gateway-client.js';
-import { postgresTestBackend } from '../helpers/databases.js';
+import { createScratchPostgresDatabase } from '../helpers/databases.js';
 import { kill, serve } from '../helpers/serve-process.js';
 import { tempHome } from '../runtime/helpers.js';
 
@@ -88,19 +87,9 @@ describe('kill -9 of agentd serve with messages waiting in an agent mailbox', ()
   }, 60_000);
 
   it('answers every acknowledged message after the restart on Postgres', async () => {
-    const backend = await postgresTestBackend();
-    if (backend.kind !== 'server')
-      throw new Error('the crash suite needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
-    const database = `agentd_mailbox_${Date.now().toString(36)}_${process.pid}`;
-    const admin = new pg.Pool({ connectionString: backend.url, max: 1 });
-    await admin.query(`CREATE DATABASE ${database}`);
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    });
-    const url = new URL(backend.url);
-    url.pathname = `/${database}`;
-    const figures = await crashWithAFullMailbox(tempHome('agentd-mailbox-crash-pg-'), url.toString());
+    const database = await createScratchPostgresDatabase('agentd_mailbox');
+    cleanups.push(() => database.drop());
+    const figures = await crashWithAFullMailbox(tempHome('agentd-mailbox-crash-pg-'), database.url);
     console.log('[mailbox crash] postgres', JSON.stringify(figures));
     expect(figures.waitingAtKill).toBeGreaterThan(0);
   }, 60_000);

@@ -1,9 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectGateway, type GatewayClient } from '../../src/cli/gateway-client.js';
-import { postgresTestBackend } from '../helpers/databases.js';
+import { createScratchPostgresDatabase } from '../helpers/databases.js';
 import { kill, serve } from '../helpers/serve-process.js';
 import { tempHome } from '../runtime/helpers.js';
 
@@ -185,19 +184,9 @@ describe('kill -9 of agentd serve during chat turns and a work-queue drain', () 
   }, 120_000);
 
   it('loses and duplicates nothing acknowledged on Postgres', async () => {
-    const backend = await postgresTestBackend();
-    if (backend.kind !== 'server')
-      throw new Error('the crash suite needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
-    const database = `agentd_crash_${Date.now().toString(36)}_${process.pid}`;
-    const admin = new pg.Pool({ connectionString: backend.url, max: 1 });
-    await admin.query(`CREATE DATABASE ${database}`);
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    });
-    const url = new URL(backend.url);
-    url.pathname = `/${database}`;
-    const figures = await runCrashRounds(tempHome('agentd-crash-pg-'), url.toString());
+    const database = await createScratchPostgresDatabase('agentd_crash');
+    cleanups.push(() => database.drop());
+    const figures = await runCrashRounds(tempHome('agentd-crash-pg-'), database.url);
     console.log(`[crash suite] postgres seed=${seed}`, JSON.stringify(figures));
     expect(figures.kills).toBe(killsPerBackend);
   }, 120_000);

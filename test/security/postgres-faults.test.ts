@@ -1,10 +1,9 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GatewayClient } from '../../src/cli/gateway-client.js';
 import type { Runtime } from '../../src/runtime.js';
 import { createPostgresDatabase } from '../../src/store/index.js';
-import { postgresTestBackend } from '../helpers/databases.js';
+import { createScratchPostgresDatabase, postgresTestBackend } from '../helpers/databases.js';
 import { startRuntime, tempHome } from '../runtime/helpers.js';
 
 interface HistoryMessage {
@@ -98,21 +97,11 @@ describe('Postgres connections terminated under load', () => {
   });
 
   it('chat and the work queue resume and nothing acknowledged is lost', async () => {
-    const backend = await postgresTestBackend();
-    if (backend.kind !== 'server')
-      throw new Error('this test needs a Postgres server (AGENTD_TEST_PG_URL or 127.0.0.1:5432)');
-    const database = `agentd_term_${Date.now().toString(36)}_${process.pid}`;
-    const admin = new pg.Pool({ connectionString: backend.url, max: 1 });
-    await admin.query(`CREATE DATABASE ${database}`);
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.end();
-    });
-    const url = new URL(backend.url);
-    url.pathname = `/${database}`;
+    const database = await createScratchPostgresDatabase('agentd_term');
+    cleanups.push(() => database.drop());
     const started = await startRuntime({
       home: tempHome('agentd-pg-term-'),
-      env: { DATABASE_URL: url.toString() },
+      env: { DATABASE_URL: database.url },
     });
     runtime = started.runtime;
     client = await started.connect();
@@ -120,9 +109,9 @@ describe('Postgres connections terminated under load', () => {
     // Only this test's database: every backend connected to it except the admin connection itself.
     let terminated = 0;
     const terminate = async () => {
-      const result = await admin.query(
+      const result = await database.admin.query(
         'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [database],
+        [database.name],
       );
       terminated += result.rowCount ?? 0;
     };
