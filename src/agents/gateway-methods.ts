@@ -113,7 +113,8 @@ export const agentsListParamsSchema = z.object({}).passthrough();
 export const agentsStateParamsSchema = z.object({ agentId: z.string().min(1) });
 export const agentBroadcastParamsSchema = z.object({
   content: z.string().min(1).max(20_000),
-  from: z.string().min(1).optional(),
+  // Written to every agent's mailbox and conversation: unbounded, one frame would be written a thousand times.
+  from: z.string().min(1).max(128).optional(),
 });
 export const agentMessageParamsSchema = z.object({
   agentId: z.string().min(1),

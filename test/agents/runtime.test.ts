@@ -95,6 +95,15 @@ describeEachDatabase('agent runtime', (getDb) => {
     await expect(methods['agents.spawn']!.handler({ name: '' })).rejects.toMatchObject({
       code: 'INVALID_REQUEST',
     });
+    // A sender's name is written to every mailbox a broadcast reaches: bounded, as a direct message's is.
+    const longName = 'x'.repeat(129);
+    await expect(
+      methods['agent.broadcast']!.handler({ content: 'hi', from: longName }),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    await expect(
+      methods['agents.message']!.handler({ agentId: 'writer', content: 'hi', from: longName }),
+    ).rejects.toMatchObject({ code: 'INVALID_REQUEST' });
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
     expect(await methods['agents.terminate']!.handler({ agentId: 'writer' })).toMatchObject({
       terminated: true,
       forced: false,
