@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
@@ -229,6 +230,29 @@ interface LiveAgent {
   writes: Promise<unknown>;
 }
 
+/** The agent runtimes open in this process, by instance id (`ownerMayBeAlive`). */
+const openInstances = new Set<string>();
+const thisHost = hostname();
+
+/**
+ * Whether the process that wrote mailbox rows (`owner`: `<host>/<pid>/<id>`) may still hold them in its
+ * mailboxes: a runtime of this process not yet closed, a live process on this host, or any process on
+ * another host, which this one cannot see (that host takes its rows back when it starts again).
+ */
+function ownerMayBeAlive(owner: string): boolean {
+  const [host, pidText] = owner.split('/', 2);
+  if (host !== thisHost) return true;
+  const pid = Number(pidText);
+  if (pid === process.pid) return openInstances.has(owner);
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, and another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 function notFound(id: string): UserInputError {
   return new UserInputError({
     code: ErrorCodes.notFound,
@@ -250,6 +274,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   const terminateTimeoutMs = options.terminateTimeoutMs ?? 5_000;
   const mailboxSize = options.mailboxSize ?? 1_000;
   const maxMessageAttempts = options.maxMessageAttempts ?? 3;
+  /** Owner of the mailbox rows this runtime writes (`ownerMayBeAlive`). */
+  const instanceId = `${thisHost}/${process.pid}/${idGenerator('runtime')}`;
+  openInstances.add(instanceId);
   const turnSlots = createSemaphore(options.maxConcurrentTurns ?? 16);
   const random = options.random ?? Math.random;
   const defaultModel = options.defaultModel ?? 'default';
@@ -614,12 +641,20 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       const said: SqlValue[] = [];
       for (const { agent, message } of chunk) {
         const agentId = agent.info.id;
-        params.push(agentId, message.kind, message.from, message.content, message.taskId ?? null, now);
+        params.push(
+          agentId,
+          message.kind,
+          message.from,
+          message.content,
+          message.taskId ?? null,
+          instanceId,
+          now,
+        );
         said.push(agentId, now, message.from, message.content, agentId);
       }
       const rows = await tx.all<{ seq: number; agent_id: string }>(
-        `INSERT INTO agent_mailbox (agent_id, kind, sender, content, task_id, created_at) VALUES ${chunk
-          .map(() => '(?, ?, ?, ?, ?, ?)')
+        `INSERT INTO agent_mailbox (agent_id, kind, sender, content, task_id, owner, created_at) VALUES ${chunk
+          .map(() => '(?, ?, ?, ?, ?, ?, ?)')
           .join(', ')} RETURNING seq, agent_id`,
         params,
       );
@@ -668,7 +703,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   };
 
   /**
-   * What `start()` puts back in the mailboxes of the agents it started: messages no turn has finished. An agent
+   * What `start()` puts back in the mailboxes of the agents it started: messages no turn has finished, of
+   * processes that are gone (`ownerMayBeAlive`): another process that runs agents on the same database, such
+   * as `agentd mcp` beside `agentd serve`, leaves a live server's messages to it. An agent
    * answers its messages one at a time, in order, so only its first can have had a turn cut short: that one's
    * `attempts` counts the starts that found it first, written before it runs again, and at
    * `maxMessageAttempts` it is given up (a message that brings the process down every time must not stop its
@@ -682,9 +719,31 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       sender: string;
       content: string;
       task_id: string | null;
+      owner: string;
       attempts: number;
-    }>('SELECT seq, agent_id, kind, sender, content, task_id, attempts FROM agent_mailbox ORDER BY seq');
-    const mine = rows.filter((row) => started.has(row.agent_id) && agents.has(row.agent_id));
+    }>(
+      'SELECT seq, agent_id, kind, sender, content, task_id, owner, attempts FROM agent_mailbox ORDER BY seq',
+    );
+    // The started agents' rows whose process is gone; a live process's are in its own mailboxes, in RAM.
+    const orphaned = new Map<string, number[]>();
+    for (const row of rows) {
+      if (!started.has(row.agent_id) || row.owner === instanceId || ownerMayBeAlive(row.owner)) continue;
+      const seqs = orphaned.get(row.owner) ?? [];
+      seqs.push(Number(row.seq));
+      orphaned.set(row.owner, seqs);
+    }
+    // Taken over only from the owner they were read with: of two processes starting at once, one takes each.
+    const taken = new Set<number>();
+    for (const [owner, seqs] of orphaned)
+      for (let index = 0; index < seqs.length; index += 500) {
+        const chunk = seqs.slice(index, index + 500);
+        const moved = await db.all<{ seq: number }>(
+          `UPDATE agent_mailbox SET owner = ? WHERE owner = ? AND seq IN (${chunk.map(() => '?').join(', ')}) RETURNING seq`,
+          [instanceId, owner, ...chunk],
+        );
+        for (const row of moved) taken.add(Number(row.seq));
+      }
+    const mine = rows.filter((row) => taken.has(Number(row.seq)) && agents.has(row.agent_id));
     const firstOf = new Map<string, number>();
     for (const row of mine) if (!firstOf.has(row.agent_id)) firstOf.set(row.agent_id, Number(row.seq));
     const firsts = [...firstOf.values()];
@@ -986,6 +1045,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       }).then(() => agent.writes.then(() => undefined));
     },
     async close() {
+      openInstances.delete(instanceId);
       const all = [...agents.values()];
       agents.clear();
       for (const agent of all) agent.closing = true;

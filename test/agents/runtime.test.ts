@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import { hostname } from 'node:os';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   type AgentInboxMessage,
@@ -355,6 +357,58 @@ describeEachDatabase('agent runtime', (getDb) => {
     await runtime.start();
     await runtime.whenIdle('queue');
     expect(seen).toEqual([]);
+  });
+
+  it("leaves a live process's waiting messages to it, and takes those of a process that is gone", async () => {
+    const serving = make(async () => new Promise<string>(() => undefined), { terminateTimeoutMs: 20 });
+    runtime = serving;
+    await serving.spawn({ id: 'shared', name: 'Shared' });
+    await serving.send('shared', { from: 'user', content: 'held by the server' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'shared' && data.to === 'thinking');
+    await serving.send('shared', { from: 'user', content: 'waiting at the server' });
+
+    // Another runtime on the same database while the first is open (`agentd mcp` beside `agentd serve`).
+    const seen: string[] = [];
+    const answer: RunTurn = async (agent, message) => {
+      seen.push(message.content);
+      return `${agent.name} heard: ${message.content}`;
+    };
+    const beside = make(answer);
+    await beside.start();
+    await beside.whenIdle('shared');
+    expect(seen).toEqual([]);
+    await beside.close();
+
+    // Rows of a process on this host that has exited are taken; another host's are not this one's to judge.
+    const exited = spawnSync(process.execPath, ['-e', '']).pid;
+    const insertMail =
+      'INSERT INTO agent_mailbox (agent_id, kind, sender, content, owner, created_at) VALUES (?, ?, ?, ?, ?, ?)';
+    await getDb().run(insertMail, [
+      'shared',
+      'message',
+      'user',
+      'left by an exited process',
+      `${hostname()}/${exited}/x`,
+      1,
+    ]);
+    await getDb().run(insertMail, [
+      'shared',
+      'message',
+      'user',
+      'held on another host',
+      'elsewhere.example/1/x',
+      2,
+    ]);
+
+    runtime = undefined;
+    await serving.close();
+    runtime = make(answer);
+    await runtime.start();
+    await runtime.whenIdle('shared');
+    expect(seen).toEqual(['held by the server', 'waiting at the server', 'left by an exited process']);
+    expect(await getDb().all<{ content: string }>('SELECT content FROM agent_mailbox')).toEqual([
+      { content: 'held on another host' },
+    ]);
   });
 
   it('gives up at a start on a message whose turns were cut short too often, failing its task', async () => {
