@@ -625,8 +625,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     wake();
   };
 
+  const mailChunk = 100;
   /**
-   * The mailbox rows of `deliveries` (one agent each) and their conversation rows, in chunks of 500; each
+   * The mailbox rows of `deliveries` (one agent each) and their conversation rows, in chunks of 100; each
    * agent's mailbox row `seq`.
    */
   const insertMail = async (
@@ -635,8 +636,10 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     now: number,
   ): Promise<Map<string, number>> => {
     const seqs = new Map<string, number>();
-    for (let index = 0; index < deliveries.length; index += 500) {
-      const chunk = deliveries.slice(index, index + 500);
+    for (let index = 0; index < deliveries.length; index += mailChunk) {
+      // A broadcast to many agents holds the event loop a chunk at a time (about 2 ms), not for all of them.
+      if (index > 0) await yieldToEventLoop();
+      const chunk = deliveries.slice(index, index + mailChunk);
       const params: SqlValue[] = [];
       const said: SqlValue[] = [];
       for (const { agent, message } of chunk) {
