@@ -50,6 +50,9 @@ async function scenario(agentCount: number, dir: string): Promise<Record<string,
 
     const lag = monitorEventLoopDelay({ resolution: 1 });
     lag.enable();
+    // The monitor's timer must be running before the broadcast: a block that starts in the same turn of the
+    // event loop as enable() (a broadcast that wakes every agent at once) was not recorded.
+    await new Promise((resolve) => setTimeout(resolve, 10));
     const broadcastStart = performance.now();
     const { delivered } = await runtime.broadcast({ content: 'all hands: status please' });
     const deliveredMs = performance.now() - broadcastStart;
@@ -106,7 +109,7 @@ export default {
           'runTurn is instant (returns a short string), so the round measures the runtime itself: delivery, the idle → listening → thinking → speaking → idle transitions, conversation rows, and at most 16 turns at once (the default maxConcurrentTurns).',
           '"broadcast deliver ms": the broadcast() call (one transaction writing every mailbox row and conversation row, then the messages into the mailboxes in RAM; before 2026-12-06 into RAM only); "round": until every agent answered and is idle again.',
           'RSS per idle agent: RSS growth from before spawning to all agents idle, divided by the agent count (includes SQLite page cache growth; no forced GC unless node runs with --expose-gc).',
-          'Event-loop lag: perf_hooks.monitorEventLoopDelay (1 ms resolution) during the broadcast round.',
+          'Event-loop lag: perf_hooks.monitorEventLoopDelay (1 ms resolution) during the broadcast round, started 10 ms before the broadcast (since 2026-12-06; before, it started in the same turn of the event loop, and missed a block that began there: the wake-up of every agent by a broadcast that wrote nothing first).',
           'Heartbeat sweep: one sweep over one queued work item per agent, reporting per agent.',
           'A warm-up 10-agent scenario runs first and is not reported.',
         ],
