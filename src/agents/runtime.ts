@@ -674,9 +674,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
 
   /**
    * Writes the messages to the agents' mailboxes and conversations on disk in one transaction (with
-   * `alsoInTransaction`'s writes), and only then puts them in the mailboxes in RAM: a send is acknowledged once a crash cannot lose
-   * it, and a write the database refuses (a full disk) fails the send and leaves nothing anywhere. The caller
-   * checked that each agent has room.
+   * `alsoInTransaction`'s writes), and only then puts them in the mailboxes in RAM: a send is acknowledged
+   * once a crash cannot lose it, and a write the database refuses (a full disk) fails the send and leaves
+   * nothing anywhere. The caller checked that each agent has room.
    */
   const deliver = async (
     deliveries: ReadonlyArray<Delivery>,
@@ -708,11 +708,11 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   /**
    * What `start()` puts back in the mailboxes of the agents it started: messages no turn has finished, of
    * processes that are gone (`ownerMayBeAlive`): another process that runs agents on the same database, such
-   * as `agentd mcp` beside `agentd serve`, leaves a live server's messages to it. An agent
-   * answers its messages one at a time, in order, so only its first can have had a turn cut short: that one's
-   * `attempts` counts the starts that found it first, written before it runs again, and at
-   * `maxMessageAttempts` it is given up (a message that brings the process down every time must not stop its
-   * agent for good). Counted at a start, not at each turn: no statement is added to every message's path.
+   * as `agentd mcp` beside `agentd serve`, leaves a live server's messages to it. An agent answers its
+   * messages one at a time, in order, so only its first can have had a turn cut short: that one's `attempts`
+   * counts the starts that found it first, written before it runs again, and at `maxMessageAttempts` it is
+   * given up (a message that brings the process down every time must not stop its agent for good). Counted
+   * at a start, not at each turn: no statement is added to every message's path.
    */
   const reloadMailboxes = async (started: ReadonlySet<string>) => {
     const rows = await db.all<{
