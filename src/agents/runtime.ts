@@ -942,10 +942,16 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         createdAt: clock.now(),
         completedAt: null,
       };
+      // A task id the caller chose may be taken: that is their CONFLICT, not the database's constraint error.
       const insertTask =
-        'INSERT INTO agent_tasks (id, agent_id, task_name, status, result, created_at) VALUES (?, ?, ?, ?, ?, ?)';
+        'INSERT INTO agent_tasks (id, agent_id, task_name, status, result, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING';
+      const taken = () =>
+        new UserInputError({
+          code: ErrorCodes.conflict,
+          message: `a task with id ${record.id} already exists.`,
+        });
       if (!hasRoom(agent)) {
-        await db.run(insertTask, [
+        const inserted = await db.run(insertTask, [
           record.id,
           agentId,
           record.taskName,
@@ -953,6 +959,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
           'mailbox full',
           record.createdAt,
         ]);
+        if (inserted.changes === 0) throw taken();
         throw new UserInputError({
           code: ErrorCodes.queueFull,
           message: `agent ${agentId}'s mailbox is full.`,
@@ -962,8 +969,17 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       // The task and its message are written together: neither is there without the other.
       await deliver(
         [{ agent, message: { kind: 'task', from: 'system', content: task.taskName, taskId: record.id } }],
-        (tx) =>
-          tx.run(insertTask, [record.id, agentId, record.taskName, record.status, null, record.createdAt]),
+        async (tx) => {
+          const inserted = await tx.run(insertTask, [
+            record.id,
+            agentId,
+            record.taskName,
+            record.status,
+            null,
+            record.createdAt,
+          ]);
+          if (inserted.changes === 0) throw taken();
+        },
       );
       bus.publish(
         'agent:task-assigned',

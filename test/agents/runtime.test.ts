@@ -465,6 +465,27 @@ describeEachDatabase('agent runtime', (getDb) => {
     expect(await runtime.tasks('small')).toMatchObject([{ status: 'failed', result: 'mailbox full' }]);
   });
 
+  it('refuses a task id already taken with CONFLICT, writing nothing', async () => {
+    runtime = make();
+    const methods = createAgentGatewayMethods({ runtime });
+    await runtime.spawn({ id: 'worker', name: 'Worker' });
+    await methods['agents.assign']!.handler({ agentId: 'worker', task: 'first', taskId: 'chosen' });
+    await runtime.whenIdle('worker');
+    await expect(
+      methods['agents.assign']!.handler({ agentId: 'worker', task: 'second', taskId: 'chosen' }),
+    ).rejects.toMatchObject({ code: 'CONFLICT' });
+    await runtime.whenIdle('worker');
+    expect(await runtime.tasks('worker')).toMatchObject([
+      { id: 'chosen', taskName: 'first', status: 'completed' },
+    ]);
+    expect(
+      (await runtime.conversation('worker'))
+        .filter((entry) => entry.sender !== 'worker')
+        .map((entry) => entry.content),
+    ).toEqual(['first']);
+    expect(await getDb().all('SELECT seq FROM agent_mailbox')).toEqual([]);
+  });
+
   it('terminating an agent fails the tasks its mailbox still held and empties it on disk', async () => {
     runtime = make(async () => new Promise<string>(() => undefined));
     await runtime.spawn({ id: 'leaving', name: 'Leaving' });
