@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
@@ -274,8 +275,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   const terminateTimeoutMs = options.terminateTimeoutMs ?? 5_000;
   const mailboxSize = options.mailboxSize ?? 1_000;
   const maxMessageAttempts = options.maxMessageAttempts ?? 3;
-  /** Owner of the mailbox rows this runtime writes (`ownerMayBeAlive`). */
-  const instanceId = `${thisHost}/${process.pid}/${idGenerator('runtime')}`;
+  // Owner of the mailbox rows this runtime writes (`ownerMayBeAlive`). Not from `idGenerator`: a test's
+  // sequential ids would give two runtimes of one process the same owner.
+  const instanceId = `${thisHost}/${process.pid}/${randomUUID()}`;
   openInstances.add(instanceId);
   const turnSlots = createSemaphore(options.maxConcurrentTurns ?? 16);
   const random = options.random ?? Math.random;

@@ -18,7 +18,7 @@ import {
 import { type Bus, type BusEvent, createBus } from '../../src/bus/index.js';
 import { createLocalModel } from '../../src/model/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
-import { silentLogger } from '../../src/util/index.js';
+import { createSequentialIdGenerator, silentLogger } from '../../src/util/index.js';
 import { createWorkQueue } from '../../src/work/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
@@ -408,6 +408,34 @@ describeEachDatabase('agent runtime', (getDb) => {
     expect(seen).toEqual(['held by the server', 'waiting at the server', 'left by an exited process']);
     expect(await getDb().all<{ content: string }>('SELECT content FROM agent_mailbox')).toEqual([
       { content: 'held on another host' },
+    ]);
+  });
+
+  it("takes back a closed runtime's messages though both runtimes were given the same sequence of ids", async () => {
+    const first = createAgentRuntime({
+      db: getDb(),
+      bus,
+      runTurn: async () => new Promise<string>(() => undefined),
+      logger: silentLogger,
+      idGenerator: createSequentialIdGenerator(),
+      terminateTimeoutMs: 20,
+    });
+    await first.spawn({ id: 'twin', name: 'Twin' });
+    await first.send('twin', { from: 'user', content: 'answer me later' });
+    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'twin' && data.to === 'thinking');
+    await first.close();
+    runtime = createAgentRuntime({
+      db: getDb(),
+      bus,
+      runTurn: echo,
+      logger: silentLogger,
+      idGenerator: createSequentialIdGenerator(),
+    });
+    await runtime.start();
+    await runtime.whenIdle('twin');
+    expect((await runtime.conversation('twin')).map((entry) => entry.content)).toEqual([
+      'answer me later',
+      'Twin heard: answer me later',
     ]);
   });
 
