@@ -297,7 +297,11 @@ export function createAgentGatewayMethods(
       params: agentMoveParamsSchema,
       async handler(raw) {
         const params = parse(agentMoveParamsSchema, raw);
-        return { agent: runtime.move(params.agentId, { x: params.x, y: params.y }, 'moved by a client') };
+        const agent = runtime.move(params.agentId, { x: params.x, y: params.y }, 'moved by a client');
+        // Answered once the position is on disk (or kept after a refusal, for the retry): a crash right after
+        // the answer does not put the agent back.
+        await runtime.written(params.agentId);
+        return { agent };
       },
     },
   };

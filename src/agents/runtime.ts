@@ -169,6 +169,11 @@ export interface AgentRuntime {
   tasks(id: string): Promise<AgentTaskRecord[]>;
   /** Resolves when the agent is idle with an empty mailbox (tests, benchmarks). */
   whenIdle(id: string): Promise<void>;
+  /**
+   * Resolves once the agent's changes so far (state, position, conversation) are written, or kept after the
+   * database refused them, to be written by the retry.
+   */
+  written(id: string): Promise<void>;
   /** Stops every loop without terminating the agents: they come back at the next `start`. */
   close(): Promise<void>;
 }
@@ -1064,6 +1069,9 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         agent.idleWaiters.push(resolve);
         settleIdle(agent);
       }).then(() => agent.writes.then(() => undefined));
+    },
+    written: async (id) => {
+      await live(id).writes;
     },
     async close() {
       openInstances.delete(instanceId);

@@ -493,6 +493,18 @@ describeEachDatabase('agent runtime', (getDb) => {
     expect(await runtime.tasks('small')).toMatchObject([{ status: 'failed', result: 'mailbox full' }]);
   });
 
+  it("answers a client's move once the position is on disk", async () => {
+    runtime = make();
+    const methods = createAgentGatewayMethods({ runtime });
+    await runtime.spawn({ id: 'walker', name: 'Walker', position: { x: 1, y: 1 } });
+    await runtime.written('walker');
+    await methods['agents.move']!.handler({ agentId: 'walker', x: 40, y: 50 });
+    // Read as the answer arrives: what a restart right then would load.
+    expect(
+      await getDb().get('SELECT position_x, position_y FROM agents WHERE id = ?', ['walker']),
+    ).toMatchObject({ position_x: 40, position_y: 50 });
+  });
+
   it('refuses a task id already taken with CONFLICT, writing nothing', async () => {
     runtime = make();
     const methods = createAgentGatewayMethods({ runtime });
