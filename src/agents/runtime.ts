@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
-import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
+import {
+  type SqlDatabase,
+  type SqlExecutor,
+  type SqlValue,
+  sqlPlaceholders,
+  sqlValueRows,
+} from '../store/index.js';
 import {
   type Clock,
   createIdGenerator,
@@ -171,7 +177,7 @@ export interface AgentRuntime {
   whenIdle(id: string): Promise<void>;
   /**
    * Resolves once the agent's changes so far (state, position, conversation) are written, or kept after the
-   * database refused them, to be written by the retry.
+   * database refused them, to be written by the retry; at once for an agent not running here.
    */
   written(id: string): Promise<void>;
   /** Stops every loop without terminating the agents: they come back at the next `start`. */
@@ -663,16 +669,12 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         said.push(agentId, now, message.from, message.content, agentId);
       }
       const rows = await tx.all<{ seq: number; agent_id: string }>(
-        `INSERT INTO agent_mailbox (agent_id, kind, sender, content, task_id, owner, created_at) VALUES ${chunk
-          .map(() => '(?, ?, ?, ?, ?, ?, ?)')
-          .join(', ')} RETURNING seq, agent_id`,
+        `INSERT INTO agent_mailbox (agent_id, kind, sender, content, task_id, owner, created_at) VALUES ${sqlValueRows(chunk.length, 7)} RETURNING seq, agent_id`,
         params,
       );
       for (const row of rows) seqs.set(row.agent_id, Number(row.seq));
       await tx.run(
-        `INSERT INTO agent_conversations (agent_id, timestamp, sender, content, recipient) VALUES ${chunk
-          .map(() => '(?, ?, ?, ?, ?)')
-          .join(', ')}`,
+        `INSERT INTO agent_conversations (agent_id, timestamp, sender, content, recipient) VALUES ${sqlValueRows(chunk.length, 5)}`,
         said,
       );
     }
@@ -748,7 +750,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       for (let index = 0; index < seqs.length; index += 500) {
         const chunk = seqs.slice(index, index + 500);
         const moved = await db.all<{ seq: number }>(
-          `UPDATE agent_mailbox SET owner = ? WHERE owner = ? AND seq IN (${chunk.map(() => '?').join(', ')}) RETURNING seq`,
+          `UPDATE agent_mailbox SET owner = ? WHERE owner = ? AND seq IN (${sqlPlaceholders(chunk.length)}) RETURNING seq`,
           [instanceId, owner, ...chunk],
         );
         for (const row of moved) taken.add(Number(row.seq));
@@ -760,7 +762,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     for (let index = 0; index < firsts.length; index += 500) {
       const chunk = firsts.slice(index, index + 500);
       await db.run(
-        `UPDATE agent_mailbox SET attempts = attempts + 1 WHERE seq IN (${chunk.map(() => '?').join(', ')})`,
+        `UPDATE agent_mailbox SET attempts = attempts + 1 WHERE seq IN (${sqlPlaceholders(chunk.length)})`,
         chunk,
       );
     }
@@ -786,6 +788,11 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       }
       putInMailbox(agent, { seq, message });
     }
+  };
+
+  /** The agent's changes so far written (or kept after a refusal); at once for an agent not running here. */
+  const writtenSoFar = async (id: string): Promise<void> => {
+    await agents.get(id)?.writes;
   };
 
   const live = (id: string): LiveAgent => {
@@ -1004,7 +1011,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     getState: (id) => snapshot(live(id)),
     listStates: () => [...agents.values()].map(snapshot),
     async history(id, historyOptions = {}) {
-      await agents.get(id)?.writes;
+      await writtenSoFar(id);
       const rows = await db.all<{
         agent_id: string;
         old_state: string;
@@ -1024,7 +1031,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       }));
     },
     async conversation(id, conversationOptions = {}) {
-      await agents.get(id)?.writes;
+      await writtenSoFar(id);
       const rows = await db.all<{
         agent_id: string;
         timestamp: number;
@@ -1040,7 +1047,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         .map((row) => ({ ...row, agentId: row.agent_id, timestamp: Number(row.timestamp) }));
     },
     async tasks(id) {
-      await agents.get(id)?.writes;
+      await writtenSoFar(id);
       const rows = await db.all<{
         id: string;
         agent_id: string;
@@ -1070,9 +1077,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         settleIdle(agent);
       }).then(() => agent.writes.then(() => undefined));
     },
-    written: async (id) => {
-      await live(id).writes;
-    },
+    written: writtenSoFar,
     async close() {
       openInstances.delete(instanceId);
       const all = [...agents.values()];

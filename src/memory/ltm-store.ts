@@ -1,10 +1,11 @@
 import type { ModelMessage } from '../model/index.js';
-import type {
-  SqlDatabase,
-  SqlExecutor,
-  SqlValue,
-  TransactionExecutor,
-  TransactionOptions,
+import {
+  type SqlDatabase,
+  type SqlExecutor,
+  type SqlValue,
+  sqlPlaceholders,
+  type TransactionExecutor,
+  type TransactionOptions,
 } from '../store/index.js';
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { forEachIndexTerm, isPlainToken, porterStem } from './porter.js';
@@ -119,14 +120,10 @@ function addressesSql(
   for (const id of ids) byKey.set(id.sessionKey, [...(byKey.get(id.sessionKey) ?? []), id.memoryId]);
   const groups: string[] = [];
   for (const [key, memoryIds] of byKey) {
-    groups.push(`(e.session_key = ? AND e.memory_id IN (${placeholders(memoryIds.length)}))`);
+    groups.push(`(e.session_key = ? AND e.memory_id IN (${sqlPlaceholders(memoryIds.length)}))`);
     params.push(key, ...memoryIds);
   }
   return `(${groups.join(' OR ')})`;
-}
-
-function placeholders(count: number): string {
-  return new Array(count).fill('?').join(', ');
 }
 
 export interface EntryFilter {
@@ -156,7 +153,7 @@ function filterSql(filter: EntryFilter, params: SqlValue[], agentTest: string): 
     if (filter.kind !== 'entry') clauses.push("e.kind <> 'entry'");
   }
   if (filter.states?.length) {
-    clauses.push(`e.state IN (${placeholders(filter.states.length)})`);
+    clauses.push(`e.state IN (${sqlPlaceholders(filter.states.length)})`);
     params.push(...filter.states);
   }
   return clauses.join(' AND ');
@@ -309,7 +306,7 @@ function eventParams(event: MemoryEventRow): SqlValue[] {
 }
 
 function setStatesSql(count: number): string {
-  return `UPDATE memory_entries SET state = ?, updated_at_ms = ? WHERE session_key = ? AND memory_id IN (${placeholders(count)})`;
+  return `UPDATE memory_entries SET state = ?, updated_at_ms = ? WHERE session_key = ? AND memory_id IN (${sqlPlaceholders(count)})`;
 }
 
 /**
@@ -1609,7 +1606,7 @@ export function createLtmStore(
       const found = new Map<number, StoredEntry>();
       if (rowIds.length === 0) return found;
       const rows = await db.all<EntryRow>(
-        `SELECT ${entryColumns} FROM memory_entries e WHERE e.id IN (${placeholders(rowIds.length)})`,
+        `SELECT ${entryColumns} FROM memory_entries e WHERE e.id IN (${sqlPlaceholders(rowIds.length)})`,
         [...rowIds],
       );
       for (const row of rows) found.set(Number(row.id), rowToEntry(row));
@@ -1768,7 +1765,7 @@ export function createLtmStore(
       while (params.length < size) params.push(rowIds[rowIds.length - 1]!);
       const rows = await db.all<Record<string, unknown>>(
         `SELECT e.id, e.agent_id, ${lineColumns}, (${storedInContextTest}) AS stored_in_context FROM memory_entries e ` +
-          `WHERE e.id IN (${placeholders(size)})`,
+          `WHERE e.id IN (${sqlPlaceholders(size)})`,
         params,
       );
       return rows.map((row) => ({

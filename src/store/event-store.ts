@@ -1,4 +1,5 @@
 import type { SqlDatabase, SqlExecutor, SqlValue } from './database.js';
+import { sqlPlaceholders } from './placeholders.js';
 
 /** An event as written to the audit log. */
 export interface EventInput {
@@ -86,7 +87,7 @@ function toStored(row: EventRow): StoredEvent {
 
 const insertPrefix =
   'INSERT INTO events (type, at, session_key, agent_id, work_item_id, run_id, data) VALUES ';
-const rowPlaceholders = `(${Array.from({ length: columnsPerRow }, () => '?').join(', ')})`;
+const rowPlaceholders = `(${sqlPlaceholders(columnsPerRow)})`;
 
 /**
  * The indexes of lookups by session key, work item and run, made by the first `list` that filters on their
@@ -160,7 +161,7 @@ export function createEventStore(db: SqlDatabase): EventStore {
       const conditions: string[] = [];
       const params: SqlValue[] = [];
       if (options.types && options.types.length > 0) {
-        conditions.push(`type IN (${options.types.map(() => '?').join(', ')})`);
+        conditions.push(`type IN (${sqlPlaceholders(options.types.length)})`);
         params.push(...options.types);
       }
       const lookups: LookupColumn[] = [];

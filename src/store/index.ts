@@ -32,6 +32,7 @@ export {
   migrate,
   schemaVersionOf,
 } from './migrations.js';
+export { sqlPlaceholders, sqlValueRows } from './placeholders.js';
 export {
   createPostgresDatabase,
   type PostgresDatabase,

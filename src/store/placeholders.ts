@@ -1,3 +1,13 @@
+/** `?, ?, …`: `count` portable placeholders, for an IN list or one row of VALUES. */
+export function sqlPlaceholders(count: number): string {
+  return new Array(count).fill('?').join(', ');
+}
+
+/** `(?, ?), (?, ?), …`: `rows` rows of `columns` placeholders each, for an INSERT of several rows. */
+export function sqlValueRows(rows: number, columns: number): string {
+  return new Array(rows).fill(`(${sqlPlaceholders(columns)})`).join(', ');
+}
+
 /**
  * Rewrites portable `?` placeholders to Postgres `$1, $2, …`. Question marks inside string literals,
  * quoted identifiers, dollar-quoted bodies and comments are left alone. (Postgres's jsonb `?` operators

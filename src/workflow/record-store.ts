@@ -1,4 +1,4 @@
-import type { SqlDatabase, SqlExecutor, SqlValue } from '../store/index.js';
+import { type SqlDatabase, type SqlExecutor, type SqlValue, sqlValueRows } from '../store/index.js';
 import { type Artifact, stageArtifact } from './artifacts.js';
 import {
   decodeArtifactColumns,
@@ -154,8 +154,7 @@ const artifactInsert = rowInsert(
 function insertText(insert: RowInsert, rows: number): string {
   let text = insert.texts.get(rows);
   if (text === undefined) {
-    const tuple = `(${Array.from({ length: insert.columns }, () => '?').join(', ')})`;
-    text = `${insert.head} ${Array.from({ length: rows }, () => tuple).join(', ')}${insert.tail}`;
+    text = `${insert.head} ${sqlValueRows(rows, insert.columns)}${insert.tail}`;
     insert.texts.set(rows, text);
   }
   return text;

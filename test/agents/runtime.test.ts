@@ -27,6 +27,22 @@ import { deferred, nextEvent } from './helpers.js';
 type RunTurn = (agent: AgentInfo, message: AgentInboxMessage, signal: AbortSignal) => Promise<string>;
 
 const echo: RunTurn = async (agent, message) => `${agent.name} heard: ${message.content}`;
+/** A turn that never ends, as one a crash or a restart cuts short. */
+const hang: RunTurn = () => new Promise<string>(() => undefined);
+/** `echo`, noting each message's content in `seen`. */
+const echoNoting =
+  (seen: string[]): RunTurn =>
+  async (agent, message, signal) => {
+    seen.push(message.content);
+    return echo(agent, message, signal);
+  };
+/** `echo` once `gate` opens. */
+const echoAfter =
+  (gate: Promise<unknown>): RunTurn =>
+  async (agent, message) => {
+    await gate;
+    return echo(agent, message, new AbortController().signal);
+  };
 
 describe('agent state machine', () => {
   it('allows seed 004 transitions and refuses speaking → thinking and idle → speaking', () => {
@@ -60,6 +76,18 @@ describeEachDatabase('agent runtime', (getDb) => {
 
   const make = (runTurn: RunTurn = echo, extra: Record<string, number> = {}) =>
     createAgentRuntime({ db: getDb(), bus, runTurn, logger: silentLogger, ...extra });
+
+  /** Spawns an agent on `target` and sends it a first message; resolves once that message's turn has begun. */
+  const spawnBusy = async (target: AgentRuntime, agent: { id: string; name: string }, content: string) => {
+    const thinking = nextEvent(
+      bus,
+      'agent:state',
+      (data) => data.agentId === agent.id && data.to === 'thinking',
+    );
+    await target.spawn(agent);
+    await target.send(agent.id, { from: 'user', content });
+    await thinking;
+  };
 
   it('spawns, lists, reports state and terminates over the gateway methods', async () => {
     runtime = make();
@@ -260,8 +288,8 @@ describeEachDatabase('agent runtime', (getDb) => {
 
   it('terminate is graceful (the current turn finishes) and forced after the timeout', async () => {
     const gate = deferred<string>();
-    runtime = make(async (agent, _message, signal) => {
-      if (agent.id === 'stubborn') return new Promise<string>(() => undefined);
+    runtime = make(async (agent, message, signal) => {
+      if (agent.id === 'stubborn') return hang(agent, message, signal);
       signal.throwIfAborted();
       return gate.promise;
     });
@@ -283,9 +311,12 @@ describeEachDatabase('agent runtime', (getDb) => {
   });
 
   it('agents survive a restart: definitions reload, an interrupted turn returns to idle and runs again, terminated ones stay gone', async () => {
-    runtime = make(async (agent) => (agent.id === 'busy' ? new Promise<string>(() => undefined) : 'ok'), {
-      terminateTimeoutMs: 20,
-    });
+    runtime = make(
+      async (agent, message, signal) => (agent.id === 'busy' ? hang(agent, message, signal) : 'ok'),
+      {
+        terminateTimeoutMs: 20,
+      },
+    );
     await runtime.spawn({ id: 'keeper', name: 'Keeper', role: 'archivist', model: 'local/agentd-local' });
     await runtime.spawn({ id: 'busy', name: 'Busy' });
     await runtime.spawn({ id: 'gone', name: 'Gone' });
@@ -323,11 +354,9 @@ describeEachDatabase('agent runtime', (getDb) => {
   });
 
   it('answers after a restart every message the mailbox held, in order, and a task assigned before it', async () => {
-    const first = make(async () => new Promise<string>(() => undefined), { terminateTimeoutMs: 20 });
+    const first = make(hang, { terminateTimeoutMs: 20 });
     runtime = first;
-    await first.spawn({ id: 'queue', name: 'Queue' });
-    await first.send('queue', { from: 'user', content: 'one' });
-    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'queue' && data.to === 'thinking');
+    await spawnBusy(first, { id: 'queue', name: 'Queue' }, 'one');
     await first.send('queue', { from: 'user', content: 'two' });
     await first.broadcast({ content: 'three' });
     const task = await first.assignTask('queue', { taskName: 'four' });
@@ -350,29 +379,21 @@ describeEachDatabase('agent runtime', (getDb) => {
     // Answered once: a third start has nothing to take.
     await runtime.close();
     seen.length = 0;
-    runtime = make(async (_agent, message) => {
-      seen.push(message.content);
-      return 'again';
-    });
+    runtime = make(echoNoting(seen));
     await runtime.start();
     await runtime.whenIdle('queue');
     expect(seen).toEqual([]);
   });
 
   it("leaves a live process's waiting messages to it, and takes those of a process that is gone", async () => {
-    const serving = make(async () => new Promise<string>(() => undefined), { terminateTimeoutMs: 20 });
+    const serving = make(hang, { terminateTimeoutMs: 20 });
     runtime = serving;
-    await serving.spawn({ id: 'shared', name: 'Shared' });
-    await serving.send('shared', { from: 'user', content: 'held by the server' });
-    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'shared' && data.to === 'thinking');
+    await spawnBusy(serving, { id: 'shared', name: 'Shared' }, 'held by the server');
     await serving.send('shared', { from: 'user', content: 'waiting at the server' });
 
     // Another runtime on the same database while the first is open (`agentd mcp` beside `agentd serve`).
     const seen: string[] = [];
-    const answer: RunTurn = async (agent, message) => {
-      seen.push(message.content);
-      return `${agent.name} heard: ${message.content}`;
-    };
+    const answer = echoNoting(seen);
     const beside = make(answer);
     await beside.start();
     await beside.whenIdle('shared');
@@ -415,14 +436,12 @@ describeEachDatabase('agent runtime', (getDb) => {
     const first = createAgentRuntime({
       db: getDb(),
       bus,
-      runTurn: async () => new Promise<string>(() => undefined),
+      runTurn: hang,
       logger: silentLogger,
       idGenerator: createSequentialIdGenerator(),
       terminateTimeoutMs: 20,
     });
-    await first.spawn({ id: 'twin', name: 'Twin' });
-    await first.send('twin', { from: 'user', content: 'answer me later' });
-    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'twin' && data.to === 'thinking');
+    await spawnBusy(first, { id: 'twin', name: 'Twin' }, 'answer me later');
     await first.close();
     runtime = createAgentRuntime({
       db: getDb(),
@@ -440,7 +459,6 @@ describeEachDatabase('agent runtime', (getDb) => {
   });
 
   it('gives up at a start on a message whose turns were cut short too often, failing its task', async () => {
-    const hang = async () => new Promise<string>(() => undefined);
     let taskId = '';
     for (let start = 0; start < 3; start++) {
       const current = make(hang, { terminateTimeoutMs: 20 });
@@ -459,10 +477,7 @@ describeEachDatabase('agent runtime', (getDb) => {
       await current.close();
     }
     const seen: string[] = [];
-    runtime = make(async (_agent, message) => {
-      seen.push(message.content);
-      return 'ok';
-    });
+    runtime = make(echoNoting(seen));
     await runtime.start();
     await runtime.whenIdle('crashy');
     expect(seen).toEqual([]);
@@ -473,13 +488,11 @@ describeEachDatabase('agent runtime', (getDb) => {
   });
 
   it('counts messages still being written against a full mailbox', async () => {
-    runtime = make(async () => new Promise<string>(() => undefined), {
+    runtime = make(hang, {
       mailboxSize: 1,
       terminateTimeoutMs: 20,
     });
-    await runtime.spawn({ id: 'small', name: 'Small' });
-    await runtime.send('small', { from: 'user', content: 'taken at once' });
-    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'small' && data.to === 'thinking');
+    await spawnBusy(runtime, { id: 'small', name: 'Small' }, 'taken at once');
     const [kept, refusedSend] = await Promise.allSettled([
       runtime.send('small', { from: 'user', content: 'waits' }),
       runtime.send('small', { from: 'user', content: 'no room' }),
@@ -527,10 +540,8 @@ describeEachDatabase('agent runtime', (getDb) => {
   });
 
   it('terminating an agent fails the tasks its mailbox still held and empties it on disk', async () => {
-    runtime = make(async () => new Promise<string>(() => undefined));
-    await runtime.spawn({ id: 'leaving', name: 'Leaving' });
-    await runtime.send('leaving', { from: 'user', content: 'in progress' });
-    await nextEvent(bus, 'agent:state', (data) => data.agentId === 'leaving' && data.to === 'thinking');
+    runtime = make(hang);
+    await spawnBusy(runtime, { id: 'leaving', name: 'Leaving' }, 'in progress');
     const waiting = await runtime.assignTask('leaving', { taskName: 'never started' });
     await runtime.terminate('leaving', { timeoutMs: 20 });
     expect(await runtime.tasks('leaving')).toMatchObject([
@@ -570,10 +581,7 @@ describeEachDatabase('agent runtime', (getDb) => {
     runtime = createAgentRuntime({
       db: faulty,
       bus,
-      runTurn: async (agent, message) => {
-        await answer.promise;
-        return `${agent.name} heard: ${message.content}`;
-      },
+      runTurn: echoAfter(answer.promise),
       logger: silentLogger,
       writeRetryMs: 5,
       maxWriteRetryMs: 20,
@@ -622,10 +630,7 @@ describeEachDatabase('agent runtime', (getDb) => {
     const closing = createAgentRuntime({
       db: faulty,
       bus,
-      runTurn: async (agent, message) => {
-        await answer.promise;
-        return `${agent.name} heard: ${message.content}`;
-      },
+      runTurn: echoAfter(answer.promise),
       logger: silentLogger,
       writeRetryMs: 600_000,
     });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { rewritePlaceholders, withLimitsReadAtRun } from '../../src/store/placeholders.js';
+import {
+  rewritePlaceholders,
+  sqlPlaceholders,
+  sqlValueRows,
+  withLimitsReadAtRun,
+} from '../../src/store/placeholders.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 
 describeEachDatabase('SqlDatabase', (getDb) => {
@@ -229,6 +234,14 @@ describeEachDatabase('SqlDatabase', (getDb) => {
     await direct;
     // The direct statement did not join the transaction: the rollback left it alone.
     expect(await db.all('SELECT v FROM t')).toEqual([{ v: 'direct' }]);
+  });
+});
+
+describe('sqlPlaceholders and sqlValueRows', () => {
+  it('write as many placeholders as asked, one row or several', () => {
+    expect(sqlPlaceholders(3)).toBe('?, ?, ?');
+    expect(sqlPlaceholders(0)).toBe('');
+    expect(sqlValueRows(2, 3)).toBe('(?, ?, ?), (?, ?, ?)');
   });
 });
 

@@ -1,3 +1,4 @@
+import { sqlPlaceholders } from '../../store/index.js';
 import { ErrorCodes, UserInputError } from '../../util/index.js';
 import { canTransition, WorkErrorCodes, type WorkState, workStates } from '../states.js';
 import type { WorkItem } from '../types.js';
@@ -25,7 +26,7 @@ export function pgArray(values: ReadonlyArray<string | null>): string {
 }
 
 export function inList(values: ReadonlyArray<unknown>): string {
-  return values.map(() => '?').join(', ');
+  return sqlPlaceholders(values.length);
 }
 
 export function leaseExpired(id: string, detail: string): UserInputError {
