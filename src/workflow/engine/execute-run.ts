@@ -1,3 +1,4 @@
+import { errorCodeOf } from '../../telemetry/index.js';
 import { ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import type { DagNode } from '../dag.js';
@@ -233,18 +234,13 @@ export function settleRun(run: Run, result: WorkflowRunResult): void {
 function withUnwritten(run: Run, result: WorkflowRunResult): WorkflowRunResult {
   const unwritten = run.unwritten;
   if (!unwritten) return result;
-  const cause = codeOf(unwritten.error);
+  // The store's code (STORE_UNAVAILABLE for a full disk), not its message, which names paths.
+  const cause = errorCodeOf(unwritten.error);
   result.recordsNotWritten = {
     code: WorkflowErrorCodes.recordsNotWritten,
-    message: `${unwritten.count} of this run's record writes failed${cause ? ` (${cause})` : ''}: the database does not hold the whole run, and a restart will not find it as it ended`,
+    message: `${unwritten.count} of this run's record writes failed (${cause}): the database does not hold the whole run, and a restart will not find it as it ended`,
     failedWrites: unwritten.count,
-    ...(cause ? { cause } : {}),
+    cause,
   };
   return result;
-}
-
-/** The stable code of a store's error (STORE_UNAVAILABLE for a full disk), not its message, which names paths. */
-function codeOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
 }

@@ -82,7 +82,7 @@ export interface WorkflowRunResult {
    * ended as `status` says, but the database does not hold all of it. `code` is RECORDS_NOT_WRITTEN;
    * `cause` the store's error code (STORE_UNAVAILABLE).
    */
-  recordsNotWritten?: { code: string; message: string; failedWrites: number; cause?: string };
+  recordsNotWritten?: { code: string; message: string; failedWrites: number; cause: string };
   stagesExecuted: number;
   childTaskIds: string[];
   startedAt: number;
