@@ -298,8 +298,9 @@ export function createAgentGatewayMethods(
       async handler(raw) {
         const params = parse(agentMoveParamsSchema, raw);
         const agent = runtime.move(params.agentId, { x: params.x, y: params.y }, 'moved by a client');
-        // Answered once the position is on disk (or kept after a refusal, for the retry): a crash right after
-        // the answer does not put the agent back.
+        // Answered once the position is on disk: a crash right after the answer does not put the agent back.
+        // While the disk refuses it the answer is STORE_UNAVAILABLE; the move is kept and written by the retry,
+        // and sending it again is harmless.
         await runtime.written(params.agentId);
         return { agent };
       },

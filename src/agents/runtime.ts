@@ -18,6 +18,7 @@ import {
   type IdGenerator,
   isStoreUnavailable,
   type Logger,
+  SystemError,
   silentLogger,
   systemClock,
   UserInputError,
@@ -176,8 +177,9 @@ export interface AgentRuntime {
   /** Resolves when the agent is idle with an empty mailbox (tests, benchmarks). */
   whenIdle(id: string): Promise<void>;
   /**
-   * Resolves once the agent's changes so far (state, position, conversation) are written, or kept after the
-   * database refused them, to be written by the retry; at once for an agent not running here.
+   * Resolves once the agent's changes so far (state, position, conversation) are on disk; at once for an
+   * agent not running here. Rejects with STORE_UNAVAILABLE (retryable) while the database refuses them: they
+   * are kept, in order, and written by the retry, so a caller may repeat an idempotent change.
    */
   written(id: string): Promise<void>;
   /** Stops every loop without terminating the agents: they come back at the next `start`. */
@@ -212,6 +214,8 @@ interface Delivery {
 interface Write {
   sql: string;
   params: SqlValue[];
+  /** Its place in the order of writes: a write is on disk once `committedThrough` reaches it. */
+  seq: number;
 }
 
 interface LiveAgent {
@@ -240,6 +244,8 @@ interface LiveAgent {
   idleWaiters: Array<() => void>;
   /** Persistence of this agent's changes, in order. */
   writes: Promise<unknown>;
+  /** The `seq` of its last write: its changes are on disk once the runtime has committed through it. */
+  lastWriteSeq: number;
 }
 
 /** The agent runtimes open in this process, by instance id (`ownerMayBeAlive`). */
@@ -319,11 +325,18 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     what: 'agent state',
   });
   const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+  // Writes commit in the order of their `seq`, kept ones first, so one number says what is on disk.
+  let queuedSeq = 0;
+  let committedThrough = 0;
+  // The last chunk dropped for a defect, and the last refusal: what `written` tells a waiter left behind.
+  let dropped = { fromSeq: 1, throughSeq: 0, error: undefined as unknown };
+  let lastRefusal: unknown;
   const writeBatch = async (batch: Write[]) => {
     const writes = refused.withKept(batch);
     for (let index = 0; index < writes.length; index += 500) {
       if (index > 0) await yieldToEventLoop();
       const chunk = writes.slice(index, index + 500);
+      const throughSeq = chunk[chunk.length - 1]!.seq;
       try {
         await db.transaction(async (tx) => {
           for (const write of chunk) await tx.run(write.sql, write.params);
@@ -331,11 +344,15 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       } catch (error) {
         if (!isStoreUnavailable(error)) {
           logger.error({ err: error, writes: chunk.length }, 'could not persist agent state; dropped');
+          dropped = { fromSeq: chunk[0]!.seq, throughSeq, error };
+          committedThrough = throughSeq;
           continue;
         }
+        lastRefusal = error;
         refused.refuse(writes.slice(index), error);
         return;
       }
+      committedThrough = throughSeq;
     }
     refused.written();
   };
@@ -356,8 +373,10 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         await writeBatch(batch);
       });
     }
-    openBatch.push({ sql, params });
+    queuedSeq += 1;
+    openBatch.push({ sql, params, seq: queuedSeq });
     agent.writes = writeTail;
+    agent.lastWriteSeq = queuedSeq;
     return writeTail;
   };
 
@@ -611,6 +630,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       loop: Promise.resolve(),
       idleWaiters: [],
       writes: Promise.resolve(),
+      lastWriteSeq: 0,
     };
     agents.set(info.id, agent);
     agent.loop = runLoop(agent);
@@ -793,6 +813,30 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   /** The agent's changes so far written (or kept after a refusal); at once for an agent not running here. */
   const writtenSoFar = async (id: string): Promise<void> => {
     await agents.get(id)?.writes;
+  };
+
+  /** The agent's changes so far on disk, or an error saying why they are not. */
+  const onDisk = async (id: string): Promise<void> => {
+    const agent = agents.get(id);
+    if (!agent) return;
+    const seq = agent.lastWriteSeq;
+    await agent.writes;
+    if (seq >= dropped.fromSeq && seq <= dropped.throughSeq) {
+      throw new SystemError({
+        code: ErrorCodes.internal,
+        message: `agent ${id}'s last change could not be written and was dropped`,
+        cause: dropped.error,
+      });
+    }
+    if (seq > committedThrough) {
+      throw new SystemError({
+        code: ErrorCodes.storeUnavailable,
+        message: `agent ${id}'s last change is not on disk: the database refuses writes for now; it is kept and written when the database takes it`,
+        retryable: true,
+        cause: lastRefusal,
+        details: { agentId: id },
+      });
+    }
   };
 
   const live = (id: string): LiveAgent => {
@@ -1077,7 +1121,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         settleIdle(agent);
       }).then(() => agent.writes.then(() => undefined));
     },
-    written: writtenSoFar,
+    written: onDisk,
     async close() {
       openInstances.delete(instanceId);
       const all = [...agents.values()];

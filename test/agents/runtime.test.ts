@@ -518,6 +518,46 @@ describeEachDatabase('agent runtime', (getDb) => {
     ).toMatchObject({ position_x: 40, position_y: 50 });
   });
 
+  it("answers a client's move the disk refuses with STORE_UNAVAILABLE, and writes it once the disk is back", async () => {
+    const faulty = createFaultyDatabase(getDb());
+    runtime = createAgentRuntime({
+      db: faulty,
+      bus,
+      runTurn: echo,
+      logger: silentLogger,
+      writeRetryMs: 5,
+      maxWriteRetryMs: 20,
+    });
+    const methods = createAgentGatewayMethods({ runtime });
+    await runtime.spawn({ id: 'walker', name: 'Walker', position: { x: 1, y: 1 } });
+    await runtime.written('walker');
+    faulty.failWrites();
+    await expect(methods['agents.move']!.handler({ agentId: 'walker', x: 40, y: 50 })).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      retryable: true,
+    });
+    expect(
+      await getDb().get('SELECT position_x, position_y FROM agents WHERE id = ?', ['walker']),
+    ).toMatchObject({ position_x: 1, position_y: 1 });
+    await expect(runtime.written('walker')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+
+    faulty.heal();
+    // The move was kept: the retry writes it, and the same move again is answered once it is on disk.
+    await vi.waitFor(
+      async () =>
+        expect(
+          await getDb().get('SELECT position_x, position_y FROM agents WHERE id = ?', ['walker']),
+        ).toMatchObject({ position_x: 40, position_y: 50 }),
+      { timeout: 5_000 },
+    );
+    await expect(methods['agents.move']!.handler({ agentId: 'walker', x: 41, y: 50 })).resolves.toMatchObject(
+      { agent: { position: { x: 41, y: 50 } } },
+    );
+    expect(await getDb().get('SELECT position_x FROM agents WHERE id = ?', ['walker'])).toMatchObject({
+      position_x: 41,
+    });
+  });
+
   it('refuses a task id already taken with CONFLICT, writing nothing', async () => {
     runtime = make();
     const methods = createAgentGatewayMethods({ runtime });
