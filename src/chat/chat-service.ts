@@ -22,7 +22,7 @@ import { createAutoRecall } from './auto-recall.js';
 import { createAcceptance } from './service/acceptance.js';
 import type { ChatContext } from './service/context.js';
 import { runLocalReply } from './service/local-reply.js';
-import { newRecord, refFor, settle, touchSession } from './service/records.js';
+import { newRecord, refFor, settle } from './service/records.js';
 import { failInterrupted } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
 import { abortRuns, startTurn } from './service/turn.js';
@@ -385,12 +385,20 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     async inject({ sessionKey, agentId, role, text, label }) {
       const ref = await refFor(ctx, sessionKey, agentId);
-      const entry = await options.memory.append(ref, {
-        role,
-        content: normalizeMessage(text, maxMessageChars),
-        metadata: { injected: true, ...(label ? { label } : {}) },
-      });
-      await touchSession(ctx, ref.sessionId, 1);
+      // Answered with its MemoryID as stored: committed with the session's count, or refused whole with
+      // STORE_UNAVAILABLE, never kept in RAM for a later write that a restart would lose.
+      const entry = await options.memory.append(
+        ref,
+        {
+          role,
+          content: normalizeMessage(text, maxMessageChars),
+          metadata: { injected: true, ...(label ? { label } : {}) },
+        },
+        async (tx) => {
+          await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: ctx.clock.now() }, tx);
+        },
+        { requireCommit: true },
+      );
       return { memoryId: entry.address };
     },
 

@@ -21,6 +21,7 @@ export {
   type MemoryManagerTickResult,
 } from './manager.js';
 export {
+  type ArchiveOptions,
   createMemoryService,
   type MemoryService,
   type MemoryServiceOptions,

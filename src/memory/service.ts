@@ -20,6 +20,7 @@ import { archive, takeSnapshot } from './service/snapshots.js';
 import { summarize } from './service/summarize.js';
 import type {
   AlsoInTransaction,
+  ArchiveOptions,
   MemoryServiceOptions,
   SummarizeOptions,
   SummarizeResult,
@@ -44,6 +45,7 @@ import type {
 
 export type {
   AlsoInTransaction,
+  ArchiveOptions,
   MemoryServiceOptions,
   SummarizeOptions,
   SummarizeResult,
@@ -111,7 +113,7 @@ export interface MemoryService {
   summarize(ref: SessionRef, options?: SummarizeOptions): Promise<SummarizeResult>;
   snapshot(ref: SessionRef, reason: string): Promise<SnapshotResult>;
   /** Ends a session instance: snapshot, mark its memory archived (still recallable), drop its RAM. */
-  archive(sessionId: string, reason: string): Promise<ArchiveResult>;
+  archive(sessionId: string, reason: string, options?: ArchiveOptions): Promise<ArchiveResult>;
   stats(ref: SessionRef): Promise<SessionStats>;
   /** RAM contexts currently loaded in this process. */
   loadedSessions(): SessionStats[];
@@ -188,7 +190,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       }),
     summarize: (ref, summarizeOptions) => summarize(ctx, ref, summarizeOptions),
     snapshot: (ref, reason) => withSession(ctx, ref, async (ram) => takeSnapshot(ctx, ram, reason)),
-    archive: (sessionId, reason) => archive(ctx, sessionId, reason),
+    archive: (sessionId, reason, archiveOptions) => archive(ctx, sessionId, reason, archiveOptions),
     stats: (ref) => withSession(ctx, ref, async (ram) => statsOf(ram)),
     loadedSessions: () => [...ctx.sessions.values()].map(statsOf),
     unload: (sessionId) => unload(ctx, sessionId),
@@ -199,9 +201,18 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     history: (sessionKey, historyOptions) => history(ctx, sessionKey, historyOptions),
     recallForPrompt: (promptOptions) => recallForPrompt(ctx, promptOptions),
     async deleteSessionKey(sessionKey) {
-      for (const ram of ctx.sessions.ofKey(sessionKey).slice()) {
-        await ctx.mutex.run(ram.ref.sessionId, async () => {
-          ctx.sessions.delete(ram.ref.sessionId);
+      const sessionIds = new Set(ctx.sessions.ofKey(sessionKey).map((ram) => ram.ref.sessionId));
+      for (const [sessionId, pending] of ctx.writes.pendingWrites)
+        if (pending.ref.sessionKey === sessionKey) sessionIds.add(sessionId);
+      for (const sessionId of sessionIds) {
+        // The key's writes still queued from a full disk go too: written through after the delete, they
+        // would bring back the transcript the caller was told is gone.
+        await ctx.mutex.run(sessionId, async () => {
+          ctx.sessions.delete(sessionId);
+          const dropped = ctx.writes.pendingWrites.get(sessionId)?.writes.length ?? 0;
+          if (dropped === 0) return;
+          ctx.writes.pendingWrites.delete(sessionId);
+          logger.warn({ sessionId, dropped }, 'queued memory writes of a deleted session dropped');
         });
       }
       return ctx.ltm.deleteSessionKey(sessionKey);

@@ -139,7 +139,7 @@ export function createGatewayServices(options: {
         if (deleteTranscript) await memory.deleteSessionKey(sessionKey);
         else {
           const active = await sessions.getActive(sessionKey);
-          if (active) await memory.archive(active.id, 'deleted');
+          if (active) await memory.archive(active.id, 'deleted', { requireCommit: true });
         }
         const count = await sessions.delete(sessionKey);
         return { deleted: count > 0 };

@@ -85,8 +85,8 @@ export interface SessionStore {
    */
   touch(id: string, options?: { messageDelta?: number; at?: number }, tx?: SqlExecutor): Promise<boolean>;
   patch(id: string, patch: SessionPatch): Promise<SessionRecord | undefined>;
-  /** Archives the active instance of the key; undefined when none is active. */
-  archive(sessionKey: string, reason: string): Promise<SessionRecord | undefined>;
+  /** Archives the active instance of the key; undefined when none is active. With `tx`, in that transaction. */
+  archive(sessionKey: string, reason: string, tx?: SqlExecutor): Promise<SessionRecord | undefined>;
   /** Removes every instance of the key, archived ones included; returns how many. */
   delete(sessionKey: string): Promise<number>;
   /**
@@ -387,9 +387,9 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
       return row ? toRecord(row) : undefined;
     },
 
-    archive: (sessionKey, reason) =>
+    archive: (sessionKey, reason, tx) =>
       endingKeys(async () => {
-        const row = await db.get<SessionRow>(
+        const row = await (tx ?? db).get<SessionRow>(
           `UPDATE sessions SET status = 'archived', archived_at = ?, archive_reason = ?
          WHERE session_key = ? AND status = 'active' RETURNING ${columns}`,
           [clock.now(), reason, sessionKey],

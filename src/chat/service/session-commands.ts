@@ -11,11 +11,20 @@ export async function resetSession(
   const previous = await options.sessions.getActive(sessionKey);
   let archived = false;
   if (previous) {
+    let recordArchived = false;
     if (archive) {
-      await options.memory.archive(previous.id, reason);
+      // The memory and the session record are archived in one commit, or neither is (STORE_UNAVAILABLE).
+      await options.memory.archive(previous.id, reason, {
+        requireCommit: true,
+        also: async (tx) => {
+          await options.sessions.archive(sessionKey, reason, tx);
+          recordArchived = true;
+        },
+      });
       archived = true;
     }
-    await options.sessions.archive(sessionKey, reason);
+    // Memory that was archived already (or never written) leaves the record to archive on its own.
+    if (!recordArchived) await options.sessions.archive(sessionKey, reason);
     ctx.autoRecallBlocks.forget(previous.id);
   }
   const next = await options.sessions.ensureActive(sessionKey, agentId);
@@ -30,7 +39,7 @@ export async function compactSession(
   const { options } = ctx;
   const ref = await refFor(ctx, sessionKey, agentId);
   const before = await options.memory.stats(ref);
-  const result = await options.memory.summarize(ref, { reason: 'compact requested' });
+  const result = await options.memory.summarize(ref, { reason: 'compact requested', requireCommit: true });
   const after = await options.memory.stats(ref);
   return {
     compacted: result.summarizedIds.length > 0,

@@ -1,6 +1,7 @@
 import type { ArchiveResult, SnapshotResult } from '../types.js';
 import type { MemoryContext, RamSession } from './context.js';
 import { activeOf, ensureLoaded, eventRow, publishEvent, tokensOf } from './ram.js';
+import type { ArchiveOptions } from './types.js';
 import { commit } from './write-retry.js';
 
 /** Records what the session's context holds now (ids, counts, tokens), in the session's write order. */
@@ -8,6 +9,7 @@ export async function takeSnapshot(
   ctx: MemoryContext,
   ram: RamSession,
   reason: string,
+  requireCommit = false,
 ): Promise<SnapshotResult> {
   const active = activeOf(ram);
   const nowMs = ctx.clock.now();
@@ -43,6 +45,7 @@ export async function takeSnapshot(
       await ctx.ltm.insertSnapshot(tx, snapshot);
       await ctx.ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
     },
+    { requireCommit },
   );
   publishEvent(ctx, ram, detail);
   return {
@@ -55,7 +58,13 @@ export async function takeSnapshot(
 }
 
 /** Ends a session instance: snapshot, mark its memory archived (still recallable), drop its RAM. */
-export function archive(ctx: MemoryContext, sessionId: string, reason: string): Promise<ArchiveResult> {
+export function archive(
+  ctx: MemoryContext,
+  sessionId: string,
+  reason: string,
+  options: ArchiveOptions = {},
+): Promise<ArchiveResult> {
+  const { requireCommit = false, also } = options;
   const { sessions, ltm } = ctx;
   return ctx.mutex.run(sessionId, async () => {
     let ref = sessions.get(sessionId)?.ref;
@@ -74,7 +83,7 @@ export function archive(ctx: MemoryContext, sessionId: string, reason: string): 
     }
     if (!ref) return { sessionId, sessionKey: null, archived: false, snapshotId: null, entryCount: 0 };
     const ram = await ensureLoaded(ctx, ref);
-    const snapshot = await takeSnapshot(ctx, ram, reason);
+    const snapshot = await takeSnapshot(ctx, ram, reason, requireCommit);
     const nowMs = ctx.clock.now();
     const active = activeOf(ram);
     const detail = {
@@ -95,7 +104,9 @@ export function archive(ctx: MemoryContext, sessionId: string, reason: string): 
       async (tx) => {
         entryCount = await ltm.archiveSession(tx, ram.ref, reason, nowMs);
         await ltm.insertEvent(tx, eventRow(ctx, ram, detail, nowMs));
+        await also?.(tx);
       },
+      { requireCommit },
     );
     sessions.delete(sessionId);
     publishEvent(ctx, ram, detail);

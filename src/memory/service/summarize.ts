@@ -121,7 +121,10 @@ export async function summarize(
           ),
         ],
         undefined,
-        { retire: { memoryIds: ids, state: 'summarized', nowMs, event: eventRow(ctx, ram, detail, nowMs) } },
+        {
+          requireCommit: summarizeOptions.requireCommit ?? false,
+          retire: { memoryIds: ids, state: 'summarized', nowMs, event: eventRow(ctx, ram, detail, nowMs) },
+        },
       );
       replaceInRam(ctx, ram, ids, written);
       queueEmbedding(ctx, written[0]!);

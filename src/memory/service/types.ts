@@ -42,6 +42,21 @@ export interface SummarizeOptions {
   keepLatest?: number;
   reason?: string;
   signal?: AbortSignal;
+  /**
+   * The summary must be committed, not queued in RAM while the database cannot be written: for a caller that
+   * tells someone it is done (`chat.compact`). Fails with STORE_UNAVAILABLE instead, summarizing nothing.
+   */
+  requireCommit?: boolean;
+}
+
+export interface ArchiveOptions {
+  /**
+   * Committed or failed with STORE_UNAVAILABLE, never queued in RAM: for a caller that answers that the
+   * session was archived (`sessions.reset`, `sessions.delete`).
+   */
+  requireCommit?: boolean;
+  /** Commits in the archive's transaction (the session record's own archiving); not run when nothing is archived. */
+  also?: AlsoInTransaction;
 }
 
 export interface SummarizeResult {
