@@ -5,8 +5,11 @@ import { ErrorCodes, UserInputError } from '../util/index.js';
 import type { WorkQueue } from './queue.js';
 import type { WorkItem } from './types.js';
 
-/** What blocking writes to the ledger: the reason on block, the answer on unblock. */
-export type BlockedLedgerWriter = Pick<Ledger, 'append'>;
+/**
+ * What blocking writes to the ledger: the reason on block, the answer on unblock. It reads the last note,
+ * so that a retry after a refused write does not write it twice.
+ */
+export type BlockedLedgerWriter = Pick<Ledger, 'append' | 'read'>;
 
 const maxReasonChars = 2_000;
 
@@ -27,9 +30,28 @@ export function blockedReason(reason: string, needs?: string): string {
 }
 
 /**
+ * The state change and its note are two commits: the queue and the ledger each commit their own write, and
+ * these functions are handed those two, not the database that could run both in one transaction. So each
+ * writes in the order that a retry can finish when the second write is refused (a full disk), and a retry
+ * with the same input finishes it: the note is appended unless it is already the item's last note.
+ */
+async function appendNoteOnce(ledger: BlockedLedgerWriter, id: string, content: string): Promise<void> {
+  const [last] = await ledger.read(id, { entryType: 'note', lastN: 1 });
+  if (last?.content !== content) await ledger.append(id, { entryType: 'note', content });
+}
+
+async function existing(queue: WorkQueue, id: string): Promise<WorkItem> {
+  const item = await queue.get(id);
+  if (!item)
+    throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
+  return item;
+}
+
+/**
  * Blocks a work item on someone's say-so (the agent's `report_blocked`, the gateway, the CLI): the reason
  * goes to the ledger, so the run that resumes it reads why it stopped. A running item is taken from its
- * worker, whose pool stops the run on `work:blocked`.
+ * worker, whose pool stops the run on `work:blocked`. Blocking an item already blocked for the same reason
+ * succeeds: it is the retry of a block whose note was refused, and writes that note.
  */
 export async function blockWorkItem(
   queue: WorkQueue,
@@ -37,10 +59,13 @@ export async function blockWorkItem(
   id: string,
   input: { reason: string; needs?: string },
 ): Promise<WorkItem> {
-  const item = await queue.get(id);
-  if (!item)
-    throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
+  const item = await existing(queue, id);
   const reason = blockedReason(input.reason, input.needs);
+  const note = `Blocked: ${reason}`;
+  if (item.state === 'blocked' && item.stateReason === reason) {
+    if (ledger) await appendNoteOnce(ledger, id, note);
+    return item;
+  }
   const leased = item.state === 'running' || item.state === 'claimed';
   if (!leased && item.state !== 'queued') {
     throw new UserInputError({
@@ -48,11 +73,12 @@ export async function blockWorkItem(
       message: `work item ${id} is ${item.state}; only queued or running work can be blocked.`,
     });
   }
+  // The state first: it carries the reason, by which a retry knows the block was done.
   const blocked = await queue.block(id, {
     reason,
     ...(leased && item.leaseOwner ? { workerId: item.leaseOwner } : {}),
   });
-  await ledger?.append(id, { entryType: 'note', content: `Blocked: ${reason}` });
+  await ledger?.append(id, { entryType: 'note', content: note });
   return blocked;
 }
 
@@ -63,16 +89,15 @@ export async function unblockWorkItem(
   id: string,
   input: { note?: string } = {},
 ): Promise<WorkItem> {
-  const item = await queue.get(id);
-  if (!item)
-    throw new UserInputError({ code: ErrorCodes.notFound, message: `work item ${id} does not exist.` });
+  const item = await existing(queue, id);
   if (item.state !== 'blocked') {
     throw new UserInputError({
       code: ErrorCodes.conflict,
       message: `work item ${id} is ${item.state}, not blocked.`,
     });
   }
-  if (input.note) await ledger?.append(id, { entryType: 'note', content: `Unblocked: ${input.note}` });
+  // The note first: once queued, the item may be claimed at once, and its run must find the answer.
+  if (input.note && ledger) await appendNoteOnce(ledger, id, `Unblocked: ${input.note}`);
   return queue.unblock(id);
 }
 

@@ -99,6 +99,28 @@ describe('agentd work list|show --url', () => {
     expect(missing.code).toBe(2);
   });
 
+  it('cancel fails when the server cancelled nothing: an item that has ended, or no such item', async () => {
+    // The default runtime has a worker pool, whose cancel answers the ids it cancelled and skips the rest.
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const remote = ['--url', started.url, '--token', started.runtime.state.token];
+    const { id } = await started.runtime.work.queue.submit({ kind: 'task', title: 'Paint the mast' });
+    await started.runtime.work.queue.cancel(id, { reason: 'no paint' });
+
+    const again = await run(['work', 'cancel', id, ...remote]);
+    expect(again.out).toBe('');
+    expect(again.err).toContain(`work item ${id} is cancelled; it was not cancelled.`);
+    expect(again.code).toBe(2);
+    const asJson = await run(['work', 'cancel', id, ...remote, '--json']);
+    expect(JSON.parse(asJson.out).error).toMatchObject({ code: 'INVALID_TRANSITION' });
+    expect(asJson.code).toBe(2);
+    expect((await started.runtime.work.queue.get(id))?.stateReason).toBe('no paint');
+
+    const missing = await run(['work', 'cancel', 'work_nope', ...remote, '--json']);
+    expect(JSON.parse(missing.out).error.code).toBe('NOT_FOUND');
+    expect(missing.code).toBe(2);
+  });
+
   it('takes --url from $AGENTD_URL and the token from $AGENTD_TOKEN', async () => {
     const started = await startRuntime();
     runtime = started.runtime;

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
-import { createLedger } from '../../src/ledger/index.js';
+import { createLedger, type Ledger } from '../../src/ledger/index.js';
 import type { ToolContext } from '../../src/tools/index.js';
 import { silentLogger } from '../../src/util/index.js';
 import {
@@ -10,6 +10,7 @@ import {
   unblockWorkItem,
 } from '../../src/work/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
+import { createFaultyDatabase, type FaultyDatabase } from '../helpers/faulty-database.js';
 
 function contextFor(workItemId: string | undefined): ToolContext {
   return {
@@ -21,6 +22,20 @@ function contextFor(workItemId: string | undefined): ToolContext {
     bus: createBus(),
     logger: silentLogger,
     ...(workItemId ? { workItemId } : {}),
+  };
+}
+
+/** A ledger on `db` whose disk fills up just before (`fillBefore`) or just after (`fillAfter`) an append. */
+function fillingLedger(db: FaultyDatabase, when: 'fillBefore' | 'fillAfter'): Ledger {
+  const ledger = createLedger({ db });
+  return {
+    ...ledger,
+    async append(workItemId, entry) {
+      if (when === 'fillBefore') db.failWrites();
+      const appended = await ledger.append(workItemId, entry);
+      if (when === 'fillAfter') db.failWrites();
+      return appended;
+    },
   };
 }
 
@@ -92,6 +107,56 @@ describeEachDatabase('blocked work', (getDb) => {
     expect(requeued.state).toBe('queued');
     await expect(unblockWorkItem(queue, ledger, id)).rejects.toMatchObject({ code: 'CONFLICT' });
     await expect(unblockWorkItem(queue, ledger, 'work_missing')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await ledger.read(id)).map((entry) => entry.content)).toEqual([
+      'Blocked: waiting for legal',
+      'Unblocked: legal approved',
+    ]);
+    await queue.close();
+  });
+
+  it('a block whose note was refused is finished by the same block tried again, with one note', async () => {
+    const db = createFaultyDatabase(getDb());
+    const queue = createWorkQueue({ db });
+    const { id } = await queue.submit({ kind: 'task', description: 'x' });
+    const input = { reason: 'waiting for legal', needs: 'a signature' };
+    await expect(blockWorkItem(queue, fillingLedger(db, 'fillBefore'), id, input)).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      retryable: true,
+    });
+    db.heal();
+    const ledger = createLedger({ db });
+    expect((await queue.get(id))?.state).toBe('blocked');
+    expect(await ledger.read(id)).toEqual([]);
+
+    const blocked = await blockWorkItem(queue, ledger, id, input);
+    expect(blocked).toMatchObject({
+      state: 'blocked',
+      stateReason: 'waiting for legal (needs: a signature)',
+    });
+    // Said once more, it is the same block: answered, and not noted again.
+    await blockWorkItem(queue, ledger, id, input);
+    expect((await ledger.read(id)).map((entry) => entry.content)).toEqual([
+      'Blocked: waiting for legal (needs: a signature)',
+    ]);
+    await expect(blockWorkItem(queue, ledger, id, { reason: 'something else' })).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+    await queue.close();
+  });
+
+  it('an unblock refused after its note is finished by the same unblock tried again, with one note', async () => {
+    const db = createFaultyDatabase(getDb());
+    const queue = createWorkQueue({ db });
+    const ledger = createLedger({ db });
+    const { id } = await queue.submit({ kind: 'task', description: 'x' });
+    await blockWorkItem(queue, ledger, id, { reason: 'waiting for legal' });
+    await expect(
+      unblockWorkItem(queue, fillingLedger(db, 'fillAfter'), id, { note: 'legal approved' }),
+    ).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', retryable: true });
+    db.heal();
+    expect((await queue.get(id))?.state).toBe('blocked');
+
+    expect((await unblockWorkItem(queue, ledger, id, { note: 'legal approved' })).state).toBe('queued');
     expect((await ledger.read(id)).map((entry) => entry.content)).toEqual([
       'Blocked: waiting for legal',
       'Unblocked: legal approved',

@@ -1,5 +1,5 @@
-import { ErrorCodes, UserInputError } from '../../util/index.js';
-import type { WorkItem, WorkState } from '../../work/index.js';
+import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
+import { WorkErrorCodes, type WorkItem, type WorkState } from '../../work/index.js';
 import { checkIdle, type PoolState, wakeAll } from './state.js';
 import type { PoolSelector, WorkerPoolSnapshot } from './types.js';
 
@@ -34,7 +34,17 @@ export async function select(
   });
 }
 
-/** Applies `action` to each item; an item that moved on meanwhile is skipped. Returns the ids changed. */
+/**
+ * What the queue answers for an item that moved on between the read and the change (finished, or cancelled
+ * with its parent) or is gone: the selector no longer covers it, so it is skipped.
+ */
+const movedOn: ReadonlySet<string> = new Set([WorkErrorCodes.invalidTransition, WorkErrorCodes.notFound]);
+
+/**
+ * Applies `action` to each item and returns the ids changed. Any other failure (a full disk's
+ * STORE_UNAVAILABLE) stops it and reaches the caller, who must not read an empty answer as "nothing to do";
+ * the items changed before it stay changed, so the error names them in `details.done`.
+ */
 async function applyEach(
   pool: PoolState,
   items: WorkItem[],
@@ -46,8 +56,19 @@ async function applyEach(
       await action(item);
       done.push(item.id);
     } catch (error) {
-      // It moved on (finished, or was cancelled with its parent) between the read and the change.
-      pool.logger.debug({ err: error, workItemId: item.id }, 'pool action skipped an item');
+      if (!AgentdError.isInstance(error)) throw error;
+      if (movedOn.has(error.code)) {
+        pool.logger.debug({ err: error, workItemId: item.id }, 'pool action skipped an item');
+        continue;
+      }
+      throw new AgentdError({
+        code: error.code,
+        fault: error.fault,
+        retryable: error.retryable,
+        message: done.length > 0 ? `${error.message} (already done: ${done.join(', ')})` : error.message,
+        details: { ...error.details, workItemId: item.id, done },
+        cause: error,
+      });
     }
   }
   return done;
@@ -77,14 +98,15 @@ export async function resumeItems(pool: PoolState, selector?: PoolSelector): Pro
 /** Cancels the items (and their children); they leave the admission queues. */
 export async function cancelItems(pool: PoolState, selector: PoolSelector): Promise<string[]> {
   const items = await select(pool, selector, ['queued', 'blocked', 'claimed', 'running', 'paused']);
-  const ids = await applyEach(pool, items, (item) =>
-    pool.queue.cancel(item.id, { reason: 'cancelled by request' }),
-  );
-  for (const id of ids) {
-    for (const state of pool.classes) state.admitted.delete(id);
+  try {
+    return await applyEach(pool, items, async (item) => {
+      await pool.queue.cancel(item.id, { reason: 'cancelled by request' });
+      for (const state of pool.classes) state.admitted.delete(item.id);
+    });
+  } finally {
+    // Also when a later item's cancel failed: the ones before it are cancelled and wait for nothing.
+    checkIdle(pool);
   }
-  checkIdle(pool);
-  return ids;
 }
 
 export async function snapshot(

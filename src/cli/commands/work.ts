@@ -417,7 +417,16 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           else io.stdout(`${item.id} cancelled\n`);
         },
         async (client) => {
-          const answer = await client.call<{ cancelled: unknown[] }>('work.cancel', { id });
+          // The server's pool answers ids and skips an item that has ended; without a pool it answers items.
+          const answer = await client.call<{ cancelled: Array<string | WorkItem> }>('work.cancel', { id });
+          if (!answer.cancelled.some((entry) => (typeof entry === 'string' ? entry : entry.id) === id)) {
+            const { item } = await client.call<{ item: WorkItem }>('work.get', { id });
+            throw new UserInputError({
+              code: (await loadWork()).WorkErrorCodes.invalidTransition,
+              message: `work item ${id} is ${item.state}; it was not cancelled.`,
+              details: { workItemId: id, state: item.state },
+            });
+          }
           if (options.json) printJson(io, answer);
           else io.stdout(`${id} cancelled\n`);
         },
