@@ -1,3 +1,4 @@
+export { asFileNotWritten, fileNotWrittenCode, writeFileAtomically } from './atomic-write.js';
 export { type BackoffTimer, createBackoffTimer } from './backoff.js';
 export { type Clock, createManualClock, sleep, systemClock } from './clock.js';
 export { type DecodeJsonOptions, decodeJson, defaultDecodeMaxBytes } from './decode-json.js';

@@ -1,8 +1,15 @@
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { z } from 'zod';
 import { pathOutsideWorkspaceCode, resolveWorkspacePath, type WorkspacePath } from '../tools/index.js';
-import { ErrorCodes, formatZodIssues, openRegularFile, UserInputError } from '../util/index.js';
+import {
+  asFileNotWritten,
+  ErrorCodes,
+  formatZodIssues,
+  openRegularFile,
+  UserInputError,
+  writeFileAtomically,
+} from '../util/index.js';
 import type { ContextItem } from './context.js';
 import { WorkflowErrorCodes } from './error-codes.js';
 import type { ToolManifestEntry } from './manifest-schemas.js';
@@ -134,8 +141,11 @@ export function createScopedFiles(workDir: string, root: string = workDir): Scop
     },
     async write(path, content) {
       const target = await confine(path, true);
-      await mkdir(dirname(target.absolutePath), { recursive: true });
-      await writeFile(target.absolutePath, content, 'utf8');
+      await mkdir(dirname(target.absolutePath), { recursive: true }).catch((error: unknown) => {
+        throw asFileNotWritten(error, path);
+      });
+      // At the real path `confine` checked; whole or not at all (a full disk leaves the old content).
+      await writeFileAtomically(target.absolutePath, content, { shown: path });
       return { path: target.relativePath, bytes: Buffer.byteLength(content) };
     },
     async exists(path) {

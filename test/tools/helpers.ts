@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { type BusEvent, createBus } from '../../src/bus/index.js';
 import type { ToolContext } from '../../src/tools/index.js';
@@ -38,4 +40,27 @@ export function createToolContext(
     events,
     ...overrides,
   };
+}
+
+/** The repository root (for `--import tsx` and for importing src/ modules from a child process). */
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * Runs `script` (an ES module; `process.argv[1..]` are `args`) through tsx in a child whose file-size limit
+ * is `limitKiB` (`ulimit -f`), with SIGXFSZ ignored so a write past the limit fails with EFBIG instead of
+ * killing the process. Resolves to what the script printed, parsed as JSON.
+ */
+export function runUnderFileSizeLimit(script: string, args: string[], limitKiB = 64): Promise<unknown> {
+  const command = `trap '' XFSZ; ulimit -f ${limitKiB}; exec "$0" --import tsx --input-type=module -e "$@"`;
+  return new Promise((resolve, reject) => {
+    execFile(
+      'bash',
+      ['-c', command, process.execPath, script, ...args],
+      { cwd: repoRoot, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`${error.message}\n${stderr}`));
+        else resolve(JSON.parse(stdout));
+      },
+    );
+  });
 }

@@ -1,7 +1,13 @@
-import { lstat, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { ErrorCodes, readRegularFile, UserInputError } from '../../util/index.js';
+import {
+  asFileNotWritten,
+  ErrorCodes,
+  readRegularFile,
+  UserInputError,
+  writeFileAtomically,
+} from '../../util/index.js';
 import { defineTool, type ToolDefinition } from '../tool.js';
 import { assertWritable, policyPathOf, resolveWorkspacePath } from '../workspace-path.js';
 import { compileGrepPattern, runGrepJob } from './grep-search.js';
@@ -103,8 +109,12 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
           code: ErrorCodes.invalidRequest,
           message: 'Cannot write to the workspace root.',
         });
-      await mkdir(path.dirname(target.absolutePath), { recursive: true });
-      await writeFile(target.absolutePath, args.content, 'utf8');
+      await mkdir(path.dirname(target.absolutePath), { recursive: true }).catch((error: unknown) => {
+        throw asFileNotWritten(error, args.path);
+      });
+      // At the resolved real path, as the checks above decided: a link inside the workspace is written
+      // through (its target gets the bytes), and a full disk or a kill leaves the old content whole.
+      await writeFileAtomically(target.absolutePath, args.content, { shown: args.path });
       return `Wrote ${Buffer.byteLength(args.content, 'utf8')} bytes to ${target.relativePath}.`;
     },
   });
@@ -141,7 +151,7 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
       const updated = args.replace_all
         ? text.split(args.old_text).join(args.new_text)
         : text.replace(args.old_text, () => args.new_text);
-      await writeFile(target.absolutePath, updated, 'utf8');
+      await writeFileAtomically(target.absolutePath, updated, { shown: args.path });
       return `Replaced ${args.replace_all ? occurrences : 1} occurrence(s) in ${target.relativePath}.`;
     },
   });
