@@ -164,7 +164,8 @@ export interface AgentRuntime {
   /**
    * A state change reported by an outside driver (a UI, a CLI backend speaking ACP: prompt sent →
    * thinking, first chunk → speaking, response → idle). Checked like every transition: a refused one
-   * publishes `agent:transition-rejected` and returns false.
+   * publishes `agent:transition-rejected` and returns false. True means applied in memory and queued for
+   * the agent's next batch of writes: `written(id)` says when it is on disk.
    */
   requestTransition(id: string, to: AgentRuntimeState, reason?: string): boolean;
   /** Moves an agent in the world (clamped to its bounds); published as `agent:moved` and persisted. */
@@ -939,20 +940,29 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       agents.delete(id);
       const now = clock.now();
       // What was still in the mailbox goes with the agent; its tasks fail.
-      await db.transaction(
-        async (tx) => {
-          await tx.run(
-            "UPDATE agents SET status = 'terminated', state = 'idle', terminated_at = ?, updated_at = ? WHERE id = ?",
-            [now, now, id],
-          );
-          await tx.run('DELETE FROM agent_mailbox WHERE agent_id = ?', [id]);
-          await tx.run(
-            "UPDATE agent_tasks SET status = 'failed', result = 'agent terminated', completed_at = ? WHERE agent_id = ? AND status IN ('assigned', 'in_progress')",
-            [now, id],
-          );
-        },
-        { ambient: false },
-      );
+      try {
+        await db.transaction(
+          async (tx) => {
+            await tx.run(
+              "UPDATE agents SET status = 'terminated', state = 'idle', terminated_at = ?, updated_at = ? WHERE id = ?",
+              [now, now, id],
+            );
+            await tx.run('DELETE FROM agent_mailbox WHERE agent_id = ?', [id]);
+            await tx.run(
+              "UPDATE agent_tasks SET status = 'failed', result = 'agent terminated', completed_at = ? WHERE agent_id = ? AND status IN ('assigned', 'in_progress')",
+              [now, id],
+            );
+          },
+          { ambient: false },
+        );
+      } catch (error) {
+        // Nothing was written, so the agent is not terminated: it runs on with what its mailbox held, and
+        // the caller's retry finds it rather than NOT_FOUND (which would read as already gone).
+        const revived = launch(agent.info, agent.state, agent.lastUpdate, agent.position);
+        revived.modelCallsLeft = agent.modelCallsLeft;
+        for (const mail of agent.mailbox) putInMailbox(revived, mail);
+        throw error;
+      }
       for (const { message } of agent.mailbox.splice(0))
         if (message.taskId)
           bus.publish(

@@ -558,6 +558,30 @@ describeEachDatabase('agent runtime', (getDb) => {
     });
   });
 
+  it('keeps an agent whose termination the disk refuses running, so the retry terminates it', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    runtime = createAgentRuntime({ db: faulty, bus, runTurn: echo, logger: silentLogger });
+    await runtime.spawn({ id: 'stays', name: 'Stays' });
+    await runtime.written('stays');
+    faulty.failWrites();
+    await expect(runtime.terminate('stays')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    faulty.heal();
+    // Not NOT_FOUND, and still answering: on disk it was never terminated.
+    expect(runtime.getState('stays')).toMatchObject({ id: 'stays' });
+    await runtime.send('stays', { from: 'user', content: 'still there?' });
+    await runtime.whenIdle('stays');
+    expect((await runtime.conversation('stays')).map((entry) => entry.content)).toEqual([
+      'still there?',
+      'Stays heard: still there?',
+    ]);
+
+    await runtime.terminate('stays');
+    expect(await getDb().get('SELECT status FROM agents WHERE id = ?', ['stays'])).toMatchObject({
+      status: 'terminated',
+    });
+    expect(() => runtime!.getState('stays')).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
+  });
+
   it('refuses a task id already taken with CONFLICT, writing nothing', async () => {
     runtime = make();
     const methods = createAgentGatewayMethods({ runtime });
