@@ -553,8 +553,22 @@ export function createSkillExperience(options: CreateSkillExperienceOptions): Sk
           sources: proposal.sources.map(({ workItemId, seq }) => ({ workItemId, seq })),
           createdFrom: `pattern:${proposal.patternKey}`,
         },
+        {
+          // Approved in the skill's own commit: a refused write leaves a draft and no skill, and an
+          // approval that lost a race to another leaves no second version.
+          also: async (tx, version) => {
+            const approved = await tx.run(
+              "UPDATE skill_proposals SET status = 'approved', skill_version = ?, updated_at = ? WHERE id = ? AND status = 'draft'",
+              [version, clock.now(), id],
+            );
+            if (approved.changes === 0)
+              throw new UserInputError({
+                code: ErrorCodes.conflict,
+                message: `skill proposal ${id} is no longer a draft; only drafts can be approved.`,
+              });
+          },
+        },
       );
-      await setStatus(id, 'approved', skill.version);
       return { proposal: (await byId(id))!, skill };
     },
     async reject(id) {

@@ -1,10 +1,11 @@
-import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Bus } from '../bus/index.js';
 import type { Ledger } from '../ledger/index.js';
 import { estimateTokens } from '../model/index.js';
-import type { SqlDatabase } from '../store/index.js';
+import type { SqlDatabase, SqlExecutor } from '../store/index.js';
 import {
+  asFileNotWritten,
   type Clock,
   ErrorCodes,
   execLiteral,
@@ -12,6 +13,7 @@ import {
   silentLogger,
   systemClock,
   UserInputError,
+  writeFileAtomically,
   yamlParser,
 } from '../util/index.js';
 import { parseSkillFile, type SkillFrontmatter, skillNameProblem } from './frontmatter.js';
@@ -110,6 +112,10 @@ export interface SkillLibrary {
   create(
     input: { name: string; description: string; content: string; triggers?: string[] },
     provenance: SkillCreationProvenance,
+    options?: {
+      /** Commits with the skill's provenance (a proposal's approval), before its file is published. */
+      also?: (tx: SqlExecutor, version: number) => Promise<void>;
+    },
   ): Promise<SkillSummary>;
   provenance(name: string): Promise<SkillProvenanceRecord[]>;
   /** Skills not used for `olderThanDays`: flagged for a human, never deleted. */
@@ -429,7 +435,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
       return activated;
     },
 
-    async create(input, provenance) {
+    async create(input, provenance, options = {}) {
       if (!writableDir)
         throw new UserInputError({
           code: ErrorCodes.invalidConfig,
@@ -458,10 +464,12 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
         });
       }
       // An existing folder with a malformed SKILL.md still counts: its version must not be reused.
-      const onDisk = await readSkillFile(path.join(folder, 'SKILL.md')).then(
-        (read) => ('problem' in read ? undefined : parseSkillFile(read.text)),
+      const skillFile = path.join(folder, 'SKILL.md');
+      const previous = await readSkillFile(skillFile).then(
+        (read) => ('problem' in read ? undefined : read.text),
         () => undefined,
       );
+      const onDisk = previous === undefined ? undefined : parseSkillFile(previous);
       const version = Math.max(existing?.version ?? 0, onDisk?.ok ? onDisk.frontmatter.version : 0) + 1;
       const now = clock.now();
       const frontmatter: Record<string, unknown> = {
@@ -490,10 +498,6 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
           code: ErrorCodes.invalidRequest,
           message: `The skill would be malformed: ${check.reason}`,
         });
-      await mkdir(folder, { recursive: true });
-      const temporary = path.join(folder, `.SKILL.md.${process.pid}.${now}.tmp`);
-      await writeFile(temporary, text, 'utf8');
-      await rename(temporary, path.join(folder, 'SKILL.md'));
 
       // Every ledger entry the skill is based on, from this work item or (a recurring pattern) from many.
       const sources = [
@@ -517,7 +521,7 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
           ...sources.map((source) => source.workItemId),
         ]),
       ];
-      await db.transaction(async (tx) => {
+      const recordProvenance = async (tx: SqlExecutor) => {
         const insert = `INSERT INTO skill_provenance (skill_name, skill_version, source_type, work_item_id, ledger_seq, content_snippet, created_at)
           VALUES (?, ?, ?, ?, ?, ?, ?)`;
         if (workItems.length === 0)
@@ -535,7 +539,35 @@ export function createSkillLibrary(options: CreateSkillLibraryOptions): SkillLib
             now,
           ]);
         }
+      };
+      const shown = `${input.name}/SKILL.md`;
+      const createdFolder = await mkdir(folder, { recursive: true }).catch((error: unknown) => {
+        throw asFileNotWritten(error, shown);
       });
+      let published = false;
+      // The file is published last inside the provenance's transaction: a file the disk refuses leaves no
+      // row, and a refused commit puts the file back as it was. Skill and record appear together or not at all.
+      try {
+        await db.transaction(async (tx) => {
+          await recordProvenance(tx);
+          await options.also?.(tx, version);
+          await writeFileAtomically(skillFile, text, { shown });
+          published = true;
+        });
+      } catch (error) {
+        const putBack = async () => {
+          if (published && previous !== undefined) await writeFileAtomically(skillFile, previous, { shown });
+          else if (published) await unlink(skillFile);
+          if (createdFolder !== undefined) await rmdir(folder);
+        };
+        await putBack().catch((undoError: unknown) =>
+          logger.error(
+            { err: undoError, skill: input.name },
+            'a skill whose record the database refused is still on disk',
+          ),
+        );
+        throw error;
+      }
       state = discover();
       bus?.publish(
         'skill:created',

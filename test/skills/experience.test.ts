@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect, it, vi } from 'vitest';
 import { createLedger } from '../../src/ledger/index.js';
@@ -11,6 +11,7 @@ import {
 } from '../../src/skills/index.js';
 import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
+import { createFaultyDatabase } from '../helpers/faulty-database.js';
 import { createToolContext, useTempDirs } from '../tools/helpers.js';
 
 const tempDir = useTempDirs();
@@ -117,6 +118,47 @@ describeEachDatabase('skills from experience', (getDb) => {
       content: 'Fonts render wrong in the PDF export again.',
     });
     expect(await experience.scan()).toEqual([]);
+  });
+
+  it('an approval the disk refuses publishes nothing: no SKILL.md, no provenance, the proposal still a draft', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    const clock = createManualClock();
+    const ledger = createLedger({ db: faulty, clock });
+    const dir = await tempDir();
+    const library = createSkillLibrary({ dirs: [dir], db: faulty, ledger, clock });
+    const experience = createSkillExperience({
+      db: faulty,
+      ledger,
+      library,
+      clock,
+      idGenerator: createSequentialIdGenerator(),
+      config: { threshold: 2 },
+      proposeWork: async () => ({ id: 'unused' }),
+    });
+    await ledger.append('w1', {
+      entryType: 'finding',
+      content: 'Timeouts happen when the proxy drops idle sockets.',
+    });
+    await ledger.append('w2', {
+      entryType: 'finding',
+      content: 'The proxy drops idle sockets, causing timeouts.',
+    });
+    const [proposal] = await experience.scan();
+
+    faulty.failWrites();
+    await expect(experience.approve(proposal!.id)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    faulty.heal();
+    expect(await readdir(dir)).toEqual([]);
+    expect((await library.list()).map((skill) => skill.name)).not.toContain(proposal!.skillName);
+    expect(await library.provenance(proposal!.skillName)).toEqual([]);
+    expect(await experience.get(proposal!.id)).toMatchObject({ status: 'draft' });
+
+    // Approved again once the disk is back: version 1, as if the refusal had never happened.
+    const { skill, proposal: approved } = await experience.approve(proposal!.id);
+    expect(skill.version).toBe(1);
+    expect(approved).toMatchObject({ status: 'approved', skillVersion: 1 });
+    expect(await readdir(path.join(dir, skill.name))).toEqual(['SKILL.md']);
+    await expect(experience.approve(proposal!.id)).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 
   it('work mode asks an agent; its create_skill records the pattern as provenance', async () => {
