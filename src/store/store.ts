@@ -7,6 +7,7 @@ import {
   ErrorCodes,
   SystemError,
   silentLogger,
+  sleep,
   systemClock,
   UserInputError,
 } from '../util/index.js';
@@ -17,6 +18,7 @@ import { migrate } from './migrations.js';
 import { createPostgresDatabase, redactConnectionString } from './postgres-database.js';
 import { createPostgresListener } from './postgres-listener.js';
 import { createSessionStore, type SessionStore } from './session-store.js';
+import { isSqliteBusy } from './sql-errors.js';
 import { createSqliteDatabase } from './sqlite-database.js';
 
 /** `memory` is RAM-only: either asked for (tests) or the fallback when the database file is unusable. */
@@ -63,6 +65,14 @@ export interface CreateStoreOptions {
   minFreeBytes?: number;
   /** Free bytes of the file system holding `dir` (tests replace it); default `statfs`. */
   freeBytes?: (dir: string) => number;
+  /** SQLite only: how long one statement waits for another connection's lock (default 5 s). */
+  sqliteBusyTimeoutMs?: number;
+  /**
+   * SQLite only: how long a start waits while another process holds the file's write lock, as its
+   * migrations do after an upgrade (default 2 minutes). Past it the start fails with STORE_UNAVAILABLE: a
+   * locked file is in use, not unusable, so it is never a reason for RAM-only mode.
+   */
+  openWaitMs?: number;
 }
 
 export const sqliteFileName = 'agentd.db';
@@ -256,19 +266,49 @@ export async function createStore(options: CreateStoreOptions): Promise<Store> {
     return fallBackToMemory(error);
   }
   checkSharedMemoryWritable(options.stateDir, path, options);
-  let db: SqlDatabase | undefined;
-  try {
-    db = createSqliteDatabase({ path, logger: base });
-    await migrate(db, migrateOptions);
-    createPrivateDatabaseFile(options.stateDir, path);
-    logger.info({ location: path }, 'store opened on sqlite');
-    return assemble(db, 'sqlite', options);
-  } catch (error) {
-    await db?.close().catch(() => {});
-    // A file that cannot be written right now falls back to RAM like one that cannot be opened.
-    if (AgentdError.isInstance(error) && error.code !== ErrorCodes.storeUnavailable) throw error;
-    return fallBackToMemory(error);
+  const openWaitMs = options.openWaitMs ?? 120_000;
+  const clock = options.clock ?? systemClock;
+  const startedAt = clock.now();
+  for (let attempt = 1; ; attempt++) {
+    let db: SqlDatabase | undefined;
+    try {
+      db = createSqliteDatabase({
+        path,
+        logger: base,
+        ...(options.sqliteBusyTimeoutMs !== undefined ? { busyTimeoutMs: options.sqliteBusyTimeoutMs } : {}),
+      });
+      await migrate(db, migrateOptions);
+      createPrivateDatabaseFile(options.stateDir, path);
+      logger.info({ location: path }, 'store opened on sqlite');
+      return assemble(db, 'sqlite', options);
+    } catch (error) {
+      await db?.close().catch(() => {});
+      if (heldByAnotherProcess(error)) {
+        const waitedMs = clock.now() - startedAt;
+        if (waitedMs >= openWaitMs)
+          throw new SystemError({
+            code: ErrorCodes.storeUnavailable,
+            message: `another process has held the write lock of ${path} for ${Math.round(waitedMs / 1000)} s; agentd does not start without it`,
+            retryable: true,
+            cause: error,
+            details: { path, waitedMs },
+          });
+        if (attempt === 1)
+          logger.warn({ path }, 'another process holds the database write lock (migrating?); waiting for it');
+        await sleep(Math.min(1_000, 50 * attempt));
+        continue;
+      }
+      // A file that cannot be written right now falls back to RAM like one that cannot be opened.
+      if (AgentdError.isInstance(error) && error.code !== ErrorCodes.storeUnavailable) throw error;
+      return fallBackToMemory(error);
+    }
   }
+}
+
+/** SQLITE_BUSY, raw from the driver at open or translated by a statement: the file is fine, and in use. */
+function heldByAnotherProcess(error: unknown): boolean {
+  if (isSqliteBusy(error)) return true;
+  return AgentdError.isInstance(error) && isSqliteBusy({ code: error.details?.driverCode });
 }
 
 /** A migrated in-memory store, for tests and throwaway runs. */

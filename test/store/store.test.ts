@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BusEvent, createBus } from '../../src/bus/index.js';
@@ -92,6 +93,41 @@ describe('createStore on SQLite', () => {
     expect(readFileSync(join(stateDir, 'agentd.db'))).toEqual(garbage);
     await store.kv.set('ns', 'k', 'v');
     expect(await store.kv.get('ns', 'k')).toBe('v');
+  });
+
+  it('waits for another process that holds the write lock (its migrations) instead of falling back to RAM', async () => {
+    const stateDir = tempDir();
+    const holder = new Database(join(stateDir, 'agentd.db'));
+    holder.pragma('journal_mode = WAL');
+    holder.exec('BEGIN IMMEDIATE');
+    setTimeout(() => {
+      holder.exec('COMMIT');
+      holder.close();
+    }, 700);
+    const store = track(await createStore({ stateDir, sqliteBusyTimeoutMs: 100, openWaitMs: 10_000 }));
+    expect(store.mode).toBe('sqlite');
+    await store.kv.set('ns', 'k', 'kept');
+  });
+
+  it('fails with STORE_UNAVAILABLE, never RAM-only, when the write lock stays held past openWaitMs', async () => {
+    const stateDir = tempDir();
+    const holder = new Database(join(stateDir, 'agentd.db'));
+    holder.pragma('journal_mode = WAL');
+    holder.exec('BEGIN IMMEDIATE');
+    try {
+      await expect(
+        createStore({ stateDir, sqliteBusyTimeoutMs: 100, openWaitMs: 400 }).then(
+          (store) => track(store).mode,
+        ),
+      ).rejects.toMatchObject({
+        code: 'STORE_UNAVAILABLE',
+        retryable: true,
+        details: { waitedMs: expect.any(Number) },
+      });
+    } finally {
+      holder.exec('ROLLBACK');
+      holder.close();
+    }
   });
 
   it('refuses a database file written by newer code instead of falling back', async () => {
