@@ -1,6 +1,6 @@
 import type { SqlDatabase, SqlValue } from '../store/index.js';
 import type { Clock, IdGenerator, Logger } from '../util/index.js';
-import { createBackoffTimer, ErrorCodes, UserInputError } from '../util/index.js';
+import { createBackoffTimer, createKeyedMutex, ErrorCodes, UserInputError } from '../util/index.js';
 import {
   type CronJob,
   type CronJobInput,
@@ -44,7 +44,11 @@ export interface CronScheduler {
   get(id: string): Promise<CronJob | undefined>;
   /** Throws NOT_FOUND for an unknown id. */
   remove(id: string): Promise<void>;
-  /** Runs a job now, whatever its schedule (`due`: only when it is due). Throws NOT_FOUND for an unknown id. */
+  /**
+   * Runs a job now, whatever its schedule (`due`: only when it is due). Throws NOT_FOUND for an unknown id.
+   * A forced run whose record was refused is the same run when tried again: its message or work item is
+   * not made twice.
+   */
   run(id: string, options?: { mode?: 'force' | 'due' }): Promise<CronRunResult | undefined>;
   /** Runs every due job; the timer calls it, tests may too. */
   tick(): Promise<CronRunResult[]>;
@@ -138,10 +142,14 @@ export function createCronScheduler(options: {
     }
   };
 
-  /** Does what the job says and records the outcome; never throws (a failure is the run's status). */
-  const execute = async (job: CronJob): Promise<CronRunResult> => {
+  /**
+   * Does what the job says and records the outcome; a failed action is the run's status, a refused record
+   * throws. `occurrence` names the run in the action's idempotency key, so that doing it again for the same
+   * occurrence answers the first message or work item instead of making another.
+   */
+  const execute = async (job: CronJob, occurrence: string): Promise<CronRunResult> => {
     const ranAtMs = clock.now();
-    const runKey = `cron:${job.id}:${ranAtMs}`;
+    const runKey = `cron:${job.id}:${occurrence}`;
     let result: CronRunResult;
     try {
       if (job.payload.kind === 'agentTurn') {
@@ -215,7 +223,7 @@ export function createCronScheduler(options: {
     const results: CronRunResult[] = [];
     for (const row of due) {
       const job = jobOf(row);
-      if (await claim(job, nowMs)) results.push(await execute(job));
+      if (await claim(job, nowMs)) results.push(await execute(job, String(job.nextRunAtMs)));
     }
     return results;
   };
@@ -260,6 +268,14 @@ export function createCronScheduler(options: {
   const rearm = () => {
     arm().catch((error: unknown) => failed(error, 'arming the timer'));
   };
+
+  /**
+   * A forced run has no occurrence to claim: it is named by the run count it will record, which stays put
+   * until a run is recorded, so a run whose record was refused (a full disk) has the same name when it is
+   * tried again, and its message or work item is answered rather than made again. One at a time per job, so
+   * that two calls which both get recorded stay two runs instead of sharing a name.
+   */
+  const manualRuns = createKeyedMutex();
 
   return {
     async add(input) {
@@ -311,15 +327,21 @@ export function createCronScheduler(options: {
         throw new UserInputError({ code: ErrorCodes.notFound, message: `no cron job ${id}` });
       rearm();
     },
-    async run(id, runOptions = {}) {
-      const job = await mustGet(id);
-      if (runOptions.mode === 'due') {
-        if (!job.enabled || job.nextRunAtMs === undefined || job.nextRunAtMs > clock.now()) return undefined;
-        if (!(await claim(job, clock.now()))) return undefined;
-      }
-      const result = await execute(job);
-      rearm();
-      return result;
+    run(id, runOptions = {}) {
+      return manualRuns.run(id, async () => {
+        const job = await mustGet(id);
+        if (runOptions.mode === 'due') {
+          if (!job.enabled || job.nextRunAtMs === undefined || job.nextRunAtMs > clock.now())
+            return undefined;
+          if (!(await claim(job, clock.now()))) return undefined;
+        }
+        const result = await execute(
+          job,
+          runOptions.mode === 'due' ? String(job.nextRunAtMs) : `run-${job.runCount + 1}`,
+        );
+        rearm();
+        return result;
+      });
     },
     tick,
     start() {

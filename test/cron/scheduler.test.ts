@@ -8,18 +8,20 @@ import {
 } from '../../src/cron/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { createIdGenerator, ErrorCodes, SystemError, silentLogger } from '../../src/util/index.js';
+import { createWorkQueue } from '../../src/work/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
 
 const start = Date.UTC(2026, 0, 1, 0, 0, 0);
 
+/** Chat as chat.send does it: a key it has seen answers that run, and sends nothing. */
 function recordingActions(options: { failChat?: boolean } = {}) {
   const chats: Array<{ sessionKey: string; text: string; idempotencyKey: string }> = [];
   const work: Array<Parameters<CronActions['submitWork']>[0]> = [];
   const actions: CronActions = {
     async sendChat(input) {
       if (options.failChat) throw new Error('chat is down');
-      chats.push(input);
+      if (!chats.some((chat) => chat.idempotencyKey === input.idempotencyKey)) chats.push(input);
       return { runId: input.idempotencyKey };
     },
     async submitWork(input) {
@@ -212,6 +214,105 @@ describeEachDatabase('cron scheduler', (getDb) => {
     const results = await Promise.all([scheduler.tick(), other.tick()]);
     expect(results.flat()).toHaveLength(1);
     expect(first.chats.length + second.chats.length).toBe(1);
+  });
+
+  it('answers STORE_UNAVAILABLE for a run whose record is refused, and its retry sends no second message', async () => {
+    const db = createFaultyDatabase(getDb());
+    const recording = recordingActions();
+    // The first message is accepted, then the disk fills before its run is recorded.
+    let fillsUp = true;
+    scheduler = create(db, {
+      ...recording.actions,
+      async sendChat(input) {
+        const sent = await recording.actions.sendChat(input);
+        if (fillsUp) db.failWrites();
+        fillsUp = false;
+        return sent;
+      },
+    });
+    const job = await scheduler.add({
+      name: 'report',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'cron', expr: '0 * * * *' },
+      payload: { kind: 'agentTurn', message: 'report please' },
+    });
+    await expect(scheduler.run(job.id)).rejects.toMatchObject({ code: ErrorCodes.storeUnavailable });
+    expect(await scheduler.get(job.id)).toMatchObject({ runCount: 0 });
+    expect(recording.chats).toHaveLength(1);
+
+    db.heal();
+    now = start + 5_000;
+    const retried = await scheduler.run(job.id);
+    expect(retried).toMatchObject({ status: 'ok', runId: recording.chats[0]!.idempotencyKey });
+    expect(recording.chats).toHaveLength(1);
+    expect(await scheduler.get(job.id)).toMatchObject({
+      runCount: 1,
+      lastRunAtMs: start + 5_000,
+      lastRunId: retried!.runId,
+    });
+
+    // A recorded run is over: the next call is a run of its own.
+    const next = await scheduler.run(job.id);
+    expect(next!.runId).not.toBe(retried!.runId);
+    expect(recording.chats).toHaveLength(2);
+    expect(await scheduler.get(job.id)).toMatchObject({ runCount: 2 });
+  });
+
+  it('retries a task run whose record was refused without submitting a second work item', async () => {
+    const db = createFaultyDatabase(getDb());
+    const queue = createWorkQueue({ db });
+    let fillsUp = true;
+    try {
+      scheduler = create(db, {
+        ...recordingActions().actions,
+        async submitWork(input) {
+          const { id } = await queue.submit(input);
+          if (fillsUp) db.failWrites();
+          fillsUp = false;
+          return { id };
+        },
+      });
+      const job = await scheduler.add({
+        name: 'digest',
+        agentId: 'main',
+        sessionKey: 'agent:main:reports',
+        schedule: { kind: 'cron', expr: '0 * * * *' },
+        payload: { kind: 'task', description: 'Summarise the last hour.' },
+      });
+      await expect(scheduler.run(job.id)).rejects.toMatchObject({ code: ErrorCodes.storeUnavailable });
+
+      db.heal();
+      now = start + 5_000;
+      const retried = await scheduler.run(job.id);
+      const items = (await queue.list({ sessionKey: 'agent:main:reports' })).filter(
+        (item) => item.state !== 'merged',
+      );
+      expect(items.map((item) => item.id)).toEqual([retried!.workItemId]);
+      expect(await scheduler.get(job.id)).toMatchObject({
+        runCount: 1,
+        lastRunAtMs: start + 5_000,
+        lastWorkItemId: retried!.workItemId,
+      });
+    } finally {
+      await queue.close();
+    }
+  });
+
+  it('runs a job twice when it is run twice at once', async () => {
+    const { actions, chats } = recordingActions();
+    scheduler = create(getDb(), actions);
+    const job = await scheduler.add({
+      name: 'twice',
+      agentId: 'main',
+      sessionKey: 'agent:main:main',
+      schedule: { kind: 'cron', expr: '0 * * * *' },
+      payload: { kind: 'agentTurn', message: 'hello' },
+    });
+    const [first, second] = await Promise.all([scheduler.run(job.id), scheduler.run(job.id)]);
+    expect(first!.runId).not.toBe(second!.runId);
+    expect(chats).toHaveLength(2);
+    expect(await scheduler.get(job.id)).toMatchObject({ runCount: 2 });
   });
 
   it('fires from its own timer (fake timers), keeps jobs across a restart, and removes them', async () => {
