@@ -4,6 +4,7 @@ import type { LanguageModel } from '../model/index.js';
 import { completeModel, isOfflineModelText, localModelMarker, offlineWorkNotice } from '../model/index.js';
 import {
   AgentdError,
+  type Clock,
   createIdGenerator,
   ErrorCodes,
   type IdGenerator,
@@ -11,12 +12,15 @@ import {
   ProviderError,
   parseUntrustedJson,
   silentLogger,
+  systemClock,
   UserInputError,
 } from '../util/index.js';
 import {
   isTerminalWorkState,
   outcomeSummary,
   type SubmitResult,
+  WorkErrorCodes,
+  type WorkItem,
   type WorkQueue,
   type WorkState,
   type WorkSubmission,
@@ -104,11 +108,16 @@ export interface CreatePlannerOptions {
   bus: Bus;
   /** How tasks enter the queue: the worker pool's admission-checked `submit`, or the queue's. */
   submitTask?: (submission: WorkSubmission) => Promise<SubmitResult>;
-  /** Writes the plan to the session's memory; failures are logged, never fatal. */
+  /**
+   * Writes the plan to the session's memory once its tasks are released. Best effort: failures are logged
+   * and the caller is not told (see docs/agents.md, "Planner").
+   */
   memoryWriter?: (write: PlanMemoryWrite) => Promise<unknown>;
   /** Called with the synthesis when all tasks of a plan ended (the lead posts it to the chat). */
   onSynthesis?: (synthesis: Synthesis & { agentId: string; sessionKey: string }) => void;
   idGenerator?: IdGenerator;
+  /** Tells when a held task is old enough to be an orphan of a planning that died with its process. */
+  clock?: Clock;
   logger?: Logger;
   maxTasks?: number;
   /** Work item kind of planned tasks. */
@@ -145,6 +154,21 @@ function extractJson(text: string): string {
   const end = candidate.lastIndexOf('}');
   return start >= 0 && end > start ? candidate.slice(start, end + 1) : candidate;
 }
+
+/**
+ * Planning holds its tasks (paused) only while it writes and announces them, milliseconds to seconds. A held
+ * task this much older was left by a planning whose process died; one younger may be another process's
+ * planning still under way.
+ */
+const orphanedAfterMs = 10 * 60_000;
+
+/** Written paused by `plan` and not yet released: only `pause` gives a paused item a reason. */
+function isHeldTask(item: WorkItem): boolean {
+  return item.state === 'paused' && item.source === 'planner' && item.stateReason === null;
+}
+
+/** A task that ended or went away meanwhile needs no cancel. */
+const movedOn: ReadonlySet<string> = new Set([WorkErrorCodes.invalidTransition, WorkErrorCodes.notFound]);
 
 function stateMark(state: WorkState): string {
   if (state === 'completed') return '✓';
@@ -185,6 +209,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   const { model, queue, bus } = options;
   const logger = (options.logger ?? silentLogger).child({ component: 'planner' });
   const idGenerator = options.idGenerator ?? createIdGenerator();
+  const clock = options.clock ?? systemClock;
   const submitTask = options.submitTask ?? ((submission: WorkSubmission) => queue.submit(submission));
   const maxTasks = options.maxTasks ?? 5;
   const taskKind = options.taskKind ?? 'task';
@@ -306,6 +331,39 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   const finishHooks = new Map<string, () => void>();
   // Only the most recent plan per session: the queue keeps the tasks, this keeps which ones formed it.
   const latestPlans = new Map<string, { planId: string; goal: string; reply: string; taskIds: string[] }>();
+  // The tasks of plans that failed here, until they are cancelled: the write that failed the plan (a full
+  // disk) usually refuses their cancel too.
+  const abandoned = new Map<string, string[]>();
+
+  const cancelTask = (id: string) =>
+    queue.cancel(id, { reason: 'its plan failed before its tasks were released' }).then(
+      () => undefined,
+      (error: unknown) => {
+        if (!AgentdError.isInstance(error) || !movedOn.has(error.code)) throw error;
+      },
+    );
+
+  /**
+   * Cancels the tasks no planning will release, so a goal that failed leaves none to run or to hold: those
+   * of plans that failed here, and held tasks old enough to be orphans of a crash (of any process on this
+   * database).
+   */
+  const cancelOrphans = async () => {
+    for (const [planId, ids] of abandoned) {
+      for (const item of await queue.getMany(ids)) {
+        if (!isTerminalWorkState(item.state)) await cancelTask(item.id);
+      }
+      abandoned.delete(planId);
+    }
+    const stale = await queue.list({
+      states: ['paused'],
+      kind: taskKind,
+      updatedBefore: clock.now() - orphanedAfterMs,
+      order: 'oldest',
+      limit: 100,
+    });
+    for (const item of stale) if (isHeldTask(item)) await cancelTask(item.id);
+  };
 
   return {
     async plan(request) {
@@ -317,6 +375,11 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         'agent:progress',
         { phase: 'planner-received', message: `planning: ${goal.slice(0, 200)}`, planId, ...scope },
         scope,
+      );
+      // Best effort: a failure here keeps them for the next goal, and this goal meets the same cause in its
+      // own writes if it persists.
+      await cancelOrphans().catch((error: unknown) =>
+        logger.warn({ err: error, planId }, 'could not cancel the tasks of failed plans'),
       );
       const modelPlan = await askModel({ ...request, goal });
       const planned = modelPlan.tasks.slice(0, maxTasks);
@@ -373,37 +436,84 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
 
       const tasks: PlannedTaskSummary[] = [];
       const rejected: PlanResult['rejected'] = [];
-      for (const [index, task] of planned.entries()) {
-        const agentId = task.agent ?? request.agentId;
-        try {
-          const { id } = await submitTask({
-            kind: taskKind,
-            agentId,
-            title: task.title,
-            description: task.description || task.title,
-            params: { planId, index, total, goal },
-            sessionKey: request.sessionKey,
-            source: 'planner',
-            // Held until the plan is announced, so delegation events always precede the workers' own.
-            paused: true,
-          });
-          holding.add(id);
-          tracked.set(id, { index, title: task.title });
-          publishStatus(id, 'queued');
-          tasks.push({ workItemId: id, title: task.title, description: task.description, agentId });
-        } catch (error) {
-          if (!AgentdError.isInstance(error) || error.code !== ErrorCodes.queueFull) {
-            unsubscribe();
-            throw error;
+      let replyText = modelPlan.reply;
+      let finished: Promise<Synthesis>;
+      // Each task is its own commit (through the pool's admission), so until every one is written and
+      // released a failure or a crash leaves some held; they are cancelled, at once or by a later goal.
+      try {
+        for (const [index, task] of planned.entries()) {
+          const agentId = task.agent ?? request.agentId;
+          try {
+            const { id } = await submitTask({
+              kind: taskKind,
+              agentId,
+              title: task.title,
+              description: task.description || task.title,
+              params: { planId, index, total, goal },
+              sessionKey: request.sessionKey,
+              source: 'planner',
+              // Held until the plan is announced, so delegation events always precede the workers' own.
+              paused: true,
+            });
+            holding.add(id);
+            tracked.set(id, { index, title: task.title });
+            tasks.push({ workItemId: id, title: task.title, description: task.description, agentId });
+          } catch (error) {
+            if (!AgentdError.isInstance(error) || error.code !== ErrorCodes.queueFull) throw error;
+            rejected.push({ title: task.title, code: error.code, message: error.message });
           }
-          rejected.push({ title: task.title, code: error.code, message: error.message });
         }
+
+        // Announced only once all are written: a plan that fails while writing them was never announced.
+        for (const task of tasks) publishStatus(task.workItemId, 'queued');
+        if (rejected.length) {
+          replyText = `${modelPlan.reply}\n(${rejected.length} task(s) were refused because the workers are saturated.)`;
+        }
+        bus.publish('agent:plan', { planId, goal, reply: replyText, tasks, ...scope }, scope);
+        for (const task of tasks) {
+          bus.publish(
+            'agent:progress',
+            {
+              phase: 'delegated',
+              message: `delegated "${task.title}" to ${task.agentId}`,
+              planId,
+              workItemId: task.workItemId,
+              ...scope,
+            },
+            scope,
+          );
+        }
+        finished = follow(planId, request, tasks, unsubscribe, tracked);
+        finished.finally(() => finishHooks.delete(planId)).catch(() => undefined);
+        bus.publish(
+          'agent:progress',
+          { phase: 'planner-ready', message: `${tasks.length} task(s) delegated`, planId, ...scope },
+          scope,
+        );
+        for (const task of tasks) {
+          holding.delete(task.workItemId);
+          resumedHeld.add(task.workItemId);
+          await queue.resume(task.workItemId);
+        }
+      } catch (error) {
+        unsubscribe();
+        finishHooks.delete(planId);
+        if (tasks.length > 0) {
+          // Released ones too: the caller hears that the goal failed, and a goal tried again must not run twice.
+          abandoned.set(
+            planId,
+            tasks.map((task) => task.workItemId),
+          );
+          await cancelOrphans().catch((cancelError: unknown) =>
+            logger.warn(
+              { err: cancelError, planId },
+              'could not cancel the tasks of a failed plan; the next goal cancels them',
+            ),
+          );
+        }
+        throw error;
       }
 
-      const replyText = rejected.length
-        ? `${modelPlan.reply}\n(${rejected.length} task(s) were refused because the workers are saturated.)`
-        : modelPlan.reply;
-      bus.publish('agent:plan', { planId, goal, reply: replyText, tasks, ...scope }, scope);
       latestPlans.set(request.sessionKey, {
         planId,
         goal,
@@ -414,6 +524,9 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         const lines = tasks.map(
           (task, index) => `${index + 1}. ${task.title} — ${task.description} [${task.workItemId}]`,
         );
+        // Context for the session's later turns, not a record anything depends on (the queue holds the
+        // tasks): while memory is degraded it may only be kept in RAM, and a refused write is logged, not
+        // turned into a failed goal whose tasks already run.
         await options
           .memoryWriter({
             ...scope,
@@ -423,31 +536,6 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
           .catch((error: unknown) =>
             logger.warn({ err: error, planId }, 'could not write the plan to memory'),
           );
-      }
-      for (const task of tasks) {
-        bus.publish(
-          'agent:progress',
-          {
-            phase: 'delegated',
-            message: `delegated "${task.title}" to ${task.agentId}`,
-            planId,
-            workItemId: task.workItemId,
-            ...scope,
-          },
-          scope,
-        );
-      }
-      const finished = follow(planId, request, tasks, unsubscribe, tracked);
-      finished.finally(() => finishHooks.delete(planId)).catch(() => undefined);
-      bus.publish(
-        'agent:progress',
-        { phase: 'planner-ready', message: `${tasks.length} task(s) delegated`, planId, ...scope },
-        scope,
-      );
-      for (const task of tasks) {
-        holding.delete(task.workItemId);
-        resumedHeld.add(task.workItemId);
-        await queue.resume(task.workItemId);
       }
       return { planId, reply: replyText, tasks, rejected, finished };
     },
