@@ -105,34 +105,46 @@ export function agentConfigFromSpawnParams(
     ...(position ? { position } : {}),
   };
 }
+/** An agent's id as a caller names it: at most 64 characters at spawn, so a longer one names no agent. */
+const agentIdParam = z.string().min(1).max(64);
+/** A session key as the gateway takes it (session-key.ts): safe to log and to write into events. */
+const sessionKeyParam = z
+  .string()
+  .min(1)
+  .max(256)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+  .refine((key) => !/[\u0000-\u001f\u007f]/.test(key), 'a session key has no control characters');
+/** Work item ids one control call may name: each is a parameter of one statement. */
+const workItemIdsParam = z.array(z.string().min(1).max(128)).max(1_000);
+
 export const agentsTerminateParamsSchema = z.object({
-  agentId: z.string().min(1),
+  agentId: agentIdParam,
   timeoutMs: z.number().int().min(0).max(600_000).optional(),
 });
 export const agentsListParamsSchema = z.object({}).passthrough();
-export const agentsStateParamsSchema = z.object({ agentId: z.string().min(1) });
+export const agentsStateParamsSchema = z.object({ agentId: agentIdParam });
 export const agentBroadcastParamsSchema = z.object({
   content: z.string().min(1).max(20_000),
   // Written to every agent's mailbox and conversation: unbounded, one frame would be written a thousand times.
   from: z.string().min(1).max(128).optional(),
 });
 export const agentMessageParamsSchema = z.object({
-  agentId: z.string().min(1),
+  agentId: agentIdParam,
   content: z.string().min(1).max(20_000),
   /** Who is speaking; a person at a client by default. */
   from: z.string().min(1).max(128).default('user'),
 });
 export const agentAssignParamsSchema = z.object({
-  agentId: z.string().min(1),
+  agentId: agentIdParam,
   task: z.string().min(1).max(20_000),
   taskId: z.string().min(1).max(128).optional(),
 });
 export const agentRecordsParamsSchema = z.object({
-  agentId: z.string().min(1),
+  agentId: agentIdParam,
   limit: z.number().int().min(1).max(1_000).default(200),
 });
 export const agentMoveParamsSchema = z.object({
-  agentId: z.string().min(1),
+  agentId: agentIdParam,
   x: z.number().finite(),
   y: z.number().finite(),
 });
@@ -140,28 +152,28 @@ export const agentControlParamsSchema = z.discriminatedUnion('action', [
   z.object({
     action: z.literal('goal'),
     goal: z.string().min(1).max(20_000),
-    sessionKey: z.string().min(1),
-    agentId: z.string().min(1).default('main'),
+    sessionKey: sessionKeyParam,
+    agentId: agentIdParam.default('main'),
   }),
   z.object({
     action: z.literal('pause'),
-    sessionKey: z.string().min(1),
-    ids: z.array(z.string()).optional(),
+    sessionKey: sessionKeyParam,
+    ids: workItemIdsParam.optional(),
   }),
   z.object({
     action: z.literal('resume'),
-    sessionKey: z.string().min(1),
-    ids: z.array(z.string()).optional(),
+    sessionKey: sessionKeyParam,
+    ids: workItemIdsParam.optional(),
   }),
   z.object({
     action: z.literal('cancel'),
-    sessionKey: z.string().min(1),
-    ids: z.array(z.string()).optional(),
+    sessionKey: sessionKeyParam,
+    ids: workItemIdsParam.optional(),
   }),
-  z.object({ action: z.literal('state'), sessionKey: z.string().min(1) }),
-  z.object({ action: z.literal('status'), sessionKey: z.string().min(1) }),
-  z.object({ action: z.literal('heartbeat'), sessionKey: z.string().min(1) }),
-  z.object({ action: z.literal('plan'), sessionKey: z.string().min(1) }),
+  z.object({ action: z.literal('state'), sessionKey: sessionKeyParam }),
+  z.object({ action: z.literal('status'), sessionKey: sessionKeyParam }),
+  z.object({ action: z.literal('heartbeat'), sessionKey: sessionKeyParam }),
+  z.object({ action: z.literal('plan'), sessionKey: sessionKeyParam }),
 ]);
 
 export interface AgentGatewayMethod<Schema extends z.ZodType = z.ZodType> {

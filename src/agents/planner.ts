@@ -118,6 +118,8 @@ export interface CreatePlannerOptions {
   idGenerator?: IdGenerator;
   /** Tells when a held task is old enough to be an orphan of a planning that died with its process. */
   clock?: Clock;
+  /** Sessions whose latest plan `latest` answers (default 1,000); older ones are forgotten, oldest first. */
+  maxRememberedPlans?: number;
   logger?: Logger;
   maxTasks?: number;
   /** Work item kind of planned tasks. */
@@ -212,6 +214,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   const clock = options.clock ?? systemClock;
   const submitTask = options.submitTask ?? ((submission: WorkSubmission) => queue.submit(submission));
   const maxTasks = options.maxTasks ?? 5;
+  const maxRememberedPlans = options.maxRememberedPlans ?? 1_000;
   const taskKind = options.taskKind ?? 'task';
   const maxPlanBytes = options.maxPlanBytes ?? 256 * 1024;
 
@@ -514,6 +517,9 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         throw error;
       }
 
+      // The most recent sessions' plans: a caller choosing new session keys must not grow this for good.
+      latestPlans.delete(request.sessionKey);
+      if (latestPlans.size >= maxRememberedPlans) latestPlans.delete(latestPlans.keys().next().value!);
       latestPlans.set(request.sessionKey, {
         planId,
         goal,

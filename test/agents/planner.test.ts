@@ -144,6 +144,16 @@ describe('planner', () => {
     expect(model.requests[0]!.responseFormat?.type).toBe('json');
   });
 
+  it('remembers the latest plan of the most recent sessions only, however many keys callers choose', async () => {
+    const planner = createPlanner({ model: createLocalModel(), queue, bus, maxRememberedPlans: 2 });
+    for (const sessionKey of ['s1', 's2', 's1', 's3'])
+      await planner.plan({ goal: `goal of ${sessionKey}`, sessionKey, agentId: 'main' });
+    // s1 planned again after s2, so s2 is the oldest and the one forgotten.
+    expect(await planner.latest('s2')).toBeUndefined();
+    expect((await planner.latest('s1'))?.goal).toBe('goal of s1');
+    expect((await planner.latest('s3'))?.goal).toBe('goal of s3');
+  });
+
   it('a cancelled task ends the plan with a partial synthesis', async () => {
     const planner = createPlanner({ model: createLocalModel(), queue, bus });
     const result = await planner.plan({ goal: 'alpha; beta', sessionKey: 's', agentId: 'main' });

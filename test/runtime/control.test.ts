@@ -94,3 +94,35 @@ describe('agent.control over the gateway changes what runs', () => {
     }
   });
 });
+
+describe('agent.control refuses what would size work or storage by the caller', () => {
+  it('refuses an oversized session key, agent id or id list with INVALID_REQUEST, planning nothing', async () => {
+    const { model } = planningThenHangingModel();
+    const started = await startRuntime({ home: tempHome(), model });
+    const client = await started.connect();
+    try {
+      const refused = (params: Record<string, unknown>) =>
+        client.call('agent.control', params).then(
+          () => undefined,
+          (error: { code: string }) => error.code,
+        );
+      // Before, the 300 KB key was written into the planner-received event of the audit log.
+      expect(
+        await refused({ action: 'goal', goal: 'g', sessionKey: `agent:main:${'k'.repeat(300_000)}` }),
+      ).toBe('INVALID_REQUEST');
+      expect(await refused({ action: 'goal', goal: 'g', sessionKey: 'agent:main:x\u0007' })).toBe(
+        'INVALID_REQUEST',
+      );
+      expect(
+        await refused({ action: 'goal', goal: 'g', sessionKey: 'agent:main:x', agentId: 'a'.repeat(65) }),
+      ).toBe('INVALID_REQUEST');
+      const ids = Array.from({ length: 1_001 }, (_, index) => `work_${index}`);
+      expect(await refused({ action: 'cancel', sessionKey: 'agent:main:x', ids })).toBe('INVALID_REQUEST');
+      const { items } = await client.call<{ items: unknown[] }>('work.list', {});
+      expect(items).toEqual([]);
+    } finally {
+      await client.close();
+      await started.runtime.close();
+    }
+  });
+});

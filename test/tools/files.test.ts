@@ -106,6 +106,20 @@ describe('file tools', () => {
     expect(await readFile(path.join(workspace, 'deep/dir/x.txt'), 'utf8')).toBe('1 $&2 1');
   });
 
+  it('edit_file refuses a replace_all whose result would pass the file size limit, before building it', async () => {
+    const { workspace, call } = await setup();
+    const file = path.join(workspace, 'many-a.txt');
+    await call('write_file', { path: 'many-a.txt', content: 'a'.repeat(10_000) });
+    // 10,000 occurrences of 200 bytes each: a 2 MB file from a 10 KB one, past the 1 MiB limit.
+    await expect(
+      call('edit_file', { path: 'many-a.txt', old_text: 'a', new_text: 'b'.repeat(200), replace_all: true }),
+    ).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(await readFile(file, 'utf8')).toBe('a'.repeat(10_000));
+    // Within the limit it is done.
+    await call('edit_file', { path: 'many-a.txt', old_text: 'a', new_text: 'bb', replace_all: true });
+    expect(await readFile(file, 'utf8')).toBe('b'.repeat(20_000));
+  });
+
   it('list_files marks directories and links and does not follow links', async () => {
     const { outside, workspace, call } = await setup();
     await symlink(outside, path.join(workspace, 'outdir'));

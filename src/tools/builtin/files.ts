@@ -147,12 +147,24 @@ export function createFileTools(options: FileToolsOptions = {}): ToolDefinition[
           isError: true,
         };
       }
+      // Counted before it is built: replace_all multiplies new_text by the occurrences, so a small file and
+      // a long new_text would make a string (and a file) of hundreds of megabytes. The result stays a file
+      // these tools can read and edit again.
+      const replaced = args.replace_all ? occurrences : 1;
+      const updatedBytes =
+        Buffer.byteLength(text, 'utf8') +
+        replaced * (Buffer.byteLength(args.new_text, 'utf8') - Buffer.byteLength(args.old_text, 'utf8'));
+      if (updatedBytes > maxFileBytes)
+        throw new UserInputError({
+          code: ErrorCodes.payloadTooLarge,
+          message: `${args.path} would be ${updatedBytes} bytes after the edit; the limit is ${maxFileBytes}. Nothing changed.`,
+        });
       // A replacer function keeps `$&`-style sequences in new_text literal.
       const updated = args.replace_all
         ? text.split(args.old_text).join(args.new_text)
         : text.replace(args.old_text, () => args.new_text);
       await writeFileAtomically(target.absolutePath, updated, { shown: args.path });
-      return `Replaced ${args.replace_all ? occurrences : 1} occurrence(s) in ${target.relativePath}.`;
+      return `Replaced ${replaced} occurrence(s) in ${target.relativePath}.`;
     },
   });
 
