@@ -988,10 +988,19 @@ export function createLtmStore(
   /** Aborted when the database closes, ending any load and refusing the next (see `loadVocabulary`). */
   let vocabularyReadsEnd: AbortController | undefined;
   const maxVocabularyTerms = options.maxVocabularyTerms ?? 100_000;
+  /**
+   * The longest term the vocabulary and the stem cache keep. Their caps count terms, not bytes, and a term
+   * is as long as a caller's word; no word of a language is this long, and a search for one longer is
+   * counted by statement, as without a vocabulary.
+   */
+  const maxVocabularyTermChars = 64;
   /** Stems of the words batches and searches meet, so that a word a conversation keeps using is stemmed once. */
   const stems = new Map<string, string>();
   const maxStems = 16_384;
   const stemOf = (token: string): string => {
+    // Not kept: a message of one 100,000-character word would hold that much in each map. Porter leaves
+    // such words as they are.
+    if (token.length > maxVocabularyTermChars) return porterStem(token);
     let stem = stems.get(token);
     if (stem === undefined) {
       if (stems.size >= maxStems) stems.clear();
@@ -1021,7 +1030,9 @@ export function createLtmStore(
     const kept = counting.filter((known) => known.upTo === mark);
     if (kept.length === 0) return undefined;
     const rows = new Map<string, number>();
-    const count = (term: string) => rows.set(term, (rows.get(term) ?? 0) + 1);
+    const count = (term: string) => {
+      if (term.length <= maxVocabularyTermChars) rows.set(term, (rows.get(term) ?? 0) + 1);
+    };
     for (const { text } of await tx.all<{ text: string }>(pendingIndexTextsSql))
       forEachIndexTerm(text, stemOf, count);
     return { counting: kept, rows };
@@ -1094,7 +1105,9 @@ export function createLtmStore(
         file,
         (terms) => {
           if (loadingVocabulary !== counting) return false;
-          for (const [term, doc] of terms) counting.counts.set(term, (counting.counts.get(term) ?? 0) + doc);
+          for (const [term, doc] of terms)
+            if (term.length <= maxVocabularyTermChars)
+              counting.counts.set(term, (counting.counts.get(term) ?? 0) + doc);
           return counting.counts.size <= maxVocabularyTerms;
         },
         { signal: ending },
@@ -1120,7 +1133,10 @@ export function createLtmStore(
   ): { rows: number; pending: number } | undefined => {
     const known = vocabulary;
     if (known === undefined || !isPlainToken(word)) return undefined;
-    return { rows: known.counts.get(stemOf(word)) ?? 0, pending: Math.max(0, highestRowId - known.upTo) };
+    const stem = stemOf(word);
+    // Words this long are not kept in it (`maxVocabularyTermChars`): counted by statement.
+    if (stem.length > maxVocabularyTermChars) return undefined;
+    return { rows: known.counts.get(stem) ?? 0, pending: Math.max(0, highestRowId - known.upTo) };
   };
 
   /**

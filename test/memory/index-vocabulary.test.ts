@@ -196,6 +196,24 @@ describe('the full-text index vocabulary [sqlite]', () => {
     expect(await ltm.vocabularyWordRows('lantern')).toBeUndefined();
   });
 
+  it('keeps no word longer than 64 characters: such words neither fill it nor are answered from it', async () => {
+    const { db, ltm } = await setup({ maxVocabularyTerms: 1_000 });
+    await writeTurns(ltm, 'main', 0, 120);
+    await ltm.indexPending();
+    await ltm.loadIndexVocabulary();
+    // 2,000 distinct words of 5,000 characters: 10 MB held by the vocabulary before, and past its most terms.
+    const long = (index: number) => `${index.toString(36).padStart(4, '0')}${'x'.repeat(4_996)}`;
+    await writeTurns(ltm, 'main', 120, 1);
+    await db.run('UPDATE memory_entries SET content = ? WHERE id = (SELECT max(id) FROM memory_entries)', [
+      Array.from({ length: 2_000 }, (_, index) => long(index)).join(' '),
+    ]);
+    await ltm.indexPending();
+    expect(await ltm.vocabularyWordRows('lantern')).toBe(await matchingRows(db, 'lantern'));
+    // Counted by statement instead, and still found.
+    expect(await ltm.vocabularyWordRows(long(7))).toBeUndefined();
+    expect(await matchingRows(db, long(7))).toBe(1);
+  });
+
   it('lets a search over its row budget plan without counting a word, and find what counting found', async () => {
     const { db, ltm } = await setup();
     for (let from = 0; from < 600; from += 200) await writeTurns(ltm, from % 400 ? 'ops' : 'main', from, 200);
