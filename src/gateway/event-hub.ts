@@ -76,7 +76,10 @@ export interface EventSink {
 
 export interface EventHub {
   attach(sink: EventSink): void;
-  /** Subscribes a sink to one session's run and session-scoped events. */
+  /**
+   * Subscribes a sink to one session's run and session-scoped events. A sink watches at most
+   * `maxWatchedSessions` sessions: watching one more drops the one it watched (or watched again) longest ago.
+   */
   watch(sink: EventSink, sessionKey: string): void;
   /** Turns a sink's session-index subscription on or off (every session, not only watched ones). */
   subscribeSessions(sink: EventSink, on: boolean): void;
@@ -87,7 +90,17 @@ export interface EventHub {
   /** Runs currently tracked (started, not finished). */
   readonly activeRuns: number;
   readonly sinkCount: number;
+  /** Session watches of every sink together. */
+  readonly watchCount: number;
 }
+
+/**
+ * The most sessions one connection watches. Every `chat.history`, `chat.inject`, `chat.send` and `agent`
+ * watches its session and nothing unwatches one before the connection closes, so without a bound a client
+ * could make the hub index any number of session keys. A TUI watches a handful; a dashboard, the sessions
+ * it has opened.
+ */
+export const maxWatchedSessionsPerSink = 1_000;
 
 interface RunState {
   runId: string;
@@ -140,11 +153,16 @@ export function createEventHub(options: {
   table: MethodTable;
   clock: Clock;
   logger: Logger;
+  /** Sessions one sink watches at most (default `maxWatchedSessionsPerSink`). */
+  maxWatchedSessions?: number;
 }): EventHub {
   const { bus, table, clock, logger } = options;
+  const maxWatchedSessions = options.maxWatchedSessions ?? maxWatchedSessionsPerSink;
   const sinks = new Set<EventSink>();
   const bySession = new Map<string, Set<EventSink>>();
+  /** Each sink's watched sessions, the one watched longest ago first. */
   const watchedBy = new Map<EventSink, Set<string>>();
+  let watchCount = 0;
   const sessionSubscribers = new Set<EventSink>();
   const runs = new Map<string, RunState>();
   let forwardIndex = new Map<string, ForwardedEvent[]>();
@@ -179,6 +197,14 @@ export function createEventHub(options: {
         logger.error({ err: error, connId: sink.connId }, 'gateway: delivering an event failed');
       }
     }
+  };
+
+  /** Takes `sink` out of `sessionKey`'s watchers (its own set of keys is the caller's). */
+  const unwatch = (sink: EventSink, sessionKey: string) => {
+    watchCount--;
+    const watchers = bySession.get(sessionKey);
+    watchers?.delete(sink);
+    if (watchers?.size === 0) bySession.delete(sessionKey);
   };
 
   const notifySessions = (change: SessionChange) => {
@@ -381,8 +407,23 @@ export function createEventHub(options: {
         keys = new Set();
         watchedBy.set(sink, keys);
       }
-      if (keys.has(sessionKey)) return;
+      if (keys.has(sessionKey)) {
+        // Watched again: it becomes the most recent, the last one a new watch would drop.
+        keys.delete(sessionKey);
+        keys.add(sessionKey);
+        return;
+      }
+      if (keys.size >= maxWatchedSessions) {
+        const oldest = keys.values().next().value as string;
+        keys.delete(oldest);
+        unwatch(sink, oldest);
+        logger.debug(
+          { connId: sink.connId, sessionKey: oldest },
+          'gateway: dropped the oldest session watch',
+        );
+      }
       keys.add(sessionKey);
+      watchCount++;
       let watchers = bySession.get(sessionKey);
       if (!watchers) {
         watchers = new Set();
@@ -400,11 +441,7 @@ export function createEventHub(options: {
     detach(sink) {
       sinks.delete(sink);
       sessionSubscribers.delete(sink);
-      for (const key of watchedBy.get(sink) ?? []) {
-        const watchers = bySession.get(key);
-        watchers?.delete(sink);
-        if (watchers?.size === 0) bySession.delete(key);
-      }
+      for (const key of watchedBy.get(sink) ?? []) unwatch(sink, key);
       watchedBy.delete(sink);
     },
     close() {
@@ -415,12 +452,16 @@ export function createEventHub(options: {
       sessionSubscribers.clear();
       bySession.clear();
       watchedBy.clear();
+      watchCount = 0;
     },
     get activeRuns() {
       return runs.size;
     },
     get sinkCount() {
       return sinks.size;
+    },
+    get watchCount() {
+      return watchCount;
     },
   };
 }

@@ -115,13 +115,18 @@ export function acceptOpenClawConnection(
     scopes: [] as ReadonlyArray<string>,
     onRunEvent(event) {
       const wire = toOpenClawRunEvent(event, { protocol, caps });
-      if (wire) dispatcher.whenNotHolding(() => sendEventJson(wire.event, wire.payloadJson, wire.droppable));
+      if (!wire) return;
+      dispatcher.whenNotHolding(
+        () => sendEventJson(wire.event, wire.payloadJson, wire.droppable),
+        wire.payloadJson.length,
+      );
     },
     onForwardedEvent(entry, event) {
       sendEvent(entry.wireName, entry.toPayload(event));
     },
     onSessionChange(change) {
-      dispatcher.whenNotHolding(() => sendEvent('sessions.changed', sessionsChangedPayload(change)));
+      const payloadJson = JSON.stringify(sessionsChangedPayload(change));
+      dispatcher.whenNotHolding(() => sendEventJson('sessions.changed', payloadJson), payloadJson.length);
     },
   } satisfies EventSink;
 
@@ -139,6 +144,12 @@ export function acceptOpenClawConnection(
       out.flush();
     },
     maxPendingRequests: limits.maxPendingRequests,
+    maxHeldBytes: limits.maxBufferedBytes,
+    // As the outbound writer treats a slow consumer: close 1008 and destroy the socket at once.
+    overflow: (reason) => {
+      out.close(CloseCodes.policyViolation, reason);
+      ws.terminate();
+    },
     logger,
   });
   ws.on('pong', (data) => dispatcher.onPong(rawToString(data)));

@@ -18,6 +18,12 @@ const runStartingMethods = new Set(['chat.send', 'agent']);
 /** The longest held run events wait for the pong that follows their run's answer. */
 export const heldEventsMaxWaitMs = 2_000;
 
+/**
+ * The most events one connection holds while a run's answer awaits its pong. Past it (or past the
+ * connection's `maxBufferedBytes` of held payloads) the client is a slow consumer and is disconnected.
+ */
+export const maxHeldEvents = 10_000;
+
 type WireError = ReturnType<typeof toWireError>;
 
 export interface OpenClawDispatcherDeps {
@@ -30,14 +36,24 @@ export interface OpenClawDispatcherDeps {
   /** Sends a WebSocket ping carrying `token`; the peer's pong echoes it (see `onPong`). */
   ping(token: string): void;
   maxPendingRequests: number;
+  /** The most payload bytes held for one connection: its `maxBufferedBytes`, since held events are queued output. */
+  maxHeldBytes: number;
+  /**
+   * What is held passed `maxHeldEvents` or `maxHeldBytes`: disconnect the client as a slow consumer. The held
+   * events are dropped, and what the connection would hold afterwards is dropped too.
+   */
+  overflow(reason: string): void;
   logger: Logger;
 }
 
 export interface OpenClawDispatcher {
   /** Handles one text frame of a connected client. */
   onFrame(text: string): void;
-  /** Sends run events (and what must follow them) now, or once no run's answer awaits its pong. */
-  whenNotHolding(send: () => void): void;
+  /**
+   * Sends run events (and what must follow them) now, or once no run's answer awaits its pong. `bytes` is
+   * about the size of what `send` writes, counted against `maxHeldBytes` while it is held.
+   */
+  whenNotHolding(send: () => void, bytes?: number): void;
   /** A pong from the client, with its payload as text. */
   onPong(token: string): void;
   sendResult(id: string, payload: unknown): void;
@@ -56,6 +72,12 @@ export interface OpenClawDispatcher {
  * of a fast run often shared the chunk. So every run-starting answer is followed by a ping, and run events
  * are held from the request until that pong comes back: by then the client has read the answer. It costs
  * one round trip before a run's first event; OpenClaw's own gateway takes longer to start a run.
+ *
+ * Only a successful answer is followed by a ping: a refused request started no run, so what was held while
+ * it ran goes out right after its error. What is held is bounded like the connection's outbound queue (a
+ * client that never sends the pong would otherwise make it grow for 2 s after every answer, and the
+ * cumulative assistant text makes that quadratic): past `maxHeldEvents` events or `maxHeldBytes` bytes the
+ * client is disconnected as a slow consumer.
  */
 export function createOpenClawDispatcher(deps: OpenClawDispatcherDeps): OpenClawDispatcher {
   return new Dispatcher(deps);
@@ -66,6 +88,9 @@ class Dispatcher implements OpenClawDispatcher {
   #pending = 0;
   #unconfirmedAnswers = 0;
   #heldEvents: Array<() => void> | undefined;
+  #heldBytes = 0;
+  /** What was held overflowed: the connection is closing, and nothing more is held or sent from the hold. */
+  #overflowed = false;
   #awaitedPongs: Map<string, () => void> | undefined;
   /**
    * Counts this connection's answer pings, which the tokens only need to tell apart: a pong the client makes up
@@ -83,18 +108,35 @@ class Dispatcher implements OpenClawDispatcher {
     this.deps.send({ type: 'res', id, ok: false, error });
   }
 
-  whenNotHolding(send: () => void): void {
+  whenNotHolding(send: () => void, bytes = 0): void {
     if (this.#unconfirmedAnswers === 0) {
       send();
       return;
     }
+    if (this.#overflowed) return;
     this.#heldEvents ??= [];
     this.#heldEvents.push(send);
+    this.#heldBytes += bytes;
+    const { maxHeldBytes } = this.deps;
+    if (this.#heldEvents.length <= maxHeldEvents && this.#heldBytes <= maxHeldBytes) return;
+    const reason =
+      this.#heldBytes > maxHeldBytes
+        ? `slow consumer: more than ${maxHeldBytes} bytes held for an unanswered ping`
+        : `slow consumer: more than ${maxHeldEvents} events held for an unanswered ping`;
+    this.deps.logger.warn(
+      { heldEvents: this.#heldEvents.length, heldBytes: this.#heldBytes, maxHeldEvents, maxHeldBytes },
+      'gateway: slow consumer disconnected',
+    );
+    this.#overflowed = true;
+    this.#heldEvents = undefined;
+    this.#heldBytes = 0;
+    this.deps.overflow(reason);
   }
 
   #confirmAnswer(): void {
     this.#unconfirmedAnswers--;
     if (this.#unconfirmedAnswers > 0 || !this.#heldEvents) return;
+    this.#heldBytes = 0;
     for (const send of this.#heldEvents.splice(0)) send();
   }
 
@@ -121,6 +163,7 @@ class Dispatcher implements OpenClawDispatcher {
   async #runRequest(id: string, method: string, params: unknown): Promise<void> {
     const { table, context, logger } = this.deps;
     const startsRun = runStartingMethods.has(method);
+    // Events are held from the request on: a run may publish its first ones before its answer is sent.
     if (startsRun) this.#unconfirmedAnswers++;
     let answered = !startsRun;
     // The ping follows the answer in the same write: frames are read in order, so its pong still says the
@@ -130,6 +173,12 @@ class Dispatcher implements OpenClawDispatcher {
       if (answered) return;
       answered = true;
       this.#awaitAnswerRead();
+    };
+    // A refused request started no run: nothing waits for the client to read its error.
+    const refusalSent = () => {
+      if (answered) return;
+      answered = true;
+      this.#confirmAnswer();
     };
     try {
       const result = await table.invoke(method, params, context);
@@ -150,7 +199,7 @@ class Dispatcher implements OpenClawDispatcher {
       }
     } catch (error) {
       this.sendError(id, toWireError(error, logger));
-      answerSent();
+      refusalSent();
     }
   }
 

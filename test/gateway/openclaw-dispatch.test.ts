@@ -73,6 +73,8 @@ function setup(options: { maxPendingRequests?: number } = {}) {
       wire.push({ ping: token });
     },
     maxPendingRequests: options.maxPendingRequests ?? 16,
+    maxHeldBytes: 8 * 1024 * 1024,
+    overflow: () => undefined,
     logger: silentLogger,
   });
   const request = (id: string, method: string, params: unknown = {}) =>
@@ -166,12 +168,16 @@ describe('OpenClaw dispatcher', () => {
     expect(wire.at(-1)).toEqual({ event: 'later' });
   });
 
-  it('releases held events after a refused run-starting request, and for clients that never pong', async () => {
+  it('releases held events right after a refused run-starting request, and for clients that never pong', async () => {
     vi.useFakeTimers();
     const { wire, request } = setup();
+    // Refused: no ping, and what was held while it ran follows its error.
     request('1', 'chat.send', { fail: true });
     await vi.advanceTimersByTimeAsync(0);
-    expect(wire.map((frame) => frame.id ?? frame.event ?? 'ping')).toEqual(['1', 'ping']);
+    expect(wire.map((frame) => frame.id ?? frame.event ?? 'ping')).toEqual(['1', 'agent:start']);
+    request('2', 'chat.send');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(wire.slice(2).map((frame) => frame.id ?? frame.event ?? 'ping')).toEqual(['2', 'ping']);
     await vi.advanceTimersByTimeAsync(heldEventsMaxWaitMs);
     expect(wire.at(-1)).toEqual({ event: 'agent:start' });
   });
