@@ -1,33 +1,185 @@
-import { ErrorCodes, SystemError } from '../util/index.js';
+import type { Bus, BusEvent } from '../bus/index.js';
+import { ErrorCodes, SystemError, UserInputError } from '../util/index.js';
 import type { WorkItem, WorkQueue } from '../work/index.js';
 
 export const workflowRunKind = 'workflow.run';
 
 type RunResult = 'completed' | 'failed';
 
+/** A run handed to the queue whose item no worker has taken yet. */
 interface PendingRun {
+  taskId: string;
   execute: () => Promise<RunResult>;
   resolve: (result: RunResult) => void;
   reject: (error: unknown) => void;
+  /** The work item, once the submission answered. */
+  itemId: string | undefined;
+  /** The run was cancelled before its submission answered: its item is cancelled as soon as it is known. */
+  cancelled: boolean;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
 }
+
+type TerminalWorkEvent = BusEvent<'work:cancelled' | 'work:failed' | 'work:dead' | 'work:completed'>;
+
+const terminalTypes = ['work:cancelled', 'work:failed', 'work:dead', 'work:completed'] as const;
 
 /**
  * Puts workflow runs on the durable work queue: the scheduler of a workflow (FIFO, `max_concurrency`,
  * `max_queue_size` from scheduler.yaml) decides when a run starts, and the run itself is then a work item of
  * kind `workflow.run` that a worker of the pool's `workflow` class claims and executes. A run whose process
  * went away (the closure that executes it lives in memory) fails clearly instead of hanging.
+ *
+ * A run always ends, so that its scheduler slot comes back: when its item ends before a worker of this
+ * process takes it (cancelled with `work.cancel` or `agent.control`, failed or dead in another process),
+ * `dispatch` rejects — ABORTED for a cancel — once `watch` follows the bus; when the run is cancelled first
+ * (`signal`: `workflow.cancel`, the engine closing), its item is cancelled and `dispatch` rejects ABORTED.
  */
 export interface WorkflowDispatch {
-  dispatch(taskId: string, execute: () => Promise<RunResult>, workflowId: string): Promise<RunResult>;
+  /**
+   * Settles when the run has executed, or rejects when it never will: CONFLICT for a task id that is already
+   * waiting here (another workflow's run) or on the queue (another process's), ABORTED when its item was
+   * cancelled or `signal` aborted before a worker took it, the item's error when it failed before that.
+   */
+  dispatch(
+    taskId: string,
+    execute: () => Promise<RunResult>,
+    workflowId: string,
+    signal?: AbortSignal,
+  ): Promise<RunResult>;
   runItem(item: WorkItem): Promise<{ summary: string }>;
+  /**
+   * Follows the terminal `work:*` events of `bus` (the queue's), ending the runs whose item ends before a
+   * worker takes it. Once per bus; returns the unsubscribe.
+   */
+  watch(bus: Bus): () => void;
+  /** Resolves when the item cancels started by cancelled runs have been written. */
+  idle(): Promise<void>;
 }
 
 export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
   const pending = new Map<string, PendingRun>();
+  const byItem = new Map<string, PendingRun>();
+  /**
+   * Terminal events of `workflow.run` items not known here while a submission had not answered yet: the
+   * item may be that submission's (ended before its id came back). Emptied when no submission is waiting.
+   */
+  const endedEarly = new Map<string, TerminalWorkEvent>();
+  let submitting = 0;
+  const cancelling = new Set<Promise<unknown>>();
+  const watched = new Map<Bus, () => void>();
+
+  /** Takes the run out of the waiting ones (it runs, or ends without running). */
+  const take = (run: PendingRun): void => {
+    if (pending.get(run.taskId) === run) pending.delete(run.taskId);
+    if (run.itemId !== undefined && byItem.get(run.itemId) === run) byItem.delete(run.itemId);
+    if (run.onAbort) run.signal?.removeEventListener('abort', run.onAbort);
+    run.onAbort = undefined;
+  };
+
+  const cancelItem = (itemId: string): void => {
+    // The run has ended already; an item that meanwhile ended or was taken by a worker keeps its state
+    // (a worker that takes it finds no run and fails it).
+    const cancel = queue
+      .cancel(itemId, { reason: 'its workflow run was cancelled', cascade: false })
+      .catch(() => undefined)
+      .finally(() => cancelling.delete(cancel));
+    cancelling.add(cancel);
+  };
+
+  /** The run was cancelled (workflow.cancel, the engine closing) while its item waited. */
+  const cancelWaiting = (run: PendingRun): void => {
+    take(run);
+    if (run.itemId !== undefined) cancelItem(run.itemId);
+    else run.cancelled = true;
+    run.reject(
+      new UserInputError({
+        code: ErrorCodes.aborted,
+        message: 'the run was cancelled before a worker started it',
+      }),
+    );
+  };
+
+  /** The run's item ended before a worker of this process took it. */
+  const endedUnclaimed = (run: PendingRun, event: TerminalWorkEvent): void => {
+    take(run);
+    const item = `the run's work item ${event.data.workItemId}`;
+    switch (event.type) {
+      case 'work:cancelled': {
+        const { reason } = (event as BusEvent<'work:cancelled'>).data;
+        run.reject(
+          new UserInputError({
+            code: ErrorCodes.aborted,
+            message: `${item} was cancelled before a worker started it${reason ? ` (${reason})` : ''}`,
+          }),
+        );
+        return;
+      }
+      case 'work:failed':
+      case 'work:dead': {
+        const { error } = (event as BusEvent<'work:failed' | 'work:dead'>).data;
+        run.reject(
+          new SystemError({
+            code: error.code,
+            message: `${item} ended ${event.data.state} before this process ran it: ${error.message}`,
+          }),
+        );
+        return;
+      }
+      default:
+        run.reject(
+          new SystemError({
+            code: ErrorCodes.internal,
+            message: `${item} completed without this process running it`,
+          }),
+        );
+    }
+  };
+
+  const onTerminal = (event: TerminalWorkEvent): void => {
+    if (event.data.kind !== workflowRunKind) return;
+    if (event.type === 'work:failed' && (event as BusEvent<'work:failed'>).data.willRetry) return;
+    const run = byItem.get(event.data.workItemId);
+    if (run) endedUnclaimed(run, event);
+    else if (submitting > 0) endedEarly.set(event.data.workItemId, event);
+  };
+
   return {
-    dispatch(taskId, execute, workflowId) {
+    dispatch(taskId, execute, workflowId, signal) {
+      if (pending.has(taskId)) {
+        return Promise.reject(
+          new UserInputError({
+            code: ErrorCodes.conflict,
+            message: `workflow task ${taskId} is already waiting for a worker (a run of another workflow has that task id); run it with another taskId`,
+            details: { taskId },
+          }),
+        );
+      }
+      if (signal?.aborted) {
+        return Promise.reject(
+          new UserInputError({
+            code: ErrorCodes.aborted,
+            message: 'the run was cancelled before it started',
+          }),
+        );
+      }
       return new Promise<RunResult>((resolve, reject) => {
-        pending.set(taskId, { execute, resolve, reject });
+        const run: PendingRun = {
+          taskId,
+          execute,
+          resolve,
+          reject,
+          itemId: undefined,
+          cancelled: false,
+          signal,
+          onAbort: undefined,
+        };
+        pending.set(taskId, run);
+        if (signal) {
+          run.onAbort = () => cancelWaiting(run);
+          signal.addEventListener('abort', run.onAbort, { once: true });
+        }
+        submitting++;
         queue
           .submit({
             kind: workflowRunKind,
@@ -37,22 +189,54 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
             dedupKey: `workflow:${taskId}`,
             maxAttempts: 1,
           })
-          .catch((error: unknown) => {
-            pending.delete(taskId);
-            reject(error);
-          });
+          .then(
+            (submitted) => {
+              const early = endedEarly.get(submitted.id);
+              if (--submitting === 0) endedEarly.clear();
+              if (submitted.merged) {
+                // A live item of another run with this task id (another process's): never this run's.
+                if (pending.get(taskId) === run) {
+                  take(run);
+                  reject(
+                    new UserInputError({
+                      code: ErrorCodes.conflict,
+                      message: `workflow task ${taskId} is already on the work queue (item ${submitted.id}); run it with another taskId`,
+                      details: { taskId, workItemId: submitted.id },
+                    }),
+                  );
+                }
+                return;
+              }
+              if (run.cancelled) {
+                cancelItem(submitted.id);
+                return;
+              }
+              // Taken by a worker already (a submission handed to an idle worker): nothing waits any more.
+              if (pending.get(taskId) !== run) return;
+              run.itemId = submitted.id;
+              byItem.set(submitted.id, run);
+              if (early) endedUnclaimed(run, early);
+            },
+            (error: unknown) => {
+              if (--submitting === 0) endedEarly.clear();
+              if (pending.get(taskId) !== run) return;
+              take(run);
+              reject(error);
+            },
+          );
       });
     },
     async runItem(item) {
       const taskId = String(item.params.taskId);
       const run = pending.get(taskId);
-      if (!run) {
+      // An item that is not the waiting run's (another process's, with the same task id) is not run here.
+      if (!run || (run.itemId !== undefined && run.itemId !== item.id)) {
         throw new SystemError({
           code: ErrorCodes.internal,
           message: `workflow task ${taskId} was started by an agentd process that is gone; run the workflow again`,
         });
       }
-      pending.delete(taskId);
+      take(run);
       try {
         const result = await run.execute();
         run.resolve(result);
@@ -61,6 +245,23 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
         run.reject(error);
         throw error;
       }
+    },
+    watch(bus) {
+      let stop = watched.get(bus);
+      if (!stop) {
+        const unsubscribe = bus.subscribe({ types: terminalTypes }, (event) =>
+          onTerminal(event as TerminalWorkEvent),
+        );
+        stop = () => {
+          unsubscribe();
+          watched.delete(bus);
+        };
+        watched.set(bus, stop);
+      }
+      return stop;
+    },
+    async idle() {
+      while (cancelling.size > 0) await Promise.all([...cancelling]);
     },
   };
 }

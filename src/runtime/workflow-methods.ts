@@ -43,8 +43,8 @@ export interface WorkflowMethods {
 function dispatchOption(dispatch: WorkflowDispatch | undefined, workflowId: string) {
   if (!dispatch) return {};
   return {
-    dispatch: (taskId: string, execute: () => Promise<'completed' | 'failed'>) =>
-      dispatch.dispatch(taskId, execute, workflowId),
+    dispatch: (taskId: string, execute: () => Promise<'completed' | 'failed'>, signal: AbortSignal) =>
+      dispatch.dispatch(taskId, execute, workflowId, signal),
   };
 }
 
@@ -91,6 +91,7 @@ export function registerWorkflowMethods(options: {
   const roots = options.allowedRoots.map((root) => resolve(root));
   // Directories the embedding program itself asked to run (`run` below): its own code, not a client's.
   const trustedDirs = new Set<string>();
+  let stopWatching: (() => void) | undefined;
 
   const engineFor = (dir: string): Promise<WorkflowEngine> => {
     const path = realOrSelf(resolve(roots[0] ?? '/', dir));
@@ -113,6 +114,9 @@ export function registerWorkflowMethods(options: {
     }
     let engine = engines.get(path);
     if (!engine) {
+      const dispatch = options.dispatch();
+      // A run whose work item ends before a worker takes it (work.cancel, agent.control) ends with it.
+      if (dispatch) stopWatching ??= dispatch.watch(options.bus);
       engine = loadWorkflow(path).then((workflow) =>
         createWorkflowEngine({
           workflow,
@@ -131,7 +135,7 @@ export function registerWorkflowMethods(options: {
           workDir: path,
           publish: (type, data) => options.bus.publish(type, data),
           runAgentWithTools: options.runAgentWithTools,
-          ...dispatchOption(options.dispatch(), workflow.id),
+          ...dispatchOption(dispatch, workflow.id),
           logger: options.logger,
         }),
       );
@@ -194,6 +198,10 @@ export function registerWorkflowMethods(options: {
     },
     async close() {
       for (const engine of engines.values()) await engine.then((ready) => ready.close()).catch(() => {});
+      // Closing cancelled the runs still waiting for a worker: their items' cancels land before the store closes.
+      await options.dispatch()?.idle();
+      stopWatching?.();
+      stopWatching = undefined;
     },
   };
 }

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { activeContext, type Context } from '../../telemetry/index.js';
-import { ErrorCodes, UserInputError } from '../../util/index.js';
+import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import { runEvaluationSuites } from '../evaluation.js';
 import { buildInspection, type InspectionReport } from '../inspector.js';
@@ -9,7 +9,7 @@ import { statusViewOf } from '../task.js';
 import { concludeOpen } from './conclude.js';
 import { executeRun, finishRun, settleRun } from './execute-run.js';
 import { createRunRegistry } from './registry.js';
-import { abortRun, createRunState, newRootTask, type Run, rootSpec } from './run-state.js';
+import { abortRun, createRunState, newRootTask, type Run, rootSpec, signalOf } from './run-state.js';
 import { setupEngine } from './setup.js';
 import { startRunSpan, traceWorkflowRun } from './tracing.js';
 import type {
@@ -122,6 +122,34 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   }
 
   /**
+   * A run handed to `options.dispatch` when the scheduler starts it. A dispatch that rejects before it
+   * executed the run (its work item was cancelled or failed first, a refused task id) ends the run here, as
+   * a cancel before the start does, so that its result settles and the executor frees its slot.
+   */
+  function dispatchRun(
+    dispatch: NonNullable<CreateWorkflowEngineOptions['dispatch']>,
+    run: Run,
+    traceParent: Context,
+  ): Promise<'completed' | 'failed'> {
+    let executing = false;
+    return dispatch(
+      run.root.taskId,
+      () => {
+        executing = true;
+        return execute(run, traceParent);
+      },
+      signalOf(run),
+    ).catch((error: unknown) => {
+      if (executing || run.finished) throw error;
+      const shape = AgentdError.isInstance(error)
+        ? { code: error.code, message: error.message }
+        : { code: ErrorCodes.internal, message: errorShape(error).message };
+      concludeOpen(core, run, shape.code === ErrorCodes.aborted ? 'cancelled' : 'failed', shape);
+      return end(run);
+    });
+  }
+
+  /**
    * A run as the executor's job. Its end reaches the executor through the handle (`run.job`, see `end`):
    * the promise `execute` gives is not waited on, which would be a promise and a reaction more per run
    * (it never rejects: `end` does not throw, and `executeRun` ends a run whatever its steps threw). An
@@ -185,7 +213,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       submitting = run;
       executor.submit(
         dispatch
-          ? { taskId, submittedAt: at, run: () => dispatch(taskId, () => execute(run, traceParent)) }
+          ? { taskId, submittedAt: at, run: () => dispatchRun(dispatch, run, traceParent) }
           : new RunJob(taskId, at, run, traceParent),
       );
     } catch (error) {

@@ -41,11 +41,15 @@ export interface CreateWorkflowEngineOptions {
   /**
    * Hands each run, when the scheduler starts it, to something that executes it — the agentd runtime puts it
    * on the durable work queue so a worker of the pool runs it (visible, leased, cancellable like any work
-   * item). Without it the scheduler calls the run directly.
+   * item). Without it the scheduler calls the run directly. `signal` aborts when the run is cancelled
+   * (`cancel`, its `RunOptions.signal`, `close`). A rejection before `execute` was called ends the run without
+   * running it — `cancelled` when the error's code is ABORTED, else `failed` with the error — and frees its
+   * slot; a dispatch must settle, or the run and its slot wait for ever.
    */
   dispatch?: (
     taskId: string,
     execute: () => Promise<'completed' | 'failed'>,
+    signal: AbortSignal,
   ) => Promise<'completed' | 'failed'>;
   /** Base of tool `permissions.root` and of file access by functions. Default `process.cwd()`. */
   workDir?: string;
