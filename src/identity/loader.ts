@@ -69,6 +69,8 @@ export interface IdentityLoaderOptions {
    * turn's bookkeeping; a change is then seen at the first load after this time (at once with `watch`).
    */
   revalidateMs?: number;
+  /** Agents whose built identity is kept (default 256), the least recently built dropped first. */
+  maxCachedAgents?: number;
   clock?: Clock;
 }
 
@@ -132,6 +134,7 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
   const maxFileBytes = options.maxFileBytes ?? 1024 * 1024;
   const revalidateMs = options.revalidateMs ?? 0;
   const clock = options.clock ?? systemClock;
+  const maxCachedAgents = options.maxCachedAgents ?? 256;
   const cache = new Map<string, { signature: string; packet: IdentityPacket; checkedAtMs: number }>();
   const listeners = new Set<(agentId: string) => void>();
   const watchers = new Map<string, FSWatcher>();
@@ -164,10 +167,12 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
   const ensureWatching = (agentId: string) => {
     if (!options.watch) return;
     for (const directory of directoriesOf(agentId)) {
+      // A directory that is not there is not remembered: session keys name agent ids of a caller's choosing.
+      if (!watchers.has(directory) && !existsSync(directory)) continue;
       const agents = watchedAgents.get(directory) ?? new Set<string>();
       agents.add(agentId);
       watchedAgents.set(directory, agents);
-      if (watchers.has(directory) || !existsSync(directory)) continue;
+      if (watchers.has(directory)) continue;
       try {
         const watcher = watchDirectory(directory, { persistent: false }, (_event, fileName) => {
           const name = fileName?.toString();
@@ -270,6 +275,9 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
       return cached.packet;
     }
     const packet = await build(agentId);
+    cache.delete(agentId);
+    // The agents loaded most recently: a caller naming new agent ids must not grow it for good.
+    if (cache.size >= maxCachedAgents) cache.delete(cache.keys().next().value!);
     cache.set(agentId, { signature, packet, checkedAtMs: now });
     return packet;
   };

@@ -63,6 +63,25 @@ describe('identity loader', () => {
     expect(logger.records.filter((record) => record.message?.includes('shadowed'))).toHaveLength(3);
   });
 
+  it('keeps the identities of the most recently built agents only, however many ids callers name', async () => {
+    const logger = createRecordingLogger();
+    loader = createIdentityLoader({ workspaceDir: workspace, logger, maxCachedAgents: 2 });
+    const builds = (agentId: string) =>
+      logger.records.filter(
+        (record) => record.object.agentId === agentId && record.message?.includes('not found'),
+      ).length;
+    await loader.load('a0');
+    const once = builds('a0');
+    expect(once).toBeGreaterThan(0);
+    await loader.load('a0');
+    expect(builds('a0')).toBe(once);
+    // Two other agents later, a0 was dropped and is built again.
+    await loader.load('a1');
+    await loader.load('a2');
+    await loader.load('a0');
+    expect(builds('a0')).toBe(2 * once);
+  });
+
   it('falls back to the packaged defaults with a warning for each missing file', async () => {
     write('agents/bob/SOUL.md', '# Soul\n\nYou are Bob.\n');
     const logger = createRecordingLogger();
