@@ -5,7 +5,7 @@
 
 import { dirname, join, resolve } from 'node:path';
 import { type Bus, createBus } from './bus/index.js';
-import { type ChatService, createChatService, type PendingMessage } from './chat/index.js';
+import { type ChatService, chatConfigSchema, createChatService, type PendingMessage } from './chat/index.js';
 import { type AgentDefinition, type AgentdConfig, providerSettings } from './config/index.js';
 import { createCronScheduler } from './cron/index.js';
 import { type EngageResult, engageConfigSchema, engageOptionsFromConfig, runEngage } from './engage/index.js';
@@ -255,6 +255,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const startedAt = clock.now();
 
   const memoryConfig = parseSection(memoryConfigSchema, config.sections.memory, 'memory');
+  const chatConfig = parseSection(chatConfigSchema, config.sections.chat, 'chat');
   const engageConfig = parseSection(engageConfigSchema, config.sections.engage, 'engage');
   const gatewayConfig = parseSection(gatewayConfigSchema, config.sections.gateway, 'gateway');
   const toolsConfig = parseSection(toolsConfigSchema, config.sections.tools, 'tools');
@@ -578,6 +579,10 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       },
       list: async () =>
         (await store.kv.list(inboxNamespace)).map((entry) => JSON.parse(entry.value) as PendingMessage),
+      get: async (runId) => {
+        const value = await store.kv.get(inboxNamespace, runId);
+        return value === undefined ? undefined : (JSON.parse(value) as PendingMessage);
+      },
       // On the session's row, which the same commits update for the message count (migration 0023).
       markRunning: (run, tx) =>
         store.sessions.markRunning(
@@ -615,9 +620,15 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       goal: ({ argument, sessionKey, agentId }) => agents.goal({ argument, sessionKey, agentId }),
     },
     recallRefreshMs: memoryConfig.recall.promptReuseMs,
+    maxQueuedTurnsPerSession: chatConfig.maxQueuedTurnsPerSession,
+    maxQueuedTurns: chatConfig.maxQueuedTurns,
     onRecall: (outcome) => slo.recordRecall(outcome),
-    onTurnActivity: (agentId, active) =>
-      userTurns.set(agentId, (userTurns.get(agentId) ?? 0) + (active ? 1 : -1)),
+    onTurnActivity: (agentId, active) => {
+      // Only agents with a turn running: session keys name agent ids of a caller's choosing.
+      const turns = (userTurns.get(agentId) ?? 0) + (active ? 1 : -1);
+      if (turns > 0) userTurns.set(agentId, turns);
+      else userTurns.delete(agentId);
+    },
     clock,
     idGenerator,
     logger,

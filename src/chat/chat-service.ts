@@ -20,8 +20,10 @@ import {
 } from '../util/index.js';
 import { createAutoRecall } from './auto-recall.js';
 import { createAcceptance } from './service/acceptance.js';
+import { InboxBacklog } from './service/backlog.js';
 import type { ChatContext } from './service/context.js';
 import { runLocalReply } from './service/local-reply.js';
+import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
 import { failInterrupted } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
@@ -101,6 +103,11 @@ export interface ChatInbox {
   delete(runId: string, tx?: SqlExecutor): Promise<void>;
   list(): Promise<PendingMessage[]>;
   /**
+   * One pending message. Lets `resumePending` start a backlog larger than the queue's bounds as queued
+   * turns start, holding only run ids meanwhile; without it the rest waits for the next start.
+   */
+  get?(runId: string): Promise<PendingMessage | undefined>;
+  /**
    * In the transaction of the run's user message (`tx`); `sessionId` is the instance the message went to.
    * The same write counts `activity` on that session's record (as `SessionStore.touch`): the chat service
    * does not touch the session separately in this commit. It must refuse an instance no longer active as
@@ -157,6 +164,13 @@ export interface CreateChatServiceOptions {
   maxMessageChars?: number;
   /** How many finished runs are remembered for `wait` and idempotency. */
   maxRememberedRuns?: number;
+  /**
+   * Turns accepted but not started yet, per session key and in all (`chat.maxQueuedTurnsPerSession`,
+   * default 32, and `chat.maxQueuedTurns`, default 1,000). A message that would wait behind a turn of its
+   * session past either is refused with QUEUE_FULL before it is stored; `/stop` never waits.
+   */
+  maxQueuedTurnsPerSession?: number;
+  maxQueuedTurns?: number;
   /** Tells the memory manager and heartbeat that a user-led turn is running for the agent. */
   onTurnActivity?: (agentId: string, active: boolean) => void;
   /** How each automatic recall ended (the recall-success SLO); a reused recall is not reported. */
@@ -216,6 +230,9 @@ export interface ChatService {
     label: string;
   }): Promise<ChatRunRecord>;
 }
+
+/** The longest delay `setTimeout` takes: 2^31 - 1 ms (about 24.8 days). */
+const maxTimerMs = 2 ** 31 - 1;
 
 // C0 control characters other than tab, newline and carriage return.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly the characters stripped
@@ -282,8 +299,13 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),
+    queue: new TurnQueue({
+      maxPerSession: options.maxQueuedTurnsPerSession ?? defaultMaxQueuedTurnsPerSession,
+      maxTotal: options.maxQueuedTurns ?? defaultMaxQueuedTurns,
+    }),
   };
   const { lanes, live, finished, waiters } = ctx;
+  const backlog = new InboxBacklog(ctx);
 
   const abort: ChatService['abort'] = (input) => abortRuns(ctx, input);
 
@@ -313,6 +335,11 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       }
 
       const turn = { runId: idempotencyKey, sessionKey, agentId, text: message };
+      // A message that would wait behind a turn of its session takes a place in the queue, or is refused
+      // (QUEUE_FULL) before anything is stored; one its idle session starts at once is only counted.
+      const slot = ctx.unsettledTurns.has(sessionKey)
+        ? ctx.queue.admit(sessionKey)
+        : ctx.queue.reserve(sessionKey);
       // A message its session can take at once is stored by its turn: the user entry and the mark that its
       // run started commit together before the acknowledgement, so it skips the inbox (one commit, not
       // two). Commands and messages that queue behind a run wait in the inbox; so does everything while
@@ -324,30 +351,24 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         !options.memory.status().degraded
       ) {
         const acceptance = createAcceptance();
-        startTurn(ctx, turn, acceptance);
+        startTurn(ctx, turn, acceptance, slot);
         await acceptance.stored;
         return { runId: idempotencyKey, status: 'started' };
       }
-      await options.inbox?.put({ ...turn, receivedAt: clock.now() });
-      startTurn(ctx, turn);
+      try {
+        await options.inbox?.put({ ...turn, receivedAt: clock.now() });
+      } catch (error) {
+        slot.release();
+        throw error;
+      }
+      startTurn(ctx, turn, undefined, slot);
       return { runId: idempotencyKey, status: 'started' };
     },
 
     async resumePending() {
       if (!options.inbox) return [];
       await failInterrupted(ctx);
-      const pending = (await options.inbox.list()).sort((a, b) => a.receivedAt - b.receivedAt);
-      const resumed: string[] = [];
-      for (const item of pending) {
-        if (live.has(item.runId) || finished.has(item.runId)) continue;
-        logger.warn(
-          { runId: item.runId, sessionKey: item.sessionKey },
-          'resuming a chat message accepted before a restart',
-        );
-        startTurn(ctx, item);
-        resumed.push(item.runId);
-      }
-      return resumed;
+      return backlog.resume();
     },
 
     wait(runId, waitOptions = {}) {
@@ -366,17 +387,21 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
         list.push(onDone);
         waiters.set(runId, list);
         if (waitOptions.timeoutMs !== undefined) {
+          // Past 2^31 - 1 ms Node would fire the timer after 1 ms (TimeoutOverflowWarning).
+          const timeoutMs = Math.min(Math.max(0, waitOptions.timeoutMs), maxTimerMs);
           timer = setTimeout(() => {
+            // A waiter that timed out leaves the run's list, so one outliving its caller is gone by then.
             const remaining = (waiters.get(runId) ?? []).filter((waiter) => waiter !== onDone);
-            waiters.set(runId, remaining);
+            if (remaining.length > 0) waiters.set(runId, remaining);
+            else waiters.delete(runId);
             reject(
               new UserInputError({
                 code: ErrorCodes.timeout,
-                message: `run ${runId} did not finish within ${waitOptions.timeoutMs} ms`,
+                message: `run ${runId} did not finish within ${timeoutMs} ms`,
                 retryable: true,
               }),
             );
-          }, waitOptions.timeoutMs);
+          }, timeoutMs);
         }
       });
     },
@@ -429,6 +454,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     },
 
     async drain() {
+      // Messages left in the inbox at start stay there for the next start.
+      backlog.stop();
       const running = [...live.values()];
       for (const run of running)
         run.controller.abort(

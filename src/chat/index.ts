@@ -9,3 +9,4 @@ export {
   type RunningRun,
   type SlashCommand,
 } from './chat-service.js';
+export { type ChatConfig, chatConfigSchema } from './config.js';

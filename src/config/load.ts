@@ -44,6 +44,7 @@ export interface AgentdConfig {
   /** Raw subsystem sections, parsed by each subsystem's schema in the composition root. */
   sections: Pick<
     ConfigFile,
+    | 'chat'
     | 'memory'
     | 'engage'
     | 'gateway'
@@ -244,6 +245,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
     agents: file.agents ?? [],
     credentials,
     sections: {
+      chat: file.chat,
       memory: file.memory,
       engage: file.engage,
       gateway: file.gateway,

@@ -28,6 +28,11 @@ const { read, write, admin } = OperatorScopes;
 
 const sessionKeyParam = z.string().min(1).max(256);
 const idempotencyKeyParam = z.string().min(1).max(256);
+/**
+ * The longest wait a run's waiter takes: 2^31 - 1 ms (about 24.8 days), what `setTimeout` can count; past it
+ * Node fires after 1 ms. Longer waits are refused (INVALID_REQUEST), not clamped.
+ */
+const maxWaitMs = 2 ** 31 - 1;
 const memoryIdParam = z.union([z.string().min(1).max(256), z.number().int().nonnegative()]).transform(String);
 
 /** OpenClaw clients send more optional fields than agentd reads; unknown fields are accepted and ignored. */
@@ -46,8 +51,12 @@ const agentParams = z.looseObject({
   idempotencyKey: idempotencyKeyParam,
   agentId: z.string().min(1).max(64).optional(),
   sessionKey: sessionKeyParam.optional(),
-  /** Seconds, as `openclaw agent --timeout` sends it. */
-  timeout: z.number().positive().optional(),
+  /** Seconds, as `openclaw agent --timeout` sends it; at most `maxWaitMs`. */
+  timeout: z
+    .number()
+    .positive()
+    .max(maxWaitMs / 1000)
+    .optional(),
   deliver: z.boolean().optional(),
   attachments: z.array(z.unknown()).optional(),
 });
@@ -278,7 +287,7 @@ export function registerCoreMethods(
     scopes: [write],
     params: z.looseObject({
       runId: z.string().min(1).max(256),
-      timeoutMs: z.number().int().positive().optional(),
+      timeoutMs: z.number().int().positive().max(maxWaitMs).optional(),
     }),
     async handler(params) {
       try {

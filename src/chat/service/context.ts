@@ -7,6 +7,7 @@ import type {
 } from '../../util/index.js';
 import type { AutoRecall } from '../auto-recall.js';
 import type { ChatRunRecord, CreateChatServiceOptions } from '../chat-service.js';
+import type { TurnQueue } from './queue.js';
 
 /** A run that has not settled yet: its record, what aborts it and the promise of its end. */
 export interface LiveRun {
@@ -40,4 +41,6 @@ export interface ChatContext {
   readonly running: Set<string>;
   /** Turns per session key that are queued or running and not settled yet. */
   readonly unsettledTurns: StringDictionary<number>;
+  /** Turns accepted and not started yet, within `chat.maxQueuedTurnsPerSession` and `chat.maxQueuedTurns`. */
+  readonly queue: TurnQueue;
 }

@@ -14,6 +14,7 @@ import { builtInCommand } from './commands.js';
 import type { ChatContext } from './context.js';
 import { runLocalReply } from './local-reply.js';
 import { runModelTurn } from './model-turn.js';
+import type { QueueSlot } from './queue.js';
 import { newRecord, refFor, settle } from './records.js';
 import { markEnded } from './recovery.js';
 
@@ -38,7 +39,8 @@ export async function abortRuns(
 
 /**
  * Queues one turn in the session's lane. `message` is already normalized. Without `acceptance` the message
- * is in the inbox already; with it, the turn stores the message itself (see `Acceptance`).
+ * is in the inbox already; with it, the turn stores the message itself (see `Acceptance`). `slot`, the
+ * turn's place in the queue (`ctx.queue`), is given back when the turn starts.
  */
 export function startTurn(
   ctx: ChatContext,
@@ -54,6 +56,7 @@ export function startTurn(
     text: string;
   },
   acceptance?: Acceptance,
+  slot?: QueueSlot,
 ): void {
   const { options, logger, clock, lanes, live, running, unsettledTurns } = ctx;
   const trimmed = message.trim();
@@ -64,6 +67,7 @@ export function startTurn(
   const controller = new LazyAbortController();
   unsettledTurns.set(sessionKey, (unsettledTurns.get(sessionKey) ?? 0) + 1);
   const done = lanes.run(sessionKey, async () => {
+    slot?.release();
     options.onTurnActivity?.(agentId, true);
     let unstored: unknown;
     // A command may act before it fails; a second attempt must not run it again.

@@ -2,6 +2,7 @@ import { createBus } from '../../../src/bus/index.js';
 import type { AutoRecall } from '../../../src/chat/auto-recall.js';
 import type { CreateChatServiceOptions, RunningRun } from '../../../src/chat/index.js';
 import type { ChatContext } from '../../../src/chat/service/context.js';
+import { TurnQueue } from '../../../src/chat/service/queue.js';
 import {
   createKeyedMutex,
   createManualClock,
@@ -138,6 +139,7 @@ export function fakeContext(
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),
+    queue: new TurnQueue({ maxPerSession: 32, maxTotal: 1_000 }),
   };
   return { ctx, calls, events, clock };
 }
