@@ -6,8 +6,10 @@ export {
   deviceAuthPayload,
   deviceIdForPublicKey,
   type PairedDevice,
+  secretsEqual,
 } from './device-auth.js';
 export type { EventHub, RunRef, RunWireEvent } from './event-hub.js';
+export { isLoopbackHost, namesLoopbackServer, parseHostHeader } from './host-header.js';
 export type { DedupeCache } from './idempotency.js';
 export {
   type AsyncResult,

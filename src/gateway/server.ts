@@ -17,7 +17,6 @@ import {
   defaultGatewayLimits,
   type GatewayConnection,
   type GatewayLimits,
-  isLoopbackAddress,
 } from './connection.js';
 import {
   createMemoryDevicePairings,
@@ -26,6 +25,7 @@ import {
   secretsEqual,
 } from './device-auth.js';
 import { createEventHub, type EventHub } from './event-hub.js';
+import { isLoopbackHost, namesLoopbackServer, parseHostHeader } from './host-header.js';
 import type { MethodTable } from './method-table.js';
 import { acceptOpenClawConnection } from './openclaw-connection.js';
 import { CloseCodes } from './outbound.js';
@@ -81,9 +81,6 @@ export interface GatewayServer {
   readonly hub: EventHub;
 }
 
-const loopbackHosts = new Set(['127.0.0.1', '::1', 'localhost']);
-/** Loopback names as they appear in a Host header (URL hostnames keep IPv6 brackets). */
-const loopbackHostNames = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const spiderwebPath = /^\/v1\/agents\/([^/]+)\/stream\/?$/;
 const sessionParams = ['session', 'sessionKey', 'sessionId', 'session_id', 'session-key'];
 
@@ -127,19 +124,6 @@ function bearerToken(request: IncomingMessage, url: URL): string | undefined {
   const header = request.headers.authorization;
   if (header?.startsWith('Bearer ')) return header.slice('Bearer '.length).trim();
   return url.searchParams.get('token') ?? undefined;
-}
-
-/** `name[:port]` → lower-case hostname (IPv6 in brackets) and port ('' when absent); undefined if malformed. */
-function parseHostHeader(value: string): { hostname: string; port: string } | undefined {
-  try {
-    const url = new URL(`http://${value}`);
-    if (url.username || url.password || url.pathname !== '/' || url.search || url.hash) return undefined;
-    // URL drops `:80`, the default port; the header said it, so keep it for the comparison.
-    const port = url.port || (/:80$/.test(value) ? '80' : '');
-    return { hostname: url.hostname.toLowerCase(), port };
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -219,7 +203,7 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     if (!parsed) return false;
     const listeningPort = String((httpServer.address() as AddressInfo | null)?.port ?? options.port);
     const port = parsed.port || '80';
-    if (loopbackHostNames.has(parsed.hostname) && port === listeningPort) return true;
+    if (namesLoopbackServer(parsed, listeningPort)) return true;
     return allowedHosts.some(
       (entry) => entry.hostname === parsed.hostname && (entry.port === '' || entry.port === port),
     );
@@ -445,9 +429,4 @@ export function createGatewayServer(options: GatewayServerOptions): GatewayServe
     },
     hub,
   };
-}
-
-/** Whether a bind address is loopback (where `--no-auth` is allowed and the Host header is checked). */
-function isLoopbackHost(host: string): boolean {
-  return loopbackHosts.has(host) || isLoopbackAddress(host);
 }

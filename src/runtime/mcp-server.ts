@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { isLoopbackHost, namesLoopbackServer, parseHostHeader, secretsEqual } from '../gateway/index.js';
 import type { Runtime } from '../runtime.js';
 import { coerceError } from '../util/index.js';
 import { workClassFilter, workStates } from '../work/index.js';
@@ -217,13 +218,26 @@ export async function startAgentdMcpHttpServer(
     import('@modelcontextprotocol/sdk/server/mcp.js'),
     import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
   ]);
+  // Bound to loopback, only requests naming this server are ours: a web page can point any DNS name at
+  // 127.0.0.1 (DNS rebinding), and without the token (`--no-auth`) that page would call every tool.
+  const checkHost = isLoopbackHost(options.host);
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '').split('?')[0];
     if (path !== '/mcp') {
       response.writeHead(404).end();
       return;
     }
-    if (options.token !== undefined && request.headers.authorization !== `Bearer ${options.token}`) {
+    const listeningPort = String((http.address() as AddressInfo | null)?.port ?? options.port);
+    if (checkHost && !namesLoopbackServer(parseHostHeader(request.headers.host ?? ''), listeningPort)) {
+      runtime.logger.warn({ host: request.headers.host }, 'MCP HTTP request refused: Host not allowed');
+      response.writeHead(421, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: 'this Host is not served here' }));
+      return;
+    }
+    const presented = request.headers.authorization?.startsWith('Bearer ')
+      ? request.headers.authorization.slice('Bearer '.length)
+      : undefined;
+    if (options.token !== undefined && (presented === undefined || !secretsEqual(presented, options.token))) {
       response.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' });
       response.end(JSON.stringify({ error: 'a Bearer token (the gateway token) is required' }));
       return;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -114,6 +115,61 @@ describe('agentd mcp serve', () => {
     expect(textOf(reply)).toBe('Hello over HTTP.');
     const listed = await client.callTool({ name: 'work_list', arguments: { state: 'queued' } });
     expect(JSON.parse(textOf(listed))).toEqual([]);
+  });
+
+  it('refuses a request naming another Host on loopback: a rebound DNS name cannot reach a --no-auth server', async () => {
+    const model = await fakeModel();
+    model.respond({ type: 'stream', text: ['Hello, own host.'] });
+    const home = tempHome('agentd-mcp-serve-host-');
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [bin, '--home', home, 'mcp', 'serve', '--http', '--port', '0', '--no-auth'],
+      { env: modelEnv(model), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    cleanups.push(async () => {
+      child.kill('SIGTERM');
+      await exited;
+    });
+    const [line] = await createInterface({ input: child.stdout! })
+      [Symbol.asyncIterator]()
+      .next()
+      .then((next) => [next.value as string]);
+    const { url } = JSON.parse(line!) as { url: string };
+    const { port } = new URL(url);
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'page', version: '1' } },
+    });
+    /** A POST as a page's script sends it after rebinding its own name to 127.0.0.1: its Host is its name. */
+    const post = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = httpRequest(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/mcp',
+            method: 'POST',
+            headers: {
+              host,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+            },
+          },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          },
+        );
+        request.on('error', reject);
+        request.end(initialize);
+      });
+    expect(await post(`attacker.example:${port}`)).toBe(421);
+    expect(await post('127.0.0.1:1')).toBe(421);
+    expect(await post(`127.0.0.1:${port}`)).toBe(200);
+    expect(await post(`localhost:${port}`)).toBe(200);
   });
 
   it('runs workflows from the configured workflow directories only', async () => {
