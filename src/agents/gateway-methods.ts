@@ -301,7 +301,7 @@ export function createAgentGatewayMethods(
         return {
           agentId: params.agentId,
           states: await runtime.history(params.agentId, { limit: params.limit }),
-          tasks: await runtime.tasks(params.agentId),
+          tasks: await runtime.tasks(params.agentId, { limit: params.limit }),
         };
       },
     },

@@ -174,7 +174,8 @@ export interface AgentRuntime {
   listStates(): AgentSnapshot[];
   history(id: string, options?: { limit?: number }): Promise<StateHistoryEntry[]>;
   conversation(id: string, options?: { limit?: number }): Promise<ConversationEntry[]>;
-  tasks(id: string): Promise<AgentTaskRecord[]>;
+  /** The agent's newest tasks (`limit`, default 1,000), oldest first. */
+  tasks(id: string, options?: { limit?: number }): Promise<AgentTaskRecord[]>;
   /** Resolves when the agent is idle with an empty mailbox (tests, benchmarks). */
   whenIdle(id: string): Promise<void>;
   /**
@@ -1100,7 +1101,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         .reverse()
         .map((row) => ({ ...row, agentId: row.agent_id, timestamp: Number(row.timestamp) }));
     },
-    async tasks(id) {
+    async tasks(id, tasksOptions = {}) {
       await writtenSoFar(id);
       const rows = await db.all<{
         id: string;
@@ -1111,10 +1112,10 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
         created_at: number;
         completed_at: number | null;
       }>(
-        'SELECT id, agent_id, task_name, status, result, created_at, completed_at FROM agent_tasks WHERE agent_id = ? ORDER BY created_at, id',
-        [id],
+        'SELECT id, agent_id, task_name, status, result, created_at, completed_at FROM agent_tasks WHERE agent_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
+        [id, tasksOptions.limit ?? 1_000],
       );
-      return rows.map((row) => ({
+      return rows.reverse().map((row) => ({
         id: row.id,
         agentId: row.agent_id,
         taskName: row.task_name,

@@ -582,6 +582,20 @@ describeEachDatabase('agent runtime', (getDb) => {
     expect(() => runtime!.getState('stays')).toThrow(expect.objectContaining({ code: 'NOT_FOUND' }));
   });
 
+  it("agents.history answers the agent's newest tasks within its limit, oldest first", async () => {
+    runtime = make();
+    const methods = createAgentGatewayMethods({ runtime });
+    await runtime.spawn({ id: 'busy', name: 'Busy' });
+    for (const task of ['first', 'second', 'third']) {
+      await methods['agents.assign']!.handler({ agentId: 'busy', task, taskId: task });
+      await runtime.whenIdle('busy');
+    }
+    const answer = (await methods['agents.history']!.handler({ agentId: 'busy', limit: 2 })) as {
+      tasks: Array<{ id: string }>;
+    };
+    expect(answer.tasks.map((task) => task.id)).toEqual(['second', 'third']);
+  });
+
   it('refuses a task id already taken with CONFLICT, writing nothing', async () => {
     runtime = make();
     const methods = createAgentGatewayMethods({ runtime });
