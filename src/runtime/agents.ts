@@ -540,11 +540,15 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   });
   methods.register('work.get', {
     scopes: [read],
-    params: z.object({ id: z.string().min(1) }),
-    handler: async ({ id }) => {
+    params: z.object({
+      id: z.string().min(1).max(256),
+      // A ledger grows with every run of the item: one answer holds its newest entries, not all of them.
+      ledgerLast: z.number().int().min(1).max(10_000).default(1_000),
+    }),
+    handler: async ({ id, ledgerLast }) => {
       const item = await queue.get(id);
       if (!item) throw new UserInputError({ code: ErrorCodes.notFound, message: `no work item ${id}` });
-      return { item, ledger: await ledger.read(id, {}) };
+      return { item, ledger: await ledger.read(id, { lastN: ledgerLast }) };
     },
   });
   methods.register('work.block', {

@@ -138,7 +138,8 @@ function createAgentdMcpServer(runtime: Runtime, Server: typeof McpServer): McpS
     guarded(async ({ id }) => {
       const item = await runtime.work.queue.get(id);
       if (!item) return text(`No work item ${id}.`, true);
-      return json({ item, ledger: await runtime.ledger.read(id, {}) });
+      // The newest entries: a ledger grows with every run of the item.
+      return json({ item, ledger: await runtime.ledger.read(id, { lastN: 1_000 }) });
     }),
   );
 
