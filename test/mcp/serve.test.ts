@@ -31,6 +31,25 @@ const modelEnv = (model: FakeOpenAIServer) => ({
   AGENTD_MODEL: 'openai/gpt-test',
 });
 
+/** `agentd mcp serve --http` in a child process on a free port: its URL once it printed it. */
+async function serveHttp(home: string, model: FakeOpenAIServer, extraArgs: string[] = []): Promise<string> {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [bin, '--home', home, 'mcp', 'serve', '--http', '--port', '0', ...extraArgs],
+    { env: modelEnv(model), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  cleanups.push(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  const [line] = await createInterface({ input: child.stdout! })
+    [Symbol.asyncIterator]()
+    .next()
+    .then((next) => [next.value as string]);
+  return (JSON.parse(line!) as { url: string }).url;
+}
+
 describe('agentd mcp serve', () => {
   it('serves chat, work and memory to an SDK client over stdio', async () => {
     const model = await fakeModel();
@@ -81,21 +100,7 @@ describe('agentd mcp serve', () => {
     const model = await fakeModel();
     model.respond({ type: 'stream', text: ['Hello over HTTP.'] });
     const home = tempHome('agentd-mcp-serve-http-');
-    const child: ChildProcess = spawn(
-      process.execPath,
-      [bin, '--home', home, 'mcp', 'serve', '--http', '--port', '0'],
-      { env: modelEnv(model), stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    cleanups.push(async () => {
-      child.kill('SIGTERM');
-      await exited;
-    });
-    const [line] = await createInterface({ input: child.stdout! })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((next) => [next.value as string]);
-    const { url } = JSON.parse(line!) as { url: string };
+    const url = await serveHttp(home, model);
     const token = readFileSync(join(home, 'token'), 'utf8').trim();
 
     const refused = await fetch(url, { method: 'POST', body: '{}' });
@@ -120,22 +125,7 @@ describe('agentd mcp serve', () => {
   it('refuses a request naming another Host on loopback: a rebound DNS name cannot reach a --no-auth server', async () => {
     const model = await fakeModel();
     model.respond({ type: 'stream', text: ['Hello, own host.'] });
-    const home = tempHome('agentd-mcp-serve-host-');
-    const child: ChildProcess = spawn(
-      process.execPath,
-      [bin, '--home', home, 'mcp', 'serve', '--http', '--port', '0', '--no-auth'],
-      { env: modelEnv(model), stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    cleanups.push(async () => {
-      child.kill('SIGTERM');
-      await exited;
-    });
-    const [line] = await createInterface({ input: child.stdout! })
-      [Symbol.asyncIterator]()
-      .next()
-      .then((next) => [next.value as string]);
-    const { url } = JSON.parse(line!) as { url: string };
+    const url = await serveHttp(tempHome('agentd-mcp-serve-host-'), model, ['--no-auth']);
     const { port } = new URL(url);
     const initialize = JSON.stringify({
       jsonrpc: '2.0',

@@ -15,11 +15,22 @@ import { createFaultyDatabase } from '../helpers/faulty-database.js';
 import { createToolContext, useTempDirs } from '../tools/helpers.js';
 
 const tempDir = useTempDirs();
+
+/** One finding, recurring in two work items: a pattern at threshold 2. */
+async function recordProxyTimeouts(ledger: ReturnType<typeof createLedger>): Promise<void> {
+  await ledger.append('w1', {
+    entryType: 'finding',
+    content: 'Timeouts happen when the proxy drops idle sockets.',
+  });
+  await ledger.append('w2', {
+    entryType: 'finding',
+    content: 'The proxy drops idle sockets, causing timeouts.',
+  });
+}
 const day = 86_400_000;
 
 describeEachDatabase('skills from experience', (getDb) => {
-  const setup = async (config: Parameters<typeof createSkillExperience>[0]['config'] = {}) => {
-    const db = getDb();
+  const setup = async (config: Parameters<typeof createSkillExperience>[0]['config'] = {}, db = getDb()) => {
     const clock = createManualClock();
     const ledger = createLedger({ db, clock });
     const dir = await tempDir();
@@ -87,14 +98,7 @@ describeEachDatabase('skills from experience', (getDb) => {
 
   it('approving writes the skill with every source finding as provenance; rejecting keeps it from coming back', async () => {
     const { ledger, experience, library, dir } = await setup({ threshold: 2 });
-    await ledger.append('w1', {
-      entryType: 'finding',
-      content: 'Timeouts happen when the proxy drops idle sockets.',
-    });
-    await ledger.append('w2', {
-      entryType: 'finding',
-      content: 'The proxy drops idle sockets, causing timeouts.',
-    });
+    await recordProxyTimeouts(ledger);
     await ledger.append('w3', { entryType: 'finding', content: 'Fonts render wrong in the PDF export.' });
     await ledger.append('w4', { entryType: 'finding', content: 'The PDF export renders fonts wrong.' });
     const proposals = await experience.scan();
@@ -122,27 +126,8 @@ describeEachDatabase('skills from experience', (getDb) => {
 
   it('an approval the disk refuses publishes nothing: no SKILL.md, no provenance, the proposal still a draft', async () => {
     const faulty = createFaultyDatabase(getDb());
-    const clock = createManualClock();
-    const ledger = createLedger({ db: faulty, clock });
-    const dir = await tempDir();
-    const library = createSkillLibrary({ dirs: [dir], db: faulty, ledger, clock });
-    const experience = createSkillExperience({
-      db: faulty,
-      ledger,
-      library,
-      clock,
-      idGenerator: createSequentialIdGenerator(),
-      config: { threshold: 2 },
-      proposeWork: async () => ({ id: 'unused' }),
-    });
-    await ledger.append('w1', {
-      entryType: 'finding',
-      content: 'Timeouts happen when the proxy drops idle sockets.',
-    });
-    await ledger.append('w2', {
-      entryType: 'finding',
-      content: 'The proxy drops idle sockets, causing timeouts.',
-    });
+    const { ledger, library, experience, dir } = await setup({ threshold: 2 }, faulty);
+    await recordProxyTimeouts(ledger);
     const [proposal] = await experience.scan();
 
     faulty.failWrites();
