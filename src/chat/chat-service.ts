@@ -13,6 +13,7 @@ import {
   ErrorCodes,
   LazyAbortController,
   type Logger,
+  maxTimerMs,
   StringDictionary,
   silentLogger,
   systemClock,
@@ -231,9 +232,6 @@ export interface ChatService {
   }): Promise<ChatRunRecord>;
 }
 
-/** The longest delay `setTimeout` takes: 2^31 - 1 ms (about 24.8 days). */
-const maxTimerMs = 2 ** 31 - 1;
-
 // C0 control characters other than tab, newline and carriage return.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: these are exactly the characters stripped
 const controlCharacters = /[\u0001-\u0008\u000b\u000c\u000e-\u001f\u007f]/g;
@@ -335,26 +333,23 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       }
 
       const turn = { runId: idempotencyKey, sessionKey, agentId, text: message };
-      // A message that would wait behind a turn of its session takes a place in the queue, or is refused
-      // (QUEUE_FULL) before anything is stored; one its idle session starts at once is only counted.
-      const slot = ctx.unsettledTurns.has(sessionKey)
-        ? ctx.queue.admit(sessionKey)
-        : ctx.queue.reserve(sessionKey);
+      // A message that would wait behind a turn of its session (started, or still being written to the
+      // inbox) takes a place in the queue, or is refused (QUEUE_FULL) before anything is stored.
+      const waits = ctx.unsettledTurns.has(sessionKey) || ctx.queue.queuedFor(sessionKey) > 0;
+      const admitted = waits ? ctx.queue.admit(sessionKey) : undefined;
       // A message its session can take at once is stored by its turn: the user entry and the mark that its
       // run started commit together before the acknowledgement, so it skips the inbox (one commit, not
-      // two). Commands and messages that queue behind a run wait in the inbox; so does everything while
-      // memory is degraded, where the inbox is the write that can say whether the store took it.
-      if (
-        options.inbox &&
-        !trimmed.startsWith('/') &&
-        !ctx.unsettledTurns.has(sessionKey) &&
-        !options.memory.status().degraded
-      ) {
+      // two). Its turn starts here, synchronously, so it holds no place in the queue. Commands and messages
+      // that queue behind a run wait in the inbox; so does everything while memory is degraded, where the
+      // inbox is the write that can say whether the store took it.
+      if (options.inbox && !trimmed.startsWith('/') && !waits && !options.memory.status().degraded) {
         const acceptance = createAcceptance();
-        startTurn(ctx, turn, acceptance, slot);
+        startTurn(ctx, turn, acceptance);
         await acceptance.stored;
         return { runId: idempotencyKey, status: 'started' };
       }
+      // Counted from here, through the inbox write, until its turn starts: sends meanwhile wait behind it.
+      const slot = admitted ?? ctx.queue.reserve(sessionKey);
       try {
         await options.inbox?.put({ ...turn, receivedAt: clock.now() });
       } catch (error) {

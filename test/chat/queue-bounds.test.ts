@@ -120,6 +120,31 @@ describeEachDatabase('chat turns waiting behind a running turn', (getDb) => {
     expect(await pendingIds(inbox)).toEqual([]);
   });
 
+  it('count commands sent at once to an idle session while the first is still being written', async () => {
+    const inbox = inboxWithGet(getDb());
+    const { chat, send, release } = hangingChat(getDb(), { maxQueuedTurnsPerSession: 2, maxQueuedTurns: 10 });
+    // Commands go through the inbox: none has started a turn when the others arrive.
+    const answers = await Promise.allSettled(
+      ['c-0', 'c-1', 'c-2', 'c-3', 'c-4'].map((runId) => send(c, '/compact', runId)),
+    );
+    const refused = answers.filter(
+      (answer) => answer.status === 'rejected' && (answer.reason as AgentdError).code === 'QUEUE_FULL',
+    );
+    // Each counts from its inbox write until its turn starts, so two are taken and the rest refused.
+    expect(answers.map((answer) => answer.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'rejected',
+      'rejected',
+    ]);
+    expect(refused).toHaveLength(3);
+    for (const runId of ['c-2', 'c-3', 'c-4']) expect(chat.get(runId)).toBeUndefined();
+    release();
+    for (const runId of ['c-0', 'c-1']) expect((await chat.wait(runId)).status).toBe('completed');
+    expect(await pendingIds(inbox)).toEqual([]);
+  });
+
   it('are bounded across sessions; a message its idle session starts at once is not queued', async () => {
     const inbox = inboxWithGet(getDb());
     const { chat, send, release } = hangingChat(getDb(), { maxQueuedTurnsPerSession: 2, maxQueuedTurns: 3 });
