@@ -17,9 +17,9 @@ import {
 } from '../util/index.js';
 import {
   isTerminalWorkState,
+  itemMovedOn,
   outcomeSummary,
   type SubmitResult,
-  WorkErrorCodes,
   type WorkItem,
   type WorkQueue,
   type WorkState,
@@ -168,9 +168,6 @@ const orphanedAfterMs = 10 * 60_000;
 function isHeldTask(item: WorkItem): boolean {
   return item.state === 'paused' && item.source === 'planner' && item.stateReason === null;
 }
-
-/** A task that ended or went away meanwhile needs no cancel. */
-const movedOn: ReadonlySet<string> = new Set([WorkErrorCodes.invalidTransition, WorkErrorCodes.notFound]);
 
 function stateMark(state: WorkState): string {
   if (state === 'completed') return '✓';
@@ -342,7 +339,8 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
     queue.cancel(id, { reason: 'its plan failed before its tasks were released' }).then(
       () => undefined,
       (error: unknown) => {
-        if (!AgentdError.isInstance(error) || !movedOn.has(error.code)) throw error;
+        // A task that ended or went away meanwhile needs no cancel.
+        if (!itemMovedOn(error)) throw error;
       },
     );
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Clock } from '../util/index.js';
-import { AgentdError, ErrorCodes, systemClock, UserInputError } from '../util/index.js';
+import { AgentdError, ErrorCodes, maxTimerMs, systemClock, UserInputError } from '../util/index.js';
 import {
   registerClientMethods,
   sessionDefaults,
@@ -28,11 +28,8 @@ const { read, write, admin } = OperatorScopes;
 
 const sessionKeyParam = z.string().min(1).max(256);
 const idempotencyKeyParam = z.string().min(1).max(256);
-/**
- * The longest wait a run's waiter takes: 2^31 - 1 ms (about 24.8 days), what `setTimeout` can count; past it
- * Node fires after 1 ms. Longer waits are refused (INVALID_REQUEST), not clamped.
- */
-const maxWaitMs = 2 ** 31 - 1;
+/** The longest wait a run's waiter takes (`maxTimerMs`); longer ones are refused, not clamped. */
+const maxWaitMs = maxTimerMs;
 const memoryIdParam = z.union([z.string().min(1).max(256), z.number().int().nonnegative()]).transform(String);
 
 /** OpenClaw clients send more optional fields than agentd reads; unknown fields are accepted and ignored. */

@@ -60,12 +60,6 @@ export interface WorkflowDispatch {
 export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
   const pending = new Map<string, PendingRun>();
   const byItem = new Map<string, PendingRun>();
-  /**
-   * Terminal events of `workflow.run` items not known here while a submission had not answered yet: the
-   * item may be that submission's (ended before its id came back). Emptied when no submission is waiting.
-   */
-  const endedEarly = new Map<string, TerminalWorkEvent>();
-  let submitting = 0;
   const cancelling = new Set<Promise<unknown>>();
   const watched = new Map<Bus, () => void>();
 
@@ -139,9 +133,10 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
   const onTerminal = (event: TerminalWorkEvent): void => {
     if (event.data.kind !== workflowRunKind) return;
     if (event.type === 'work:failed' && (event as BusEvent<'work:failed'>).data.willRetry) return;
+    // An item ends after its submission answered: this process's queue publishes after the commit, and
+    // another process's ending is not on this bus (its worker, finding no run, fails the item there).
     const run = byItem.get(event.data.workItemId);
     if (run) endedUnclaimed(run, event);
-    else if (submitting > 0) endedEarly.set(event.data.workItemId, event);
   };
 
   return {
@@ -179,7 +174,6 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
           run.onAbort = () => cancelWaiting(run);
           signal.addEventListener('abort', run.onAbort, { once: true });
         }
-        submitting++;
         queue
           .submit({
             kind: workflowRunKind,
@@ -191,8 +185,6 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
           })
           .then(
             (submitted) => {
-              const early = endedEarly.get(submitted.id);
-              if (--submitting === 0) endedEarly.clear();
               if (submitted.merged) {
                 // A live item of another run with this task id (another process's): never this run's.
                 if (pending.get(taskId) === run) {
@@ -215,10 +207,8 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
               if (pending.get(taskId) !== run) return;
               run.itemId = submitted.id;
               byItem.set(submitted.id, run);
-              if (early) endedUnclaimed(run, early);
             },
             (error: unknown) => {
-              if (--submitting === 0) endedEarly.clear();
               if (pending.get(taskId) !== run) return;
               take(run);
               reject(error);

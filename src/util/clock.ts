@@ -7,6 +7,9 @@ export interface Clock {
 /** The wall clock (`Date.now()`). */
 export const systemClock: Clock = { now: () => Date.now() };
 
+/** The longest delay `setTimeout` keeps: 2^31 - 1 ms (about 24.8 days). Past it Node fires after 1 ms. */
+export const maxTimerMs = 2 ** 31 - 1;
+
 /** A manually advanced clock for tests. */
 export function createManualClock(
   startMs = 1_700_000_000_000,

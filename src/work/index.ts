@@ -37,6 +37,7 @@ export { outcomeSummary } from './rows.js';
 export {
   canTransition,
   isTerminalWorkState,
+  itemMovedOn,
   liveWorkStates,
   terminalWorkStates,
   WorkErrorCodes,

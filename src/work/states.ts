@@ -1,4 +1,4 @@
-import { ErrorCodes } from '../util/index.js';
+import { AgentdError, ErrorCodes } from '../util/index.js';
 
 /**
  * Work item states. The life of an item:
@@ -77,3 +77,14 @@ export const WorkErrorCodes = {
   notFound: ErrorCodes.notFound,
   queueFull: ErrorCodes.queueFull,
 } as const;
+
+/**
+ * The queue's answer to a change of an item that moved on between the caller's read and the change (it
+ * ended, or was cancelled with its parent) or is gone: nothing left to change, not a failure.
+ */
+export function itemMovedOn(error: unknown): boolean {
+  return (
+    AgentdError.isInstance(error) &&
+    (error.code === WorkErrorCodes.invalidTransition || error.code === WorkErrorCodes.notFound)
+  );
+}

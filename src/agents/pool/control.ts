@@ -1,5 +1,5 @@
 import { AgentdError, ErrorCodes, UserInputError } from '../../util/index.js';
-import { WorkErrorCodes, type WorkItem, type WorkState } from '../../work/index.js';
+import { itemMovedOn, type WorkItem, type WorkState } from '../../work/index.js';
 import { checkIdle, type PoolState, wakeAll } from './state.js';
 import type { PoolSelector, WorkerPoolSnapshot } from './types.js';
 
@@ -35,12 +35,6 @@ export async function select(
 }
 
 /**
- * What the queue answers for an item that moved on between the read and the change (finished, or cancelled
- * with its parent) or is gone: the selector no longer covers it, so it is skipped.
- */
-const movedOn: ReadonlySet<string> = new Set([WorkErrorCodes.invalidTransition, WorkErrorCodes.notFound]);
-
-/**
  * Applies `action` to each item and returns the ids changed. Any other failure (a full disk's
  * STORE_UNAVAILABLE) stops it and reaches the caller, who must not read an empty answer as "nothing to do";
  * the items changed before it stay changed, so the error names them in `details.done`.
@@ -56,11 +50,12 @@ async function applyEach(
       await action(item);
       done.push(item.id);
     } catch (error) {
-      if (!AgentdError.isInstance(error)) throw error;
-      if (movedOn.has(error.code)) {
+      // Moved on between the read and the change: the selector no longer covers it.
+      if (itemMovedOn(error)) {
         pool.logger.debug({ err: error, workItemId: item.id }, 'pool action skipped an item');
         continue;
       }
+      if (!AgentdError.isInstance(error)) throw error;
       throw new AgentdError({
         code: error.code,
         fault: error.fault,
