@@ -11,6 +11,7 @@ import {
   type GatewayServer,
   type GatewayServices,
   loadGatewayServer,
+  type MethodContext,
   type MethodTable,
   registerCoreMethods,
   type SessionSummary,
@@ -78,6 +79,22 @@ export interface FakeChatOptions {
  * A chat service that behaves like the engage loop from the gateway's point of view: it publishes real run
  * events on a real bus, keeps a transcript with memory ids, and resolves `wait` after `run:finished`.
  */
+/** A method call's context on a connection with `scopes`, sending and watching nothing. */
+export function testMethodContext(scopes: string[]): MethodContext {
+  return {
+    connId: 'c1',
+    protocol: 'openclaw',
+    scopes,
+    clientInfo: { id: 'test' },
+    sendEvent: () => undefined,
+    watchSession: () => undefined,
+    subscribeSessions: () => undefined,
+    sessionChanged: () => undefined,
+    signal: new AbortController().signal,
+    logger: silentLogger,
+  };
+}
+
 export function createFakeChat(bus: Bus, options: FakeChatOptions = {}) {
   const runs = new Map<string, FakeRun>();
   const transcripts = new Map<string, ChatHistoryMessage[]>();

@@ -9,26 +9,13 @@ import {
   deviceAuthPayload,
   deviceIdForPublicKey,
   isAsyncResult,
-  type MethodContext,
   resolveSessionKey,
   scopeSatisfied,
 } from '../../src/gateway/index.js';
-import { AgentdError, createManualClock, silentLogger } from '../../src/util/index.js';
+import { AgentdError, createManualClock } from '../../src/util/index.js';
+import { testMethodContext } from './helpers.js';
 
-function context(scopes: string[]): MethodContext {
-  return {
-    connId: 'c1',
-    protocol: 'openclaw',
-    scopes,
-    clientInfo: { id: 'test' },
-    sendEvent: () => undefined,
-    watchSession: () => undefined,
-    subscribeSessions: () => undefined,
-    sessionChanged: () => undefined,
-    signal: new AbortController().signal,
-    logger: silentLogger,
-  };
-}
+const context = testMethodContext;
 
 async function rejection(promise: Promise<unknown>): Promise<AgentdError> {
   const error = await promise.then(

@@ -1,21 +1,11 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { acceptedThenFinal, createMethodTable, type MethodContext } from '../../src/gateway/index.js';
+import { acceptedThenFinal, createMethodTable } from '../../src/gateway/index.js';
 import { createOpenClawDispatcher, heldEventsMaxWaitMs } from '../../src/gateway/openclaw-dispatch.js';
 import { silentLogger } from '../../src/util/index.js';
+import { testMethodContext } from './helpers.js';
 
-const context: MethodContext = {
-  connId: 'c1',
-  protocol: 'openclaw',
-  scopes: ['operator.write'],
-  clientInfo: { id: 'test' },
-  sendEvent: () => undefined,
-  watchSession: () => undefined,
-  subscribeSessions: () => undefined,
-  sessionChanged: () => undefined,
-  signal: new AbortController().signal,
-  logger: silentLogger,
-};
+const context = testMethodContext(['operator.write']);
 
 /** A dispatcher over a recording socket: frames and pings land in `wire`, in order. */
 function setup(options: { maxPendingRequests?: number } = {}) {

@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { maxWatchedSessionsPerSink } from '../../src/gateway/event-hub.js';
-import { createMethodTable, type MethodContext } from '../../src/gateway/index.js';
+import { createMethodTable } from '../../src/gateway/index.js';
 import {
   createOpenClawDispatcher,
   heldEventsMaxWaitMs,
   maxHeldEvents,
 } from '../../src/gateway/openclaw-dispatch.js';
 import { createRecordingLogger, silentLogger } from '../../src/util/index.js';
-import { FrameClient, startTestGateway, type TestGateway, testToken } from './helpers.js';
+import { FrameClient, startTestGateway, type TestGateway, testMethodContext, testToken } from './helpers.js';
 
 /**
  * What a hostile client can make one connection keep: events held for an `answer-*` pong it never sends,
@@ -146,18 +146,7 @@ describe('OpenClaw connection bounds', () => {
       params: z.looseObject({}),
       handler: () => ({ runId: 'r1', status: 'started' }),
     });
-    const context = {
-      connId: 'c1',
-      protocol: 'openclaw',
-      scopes: [],
-      clientInfo: { id: 'test' },
-      sendEvent: () => undefined,
-      watchSession: () => undefined,
-      subscribeSessions: () => undefined,
-      sessionChanged: () => undefined,
-      signal: new AbortController().signal,
-      logger: silentLogger,
-    } satisfies MethodContext;
+    const context = testMethodContext([]);
     const pings: string[] = [];
     const overflows: string[] = [];
     const dispatcher = createOpenClawDispatcher({

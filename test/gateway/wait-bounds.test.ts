@@ -1,28 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
-import {
-  createMethodTable,
-  isAsyncResult,
-  type MethodContext,
-  registerCoreMethods,
-} from '../../src/gateway/index.js';
-import { silentLogger } from '../../src/util/index.js';
-import { createFakeServices } from './helpers.js';
+import { createMethodTable, isAsyncResult, registerCoreMethods } from '../../src/gateway/index.js';
+import { createFakeServices, testMethodContext } from './helpers.js';
 
-function context(): MethodContext {
-  return {
-    connId: 'c1',
-    protocol: 'openclaw',
-    scopes: ['operator.write', 'operator.read'],
-    clientInfo: { id: 'test' },
-    sendEvent: () => undefined,
-    watchSession: () => undefined,
-    subscribeSessions: () => undefined,
-    sessionChanged: () => undefined,
-    signal: new AbortController().signal,
-    logger: silentLogger,
-  };
-}
+const context = () => testMethodContext(['operator.write', 'operator.read']);
 
 /** A gateway method table over a fake chat whose runs do not finish. */
 function tableWithHeldRuns() {

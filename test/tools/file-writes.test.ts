@@ -2,9 +2,8 @@ import { chmod, chown, lstat, mkdir, readdir, readFile, stat, symlink, writeFile
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createFileTools, type ToolDefinition } from '../../src/tools/index.js';
 import { asFileNotWritten, fileNotWrittenCode } from '../../src/util/index.js';
-import { createToolContext, repoRoot, runUnderFileSizeLimit, useTempDirs } from './helpers.js';
+import { fileToolCaller, repoRoot, runUnderFileSizeLimit, useTempDirs } from './helpers.js';
 
 // write_file and edit_file replace a file whole or not at all: a full disk, the file-size limit or a kill
 // partway through leaves the previous content (the workspace holds the agent's identity files).
@@ -17,12 +16,7 @@ async function setup() {
   await mkdir(path.join(workspace, 'src'));
   await writeFile(path.join(workspace, 'src', 'a.ts'), 'const a = 1;\n');
   await writeFile(path.join(workspace, 'notes.md'), 'hello\nworld\n');
-  const tools = new Map(createFileTools().map((tool) => [tool.name, tool]));
-  const context = createToolContext(workspace);
-  const call = (name: string, args: Record<string, unknown>) => {
-    const tool = tools.get(name) as ToolDefinition;
-    return tool.execute(tool.input.parse(args), context);
-  };
+  const call = fileToolCaller(workspace);
   return { workspace, call };
 }
 

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createFileTools, resolveWorkspacePath, type ToolDefinition } from '../../src/tools/index.js';
+import { resolveWorkspacePath } from '../../src/tools/index.js';
 import { AgentdError } from '../../src/util/index.js';
-import { createToolContext, useTempDirs } from './helpers.js';
+import { fileToolCaller, useTempDirs } from './helpers.js';
 
 const tempDir = useTempDirs();
 
@@ -15,12 +15,7 @@ async function setup() {
   await mkdir(path.join(workspace, 'src'));
   await writeFile(path.join(workspace, 'src', 'a.ts'), 'const a = 1;\nexport const b = a + 1;\n');
   await writeFile(path.join(workspace, 'notes.md'), 'hello\nworld\n');
-  const tools = new Map(createFileTools().map((tool) => [tool.name, tool]));
-  const context = createToolContext(workspace);
-  const call = (name: string, args: Record<string, unknown>) => {
-    const tool = tools.get(name) as ToolDefinition;
-    return tool.execute(tool.input.parse(args), context);
-  };
+  const call = fileToolCaller(workspace);
   return { outside, workspace, call };
 }
 

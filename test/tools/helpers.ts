@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { type BusEvent, createBus } from '../../src/bus/index.js';
-import type { ToolContext } from '../../src/tools/index.js';
+import { createFileTools, type ToolContext, type ToolDefinition } from '../../src/tools/index.js';
 import { silentLogger } from '../../src/util/index.js';
 
 /** A temporary folder per test, removed afterwards. */
@@ -63,4 +63,14 @@ export function runUnderFileSizeLimit(script: string, args: string[], limitKiB =
       },
     );
   });
+}
+
+/** Calls the file tools (`write_file`, `edit_file`, …) by name, as the model would, in `workspace`. */
+export function fileToolCaller(workspace: string) {
+  const tools = new Map(createFileTools().map((tool) => [tool.name, tool]));
+  const context = createToolContext(workspace);
+  return (name: string, args: Record<string, unknown>) => {
+    const tool = tools.get(name) as ToolDefinition;
+    return tool.execute(tool.input.parse(args), context);
+  };
 }
