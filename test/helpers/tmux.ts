@@ -31,6 +31,17 @@ export interface TmuxSession {
     match: (screen: string) => boolean,
     options?: { timeoutMs?: number; what?: string },
   ): Promise<string>;
+  /**
+   * Waits as `waitFor` does (polling every `pollMs`), for a change the program makes after `sinceMs`, and
+   * answers `notBeforeMs`: how long after `sinceMs` the last capture that did not match yet began. The
+   * program was still without the change at that moment, so it took at least that long; a slow capture on
+   * a loaded machine delays when the match is seen, never this bound, so a test may hold it to a time.
+   */
+  waitForChange(
+    match: (screen: string) => boolean,
+    sinceMs: number,
+    options?: { timeoutMs?: number; what?: string; pollMs?: number },
+  ): Promise<{ screen: string; notBeforeMs: number }>;
   kill(): Promise<void>;
 }
 
@@ -72,6 +83,31 @@ export async function startTmux(
   // tmux leaves its socket file behind when the server is killed; remember it to remove it.
   const socketPath = (await tmux('display-message', '-p', '-t', name, '#{socket_path}')).trim();
   const capture = async () => await tmux('capture-pane', '-p', '-t', name);
+  /** Captures until `match` holds; says when the last capture that did not match began. */
+  const poll = async (
+    match: (screen: string) => boolean,
+    waitOptions: { timeoutMs?: number; what?: string; pollMs?: number },
+  ): Promise<{ screen: string; lastMissStartedAt: number | undefined }> => {
+    const deadline = Date.now() + (waitOptions.timeoutMs ?? 60_000);
+    let screen = '';
+    let lastMissStartedAt: number | undefined;
+    for (;;) {
+      const startedAt = Date.now();
+      try {
+        screen = await capture();
+      } catch {
+        // The program may have exited and taken the session with it; the deadline reports it.
+      }
+      if (match(screen)) return { screen, lastMissStartedAt };
+      lastMissStartedAt = startedAt;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `tmux: timed out waiting for ${waitOptions.what ?? 'the screen'}; last screen:\n${screen}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, waitOptions.pollMs ?? pollMs));
+    }
+  };
   return {
     name,
     async type(text) {
@@ -82,22 +118,11 @@ export async function startTmux(
     },
     capture,
     async waitFor(match, waitOptions = {}) {
-      const deadline = Date.now() + (waitOptions.timeoutMs ?? 60_000);
-      let screen = '';
-      for (;;) {
-        try {
-          screen = await capture();
-        } catch {
-          // The program may have exited and taken the session with it; the deadline reports it.
-        }
-        if (match(screen)) return screen;
-        if (Date.now() > deadline) {
-          throw new Error(
-            `tmux: timed out waiting for ${waitOptions.what ?? 'the screen'}; last screen:\n${screen}`,
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, pollMs));
-      }
+      return (await poll(match, waitOptions)).screen;
+    },
+    async waitForChange(match, sinceMs, waitOptions = {}) {
+      const { screen, lastMissStartedAt } = await poll(match, waitOptions);
+      return { screen, notBeforeMs: Math.max(0, (lastMissStartedAt ?? sinceMs) - sinceMs) };
     },
     async kill() {
       await run('tmux', [...socket, 'kill-server']).catch(() => undefined);
