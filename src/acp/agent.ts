@@ -31,6 +31,11 @@ export interface CreateAcpAgentOptions {
   version: string;
   idGenerator: IdGenerator;
   logger: Logger;
+  /**
+   * Sessions kept open (each holds bus subscriptions and an approver) before the least recently used idle
+   * one is closed; its conversation stays stored, and `session/load` opens it again. Default 1,000.
+   */
+  maxOpenSessions?: number;
 }
 
 const sessionIdPattern = /^acp-[A-Za-z0-9_-]{1,80}$/;
@@ -112,10 +117,16 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
   /** Updates go out in publish order; each session's notifications are chained. */
   const outbox = new Map<string, Promise<void>>();
 
+  const maxOpenSessions = options.maxOpenSessions ?? 1_000;
+
   const send = (client: AgentContext, sessionId: string, update: SessionUpdate): Promise<void> => {
-    const next = (outbox.get(sessionId) ?? Promise.resolve())
+    const next: Promise<void> = (outbox.get(sessionId) ?? Promise.resolve())
       .then(() => client.notify('session/update', { sessionId, update }))
-      .catch((error: unknown) => logger.debug({ err: error, sessionId }, 'session/update not delivered'));
+      .catch((error: unknown) => logger.debug({ err: error, sessionId }, 'session/update not delivered'))
+      .finally(() => {
+        // A chain that went out entirely is not kept: one entry per session ever opened would only grow.
+        if (outbox.get(sessionId) === next) outbox.delete(sessionId);
+      });
     outbox.set(sessionId, next);
     return next;
   };
@@ -156,9 +167,37 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
       return response.outcome.optionId.startsWith('allow');
     };
 
+  const close = (session: AcpSession): void => {
+    for (const off of session.unsubscribe) off();
+    sessions.delete(session.sessionId);
+  };
+
+  /** The session, now the most recently used (the Map's order is the eviction order). */
+  const use = (session: AcpSession): AcpSession => {
+    sessions.delete(session.sessionId);
+    sessions.set(session.sessionId, session);
+    return session;
+  };
+
+  /** Makes room for one more session: the least recently used one without a running prompt is closed. */
+  const makeRoom = (): void => {
+    if (sessions.size < maxOpenSessions) return;
+    for (const session of sessions.values()) {
+      if (session.busy) continue;
+      close(session);
+      logger.debug({ sessionId: session.sessionId }, 'closed the least recently used ACP session');
+      return;
+    }
+    throw RequestError.invalidRequest(
+      { maxOpenSessions },
+      `${maxOpenSessions} sessions are open and every one is running a prompt`,
+    );
+  };
+
   const openSession = (client: AgentContext, sessionId: string): AcpSession => {
     const existing = sessions.get(sessionId);
-    if (existing) return existing;
+    if (existing) return use(existing);
+    makeRoom();
     const session: AcpSession = {
       sessionId,
       sessionKey: `agent:${agentId}:${sessionId}`,
@@ -196,8 +235,7 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
   };
 
   const closeAll = () => {
-    for (const session of sessions.values()) for (const off of session.unsubscribe) off();
-    sessions.clear();
+    for (const session of [...sessions.values()]) close(session);
   };
 
   return agent({ name: 'agentd' })
@@ -233,8 +271,9 @@ export function createAcpAgent(options: CreateAcpAgentOptions): AgentApp {
       return {};
     })
     .onRequest('session/prompt', async ({ client, params }) => {
-      const session = sessions.get(params.sessionId);
-      if (!session) throw RequestError.resourceNotFound(params.sessionId);
+      const open = sessions.get(params.sessionId);
+      if (!open) throw RequestError.resourceNotFound(params.sessionId);
+      const session = use(open);
       if (session.busy) throw RequestError.invalidRequest(undefined, 'a prompt is already running');
       session.busy = true;
       session.cancelled = false;

@@ -234,4 +234,36 @@ describe('agentd as an ACP agent (in-process)', () => {
     );
     expect(plans[0]).toMatchObject({ entries: [{ content: 'Collect' }, { content: 'Draft' }] });
   });
+  it('keeps 1,000 sessions open: the least recently used idle one is closed, and session/load opens it again', async () => {
+    const { runtime, model } = await setup();
+    model.respond({ type: 'stream', text: ['First answer.'] }, { type: 'stream', text: ['Back again.'] });
+    await client().connectWith(acpAgentFor(runtime), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: 1 });
+      const first = await ctx.buildSession('/tmp').start();
+      void first.prompt('Remember this session.');
+      await readTurn(first);
+      const subscribersWithOne = runtime.bus.subscriberCount;
+      const newSession = () => ctx.request('session/new', { cwd: '/tmp', mcpServers: [] });
+      for (let opened = 1; opened < 1_000; opened++) await newSession();
+      const subscribersAtBound = runtime.bus.subscriberCount;
+      expect(subscribersAtBound).toBeGreaterThan(subscribersWithOne);
+      for (let opened = 0; opened < 200; opened++) await newSession();
+      // Past the bound each new session takes the place of the oldest: no subscriptions pile up.
+      expect(runtime.bus.subscriberCount).toBe(subscribersAtBound);
+      await expect(
+        ctx.request('session/prompt', {
+          sessionId: first.sessionId,
+          prompt: [{ type: 'text', text: 'Still there?' }],
+        }),
+      ).rejects.toMatchObject({ code: -32002 });
+      // Its conversation is stored: loading it opens it again, and it answers.
+      await ctx.request('session/load', { sessionId: first.sessionId, cwd: '/tmp', mcpServers: [] });
+      const answer = await ctx.request('session/prompt', {
+        sessionId: first.sessionId,
+        prompt: [{ type: 'text', text: 'Still there?' }],
+      });
+      expect(answer).toEqual({ stopReason: 'end_turn' });
+      expect(runtime.bus.subscriberCount).toBe(subscribersAtBound);
+    });
+  }, 60_000);
 });
