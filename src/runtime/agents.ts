@@ -294,7 +294,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
             concurrency: workersConfig.workflow_concurrency,
             admissionQueueSize: workersConfig.admission_queue_size,
             kinds: [workflowRunKind],
-            runItem: (item) => workflowDispatch!.runItem(item),
+            runItem: (item, context) => workflowDispatch!.runItem(item, context),
           },
         },
       })

@@ -1,3 +1,4 @@
+import type { RunItemContext } from '../agents/index.js';
 import type { Bus, BusEvent } from '../bus/index.js';
 import { ErrorCodes, SystemError, UserInputError } from '../util/index.js';
 import type { WorkItem, WorkQueue } from '../work/index.js';
@@ -9,7 +10,8 @@ type RunResult = 'completed' | 'failed';
 /** A run handed to the queue whose item no worker has taken yet. */
 interface PendingRun {
   taskId: string;
-  execute: () => Promise<RunResult>;
+  /** `signal` cancels the run while it executes (see `WorkflowDispatch.runItem`). */
+  execute: (signal?: AbortSignal) => Promise<RunResult>;
   resolve: (result: RunResult) => void;
   reject: (error: unknown) => void;
   /** The work item, once the submission answered. */
@@ -34,6 +36,15 @@ const terminalTypes = ['work:cancelled', 'work:failed', 'work:dead', 'work:compl
  * process takes it (cancelled with `work.cancel` or `agent.control`, failed or dead in another process),
  * `dispatch` rejects — ABORTED for a cancel — once `watch` follows the bus; when the run is cancelled first
  * (`signal`: `workflow.cancel`, the engine closing), its item is cancelled and `dispatch` rejects ABORTED.
+ *
+ * Once a worker runs the item, the worker's signal cancels the run: the run ends `cancelled` (as after a
+ * `workflow.cancel`), its executing node's signal aborts and no further node starts, and the item keeps the
+ * state whoever aborted the worker gave it. That is every abort of the pool's, as none leaves anyone to
+ * report the run's end: a cancelled item stays `cancelled`; a paused one cannot carry on later, here or
+ * elsewhere, as its run's closure lives in this process's memory, so the item stays `paused` and, resumed,
+ * fails; a lost lease is no longer this worker's (the queue kills the item, its one attempt spent); a
+ * stopping pool hands the item back — it fails as a run of a process that is gone — and the engine then
+ * closes without waiting for the run's nodes.
  */
 export interface WorkflowDispatch {
   /**
@@ -43,11 +54,15 @@ export interface WorkflowDispatch {
    */
   dispatch(
     taskId: string,
-    execute: () => Promise<RunResult>,
+    execute: (signal?: AbortSignal) => Promise<RunResult>,
     workflowId: string,
     signal?: AbortSignal,
   ): Promise<RunResult>;
-  runItem(item: WorkItem): Promise<{ summary: string }>;
+  /**
+   * Executes the run of a claimed item; `context.signal` (the worker's) cancels it while it runs. INTERNAL
+   * when this process has no run waiting for the item (its process is gone, or its run was stopped before).
+   */
+  runItem(item: WorkItem, context: Pick<RunItemContext, 'signal'>): Promise<{ summary: string }>;
   /**
    * Follows the terminal `work:*` events of `bus` (the queue's), ending the runs whose item ends before a
    * worker takes it. Once per bus; returns the unsubscribe.
@@ -216,19 +231,19 @@ export function createWorkflowDispatch(queue: WorkQueue): WorkflowDispatch {
           );
       });
     },
-    async runItem(item) {
+    async runItem(item, { signal }) {
       const taskId = String(item.params.taskId);
       const run = pending.get(taskId);
       // An item that is not the waiting run's (another process's, with the same task id) is not run here.
       if (!run || (run.itemId !== undefined && run.itemId !== item.id)) {
         throw new SystemError({
           code: ErrorCodes.internal,
-          message: `workflow task ${taskId} was started by an agentd process that is gone; run the workflow again`,
+          message: `workflow task ${taskId} has no run in this agentd process: the process that started it is gone, or its run was stopped (its item paused or its lease lost); run the workflow again`,
         });
       }
       take(run);
       try {
-        const result = await run.execute();
+        const result = await run.execute(signal);
         run.resolve(result);
         return { summary: `workflow task ${taskId} ${result}` };
       } catch (error) {

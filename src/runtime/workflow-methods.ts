@@ -43,8 +43,11 @@ export interface WorkflowMethods {
 function dispatchOption(dispatch: WorkflowDispatch | undefined, workflowId: string) {
   if (!dispatch) return {};
   return {
-    dispatch: (taskId: string, execute: () => Promise<'completed' | 'failed'>, signal: AbortSignal) =>
-      dispatch.dispatch(taskId, execute, workflowId, signal),
+    dispatch: (
+      taskId: string,
+      execute: (signal?: AbortSignal) => Promise<'completed' | 'failed'>,
+      signal: AbortSignal,
+    ) => dispatch.dispatch(taskId, execute, workflowId, signal),
   };
 }
 

@@ -1,9 +1,12 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
 import { createWorkflowDispatch, workflowRunKind } from '../../src/runtime/workflow-dispatch.js';
 import { createSqliteDatabase, migrate, type SqlDatabase } from '../../src/store/index.js';
 import { createManualClock, createSequentialIdGenerator } from '../../src/util/index.js';
 import { createWorkQueue } from '../../src/work/index.js';
+import type { WorkflowFunctionContext } from '../../src/workflow/index.js';
+import { edge, node, trackedEngines, workflowYaml } from '../workflow/helpers.js';
 
 let db: SqlDatabase | undefined;
 afterEach(async () => {
@@ -31,6 +34,17 @@ async function setup() {
 }
 
 const executed = async () => 'completed' as const;
+/** `promise`, or a rejection naming `what` when it has not settled within two seconds. */
+function promptly<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not end within 2 s`)), 2_000);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** The context of a worker that nothing aborts. */
+const worker = () => ({ signal: new AbortController().signal });
 
 describe('workflow dispatch', () => {
   it('rejects ABORTED when the item is cancelled before a worker takes it', async () => {
@@ -43,7 +57,7 @@ describe('workflow dispatch', () => {
       message: expect.stringContaining(item.id),
     });
     // Nothing waits for it any more: a worker that takes such an item finds no run.
-    await expect(dispatch.runItem(item)).rejects.toMatchObject({ code: 'INTERNAL' });
+    await expect(dispatch.runItem(item, worker())).rejects.toMatchObject({ code: 'INTERNAL' });
   });
 
   it("rejects with the item's error when it fails elsewhere before this process runs it", async () => {
@@ -88,7 +102,9 @@ describe('workflow dispatch', () => {
     const first = dispatch.dispatch('shared', executed, 'wf-a');
     await expect(dispatch.dispatch('shared', executed, 'wf-b')).rejects.toMatchObject({ code: 'CONFLICT' });
     const item = await itemOf('shared');
-    await expect(dispatch.runItem(item)).resolves.toEqual({ summary: 'workflow task shared completed' });
+    await expect(dispatch.runItem(item, worker())).resolves.toEqual({
+      summary: 'workflow task shared completed',
+    });
     await expect(first).resolves.toBe('completed');
 
     // A live item of another process with the same task id: this run is refused, that item left alone.
@@ -100,5 +116,97 @@ describe('workflow dispatch', () => {
     });
     await expect(dispatch.dispatch('theirs', executed, 'wf')).rejects.toMatchObject({ code: 'CONFLICT' });
     expect((await queue.get(other.id))?.state).toBe('queued');
+  });
+});
+
+/**
+ * start → wait → after → done, dispatched through the queue and run as its worker would run the item:
+ * `wait` blocks until its signal aborts when the run's input says `block`.
+ */
+describe('a dispatched workflow run that a worker executes', () => {
+  const engines = trackedEngines();
+
+  async function setupEngine() {
+    const { queue, dispatch, itemOf } = await setup();
+    const seen = { waited: [] as AbortSignal[], after: 0 };
+    let blocked!: () => void;
+    const blocking = new Promise<void>((resolve) => {
+      blocked = resolve;
+    });
+    const engine = await engines.make(
+      {
+        'workflow.yaml': workflowYaml(
+          [node('start', 'start'), node('wait', 'linear'), node('after', 'linear'), node('done', 'exit')],
+          [edge('start', 'wait'), edge('wait', 'after'), edge('after', 'done')],
+          { id: 'held' },
+        ),
+      },
+      {
+        functions: {
+          wait: (input, context: WorkflowFunctionContext) => {
+            seen.waited.push(context.signal);
+            if (!(input as { block?: boolean }).block) return input;
+            blocked();
+            return new Promise((_resolve, reject) => {
+              context.signal.addEventListener('abort', () => reject(context.signal.reason), { once: true });
+            });
+          },
+          after: (input) => {
+            seen.after++;
+            return input;
+          },
+        },
+        dispatch: (taskId, execute, signal) => dispatch.dispatch(taskId, execute, 'held', signal),
+      },
+    );
+    return { engine, dispatch, itemOf, queue, seen, blocking };
+  }
+
+  it("cancels the executing run when the worker's signal aborts, and stops its node", async () => {
+    const { engine, dispatch, itemOf, seen, blocking } = await setupEngine();
+    const { taskId, result } = engine.enqueue({ block: true });
+    const item = await itemOf(taskId);
+    const running = new AbortController();
+    const ran = dispatch.runItem(item, { signal: running.signal });
+    await blocking;
+    running.abort(new Error('work item cancelled'));
+
+    await expect(promptly('the cancelled run', result)).resolves.toMatchObject({
+      status: 'failure',
+      state: 'cancelled',
+      error: { code: 'ABORTED' },
+    });
+    await promptly("the worker's run of the item", ran);
+    expect(seen.waited[0]?.aborted).toBe(true);
+    expect(seen.after).toBe(0);
+    expect(engine.status(taskId)).toMatchObject({ state: 'cancelled', status: 'failure' });
+    // Its scheduler slot (max_concurrency 1) is free: the next run is dispatched.
+    const next = engine.enqueue({ block: false });
+    await dispatch.runItem(await itemOf(next.taskId), worker());
+    await expect(next.result).resolves.toMatchObject({ status: 'success' });
+  });
+
+  it('cancels at once a run whose worker was aborted before it began', async () => {
+    const { engine, dispatch, itemOf, seen } = await setupEngine();
+    const { taskId, result } = engine.enqueue({ block: true });
+    await promptly(
+      "the worker's run of the item",
+      dispatch.runItem(await itemOf(taskId), { signal: AbortSignal.abort() }),
+    );
+
+    await expect(result).resolves.toMatchObject({ state: 'cancelled', error: { code: 'ABORTED' } });
+    expect(seen.waited).toEqual([]);
+    expect(seen.after).toBe(0);
+  });
+
+  it("stops listening to the worker's signal when the run ends", async () => {
+    const { engine, dispatch, itemOf, seen } = await setupEngine();
+    const { taskId, result } = engine.enqueue({ block: false });
+    const running = new AbortController();
+    await dispatch.runItem(await itemOf(taskId), { signal: running.signal });
+
+    await expect(result).resolves.toMatchObject({ status: 'success' });
+    expect(seen.after).toBe(1);
+    expect(getEventListeners(running.signal, 'abort')).toHaveLength(0);
   });
 });

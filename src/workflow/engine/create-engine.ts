@@ -134,9 +134,9 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
     let executing = false;
     return dispatch(
       run.root.taskId,
-      () => {
+      (signal) => {
         executing = true;
-        return execute(run, traceParent);
+        return signal ? executeUntilAborted(run, traceParent, signal) : execute(run, traceParent);
       },
       signalOf(run),
     ).catch((error: unknown) => {
@@ -147,6 +147,24 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       concludeOpen(core, run, shape.code === ErrorCodes.aborted ? 'cancelled' : 'failed', shape);
       return end(run);
     });
+  }
+
+  /**
+   * Executes a dispatched run that `signal` — its executor's, not the run's own — cancels as `cancel` does,
+   * already aborted or while it runs. The listener goes when the run ends: the signal may outlive the run.
+   */
+  function executeUntilAborted(
+    run: Run,
+    traceParent: Context,
+    signal: AbortSignal,
+  ): Promise<'completed' | 'failed'> {
+    if (signal.aborted) {
+      abortRun(run, signal.reason);
+      return execute(run, traceParent);
+    }
+    const onAbort = () => abortRun(run, signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    return execute(run, traceParent).finally(() => signal.removeEventListener('abort', onAbort));
   }
 
   /**

@@ -44,11 +44,13 @@ export interface CreateWorkflowEngineOptions {
    * item). Without it the scheduler calls the run directly. `signal` aborts when the run is cancelled
    * (`cancel`, its `RunOptions.signal`, `close`). A rejection before `execute` was called ends the run without
    * running it — `cancelled` when the error's code is ABORTED, else `failed` with the error — and frees its
-   * slot; a dispatch must settle, or the run and its slot wait for ever.
+   * slot; a dispatch must settle, or the run and its slot wait for ever. The signal given to `execute` is the
+   * executor's (the work item's, aborted when it is cancelled while a worker runs it): its abort cancels the
+   * executing run as `cancel` does, and the engine stops listening to it when the run ends.
    */
   dispatch?: (
     taskId: string,
-    execute: () => Promise<'completed' | 'failed'>,
+    execute: (signal?: AbortSignal) => Promise<'completed' | 'failed'>,
     signal: AbortSignal,
   ) => Promise<'completed' | 'failed'>;
   /** Base of tool `permissions.root` and of file access by functions. Default `process.cwd()`. */
