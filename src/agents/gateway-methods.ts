@@ -107,13 +107,18 @@ export function agentConfigFromSpawnParams(
 }
 /** An agent's id as a caller names it: at most 64 characters at spawn, so a longer one names no agent. */
 const agentIdParam = z.string().min(1).max(64);
-/** A session key as the gateway takes it (session-key.ts): safe to log and to write into events. */
-const sessionKeyParam = z
-  .string()
-  .min(1)
-  .max(256)
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
-  .refine((key) => !/[\u0000-\u001f\u007f]/.test(key), 'a session key has no control characters');
+/**
+ * A key the caller chooses, bounded as the gateway bounds session keys (session-key.ts): safe to log and to
+ * write into events and work items.
+ */
+const callerKeyParam = (what: string) =>
+  z
+    .string()
+    .min(1)
+    .max(256)
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+    .refine((key) => !/[\u0000-\u001f\u007f]/.test(key), `${what} has no control characters`);
+const sessionKeyParam = callerKeyParam('a session key');
 /** Work item ids one control call may name: each is a parameter of one statement. */
 const workItemIdsParam = z.array(z.string().min(1).max(128)).max(1_000);
 
@@ -154,6 +159,8 @@ export const agentControlParamsSchema = z.discriminatedUnion('action', [
     goal: z.string().min(1).max(20_000),
     sessionKey: sessionKeyParam,
     agentId: agentIdParam.default('main'),
+    // Also written into each task's params, which is what answers a retry after a restart.
+    idempotencyKey: callerKeyParam('an idempotency key').optional(),
   }),
   z.object({
     action: z.literal('pause'),
@@ -329,6 +336,7 @@ export function createAgentGatewayMethods(
               goal: params.goal,
               sessionKey: params.sessionKey,
               agentId: params.agentId,
+              ...(params.idempotencyKey !== undefined ? { idempotencyKey: params.idempotencyKey } : {}),
             });
             return {
               planId: result.planId,

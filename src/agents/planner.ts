@@ -120,6 +120,11 @@ export interface CreatePlannerOptions {
   clock?: Clock;
   /** Sessions whose latest plan `latest` answers (default 1,000); older ones are forgotten, oldest first. */
   maxRememberedPlans?: number;
+  /**
+   * Idempotency keys whose answer is kept in memory (default 1,000), the oldest forgotten first; a forgotten
+   * key is looked for in the work queue (see docs/agents.md, "Idempotency keys").
+   */
+  maxRememberedKeys?: number;
   logger?: Logger;
   maxTasks?: number;
   /** Work item kind of planned tasks. */
@@ -131,6 +136,11 @@ export interface PlanRequest {
   goal: string;
   sessionKey: string;
   agentId: string;
+  /**
+   * Names this goal within the session: sent again, it is answered with the plan it already made (or is
+   * making) rather than planned twice; with another goal, it is `CONFLICT`.
+   */
+  idempotencyKey?: string;
   signal?: AbortSignal;
 }
 
@@ -167,6 +177,63 @@ const orphanedAfterMs = 10 * 60_000;
 /** Written paused by `plan` and not yet released: only `pause` gives a paused item a reason. */
 function isHeldTask(item: WorkItem): boolean {
   return item.state === 'paused' && item.source === 'planner' && item.stateReason === null;
+}
+
+const failedPlanReason = 'its plan failed before its tasks were released';
+
+function isTaskOfFailedPlan(item: WorkItem): boolean {
+  return item.state === 'cancelled' && item.stateReason === failedPlanReason;
+}
+
+/**
+ * A key no longer in memory is looked for among this many of the session's newest tasks: the read goes through
+ * the session's index and sorts the session's items, but only this many are decoded; a retry after a lost
+ * answer comes long before a session has planned this many more.
+ */
+const storedKeyWindow = 1_000;
+
+/**
+ * What each task of a plan made with an idempotency key carries besides `total`, so that any one of them
+ * answers a retry as the plan was answered: the model's reply, and the titles planned (those without a
+ * task were refused).
+ */
+const keyedTaskParamsSchema = z.object({
+  planId: z.string(),
+  index: z.number().int().nonnegative(),
+  goal: z.string(),
+  idempotencyKey: z.string(),
+  reply: z.string(),
+  titles: z.array(z.string()),
+});
+
+type KeyedTaskParams = z.infer<typeof keyedTaskParamsSchema>;
+
+function keyUsedForAnotherGoal(key: string): UserInputError {
+  return new UserInputError({
+    code: ErrorCodes.conflict,
+    message: `the idempotency key "${key}" was already used in this session for another goal; send a new goal with a new key.`,
+  });
+}
+
+function replyWithRefusals(reply: string, refused: number): string {
+  return refused > 0
+    ? `${reply}\n(${refused} task(s) were refused because the workers are saturated.)`
+    : reply;
+}
+
+function synthesisOf(planId: string, goal: string, items: WorkItem[]): Synthesis {
+  const tasks: PlanTaskResult[] = items.map((item) => {
+    const summary = outcomeSummary(item);
+    const error = item.outcome?.error?.message;
+    return {
+      workItemId: item.id,
+      title: item.title,
+      state: item.state,
+      ...(summary !== undefined ? { summary } : {}),
+      ...(error !== undefined ? { error } : {}),
+    };
+  });
+  return { planId, goal, text: synthesize(goal, tasks), tasks };
 }
 
 function stateMark(state: WorkState): string {
@@ -212,6 +279,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   const submitTask = options.submitTask ?? ((submission: WorkSubmission) => queue.submit(submission));
   const maxTasks = options.maxTasks ?? 5;
   const maxRememberedPlans = options.maxRememberedPlans ?? 1_000;
+  const maxRememberedKeys = options.maxRememberedKeys ?? 1_000;
   const taskKind = options.taskKind ?? 'task';
   const maxPlanBytes = options.maxPlanBytes ?? 256 * 1024;
 
@@ -274,19 +342,8 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         if (done || !items.every((item) => isTerminalWorkState(item.state))) return;
         done = true;
         unsubscribe();
-        const results: PlanTaskResult[] = items.map((item) => {
-          const summary = outcomeSummary(item);
-          const error = item.outcome?.error?.message;
-          return {
-            workItemId: item.id,
-            title: item.title,
-            state: item.state,
-            ...(summary !== undefined ? { summary } : {}),
-            ...(error !== undefined ? { error } : {}),
-          };
-        });
-        const text = synthesize(request.goal, results);
-        const synthesis: Synthesis = { planId, goal: request.goal, text, tasks: results };
+        const synthesis = synthesisOf(planId, request.goal, items);
+        const { text, tasks: results } = synthesis;
         bus.publish(
           'agent:progress',
           {
@@ -336,7 +393,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   const abandoned = new Map<string, string[]>();
 
   const cancelTask = (id: string) =>
-    queue.cancel(id, { reason: 'its plan failed before its tasks were released' }).then(
+    queue.cancel(id, { reason: failedPlanReason }).then(
       () => undefined,
       (error: unknown) => {
         // A task that ended or went away meanwhile needs no cancel.
@@ -366,182 +423,308 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
     for (const item of stale) if (isHeldTask(item)) await cancelTask(item.id);
   };
 
+  /**
+   * Resolves once every task of a plan found by its key has ended. Silent: the planning that made the plan
+   * (here before a restart, or in another process) announced it, and posting its synthesis again could repeat
+   * it in the chat.
+   */
+  const endOfStoredPlan = (planId: string, goal: string, taskIds: string[]): Promise<Synthesis> =>
+    new Promise<Synthesis>((resolve) => {
+      let done = false;
+      const check = () => {
+        queue
+          .getMany(taskIds)
+          .then((items) => {
+            if (done || !items.every((item) => isTerminalWorkState(item.state))) return;
+            done = true;
+            unsubscribe();
+            resolve(synthesisOf(planId, goal, items));
+          })
+          .catch((error: unknown) =>
+            logger.error({ err: error, planId }, 'could not read the tasks of a plan'),
+          );
+      };
+      const unsubscribe = bus.subscribe(
+        { types: ['work:completed', 'work:failed', 'work:dead', 'work:cancelled'] },
+        (event) => {
+          if (taskIds.includes(event.data.workItemId)) check();
+        },
+      );
+      check();
+    });
+
+  /**
+   * The plan a goal with this key made in this session, found through its tasks: how a retry is answered after a
+   * restart or once the key has left memory. A plan that failed answered nothing, so it is passed over.
+   */
+  const findStoredPlan = async (
+    sessionKey: string,
+    key: string,
+    goal: string,
+  ): Promise<PlanResult | undefined> => {
+    const recent = await queue.list({ sessionKey, kind: taskKind, order: 'newest', limit: storedKeyWindow });
+    const plans = new Map<string, Array<{ item: WorkItem; params: KeyedTaskParams }>>();
+    for (const item of recent) {
+      const parsed = keyedTaskParamsSchema.safeParse(item.params);
+      if (item.source !== 'planner' || !parsed.success || parsed.data.idempotencyKey !== key) continue;
+      plans.set(parsed.data.planId, [
+        ...(plans.get(parsed.data.planId) ?? []),
+        { item, params: parsed.data },
+      ]);
+    }
+    for (const [planId, tasks] of plans) {
+      // Held tasks (a planning that died, or one under way in another process) and those a failure cancelled
+      // answered nothing: the goal is planned afresh.
+      if (tasks.some(({ item }) => isHeldTask(item) || isTaskOfFailedPlan(item))) continue;
+      const { params } = tasks[0]!;
+      if (params.goal !== goal) throw keyUsedForAnotherGoal(key);
+      tasks.sort((a, b) => a.params.index - b.params.index);
+      const written = new Set(tasks.map((task) => task.params.index));
+      const rejected = params.titles.flatMap((title, index) =>
+        written.has(index)
+          ? []
+          : [
+              {
+                title,
+                code: ErrorCodes.queueFull,
+                message: 'the workers were saturated when the goal was planned.',
+              },
+            ],
+      );
+      return {
+        planId,
+        reply: replyWithRefusals(params.reply, rejected.length),
+        tasks: tasks.map(({ item }) => ({
+          workItemId: item.id,
+          title: item.title,
+          description: item.description,
+          agentId: item.agentId,
+        })),
+        rejected,
+        finished: endOfStoredPlan(
+          planId,
+          goal,
+          tasks.map(({ item }) => item.id),
+        ),
+      };
+    }
+    return undefined;
+  };
+
+  // Keyed goals being answered, by session and key: a duplicate waits for the first instead of planning.
+  const keyedInFlight = new Map<string, { goal: string; result: Promise<PlanResult> }>();
+  // Keyed goals answered, the most recent only; an older key is found again through its tasks.
+  const keyedAnswered = new Map<string, { goal: string; result: Promise<PlanResult> }>();
+
+  const planGoal = async (request: PlanRequest, goal: string): Promise<PlanResult> => {
+    const planId = idGenerator('plan');
+    const scope = { sessionKey: request.sessionKey, agentId: request.agentId };
+    bus.publish(
+      'agent:progress',
+      { phase: 'planner-received', message: `planning: ${goal.slice(0, 200)}`, planId, ...scope },
+      scope,
+    );
+    // Best effort: a failure here keeps them for the next goal, and this goal meets the same cause in its
+    // own writes if it persists.
+    await cancelOrphans().catch((error: unknown) =>
+      logger.warn({ err: error, planId }, 'could not cancel the tasks of failed plans'),
+    );
+    const modelPlan = await askModel({ ...request, goal });
+    const planned = modelPlan.tasks.slice(0, maxTasks);
+
+    const tracked = new Map<string, { index: number; title: string; last?: WorkState }>();
+    const total = planned.length;
+    const answer =
+      request.idempotencyKey === undefined
+        ? {}
+        : {
+            idempotencyKey: request.idempotencyKey,
+            reply: modelPlan.reply,
+            titles: planned.map((task) => task.title),
+          };
+    const publishStatus = (id: string, state: WorkState, summary?: string) => {
+      const entry = tracked.get(id);
+      if (!entry || entry.last === state || (entry.last && isTerminalWorkState(entry.last))) return;
+      entry.last = state;
+      bus.publish(
+        'agent:status',
+        {
+          planId,
+          workItemId: id,
+          title: entry.title,
+          state,
+          index: entry.index,
+          total,
+          ...(summary ? { summary } : {}),
+        },
+        { ...scope, workItemId: id },
+      );
+      if (isTerminalWorkState(state)) finishHooks.get(planId)?.();
+    };
+    const holding = new Set<string>();
+    const resumedHeld = new Set<string>();
+    // Subscribed before the first submission so no state change of a task can slip by.
+    const unsubscribe = bus.subscribe(
+      {
+        types: [
+          'work:started',
+          'work:completed',
+          'work:failed',
+          'work:dead',
+          'work:cancelled',
+          'work:paused',
+          'work:resumed',
+          'work:blocked',
+        ],
+      },
+      (event) => {
+        const { data } = event;
+        if (tracked.get(data.workItemId)?.last === undefined) return;
+        // The hold while the plan is announced is the planner's own bookkeeping, not a task state change.
+        if (
+          holding.has(data.workItemId) ||
+          (event.type === 'work:resumed' && resumedHeld.delete(data.workItemId))
+        )
+          return;
+        publishStatus(data.workItemId, data.state, 'summary' in data ? data.summary : undefined);
+      },
+    );
+
+    const tasks: PlannedTaskSummary[] = [];
+    const rejected: PlanResult['rejected'] = [];
+    let replyText = modelPlan.reply;
+    let finished: Promise<Synthesis>;
+    // Each task is its own commit (through the pool's admission), so until every one is written and
+    // released a failure or a crash leaves some held; they are cancelled, at once or by a later goal.
+    try {
+      for (const [index, task] of planned.entries()) {
+        const agentId = task.agent ?? request.agentId;
+        // What the worker is told, and so what a retry answered from the queue reports.
+        const description = task.description || task.title;
+        try {
+          const { id } = await submitTask({
+            kind: taskKind,
+            agentId,
+            title: task.title,
+            description,
+            params: { planId, index, total, goal, ...answer },
+            sessionKey: request.sessionKey,
+            source: 'planner',
+            // Held until the plan is announced, so delegation events always precede the workers' own.
+            paused: true,
+          });
+          holding.add(id);
+          tracked.set(id, { index, title: task.title });
+          tasks.push({ workItemId: id, title: task.title, description, agentId });
+        } catch (error) {
+          if (!AgentdError.isInstance(error) || error.code !== ErrorCodes.queueFull) throw error;
+          rejected.push({ title: task.title, code: error.code, message: error.message });
+        }
+      }
+
+      // Announced only once all are written: a plan that fails while writing them was never announced.
+      for (const task of tasks) publishStatus(task.workItemId, 'queued');
+      replyText = replyWithRefusals(modelPlan.reply, rejected.length);
+      bus.publish('agent:plan', { planId, goal, reply: replyText, tasks, ...scope }, scope);
+      for (const task of tasks) {
+        bus.publish(
+          'agent:progress',
+          {
+            phase: 'delegated',
+            message: `delegated "${task.title}" to ${task.agentId}`,
+            planId,
+            workItemId: task.workItemId,
+            ...scope,
+          },
+          scope,
+        );
+      }
+      finished = follow(planId, request, tasks, unsubscribe, tracked);
+      finished.finally(() => finishHooks.delete(planId)).catch(() => undefined);
+      bus.publish(
+        'agent:progress',
+        { phase: 'planner-ready', message: `${tasks.length} task(s) delegated`, planId, ...scope },
+        scope,
+      );
+      for (const task of tasks) {
+        holding.delete(task.workItemId);
+        resumedHeld.add(task.workItemId);
+        await queue.resume(task.workItemId);
+      }
+    } catch (error) {
+      unsubscribe();
+      finishHooks.delete(planId);
+      if (tasks.length > 0) {
+        // Released ones too: the caller hears that the goal failed, and a goal tried again must not run twice.
+        abandoned.set(
+          planId,
+          tasks.map((task) => task.workItemId),
+        );
+        await cancelOrphans().catch((cancelError: unknown) =>
+          logger.warn(
+            { err: cancelError, planId },
+            'could not cancel the tasks of a failed plan; the next goal cancels them',
+          ),
+        );
+      }
+      throw error;
+    }
+
+    // The most recent sessions' plans: a caller choosing new session keys must not grow this for good.
+    latestPlans.delete(request.sessionKey);
+    if (latestPlans.size >= maxRememberedPlans) latestPlans.delete(latestPlans.keys().next().value!);
+    latestPlans.set(request.sessionKey, {
+      planId,
+      goal,
+      reply: replyText,
+      taskIds: tasks.map((task) => task.workItemId),
+    });
+    if (options.memoryWriter) {
+      const lines = tasks.map(
+        (task, index) => `${index + 1}. ${task.title} — ${task.description} [${task.workItemId}]`,
+      );
+      // Context for the session's later turns, not a record anything depends on (the queue holds the
+      // tasks): while memory is degraded it may only be kept in RAM, and a refused write is logged, not
+      // turned into a failed goal whose tasks already run.
+      await options
+        .memoryWriter({
+          ...scope,
+          role: 'system',
+          content: [`Primary Brain plan for goal: ${goal}`, ...lines].join('\n'),
+        })
+        .catch((error: unknown) => logger.warn({ err: error, planId }, 'could not write the plan to memory'));
+    }
+    return { planId, reply: replyText, tasks, rejected, finished };
+  };
+
   return {
     async plan(request) {
       const goal = request.goal.trim();
       if (!goal) throw new UserInputError({ code: ErrorCodes.invalidRequest, message: 'the goal is empty.' });
-      const planId = idGenerator('plan');
-      const scope = { sessionKey: request.sessionKey, agentId: request.agentId };
-      bus.publish(
-        'agent:progress',
-        { phase: 'planner-received', message: `planning: ${goal.slice(0, 200)}`, planId, ...scope },
-        scope,
-      );
-      // Best effort: a failure here keeps them for the next goal, and this goal meets the same cause in its
-      // own writes if it persists.
-      await cancelOrphans().catch((error: unknown) =>
-        logger.warn({ err: error, planId }, 'could not cancel the tasks of failed plans'),
-      );
-      const modelPlan = await askModel({ ...request, goal });
-      const planned = modelPlan.tasks.slice(0, maxTasks);
-
-      const tracked = new Map<string, { index: number; title: string; last?: WorkState }>();
-      const total = planned.length;
-      const publishStatus = (id: string, state: WorkState, summary?: string) => {
-        const entry = tracked.get(id);
-        if (!entry || entry.last === state || (entry.last && isTerminalWorkState(entry.last))) return;
-        entry.last = state;
-        bus.publish(
-          'agent:status',
-          {
-            planId,
-            workItemId: id,
-            title: entry.title,
-            state,
-            index: entry.index,
-            total,
-            ...(summary ? { summary } : {}),
-          },
-          { ...scope, workItemId: id },
-        );
-        if (isTerminalWorkState(state)) finishHooks.get(planId)?.();
-      };
-      const holding = new Set<string>();
-      const resumedHeld = new Set<string>();
-      // Subscribed before the first submission so no state change of a task can slip by.
-      const unsubscribe = bus.subscribe(
-        {
-          types: [
-            'work:started',
-            'work:completed',
-            'work:failed',
-            'work:dead',
-            'work:cancelled',
-            'work:paused',
-            'work:resumed',
-            'work:blocked',
-          ],
-        },
-        (event) => {
-          const { data } = event;
-          if (tracked.get(data.workItemId)?.last === undefined) return;
-          // The hold while the plan is announced is the planner's own bookkeeping, not a task state change.
-          if (
-            holding.has(data.workItemId) ||
-            (event.type === 'work:resumed' && resumedHeld.delete(data.workItemId))
-          )
-            return;
-          publishStatus(data.workItemId, data.state, 'summary' in data ? data.summary : undefined);
-        },
-      );
-
-      const tasks: PlannedTaskSummary[] = [];
-      const rejected: PlanResult['rejected'] = [];
-      let replyText = modelPlan.reply;
-      let finished: Promise<Synthesis>;
-      // Each task is its own commit (through the pool's admission), so until every one is written and
-      // released a failure or a crash leaves some held; they are cancelled, at once or by a later goal.
-      try {
-        for (const [index, task] of planned.entries()) {
-          const agentId = task.agent ?? request.agentId;
-          try {
-            const { id } = await submitTask({
-              kind: taskKind,
-              agentId,
-              title: task.title,
-              description: task.description || task.title,
-              params: { planId, index, total, goal },
-              sessionKey: request.sessionKey,
-              source: 'planner',
-              // Held until the plan is announced, so delegation events always precede the workers' own.
-              paused: true,
-            });
-            holding.add(id);
-            tracked.set(id, { index, title: task.title });
-            tasks.push({ workItemId: id, title: task.title, description: task.description, agentId });
-          } catch (error) {
-            if (!AgentdError.isInstance(error) || error.code !== ErrorCodes.queueFull) throw error;
-            rejected.push({ title: task.title, code: error.code, message: error.message });
-          }
-        }
-
-        // Announced only once all are written: a plan that fails while writing them was never announced.
-        for (const task of tasks) publishStatus(task.workItemId, 'queued');
-        if (rejected.length) {
-          replyText = `${modelPlan.reply}\n(${rejected.length} task(s) were refused because the workers are saturated.)`;
-        }
-        bus.publish('agent:plan', { planId, goal, reply: replyText, tasks, ...scope }, scope);
-        for (const task of tasks) {
-          bus.publish(
-            'agent:progress',
-            {
-              phase: 'delegated',
-              message: `delegated "${task.title}" to ${task.agentId}`,
-              planId,
-              workItemId: task.workItemId,
-              ...scope,
-            },
-            scope,
-          );
-        }
-        finished = follow(planId, request, tasks, unsubscribe, tracked);
-        finished.finally(() => finishHooks.delete(planId)).catch(() => undefined);
-        bus.publish(
-          'agent:progress',
-          { phase: 'planner-ready', message: `${tasks.length} task(s) delegated`, planId, ...scope },
-          scope,
-        );
-        for (const task of tasks) {
-          holding.delete(task.workItemId);
-          resumedHeld.add(task.workItemId);
-          await queue.resume(task.workItemId);
-        }
-      } catch (error) {
-        unsubscribe();
-        finishHooks.delete(planId);
-        if (tasks.length > 0) {
-          // Released ones too: the caller hears that the goal failed, and a goal tried again must not run twice.
-          abandoned.set(
-            planId,
-            tasks.map((task) => task.workItemId),
-          );
-          await cancelOrphans().catch((cancelError: unknown) =>
-            logger.warn(
-              { err: cancelError, planId },
-              'could not cancel the tasks of a failed plan; the next goal cancels them',
-            ),
-          );
-        }
-        throw error;
+      const key = request.idempotencyKey;
+      if (key === undefined) return planGoal(request, goal);
+      const slot = JSON.stringify([request.sessionKey, key]);
+      const known = keyedAnswered.get(slot) ?? keyedInFlight.get(slot);
+      if (known) {
+        if (known.goal !== goal) throw keyUsedForAnotherGoal(key);
+        return known.result;
       }
-
-      // The most recent sessions' plans: a caller choosing new session keys must not grow this for good.
-      latestPlans.delete(request.sessionKey);
-      if (latestPlans.size >= maxRememberedPlans) latestPlans.delete(latestPlans.keys().next().value!);
-      latestPlans.set(request.sessionKey, {
-        planId,
+      const keyed = {
         goal,
-        reply: replyText,
-        taskIds: tasks.map((task) => task.workItemId),
-      });
-      if (options.memoryWriter) {
-        const lines = tasks.map(
-          (task, index) => `${index + 1}. ${task.title} — ${task.description} [${task.workItemId}]`,
-        );
-        // Context for the session's later turns, not a record anything depends on (the queue holds the
-        // tasks): while memory is degraded it may only be kept in RAM, and a refused write is logged, not
-        // turned into a failed goal whose tasks already run.
-        await options
-          .memoryWriter({
-            ...scope,
-            role: 'system',
-            content: [`Primary Brain plan for goal: ${goal}`, ...lines].join('\n'),
-          })
-          .catch((error: unknown) =>
-            logger.warn({ err: error, planId }, 'could not write the plan to memory'),
-          );
+        result: findStoredPlan(request.sessionKey, key, goal).then(
+          (stored) => stored ?? planGoal(request, goal),
+        ),
+      };
+      keyedInFlight.set(slot, keyed);
+      try {
+        await keyed.result;
+        // A failure is not kept: its tasks were cancelled, so the goal sent again is planned afresh.
+        if (keyedAnswered.size >= maxRememberedKeys) keyedAnswered.delete(keyedAnswered.keys().next().value!);
+        keyedAnswered.set(slot, keyed);
+      } finally {
+        keyedInFlight.delete(slot);
       }
-      return { planId, reply: replyText, tasks, rejected, finished };
+      return keyed.result;
     },
     async latest(sessionKey) {
       const plan = latestPlans.get(sessionKey);

@@ -75,6 +75,10 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
       parsePositiveInt('--timeout-ms'),
       600_000,
     )
+    .option(
+      '--idempotency-key <key>',
+      'name this goal in its session: run again with the same key, it answers the plan already made instead of planning twice',
+    )
     .option('--json', 'print JSON')
     .action(
       async (
@@ -84,11 +88,13 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
           session?: string;
           detach?: boolean;
           timeoutMs: number;
+          idempotencyKey?: string;
           json?: boolean;
         },
       ) => {
         const json = options.json ?? false;
         const sessionKey = sessionKeyFor(options.agent, options.session);
+        const keyed = options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey };
         const display = createProgressDisplay(io.stderr, terminalOf(io));
         const show = (data: { phase: string; message: string; workItemId?: string }) => {
           if (!json) showAgentProgress(display, data);
@@ -114,7 +120,13 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
                 planId: string;
                 reply: string;
                 tasks: Array<{ title: string; workItemId: string }>;
-              }>('agent.control', { action: 'goal', goal: text, sessionKey, agentId: options.agent });
+              }>('agent.control', {
+                action: 'goal',
+                goal: text,
+                sessionKey,
+                agentId: options.agent,
+                ...keyed,
+              });
               planId = plan.planId;
               const early = pending.find((payload) => payload.planId === planId);
               const finished = options.detach
@@ -140,7 +152,12 @@ export function registerGoalCommand(program: Command, deps: CliCommandDeps): Com
             const off = runtime.bus.subscribe({ sessionKey, types: ['agent:progress'] }, (event) =>
               show(event.data),
             );
-            const plan = await runtime.work.planner.plan({ goal: text, sessionKey, agentId: options.agent });
+            const plan = await runtime.work.planner.plan({
+              goal: text,
+              sessionKey,
+              agentId: options.agent,
+              ...keyed,
+            });
             const finished = options.detach ? undefined : await withTimeout(plan.finished, options.timeoutMs);
             off();
             printPlan(io, json, plan, finished?.text);

@@ -1,0 +1,33 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../src/runtime.js';
+import { startRuntime } from '../runtime/helpers.js';
+import { runCli as run } from './helpers.js';
+
+let runtime: Runtime | undefined;
+afterEach(async () => {
+  await runtime?.close();
+  runtime = undefined;
+});
+
+describe('agentd goal --url --idempotency-key', () => {
+  it('answers a goal run again with its key by the plan already made, and refuses the key for another goal', async () => {
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const remote = ['--url', started.url, '--token', started.runtime.state.token, '--detach', '--json'];
+    const goal = (text: string) => ['goal', text, '--session', 'keyed', '--idempotency-key', 'nightly-1'];
+    const text = 'Collect the open questions. Then list the risks.';
+
+    const first = await run([...goal(text), ...remote]);
+    expect(first.code).toBe(0);
+    const again = await run([...goal(text), ...remote]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.out).planId).toBe(JSON.parse(first.out).planId);
+    const items = await started.runtime.work.queue.list({ sessionKey: 'agent:main:keyed' });
+    expect(new Set(items.map((item) => item.params.planId))).toEqual(new Set([JSON.parse(first.out).planId]));
+    expect(items.every((item) => item.params.idempotencyKey === 'nightly-1')).toBe(true);
+
+    const other = await run([...goal('Something else entirely.'), ...remote]);
+    expect(JSON.parse(other.out).error.code).toBe('CONFLICT');
+    expect(other.code).toBe(2);
+  });
+});
