@@ -209,9 +209,15 @@ export interface Runtime {
   }>;
   /**
    * `/goal` without a chat: the planner turns the goal into work items for the agent, which the worker pool
-   * runs in the background (after `startBackground`). Returns the plan as text.
+   * runs in the background (after `startBackground`). Returns the plan as text. `idempotencyKey` names the goal
+   * in its session: sent again, it answers the plan already made (docs/agents.md, "Idempotency keys").
    */
-  goal(input: { text: string; agentId?: string; sessionKey?: string }): Promise<string>;
+  goal(input: {
+    text: string;
+    agentId?: string;
+    sessionKey?: string;
+    idempotencyKey?: string;
+  }): Promise<string>;
   /**
    * Runs the workflow in `dir` (a directory with workflow.yaml) with `input`, and waits for the run to end.
    * The program's own directories are trusted; with `confined` (a request relayed from a client) only
@@ -908,11 +914,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       return { url, server: gateway };
     },
 
-    async goal({ text, agentId = 'main', sessionKey }) {
+    async goal({ text, agentId = 'main', sessionKey, idempotencyKey }) {
       return agents.goal({
         argument: text.trim(),
         agentId,
         sessionKey: sessionKey ?? `agent:${agentId}:main`,
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
       });
     },
 

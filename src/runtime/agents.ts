@@ -145,7 +145,12 @@ export interface AgentsWiring {
   heartbeat: Heartbeat | undefined;
   agents: AgentRuntime | undefined;
   /** `/goal` for the chat service. */
-  goal(input: { argument: string; sessionKey: string; agentId: string }): Promise<string>;
+  goal(input: {
+    argument: string;
+    sessionKey: string;
+    agentId: string;
+    idempotencyKey?: string;
+  }): Promise<string>;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -586,10 +591,15 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
     planner,
     heartbeat,
     agents: agentRuntime,
-    async goal({ argument, sessionKey, agentId }) {
+    async goal({ argument, sessionKey, agentId, idempotencyKey }) {
       if (!planner) return 'Planning is off (features.agent_runtime_v1 is false).';
       if (!argument) return 'Usage: /goal <what you want done>';
-      const plan = await planner.plan({ goal: argument, sessionKey, agentId });
+      const plan = await planner.plan({
+        goal: argument,
+        sessionKey,
+        agentId,
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+      });
       const lines = [
         plan.reply,
         '',

@@ -67,10 +67,27 @@ function createAgentdMcpServer(runtime: Runtime, Server: typeof McpServer): McpS
     {
       description:
         "Hand a goal to agentd's planner: it becomes work items that worker agents run in the background.",
-      inputSchema: { text: z.string().min(1).max(20_000), agentId },
+      inputSchema: {
+        text: z.string().min(1).max(20_000),
+        agentId,
+        idempotencyKey: z
+          .string()
+          .min(1)
+          .max(256)
+          // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+          .refine((key) => !/[\u0000-\u001f\u007f]/.test(key), 'an idempotency key has no control characters')
+          .optional()
+          .describe('names the goal: called again with the same key, it answers the plan already made'),
+      },
     },
-    guarded(async ({ text: goal, agentId: agent }) =>
-      text(await runtime.goal({ text: goal, agentId: agent })),
+    guarded(async ({ text: goal, agentId: agent, idempotencyKey }) =>
+      text(
+        await runtime.goal({
+          text: goal,
+          agentId: agent,
+          ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+        }),
+      ),
     ),
   );
 
