@@ -67,7 +67,14 @@ import {
   type SkillLibrary,
   skillsConfigSchema,
 } from './skills/index.js';
-import { createEventRecorder, createStore, type EventRecorder, type Store } from './store/index.js';
+import {
+  auditConfigSchema,
+  createEventRecorder,
+  createEventRetention,
+  createStore,
+  type EventRecorder,
+  type Store,
+} from './store/index.js';
 import {
   createLogger,
   createLogRing,
@@ -246,6 +253,7 @@ const identityRevalidateMs = 1_000;
  * (docs/storage.md).
  */
 const auditBatchDelayMs = 20;
+const dayMs = 24 * 60 * 60 * 1000;
 
 /**
  * Builds a runtime from a config: opens the store (SQLite, Postgres or RAM), resolves the model,
@@ -269,6 +277,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const policyConfig = parseSection(policyConfigSchema, config.sections.policy, 'policy');
   const mcpConfig = parseSection(mcpConfigSchema, config.sections.mcp, 'mcp');
   const sandboxConfig = parseSection(sandboxConfigSchema, config.sections.sandbox, 'sandbox');
+  const auditConfig = parseSection(auditConfigSchema, config.sections.audit, 'audit');
   // Custom tool modules are imported before anything is opened, so a broken module fails start-up cleanly.
   const moduleTools = await loadToolModules({
     modules: toolsConfig.modules,
@@ -318,6 +327,13 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger,
     batchDelayMs: auditBatchDelayMs,
   });
+  const auditRetention = createEventRetention({
+    events: store.events,
+    retainMs: auditConfig.retainDays * dayMs,
+    clock,
+    logger,
+  });
+  auditRetention.start();
 
   const credentials = providerSettings(config.credentials);
   const modelName = options.model
@@ -396,6 +412,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const takenByBuiltin = moduleTools.find((entry) => baseTools.some((tool) => tool.name === entry.tool.name));
   if (takenByBuiltin) {
     await workCore.queue.close();
+    await auditRetention.stop();
     await recorder.stop();
     await store.close();
     await telemetry.shutdown();
@@ -832,6 +849,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     await memoryManager.stop();
     await memory.flushEmbeddings().catch(() => {});
     identity.close();
+    await auditRetention.stop();
     await recorder.stop();
     await store.close();
     await telemetry.shutdown();

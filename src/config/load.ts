@@ -57,6 +57,7 @@ export interface AgentdConfig {
     | 'sandbox'
     | 'workflows'
     | 'skills'
+    | 'audit'
   >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
@@ -258,6 +259,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       sandbox: file.sandbox,
       workflows: file.workflows,
       skills: file.skills,
+      audit: file.audit,
     },
     secrets: secrets.filter((secret) => secret.length >= 4),
     warnings,

@@ -75,6 +75,7 @@ export const configFileSchema = z
     sandbox: z.record(z.string(), z.unknown()).optional(),
     workflows: z.record(z.string(), z.unknown()).optional(),
     skills: z.record(z.string(), z.unknown()).optional(),
+    audit: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 

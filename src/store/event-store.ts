@@ -41,6 +41,18 @@ export interface EventStore {
   /** Appends in one transaction, keeping the given order; returns the ids. */
   appendMany(events: ReadonlyArray<EventInput>): Promise<number[]>;
   list(options?: ListEventsOptions): Promise<StoredEvent[]>;
+  /**
+   * One step of pruning the log by age (see `createEventRetention`): deletes the events written before
+   * `before` (epoch ms) among the ids `fromId` to `fromId + maxRows` (exclusive), found by the primary key.
+   * `nextFromId` is where the next step starts; undefined when the oldest event from `fromId` on is not older
+   * than `before` (nothing was deleted).
+   */
+  deleteOlderThan(before: number, range: { fromId: number; maxRows: number }): Promise<DeletedEvents>;
+}
+
+export interface DeletedEvents {
+  deleted: number;
+  nextFromId: number | undefined;
 }
 
 interface EventRow {
@@ -192,6 +204,25 @@ export function createEventStore(db: SqlDatabase): EventStore {
         [...params, limit],
       );
       return rows.map(toStored);
+    },
+
+    async deleteOlderThan(before, { fromId, maxRows }) {
+      // `events` has no index by `at`: ids increase with time, so the oldest row says whether there is
+      // anything to delete, and a range of ids bounds the rows one statement deletes and scans.
+      const oldest = await db.get<{ id: number; at: number }>(
+        'SELECT id, at FROM events WHERE id >= ? ORDER BY id LIMIT 1',
+        [fromId],
+      );
+      if (!oldest || Number(oldest.at) >= before) return { deleted: 0, nextFromId: undefined };
+      const start = Number(oldest.id);
+      const end = start + maxRows;
+      // The range that reaches the cutoff holds newer rows too: they stay.
+      const { changes } = await db.run('DELETE FROM events WHERE id >= ? AND id < ? AND at < ?', [
+        start,
+        end,
+        before,
+      ]);
+      return { deleted: changes, nextFromId: end };
     },
   };
 }

@@ -14,7 +14,15 @@ export {
   type EventRecorderOptions,
 } from './event-recorder.js';
 export {
+  type AuditConfig,
+  auditConfigSchema,
+  createEventRetention,
+  type EventRetention,
+  type EventRetentionOptions,
+} from './event-retention.js';
+export {
   createEventStore,
+  type DeletedEvents,
   type EventInput,
   type EventStore,
   type ListEventsOptions,
