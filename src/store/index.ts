@@ -65,7 +65,7 @@ export {
   type SessionStatus,
   type SessionStore,
 } from './session-store.js';
-export { isUniqueViolation } from './sql-errors.js';
+export { isUniqueViolation, mightSucceedLater } from './sql-errors.js';
 export { createSqliteDatabase, type SqliteDatabase, type SqliteDatabaseOptions } from './sqlite-database.js';
 export {
   type CreateStoreOptions,

@@ -1,3 +1,5 @@
+import { AgentdError, isStoreUnavailable } from '../util/index.js';
+
 /**
  * True for a unique or primary-key violation on either dialect, so callers can turn a lost insert race
  * into a conflict without parsing driver messages.
@@ -25,4 +27,36 @@ export function isSqliteUnavailable(error: unknown): boolean {
 export function isSqliteBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+// Postgres SQLSTATE classes of a server that cannot run the statement now: 08 connection exception, 40
+// transaction rollback (serialization failure, deadlock), 53 insufficient resources (disk full, out of
+// memory, too many connections), 57 operator intervention (shutdown, cannot connect now, statement
+// timeout), 58 system error (I/O); and 55P03, a lock not available in time.
+const unavailableSqlState = /^(08|40|53|57|58)[0-9A-Z]{3}$|^55P03$/;
+// Network failures reaching a database server; the file-system ones are in `unavailableSystemCodes`.
+const unavailableNetworkCodes = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+]);
+
+/**
+ * True when a failed statement or transaction may succeed if it is tried again later: the database was
+ * unavailable (an agentd error coded STORE_UNAVAILABLE or marked retryable, or a driver's or the system's
+ * code for a full disk, an I/O error, a lock, a lost connection, a serialization failure or deadlock).
+ * Anything else (a constraint violation, an SQL error, a value the driver refuses, a bug that threw) is a
+ * defect: the same statement fails the same way every time.
+ */
+export function mightSucceedLater(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  // An agentd error says so itself, and its `code` is agentd's, not a driver's.
+  if (AgentdError.isInstance(error)) return error.retryable || isStoreUnavailable(error);
+  if (isSqliteUnavailable(error)) return true;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && (unavailableSqlState.test(code) || unavailableNetworkCodes.has(code));
 }

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { MemoryConfigInput, SessionRef } from '../../src/memory/index.js';
 import { appendBatch } from '../../src/memory/service/ram.js';
-import { retryWrites } from '../../src/memory/service/write-retry.js';
+import { pendingCount, retryWrites } from '../../src/memory/service/write-retry.js';
 import { migrate, type SqlDatabase } from '../../src/store/index.js';
 import { describeEachDatabase, migrateBefore, openTestDatabase } from '../helpers/databases.js';
 import { createHarness, insertOldSchemaRows, sessionRef } from './memory-fixtures.js';
@@ -138,6 +138,8 @@ describeEachDatabase('an instance whose load failed', (getDb) => {
     // Another process (a restart) cannot read the session: RAM starts without its active entries.
     const db = breakableDatabase(getDb());
     const second = stepContext(db, { config });
+    // Its own clock, an hour on: the two write events with the same sequential ids.
+    second.clock.advance(3_600_000);
     db.broken = true;
     expect((await loaded(second.ctx)).entries).toEqual([]);
     db.broken = false;
@@ -147,6 +149,7 @@ describeEachDatabase('an instance whose load failed', (getDb) => {
       second.clock.advance(1_500);
       await appendBatch(second.ctx, ref, turn(index));
     }
+    expect(pendingCount(second.ctx)).toBe(0);
     const after = await rangeOf(getDb(), ref.sessionId);
     expect(after.liveFrom).toBe(stored.liveFrom);
     expect(after.liveFrom).toBeLessThanOrEqual(after.lowestActive!);

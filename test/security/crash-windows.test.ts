@@ -16,15 +16,20 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
     const db = getDb();
     const kv = createKvStore(db);
     let failNextDelete = true;
-    // The dequeue's statement fails (as a full disk or a lost connection would fail it) after the append's
-    // went out: the append must not be stored without it. It fails in the database, as such failures do: on
-    // Postgres the transaction's COMMIT may have been sent with the statements already.
+    // The dequeue's statement fails as a full disk fails it, after the append's went out: the append must not
+    // be stored without it. On Postgres it fails in the database, as such failures do (the transaction's COMMIT
+    // may have been sent with the statements already); SQLite runs each statement when it is issued.
     const inbox: ChatInbox = {
       put: (message) => kv.set('inbox', message.runId, JSON.stringify(message)),
       delete: async (runId, tx) => {
         if (failNextDelete) {
           failNextDelete = false;
-          await (tx ?? db).run('DELETE FROM no_such_table WHERE key = ?', [runId]);
+          const executor = tx ?? db;
+          if (executor.dialect === 'postgres')
+            await executor.run(
+              "DO $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$",
+            );
+          else throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
         }
         await kv.delete('inbox', runId, tx);
       },

@@ -1,4 +1,4 @@
-import type { SqlExecutor } from '../../store/index.js';
+import { mightSucceedLater, type SqlExecutor } from '../../store/index.js';
 import {
   AgentdError,
   coerceError,
@@ -93,16 +93,18 @@ export async function retryWrites(ctx: MemoryContext): Promise<void> {
       try {
         written += await ctx.mutex.run(sessionId, () => flushSession(ctx, sessionId));
       } catch (error) {
-        if (refusedByRows(error)) {
-          // Ids taken in the database meanwhile (the session could not even be read when it was loaded), or
-          // an instance another process ended (a chat turn's SessionEndedError): retrying these writes would
-          // keep memory degraded forever.
+        const refused = refusedByRows(error);
+        if (refused || !mightSucceedLater(error)) {
+          // Ids taken in the database meanwhile (the session could not even be read when it was loaded), an
+          // instance another process ended (a chat turn's SessionEndedError), or a defect the write met once
+          // the database was back (a constraint, a bug): retrying these writes would keep memory degraded
+          // forever. The session's later writes go too: they take ids and retire entries after this one's.
           const dropped = state.pendingWrites.get(sessionId)?.writes.length ?? 0;
           state.pendingWrites.delete(sessionId);
-          const message = `${dropped} memory write(s) of session ${sessionId} could not be written through: ${error.message}`;
+          const message = `${dropped} memory write(s) of session ${sessionId} could not be written through: ${coerceError(error).message}`;
           ctx.logger.error({ err: error, sessionId }, message);
           ctx.bus.publish('system:error', {
-            code: ErrorCodes.storeUnavailable,
+            code: refused ? ErrorCodes.storeUnavailable : ErrorCodes.internal,
             message,
             component: 'memory',
           });
@@ -177,8 +179,10 @@ const storedActivityMs = 1_000;
  * statement). While the database cannot be written (or earlier writes of the session still wait), the entries
  * get ids from the RAM counter and the whole commit is queued to be written through in order — unless
  * `requireCommit`: then the write fails with STORE_UNAVAILABLE and nothing is queued, for a caller that
- * acknowledges the write to someone as stored. `also` issues all its statements before it first awaits
- * anything and fails only when one of them does (`AlsoInTransaction`).
+ * acknowledges the write to someone as stored. Only a database that cannot take the write now
+ * (`mightSucceedLater`) is waited out that way; a conflict or a defect fails the commit at once, with nothing
+ * queued and memory not degraded. `also` issues all its statements before it first awaits anything and fails
+ * only when one of them does (`AlsoInTransaction`).
  */
 export async function commit(
   ctx: MemoryContext,
@@ -311,6 +315,17 @@ export async function commit(
     } catch (error) {
       recorded?.fail(error);
       if (refusedByRows(error)) throw error;
+      if (!mightSucceedLater(error)) {
+        // A defect (a constraint, an SQL error, a bug that threw) fails the same way on every retry: queued,
+        // it would keep memory degraded until a restart. RAM is as before the write (callers apply a commit
+        // to it only once it returns), but for `knowsStoredActive`, cleared by what a redo in order learned of
+        // the database.
+        ctx.logger.error(
+          { err: error, sessionKey: ram.ref.sessionKey },
+          'memory commit failed for a reason retrying cannot fix; refused, not queued',
+        );
+        throw error;
+      }
       enterDegraded(ctx, error);
       if (requireCommit) throw error;
     }

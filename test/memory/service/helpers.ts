@@ -38,7 +38,10 @@ export function loaded(ctx: MemoryContext, key = 'main'): Promise<RamSession> {
   return ctx.mutex.run(ref.sessionId, () => ensureLoaded(ctx, ref));
 }
 
-/** Wraps `db` so every statement fails while `broken` is set: a disk that fills up and is freed again. */
+/**
+ * Wraps `db` so every statement fails while `broken` is set, with SQLite's I/O error as its driver throws it: a
+ * disk that fails and comes back.
+ */
 export function breakableDatabase(db: SqlDatabase): SqlDatabase & { broken: boolean } {
   const wrapper = {
     ...db,
@@ -51,10 +54,15 @@ export function breakableDatabase(db: SqlDatabase): SqlDatabase & { broken: bool
   const guard =
     <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> =>
-      wrapper.broken ? Promise.reject(new Error('disk I/O error')) : method(...args);
+      wrapper.broken ? Promise.reject(sqliteIoError()) : method(...args);
   wrapper.run = guard(db.run.bind(db)) as SqlDatabase['run'];
   wrapper.get = guard(db.get.bind(db)) as SqlDatabase['get'];
   wrapper.all = guard(db.all.bind(db)) as SqlDatabase['all'];
   wrapper.transaction = guard(db.transaction.bind(db)) as SqlDatabase['transaction'];
   return wrapper;
+}
+
+/** SQLite's error for a failed read or write of the file: the database is there but unusable for now. */
+export function sqliteIoError(): Error {
+  return Object.assign(new Error('disk I/O error'), { code: 'SQLITE_IOERR' });
 }

@@ -1,15 +1,17 @@
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { appendBatch } from '../../../src/memory/service/ram.js';
 import { history } from '../../../src/memory/service/recall.js';
+import type { AlsoInTransaction } from '../../../src/memory/service/types.js';
 import {
   enterDegraded,
   pendingCount,
   readWithFallback,
   retryWrites,
 } from '../../../src/memory/service/write-retry.js';
+import type { SqlExecutor } from '../../../src/store/index.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
 import { sessionRef } from '../memory-fixtures.js';
-import { breakableDatabase, stepContext } from './helpers.js';
+import { breakableDatabase, loaded, sqliteIoError, stepContext } from './helpers.js';
 
 describeEachDatabase('memory write-retry queue', (getDb) => {
   beforeEach(() => {
@@ -74,5 +76,100 @@ describeEachDatabase('memory write-retry queue', (getDb) => {
     expect(types()).toEqual(['memory:degraded', 'system:error']);
     await retryWrites(ctx);
     expect(ctx.writes.degradedReason).toBeUndefined();
+  });
+});
+
+/** A statement every database refuses whenever it runs: `kv.value` is NOT NULL. */
+const violatesConstraint = (tx: SqlExecutor) =>
+  tx.run("INSERT INTO kv (namespace, key, value, updated_at) VALUES ('test', 'k', NULL, 1)").then(() => {});
+
+describeEachDatabase('a memory commit that fails for a reason retrying cannot fix', (getDb) => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const refusals: Array<[string, AlsoInTransaction, object]> = [
+    [
+      'a constraint violation',
+      violatesConstraint,
+      { code: expect.stringMatching(/^(SQLITE_CONSTRAINT_NOTNULL|23502)$/) },
+    ],
+    [
+      'a bug that throws',
+      () => {
+        throw new TypeError("Cannot read properties of undefined (reading 'runId')");
+      },
+      { name: 'TypeError' },
+    ],
+  ];
+  it.each(refusals)(
+    'is refused at once on %s: not queued, memory not degraded, RAM as before',
+    async (_, also, thrown) => {
+      const { ctx, types } = stepContext(getDb());
+      const ref = sessionRef();
+      await appendBatch(ctx, ref, [{ role: 'user', content: 'before' }]);
+      const ram = await loaded(ctx);
+      const nextId = ram.nextId;
+      await expect(
+        appendBatch(ctx, ref, [{ role: 'assistant', content: 'refused' }], also),
+      ).rejects.toMatchObject(thrown);
+      expect(ctx.writes.degradedReason).toBeUndefined();
+      expect(pendingCount(ctx)).toBe(0);
+      expect(types()).not.toContain('memory:degraded');
+      expect(ram.nextId).toBe(nextId);
+      expect(ram.entries.map((entry) => entry.content)).toEqual(['before']);
+      // The next write goes to the database at once.
+      await appendBatch(ctx, ref, [{ role: 'assistant', content: 'after' }]);
+      expect(pendingCount(ctx)).toBe(0);
+      expect((await history(ctx, ref.sessionKey)).map((entry) => entry.content)).toEqual(['before', 'after']);
+    },
+  );
+
+  it('is queued on a deadlock as the driver reports it, and written through when tried again', async () => {
+    const { ctx, types } = stepContext(getDb());
+    const ref = sessionRef();
+    let attempts = 0;
+    const deadlockedOnce = async (tx: SqlExecutor) => {
+      if (attempts++ === 0) throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+      await tx.run("INSERT INTO kv (namespace, key, value, updated_at) VALUES ('test', 'k', 'v', 1)");
+    };
+    await appendBatch(ctx, ref, [{ role: 'user', content: 'queued' }], deadlockedOnce);
+    expect(ctx.writes.degradedReason).toBe('deadlock detected');
+    expect(pendingCount(ctx)).toBe(1);
+    await retryWrites(ctx);
+    expect(ctx.writes.degradedReason).toBeUndefined();
+    expect(types()).toEqual(['memory:degraded', 'system:error', 'memory:recovered']);
+    expect((await history(ctx, ref.sessionKey)).map((entry) => entry.content)).toEqual(['queued']);
+    expect(await getDb().get("SELECT value FROM kv WHERE namespace = 'test'")).toEqual({ value: 'v' });
+  });
+
+  it('queued while the database failed, is dropped when written through, and the other sessions land', async () => {
+    const { ctx, events, types } = stepContext(getDb());
+    const broken = sessionRef('broken');
+    const other = sessionRef('other');
+    enterDegraded(ctx, sqliteIoError());
+    await appendBatch(ctx, broken, [{ role: 'user', content: 'never stored' }], violatesConstraint);
+    await appendBatch(ctx, other, [{ role: 'user', content: 'stored' }]);
+    expect(pendingCount(ctx)).toBe(2);
+    await retryWrites(ctx);
+    expect(ctx.writes.degradedReason).toBeUndefined();
+    expect(pendingCount(ctx)).toBe(0);
+    expect(types()).toEqual(['memory:degraded', 'system:error', 'system:error', 'memory:recovered']);
+    expect(events[2]!.data).toMatchObject({
+      code: 'INTERNAL',
+      component: 'memory',
+      message: expect.stringContaining(
+        '1 memory write(s) of session s-alpha-broken could not be written through',
+      ),
+    });
+    expect(await history(ctx, broken.sessionKey)).toEqual([]);
+    expect((await history(ctx, other.sessionKey)).map((entry) => entry.content)).toEqual(['stored']);
+    // Memory writes straight through again.
+    await appendBatch(ctx, broken, [{ role: 'user', content: 'after' }]);
+    expect(pendingCount(ctx)).toBe(0);
+    expect((await history(ctx, broken.sessionKey)).map((entry) => entry.content)).toContain('after');
   });
 });
