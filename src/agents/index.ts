@@ -72,6 +72,14 @@ export {
   type WorkerPoolSnapshot,
 } from './pool.js';
 export {
+  type AgentRetention,
+  type AgentRetentionConfig,
+  type AgentRetentionOptions,
+  agentRetentionConfigSchema,
+  createAgentRetention,
+  type PrunedAgentRows,
+} from './retention.js';
+export {
   type AgentConfig,
   type AgentConfigInput,
   type AgentInboxMessage,

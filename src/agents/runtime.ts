@@ -35,6 +35,7 @@ import {
   type WorldPosition,
 } from './decision-loop.js';
 import type { AgentRuntimeState } from './events.js';
+import { createAgentRetention, defaultRetainedAgentRows } from './retention.js';
 import { canAgentTransition } from './state-machine.js';
 import './events.js';
 
@@ -149,6 +150,15 @@ export interface CreateAgentRuntimeOptions {
   decideWithModel?: (agent: AgentInfo, prompt: string, signal: AbortSignal) => Promise<string>;
   /** Randomness of the offline decision rules (tests pass a seeded one). */
   random?: () => number;
+  /**
+   * Newest rows of `agent_state_history` each agent keeps (default 10,000; 0 keeps all): pruned at `start`
+   * and every `retentionIntervalMs` (an hour), `retentionBatchRows` (1,000) a statement.
+   */
+  retainStateHistoryRows?: number;
+  /** Newest rows of `agent_conversations` each agent keeps (default 10,000; 0 keeps all). */
+  retainConversationRows?: number;
+  retentionIntervalMs?: number;
+  retentionBatchRows?: number;
 }
 
 export interface AgentRuntime {
@@ -302,6 +312,15 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   const random = options.random ?? Math.random;
   const defaultModel = options.defaultModel ?? 'default';
   const agents = new Map<string, LiveAgent>();
+  const retention = createAgentRetention({
+    db,
+    stateHistoryRows: options.retainStateHistoryRows ?? defaultRetainedAgentRows,
+    conversationRows: options.retainConversationRows ?? defaultRetainedAgentRows,
+    intervalMs: options.retentionIntervalMs,
+    batchRows: options.retentionBatchRows,
+    clock,
+    logger: options.logger,
+  });
 
   /**
    * Writes are batched: everything persisted within one turn of the event loop goes to the database in one
@@ -906,6 +925,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
       }
       await reloadMailboxes(startedIds);
       for (const id of startedIds) started.push(snapshot(agents.get(id)!));
+      retention.start();
       return started;
     },
     async spawn(input) {
@@ -1135,6 +1155,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     written: onDisk,
     async close() {
       openInstances.delete(instanceId);
+      await retention.stop();
       const all = [...agents.values()];
       agents.clear();
       for (const agent of all) agent.closing = true;

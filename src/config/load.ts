@@ -58,6 +58,7 @@ export interface AgentdConfig {
     | 'workflows'
     | 'skills'
     | 'audit'
+    | 'agent_runtime'
   >;
   /** Every secret value known to the process, for redaction in logs, events and telemetry. */
   secrets: string[];
@@ -260,6 +261,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AgentdConfig {
       workflows: file.workflows,
       skills: file.skills,
       audit: file.audit,
+      agent_runtime: file.agent_runtime,
     },
     secrets: secrets.filter((secret) => secret.length >= 4),
     warnings,

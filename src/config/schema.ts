@@ -62,6 +62,7 @@ export const configFileSchema = z
     features: featureFlagsSchema.optional(),
     provider_credentials: z.array(providerCredentialSchema).optional(),
     agents: z.array(agentDefinitionSchema).optional(),
+    agent_runtime: z.record(z.string(), z.unknown()).optional(),
     chat: z.record(z.string(), z.unknown()).optional(),
     memory: z.record(z.string(), z.unknown()).optional(),
     engage: z.record(z.string(), z.unknown()).optional(),

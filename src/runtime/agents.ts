@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import {
   type AgentRuntime,
+  agentRetentionConfigSchema,
   createAgentGatewayMethods,
   createAgentRuntime,
   createHeartbeat,
@@ -175,6 +176,11 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   const { queue, config: workConfig, workflowDispatch } = options.work;
   const workersConfig = parseSection(workersConfigSchema, config.sections.workers, 'workers');
   const heartbeatConfig = parseSection(heartbeatConfigSchema, config.sections.heartbeat, 'heartbeat');
+  const retentionConfig = parseSection(
+    agentRetentionConfigSchema,
+    config.sections.agent_runtime,
+    'agent_runtime',
+  );
   const features = config.features;
 
   const childTools = [
@@ -342,6 +348,8 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       idGenerator,
       logger,
       defaultModel: `${options.model.provider}/${options.model.modelId}`,
+      retainStateHistoryRows: retentionConfig.retainStateHistoryRows,
+      retainConversationRows: retentionConfig.retainConversationRows,
       checkModel: (model) => {
         const name = model.includes('/') ? model : `command/${model}`;
         if (name.startsWith('command/') && !Object.hasOwn(commandPresets, name.slice('command/'.length))) {

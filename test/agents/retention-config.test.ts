@@ -1,0 +1,86 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { agentRetentionConfigSchema } from '../../src/agents/index.js';
+import { loadConfig } from '../../src/config/index.js';
+import { createRuntime, type Runtime } from '../../src/index.js';
+import { createStore, type SqlValue, sqlValueRows } from '../../src/store/index.js';
+import { createScriptedModel } from '../../src/testing.js';
+import { captureLog, tempHome } from '../runtime/helpers.js';
+
+/** A home whose agent `scout` has `count` state transitions and as many conversation lines. */
+async function homeWithRecords(yaml: string, count: number): Promise<string> {
+  const home = tempHome('agentd-agent-retention-');
+  writeFileSync(join(home, 'agentd.yaml'), yaml);
+  const store = await createStore({ stateDir: home });
+  const history: SqlValue[] = [];
+  const lines: SqlValue[] = [];
+  for (let index = 0; index < count; index++) {
+    history.push('scout', 'idle', 'thinking', `step ${index}`, 1_000 + index);
+    lines.push('scout', 1_000 + index, 'scout', `line ${index}`, null);
+  }
+  await store.db.run(
+    `INSERT INTO agent_state_history (agent_id, old_state, new_state, reason, timestamp) VALUES ${sqlValueRows(count, 5)}`,
+    history,
+  );
+  await store.db.run(
+    `INSERT INTO agent_conversations (agent_id, timestamp, sender, content, recipient) VALUES ${sqlValueRows(count, 5)}`,
+    lines,
+  );
+  await store.close();
+  return home;
+}
+
+describe('the agent_runtime section of agentd.yaml', () => {
+  const homes: string[] = [];
+  const open: Runtime[] = [];
+  afterEach(async () => {
+    for (const runtime of open.splice(0)) await runtime.close();
+    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
+  });
+
+  it('keeps 10,000 rows of each per agent by default, 0 for ever, and refuses negative or unknown settings', () => {
+    expect(agentRetentionConfigSchema.parse({})).toEqual({
+      retainStateHistoryRows: 10_000,
+      retainConversationRows: 10_000,
+    });
+    expect(agentRetentionConfigSchema.parse({ retainConversationRows: 0 })).toEqual({
+      retainStateHistoryRows: 10_000,
+      retainConversationRows: 0,
+    });
+    expect(agentRetentionConfigSchema.safeParse({ retainStateHistoryRows: -1 }).success).toBe(false);
+    expect(agentRetentionConfigSchema.safeParse({ retainStateHistoryRows: 1.5 }).success).toBe(false);
+    expect(agentRetentionConfigSchema.safeParse({ retainHistoryDays: 7 }).success).toBe(false);
+  });
+
+  it("limits the runtime's agents to the rows it names", async () => {
+    const home = await homeWithRecords(
+      'agent_runtime:\n  retainStateHistoryRows: 2\n  retainConversationRows: 3\n',
+      6,
+    );
+    homes.push(home);
+    const env = { AGENTD_HOME: home };
+    const config = loadConfig({ cwd: home, env });
+    expect(agentRetentionConfigSchema.parse(config.sections.agent_runtime)).toEqual({
+      retainStateHistoryRows: 2,
+      retainConversationRows: 3,
+    });
+    const runtime = await createRuntime({
+      config,
+      env,
+      model: createScriptedModel({ steps: [] }),
+      logDestination: captureLog().stream,
+    });
+    open.push(runtime);
+    await runtime.startBackground();
+    const agents = runtime.work.agents!;
+    await vi.waitFor(async () => {
+      expect((await agents.history('scout')).map((entry) => entry.reason)).toEqual(['step 4', 'step 5']);
+      expect((await agents.conversation('scout')).map((entry) => entry.content)).toEqual([
+        'line 3',
+        'line 4',
+        'line 5',
+      ]);
+    });
+  });
+});
