@@ -9,7 +9,8 @@ export interface EventRecorderOptions {
   logger?: Logger;
   /**
    * Event types not worth keeping. Entries ending in `:*` match a subsystem. Default: streaming deltas,
-   * which are many per run and fully represented by `run:finished`.
+   * which are many per run and fully represented by `run:finished`, and a decision loop's decisions, which
+   * are what `agent:moved` and `agent:spoke` record, or nothing (a wait): a third of an idle server's rows.
    */
   exclude?: ReadonlyArray<string>;
   /**
@@ -34,7 +35,7 @@ export interface EventRecorder {
   stop(): Promise<void>;
 }
 
-export const defaultUnrecordedEventTypes: ReadonlyArray<string> = ['run:text-delta'];
+export const defaultUnrecordedEventTypes: ReadonlyArray<string> = ['run:text-delta', 'agent:decided'];
 
 /**
  * Writes bus events to the audit log. Bus delivery is synchronous and writes are not, so events are

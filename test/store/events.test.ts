@@ -149,7 +149,7 @@ describeEachDatabase('EventStore', (getDb) => {
     expect(await events.list()).toHaveLength(2);
   });
 
-  it('records bus events in publish order, skipping streaming deltas', async () => {
+  it("records bus events in publish order, skipping streaming deltas and a decision loop's decisions", async () => {
     const bus = createBus({ clock: createManualClock(500) });
     const recorder = createEventRecorder({ bus, events });
     bus.publish(
@@ -158,6 +158,7 @@ describeEachDatabase('EventStore', (getDb) => {
       { runId: 'r', agentId: 'main' },
     );
     bus.publish('run:text-delta', { runId: 'r', delta: 'hi', text: 'hi' }, { runId: 'r' });
+    bus.publish('agent:decided', { agentId: 'main', action: 'wait' }, { agentId: 'main' });
     bus.publish('store:degraded', { reason: 'disk' });
     await recorder.flush();
     bus.publish(
