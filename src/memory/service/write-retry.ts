@@ -136,7 +136,11 @@ export async function retryWrites(ctx: MemoryContext): Promise<void> {
   ctx.bus.publish('memory:recovered', { writtenThrough: written, degradedForMs });
 }
 
-/** Runs a database read; on failure answers from RAM instead (and retries the database in the background). */
+/**
+ * Runs a database read; on failure answers from RAM instead. A database that cannot answer now puts memory in
+ * degraded mode (retried in the background); a defect in the read does not: degraded, new chat messages are
+ * refused, and the retry that ends it would clear it only until the same read failed again.
+ */
 export async function readWithFallback<T>(
   ctx: MemoryContext,
   fromDb: () => Promise<T>,
@@ -145,7 +149,12 @@ export async function readWithFallback<T>(
   try {
     return await fromDb();
   } catch (error) {
-    enterDegraded(ctx, error);
+    if (mightSucceedLater(error)) enterDegraded(ctx, error);
+    else
+      ctx.logger.error(
+        { err: error },
+        'memory read failed for a reason retrying cannot fix; answered from RAM',
+      );
   }
   return fromRam();
 }

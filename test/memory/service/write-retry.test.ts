@@ -68,6 +68,21 @@ describeEachDatabase('memory write-retry queue', (getDb) => {
     expect(types()).toEqual(['memory:degraded', 'system:error', 'memory:recovered']);
   });
 
+  it('answers a read that fails for a defect from RAM without putting memory in degraded mode', async () => {
+    const { ctx, types } = stepContext(getDb());
+    const answer = await readWithFallback(
+      ctx,
+      async () => {
+        await getDb().get('SELECT missing_column FROM memory_entries LIMIT 1');
+        return 'from the database';
+      },
+      () => 'from RAM',
+    );
+    expect(answer).toBe('from RAM');
+    expect(ctx.writes.degradedReason).toBeUndefined();
+    expect(types()).toEqual([]);
+  });
+
   it('says it is degraded once, however many failures follow', async () => {
     const { ctx, types } = stepContext(getDb());
     enterDegraded(ctx, new Error('first'));
