@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import type { SqlDatabase } from '../store/index.js';
-import type { Clock, Logger } from '../util/index.js';
-import { isStoreUnavailable, silentLogger, systemClock } from '../util/index.js';
+import {
+  createPeriodicPrune,
+  type Logger,
+  type PeriodicPrune,
+  silentLogger,
+  yieldToIo,
+} from '../util/index.js';
 
 /** Ten times the 1,000 that `agents.history` and `agents.conversation` answer at most. */
 export const defaultRetainedAgentRows = 10_000;
@@ -31,8 +36,6 @@ export interface AgentRetentionOptions {
    * for one batch at a time, and on SQLite the event loop too.
    */
   batchRows?: number;
-  /** Times each prune, for its log line. */
-  clock?: Clock;
   logger?: Logger;
 }
 
@@ -41,14 +44,8 @@ export interface PrunedAgentRows {
   conversations: number;
 }
 
-export interface AgentRetention {
-  /** Prunes now, then every `intervalMs`; limits of 0 for both tables start nothing. */
-  start(): void;
-  /** Deletes every agent's rows past its newest ones, batch by batch; resolves with how many went. */
-  prune(): Promise<PrunedAgentRows>;
-  /** Stops the timer and waits for a running prune, which ends after its current statement. */
-  stop(): Promise<void>;
-}
+/** Prunes now, then hourly (`start`); `prune` resolves with how many rows went; `stop` ends it. */
+export type AgentRetention = PeriodicPrune<PrunedAgentRows>;
 
 interface RetainedTable {
   name: 'agent_state_history' | 'agent_conversations';
@@ -56,9 +53,6 @@ interface RetainedTable {
 }
 
 const hourMs = 60 * 60 * 1000;
-/** Taken at load: a test's fake timers must not hold a prune between two of its batches. */
-const afterIo = globalThis.setImmediate;
-const nextTurn = () => new Promise((resume) => afterIo(resume));
 
 /**
  * Keeps the agents' records from growing without bound: every accepted state transition is a row of
@@ -70,22 +64,19 @@ const nextTurn = () => new Promise((resume) => afterIo(resume));
  */
 export function createAgentRetention(options: AgentRetentionOptions): AgentRetention {
   const { db } = options;
-  const logger = (options.logger ?? silentLogger).child({ component: 'agents' });
-  const clock = options.clock ?? systemClock;
-  const intervalMs = options.intervalMs ?? hourMs;
   const batchRows = options.batchRows ?? 1_000;
   const stateHistory: RetainedTable = { name: 'agent_state_history', keepRows: options.stateHistoryRows };
   // A turn reads its message from the mailbox's own copy, and a restart an agent's state from its `agents` row:
   // nothing but the two readers needs these rows.
   const conversations: RetainedTable = { name: 'agent_conversations', keepRows: options.conversationRows };
   const keepsAll = stateHistory.keepRows === 0 && conversations.keepRows === 0;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<PrunedAgentRows> | undefined;
-  let started = false;
-  let stopped = false;
 
   /** Deletes the agent's rows older than its newest `keepRows`, `batchRows` a statement. */
-  const pruneAgent = async (table: RetainedTable, agentId: string): Promise<number> => {
+  const pruneAgent = async (
+    table: RetainedTable,
+    agentId: string,
+    stopping: () => boolean,
+  ): Promise<number> => {
     // Through the (agent_id, id) index: reads at most `keepRows` entries, writes nothing when under the limit.
     const newestDropped = await db.get<{ id: number }>(
       `SELECT id FROM ${table.name} WHERE agent_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?`,
@@ -99,82 +90,52 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
         [agentId, Number(newestDropped.id), batchRows],
       );
       deleted += changes;
-      if (changes < batchRows || stopped) return deleted;
+      if (changes < batchRows || stopping()) return deleted;
       // Turns, deliveries and the runtime's own writes go between two batches.
-      await nextTurn();
+      await yieldToIo();
     }
   };
 
   /** Walks the table's agents in the order of its (agent_id, id) index, one seek per agent. */
-  const pruneTable = async (table: RetainedTable): Promise<number> => {
+  const pruneTable = async (table: RetainedTable, stopping: () => boolean): Promise<number> => {
     if (table.keepRows === 0) return 0;
     let deleted = 0;
     // Every agent's id is longer than ''.
     let after = '';
-    while (!stopped) {
+    while (!stopping()) {
       const next = await db.get<{ agent_id: string }>(
         `SELECT agent_id FROM ${table.name} WHERE agent_id > ? ORDER BY agent_id LIMIT 1`,
         [after],
       );
       if (!next) break;
       after = next.agent_id;
-      deleted += await pruneAgent(table, after);
-      await nextTurn();
+      deleted += await pruneAgent(table, after, stopping);
+      await yieldToIo();
     }
     return deleted;
   };
 
-  const prune = (): Promise<PrunedAgentRows> => {
-    running ??= (async () => ({
-      stateHistory: await pruneTable(stateHistory),
-      conversations: await pruneTable(conversations),
-    }))().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-
-  const pruneAndLog = async (): Promise<void> => {
-    const startedAt = clock.now();
-    try {
-      const pruned = await prune();
-      if (pruned.stateHistory > 0 || pruned.conversations > 0)
-        logger.info(
-          {
+  const periodic = createPeriodicPrune({
+    prune: async (stopping) => ({
+      stateHistory: await pruneTable(stateHistory, stopping),
+      conversations: await pruneTable(conversations, stopping),
+    }),
+    logFields: (pruned) =>
+      pruned.stateHistory > 0 || pruned.conversations > 0
+        ? {
             ...pruned,
             retainStateHistoryRows: stateHistory.keepRows,
             retainConversationRows: conversations.keepRows,
-            tookMs: clock.now() - startedAt,
-          },
-          "pruned the agents' state history and conversations",
-        );
-    } catch (error) {
-      const message = "could not prune the agents' records; trying again at the next prune";
-      if (isStoreUnavailable(error)) logger.warn({ err: error }, message);
-      else logger.error({ err: error }, message);
-    }
-  };
-
-  // The next prune is timed from the end of the last, so a long first prune after an upgrade never overlaps.
-  const pruneThenWait = async (): Promise<void> => {
-    await pruneAndLog();
-    if (stopped) return;
-    timer = setTimeout(pruneThenWait, intervalMs);
-    timer.unref();
-  };
-
+          }
+        : undefined,
+    what: "the agents' state history and conversations",
+    intervalMs: options.intervalMs ?? hourMs,
+    logger: (options.logger ?? silentLogger).child({ component: 'agents' }),
+  });
   return {
+    ...periodic,
     start() {
-      if (keepsAll || started || stopped) return;
-      started = true;
-      void pruneThenWait();
-    },
-    prune,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      timer = undefined;
-      await running?.catch(() => undefined);
+      if (!keepsAll) periodic.start();
     },
   };
 }

@@ -318,7 +318,6 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     conversationRows: options.retainConversationRows ?? defaultRetainedAgentRows,
     intervalMs: options.retentionIntervalMs,
     batchRows: options.retentionBatchRows,
-    clock,
     logger: options.logger,
   });
 

@@ -1,6 +1,13 @@
 import { z } from 'zod';
-import type { Clock, Logger } from '../util/index.js';
-import { isStoreUnavailable, silentLogger, systemClock } from '../util/index.js';
+import {
+  type Clock,
+  createPeriodicPrune,
+  type Logger,
+  type PeriodicPrune,
+  silentLogger,
+  systemClock,
+  yieldToIo,
+} from '../util/index.js';
 import type { EventStore } from './event-store.js';
 
 /** The `audit:` section of agentd.yaml: how long the audit log (`events`) keeps what it recorded. */
@@ -29,18 +36,10 @@ export interface EventRetentionOptions {
   logger?: Logger;
 }
 
-export interface EventRetention {
-  /** Prunes now, then every `intervalMs`; a retention of 0 starts nothing. */
-  start(): void;
-  /** Deletes the events older than the retention, batch by batch; resolves with how many went. */
-  prune(): Promise<number>;
-  /** Stops the timer and waits for a running prune, which ends after its current batch. */
-  stop(): Promise<void>;
-}
+/** Prunes now, then hourly (`start`); `prune` resolves with how many events went; `stop` ends it. */
+export type EventRetention = PeriodicPrune<number>;
 
 const hourMs = 60 * 60 * 1000;
-/** Taken at load: a test's fake timers must not hold a prune between two of its batches. */
-const afterIo = globalThis.setImmediate;
 
 /**
  * Keeps the audit log from growing without bound: every recorded bus event is a row, and nothing else ever
@@ -48,69 +47,35 @@ const afterIo = globalThis.setImmediate;
  * logged and tried again at the next one; the recorder goes on writing meanwhile.
  */
 export function createEventRetention(options: EventRetentionOptions): EventRetention {
-  const logger = (options.logger ?? silentLogger).child({ component: 'store' });
   const clock = options.clock ?? systemClock;
-  const intervalMs = options.intervalMs ?? hourMs;
   const batchRows = options.batchRows ?? 1_000;
-  const keepsAll = options.retainMs <= 0;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
-  let started = false;
-  let stopped = false;
 
-  const pruneInBatches = async (): Promise<number> => {
+  const pruneInBatches = async (stopping: () => boolean): Promise<number> => {
+    if (options.retainMs <= 0) return 0;
     const before = clock.now() - options.retainMs;
     let deleted = 0;
     let fromId: number | undefined = 0;
-    while (fromId !== undefined && !stopped) {
+    while (fromId !== undefined && !stopping()) {
       const step = await options.events.deleteOlderThan(before, { fromId, maxRows: batchRows });
       deleted += step.deleted;
       fromId = step.nextFromId;
       // Chat turns and the recorder's own writes go between two batches.
-      if (fromId !== undefined) await new Promise((resume) => afterIo(resume));
+      if (fromId !== undefined) await yieldToIo();
     }
     return deleted;
   };
 
-  const prune = (): Promise<number> => {
-    if (keepsAll) return Promise.resolve(0);
-    running ??= pruneInBatches().finally(() => {
-      running = undefined;
-    });
-    return running;
-  };
-
-  const pruneAndLog = async (): Promise<void> => {
-    try {
-      const deleted = await prune();
-      if (deleted > 0) logger.info({ deleted, retainMs: options.retainMs }, 'pruned the audit log');
-    } catch (error) {
-      if (isStoreUnavailable(error))
-        logger.warn({ err: error }, 'could not prune the audit log now; trying again at the next prune');
-      else logger.error({ err: error }, 'could not prune the audit log; trying again at the next prune');
-    }
-  };
-
-  // The next prune is timed from the end of the last, so a long first prune after an upgrade never overlaps.
-  const pruneThenWait = async (): Promise<void> => {
-    await pruneAndLog();
-    if (stopped) return;
-    timer = setTimeout(pruneThenWait, intervalMs);
-    timer.unref();
-  };
-
+  const periodic = createPeriodicPrune({
+    prune: pruneInBatches,
+    logFields: (deleted) => (deleted > 0 ? { deleted, retainMs: options.retainMs } : undefined),
+    what: 'the audit log',
+    intervalMs: options.intervalMs ?? hourMs,
+    logger: (options.logger ?? silentLogger).child({ component: 'store' }),
+  });
   return {
+    ...periodic,
     start() {
-      if (keepsAll || started || stopped) return;
-      started = true;
-      void pruneThenWait();
-    },
-    prune,
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      timer = undefined;
-      await running?.catch(() => undefined);
+      if (options.retainMs > 0) periodic.start();
     },
   };
 }

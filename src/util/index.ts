@@ -37,6 +37,12 @@ export {
 export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
 export {
+  createPeriodicPrune,
+  type PeriodicPrune,
+  type PeriodicPruneOptions,
+  yieldToIo,
+} from './periodic-prune.js';
+export {
   createRefusedWrites,
   type RefusedWrites,
   type RefusedWritesOptions,

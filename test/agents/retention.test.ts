@@ -147,7 +147,8 @@ function capturingLogger(): Logger & { lines: LogLine[] } {
 }
 
 const prunedLine = "pruned the agents' state history and conversations";
-const refusedLine = "could not prune the agents' records; trying again at the next prune";
+const refusedLine =
+  "could not prune the agents' state history and conversations; trying again at the next prune";
 const retentionLines = (logger: { lines: LogLine[] }) =>
   logger.lines.filter((line) => line.message === prunedLine || line.message === refusedLine);
 

@@ -1,0 +1,85 @@
+import type { Logger } from './logger.js';
+import { isStoreUnavailable } from './retry.js';
+
+/** Taken at load: a test's fake timers must not hold a prune between two of its batches. */
+const afterIo = globalThis.setImmediate;
+
+/** Lets what waits on the event loop (chat turns, the writers) run between two batches of a prune. */
+export const yieldToIo = (): Promise<void> => new Promise((resume) => afterIo(resume));
+
+export interface PeriodicPruneOptions<T> {
+  /** One prune, batch by batch; `stopping()` turns true when `stop` is called, to end after the batch. */
+  prune(stopping: () => boolean): Promise<T>;
+  /** The fields of the log line of a prune that removed something; undefined when it removed nothing. */
+  logFields(result: T): Record<string, unknown> | undefined;
+  /** What is pruned, as the log lines say it: "the audit log". */
+  what: string;
+  /** Time from the end of one prune to the start of the next. */
+  intervalMs: number;
+  logger: Logger;
+}
+
+export interface PeriodicPrune<T> {
+  /** Prunes now, then `intervalMs` after each prune ends. */
+  start(): void;
+  /** Prunes now; while a prune runs, resolves with that one. */
+  prune(): Promise<T>;
+  /** Stops the timer and waits for a running prune, which ends after its current batch. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs a prune of a growing table at start and then periodically. The next prune is timed from the end of the
+ * last, so a long first prune after an upgrade never overlaps the next. A prune the database refuses (a full
+ * disk can refuse a DELETE too, a lost connection) or that fails otherwise is logged and tried again at the
+ * next one: pruning must never stop what writes the table.
+ */
+export function createPeriodicPrune<T>(options: PeriodicPruneOptions<T>): PeriodicPrune<T> {
+  const { logger, what } = options;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<T> | undefined;
+  let started = false;
+  let stopped = false;
+
+  const prune = (): Promise<T> => {
+    running ??= options
+      .prune(() => stopped)
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+
+  const pruneAndLog = async (): Promise<void> => {
+    try {
+      const fields = options.logFields(await prune());
+      if (fields) logger.info(fields, `pruned ${what}`);
+    } catch (error) {
+      const message = `could not prune ${what}; trying again at the next prune`;
+      if (isStoreUnavailable(error)) logger.warn({ err: error }, message);
+      else logger.error({ err: error }, message);
+    }
+  };
+
+  const pruneThenWait = async (): Promise<void> => {
+    await pruneAndLog();
+    if (stopped) return;
+    timer = setTimeout(pruneThenWait, options.intervalMs);
+    timer.unref();
+  };
+
+  return {
+    start() {
+      if (started || stopped) return;
+      started = true;
+      void pruneThenWait();
+    },
+    prune,
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      timer = undefined;
+      await running?.catch(() => undefined);
+    },
+  };
+}
