@@ -38,6 +38,7 @@ import {
   createChildWorkTools,
   createReportBlockedTool,
   createWorkQueue,
+  createWorkRetention,
   memoryMaintenanceKind,
   unblockWorkItem,
   type WorkConfig,
@@ -591,6 +592,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
   });
 
   let maintenanceTimer: NodeJS.Timeout | undefined;
+  const workRetention = createWorkRetention({ queue, clock, logger });
 
   return {
     queue,
@@ -618,6 +620,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       return lines.join('\n').trim();
     },
     async start() {
+      workRetention.start();
       if (agentRuntime) {
         const running = await agentRuntime.start();
         for (const definition of config.agents) {
@@ -660,6 +663,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       await heartbeat?.stop();
       await pool?.stop();
       await agentRuntime?.close();
+      await workRetention.stop();
       await queue.close();
     },
   };

@@ -74,6 +74,16 @@ export const workConfigSchema = z
      * work but are left out of `work list`, `work.list` and the awareness digest unless asked for.
      */
     systemKinds: z.array(z.string().min(1)).default([...defaultSystemWorkKinds]),
+    /**
+     * Days an item is kept after it ended (fractions allowed); 0 keeps ended items for ever. Pruned at start
+     * and hourly (see docs/work.md, "Retention").
+     */
+    retainEndedDays: z.number().nonnegative().default(30),
+    /**
+     * Days an ended item of a system kind is kept, when shorter than `retainEndedDays` (or that is 0); 0 leaves
+     * system work to `retainEndedDays`. Maintenance every 30 s would otherwise keep about 86,000 rows.
+     */
+    retainEndedSystemDays: z.number().nonnegative().default(1),
     awareness: awarenessConfigSchema,
   })
   .default({
@@ -87,6 +97,8 @@ export const workConfigSchema = z
     claimAhead: true,
     handOffToIdle: true,
     systemKinds: [...defaultSystemWorkKinds],
+    retainEndedDays: 30,
+    retainEndedSystemDays: 1,
     awareness: awarenessConfigSchema.parse(undefined),
   });
 

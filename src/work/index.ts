@@ -30,9 +30,13 @@ export type { WorkErrorPayload, WorkEventBase } from './events.js';
 export {
   type CreateWorkQueueOptions,
   createWorkQueue,
+  type DeletedWorkItems,
+  type DeleteEndedStep,
+  type EndedLane,
   type WorkCompletion,
   type WorkQueue,
 } from './queue.js';
+export { createWorkRetention, type WorkRetention, type WorkRetentionOptions } from './retention.js';
 export { outcomeSummary } from './rows.js';
 export {
   canTransition,

@@ -14,6 +14,7 @@ import { publishTerminal } from './sql/events.js';
 import { fail } from './sql/fail.js';
 import { heartbeat, start } from './sql/lease.js';
 import { pause } from './sql/pause.js';
+import { type DeletedWorkItems, type DeleteEndedStep, deleteEnded } from './sql/prune.js';
 import { counts, getMany, list, selectById } from './sql/read.js';
 import { reapExpiredLeases } from './sql/reap.js';
 import { release, requeueFrom } from './sql/requeue.js';
@@ -23,6 +24,7 @@ import { isTerminalWorkState, type WorkState } from './states.js';
 import type { ClaimFilter, SubmitResult, WorkItem, WorkListFilter, WorkSubmission } from './types.js';
 
 export type { WorkCompletion } from './sql/complete.js';
+export type { DeletedWorkItems, DeleteEndedStep, EndedLane } from './sql/prune.js';
 
 export interface CreateWorkQueueOptions {
   db: SqlDatabase;
@@ -99,6 +101,11 @@ export interface WorkQueue {
     blocked: string[];
     unblocked: string[];
   }>;
+  /**
+   * One step of pruning ended items (see `createWorkRetention`): deletes, among the oldest `maxRows` items
+   * of the lane that ended before `before`, those no live item or kept family member needs.
+   */
+  deleteEnded(step: DeleteEndedStep): Promise<DeletedWorkItems>;
   /** Increases on every local or remote wake-up; pass it to `waitForWork` to avoid a lost wake-up. */
   readonly wakeSequence: number;
   /**
@@ -199,6 +206,7 @@ export function createWorkQueue(options: CreateWorkQueueOptions): WorkQueue {
     list: (filter) => list(ctx, filter),
     counts: (filter) => counts(ctx, filter),
     reapExpiredLeases: () => reapExpiredLeases(ctx),
+    deleteEnded: (step) => deleteEnded(ctx, step),
     get wakeSequence() {
       return state.wakeSequence;
     },

@@ -1,0 +1,97 @@
+import {
+  type Clock,
+  createPeriodicPrune,
+  type Logger,
+  type PeriodicPrune,
+  silentLogger,
+  systemClock,
+  yieldToIo,
+} from '../util/index.js';
+import type { WorkQueue } from './queue.js';
+import type { EndedLane } from './sql/prune.js';
+import { terminalWorkStates } from './states.js';
+
+export interface WorkRetentionOptions {
+  /** The queue whose ended items go, by its `retainEndedDays`, `retainEndedSystemDays` and `systemKinds`. */
+  queue: Pick<WorkQueue, 'config' | 'deleteEnded'>;
+  /** Time from the end of one prune to the start of the next (default an hour). */
+  intervalMs?: number;
+  /**
+   * Items one DELETE looks at (default 1,000). Each is a commit of its own, so the write lock is held for one
+   * batch at a time; on SQLite a batch also runs on the event loop: 1,000 ended items took about 3 ms.
+   */
+  batchRows?: number;
+  /** The queue's clock: the cutoffs are compared with the `resolved_at` it wrote. */
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/**
+ * Prunes now, then every `intervalMs` (`start`; a configuration that keeps everything starts nothing);
+ * `prune` resolves with how many items went; `stop` ends it after the current batch.
+ */
+export type WorkRetention = PeriodicPrune<number>;
+
+const dayMs = 24 * 60 * 60 * 1000;
+const hourMs = 60 * 60 * 1000;
+
+/** Each lane with how long its items are kept after they ended; empty when everything is kept. */
+function lanesOf(
+  config: WorkRetentionOptions['queue']['config'],
+): Array<{ lane: EndedLane; retainMs: number }> {
+  const lanes: Array<{ lane: EndedLane; retainMs: number }> = [];
+  const retainMs = config.retainEndedDays * dayMs;
+  const systemMs = config.retainEndedSystemDays * dayMs;
+  if (retainMs > 0) for (const state of terminalWorkStates) lanes.push({ lane: { state }, retainMs });
+  // System work is never kept longer than other work: its own retention only ever shortens the general one.
+  if (systemMs > 0 && (retainMs === 0 || systemMs < retainMs))
+    for (const kind of config.systemKinds) lanes.push({ lane: { kind }, retainMs: systemMs });
+  return lanes;
+}
+
+/**
+ * Keeps the work queue from growing without bound: nothing else ever deletes an item, and the runtime's own
+ * maintenance alone ends one every 30 s. The queue and its workers go on meanwhile.
+ */
+export function createWorkRetention(options: WorkRetentionOptions): WorkRetention {
+  const { queue } = options;
+  const clock = options.clock ?? systemClock;
+  const batchRows = options.batchRows ?? 1_000;
+  const lanes = lanesOf(queue.config);
+
+  const pruneInBatches = async (stopping: () => boolean): Promise<number> => {
+    const now = clock.now();
+    let deleted = 0;
+    for (const { lane, retainMs } of lanes) {
+      let after: number | undefined;
+      do {
+        if (stopping()) return deleted;
+        const step = await queue.deleteEnded({
+          lane,
+          before: now - retainMs,
+          maxRows: batchRows,
+          ...(after !== undefined ? { after } : {}),
+        });
+        deleted += step.deleted;
+        after = step.nextAfter;
+        // Claims, completions and chat turns go between two batches.
+        if (after !== undefined) await yieldToIo();
+      } while (after !== undefined);
+    }
+    return deleted;
+  };
+
+  const periodic = createPeriodicPrune({
+    prune: pruneInBatches,
+    logFields: (deleted) => (deleted > 0 ? { deleted } : undefined),
+    what: 'ended work items',
+    intervalMs: options.intervalMs ?? hourMs,
+    logger: (options.logger ?? silentLogger).child({ component: 'work' }),
+  });
+  return {
+    ...periodic,
+    start() {
+      if (lanes.length > 0) periodic.start();
+    },
+  };
+}
