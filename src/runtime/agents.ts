@@ -23,7 +23,7 @@ import type { AgentdConfig } from '../config/index.js';
 import { type EngageOptions, type EngageResult, runEngage } from '../engage/index.js';
 import { type MethodTable, OperatorScopes } from '../gateway/index.js';
 import type { IdentityLoader } from '../identity/index.js';
-import type { Ledger } from '../ledger/index.js';
+import { type Ledger, ledgerEntryTypes } from '../ledger/index.js';
 import type { MemoryManager, MemoryService } from '../memory/index.js';
 import { toSpiderwebMemoryEvent } from '../memory/index.js';
 import { commandPresets, type LanguageModel, type ModelMessage } from '../model/index.js';
@@ -563,6 +563,28 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       const item = await queue.get(id);
       if (!item) throw new UserInputError({ code: ErrorCodes.notFound, message: `no work item ${id}` });
       return { item, ledger: await ledger.read(id, { lastN: ledgerLast }) };
+    },
+  });
+  methods.register('ledger.read', {
+    scopes: [read],
+    params: z.object({
+      id: z.string().min(1).max(256),
+      entryType: z.enum(ledgerEntryTypes).optional(),
+      lastN: z.number().int().min(1).max(10_000).default(1_000),
+    }),
+    // A chat session's ledger (`session:<key>`) has no work item, and a pruned item's ledger outlives it.
+    handler: async ({ id, entryType, lastN }) => {
+      const entries = await ledger.read(id, { lastN, ...(entryType ? { entryType } : {}) });
+      const known =
+        entries.length > 0 ||
+        (await queue.get(id)) !== undefined ||
+        (entryType !== undefined && (await ledger.read(id, { lastN: 1 })).length > 0);
+      if (!known)
+        throw new UserInputError({
+          code: ErrorCodes.notFound,
+          message: `no work item or ledger named ${id}`,
+        });
+      return { workItemId: id, entries };
     },
   });
   methods.register('work.block', {

@@ -94,6 +94,12 @@ describe('agentd work list|show --url', () => {
     expect(unblocked.out).toBe(`${other.id} queued again\n`);
     expect((await started.runtime.work.queue.get(other.id))?.state).toBe('queued');
 
+    // A chat session's ledger has no work item behind it.
+    await started.runtime.ledger.append('session:main', { entryType: 'decision', content: 'short answers' });
+    const session = await run(['ledger', 'show', 'session:main', ...remote]);
+    expect(session.code, session.err).toBe(0);
+    expect(session.out).toContain('short answers');
+
     const missing = await run(['ledger', 'show', 'work_nope', ...remote, '--json']);
     expect(JSON.parse(missing.out).error.code).toBe('NOT_FOUND');
     expect(missing.code).toBe(2);

@@ -490,7 +490,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .addOption(typeOption)
     .option('--last <n>', 'only the last n entries')
     .option('--json', 'print JSON')
-    .addOption(urlOption("read a work item's ledger from a running agentd gateway (work.get)"))
+    .addOption(urlOption('read a ledger from a running agentd gateway (ledger.read)'))
     .addOption(tokenOption())
     .action(async (id: string, options: ReadOptions & { type?: string; last?: string }) => {
       const { formatLedgerEntries, ledgerEntryTypes } = await loadLedger();
@@ -527,10 +527,12 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
         },
         async (client) => {
           const lastN = check();
-          // work.get answers with the item's whole ledger; the filters apply here, as ledger.read's would.
-          const { ledger } = await client.call<{ ledger: LedgerEntry[] }>('work.get', { id });
-          const typed = options.type ? ledger.filter((entry) => entry.entryType === options.type) : ledger;
-          print(lastN !== undefined ? typed.slice(Math.max(0, typed.length - lastN)) : typed);
+          const { entries } = await client.call<{ entries: LedgerEntry[] }>('ledger.read', {
+            id,
+            ...(options.type ? { entryType: options.type } : {}),
+            ...(lastN !== undefined ? { lastN } : {}),
+          });
+          print(entries);
         },
       );
     });
