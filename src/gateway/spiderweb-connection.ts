@@ -235,6 +235,13 @@ export function acceptSpiderwebConnection(
     send(reply(await invoke(method, params)));
   };
 
+  // agentd's addition to the protocol: a goal sent again after a lost answer with the same key gets the plan
+  // already made (agent.control validates it; a key that is not a string is refused there too).
+  const goalKeyOf = (message: Record<string, unknown>): { idempotencyKey?: unknown } => {
+    const key = message.idempotency_key ?? message.idempotencyKey;
+    return key === undefined ? {} : { idempotencyKey: key };
+  };
+
   const handle = async (type: string, request: string, message: Record<string, unknown>) => {
     switch (type) {
       case 'ping':
@@ -254,7 +261,7 @@ export function acceptSpiderwebConnection(
           return await optionalMethod(
             request,
             'agent.control',
-            { sessionKey, agentId, action: 'goal', goal },
+            { sessionKey, agentId, action: 'goal', goal, ...goalKeyOf(message) },
             (result) => {
               const planId =
                 isRecord(result) && typeof result.planId === 'string' ? result.planId : undefined;
@@ -303,7 +310,7 @@ export function acceptSpiderwebConnection(
         const action = type === 'agent.heartbeat' ? 'heartbeat' : optionalString(message.action);
         const params: Record<string, unknown> = { sessionKey, agentId, action };
         const goal = optionalString(message.goal) ?? optionalString(message.content);
-        if (goal !== undefined) params.goal = goal;
+        if (goal !== undefined) Object.assign(params, { goal, ...goalKeyOf(message) });
         return await optionalMethod(request, 'agent.control', params, (result) => ({
           type: 'agent.control',
           request,

@@ -51,6 +51,65 @@ describe('Spiderweb agent.control and agent.heartbeat against a running agentd',
     expect(current.tasks.map((task: { state: string }) => task.state)).toEqual(['completed', 'completed']);
   });
 
+  it('takes an idempotency key with a goal: sent again, the plan already made; another goal under it, conflict', async () => {
+    const { started, client } = await connect();
+    client.send({
+      type: 'session.send',
+      id: 'k1',
+      content: '/goal Count the boats. Then paint the fence.',
+      idempotency_key: 'boats-1',
+    });
+    const first = await client.next(
+      (message) => message.type === 'agent.control' && message.request === 'k1',
+    );
+    expect(first.tasks).toHaveLength(2);
+    await client.next((message) => message.type === 'session.receive' && message.request === 'k1');
+
+    // The answer was lost: the client sends the goal again, as a /goal or as agent.control.
+    client.send({
+      type: 'session.send',
+      id: 'k2',
+      content: '/goal Count the boats. Then paint the fence.',
+      idempotency_key: 'boats-1',
+    });
+    const again = await client.next((message) => message.request === 'k2');
+    expect(again).toMatchObject({ type: 'agent.control', planId: first.planId });
+    client.send({
+      type: 'agent.control',
+      id: 'k3',
+      action: 'goal',
+      goal: 'Count the boats. Then paint the fence.',
+      idempotencyKey: 'boats-1',
+    });
+    expect(await client.next((message) => message.request === 'k3')).toMatchObject({ planId: first.planId });
+    const tasks = await started.runtime.work.queue.list({ kinds: ['task'], limit: 100 });
+    expect(tasks).toHaveLength(2);
+
+    client.send({
+      type: 'agent.control',
+      id: 'k4',
+      action: 'goal',
+      goal: 'Sink the boats.',
+      idempotency_key: 'boats-1',
+    });
+    expect(await client.next((message) => message.request === 'k4')).toMatchObject({
+      type: 'error',
+      code: 'conflict',
+    });
+    client.send({
+      type: 'agent.control',
+      id: 'k5',
+      action: 'goal',
+      goal: 'Sink the boats.',
+      idempotency_key: 7,
+    });
+    expect(await client.next((message) => message.request === 'k5')).toMatchObject({
+      type: 'error',
+      code: 'invalid_request',
+    });
+    expect(await started.runtime.work.queue.list({ kinds: ['task'], limit: 100 })).toHaveLength(2);
+  });
+
   it('accepts an inbound agent.heartbeat (and agent.control heartbeat) and answers with the sweep', async () => {
     const { client } = await connect();
     client.send({ type: 'agent.heartbeat', id: 'h1' });
