@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultMigrationsDir } from '../../src/store/index.js';
+import { defaultMigrationsDir, loadMigrations } from '../../src/store/index.js';
 
 /** The shipped migrations up to `version`, both dialects: a database as an older agentd left it. */
 export function migrationsUpTo(version: number): string {
@@ -13,4 +13,11 @@ export function migrationsUpTo(version: number): string {
         copyFileSync(join(defaultMigrationsDir(), dialect, file), join(dir, dialect, file));
   }
   return dir;
+}
+
+/** The shipped migrations' versions from `version` on: what migrating a database left at `version - 1` applies. */
+export function shippedVersionsFrom(version: number): number[] {
+  return loadMigrations('sqlite')
+    .map((migration) => migration.version)
+    .filter((shipped) => shipped >= version);
 }
