@@ -60,6 +60,7 @@ import {
   sandboxConfigSchema,
 } from './sandbox/index.js';
 import {
+  createSkillActivationRetention,
   createSkillExperience,
   createSkillLibrary,
   createSkillTools,
@@ -114,6 +115,7 @@ import {
   systemClock,
   UserInputError,
 } from './util/index.js';
+import { createWorkflowRetention } from './workflow/index.js';
 
 // The composition root's helpers that the CLI uses on its own (`agentd mcp`, workflow commands);
 // runtime.ts is the one entry to src/runtime/ for other folders.
@@ -372,6 +374,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     db: store.db,
     ledger,
     bus,
+    clock,
+    logger,
+  });
+  const skillActivationRetention = createSkillActivationRetention({
+    db: store.db,
+    retainMs: skillsConfig.retainActivationsDays * dayMs,
     clock,
     logger,
   });
@@ -769,6 +777,13 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     logger,
   });
   registerWorkflowViewMethods({ methods, bus, workflows, logger });
+  // No clock of the runtime's: the engines stamp their runs with the system clock (registerWorkflowMethods
+  // gives them none), and the cutoff is compared with those stamps.
+  const workflowRetention = createWorkflowRetention({
+    db: store.db,
+    retainEndedDays: workflowsConfig.retainEndedDays,
+    logger,
+  });
 
   registerSkillMethods({
     methods,
@@ -808,6 +823,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const startBackground = () => {
     healthSamples.start();
     cron.start();
+    workflowRetention.start();
+    skillActivationRetention.start();
     background ??= agents.start();
     return background;
   };
@@ -844,7 +861,9 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     await agents.close();
     skillExperience.stop();
     await skillExperience.idle();
+    await skillActivationRetention.stop();
     await workflows.close();
+    await workflowRetention.stop();
     await sandbox?.close();
     await memoryManager.stop();
     await memory.flushEmbeddings().catch(() => {});

@@ -157,6 +157,8 @@ export interface CreateAgentRuntimeOptions {
   retainStateHistoryRows?: number;
   /** Newest rows of `agent_conversations` each agent keeps (default 10,000; 0 keeps all). */
   retainConversationRows?: number;
+  /** Newest rows of `agent_tasks` each agent keeps, and every task not yet ended (default 10,000; 0 keeps all). */
+  retainTaskRows?: number;
   retentionIntervalMs?: number;
   retentionBatchRows?: number;
 }
@@ -316,6 +318,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     db,
     stateHistoryRows: options.retainStateHistoryRows ?? defaultRetainedAgentRows,
     conversationRows: options.retainConversationRows ?? defaultRetainedAgentRows,
+    taskRows: options.retainTaskRows ?? defaultRetainedAgentRows,
     intervalMs: options.retentionIntervalMs,
     batchRows: options.retentionBatchRows,
     logger: options.logger,

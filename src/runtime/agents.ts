@@ -351,6 +351,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       defaultModel: `${options.model.provider}/${options.model.modelId}`,
       retainStateHistoryRows: retentionConfig.retainStateHistoryRows,
       retainConversationRows: retentionConfig.retainConversationRows,
+      retainTaskRows: retentionConfig.retainTaskRows,
       checkModel: (model) => {
         const name = model.includes('/') ? model : `command/${model}`;
         if (name.startsWith('command/') && !Object.hasOwn(commandPresets, name.slice('command/'.length))) {

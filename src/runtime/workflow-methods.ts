@@ -58,6 +58,11 @@ export const workflowsConfigSchema = z.object({
    * `<state dir>/workflow-library`. Never the agent's workspace: a workflow names code to run.
    */
   dirs: z.array(z.string().min(1)).optional(),
+  /**
+   * Days a durable run is kept after it ended (fractions allowed); 0 keeps every run. Pruned at start and
+   * hourly (see docs/workflows.md, "Retention").
+   */
+  retainEndedDays: z.number().nonnegative().default(30),
 });
 
 function isInside(root: string, path: string): boolean {

@@ -67,6 +67,11 @@ export const skillsConfigSchema = z
     experience: skillExperienceConfigSchema,
     /** `skills stale` and `skills.stale` flag skills unused for this many days. */
     staleAfterDays: z.number().int().min(1).default(30),
+    /**
+     * Days an activation is kept (fractions allowed), beyond each skill's newest, which `staleSkills` reads and
+     * is kept however old; 0 keeps every activation.
+     */
+    retainActivationsDays: z.number().nonnegative().default(30),
   })
   .prefault({});
 

@@ -33,4 +33,9 @@ export {
   type SkillUpdate,
   type StaleSkill,
 } from './library.js';
+export {
+  createSkillActivationRetention,
+  type SkillActivationRetention,
+  type SkillActivationRetentionOptions,
+} from './retention.js';
 export { createSkillTools } from './tools.js';

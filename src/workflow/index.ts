@@ -42,6 +42,12 @@ export type { MemoryStore, MemoryStoreKind, WorkflowMemoryItem } from './memory-
 export type { MetricsSnapshot } from './metrics.js';
 export type { PersistedRun, WorkflowRecordStore, WorkflowRecordWriter } from './record-store.js';
 export type { ReplIo, ReplOptions } from './repl.js';
+export {
+  createWorkflowRetention,
+  type PrunedWorkflowRuns,
+  type WorkflowRetention,
+  type WorkflowRetentionOptions,
+} from './retention.js';
 export type { JobHandle, ScheduledJob, ScheduledTaskState, TaskExecutor } from './scheduler.js';
 export type {
   StageRecord,

@@ -295,14 +295,33 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
       );
       if (!found) return undefined;
       const root = found.root_task_id;
-      const taskRows = await db.all<{ record: string }>(
-        'SELECT record FROM workflow_tasks WHERE root_task_id = ? ORDER BY created_at, task_id',
-        [root],
-      );
       const stageRows = await db.all<StageColumns & { task_id: string; record: string }>(
         'SELECT task_id, stage_index, node_id, node_status, started_at, completed_at, record FROM workflow_stages WHERE root_task_id = ? ORDER BY task_id, stage_index',
         [root],
       );
+      const eventRows = await db.all<{ payload: string }>(
+        'SELECT payload FROM workflow_events WHERE root_task_id = ? ORDER BY seq',
+        [root],
+      );
+      const artifactRows = await db.all<{
+        artifact_id: string;
+        task_id: string;
+        node_id: string | null;
+        type: Artifact['type'];
+        created_at: number;
+        payload: string;
+        metadata: string;
+      }>(
+        'SELECT artifact_id, task_id, node_id, type, created_at, payload, metadata FROM workflow_artifacts WHERE root_task_id = ? ORDER BY created_at, artifact_id',
+        [root],
+      );
+      // The task rows last: the retention deletes a run whole in one transaction, so task rows still there
+      // mean the reads before began before it, and saw the run whole too; none mean it went meanwhile.
+      const taskRows = await db.all<{ record: string }>(
+        'SELECT record FROM workflow_tasks WHERE root_task_id = ? ORDER BY created_at, task_id',
+        [root],
+      );
+      if (taskRows.length === 0) return undefined;
       const stagesByTask = new Map<string, StageRecord[]>();
       /** Stages whose rows stand for their events and artifact, with those events' sequence numbers. */
       const standIns: Array<{ taskId: string; stage: StageRecord; seqs: readonly [number, number] }> = [];
@@ -324,26 +343,8 @@ export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
         return task;
       });
       tasks.sort((a, b) => (a.taskId === root ? -1 : b.taskId === root ? 1 : 0));
-      let events = (
-        await db.all<{ payload: string }>(
-          'SELECT payload FROM workflow_events WHERE root_task_id = ? ORDER BY seq',
-          [root],
-        )
-      ).map((row) => decodeEvent(row.payload));
-      let artifacts = (
-        await db.all<{
-          artifact_id: string;
-          task_id: string;
-          node_id: string | null;
-          type: Artifact['type'];
-          created_at: number;
-          payload: string;
-          metadata: string;
-        }>(
-          'SELECT artifact_id, task_id, node_id, type, created_at, payload, metadata FROM workflow_artifacts WHERE root_task_id = ? ORDER BY created_at, artifact_id',
-          [root],
-        )
-      ).map(
+      let events = eventRows.map((row) => decodeEvent(row.payload));
+      let artifacts = artifactRows.map(
         (row): Artifact => ({
           artifactId: row.artifact_id,
           rootTaskId: root,

@@ -14,6 +14,15 @@ export type TaskLifecycle = 'queued' | 'active' | 'suspended' | 'concluded' | 'a
 /** The three-value status of the API (tools, nodes and tasks). */
 export type WorkflowOutcome = 'success' | 'failure' | 'partial';
 
+/** The states a task ends in (those `outcomeOf` maps to a status); the task's `completedAt` is set with it. */
+export const endedTaskStates: ReadonlyArray<TaskState> = [
+  'completed',
+  'partial',
+  'failed',
+  'cancelled',
+  'blocked',
+];
+
 /** Maps an internal state to the API status; `undefined` while the task is still open. */
 export function outcomeOf(state: TaskState): WorkflowOutcome | undefined {
   switch (state) {

@@ -8,16 +8,27 @@ import { createStore, type SqlValue, sqlValueRows } from '../../src/store/index.
 import { createScriptedModel } from '../../src/testing.js';
 import { captureLog, tempHome } from '../runtime/helpers.js';
 
-/** A home whose agent `scout` has `count` state transitions and as many conversation lines. */
+/**
+ * A home whose agent `scout` has `count` state transitions, as many conversation lines and as many tasks, the
+ * first of them still assigned.
+ */
 async function homeWithRecords(yaml: string, count: number): Promise<string> {
   const home = tempHome('agentd-agent-retention-');
   writeFileSync(join(home, 'agentd.yaml'), yaml);
   const store = await createStore({ stateDir: home });
   const history: SqlValue[] = [];
   const lines: SqlValue[] = [];
+  const tasks: SqlValue[] = [];
   for (let index = 0; index < count; index++) {
     history.push('scout', 'idle', 'thinking', `step ${index}`, 1_000 + index);
     lines.push('scout', 1_000 + index, 'scout', `line ${index}`, null);
+    tasks.push(
+      `task-${index}`,
+      'scout',
+      `task ${index}`,
+      index === 0 ? 'assigned' : 'completed',
+      1_000 + index,
+    );
   }
   await store.db.run(
     `INSERT INTO agent_state_history (agent_id, old_state, new_state, reason, timestamp) VALUES ${sqlValueRows(count, 5)}`,
@@ -26,6 +37,10 @@ async function homeWithRecords(yaml: string, count: number): Promise<string> {
   await store.db.run(
     `INSERT INTO agent_conversations (agent_id, timestamp, sender, content, recipient) VALUES ${sqlValueRows(count, 5)}`,
     lines,
+  );
+  await store.db.run(
+    `INSERT INTO agent_tasks (id, agent_id, task_name, status, created_at) VALUES ${sqlValueRows(count, 5)}`,
+    tasks,
   );
   await store.close();
   return home;
@@ -43,11 +58,14 @@ describe('the agent_runtime section of agentd.yaml', () => {
     expect(agentRetentionConfigSchema.parse({})).toEqual({
       retainStateHistoryRows: 10_000,
       retainConversationRows: 10_000,
+      retainTaskRows: 10_000,
     });
-    expect(agentRetentionConfigSchema.parse({ retainConversationRows: 0 })).toEqual({
+    expect(agentRetentionConfigSchema.parse({ retainConversationRows: 0, retainTaskRows: 0 })).toEqual({
       retainStateHistoryRows: 10_000,
       retainConversationRows: 0,
+      retainTaskRows: 0,
     });
+    expect(agentRetentionConfigSchema.safeParse({ retainTaskRows: -1 }).success).toBe(false);
     expect(agentRetentionConfigSchema.safeParse({ retainStateHistoryRows: -1 }).success).toBe(false);
     expect(agentRetentionConfigSchema.safeParse({ retainStateHistoryRows: 1.5 }).success).toBe(false);
     expect(agentRetentionConfigSchema.safeParse({ retainHistoryDays: 7 }).success).toBe(false);
@@ -55,7 +73,7 @@ describe('the agent_runtime section of agentd.yaml', () => {
 
   it("limits the runtime's agents to the rows it names", async () => {
     const home = await homeWithRecords(
-      'agent_runtime:\n  retainStateHistoryRows: 2\n  retainConversationRows: 3\n',
+      'agent_runtime:\n  retainStateHistoryRows: 2\n  retainConversationRows: 3\n  retainTaskRows: 2\n',
       6,
     );
     homes.push(home);
@@ -64,6 +82,7 @@ describe('the agent_runtime section of agentd.yaml', () => {
     expect(agentRetentionConfigSchema.parse(config.sections.agent_runtime)).toEqual({
       retainStateHistoryRows: 2,
       retainConversationRows: 3,
+      retainTaskRows: 2,
     });
     const runtime = await createRuntime({
       config,
@@ -81,6 +100,8 @@ describe('the agent_runtime section of agentd.yaml', () => {
         'line 4',
         'line 5',
       ]);
+      // The first task is still assigned: it stays beside the two newest.
+      expect((await agents.tasks('scout')).map((task) => task.id)).toEqual(['task-0', 'task-4', 'task-5']);
     });
   });
 });
