@@ -243,6 +243,13 @@ describeEachDatabase('workflow SQL stores', (getDb) => {
     expect((await reopened.list()).map((entry) => entry.payload)).toEqual(['a3', 'a4']);
   });
 
+  it('sql memory backend keeps an item written at a real time (milliseconds since 1970)', async () => {
+    const store = await createSqlMemoryStore({ kind: 'project', db: getDb(), scope: 'wf-now' });
+    const at = Date.UTC(2026, 11, 6, 12, 0, 0);
+    await store.add(item('now', { at }));
+    expect((await store.list()).map((entry) => entry.createdAt)).toEqual([at]);
+  });
+
   it('durable engine: every stage record is persisted and a run can be inspected from another engine', async () => {
     const db = getDb();
     const { nodes, edges } = chainWorkflow(2);
