@@ -2,8 +2,8 @@ import { z } from 'zod';
 import type { SqlDatabase } from '../store/index.js';
 import {
   createPeriodicPrune,
-  type Logger,
   type PeriodicPrune,
+  type RetentionScheduleOptions,
   silentLogger,
   yieldToIo,
 } from '../util/index.js';
@@ -25,7 +25,7 @@ export const agentRetentionConfigSchema = z
 
 export type AgentRetentionConfig = z.infer<typeof agentRetentionConfigSchema>;
 
-export interface AgentRetentionOptions {
+export interface AgentRetentionOptions extends RetentionScheduleOptions {
   db: SqlDatabase;
   /** Newest rows of `agent_state_history` each agent keeps; 0 keeps them all. */
   stateHistoryRows: number;
@@ -33,14 +33,11 @@ export interface AgentRetentionOptions {
   conversationRows: number;
   /** Newest rows of `agent_tasks` each agent keeps, and any older task not yet ended; 0 keeps them all. */
   taskRows: number;
-  /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number;
   /**
    * Most rows one DELETE removes (default 1,000): each is a transaction of its own, so the write lock is held
    * for one batch at a time, and on SQLite the event loop too.
    */
   batchRows?: number;
-  logger?: Logger;
 }
 
 export interface PrunedAgentRows {
@@ -58,8 +55,6 @@ interface RetainedTable {
   /** Deletes the agent's rows past its newest `keepRows`; resolves with how many went. */
   pruneAgent(agentId: string, stopping: () => boolean): Promise<number>;
 }
-
-const hourMs = 60 * 60 * 1000;
 
 /** A task in neither state is live: its message waits in its agent's mailbox or its turn is running. */
 const endedTaskStatuses = "('completed', 'failed')";
@@ -184,7 +179,8 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
     return deleted;
   };
 
-  const periodic = createPeriodicPrune({
+  return createPeriodicPrune({
+    enabled: !keepsAll,
     prune: async (stopping) => ({
       stateHistory: await pruneTable(stateHistory, stopping),
       conversations: await pruneTable(conversations, stopping),
@@ -200,13 +196,7 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
           }
         : undefined,
     what: "the agents' state history, conversations and tasks",
-    intervalMs: options.intervalMs ?? hourMs,
+    intervalMs: options.intervalMs,
     logger: (options.logger ?? silentLogger).child({ component: 'agents' }),
   });
-  return {
-    ...periodic,
-    start() {
-      if (!keepsAll) periodic.start();
-    },
-  };
 }

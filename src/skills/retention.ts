@@ -2,19 +2,17 @@ import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
   createPeriodicPrune,
-  type Logger,
   type PeriodicPrune,
+  type RetentionScheduleOptions,
   silentLogger,
   systemClock,
   yieldToIo,
 } from '../util/index.js';
 
-export interface SkillActivationRetentionOptions {
+export interface SkillActivationRetentionOptions extends RetentionScheduleOptions {
   db: SqlDatabase;
   /** Activations older than this are deleted, except each skill's newest; 0 keeps them all. */
   retainMs: number;
-  /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number;
   /**
    * Rows one DELETE removes (default 1,000; a few more when others share the batch's last millisecond): each
    * is a transaction of its own, so the write lock is held for one batch at a time, and on SQLite the event
@@ -22,13 +20,10 @@ export interface SkillActivationRetentionOptions {
    */
   batchRows?: number;
   clock?: Clock;
-  logger?: Logger;
 }
 
 /** Prunes now, then hourly (`start`); `prune` resolves with how many activations went; `stop` ends it. */
 export type SkillActivationRetention = PeriodicPrune<number>;
-
-const hourMs = 60 * 60 * 1000;
 
 /**
  * Keeps `skill_activations` from growing without bound: every run whose message names a skill's trigger
@@ -96,17 +91,12 @@ export function createSkillActivationRetention(
     return deleted;
   };
 
-  const periodic = createPeriodicPrune({
+  return createPeriodicPrune({
+    enabled: options.retainMs > 0,
     prune: pruneInBatches,
     logFields: (deleted) => (deleted > 0 ? { deleted, retainMs: options.retainMs } : undefined),
     what: 'the skill activations',
-    intervalMs: options.intervalMs ?? hourMs,
+    intervalMs: options.intervalMs,
     logger: (options.logger ?? silentLogger).child({ component: 'skills' }),
   });
-  return {
-    ...periodic,
-    start() {
-      if (options.retainMs > 0) periodic.start();
-    },
-  };
 }

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import {
   type Clock,
   createPeriodicPrune,
-  type Logger,
   type PeriodicPrune,
+  type RetentionScheduleOptions,
   silentLogger,
   systemClock,
   yieldToIo,
@@ -20,12 +20,10 @@ export const auditConfigSchema = z
 
 export type AuditConfig = z.infer<typeof auditConfigSchema>;
 
-export interface EventRetentionOptions {
+export interface EventRetentionOptions extends RetentionScheduleOptions {
   events: EventStore;
   /** Events written longer ago than this are deleted; 0 keeps them all. */
   retainMs: number;
-  /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number;
   /**
    * Most rows one DELETE removes (default 1,000). Each is a transaction of its own, so the write lock is
    * held for one batch at a time; on SQLite a batch also runs on the event loop, a pause for the chat turn
@@ -33,13 +31,10 @@ export interface EventRetentionOptions {
    */
   batchRows?: number;
   clock?: Clock;
-  logger?: Logger;
 }
 
 /** Prunes now, then hourly (`start`); `prune` resolves with how many events went; `stop` ends it. */
 export type EventRetention = PeriodicPrune<number>;
-
-const hourMs = 60 * 60 * 1000;
 
 /**
  * Keeps the audit log from growing without bound: every recorded bus event is a row, and nothing else ever
@@ -65,17 +60,12 @@ export function createEventRetention(options: EventRetentionOptions): EventReten
     return deleted;
   };
 
-  const periodic = createPeriodicPrune({
+  return createPeriodicPrune({
+    enabled: options.retainMs > 0,
     prune: pruneInBatches,
     logFields: (deleted) => (deleted > 0 ? { deleted, retainMs: options.retainMs } : undefined),
     what: 'the audit log',
-    intervalMs: options.intervalMs ?? hourMs,
+    intervalMs: options.intervalMs,
     logger: (options.logger ?? silentLogger).child({ component: 'store' }),
   });
-  return {
-    ...periodic,
-    start() {
-      if (options.retainMs > 0) periodic.start();
-    },
-  };
 }

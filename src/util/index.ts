@@ -40,6 +40,7 @@ export {
   createPeriodicPrune,
   type PeriodicPrune,
   type PeriodicPruneOptions,
+  type RetentionScheduleOptions,
   yieldToIo,
 } from './periodic-prune.js';
 export {

@@ -7,20 +7,31 @@ const afterIo = globalThis.setImmediate;
 /** Lets what waits on the event loop (chat turns, the writers) run between two batches of a prune. */
 export const yieldToIo = (): Promise<void> => new Promise((resume) => afterIo(resume));
 
+/** The options every retention built on `createPeriodicPrune` takes besides what it prunes. */
+export interface RetentionScheduleOptions {
+  /** Time from the end of one prune to the start of the next (default an hour). */
+  intervalMs?: number;
+  logger?: Logger;
+}
+
 export interface PeriodicPruneOptions<T> {
+  /** False when the configuration keeps everything: `start` then starts nothing. */
+  enabled: boolean;
   /** One prune, batch by batch; `stopping()` turns true when `stop` is called, to end after the batch. */
   prune(stopping: () => boolean): Promise<T>;
   /** The fields of the log line of a prune that removed something; undefined when it removed nothing. */
   logFields(result: T): Record<string, unknown> | undefined;
   /** What is pruned, as the log lines say it: "the audit log". */
   what: string;
-  /** Time from the end of one prune to the start of the next. */
-  intervalMs: number;
+  /** Time from the end of one prune to the start of the next (default an hour). */
+  intervalMs?: number | undefined;
   logger: Logger;
 }
 
+const hourMs = 60 * 60 * 1000;
+
 export interface PeriodicPrune<T> {
-  /** Prunes now, then `intervalMs` after each prune ends. */
+  /** Prunes now, then `intervalMs` after each prune ends; nothing when not `enabled`. */
   start(): void;
   /** Prunes now; while a prune runs, resolves with that one. */
   prune(): Promise<T>;
@@ -64,13 +75,13 @@ export function createPeriodicPrune<T>(options: PeriodicPruneOptions<T>): Period
   const pruneThenWait = async (): Promise<void> => {
     await pruneAndLog();
     if (stopped) return;
-    timer = setTimeout(pruneThenWait, options.intervalMs);
+    timer = setTimeout(pruneThenWait, options.intervalMs ?? hourMs);
     timer.unref();
   };
 
   return {
     start() {
-      if (started || stopped) return;
+      if (!options.enabled || started || stopped) return;
       started = true;
       void pruneThenWait();
     },

@@ -1,8 +1,8 @@
 import {
   type Clock,
   createPeriodicPrune,
-  type Logger,
   type PeriodicPrune,
+  type RetentionScheduleOptions,
   silentLogger,
   systemClock,
   yieldToIo,
@@ -11,11 +11,9 @@ import type { WorkQueue } from './queue.js';
 import type { EndedLane } from './sql/prune.js';
 import { terminalWorkStates } from './states.js';
 
-export interface WorkRetentionOptions {
+export interface WorkRetentionOptions extends RetentionScheduleOptions {
   /** The queue whose ended items go, by its `retainEndedDays`, `retainEndedSystemDays` and `systemKinds`. */
   queue: Pick<WorkQueue, 'config' | 'deleteEnded'>;
-  /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number;
   /**
    * Items one DELETE looks at (default 1,000). Each is a commit of its own, so the write lock is held for one
    * batch at a time; on SQLite a batch also runs on the event loop: 1,000 ended items took about 3 ms.
@@ -23,7 +21,6 @@ export interface WorkRetentionOptions {
   batchRows?: number;
   /** The queue's clock: the cutoffs are compared with the `resolved_at` it wrote. */
   clock?: Clock;
-  logger?: Logger;
 }
 
 /**
@@ -33,7 +30,6 @@ export interface WorkRetentionOptions {
 export type WorkRetention = PeriodicPrune<number>;
 
 const dayMs = 24 * 60 * 60 * 1000;
-const hourMs = 60 * 60 * 1000;
 
 /** Each lane with how long its items are kept after they ended; empty when everything is kept. */
 function lanesOf(
@@ -81,17 +77,12 @@ export function createWorkRetention(options: WorkRetentionOptions): WorkRetentio
     return deleted;
   };
 
-  const periodic = createPeriodicPrune({
+  return createPeriodicPrune({
+    enabled: lanes.length > 0,
     prune: pruneInBatches,
     logFields: (deleted) => (deleted > 0 ? { deleted } : undefined),
     what: 'ended work items',
-    intervalMs: options.intervalMs ?? hourMs,
+    intervalMs: options.intervalMs,
     logger: (options.logger ?? silentLogger).child({ component: 'work' }),
   });
-  return {
-    ...periodic,
-    start() {
-      if (lanes.length > 0) periodic.start();
-    },
-  };
 }

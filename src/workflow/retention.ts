@@ -2,21 +2,19 @@ import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
   createPeriodicPrune,
-  type Logger,
   type PeriodicPrune,
+  type RetentionScheduleOptions,
   silentLogger,
   systemClock,
   yieldToIo,
 } from '../util/index.js';
 import { deleteEndedRuns } from './prune-runs.js';
 
-export interface WorkflowRetentionOptions {
+export interface WorkflowRetentionOptions extends RetentionScheduleOptions {
   /** The database the durable engines write their runs to (the platform store's). */
   db: SqlDatabase;
   /** Days a run is kept after it ended (fractions allowed); 0 keeps every run. */
   retainEndedDays: number;
-  /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number;
   /**
    * Runs one transaction deletes at most (default 100), with all their rows. Each is a commit of its own, so
    * the write lock is held for one batch at a time; on SQLite a batch also runs on the event loop: 100 runs
@@ -25,7 +23,6 @@ export interface WorkflowRetentionOptions {
   batchRuns?: number;
   /** The engines' clock: the cutoff is compared with the `completed_at` they wrote. */
   clock?: Clock;
-  logger?: Logger;
 }
 
 export interface PrunedWorkflowRuns {
@@ -41,7 +38,6 @@ export interface PrunedWorkflowRuns {
 export type WorkflowRetention = PeriodicPrune<PrunedWorkflowRuns>;
 
 const dayMs = 24 * 60 * 60 * 1000;
-const hourMs = 60 * 60 * 1000;
 
 /**
  * Keeps the durable record of workflow runs from growing without bound: nothing else ever deletes a run, and a
@@ -76,17 +72,12 @@ export function createWorkflowRetention(options: WorkflowRetentionOptions): Work
     return pruned;
   };
 
-  const periodic = createPeriodicPrune({
+  return createPeriodicPrune({
+    enabled: retainMs > 0,
     prune: pruneInBatches,
     logFields: (pruned) => (pruned.runs > 0 ? { ...pruned, retainMs } : undefined),
     what: 'ended workflow runs',
-    intervalMs: options.intervalMs ?? hourMs,
+    intervalMs: options.intervalMs,
     logger: (options.logger ?? silentLogger).child({ component: 'workflow' }),
   });
-  return {
-    ...periodic,
-    start() {
-      if (retainMs > 0) periodic.start();
-    },
-  };
 }

@@ -1,20 +1,15 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { agentRetentionConfigSchema } from '../../src/agents/index.js';
 import { loadConfig } from '../../src/config/index.js';
-import { createRuntime, type Runtime } from '../../src/index.js';
 import { createStore, type SqlValue, sqlValueRows } from '../../src/store/index.js';
-import { createScriptedModel } from '../../src/testing.js';
-import { captureLog, tempHome } from '../runtime/helpers.js';
+import { homeWithConfig, useRuntimeHomes } from '../helpers/retention.js';
 
 /**
  * A home whose agent `scout` has `count` state transitions, as many conversation lines and as many tasks, the
  * first of them still assigned.
  */
 async function homeWithRecords(yaml: string, count: number): Promise<string> {
-  const home = tempHome('agentd-agent-retention-');
-  writeFileSync(join(home, 'agentd.yaml'), yaml);
+  const home = homeWithConfig('agentd-agent-retention-', yaml);
   const store = await createStore({ stateDir: home });
   const history: SqlValue[] = [];
   const lines: SqlValue[] = [];
@@ -47,12 +42,7 @@ async function homeWithRecords(yaml: string, count: number): Promise<string> {
 }
 
 describe('the agent_runtime section of agentd.yaml', () => {
-  const homes: string[] = [];
-  const open: Runtime[] = [];
-  afterEach(async () => {
-    for (const runtime of open.splice(0)) await runtime.close();
-    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
-  });
+  const { homes, openIn } = useRuntimeHomes();
 
   it('keeps 10,000 rows of each per agent by default, 0 for ever, and refuses negative or unknown settings', () => {
     expect(agentRetentionConfigSchema.parse({})).toEqual({
@@ -84,13 +74,7 @@ describe('the agent_runtime section of agentd.yaml', () => {
       retainConversationRows: 3,
       retainTaskRows: 2,
     });
-    const runtime = await createRuntime({
-      config,
-      env,
-      model: createScriptedModel({ steps: [] }),
-      logDestination: captureLog().stream,
-    });
-    open.push(runtime);
+    const runtime = await openIn(home);
     await runtime.startBackground();
     const agents = runtime.work.agents!;
     await vi.waitFor(async () => {

@@ -8,59 +8,24 @@ import {
 } from '../../src/agents/index.js';
 import { type Bus, createBus } from '../../src/bus/index.js';
 import { type SqlDatabase, type SqlValue, sqlValueRows } from '../../src/store/index.js';
-import { ErrorCodes, type Logger } from '../../src/util/index.js';
+import { ErrorCodes } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
+import type { RecordedStatement } from '../helpers/query-plans.js';
+import {
+  capturingLogger,
+  deletes,
+  eventually,
+  type LogLine,
+  planOf,
+  recording,
+} from '../helpers/retention.js';
 
-interface Statement {
-  sql: string;
-  params: SqlValue[];
-}
-
-/** `db` with every statement noted (its SQL and parameters) before it runs. */
-function recording(db: SqlDatabase): { db: SqlDatabase; statements: Statement[] } {
-  const statements: Statement[] = [];
-  const note = (sql: string, params: ReadonlyArray<SqlValue> | undefined) =>
-    statements.push({ sql, params: [...(params ?? [])] });
-  return {
-    statements,
-    db: {
-      ...db,
-      all: (sql, params) => {
-        note(sql, params);
-        return db.all(sql, params);
-      },
-      get: (sql, params) => {
-        note(sql, params);
-        return db.get(sql, params);
-      },
-      run: (sql, params) => {
-        note(sql, params);
-        return db.run(sql, params);
-      },
-    },
-  };
-}
-
-const deletesFrom = (statements: Statement[], table: string) =>
+const deletesFrom = (statements: RecordedStatement[], table: string) =>
   statements.filter((statement) => statement.sql.startsWith(`DELETE FROM ${table} `));
 
-/**
- * How the database plans a statement; Postgres is told to avoid sequential and bitmap scans, as a small table
- * invites (a bitmap scan returns rows out of the index's order, to be sorted).
- */
-async function planOf(db: SqlDatabase, statement: Statement): Promise<string> {
-  if (db.dialect === 'sqlite') {
-    const rows = await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.params);
-    return rows.map((row) => row.detail).join(' | ');
-  }
-  return db.transaction(async (tx) => {
-    await tx.run('SET LOCAL enable_seqscan = off');
-    await tx.run('SET LOCAL enable_bitmapscan = off');
-    const rows = await tx.all<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.sql}`, statement.params);
-    return rows.map((row) => row['QUERY PLAN']).join(' | ');
-  });
-}
+/** A small table invites Postgres to a bitmap scan, which returns rows out of the index's order, to be sorted. */
+const inIndexOrder = { bitmapScans: false };
 
 /** Writes `count` state transitions of the agent, labelled `<agent> <n>` in their reason, oldest first. */
 async function seedHistory(db: SqlDatabase, agentId: string, count: number, from = 0): Promise<void> {
@@ -147,47 +112,6 @@ const lines = async (db: SqlDatabase, agentId: string) =>
       [agentId],
     )
   ).map((row) => row.content);
-
-/**
- * Waits until `check` passes, polling between turns of the event loop: `vi.waitFor` would advance the fake
- * timers under test, and with them the retention's own.
- */
-async function eventually(check: () => Promise<void> | void): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resume) => setImmediate(resume));
-    }
-  }
-}
-
-interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  object: Record<string, unknown>;
-  message: string | undefined;
-}
-
-function capturingLogger(): Logger & { lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at =
-    (level: LogLine['level']) =>
-    (object: Record<string, unknown>, message?: string): void => {
-      lines.push({ level, object, message });
-    };
-  const logger: Logger & { lines: LogLine[] } = {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return logger;
-}
 
 const prunedLine = "pruned the agents' state history, conversations and tasks";
 const refusedLine =
@@ -297,7 +221,7 @@ describeEachDatabase('agent records retention', (getDb) => {
     const retention = createAgentRetention({ db, stateHistoryRows: 3, conversationRows: 3, taskRows: 0 });
 
     expect(await retention.prune()).toEqual({ stateHistory: 0, conversations: 0, tasks: 0 });
-    expect(statements.filter((statement) => /^\s*DELETE\b/i.test(statement.sql))).toEqual([]);
+    expect(deletes(statements)).toEqual([]);
     // Per table: one seek per agent and one past its last, and one look at the row past each agent's limit.
     expect(statements).toHaveLength(2 * (3 + 2));
 
@@ -307,7 +231,7 @@ describeEachDatabase('agent records retention', (getDb) => {
     const shapes = new Map(statements.map((statement) => [statement.sql, statement]));
     expect(shapes.size).toBe(8);
     for (const statement of shapes.values()) {
-      const plan = await planOf(getDb(), statement);
+      const plan = await planOf(getDb(), statement, inIndexOrder);
       if (getDb().dialect === 'sqlite') {
         expect(plan).toMatch(/USING (COVERING )?INDEX agent_(state_history|conversations)_agent/);
         expect(plan).not.toMatch(/(^|\| )SCAN /);
@@ -570,7 +494,7 @@ describeEachDatabase('agent records retention', (getDb) => {
     const shapes = new Map(statements.map((statement) => [statement.sql, statement]));
     expect(shapes.size).toBe(4);
     for (const statement of shapes.values()) {
-      const plan = await planOf(getDb(), statement);
+      const plan = await planOf(getDb(), statement, inIndexOrder);
       if (getDb().dialect === 'sqlite') {
         expect(plan).toMatch(/USING (COVERING )?INDEX agent_tasks_by_agent/);
         expect(plan).not.toMatch(/(^|\| )SCAN |TEMP B-TREE/);
@@ -584,7 +508,7 @@ describeEachDatabase('agent records retention', (getDb) => {
       sql: 'SELECT id, agent_id, task_name, status, result, created_at, completed_at FROM agent_tasks WHERE agent_id = ? ORDER BY created_at DESC, id DESC LIMIT ?',
       params: ['b', 1_000],
     };
-    expect(await planOf(getDb(), reader)).toMatch(/agent_tasks_by_agent/);
-    expect(await planOf(getDb(), reader)).not.toMatch(/TEMP B-TREE|Sort/);
+    expect(await planOf(getDb(), reader, inIndexOrder)).toMatch(/agent_tasks_by_agent/);
+    expect(await planOf(getDb(), reader, inIndexOrder)).not.toMatch(/TEMP B-TREE|Sort/);
   });
 });

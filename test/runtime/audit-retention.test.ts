@@ -1,17 +1,11 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createRuntime, loadConfig, type Runtime } from '../../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import type { Runtime } from '../../src/index.js';
 import { createStore, type EventInput } from '../../src/store/index.js';
-import { createScriptedModel } from '../../src/testing.js';
-import { captureLog, tempHome } from './helpers.js';
-
-const dayMs = 24 * 60 * 60 * 1000;
+import { dayMs, homeWithConfig, runtimeIn, useRuntimeHomes } from '../helpers/retention.js';
 
 /** A home whose audit log holds events of the given ages, and whose agentd.yaml is `yaml`. */
 async function homeWithEvents(yaml: string, agesMs: number[]): Promise<string> {
-  const home = tempHome('agentd-audit-retention-');
-  writeFileSync(join(home, 'agentd.yaml'), yaml);
+  const home = homeWithConfig('agentd-audit-retention-', yaml);
   const store = await createStore({ stateDir: home });
   const now = Date.now();
   await store.events.appendMany(
@@ -21,34 +15,18 @@ async function homeWithEvents(yaml: string, agesMs: number[]): Promise<string> {
   return home;
 }
 
-async function runtimeIn(home: string): Promise<Runtime> {
-  const env = { AGENTD_HOME: home };
-  return createRuntime({
-    config: loadConfig({ cwd: home, env }),
-    env,
-    model: createScriptedModel({ steps: [] }),
-    logDestination: captureLog().stream,
-  });
-}
-
 const agesKept = async (runtime: Runtime) =>
   (await runtime.store.events.list({ types: ['test:aged'] })).map(
     (event) => (event.data as { ageMs: number }).ageMs,
   );
 
 describe("the runtime's audit log retention", () => {
-  const homes: string[] = [];
-  const open: Runtime[] = [];
-  afterEach(async () => {
-    for (const runtime of open.splice(0)) await runtime.close();
-    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
-  });
+  const { homes, openIn } = useRuntimeHomes();
 
   it('deletes at start the events older than audit.retainDays', async () => {
     const home = await homeWithEvents('audit:\n  retainDays: 2\n', [5 * dayMs, 3 * dayMs, dayMs, 0]);
     homes.push(home);
-    const runtime = await runtimeIn(home);
-    open.push(runtime);
+    const runtime = await openIn(home);
     await vi.waitFor(async () => expect(await agesKept(runtime)).toEqual([dayMs, 0]));
   });
 
@@ -58,8 +36,7 @@ describe("the runtime's audit log retention", () => {
     const forever = await homeWithEvents('audit:\n  retainDays: 0\n', ages);
     homes.push(byDefault, forever);
 
-    const pruned = await runtimeIn(byDefault);
-    open.push(pruned);
+    const pruned = await openIn(byDefault);
     await vi.waitFor(async () => expect(await agesKept(pruned)).toEqual([29 * dayMs, 0]));
 
     const kept = await runtimeIn(forever);

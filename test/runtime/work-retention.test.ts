@@ -1,22 +1,15 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createRuntime, loadConfig, type Runtime } from '../../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
 import { createStore } from '../../src/store/index.js';
-import { createScriptedModel } from '../../src/testing.js';
 import { createManualClock } from '../../src/util/index.js';
 import { createWorkQueue, memoryMaintenanceKind } from '../../src/work/index.js';
-import { captureLog, tempHome } from './helpers.js';
-
-const dayMs = 24 * 60 * 60 * 1000;
+import { dayMs, homeWithConfig, runtimeIn, useRuntimeHomes } from '../helpers/retention.js';
 
 /**
  * A home whose agentd.yaml is `yaml` and whose queue holds work that ended `ageMs` ago: maintenance passes,
  * as an idle server piles them up, and a task.
  */
 async function homeWithEndedWork(yaml: string, ageMs: number) {
-  const home = tempHome('agentd-work-retention-');
-  writeFileSync(join(home, 'agentd.yaml'), yaml);
+  const home = homeWithConfig('agentd-work-retention-', yaml);
   const store = await createStore({ stateDir: home });
   const clock = createManualClock(Date.now() - ageMs);
   const queue = createWorkQueue({ db: store.db, clock });
@@ -36,29 +29,13 @@ async function homeWithEndedWork(yaml: string, ageMs: number) {
   return { home, maintenance, task };
 }
 
-async function runtimeIn(home: string): Promise<Runtime> {
-  const env = { AGENTD_HOME: home };
-  return createRuntime({
-    config: loadConfig({ cwd: home, env }),
-    env,
-    model: createScriptedModel({ steps: [] }),
-    logDestination: captureLog().stream,
-  });
-}
-
 describe("the runtime's retention of ended work items", () => {
-  const homes: string[] = [];
-  const open: Runtime[] = [];
-  afterEach(async () => {
-    for (const runtime of open.splice(0)) await runtime.close();
-    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
-  });
+  const { homes, openIn } = useRuntimeHomes();
 
   it('deletes at start the maintenance passes that ended more than a day ago, and keeps the task', async () => {
     const { home, maintenance, task } = await homeWithEndedWork('', 3 * dayMs);
     homes.push(home);
-    const runtime = await runtimeIn(home);
-    open.push(runtime);
+    const runtime = await openIn(home);
     const { queue } = runtime.work;
     expect(await queue.getMany(maintenance)).toHaveLength(5);
 

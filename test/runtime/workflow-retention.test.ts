@@ -1,22 +1,16 @@
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createRuntime, loadConfig, type Runtime } from '../../src/index.js';
+import { describe, expect, it, vi } from 'vitest';
 import { createStore } from '../../src/store/index.js';
-import { createScriptedModel } from '../../src/testing.js';
 import { createManualClock } from '../../src/util/index.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import { testMethodContext } from '../gateway/helpers.js';
+import { dayMs, homeWithConfig, runtimeIn, useRuntimeHomes } from '../helpers/retention.js';
 import { chainWorkflow, engineFor, workflowYaml, writeWorkflow } from '../workflow/helpers.js';
-import { captureLog, tempHome } from './helpers.js';
 
-const dayMs = 24 * 60 * 60 * 1000;
 const chain = { 'workflow.yaml': workflowYaml(chainWorkflow(2).nodes, chainWorkflow(2).edges) };
 
 /** A home whose agentd.yaml is `yaml` and whose store holds a run that ended 40 days ago and one of yesterday. */
 async function homeWithRuns(yaml: string) {
-  const home = tempHome('agentd-workflow-retention-');
-  writeFileSync(join(home, 'agentd.yaml'), yaml);
+  const home = homeWithConfig('agentd-workflow-retention-', yaml);
   const store = await createStore({ stateDir: home });
   const clock = createManualClock(Date.now() - 40 * dayMs);
   const engine = await engineFor(chain, { database: store.db, clock });
@@ -28,29 +22,13 @@ async function homeWithRuns(yaml: string) {
   return { home, old, recent };
 }
 
-async function runtimeIn(home: string): Promise<Runtime> {
-  const env = { AGENTD_HOME: home };
-  return createRuntime({
-    config: loadConfig({ cwd: home, env }),
-    env,
-    model: createScriptedModel({ steps: [] }),
-    logDestination: captureLog().stream,
-  });
-}
-
 describe("the runtime's retention of ended workflow runs", () => {
-  const homes: string[] = [];
-  const open: Runtime[] = [];
-  afterEach(async () => {
-    for (const runtime of open.splice(0)) await runtime.close();
-    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
-  });
+  const { homes, openIn } = useRuntimeHomes();
 
   it('deletes at start the runs that ended more than 30 days ago, and workflow.inspect answers NOT_FOUND for them', async () => {
     const { home, old, recent } = await homeWithRuns('');
     homes.push(home);
-    const runtime = await runtimeIn(home);
-    open.push(runtime);
+    const runtime = await openIn(home);
     const records = createSqlRecordStore(runtime.store.db);
     expect(await records.loadRun(old)).toBeDefined();
 

@@ -1,9 +1,8 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { createRuntime, type Runtime } from '../../src/index.js';
 import {
   createSkillActivationRetention,
   createSkillLibrary,
@@ -11,61 +10,24 @@ import {
   skillsConfigSchema,
 } from '../../src/skills/index.js';
 import { createStore, type SqlDatabase, type SqlValue, sqlValueRows } from '../../src/store/index.js';
-import { createScriptedModel } from '../../src/testing.js';
 import { createManualClock, createRecordingLogger, ErrorCodes } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
-import { captureLog, tempHome } from '../runtime/helpers.js';
+import {
+  dayMs,
+  deletes,
+  eventually,
+  homeWithConfig,
+  planOf,
+  recording,
+  useRuntimeHomes,
+} from '../helpers/retention.js';
 import { useTempDirs } from '../tools/helpers.js';
 
-const dayMs = 24 * 60 * 60 * 1000;
 const now = 1_700_000_000_000 + 400 * dayMs;
 const retainMs = 30 * dayMs;
 
 const tempDir = useTempDirs();
-
-interface Statement {
-  sql: string;
-  params: SqlValue[];
-}
-
-/** `db` with every statement noted (its SQL and parameters) before it runs. */
-function recording(db: SqlDatabase): { db: SqlDatabase; statements: Statement[] } {
-  const statements: Statement[] = [];
-  const note = (sql: string, params: ReadonlyArray<SqlValue> | undefined) =>
-    statements.push({ sql, params: [...(params ?? [])] });
-  return {
-    statements,
-    db: {
-      ...db,
-      all: (sql, params) => {
-        note(sql, params);
-        return db.all(sql, params);
-      },
-      get: (sql, params) => {
-        note(sql, params);
-        return db.get(sql, params);
-      },
-      run: (sql, params) => {
-        note(sql, params);
-        return db.run(sql, params);
-      },
-    },
-  };
-}
-
-/** How the database plans a statement; Postgres is told to avoid sequential scans, as a small table invites. */
-async function planOf(db: SqlDatabase, statement: Statement): Promise<string> {
-  if (db.dialect === 'sqlite') {
-    const rows = await db.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement.sql}`, statement.params);
-    return rows.map((row) => row.detail).join(' | ');
-  }
-  return db.transaction(async (tx) => {
-    await tx.run('SET LOCAL enable_seqscan = off');
-    const rows = await tx.all<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.sql}`, statement.params);
-    return rows.map((row) => row['QUERY PLAN']).join(' | ');
-  });
-}
 
 /** Records an activation of `skill` for each of `agesInDays`, oldest first, as `activate` would. */
 async function activatedAgo(db: SqlDatabase, skill: string, agesInDays: number[]): Promise<void> {
@@ -102,23 +64,6 @@ async function libraryOf(
     );
   }
   return createSkillLibrary({ dirs: [dir], db, clock });
-}
-
-/**
- * Waits until `check` passes, polling between turns of the event loop: `vi.waitFor` would advance the fake
- * timers under test, and with them the retention's own.
- */
-async function eventually(check: () => Promise<void> | void): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resume) => setImmediate(resume));
-    }
-  }
 }
 
 const prunedLine = 'pruned the skill activations';
@@ -217,7 +162,7 @@ describeEachDatabase('skill activation retention', (getDb) => {
     await activatedAgo(getDb(), 'old', [90]);
     const clock = createManualClock(now);
     expect(await createSkillActivationRetention({ db, retainMs, clock }).prune()).toBe(0);
-    expect(statements.filter((statement) => /^\s*DELETE\b/i.test(statement.sql))).toEqual([]);
+    expect(deletes(statements)).toEqual([]);
     // One seek per skill and one past the last; a look at the newest only of the skill with an old row.
     expect(statements).toHaveLength(3 + 1);
 
@@ -322,17 +267,11 @@ describe('the retention option of the skills section', () => {
 });
 
 describe('the skills section of agentd.yaml', () => {
-  const homes: string[] = [];
-  const open: Runtime[] = [];
-  afterEach(async () => {
-    for (const runtime of open.splice(0)) await runtime.close();
-    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
-  });
+  const { homes, openIn } = useRuntimeHomes();
 
   it("prunes the runtime's activations to the days it names, and the stale list reads the same", async () => {
-    const home = tempHome('agentd-skill-retention-');
+    const home = homeWithConfig('agentd-skill-retention-', 'skills:\n  retainActivationsDays: 7\n');
     homes.push(home);
-    writeFileSync(path.join(home, 'agentd.yaml'), 'skills:\n  retainActivationsDays: 7\n');
     await mkdir(path.join(home, 'workspace', 'skills', 'tide-pools'), { recursive: true });
     writeFileSync(
       path.join(home, 'workspace', 'skills', 'tide-pools', 'SKILL.md'),
@@ -358,13 +297,7 @@ describe('the skills section of agentd.yaml', () => {
     const env = { AGENTD_HOME: home };
     const config = loadConfig({ cwd: home, env });
     expect(skillsConfigSchema.parse(config.sections.skills).retainActivationsDays).toBe(7);
-    const runtime = await createRuntime({
-      config,
-      env,
-      model: createScriptedModel({ steps: [] }),
-      logDestination: captureLog().stream,
-    });
-    open.push(runtime);
+    const runtime = await openIn(home);
     const stale = () => runtime.skills.staleSkills({ olderThanDays: 5 });
     const before = await stale();
     expect(before.map((entry) => entry.name)).toEqual(['code-review']);

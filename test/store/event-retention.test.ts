@@ -11,67 +11,13 @@ import {
   createEventStore,
   type EventInput,
   type EventStore,
-  type SqlDatabase,
 } from '../../src/store/index.js';
-import { createManualClock, ErrorCodes, type Logger } from '../../src/util/index.js';
+import { createManualClock, ErrorCodes } from '../../src/util/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
+import { capturingLogger, dayMs, deletes, eventually, planOf, recording } from '../helpers/retention.js';
 
-const dayMs = 24 * 60 * 60 * 1000;
 const now = 100 * dayMs;
-
-interface Statement {
-  sql: string;
-  params: unknown[];
-}
-
-/** `db` with every statement noted (its SQL and parameters) before it runs. */
-function recording(db: SqlDatabase): { db: SqlDatabase; statements: Statement[] } {
-  const statements: Statement[] = [];
-  const note = (sql: string, params: ReadonlyArray<unknown> | undefined) =>
-    statements.push({ sql, params: [...(params ?? [])] });
-  return {
-    statements,
-    db: {
-      ...db,
-      all: (sql, params) => {
-        note(sql, params);
-        return db.all(sql, params);
-      },
-      get: (sql, params) => {
-        note(sql, params);
-        return db.get(sql, params);
-      },
-      run: (sql, params) => {
-        note(sql, params);
-        return db.run(sql, params);
-      },
-    },
-  };
-}
-
-const deletes = (statements: Statement[]) =>
-  statements.filter((statement) => /^\s*DELETE\b/i.test(statement.sql));
-
-/** How the database plans a statement the store issued; Postgres is told to avoid sequential scans. */
-async function planOf(db: SqlDatabase, statement: Statement): Promise<string> {
-  if (db.dialect === 'sqlite') {
-    const rows = await db.all<{ detail: string }>(
-      `EXPLAIN QUERY PLAN ${statement.sql}`,
-      statement.params as never,
-    );
-    return rows.map((row) => row.detail).join(' | ');
-  }
-  // A table of a few rows is cheapest to scan: what matters is that the predicate can use the key at all.
-  return db.transaction(async (tx) => {
-    await tx.run('SET LOCAL enable_seqscan = off');
-    const rows = await tx.all<{ 'QUERY PLAN': string }>(
-      `EXPLAIN ${statement.sql}`,
-      statement.params as never,
-    );
-    return rows.map((row) => row['QUERY PLAN']).join(' | ');
-  });
-}
 
 function event(at: number, label: string): EventInput {
   return { type: 'test:event', at, data: { label } };
@@ -79,47 +25,6 @@ function event(at: number, label: string): EventInput {
 
 const labels = async (events: EventStore) =>
   (await events.list({ limit: 10_000 })).map((stored) => (stored.data as { label: string }).label);
-
-/**
- * Waits until `check` passes, polling between turns of the event loop: `vi.waitFor` would advance the fake
- * timers under test, and with them the retention's own.
- */
-async function eventually(check: () => Promise<void> | void): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resume) => setImmediate(resume));
-    }
-  }
-}
-
-interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  object: Record<string, unknown>;
-  message: string | undefined;
-}
-
-function capturingLogger(): Logger & { lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at =
-    (level: LogLine['level']) =>
-    (object: Record<string, unknown>, message?: string): void => {
-      lines.push({ level, object, message });
-    };
-  const logger: Logger & { lines: LogLine[] } = {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return logger;
-}
 
 describeEachDatabase('event retention', (getDb) => {
   let events: EventStore;

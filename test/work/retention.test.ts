@@ -1,11 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { SqlDatabase } from '../../src/store/index.js';
-import {
-  createManualClock,
-  createSequentialIdGenerator,
-  ErrorCodes,
-  type Logger,
-} from '../../src/util/index.js';
+import { createManualClock, createSequentialIdGenerator, ErrorCodes } from '../../src/util/index.js';
 import {
   createWorkQueue,
   createWorkRetention,
@@ -16,52 +11,9 @@ import {
 } from '../../src/work/index.js';
 import { counted, describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
-
-const dayMs = 24 * 60 * 60 * 1000;
-const now = 1_700_000_000_000 + 100 * dayMs;
+import { capturingLogger, dayMs, eventually, now } from '../helpers/retention.js';
 
 type Clock = ReturnType<typeof createManualClock>;
-
-interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  object: Record<string, unknown>;
-  message: string | undefined;
-}
-
-function capturingLogger(): Logger & { lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at =
-    (level: LogLine['level']) =>
-    (object: Record<string, unknown>, message?: string): void => {
-      lines.push({ level, object, message });
-    };
-  const logger: Logger & { lines: LogLine[] } = {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return logger;
-}
-
-/**
- * Waits until `check` passes, polling between turns of the event loop: `vi.waitFor` would advance the fake
- * timers under test, and with them the retention's own.
- */
-async function eventually(check: () => Promise<void> | void): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resume) => setImmediate(resume));
-    }
-  }
-}
 
 // One sequence for every queue, so two queues on one database never make the same id.
 const idGenerator = createSequentialIdGenerator();

@@ -1,63 +1,16 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { workflowsConfigSchema } from '../../src/runtime/workflow-methods.js';
 import type { SqlDatabase, SqlExecutor } from '../../src/store/index.js';
-import {
-  createManualClock,
-  createSequentialIdGenerator,
-  ErrorCodes,
-  type Logger,
-} from '../../src/util/index.js';
+import { createManualClock, createSequentialIdGenerator, ErrorCodes } from '../../src/util/index.js';
 import { createWorkflowRetention, type WorkflowEngine } from '../../src/workflow/index.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import { endedTaskStates, outcomeOf, type TaskState } from '../../src/workflow/task.js';
 import { counted, describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
+import { capturingLogger, dayMs, eventually, now, planOf, recording, watched } from '../helpers/retention.js';
 import { chainWorkflow, edge, engineFor, fanOutWorkflow, node, workflowYaml } from './helpers.js';
 
-const dayMs = 24 * 60 * 60 * 1000;
-const now = 1_700_000_000_000 + 100 * dayMs;
 const runTables = ['workflow_tasks', 'workflow_stages', 'workflow_events', 'workflow_artifacts'] as const;
-
-interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  object: Record<string, unknown>;
-  message: string | undefined;
-}
-
-function capturingLogger(): Logger & { lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at =
-    (level: LogLine['level']) =>
-    (object: Record<string, unknown>, message?: string): void => {
-      lines.push({ level, object, message });
-    };
-  const logger: Logger & { lines: LogLine[] } = {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return logger;
-}
-
-/**
- * Waits until `check` passes, polling between turns of the event loop: `vi.waitFor` would advance the fake
- * timers under test, and with them the retention's own.
- */
-async function eventually(check: () => Promise<void> | void): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resume) => setImmediate(resume));
-    }
-  }
-}
 
 // Every shape of run: a chain, a branch into clones joined by a merge, a split into subtasks.
 const chain = { 'workflow.yaml': workflowYaml(chainWorkflow(2).nodes, chainWorkflow(2).edges) };
@@ -126,28 +79,6 @@ async function tasksOf(db: SqlExecutor, root: string): Promise<string[]> {
   return rows.map((row) => row.task_id);
 }
 
-/** `executor` with `before(sql)` called ahead of each statement: it notes it, or throws to refuse it. */
-function watched(
-  executor: SqlExecutor,
-  before: (sql: string, params: ReadonlyArray<unknown>) => void,
-): SqlExecutor {
-  return {
-    dialect: executor.dialect,
-    all: (sql, params) => {
-      before(sql, params ?? []);
-      return executor.all(sql, params);
-    },
-    get: (sql, params) => {
-      before(sql, params ?? []);
-      return executor.get(sql, params);
-    },
-    run: (sql, params) => {
-      before(sql, params ?? []);
-      return executor.run(sql, params);
-    },
-  };
-}
-
 /** `db` whose transactions fail at the first statement that matches `failing`, after the ones before it ran. */
 function failingWithin(db: SqlDatabase, failing: RegExp): SqlDatabase {
   const refuse = (sql: string) => {
@@ -157,46 +88,6 @@ function failingWithin(db: SqlDatabase, failing: RegExp): SqlDatabase {
     ...db,
     transaction: (work, options) => db.transaction((tx) => work(watched(tx, refuse)), options),
   };
-}
-
-interface Statement {
-  sql: string;
-  params: unknown[];
-}
-
-/** `db` with every statement noted, inside its transactions too, before it runs. */
-function recording(db: SqlDatabase): { db: SqlDatabase; statements: Statement[] } {
-  const statements: Statement[] = [];
-  const note = (sql: string, params: ReadonlyArray<unknown>) => {
-    statements.push({ sql, params: [...params] });
-  };
-  return {
-    statements,
-    db: {
-      ...db,
-      ...watched(db, note),
-      transaction: (work, options) => db.transaction((tx) => work(watched(tx, note)), options),
-    },
-  };
-}
-
-/** How the database plans a statement; Postgres is told to avoid sequential scans, as large tables would. */
-async function planOf(db: SqlDatabase, statement: Statement): Promise<string> {
-  if (db.dialect === 'sqlite') {
-    const rows = await db.all<{ detail: string }>(
-      `EXPLAIN QUERY PLAN ${statement.sql}`,
-      statement.params as never,
-    );
-    return rows.map((row) => row.detail).join(' | ');
-  }
-  return db.transaction(async (tx) => {
-    await tx.run('SET LOCAL enable_seqscan = off');
-    const rows = await tx.all<{ 'QUERY PLAN': string }>(
-      `EXPLAIN ${statement.sql}`,
-      statement.params as never,
-    );
-    return rows.map((row) => row['QUERY PLAN']).join(' | ');
-  });
 }
 
 describeEachDatabase('workflow retention', (getDb) => {

@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest';
 import { createLedger } from '../../../src/ledger/index.js';
-import type { SqlDatabase } from '../../../src/store/index.js';
 import type { createManualClock } from '../../../src/util/index.js';
 import { cancel } from '../../../src/work/sql/cancel.js';
 import { claimOnce } from '../../../src/work/sql/claim.js';
@@ -13,65 +12,13 @@ import { submit } from '../../../src/work/sql/submit.js';
 import { terminalWorkStates } from '../../../src/work/states.js';
 import type { WorkItem, WorkSubmission } from '../../../src/work/types.js';
 import { describeEachDatabase } from '../../helpers/databases.js';
+import { dayMs, deletes, now, planOf, recording } from '../../helpers/retention.js';
 import { stepContext } from './helpers.js';
 
-const dayMs = 24 * 60 * 60 * 1000;
-const now = 1_700_000_000_000 + 100 * dayMs;
 const stateLanes: EndedLane[] = [...terminalWorkStates].map((state) => ({ state }));
 
 type Clock = ReturnType<typeof createManualClock>;
 type EndState = 'completed' | 'failed' | 'dead' | 'cancelled';
-
-interface Statement {
-  sql: string;
-  params: unknown[];
-}
-
-/** `db` with every statement noted (its SQL and parameters) before it runs. */
-function recording(db: SqlDatabase): { db: SqlDatabase; statements: Statement[] } {
-  const statements: Statement[] = [];
-  const note = (sql: string, params: ReadonlyArray<unknown> | undefined) =>
-    statements.push({ sql, params: [...(params ?? [])] });
-  return {
-    statements,
-    db: {
-      ...db,
-      all: (sql, params) => {
-        note(sql, params);
-        return db.all(sql, params);
-      },
-      get: (sql, params) => {
-        note(sql, params);
-        return db.get(sql, params);
-      },
-      run: (sql, params) => {
-        note(sql, params);
-        return db.run(sql, params);
-      },
-    },
-  };
-}
-
-const deletes = (statements: Statement[]) => statements.filter(({ sql }) => /^\s*DELETE\b/i.test(sql));
-
-/** How the database plans a statement; Postgres is told to avoid sequential scans, as a large table would. */
-async function planOf(db: SqlDatabase, statement: Statement): Promise<string> {
-  if (db.dialect === 'sqlite') {
-    const rows = await db.all<{ detail: string }>(
-      `EXPLAIN QUERY PLAN ${statement.sql}`,
-      statement.params as never,
-    );
-    return rows.map((row) => row.detail).join(' | ');
-  }
-  return db.transaction(async (tx) => {
-    await tx.run('SET LOCAL enable_seqscan = off');
-    const rows = await tx.all<{ 'QUERY PLAN': string }>(
-      `EXPLAIN ${statement.sql}`,
-      statement.params as never,
-    );
-    return rows.map((row) => row['QUERY PLAN']).join(' | ');
-  });
-}
 
 let agents = 0;
 
