@@ -573,7 +573,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       entryType: z.enum(ledgerEntryTypes).optional(),
       lastN: z.number().int().min(1).max(10_000).default(1_000),
     }),
-    // A chat session's ledger (`session:<key>`) has no work item, and a pruned item's ledger outlives it.
+    // A chat session's ledger (`session:<session id>`) has no work item, and a pruned item's ledger outlives it.
     handler: async ({ id, entryType, lastN }) => {
       const entries = await ledger.read(id, { lastN, ...(entryType ? { entryType } : {}) });
       const known =

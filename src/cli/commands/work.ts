@@ -512,7 +512,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
         options,
         async ({ queue, ledger }) => {
           const lastN = check();
-          // Chat sessions keep a ledger too (`session:<key>`), with no work item behind it.
+          // Chat sessions keep a ledger too (`session:<session id>`), with no work item behind it.
           if (!(await queue.get(id)) && (await ledger.read(id, { lastN: 1 })).length === 0)
             throw new UserInputError({
               code: ErrorCodes.notFound,
