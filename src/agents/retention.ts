@@ -2,10 +2,9 @@ import { z } from 'zod';
 import type { SqlDatabase } from '../store/index.js';
 import {
   createPeriodicPrune,
+  deleteInBatches,
   type PeriodicPrune,
   type RetentionScheduleOptions,
-  silentLogger,
-  yieldToIo,
 } from '../util/index.js';
 
 /** Ten times the 1,000 that `agents.history` (its states and its tasks) and `agents.conversation` answer at most. */
@@ -82,23 +81,24 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
         [agentId, keepRows],
       );
       if (!newestDropped) return 0;
-      let deleted = 0;
-      for (;;) {
-        // A batch is the index range up to its `batchRows`-th row, deleted by range: Postgres planned a
-        // DELETE … WHERE id IN (SELECT … LIMIT) as a hash join over the whole table.
-        const batchEnd = await db.get<{ id: number }>(
-          `SELECT id FROM ${name} WHERE agent_id = ? AND id <= ? ORDER BY id LIMIT 1 OFFSET ?`,
-          [agentId, Number(newestDropped.id), batchRows - 1],
-        );
-        const { changes } = await db.run(`DELETE FROM ${name} WHERE agent_id = ? AND id <= ?`, [
-          agentId,
-          Number((batchEnd ?? newestDropped).id),
-        ]);
-        deleted += changes;
-        if (!batchEnd || stopping()) return deleted;
-        // Turns, deliveries and the runtime's own writes go between two batches.
-        await yieldToIo();
-      }
+      // No cursor: each batch starts at the agent's oldest row left.
+      return deleteInBatches(
+        true,
+        async () => {
+          // A batch is the index range up to its `batchRows`-th row, deleted by range: Postgres planned a
+          // DELETE … WHERE id IN (SELECT … LIMIT) as a hash join over the whole table.
+          const batchEnd = await db.get<{ id: number }>(
+            `SELECT id FROM ${name} WHERE agent_id = ? AND id <= ? ORDER BY id LIMIT 1 OFFSET ?`,
+            [agentId, Number(newestDropped.id), batchRows - 1],
+          );
+          const { changes } = await db.run(`DELETE FROM ${name} WHERE agent_id = ? AND id <= ?`, [
+            agentId,
+            Number((batchEnd ?? newestDropped).id),
+          ]);
+          return { deleted: changes, next: batchEnd ? true : undefined };
+        },
+        stopping,
+      );
     };
 
   /**
@@ -115,27 +115,26 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
       );
       if (!newestDropped) return 0;
       const last: [number, string] = [Number(newestDropped.created_at), newestDropped.id];
-      // Every task was created after this; its id is longer than ''.
-      let after: [number, string] = [Number.MIN_SAFE_INTEGER, ''];
-      let deleted = 0;
-      for (;;) {
-        // The database finds the batch's end: it orders ids by its own collation, as `tasks()` reads them.
-        const batchEnd = await db.get<{ created_at: number; id: string }>(
-          `SELECT created_at, id FROM agent_tasks WHERE agent_id = ? AND (created_at, id) > (?, ?) AND (created_at, id) <= (?, ?)
-           AND status IN ${endedTaskStatuses} ORDER BY created_at, id LIMIT 1 OFFSET ?`,
-          [agentId, ...after, ...last, batchRows - 1],
-        );
-        const end: [number, string] = batchEnd ? [Number(batchEnd.created_at), batchEnd.id] : last;
-        const { changes } = await db.run(
-          `DELETE FROM agent_tasks WHERE agent_id = ? AND (created_at, id) > (?, ?) AND (created_at, id) <= (?, ?)
-           AND status IN ${endedTaskStatuses}`,
-          [agentId, ...after, ...end],
-        );
-        deleted += changes;
-        if (!batchEnd || stopping()) return deleted;
-        after = end;
-        await yieldToIo();
-      }
+      // Every task was created after the first cursor; its id is longer than ''.
+      return deleteInBatches<[number, string]>(
+        [Number.MIN_SAFE_INTEGER, ''],
+        async (after) => {
+          // The database finds the batch's end: it orders ids by its own collation, as `tasks()` reads them.
+          const batchEnd = await db.get<{ created_at: number; id: string }>(
+            `SELECT created_at, id FROM agent_tasks WHERE agent_id = ? AND (created_at, id) > (?, ?) AND (created_at, id) <= (?, ?)
+             AND status IN ${endedTaskStatuses} ORDER BY created_at, id LIMIT 1 OFFSET ?`,
+            [agentId, ...after, ...last, batchRows - 1],
+          );
+          const end: [number, string] = batchEnd ? [Number(batchEnd.created_at), batchEnd.id] : last;
+          const { changes } = await db.run(
+            `DELETE FROM agent_tasks WHERE agent_id = ? AND (created_at, id) > (?, ?) AND (created_at, id) <= (?, ?)
+             AND status IN ${endedTaskStatuses}`,
+            [agentId, ...after, ...end],
+          );
+          return { deleted: changes, next: batchEnd ? end : undefined };
+        },
+        stopping,
+      );
     };
 
   const stateHistory: RetainedTable = {
@@ -163,23 +162,22 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
   /** Walks the table's agents in the order of its index by agent, one seek per agent. */
   const pruneTable = async (table: RetainedTable, stopping: () => boolean): Promise<number> => {
     if (table.keepRows === 0) return 0;
-    let deleted = 0;
     // Every agent's id is longer than ''.
-    let after = '';
-    while (!stopping()) {
-      const next = await db.get<{ agent_id: string }>(
-        `SELECT agent_id FROM ${table.name} WHERE agent_id > ? ORDER BY agent_id LIMIT 1`,
-        [after],
-      );
-      if (!next) break;
-      after = next.agent_id;
-      deleted += await table.pruneAgent(after, stopping);
-      await yieldToIo();
-    }
-    return deleted;
+    return deleteInBatches(
+      '',
+      async (after) => {
+        const next = await db.get<{ agent_id: string }>(
+          `SELECT agent_id FROM ${table.name} WHERE agent_id > ? ORDER BY agent_id LIMIT 1`,
+          [after],
+        );
+        if (!next) return { deleted: 0, next: undefined };
+        return { deleted: await table.pruneAgent(next.agent_id, stopping), next: next.agent_id };
+      },
+      stopping,
+    );
   };
 
-  return createPeriodicPrune({
+  return createPeriodicPrune(options, {
     enabled: !keepsAll,
     prune: async (stopping) => ({
       stateHistory: await pruneTable(stateHistory, stopping),
@@ -196,7 +194,6 @@ export function createAgentRetention(options: AgentRetentionOptions): AgentReten
           }
         : undefined,
     what: "the agents' state history, conversations and tasks",
-    intervalMs: options.intervalMs,
-    logger: (options.logger ?? silentLogger).child({ component: 'agents' }),
+    component: 'agents',
   });
 }

@@ -1,12 +1,9 @@
 import type { SqlDatabase } from '../store/index.js';
 import {
-  type Clock,
   createPeriodicPrune,
+  deleteInBatches,
   type PeriodicPrune,
   type RetentionScheduleOptions,
-  silentLogger,
-  systemClock,
-  yieldToIo,
 } from '../util/index.js';
 
 export interface SkillActivationRetentionOptions extends RetentionScheduleOptions {
@@ -19,7 +16,6 @@ export interface SkillActivationRetentionOptions extends RetentionScheduleOption
    * loop too.
    */
   batchRows?: number;
-  clock?: Clock;
 }
 
 /** Prunes now, then hourly (`start`); `prune` resolves with how many activations went; `stop` ends it. */
@@ -37,66 +33,66 @@ export function createSkillActivationRetention(
   options: SkillActivationRetentionOptions,
 ): SkillActivationRetention {
   const { db } = options;
-  const clock = options.clock ?? systemClock;
   const batchRows = options.batchRows ?? 1_000;
 
   /** Deletes the skill's activations before `before`, oldest first, about `batchRows` a statement. */
-  const pruneSkill = async (skillName: string, before: number, stopping: () => boolean): Promise<number> => {
-    let deleted = 0;
-    for (;;) {
-      // A batch is the index range up to its `batchRows`-th row (and that row's instant), deleted by range:
-      // Postgres may plan a DELETE … WHERE id IN (SELECT … LIMIT) as a hash join over the whole table.
-      const batchEnd = await db.get<{ activated_at: number }>(
-        'SELECT activated_at FROM skill_activations WHERE skill_name = ? AND activated_at < ? ORDER BY activated_at LIMIT 1 OFFSET ?',
-        [skillName, before, batchRows - 1],
-      );
-      const { changes } = await db.run(
-        'DELETE FROM skill_activations WHERE skill_name = ? AND activated_at < ?',
-        [skillName, batchEnd ? Number(batchEnd.activated_at) + 1 : before],
-      );
-      deleted += changes;
-      if (!batchEnd || stopping()) return deleted;
-      // Chat turns and the activations they record go between two batches.
-      await yieldToIo();
-    }
-  };
+  const pruneSkill = (skillName: string, before: number, stopping: () => boolean): Promise<number> =>
+    // No cursor: each batch starts at the skill's oldest activation left.
+    deleteInBatches(
+      true,
+      async () => {
+        // A batch is the index range up to its `batchRows`-th row (and that row's instant), deleted by range:
+        // Postgres may plan a DELETE … WHERE id IN (SELECT … LIMIT) as a hash join over the whole table.
+        const batchEnd = await db.get<{ activated_at: number }>(
+          'SELECT activated_at FROM skill_activations WHERE skill_name = ? AND activated_at < ? ORDER BY activated_at LIMIT 1 OFFSET ?',
+          [skillName, before, batchRows - 1],
+        );
+        const { changes } = await db.run(
+          'DELETE FROM skill_activations WHERE skill_name = ? AND activated_at < ?',
+          [skillName, batchEnd ? Number(batchEnd.activated_at) + 1 : before],
+        );
+        return { deleted: changes, next: batchEnd ? true : undefined };
+      },
+      stopping,
+    );
 
   /**
    * Walks the skills in the order of the (skill_name, activated_at) index: one seek gives the next skill and
    * its oldest activation, so a skill with nothing older than the cutoff costs that seek alone.
    */
-  const pruneInBatches = async (stopping: () => boolean): Promise<number> => {
+  const prune = async (stopping: () => boolean, now: number): Promise<number> => {
     if (options.retainMs <= 0) return 0;
-    const cutoff = clock.now() - options.retainMs;
-    let deleted = 0;
+    const cutoff = now - options.retainMs;
     // Every skill's name is longer than ''.
-    let after = '';
-    while (!stopping()) {
-      const oldest = await db.get<{ skill_name: string; activated_at: number }>(
-        'SELECT skill_name, activated_at FROM skill_activations WHERE skill_name > ? ORDER BY skill_name, activated_at LIMIT 1',
-        [after],
-      );
-      if (!oldest) break;
-      after = oldest.skill_name;
-      if (Number(oldest.activated_at) >= cutoff) continue;
-      const newest = await db.get<{ activated_at: number }>(
-        'SELECT activated_at FROM skill_activations WHERE skill_name = ? ORDER BY activated_at DESC LIMIT 1',
-        [after],
-      );
-      // A skill last activated before the cutoff keeps its last activation (and any of the same instant).
-      const before = Math.min(cutoff, Number(newest?.activated_at ?? cutoff));
-      if (Number(oldest.activated_at) < before) deleted += await pruneSkill(after, before, stopping);
-      await yieldToIo();
-    }
-    return deleted;
+    return deleteInBatches(
+      '',
+      async (after) => {
+        const oldest = await db.get<{ skill_name: string; activated_at: number }>(
+          'SELECT skill_name, activated_at FROM skill_activations WHERE skill_name > ? ORDER BY skill_name, activated_at LIMIT 1',
+          [after],
+        );
+        if (!oldest) return { deleted: 0, next: undefined };
+        const skillName = oldest.skill_name;
+        if (Number(oldest.activated_at) >= cutoff) return { deleted: 0, next: skillName };
+        const newest = await db.get<{ activated_at: number }>(
+          'SELECT activated_at FROM skill_activations WHERE skill_name = ? ORDER BY activated_at DESC LIMIT 1',
+          [skillName],
+        );
+        // A skill last activated before the cutoff keeps its last activation (and any of the same instant).
+        const before = Math.min(cutoff, Number(newest?.activated_at ?? cutoff));
+        const deleted =
+          Number(oldest.activated_at) < before ? await pruneSkill(skillName, before, stopping) : 0;
+        return { deleted, next: skillName };
+      },
+      stopping,
+    );
   };
 
-  return createPeriodicPrune({
+  return createPeriodicPrune(options, {
     enabled: options.retainMs > 0,
-    prune: pruneInBatches,
+    prune,
     logFields: (deleted) => (deleted > 0 ? { deleted, retainMs: options.retainMs } : undefined),
     what: 'the skill activations',
-    intervalMs: options.intervalMs,
-    logger: (options.logger ?? silentLogger).child({ component: 'skills' }),
+    component: 'skills',
   });
 }

@@ -1,12 +1,9 @@
 import { z } from 'zod';
 import {
-  type Clock,
   createPeriodicPrune,
+  deleteInBatches,
   type PeriodicPrune,
   type RetentionScheduleOptions,
-  silentLogger,
-  systemClock,
-  yieldToIo,
 } from '../util/index.js';
 import type { EventStore } from './event-store.js';
 
@@ -30,7 +27,6 @@ export interface EventRetentionOptions extends RetentionScheduleOptions {
    * that arrives meanwhile: 1,000 rows of a chat server's shape took about 2 ms, 5,000 about 25.
    */
   batchRows?: number;
-  clock?: Clock;
 }
 
 /** Prunes now, then hourly (`start`); `prune` resolves with how many events went; `stop` ends it. */
@@ -42,30 +38,26 @@ export type EventRetention = PeriodicPrune<number>;
  * logged and tried again at the next one; the recorder goes on writing meanwhile.
  */
 export function createEventRetention(options: EventRetentionOptions): EventRetention {
-  const clock = options.clock ?? systemClock;
   const batchRows = options.batchRows ?? 1_000;
 
-  const pruneInBatches = async (stopping: () => boolean): Promise<number> => {
+  const prune = async (stopping: () => boolean, now: number): Promise<number> => {
     if (options.retainMs <= 0) return 0;
-    const before = clock.now() - options.retainMs;
-    let deleted = 0;
-    let fromId: number | undefined = 0;
-    while (fromId !== undefined && !stopping()) {
-      const step = await options.events.deleteOlderThan(before, { fromId, maxRows: batchRows });
-      deleted += step.deleted;
-      fromId = step.nextFromId;
-      // Chat turns and the recorder's own writes go between two batches.
-      if (fromId !== undefined) await yieldToIo();
-    }
-    return deleted;
+    const before = now - options.retainMs;
+    return deleteInBatches(
+      0,
+      async (fromId) => {
+        const step = await options.events.deleteOlderThan(before, { fromId, maxRows: batchRows });
+        return { deleted: step.deleted, next: step.nextFromId };
+      },
+      stopping,
+    );
   };
 
-  return createPeriodicPrune({
+  return createPeriodicPrune(options, {
     enabled: options.retainMs > 0,
-    prune: pruneInBatches,
+    prune,
     logFields: (deleted) => (deleted > 0 ? { deleted, retainMs: options.retainMs } : undefined),
     what: 'the audit log',
-    intervalMs: options.intervalMs,
-    logger: (options.logger ?? silentLogger).child({ component: 'store' }),
+    component: 'store',
   });
 }

@@ -38,10 +38,11 @@ export { packageRoot, packageVersion } from './package-root.js';
 export { escapeRegExp, execLiteral, literalPattern, type PatternAround } from './patterns.js';
 export {
   createPeriodicPrune,
+  deleteInBatches,
   type PeriodicPrune,
   type PeriodicPruneOptions,
+  type PruneBatch,
   type RetentionScheduleOptions,
-  yieldToIo,
 } from './periodic-prune.js';
 export {
   createRefusedWrites,

@@ -1,31 +1,64 @@
-import type { Logger } from './logger.js';
+import { type Clock, systemClock } from './clock.js';
+import { type Logger, silentLogger } from './logger.js';
 import { isStoreUnavailable } from './retry.js';
 
 /** Taken at load: a test's fake timers must not hold a prune between two of its batches. */
 const afterIo = globalThis.setImmediate;
 
 /** Lets what waits on the event loop (chat turns, the writers) run between two batches of a prune. */
-export const yieldToIo = (): Promise<void> => new Promise((resume) => afterIo(resume));
+const yieldToIo = (): Promise<void> => new Promise((resume) => afterIo(resume));
+
+/** One batch of a prune: the rows it deleted, and where the next batch starts; no `next` after the last. */
+export interface PruneBatch<Cursor> {
+  deleted: number;
+  next: Cursor | undefined;
+}
+
+/**
+ * Runs a prune's batches from `start` until one answers no `next` or `stopping()` turns true, and lets what
+ * waits on the event loop (chat turns, claims, the writers of the table) run between two: each batch is a
+ * commit of its own, so the write lock, and on SQLite the event loop, is held for one batch at a time.
+ * Resolves with the rows the batches deleted.
+ */
+export async function deleteInBatches<Cursor>(
+  start: Cursor,
+  batch: (cursor: Cursor) => Promise<PruneBatch<Cursor>>,
+  stopping: () => boolean,
+): Promise<number> {
+  let deleted = 0;
+  let cursor: Cursor | undefined = start;
+  while (cursor !== undefined && !stopping()) {
+    const done: PruneBatch<Cursor> = await batch(cursor);
+    deleted += done.deleted;
+    cursor = done.next;
+    if (cursor !== undefined) await yieldToIo();
+  }
+  return deleted;
+}
 
 /** The options every retention built on `createPeriodicPrune` takes besides what it prunes. */
 export interface RetentionScheduleOptions {
   /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number;
-  logger?: Logger;
+  intervalMs?: number | undefined;
+  /** The clock the table's times were written with: a prune's cutoff is compared with them. */
+  clock?: Clock | undefined;
+  logger?: Logger | undefined;
 }
 
 export interface PeriodicPruneOptions<T> {
   /** False when the configuration keeps everything: `start` then starts nothing. */
   enabled: boolean;
-  /** One prune, batch by batch; `stopping()` turns true when `stop` is called, to end after the batch. */
-  prune(stopping: () => boolean): Promise<T>;
+  /**
+   * One prune, batch by batch, at `now` by the schedule's clock; `stopping()` turns true when `stop` is called,
+   * to end after the batch.
+   */
+  prune(stopping: () => boolean, now: number): Promise<T>;
   /** The fields of the log line of a prune that removed something; undefined when it removed nothing. */
   logFields(result: T): Record<string, unknown> | undefined;
   /** What is pruned, as the log lines say it: "the audit log". */
   what: string;
-  /** Time from the end of one prune to the start of the next (default an hour). */
-  intervalMs?: number | undefined;
-  logger: Logger;
+  /** The subsystem whose table it is, the `component` of the log lines. */
+  component: string;
 }
 
 const hourMs = 60 * 60 * 1000;
@@ -45,8 +78,13 @@ export interface PeriodicPrune<T> {
  * disk can refuse a DELETE too, a lost connection) or that fails otherwise is logged and tried again at the
  * next one: pruning must never stop what writes the table.
  */
-export function createPeriodicPrune<T>(options: PeriodicPruneOptions<T>): PeriodicPrune<T> {
-  const { logger, what } = options;
+export function createPeriodicPrune<T>(
+  schedule: RetentionScheduleOptions,
+  options: PeriodicPruneOptions<T>,
+): PeriodicPrune<T> {
+  const { what } = options;
+  const clock = schedule.clock ?? systemClock;
+  const logger = (schedule.logger ?? silentLogger).child({ component: options.component });
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<T> | undefined;
   let started = false;
@@ -54,7 +92,7 @@ export function createPeriodicPrune<T>(options: PeriodicPruneOptions<T>): Period
 
   const prune = (): Promise<T> => {
     running ??= options
-      .prune(() => stopped)
+      .prune(() => stopped, clock.now())
       .finally(() => {
         running = undefined;
       });
@@ -75,7 +113,7 @@ export function createPeriodicPrune<T>(options: PeriodicPruneOptions<T>): Period
   const pruneThenWait = async (): Promise<void> => {
     await pruneAndLog();
     if (stopped) return;
-    timer = setTimeout(pruneThenWait, options.intervalMs ?? hourMs);
+    timer = setTimeout(pruneThenWait, schedule.intervalMs ?? hourMs);
     timer.unref();
   };
 

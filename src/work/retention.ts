@@ -1,11 +1,8 @@
 import {
-  type Clock,
   createPeriodicPrune,
+  deleteInBatches,
   type PeriodicPrune,
   type RetentionScheduleOptions,
-  silentLogger,
-  systemClock,
-  yieldToIo,
 } from '../util/index.js';
 import type { WorkQueue } from './queue.js';
 import type { EndedLane } from './sql/prune.js';
@@ -19,8 +16,6 @@ export interface WorkRetentionOptions extends RetentionScheduleOptions {
    * batch at a time; on SQLite a batch also runs on the event loop: 1,000 ended items took about 3 ms.
    */
   batchRows?: number;
-  /** The queue's clock: the cutoffs are compared with the `resolved_at` it wrote. */
-  clock?: Clock;
 }
 
 /**
@@ -51,38 +46,28 @@ function lanesOf(
  */
 export function createWorkRetention(options: WorkRetentionOptions): WorkRetention {
   const { queue } = options;
-  const clock = options.clock ?? systemClock;
   const batchRows = options.batchRows ?? 1_000;
   const lanes = lanesOf(queue.config);
 
-  const pruneInBatches = async (stopping: () => boolean): Promise<number> => {
-    const now = clock.now();
+  const prune = async (stopping: () => boolean, now: number): Promise<number> => {
     let deleted = 0;
-    for (const { lane, retainMs } of lanes) {
-      let after: number | undefined;
-      do {
-        if (stopping()) return deleted;
-        const step = await queue.deleteEnded({
-          lane,
-          before: now - retainMs,
-          maxRows: batchRows,
-          ...(after !== undefined ? { after } : {}),
-        });
-        deleted += step.deleted;
-        after = step.nextAfter;
-        // Claims, completions and chat turns go between two batches.
-        if (after !== undefined) await yieldToIo();
-      } while (after !== undefined);
-    }
+    for (const { lane, retainMs } of lanes)
+      deleted += await deleteInBatches(
+        Number.MIN_SAFE_INTEGER,
+        async (after) => {
+          const step = await queue.deleteEnded({ lane, before: now - retainMs, maxRows: batchRows, after });
+          return { deleted: step.deleted, next: step.nextAfter };
+        },
+        stopping,
+      );
     return deleted;
   };
 
-  return createPeriodicPrune({
+  return createPeriodicPrune(options, {
     enabled: lanes.length > 0,
-    prune: pruneInBatches,
+    prune,
     logFields: (deleted) => (deleted > 0 ? { deleted } : undefined),
     what: 'ended work items',
-    intervalMs: options.intervalMs,
-    logger: (options.logger ?? silentLogger).child({ component: 'work' }),
+    component: 'work',
   });
 }

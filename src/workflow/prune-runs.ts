@@ -48,26 +48,18 @@ const endedRunsOfPage = `SELECT run.task_id FROM workflow_tasks AS run
  */
 const runTables = ['workflow_stages', 'workflow_events', 'workflow_artifacts', 'workflow_tasks'] as const;
 
-/** The DELETE texts per table and number of ids: one per batch size, so they stay in the statement cache. */
-const deleteTexts = new Map<string, string>();
-
-function deleteText(table: (typeof runTables)[number], ids: number): string {
-  const key = `${table}:${ids}`;
-  let text = deleteTexts.get(key);
-  if (text === undefined) {
-    text = `DELETE FROM ${table} WHERE root_task_id IN (${sqlPlaceholders(ids)})`;
-    deleteTexts.set(key, text);
-  }
-  return text;
-}
-
-/** Deletes every row of the runs, `listSize` ids a statement, the list filled up with its first id. */
+/**
+ * Deletes every row of the runs, `listSize` ids a statement, the list filled up with its first id: one
+ * statement text per table, however many runs a batch holds, for the driver's statement cache.
+ */
 async function deleteRuns(tx: SqlExecutor, roots: ReadonlyArray<string>, listSize: number): Promise<number> {
   let rows = 0;
   for (let start = 0; start < roots.length; start += listSize) {
     const ids = roots.slice(start, start + listSize);
     while (ids.length < listSize) ids.push(ids[0]!);
-    for (const table of runTables) rows += (await tx.run(deleteText(table, listSize), ids)).changes;
+    for (const table of runTables)
+      rows += (await tx.run(`DELETE FROM ${table} WHERE root_task_id IN (${sqlPlaceholders(listSize)})`, ids))
+        .changes;
   }
   return rows;
 }

@@ -1,12 +1,9 @@
 import type { SqlDatabase } from '../store/index.js';
 import {
-  type Clock,
   createPeriodicPrune,
+  deleteInBatches,
   type PeriodicPrune,
   type RetentionScheduleOptions,
-  silentLogger,
-  systemClock,
-  yieldToIo,
 } from '../util/index.js';
 import { deleteEndedRuns } from './prune-runs.js';
 
@@ -21,8 +18,6 @@ export interface WorkflowRetentionOptions extends RetentionScheduleOptions {
    * of a 3-node chain (1,100 rows) took a median 1.7 ms on a SQLite file.
    */
   batchRuns?: number;
-  /** The engines' clock: the cutoff is compared with the `completed_at` they wrote. */
-  clock?: Clock;
 }
 
 export interface PrunedWorkflowRuns {
@@ -47,37 +42,30 @@ const dayMs = 24 * 60 * 60 * 1000;
  */
 export function createWorkflowRetention(options: WorkflowRetentionOptions): WorkflowRetention {
   const { db } = options;
-  const clock = options.clock ?? systemClock;
   const batchRuns = options.batchRuns ?? 100;
   const retainMs = options.retainEndedDays * dayMs;
 
-  const pruneInBatches = async (stopping: () => boolean): Promise<PrunedWorkflowRuns> => {
-    const pruned = { runs: 0, rows: 0 };
-    if (retainMs <= 0) return pruned;
-    const before = clock.now() - retainMs;
-    let after: number | undefined;
-    do {
-      if (stopping()) return pruned;
-      const step = await deleteEndedRuns(db, {
-        before,
-        maxRuns: batchRuns,
-        ...(after !== undefined ? { after } : {}),
-      });
-      pruned.runs += step.runs;
-      pruned.rows += step.rows;
-      after = step.nextAfter;
-      // Runs' own writes and chat turns go between two batches.
-      if (after !== undefined) await yieldToIo();
-    } while (after !== undefined);
-    return pruned;
+  const prune = async (stopping: () => boolean, now: number): Promise<PrunedWorkflowRuns> => {
+    if (retainMs <= 0) return { runs: 0, rows: 0 };
+    const before = now - retainMs;
+    let rows = 0;
+    const runs = await deleteInBatches(
+      Number.MIN_SAFE_INTEGER,
+      async (after) => {
+        const step = await deleteEndedRuns(db, { before, maxRuns: batchRuns, after });
+        rows += step.rows;
+        return { deleted: step.runs, next: step.nextAfter };
+      },
+      stopping,
+    );
+    return { runs, rows };
   };
 
-  return createPeriodicPrune({
+  return createPeriodicPrune(options, {
     enabled: retainMs > 0,
-    prune: pruneInBatches,
+    prune,
     logFields: (pruned) => (pruned.runs > 0 ? { ...pruned, retainMs } : undefined),
     what: 'ended workflow runs',
-    intervalMs: options.intervalMs,
-    logger: (options.logger ?? silentLogger).child({ component: 'workflow' }),
+    component: 'workflow',
   });
 }
