@@ -23,9 +23,11 @@ const errorShape = z.object({ code: z.string(), message: z.string() });
 const taskError = errorShape.extend({ nodeId: z.string().optional() });
 const jsonObject = z.record(z.string(), z.unknown());
 
+// `optional()` on every `unknown` a record may lack: JSON drops a field whose value is undefined (a run given
+// no input, a subtask that never ran), and zod requires the key of a bare `unknown`.
 const toolCallSchema = z.object({
   toolId: z.string(),
-  input: z.unknown(),
+  input: z.unknown().optional(),
   output: z.unknown().optional(),
   status: outcome,
   error: errorShape.optional(),
@@ -59,7 +61,7 @@ const storedStageSchema = z.object({
 const taskSpecSchema = z.object({
   taskSpecId: z.string(),
   request: z.string(),
-  input: z.unknown(),
+  input: z.unknown().optional(),
   mode: z.enum(['analysis_only', 'implement', 'review', 'dry_run']),
   priority: z.enum(['low', 'normal', 'high']),
   hints: z.array(z.string()),
@@ -77,7 +79,7 @@ const taskSchema = z.object({
   lifecycle: z.enum(['queued', 'active', 'suspended', 'concluded', 'archived']),
   state: z.enum(['pending', 'in_progress', 'completed', 'failed', 'partial', 'cancelled', 'blocked']),
   currentStageId: z.string().optional(),
-  currentOutput: z.unknown(),
+  currentOutput: z.unknown().optional(),
   routingTrace: z.array(
     z.object({
       from: z.string(),
@@ -206,7 +208,7 @@ export function decodeStageRow(
     input: stored.inputFromPrevious ? previous!.output : stored.input,
     output: stored.output,
     nodeStatus: stored.nodeStatus ?? (columns.node_status as StageRecord['nodeStatus']),
-    toolCalls: stored.toolCalls ?? [],
+    toolCalls: stored.toolCalls?.map((call) => ({ ...call, input: call.input })) ?? [],
     contextProfileId: stored.contextProfileId,
     contextMetadata: stored.contextMetadata,
     startedAt: stored.startedAt ?? Number(columns.started_at),
@@ -221,6 +223,7 @@ export function decodeTask(text: string): WorkflowTask {
   const task = decodeJson(text, storedTask, { what: 'a workflow task record' });
   return {
     ...task,
+    spec: { ...task.spec, input: task.spec.input },
     currentStageId: task.currentStageId,
     currentOutput: task.currentOutput,
     parentTaskId: task.parentTaskId,

@@ -15,6 +15,7 @@ import {
 import type { StageRecord } from '../../src/workflow/task.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { insertRows as insertRowsInto, type StoredRow } from '../helpers/workflow-rows.js';
+import { chainWorkflow, edge, engineFor, node, workflowYaml } from './helpers.js';
 
 // The corpus: rows as each released version of the engine wrote them (a branch with a tolerated failure,
 // a merge, and a run stopped by a decision), written by scripts/workflow-record-fixtures.ts. Every later
@@ -222,6 +223,50 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     ]);
     expect(run!.events).toEqual([]);
     expect(run!.artifacts).toEqual([]);
+  });
+
+  it('reads back what a record may lack: a run given no input, a subtask that never ran', async () => {
+    const db = getDb();
+    const { nodes, edges } = chainWorkflow(1);
+    const chain = await engineFor({ 'workflow.yaml': workflowYaml(nodes, edges) }, { database: db });
+    const noInput = await chain.run(undefined, { taskId: 'wft_no_input' });
+    // A split cancelled while its first subtask runs: its second never ran.
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => {
+      running = resolve;
+    });
+    const split = await engineFor(
+      {
+        'workflow.yaml': workflowYaml(
+          [node('start', 'start'), node('split', 'split'), node('work', 'linear'), node('done', 'exit')],
+          [edge('start', 'split'), edge('split', 'work'), edge('work', 'done')],
+        ),
+      },
+      {
+        database: db,
+        functions: {
+          work: (_input: unknown, context: { signal: AbortSignal }) =>
+            new Promise((_resolve, reject) => {
+              running();
+              context.signal.addEventListener('abort', () => reject(context.signal.reason));
+            }),
+        },
+      },
+    );
+    const queued = split.enqueue(['first', 'never'], { taskId: 'wft_cut' });
+    await started;
+    expect(split.cancel(queued.taskId)).toBe(true);
+    const cut = await queued.result;
+    await Promise.all([chain.close(), split.close()]);
+    const store = createSqlRecordStore(db);
+    const read = await store.loadRun(noInput.taskId);
+    expect(read?.tasks[0]).toMatchObject({ state: 'completed' });
+    expect(read?.tasks[0]?.spec).toHaveProperty('input', undefined);
+    const cutRun = await store.loadRun(cut.taskId);
+    expect(cutRun?.tasks.map((task) => task.state)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    const neverRan = cutRun!.tasks.find((task) => task.taskId === 'wft_cut-subtask-1')!;
+    expect(neverRan.currentOutput).toBeUndefined();
+    expect(neverRan.history).toEqual([]);
   });
 
   for (const { name, rows } of corpus) {
