@@ -115,7 +115,7 @@ import {
   systemClock,
   UserInputError,
 } from './util/index.js';
-import { createWorkflowRetention } from './workflow/index.js';
+import { createInterruptedRunSweep, createRunOwner, createWorkflowRetention } from './workflow/index.js';
 
 // The composition root's helpers that the CLI uses on its own (`agentd mcp`, workflow commands);
 // runtime.ts is the one entry to src/runtime/ for other folders.
@@ -759,10 +759,19 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         resolve(config.configPath ? dirname(config.configPath) : state.home, dir),
       )
     : [join(state.home, 'workflow-library')];
+  // One lease for every engine of this process, and one sweep for the runs of processes that died.
+  const workflowRunOwner = createRunOwner({ db: store.db, leaseMs: workflowsConfig.runLeaseMs, logger });
+  const interruptedRunSweep = createInterruptedRunSweep({
+    db: store.db,
+    owner: workflowRunOwner,
+    intervalMs: workflowsConfig.runLeaseMs,
+    logger,
+  });
   const workflows = registerWorkflowMethods({
     methods,
     bus,
     db: store.db,
+    runOwner: workflowRunOwner,
     stateDir: state.home,
     allowedRoots: workflowRoots,
     resolveModel: workflowModel,
@@ -776,7 +785,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     dispatch: () => workCore.workflowDispatch,
     logger,
   });
-  registerWorkflowViewMethods({ methods, bus, workflows, logger });
+  registerWorkflowViewMethods({ methods, bus, workflows, db: store.db, logger });
   // No clock of the runtime's: the engines stamp their runs with the system clock (registerWorkflowMethods
   // gives them none), and the cutoff is compared with those stamps.
   const workflowRetention = createWorkflowRetention({
@@ -823,6 +832,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   const startBackground = () => {
     healthSamples.start();
     cron.start();
+    interruptedRunSweep.start();
     workflowRetention.start();
     skillActivationRetention.start();
     background ??= agents.start();
@@ -863,6 +873,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     await skillExperience.idle();
     await skillActivationRetention.stop();
     await workflows.close();
+    await interruptedRunSweep.stop();
+    await workflowRunOwner.close();
     await workflowRetention.stop();
     await sandbox?.close();
     await memoryManager.stop();

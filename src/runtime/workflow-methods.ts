@@ -14,6 +14,7 @@ import {
   createWorkflowMethodHandlers,
   loadWorkflow,
   type RunAgentWithTools,
+  type RunOwner,
   telemetryEventTypes,
   type WorkflowEngine,
   workflowCancelParamsSchema,
@@ -63,6 +64,12 @@ export const workflowsConfigSchema = z.object({
    * hourly (see docs/workflows.md, "Retention").
    */
   retainEndedDays: z.number().nonnegative().default(30),
+  /**
+   * How long this process counts as running its durable runs after it last renewed its lease (renewed every
+   * third of it while it has runs). A run whose process died is concluded `INTERRUPTED` once the lease
+   * lapsed, by the next sweep of a live process, swept as often (see docs/workflows.md, "Interrupted runs").
+   */
+  runLeaseMs: z.number().int().min(100).max(3_600_000).default(30_000),
 });
 
 function isInside(root: string, path: string): boolean {
@@ -93,6 +100,8 @@ export function registerWorkflowMethods(options: {
   runAgentWithTools: RunAgentWithTools;
   /** Read when an engine is created: runs go through the work queue when a dispatch is there. */
   dispatch: () => WorkflowDispatch | undefined;
+  /** The lease under which every engine of this process writes its runs (docs/workflows.md, "Interrupted runs"). */
+  runOwner: RunOwner;
   logger: Logger;
 }): WorkflowMethods {
   const engines = new Map<string, Promise<WorkflowEngine>>();
@@ -139,6 +148,7 @@ export function registerWorkflowMethods(options: {
                 : undefined,
             ),
           database: options.db,
+          runOwner: options.runOwner,
           stateDir: join(options.stateDir, 'workflows', workflow.id),
           workDir: path,
           publish: (type, data) => options.bus.publish(type, data),

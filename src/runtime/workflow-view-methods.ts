@@ -4,9 +4,10 @@ import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import type { MethodTable } from '../gateway/index.js';
 import { OperatorScopes } from '../gateway/index.js';
+import type { SqlDatabase } from '../store/index.js';
 import type { Logger } from '../util/index.js';
 import { ErrorCodes, UserInputError } from '../util/index.js';
-import { loadWorkflow } from '../workflow/index.js';
+import { loadWorkflow, loadWorkflowEngine } from '../workflow/index.js';
 import type { WorkflowMethods } from './workflow-methods.js';
 
 export interface WorkflowSummary {
@@ -65,6 +66,8 @@ export function registerWorkflowViewMethods(options: {
   methods: MethodTable;
   bus: Bus;
   workflows: WorkflowMethods;
+  /** The database the engines write their runs to: a run no loaded engine holds is read from it. */
+  db: SqlDatabase;
   logger: Logger;
 }): void {
   const { methods, bus, workflows } = options;
@@ -142,6 +145,11 @@ export function registerWorkflowViewMethods(options: {
         const report = await engine.inspect(taskId);
         if (report) return { report };
       }
+      // A run of a workflow this process has not loaded (since a restart, or started by another process):
+      // its records as stored, redacted when written, as the in-process `agentd inspect` reads them.
+      const { createSqlRecordStore, inspectPersistedRun } = await loadWorkflowEngine();
+      const report = await inspectPersistedRun(createSqlRecordStore(options.db), taskId);
+      if (report) return { report };
       throw new UserInputError({ code: ErrorCodes.notFound, message: `no workflow run ${taskId}` });
     },
   });

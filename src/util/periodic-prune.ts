@@ -57,6 +57,8 @@ export interface PeriodicPruneOptions<T> {
   logFields(result: T): Record<string, unknown> | undefined;
   /** What is pruned, as the log lines say it: "the audit log". */
   what: string;
+  /** The log lines' verb, for a periodic job that changes rows rather than deleting them (default prune). */
+  verb?: { base: string; past: string };
   /** The subsystem whose table it is, the `component` of the log lines. */
   component: string;
 }
@@ -83,6 +85,7 @@ export function createPeriodicPrune<T>(
   options: PeriodicPruneOptions<T>,
 ): PeriodicPrune<T> {
   const { what } = options;
+  const verb = options.verb ?? { base: 'prune', past: 'pruned' };
   const clock = schedule.clock ?? systemClock;
   const logger = (schedule.logger ?? silentLogger).child({ component: options.component });
   let timer: NodeJS.Timeout | undefined;
@@ -102,9 +105,9 @@ export function createPeriodicPrune<T>(
   const pruneAndLog = async (): Promise<void> => {
     try {
       const fields = options.logFields(await prune());
-      if (fields) logger.info(fields, `pruned ${what}`);
+      if (fields) logger.info(fields, `${verb.past} ${what}`);
     } catch (error) {
-      const message = `could not prune ${what}; trying again at the next prune`;
+      const message = `could not ${verb.base} ${what}; trying again at the next ${verb.base}`;
       if (isStoreUnavailable(error)) logger.warn({ err: error }, message);
       else logger.error({ err: error }, message);
     }

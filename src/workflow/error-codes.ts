@@ -26,6 +26,8 @@ export const WorkflowErrorCodes = {
   routeUnknownLabel: 'ROUTE_UNKNOWN_LABEL',
   /** A split node's output is not a list of items to fan out. */
   splitInvalidOutput: 'SPLIT_INVALID_OUTPUT',
+  /** The process running the run stopped before the run ended (its owner's lease lapsed: run-owners.ts). */
+  interrupted: 'INTERRUPTED',
   /** A tool was called with input its input_schema refuses, or misbehaved. */
   toolMisuse: 'TOOL_MISUSE',
   /**

@@ -48,6 +48,13 @@ export {
   type WorkflowRetention,
   type WorkflowRetentionOptions,
 } from './retention.js';
+export {
+  concludeInterruptedRuns,
+  createInterruptedRunSweep,
+  createRunOwner,
+  type RunOwner,
+  type RunOwnerOptions,
+} from './run-owners.js';
 export type { JobHandle, ScheduledJob, ScheduledTaskState, TaskExecutor } from './scheduler.js';
 export type {
   StageRecord,

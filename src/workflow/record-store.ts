@@ -10,6 +10,7 @@ import {
   encodeTask,
   type StageColumns,
 } from './records.js';
+import { type RunOwner, renewLease } from './run-owners.js';
 import type { StageRecord, WorkflowTask } from './task.js';
 import { stageEvent, type TelemetryEvent } from './telemetry.js';
 
@@ -59,7 +60,7 @@ export interface WorkflowRecordStore extends WorkflowRecordWriter {
 }
 
 // The rows of the four tables, as the statements below bind them.
-function taskRow(task: WorkflowTask): SqlValue[] {
+function taskRow(task: WorkflowTask, ownerId: string | null): SqlValue[] {
   return [
     task.taskId,
     task.rootTaskId,
@@ -72,6 +73,7 @@ function taskRow(task: WorkflowTask): SqlValue[] {
     task.createdAt,
     task.updatedAt,
     task.completedAt ?? null,
+    ownerId,
   ];
 }
 
@@ -133,8 +135,8 @@ function rowInsert(head: string, columns: number, tail = ''): RowInsert {
 }
 
 const taskInsert = rowInsert(
-  'INSERT INTO workflow_tasks (task_id, root_task_id, workflow_id, parent_task_id, lineage_type, lifecycle, status, record, created_at, updated_at, completed_at) VALUES',
-  11,
+  'INSERT INTO workflow_tasks (task_id, root_task_id, workflow_id, parent_task_id, lineage_type, lifecycle, status, record, created_at, updated_at, completed_at, owner_id) VALUES',
+  12,
   ` ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record,
            updated_at = excluded.updated_at, completed_at = excluded.completed_at`,
 );
@@ -185,14 +187,28 @@ async function insertRows(
   }
 }
 
-/** Writes through `db`, a statement per record; `atomically` runs a group as one transaction. */
+/**
+ * Writes through `db`, a statement per record; `atomically` runs a group as one transaction. A task row
+ * lands with its owner's lease renewed when that is due (see `RunOwner.renewalDue`).
+ */
 function createRecordWriter(
   db: SqlExecutor,
   atomically: (work: (tx: SqlExecutor) => Promise<void>) => Promise<void>,
+  owner: RunOwner | undefined,
 ): WorkflowRecordWriter {
+  const ownerId = owner?.id ?? null;
   return {
     async saveTask(task) {
-      await insertRows(db, taskInsert, [taskRow(task)]);
+      const renewal = owner?.renewalDue();
+      if (renewal === undefined) {
+        await insertRows(db, taskInsert, [taskRow(task, ownerId)]);
+        return;
+      }
+      await atomically(async (tx) => {
+        await renewLease(tx, owner!.id, renewal);
+        await insertRows(tx, taskInsert, [taskRow(task, ownerId)]);
+      });
+      owner!.renewed(renewal);
     },
     async appendStage(task, stage, startSeq, endSeq) {
       await insertRows(db, stageInsert, [stageRow(task, stage, startSeq, endSeq)]);
@@ -220,7 +236,10 @@ function createRecordWriter(
  * rows gathered per table, to be inserted together by `flush` inside the batch's transaction. A task written
  * twice in one batch is inserted once with its last row — what the upsert would have left.
  */
-function createBatchWriter(tx: SqlExecutor): { writer: WorkflowRecordWriter; flush(): Promise<void> } {
+function createBatchWriter(
+  tx: SqlExecutor,
+  ownerId: string | null,
+): { writer: WorkflowRecordWriter; flush(): Promise<void> } {
   const tasks = new Map<string, SqlValue[]>();
   const stages: SqlValue[][] = [];
   const events: SqlValue[][] = [];
@@ -228,7 +247,7 @@ function createBatchWriter(tx: SqlExecutor): { writer: WorkflowRecordWriter; flu
   return {
     writer: {
       async saveTask(task) {
-        tasks.set(task.taskId, taskRow(task));
+        tasks.set(task.taskId, taskRow(task, ownerId));
       },
       async appendStage(task, stage, startSeq, endSeq) {
         stages.push(stageRow(task, stage, startSeq, endSeq));
@@ -275,19 +294,28 @@ function withStageEvents(
   return out;
 }
 
-export function createSqlRecordStore(db: SqlDatabase): WorkflowRecordStore {
+/**
+ * The run records in `db`. The task rows an engine writes name `owner`, the lease of the process running them
+ * (migration 0042); a store given none only reads, or writes rows a sweep takes for a crashed process's.
+ */
+export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): WorkflowRecordStore {
+  const ownerId = owner?.id ?? null;
   return {
     // Not ambient: the writers issue every statement through `tx`, and the batch's writes only gather rows.
-    ...createRecordWriter(db, (work) => db.transaction(work, { ambient: false })),
-    batch: (work) =>
-      db.transaction(
+    ...createRecordWriter(db, (work) => db.transaction(work, { ambient: false }), owner),
+    async batch(work) {
+      const renewal = owner?.renewalDue();
+      await db.transaction(
         async (tx) => {
-          const batch = createBatchWriter(tx);
+          const batch = createBatchWriter(tx, ownerId);
           await work(batch.writer);
+          if (renewal !== undefined) await renewLease(tx, owner!.id, renewal);
           await batch.flush();
         },
         { ambient: false },
-      ),
+      );
+      if (renewal !== undefined) owner!.renewed(renewal);
+    },
     async loadRun(taskId) {
       const found = await db.get<{ root_task_id: string }>(
         'SELECT root_task_id FROM workflow_tasks WHERE task_id = ?',

@@ -398,9 +398,10 @@ describeEachDatabase('workflow retention', (getDb) => {
 
 describe('the retention option of the workflows section', () => {
   it('keeps 30 days, 0 for ever, fractions too, and refuses negative days', () => {
-    expect(workflowsConfigSchema.parse({})).toEqual({ retainEndedDays: 30 });
+    expect(workflowsConfigSchema.parse({})).toEqual({ retainEndedDays: 30, runLeaseMs: 30_000 });
     expect(workflowsConfigSchema.parse({ retainEndedDays: 0.5, dirs: ['w'] })).toEqual({
       retainEndedDays: 0.5,
+      runLeaseMs: 30_000,
       dirs: ['w'],
     });
     expect(workflowsConfigSchema.parse({ retainEndedDays: 0 }).retainEndedDays).toBe(0);

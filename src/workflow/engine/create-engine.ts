@@ -32,7 +32,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
   const { workflow } = options;
   const retainRuns = options.retainRuns ?? 100;
   const setup = await setupEngine(options);
-  const { core, vault, adapters, plugins, records, runIds } = setup;
+  const { core, vault, adapters, plugins, records, runIds, ownRunOwner } = setup;
   const registry = createRunRegistry({ retainRuns, taskIndex: core.taskIndex, artifacts: core.artifacts });
   const { runs } = registry;
   const indexTask = (taskId: string) => registry.find(taskId);
@@ -344,6 +344,7 @@ export async function createWorkflowEngine(options: CreateWorkflowEngineOptions)
       for (const run of [...runs.values()]) if (!run.finished) cancelRun(run.root.taskId);
       await executor.drain();
       await Promise.all([...runs.values()].map((run) => run.persistQueue));
+      await ownRunOwner?.close();
       await plugins.shutdown();
     },
   };

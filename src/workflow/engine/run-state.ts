@@ -82,6 +82,8 @@ export interface Run {
   pendingWrites: Array<(writer: WorkflowRecordWriter) => Promise<void>> | undefined;
   /** Writes of this run that failed even one by one (a full disk), and the first one's error. */
   unwritten: { count: number; error: unknown } | undefined;
+  /** The run holds its process's lease (`RunOwner.hold`): from its first write until its last landed. */
+  holdsLease: boolean;
 }
 
 export type NewTaskFields = Partial<WorkflowTask> & Pick<WorkflowTask, 'taskId' | 'rootTaskId' | 'spec'>;
@@ -163,6 +165,7 @@ export function createRunState(root: WorkflowTask, startNodeId: string): Run {
     persistQueue: noWrites,
     pendingWrites: undefined,
     unwritten: undefined,
+    holdsLease: false,
   };
 }
 

@@ -13,6 +13,7 @@ import {
 } from '../memory-store.js';
 import { createWorkflowMetrics } from '../metrics.js';
 import { createSqlRecordStore, type WorkflowRecordStore } from '../record-store.js';
+import { concludeInterruptedRuns, createRunOwner, type RunOwner } from '../run-owners.js';
 import { createPluginHost, type PluginHost } from '../telemetry.js';
 import { compileInputCheck, type LoadedTool, unknownFunctionError } from '../tools.js';
 import { validateReferences, WorkflowValidationError } from '../validate.js';
@@ -78,6 +79,8 @@ export interface EngineSetup {
    * the run was accepted at, which is then `Date.now()` too, rather than reading it again.
    */
   runIds: RunIdGenerator | undefined;
+  /** The lease the engine made for itself (no `runOwner` given), for `close()` to give up. */
+  ownRunOwner: RunOwner | undefined;
 }
 
 /** Builds everything an engine's steps need from its options; nothing runs yet. */
@@ -118,7 +121,14 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
       message: `workflow "${workflow.id}" needs a database (${durable ? 'durable runs' : 'a sqlite memory store'}): pass the runtime's database as \`database\``,
     });
   }
-  const records = durable && database ? createSqlRecordStore(database) : undefined;
+  // The engine's own lease when the runtime shares none (the in-process CLI's engine): a sweep first, so a
+  // run a crash of an earlier process left open is concluded before this one writes beside it.
+  const ownRunOwner =
+    durable && database && !options.runOwner ? createRunOwner({ db: database, logger }) : undefined;
+  if (ownRunOwner && database)
+    await concludeInterruptedRuns(database, { now: Date.now(), ownOwnerId: ownRunOwner.id, logger });
+  const runOwner = options.runOwner ?? ownRunOwner;
+  const records = durable && database ? createSqlRecordStore(database, runOwner) : undefined;
   const openStore = async (kind: MemoryStoreKind): Promise<MemoryStore> => {
     const plan = workflow.memory.stores[kind];
     const retention = plan.maxItems === undefined ? {} : { maxItems: plan.maxItems };
@@ -176,8 +186,8 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
       redact,
     }),
     durable: records !== undefined,
-    persist: createPersister(records, logger),
+    persist: createPersister(records, logger, runOwner),
     addMemory,
   };
-  return { core, vault, adapters, plugins, records, runIds };
+  return { core, vault, adapters, plugins, records, runIds, ownRunOwner };
 }

@@ -10,6 +10,7 @@ import type { InspectionReport } from '../inspector.js';
 import type { LoadedWorkflow, WorkflowMetadata } from '../loader.js';
 import type { MemoryStoreKind, WorkflowMemoryItem } from '../memory-store.js';
 import type { MetricsSnapshot } from '../metrics.js';
+import type { RunOwner } from '../run-owners.js';
 import type { ScheduledTaskState, TaskExecutor } from '../scheduler.js';
 import type { TaskSpec, TaskState, TaskStatusView, WorkflowOutcome } from '../task.js';
 import type { TelemetryListener, WorkflowBusEventData, WorkflowBusEventType } from '../telemetry.js';
@@ -28,6 +29,12 @@ export interface CreateWorkflowEngineOptions {
   stateDir?: string;
   /** Persist every stage record, task, event and artifact. Default: true when `database` is given. */
   durable?: boolean;
+  /**
+   * The lease under which this process writes its durable runs (`createRunOwner` on the same database); the
+   * runtime shares one among its engines and sweeps for interrupted runs itself. Default: the engine's own,
+   * given up by `close()`, and a sweep when the engine is created (docs/workflows.md, "Interrupted runs").
+   */
+  runOwner?: RunOwner;
   /** Receives every telemetry event as a `workflow:*` bus event (pass `bus.publish.bind(bus)`). */
   publish?: (type: WorkflowBusEventType, data: WorkflowBusEventData) => void;
   /** The engage loop, for agent nodes that list tools. Without it such nodes make the workflow invalid. */
