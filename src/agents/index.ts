@@ -34,6 +34,7 @@ export {
   toAgentSpeech,
   toAgentStateUpdate,
 } from './gateway-methods.js';
+export { createSqlGoalClaims, type GoalClaims, type SqlGoalClaimsOptions } from './goal-claims.js';
 export {
   type CreateHeartbeatOptions,
   createHeartbeat,

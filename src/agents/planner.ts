@@ -12,6 +12,7 @@ import {
   ProviderError,
   parseUntrustedJson,
   silentLogger,
+  sleep,
   systemClock,
   UserInputError,
 } from '../util/index.js';
@@ -26,6 +27,7 @@ import {
   type WorkSubmission,
 } from '../work/index.js';
 import type { PlannedTaskSummary } from './events.js';
+import type { GoalClaims } from './goal-claims.js';
 import './events.js';
 
 /** What the model must return for a goal (an immediate reply and a short task list). */
@@ -118,6 +120,13 @@ export interface CreatePlannerOptions {
   idGenerator?: IdGenerator;
   /** Tells when a held task is old enough to be an orphan of a planning that died with its process. */
   clock?: Clock;
+  /**
+   * Which process plans a keyed goal when several share the database (`createSqlGoalClaims`): a retry that
+   * reaches another process while the first plans waits for it. Without it, the wait is per process.
+   */
+  claims?: GoalClaims;
+  /** How often a keyed goal that another process is planning looks whether it was answered (default 100 ms). */
+  claimPollMs?: number;
   /** Sessions whose latest plan `latest` answers (default 1,000); older ones are forgotten, oldest first. */
   maxRememberedPlans?: number;
   /**
@@ -282,6 +291,8 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   const maxRememberedKeys = options.maxRememberedKeys ?? 1_000;
   const taskKind = options.taskKind ?? 'task';
   const maxPlanBytes = options.maxPlanBytes ?? 256 * 1024;
+  const { claims } = options;
+  const claimPollMs = options.claimPollMs ?? 100;
 
   const askModel = async (request: PlanRequest): Promise<ModelPlan> => {
     const response = await completeModel(
@@ -516,6 +527,31 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
   // Keyed goals answered, the most recent only; an older key is found again through its tasks.
   const keyedAnswered = new Map<string, { goal: string; result: Promise<PlanResult> }>();
 
+  /**
+   * A keyed goal no request of this process is answering: its stored plan, else planned here. With `claims`,
+   * only under the key's claim: while another process holds it, this waits (the goal it plans compared with
+   * this one first), then finds the plan it wrote or, when it failed, plans afresh.
+   */
+  const answerKeyed = async (request: PlanRequest, key: string, goal: string): Promise<PlanResult> => {
+    const { sessionKey } = request;
+    if (!claims) return (await findStoredPlan(sessionKey, key, goal)) ?? planGoal(request, goal);
+    for (;;) {
+      const claim = await claims.claim(sessionKey, key, goal);
+      if (claim.claimed) {
+        try {
+          return (await findStoredPlan(sessionKey, key, goal)) ?? (await planGoal(request, goal));
+        } finally {
+          // Unreleased, the claim lapses after its lease and the next request with the key takes it over.
+          await claims
+            .release(sessionKey, key)
+            .catch((error: unknown) => logger.warn({ err: error, key }, 'could not release a goal claim'));
+        }
+      }
+      if (claim.goal !== goal) throw keyUsedForAnotherGoal(key);
+      await sleep(claimPollMs, request.signal);
+    }
+  };
+
   const planGoal = async (request: PlanRequest, goal: string): Promise<PlanResult> => {
     const planId = idGenerator('plan');
     const scope = { sessionKey: request.sessionKey, agentId: request.agentId };
@@ -709,12 +745,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         if (known.goal !== goal) throw keyUsedForAnotherGoal(key);
         return known.result;
       }
-      const keyed = {
-        goal,
-        result: findStoredPlan(request.sessionKey, key, goal).then(
-          (stored) => stored ?? planGoal(request, goal),
-        ),
-      };
+      const keyed = { goal, result: answerKeyed(request, key, goal) };
       keyedInFlight.set(slot, keyed);
       try {
         await keyed.result;

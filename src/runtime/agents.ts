@@ -9,6 +9,7 @@ import {
   createHeartbeat,
   createPlanner,
   createSendMessageTool,
+  createSqlGoalClaims,
   createWorkerPool,
   type Heartbeat,
   heartbeatConfigSchema,
@@ -312,11 +313,14 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       })
     : undefined;
 
+  // A keyed goal retried on another process of the database while this one plans it waits for this one.
+  const goalClaims = features.agent_runtime_v1 ? createSqlGoalClaims({ db: store.db, logger }) : undefined;
   const planner = features.agent_runtime_v1
     ? createPlanner({
         model: options.model,
         queue,
         bus,
+        ...(goalClaims ? { claims: goalClaims } : {}),
         idGenerator,
         logger,
         ...(pool ? { submitTask: (submission) => pool.submit(submission) } : {}),
@@ -686,6 +690,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       await heartbeat?.stop();
       await pool?.stop();
       await agentRuntime?.close();
+      goalClaims?.close();
       await workRetention.stop();
       await queue.close();
     },

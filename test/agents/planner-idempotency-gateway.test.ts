@@ -1,9 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { LanguageModel, ModelRequest, ModelStreamEvent } from '../../src/model/index.js';
+import { createScratchPostgresDatabase } from '../helpers/databases.js';
 import { startRuntime, tempHome } from '../runtime/helpers.js';
 
-/** Plans two tasks and does each at once; counts the planning calls. */
-function countingPlanner() {
+/** Plans two tasks (after `planDelayMs`) and does each at once; counts the planning calls. */
+function countingPlanner(planDelayMs = 0) {
   const planCalls: string[] = [];
   const model: LanguageModel = {
     specificationVersion: 'v1',
@@ -13,6 +14,7 @@ function countingPlanner() {
     async *doStream(request: ModelRequest): AsyncIterable<ModelStreamEvent> {
       if (request.metadata?.purpose === 'plan') {
         planCalls.push(String(request.metadata.goal));
+        if (planDelayMs > 0) await new Promise((resume) => setTimeout(resume, planDelayMs));
         const plan = {
           reply: 'Two steps.',
           tasks: ['one', 'two'].map((title) => ({ title, description: `do ${title}` })),
@@ -101,5 +103,45 @@ describe('agent.control goal with an idempotency key', () => {
       await client.close();
       await started.runtime.close();
     }
+  });
+});
+
+describe('a keyed goal retried on another agentd of the same database while the first plans it', () => {
+  const drops: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const drop of drops) await drop();
+  });
+
+  /** Two runtimes (two servers, or a server and the in-process CLI) planning with one slow model. */
+  async function retriedElsewhere(homes: [string, string], env: NodeJS.ProcessEnv) {
+    const { model, planCalls } = countingPlanner(400);
+    const first = await startRuntime({ home: homes[0], model, env });
+    const second = await startRuntime({ home: homes[1], model, env });
+    const clients = [await first.connect(), await second.connect()];
+    try {
+      const planning = clients[0]!.call<GoalAnswer>('agent.control', goal, { timeoutMs: 10_000 });
+      // The client gave up on the first and retried on the other while the model still plans.
+      await new Promise((resume) => setTimeout(resume, 150));
+      const retried = await clients[1]!.call<GoalAnswer>('agent.control', goal, { timeoutMs: 10_000 });
+      expect(retried).toEqual(await planning);
+      expect(planCalls).toEqual(['do two things']);
+      const { items } = await clients[1]!.call<{ items: unknown[] }>('work.list', { sessionKey });
+      expect(items).toHaveLength(2);
+    } finally {
+      for (const client of clients) await client.close();
+      await first.runtime.close();
+      await second.runtime.close();
+    }
+  }
+
+  it('on one SQLite file: the retry waits and answers the same plan, planned once', async () => {
+    const home = tempHome();
+    await retriedElsewhere([home, home], {});
+  });
+
+  it('on one Postgres database: the same', async () => {
+    const database = await createScratchPostgresDatabase('agentd_goal_claims');
+    drops.push(() => database.drop());
+    await retriedElsewhere([tempHome(), tempHome()], { DATABASE_URL: database.url });
   });
 });
