@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { afterEach, expect, it } from 'vitest';
+import { createRecordingLogger } from '../../src/util/index.js';
 import { runWorkflowRepl } from '../../src/workflow/engine-entry.js';
 import type { WorkflowEngine } from '../../src/workflow/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
@@ -47,6 +48,19 @@ describeEachDatabase('a durable run on a full disk', (getDb) => {
     const reader = await engineFor(files, { database: getDb() });
     engines.push(reader);
     expect((await reader.inspect(stored.taskId))?.task).toMatchObject({ state: 'completed' });
+  });
+
+  it('an engine made while the disk is full still runs: its sweep of interrupted runs is refused and logged', async () => {
+    const faulty = createFaultyDatabase(getDb());
+    faulty.failWrites();
+    const logger = createRecordingLogger();
+    const engine = await engineFor(files, { functions, database: faulty, logger });
+    engines.push(engine);
+    expect(
+      logger.records.some((line) => line.message === 'could not conclude the interrupted workflow runs'),
+    ).toBe(true);
+    const run = await engine.run({ v: 1 });
+    expect(run).toMatchObject({ status: 'success', output: { v: 20 }, recordsNotWritten: expect.anything() });
   });
 
   it('says so in the REPL, under the run it reports', async () => {

@@ -125,8 +125,11 @@ export async function setupEngine(options: CreateWorkflowEngineOptions): Promise
   // run a crash of an earlier process left open is concluded before this one writes beside it.
   const ownRunOwner =
     durable && database && !options.runOwner ? createRunOwner({ db: database, logger }) : undefined;
+  // Tidying only: a database that refuses it (a full disk) must not keep the workflow from running.
   if (ownRunOwner && database)
-    await concludeInterruptedRuns(database, { now: Date.now(), ownOwnerId: ownRunOwner.id, logger });
+    await concludeInterruptedRuns(database, { now: Date.now(), ownOwnerId: ownRunOwner.id, logger }).catch(
+      (error: unknown) => logger.warn({ err: error }, 'could not conclude the interrupted workflow runs'),
+    );
   const runOwner = options.runOwner ?? ownRunOwner;
   const records = durable && database ? createSqlRecordStore(database, runOwner) : undefined;
   const openStore = async (kind: MemoryStoreKind): Promise<MemoryStore> => {
