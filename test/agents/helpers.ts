@@ -1,4 +1,6 @@
+import type { PlanResult } from '../../src/agents/index.js';
 import type { Bus, BusEvent, BusEventMap, BusEventType } from '../../src/bus/index.js';
+import type { ScriptedReply } from '../../src/testing.js';
 
 export interface Deferred<T = void> {
   promise: Promise<T>;
@@ -50,3 +52,25 @@ export function countEvents<K extends BusEventType>(
     });
   });
 }
+
+/** A keyed goal, as the idempotency tests send it. */
+export const keyedGoal = {
+  goal: 'ship the release',
+  sessionKey: 'agent:main:s',
+  agentId: 'main',
+  idempotencyKey: 'k-1',
+};
+
+/** The model's plan for `keyedGoal.goal`: three tasks. */
+export function planReply(extra: Partial<ScriptedReply> = {}): ScriptedReply {
+  return {
+    text: JSON.stringify({
+      reply: 'Three steps.',
+      tasks: ['build', 'test', 'publish'].map((title) => ({ title, description: `${title} it` })),
+    }),
+    ...extra,
+  };
+}
+
+/** What a caller is answered, without the promise of the synthesis. */
+export const answerOf = ({ finished: _finished, ...answer }: PlanResult) => answer;

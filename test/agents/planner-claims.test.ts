@@ -1,15 +1,11 @@
 import { afterEach, expect, it } from 'vitest';
-import {
-  createPlanner,
-  createSqlGoalClaims,
-  type GoalClaims,
-  type PlanResult,
-} from '../../src/agents/index.js';
+import { createPlanner, createSqlGoalClaims, type GoalClaims } from '../../src/agents/index.js';
 import { createBus } from '../../src/bus/index.js';
 import type { SqlDatabase } from '../../src/store/index.js';
 import { createScriptedModel, type ScriptedReply } from '../../src/testing.js';
 import { createWorkQueue, type WorkQueue } from '../../src/work/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
+import { answerOf, keyedGoal, planReply } from './helpers.js';
 
 /**
  * Two processes on one database, each with its own planner, queue and bus (what `agentd serve` on two
@@ -18,20 +14,8 @@ import { describeEachDatabase } from '../helpers/databases.js';
  * goal again, so its tasks ran twice.
  */
 
-const sessionKey = 'agent:main:s';
-const request = { goal: 'ship the release', sessionKey, agentId: 'main', idempotencyKey: 'k-1' };
-
-function planReply(extra: Partial<ScriptedReply> = {}): ScriptedReply {
-  return {
-    text: JSON.stringify({
-      reply: 'Three steps.',
-      tasks: ['build', 'test', 'publish'].map((title) => ({ title, description: `${title} it` })),
-    }),
-    ...extra,
-  };
-}
-
-const answerOf = ({ finished: _finished, ...answer }: PlanResult) => answer;
+const { sessionKey } = keyedGoal;
+const request = keyedGoal;
 
 const queues: WorkQueue[] = [];
 const claimSets: GoalClaims[] = [];

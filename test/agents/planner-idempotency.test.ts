@@ -1,28 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPlanner, createWorkerPool, type PlanResult, type WorkerPool } from '../../src/agents/index.js';
+import { createPlanner, createWorkerPool, type WorkerPool } from '../../src/agents/index.js';
 import { type Bus, createBus } from '../../src/bus/index.js';
 import { createSqliteDatabase, migrate, type SqlDatabase } from '../../src/store/index.js';
 import { createScriptedModel, type ScriptedReply } from '../../src/testing.js';
 import { createWorkQueue, type WorkQueue } from '../../src/work/index.js';
 import { describeEachDatabase, temporarySqliteFile } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
+import { answerOf, keyedGoal, planReply } from './helpers.js';
 
-const sessionKey = 'agent:main:s';
-const request = { goal: 'ship the release', sessionKey, agentId: 'main', idempotencyKey: 'k-1' };
-
-/** The model's plan for `request.goal`: three tasks. */
-function planReply(extra: Partial<ScriptedReply> = {}): ScriptedReply {
-  return {
-    text: JSON.stringify({
-      reply: 'Three steps.',
-      tasks: ['build', 'test', 'publish'].map((title) => ({ title, description: `${title} it` })),
-    }),
-    ...extra,
-  };
-}
-
-/** What a caller is answered, without the promise of the synthesis. */
-const answerOf = ({ finished: _finished, ...answer }: PlanResult) => answer;
+const { sessionKey } = keyedGoal;
+const request = keyedGoal;
 
 describeEachDatabase('a goal sent again with its idempotency key', (getDb) => {
   let queue: WorkQueue | undefined;

@@ -102,13 +102,26 @@ describeEachDatabase('interrupted workflow runs', (getDb) => {
     return { taskId, engine };
   }
 
+  /**
+   * A run whose process died at `at` by its clock: its `tasks` rows written, then its owner gone, the owner's
+   * row left as last renewed (`at` + the lease).
+   */
+  async function deadOwnersRun(files: Record<string, unknown>, input: unknown, at: number, tasks = 1) {
+    const owner = createRunOwner({
+      db: getDb(),
+      leaseMs,
+      clock: createManualClock(at),
+      idGenerator: createSequentialIdGenerator(),
+    });
+    const { taskId } = await crashedRun(files, input, owner);
+    await waitForRows(getDb(), taskId, tasks);
+    await owner.close();
+    return taskId;
+  }
+
   it('concludes the open tasks of a dead owner failed INTERRUPTED, shown so by inspect and the run list', async () => {
     const db = getDb();
-    const clock = createManualClock(1_000_000);
-    const owner = createRunOwner({ db, leaseMs, clock, idGenerator: createSequentialIdGenerator() });
-    const { taskId } = await crashedRun(split, ['a', 'b'], owner);
-    await waitForRows(db, taskId, 3);
-    await owner.close(); // the process dies: no more renewals, the row stays as last renewed
+    const taskId = await deadOwnersRun(split, ['a', 'b'], 1_000_000, 3);
 
     // Before the lease lapsed: still its owner's, left alone.
     expect(await concludeInterruptedRuns(db, { now: 1_000_000 + leaseMs - 1 })).toEqual({
@@ -216,11 +229,7 @@ describeEachDatabase('interrupted workflow runs', (getDb) => {
 
   it('lets the retention take an interrupted run once it ended long enough ago', async () => {
     const db = getDb();
-    const clock = createManualClock(2_000_000);
-    const owner = createRunOwner({ db, leaseMs, clock });
-    const { taskId } = await crashedRun(chain(), 'x', owner);
-    await waitForRows(db, taskId, 1);
-    await owner.close();
+    const taskId = await deadOwnersRun(chain(), 'x', 2_000_000);
     const dayMs = 24 * 60 * 60 * 1000;
     const retention = createWorkflowRetention({
       db,
@@ -251,11 +260,7 @@ describeEachDatabase('interrupted workflow runs', (getDb) => {
 
   it('sweeps at start and every interval, and logs what it concluded', async () => {
     const db = getDb();
-    const clock = createManualClock(3_000_000);
-    const dead = createRunOwner({ db, leaseMs, clock });
-    const { taskId } = await crashedRun(chain(), 'x', dead);
-    await waitForRows(db, taskId, 1);
-    await dead.close();
+    const taskId = await deadOwnersRun(chain(), 'x', 3_000_000);
     const live = createRunOwner({ db, leaseMs });
     const logger = capturingLogger();
     const sweep = createInterruptedRunSweep({ db, owner: live, intervalMs: 20, logger });
