@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineTool, type ToolDefinition } from '../tools/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../util/index.js';
 import type { Heartbeat } from './heartbeat.js';
-import type { Planner } from './planner.js';
+import { type Planner, synthesisEvent } from './planner.js';
 import type { WorkerPool } from './pool.js';
 import {
   type AgentConfigInput,
@@ -183,9 +183,16 @@ export const agentControlParamsSchema = z.discriminatedUnion('action', [
   z.object({ action: z.literal('plan'), sessionKey: sessionKeyParam }),
 ]);
 
+/** What a method may do on the calling connection (the gateway's method context). */
+export interface AgentCallerConnection {
+  sendEvent(event: string, payload: unknown): void;
+  /** Aborted when the connection closes. */
+  signal: AbortSignal;
+}
+
 export interface AgentGatewayMethod<Schema extends z.ZodType = z.ZodType> {
   params: Schema;
-  handler(params: unknown): Promise<unknown>;
+  handler(params: unknown, caller?: AgentCallerConnection): Promise<unknown>;
 }
 
 export interface CreateAgentGatewayMethodsOptions {
@@ -328,7 +335,7 @@ export function createAgentGatewayMethods(
   if (planner && pool) {
     methods['agent.control'] = {
       params: agentControlParamsSchema,
-      async handler(raw) {
+      async handler(raw, caller) {
         const params = parse(agentControlParamsSchema, raw);
         switch (params.action) {
           case 'goal': {
@@ -338,11 +345,24 @@ export function createAgentGatewayMethods(
               agentId: params.agentId,
               ...(params.idempotencyKey !== undefined ? { idempotencyKey: params.idempotencyKey } : {}),
             });
+            // A key sent again gets the plan already made, whose synthesis went (or goes) to the request that
+            // made it: this caller gets its own, on its connection alone, so a client waiting for it (agentd
+            // goal) is not left waiting for an event that was never to come.
+            if (result.replayed && caller) {
+              void result.finished.then(
+                (synthesis) => {
+                  if (caller.signal.aborted) return;
+                  caller.sendEvent('agent.synthesis', synthesisEvent(synthesis, params));
+                },
+                () => undefined,
+              );
+            }
             return {
               planId: result.planId,
               reply: result.reply,
               tasks: result.tasks,
               rejected: result.rejected,
+              ...(result.replayed ? { replayed: true } : {}),
             };
           }
           case 'pause':

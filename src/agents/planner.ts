@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Bus } from '../bus/index.js';
+import type { Bus, BusEventMap } from '../bus/index.js';
 import type { LanguageModel } from '../model/index.js';
 import { completeModel, isOfflineModelText, localModelMarker, offlineWorkNotice } from '../model/index.js';
 import {
@@ -102,6 +102,11 @@ export interface PlanResult {
   rejected: Array<{ title: string; code: string; message: string }>;
   /** Resolves with the synthesis once every task has ended. */
   finished: Promise<Synthesis>;
+  /**
+   * The plan an earlier request with the same idempotency key made (or is making): its synthesis is
+   * announced to that request alone, so whoever waits for this one's must take it from `finished`.
+   */
+  replayed?: true;
 }
 
 export interface CreatePlannerOptions {
@@ -216,6 +221,28 @@ const keyedTaskParamsSchema = z.object({
 });
 
 type KeyedTaskParams = z.infer<typeof keyedTaskParamsSchema>;
+
+const replayOf = (result: PlanResult): PlanResult => ({ ...result, replayed: true });
+
+/** The `agent:synthesis` event of a plan's synthesis, for the session and agent of its goal. */
+export function synthesisEvent(
+  synthesis: Synthesis,
+  scope: { agentId: string; sessionKey: string },
+): BusEventMap['agent:synthesis'] {
+  return {
+    planId: synthesis.planId,
+    agentId: scope.agentId,
+    sessionKey: scope.sessionKey,
+    goal: synthesis.goal,
+    text: synthesis.text,
+    tasks: synthesis.tasks.map(({ workItemId, title, state, summary }) => ({
+      workItemId,
+      title,
+      state,
+      ...(summary !== undefined ? { summary } : {}),
+    })),
+  };
+}
 
 function keyUsedForAnotherGoal(key: string): UserInputError {
   return new UserInputError({
@@ -354,7 +381,6 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
         done = true;
         unsubscribe();
         const synthesis = synthesisOf(planId, request.goal, items);
-        const { text, tasks: results } = synthesis;
         bus.publish(
           'agent:progress',
           {
@@ -366,23 +392,10 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
           },
           { sessionKey: request.sessionKey, agentId: request.agentId },
         );
-        bus.publish(
-          'agent:synthesis',
-          {
-            planId,
-            agentId: request.agentId,
-            sessionKey: request.sessionKey,
-            goal: request.goal,
-            text,
-            tasks: results.map(({ workItemId, title, state, summary }) => ({
-              workItemId,
-              title,
-              state,
-              ...(summary !== undefined ? { summary } : {}),
-            })),
-          },
-          { sessionKey: request.sessionKey, agentId: request.agentId },
-        );
+        bus.publish('agent:synthesis', synthesisEvent(synthesis, request), {
+          sessionKey: request.sessionKey,
+          agentId: request.agentId,
+        });
         options.onSynthesis?.({ ...synthesis, agentId: request.agentId, sessionKey: request.sessionKey });
         resolve(synthesis);
       };
@@ -517,6 +530,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
           goal,
           tasks.map(({ item }) => item.id),
         ),
+        replayed: true,
       };
     }
     return undefined;
@@ -743,7 +757,7 @@ export function createPlanner(options: CreatePlannerOptions): Planner {
       const known = keyedAnswered.get(slot) ?? keyedInFlight.get(slot);
       if (known) {
         if (known.goal !== goal) throw keyUsedForAnotherGoal(key);
-        return known.result;
+        return known.result.then(replayOf);
       }
       const keyed = { goal, result: answerKeyed(request, key, goal) };
       keyedInFlight.set(slot, keyed);

@@ -121,6 +121,15 @@ export function acceptSpiderwebConnection(
   const unclaimedSyntheses = new Map<string, string>();
   const receiveSynthesis = (request: string | undefined, planId: string, text: string) =>
     send({ type: 'session.receive', request, sessionKey, content: text, planId });
+  /** A plan's synthesis, to the `/goal` request that asked for it, or kept until that request's answer. */
+  const synthesisArrived = (planId: string, text: string) => {
+    if (goalRequests.has(planId)) {
+      receiveSynthesis(goalRequests.get(planId), planId, text);
+      goalRequests.delete(planId);
+    } else {
+      rememberBounded(unclaimedSyntheses, planId, text);
+    }
+  };
 
   const sink: EventSink = {
     connId,
@@ -128,13 +137,7 @@ export function acceptSpiderwebConnection(
     onRunEvent,
     onForwardedEvent(entry, event) {
       if (event.type === 'agent:synthesis' && event.sessionKey === sessionKey) {
-        const { planId, text } = event.data;
-        if (goalRequests.has(planId)) {
-          receiveSynthesis(goalRequests.get(planId), planId, text);
-          goalRequests.delete(planId);
-        } else {
-          rememberBounded(unclaimedSyntheses, planId, text);
-        }
+        synthesisArrived(event.data.planId, event.data.text);
       }
       if (
         entry.spiderweb === 'additive' &&
@@ -153,8 +156,20 @@ export function acceptSpiderwebConnection(
     protocol: 'spiderweb',
     scopes,
     clientInfo: { id: 'spiderweb', mode: 'spiderweb' },
-    sendEvent: (event, payload) =>
-      send({ type: event, sessionKey, ...(isRecord(payload) ? payload : { payload }) }),
+    sendEvent: (event, payload) => {
+      // The synthesis of a plan a `/goal` sent again was answered with (agent.control's, to this caller
+      // alone): delivered as the plan's own synthesis is.
+      if (
+        event === 'agent.synthesis' &&
+        isRecord(payload) &&
+        typeof payload.planId === 'string' &&
+        typeof payload.text === 'string'
+      ) {
+        synthesisArrived(payload.planId, payload.text);
+        return;
+      }
+      send({ type: event, sessionKey, ...(isRecord(payload) ? payload : { payload }) });
+    },
     // A Spiderweb connection watches exactly its own session, from the start.
     watchSession: () => undefined,
     // Spiderweb has no session-index events; its clients never subscribe, but their resets are announced.

@@ -470,7 +470,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       methods.register(name, {
         scopes: scopesOf[name] ?? [admin],
         params: z.unknown(),
-        handler: (params) => method.handler(params),
+        handler: (params, context) => method.handler(params, context),
       });
     }
     const runtimeRef = agentRuntime;

@@ -72,5 +72,5 @@ export function planReply(extra: Partial<ScriptedReply> = {}): ScriptedReply {
   };
 }
 
-/** What a caller is answered, without the promise of the synthesis. */
-export const answerOf = ({ finished: _finished, ...answer }: PlanResult) => answer;
+/** What a caller is answered, without the promise of the synthesis and whether it was a replay. */
+export const answerOf = ({ finished: _finished, replayed: _replayed, ...answer }: PlanResult) => answer;

@@ -50,7 +50,7 @@ describe('agent.control goal with an idempotency key', () => {
       try {
         answer = await client.call<GoalAnswer>('agent.control', goal);
         expect(answer.tasks).toHaveLength(2);
-        expect(await client.call<GoalAnswer>('agent.control', goal)).toEqual(answer);
+        expect(await client.call<GoalAnswer>('agent.control', goal)).toEqual({ ...answer, replayed: true });
         const { items } = await client.call<{ items: unknown[] }>('work.list', { sessionKey });
         expect(items).toHaveLength(2);
         await expect(
@@ -69,7 +69,7 @@ describe('agent.control goal with an idempotency key', () => {
     try {
       const client = await second.connect();
       try {
-        expect(await client.call<GoalAnswer>('agent.control', goal)).toEqual(answer);
+        expect(await client.call<GoalAnswer>('agent.control', goal)).toEqual({ ...answer, replayed: true });
         const { items } = await client.call<{ items: unknown[] }>('work.list', { sessionKey });
         expect(items).toHaveLength(2);
       } finally {
@@ -123,7 +123,7 @@ describe('a keyed goal retried on another agentd of the same database while the 
       // The client gave up on the first and retried on the other while the model still plans.
       await new Promise((resume) => setTimeout(resume, 150));
       const retried = await clients[1]!.call<GoalAnswer>('agent.control', goal, { timeoutMs: 10_000 });
-      expect(retried).toEqual(await planning);
+      expect(retried).toEqual({ ...(await planning), replayed: true });
       expect(planCalls).toEqual(['do two things']);
       const { items } = await clients[1]!.call<{ items: unknown[] }>('work.list', { sessionKey });
       expect(items).toHaveLength(2);

@@ -32,6 +32,8 @@ describeEachDatabase('a goal sent again with its idempotency key', (getDb) => {
     expect(items).toHaveLength(3);
 
     const again = await planner.plan({ ...request, goal: `  ${request.goal}\n` });
+    expect(first.replayed).toBeUndefined();
+    expect(again.replayed).toBe(true);
     expect(answerOf(again)).toEqual(answerOf(first));
     expect(model.requests).toHaveLength(1);
     expect(model.unexpectedCalls).toEqual([]);

@@ -31,3 +31,41 @@ describe('agentd goal --url --idempotency-key', () => {
     expect(other.code).toBe(2);
   });
 });
+
+describe('agentd goal --url --idempotency-key, waiting for the synthesis', () => {
+  it('run again after the first ended, prints the same synthesis at once instead of waiting for one that went', async () => {
+    const started = await startRuntime();
+    runtime = started.runtime;
+    const remote = [
+      '--url',
+      started.url,
+      '--token',
+      started.runtime.state.token,
+      '--json',
+      '--timeout-ms',
+      '5000',
+    ];
+    const goal = [
+      'goal',
+      'Collect the open questions. Then list the risks.',
+      '--session',
+      'waits',
+      '--idempotency-key',
+      'k',
+    ];
+
+    const first = await run([...goal, ...remote]);
+    expect(first.code).toBe(0);
+    const answered = JSON.parse(first.out);
+    expect(answered.synthesis).toEqual(expect.any(String));
+
+    const startedAt = Date.now();
+    const again = await run([...goal, ...remote]);
+    expect(again.err).toBe('');
+    expect(again.code).toBe(0);
+    const replayed = JSON.parse(again.out);
+    expect(replayed.planId).toBe(answered.planId);
+    expect(replayed.synthesis).toBe(answered.synthesis);
+    expect(Date.now() - startedAt).toBeLessThan(5_000);
+  });
+});

@@ -74,6 +74,31 @@ describe('Spiderweb agent.control and agent.heartbeat against a running agentd',
     });
     const again = await client.next((message) => message.request === 'k2');
     expect(again).toMatchObject({ type: 'agent.control', planId: first.planId });
+    // Its synthesis too, as the answer to this request: the first's went to the first.
+    const replayedSynthesis = await client.next(
+      (message) => message.type === 'session.receive' && message.request === 'k2',
+    );
+    expect(replayedSynthesis).toMatchObject({ planId: first.planId });
+    expect(replayedSynthesis.content).toContain('Results for "Count the boats. Then paint the fence."');
+    // On a connection of its own, as a client that lost the first connection with the answer sends it.
+    const base = started.url.replace(/\/$/, '');
+    const other = await connectSpiderweb(
+      `${base}/v1/agents/main/stream?session=control&token=${encodeURIComponent(started.runtime.state.token)}`,
+    );
+    await other.next((message) => message.type === 'session.ack');
+    other.send({
+      type: 'session.send',
+      id: 'k2b',
+      content: '/goal Count the boats. Then paint the fence.',
+      idempotency_key: 'boats-1',
+    });
+    expect(
+      await other.next((message) => message.request === 'k2b' && message.type === 'agent.control'),
+    ).toMatchObject({ planId: first.planId });
+    expect(
+      await other.next((message) => message.type === 'session.receive' && message.request === 'k2b'),
+    ).toMatchObject({ planId: first.planId, content: replayedSynthesis.content });
+    other.socket.close();
     client.send({
       type: 'agent.control',
       id: 'k3',
