@@ -1,5 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { connectGateway, type GatewayClient } from '../../src/cli/gateway-client.js';
@@ -53,6 +55,26 @@ async function inspect(client: GatewayClient, taskId: string) {
   return (await client.call<Inspected>('workflow.inspect', { taskId })).report;
 }
 
+/** The stage rows of the run in the server's database, read from outside the server. */
+async function storedStages(home: string, databaseUrl: string | undefined, taskId: string): Promise<number> {
+  const count = 'SELECT COUNT(*) AS n FROM workflow_stages WHERE root_task_id = ';
+  if (databaseUrl) {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      return Number((await client.query<{ n: string }>(`${count}$1`, [taskId])).rows[0]?.n);
+    } finally {
+      await client.end();
+    }
+  }
+  const db = new Database(join(home, 'agentd.db'), { fileMustExist: true });
+  try {
+    return Number((db.prepare(`${count}?`).get(taskId) as { n: number }).n);
+  } finally {
+    db.close();
+  }
+}
+
 async function crashMidRun(home: string, databaseUrl: string | undefined) {
   let served: Served = await serve(home, databaseUrl);
   let client = await connectGateway({ url: served.url, token: served.token });
@@ -69,6 +91,9 @@ async function crashMidRun(home: string, databaseUrl: string | undefined) {
     )
     .toEqual(['start', 'prepare']);
   expect((await inspect(client, taskId)).task).toMatchObject({ state: 'in_progress', lifecycle: 'active' });
+  // What the server showed was its memory: the kill comes once its records are on disk, as a crash after
+  // the run's first stages would find them (on Postgres a batch is a round trip behind).
+  await expect.poll(() => storedStages(home, databaseUrl, taskId), { timeout: 10_000, interval: 50 }).toBe(2);
   await client.close();
   await kill(served);
 
