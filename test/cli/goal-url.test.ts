@@ -59,13 +59,12 @@ describe('agentd goal --url --idempotency-key, waiting for the synthesis', () =>
     const answered = JSON.parse(first.out);
     expect(answered.synthesis).toEqual(expect.any(String));
 
-    const startedAt = Date.now();
+    // Within --timeout-ms, or it would end TIMEOUT (exit 1).
     const again = await run([...goal, ...remote]);
     expect(again.err).toBe('');
     expect(again.code).toBe(0);
     const replayed = JSON.parse(again.out);
     expect(replayed.planId).toBe(answered.planId);
     expect(replayed.synthesis).toBe(answered.synthesis);
-    expect(Date.now() - startedAt).toBeLessThan(5_000);
   });
 });
