@@ -141,12 +141,16 @@ export function registerWorkflowViewMethods(options: {
     scopes: [read],
     params: z.object({ taskId: z.string().min(1).max(256) }),
     async handler({ taskId }) {
+      // A run an engine holds in memory (live, or among its retained runs) is its engine's to show.
       for (const engine of await workflows.loadedEngines()) {
+        if (engine.status(taskId) === undefined) continue;
         const report = await engine.inspect(taskId);
         if (report) return { report };
       }
-      // A run of a workflow this process has not loaded (since a restart, or started by another process):
-      // its records as stored, redacted when written, as the in-process `agentd inspect` reads them.
+      // Any other run is read from the database once, as the in-process `agentd inspect` reads it (its
+      // records were redacted when written), whichever workflow it is of and whether or not that workflow is
+      // loaded here: before, each loaded engine read the database in turn, and the first answered any run
+      // with its own workflow's metadata.
       const { createSqlRecordStore, inspectPersistedRun } = await loadWorkflowEngine();
       const report = await inspectPersistedRun(createSqlRecordStore(options.db), taskId);
       if (report) return { report };
