@@ -1,6 +1,7 @@
 import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
+  createHeldRenewal,
   createIdGenerator,
   type IdGenerator,
   type Logger,
@@ -25,8 +26,8 @@ export interface GoalClaims {
   ): Promise<{ claimed: true } | { claimed: false; goal: string }>;
   /** Ends this process's claim (its answer is written, or its planning failed). */
   release(sessionKey: string, key: string): Promise<void>;
-  /** Stops renewing this process's claims: they lapse after a lease unless released first. */
-  close(): void;
+  /** Stops renewing this process's claims (they lapse after a lease unless released first). */
+  close(): Promise<void>;
 }
 
 export interface SqlGoalClaimsOptions {
@@ -46,20 +47,20 @@ export function createSqlGoalClaims(options: SqlGoalClaimsOptions): GoalClaims {
   const clock = options.clock ?? systemClock;
   const logger = (options.logger ?? silentLogger).child({ component: 'planner' });
   const ownerId = (options.idGenerator ?? createIdGenerator())('gco_');
-  let held = 0;
-  let timer: NodeJS.Timeout | undefined;
   let lastSweepAt = Number.NEGATIVE_INFINITY;
-
-  const renew = async () => {
-    try {
-      await db.run('UPDATE goal_claims SET held_until = ? WHERE owner_id = ?', [
-        clock.now() + leaseMs,
-        ownerId,
-      ]);
-    } catch (error) {
-      logger.warn({ err: error }, 'could not renew the claims of the goals being planned');
-    }
-  };
+  const renewal = createHeldRenewal({
+    intervalMs: leaseMs / 3,
+    renew: async () => {
+      try {
+        await db.run('UPDATE goal_claims SET held_until = ? WHERE owner_id = ?', [
+          clock.now() + leaseMs,
+          ownerId,
+        ]);
+      } catch (error) {
+        logger.warn({ err: error }, 'could not renew the claims of the goals being planned');
+      }
+    },
+  });
 
   return {
     async claim(sessionKey, key, goal) {
@@ -77,10 +78,7 @@ export function createSqlGoalClaims(options: SqlGoalClaimsOptions): GoalClaims {
         [sessionKey, key, goal, ownerId, now + leaseMs, now],
       );
       if (taken) {
-        if (held++ === 0) {
-          timer = setInterval(() => void renew(), leaseMs / 3);
-          timer.unref();
-        }
+        renewal.hold();
         return { claimed: true };
       }
       const holder = await db.get<{ goal: string }>(
@@ -91,19 +89,13 @@ export function createSqlGoalClaims(options: SqlGoalClaimsOptions): GoalClaims {
       return holder ? { claimed: false, goal: holder.goal } : { claimed: false, goal };
     },
     async release(sessionKey, key) {
-      if (held > 0 && --held === 0) {
-        clearInterval(timer);
-        timer = undefined;
-      }
+      renewal.release();
       await db.run('DELETE FROM goal_claims WHERE session_key = ? AND idempotency_key = ? AND owner_id = ?', [
         sessionKey,
         key,
         ownerId,
       ]);
     },
-    close() {
-      clearInterval(timer);
-      timer = undefined;
-    },
+    close: () => renewal.stop(),
   };
 }

@@ -690,7 +690,7 @@ export function wireAgents(options: AgentsWiringOptions): AgentsWiring {
       await heartbeat?.stop();
       await pool?.stop();
       await agentRuntime?.close();
-      goalClaims?.close();
+      await goalClaims?.close();
       await workRetention.stop();
       await queue.close();
     },

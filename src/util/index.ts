@@ -15,6 +15,7 @@ export {
   SystemError,
   UserInputError,
 } from './errors.js';
+export { createHeldRenewal, type HeldRenewal } from './held-renewal.js';
 export { createIdGenerator, createSequentialIdGenerator, type IdGenerator } from './ids.js';
 export {
   type AbortSource,

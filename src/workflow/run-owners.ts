@@ -1,6 +1,7 @@
 import type { SqlDatabase, SqlExecutor } from '../store/index.js';
 import {
   type Clock,
+  createHeldRenewal,
   createIdGenerator,
   createPeriodicPrune,
   type IdGenerator,
@@ -61,27 +62,20 @@ export function createRunOwner(options: RunOwnerOptions): RunOwner {
   const logger = (options.logger ?? silentLogger).child({ component: 'workflow' });
   const id = (options.idGenerator ?? createIdGenerator())('wro_');
   let aliveUntil = Number.NEGATIVE_INFINITY;
-  let held = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let renewing: Promise<void> | undefined;
-
-  const renewNow = (): Promise<void> => {
-    const until = clock.now() + leaseMs;
-    renewing ??= renewLease(db, id, until)
-      .then(
-        () => {
-          aliveUntil = Math.max(aliveUntil, until);
-        },
+  const renewal = createHeldRenewal({
+    intervalMs: leaseMs / 3,
+    renew: async () => {
+      const until = clock.now() + leaseMs;
+      try {
+        await renewLease(db, id, until);
+        aliveUntil = Math.max(aliveUntil, until);
+      } catch (error) {
         // The next write renews it in its own transaction (`renewalDue`), so a refused renewal costs nothing
         // but this line; another process concludes the runs only once the lease has lapsed unrenewed.
-        (error: unknown) =>
-          logger.warn({ err: error, ownerId: id }, 'could not renew the workflow run lease'),
-      )
-      .finally(() => {
-        renewing = undefined;
-      });
-    return renewing;
-  };
+        logger.warn({ err: error, ownerId: id }, 'could not renew the workflow run lease');
+      }
+    },
+  });
 
   return {
     id,
@@ -92,28 +86,11 @@ export function createRunOwner(options: RunOwnerOptions): RunOwner {
     renewed(until) {
       aliveUntil = Math.max(aliveUntil, until);
     },
-    hold() {
-      held++;
-      if (timer) return;
-      // Stopped by its own tick once no run is held, not by `release`: a process whose runs each end within
-      // milliseconds would otherwise make and clear a timer per run.
-      timer = setInterval(() => {
-        if (held > 0) void renewNow();
-        else {
-          clearInterval(timer);
-          timer = undefined;
-        }
-      }, leaseMs / 3);
-      timer.unref();
-    },
-    release() {
-      if (held > 0) held--;
-    },
+    hold: renewal.hold,
+    release: renewal.release,
     async close() {
-      clearInterval(timer);
-      timer = undefined;
-      await renewing;
-      if (held > 0) return;
+      await renewal.stop();
+      if (renewal.holding()) return;
       aliveUntil = Number.NEGATIVE_INFINITY;
       await db.run('DELETE FROM workflow_run_owners WHERE owner_id = ?', [id]).catch((error: unknown) => {
         logger.warn({ err: error, ownerId: id }, 'could not give up the workflow run lease');

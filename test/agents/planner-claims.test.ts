@@ -20,7 +20,7 @@ const request = keyedGoal;
 const queues: WorkQueue[] = [];
 const claimSets: GoalClaims[] = [];
 afterEach(async () => {
-  for (const claims of claimSets.splice(0)) claims.close();
+  await Promise.all(claimSets.splice(0).map((claims) => claims.close()));
   await Promise.all(queues.splice(0).map((queue) => queue.close()));
 });
 
