@@ -407,6 +407,9 @@ function describeZodIssue(issue: z.core.$ZodIssue): string {
     return `unexpected field(s) ${issue.keys.map((key) => `"${key}"`).join(', ')}`;
   if (issue.code === 'invalid_value')
     return `expected one of ${issue.values.map((value) => JSON.stringify(value)).join(', ')}`;
+  // A required field that takes any value (an evaluation case's `input`): zod names no type for it.
+  if (issue.code === 'invalid_type' && issue.expected === 'nonoptional')
+    return 'required: any value (write null for none)';
   if (issue.code === 'invalid_type' && issue.message.includes('received undefined'))
     return `required: expected ${issue.expected}`;
   return issue.message.replace(/^Invalid input: /, '');

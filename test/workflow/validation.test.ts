@@ -102,6 +102,30 @@ describe('loadWorkflow validation (one test per rule)', () => {
     );
   });
 
+  it('manifest-schema: an evaluation case without input says the field is required and how to give none', async () => {
+    const { nodes, edges } = valid();
+    const issues = await issuesOf(
+      withNodes(nodes, edges, {
+        'evaluations.yaml': {
+          suites: [
+            {
+              name: 'smoke',
+              cases: [{ id: 'no_input', assertions: [{ type: 'status', expected: 'success' }] }],
+            },
+          ],
+        },
+      }),
+    );
+    const hit = issues.find((issue) => issue.file === 'evaluations.yaml');
+    expect(hit, JSON.stringify(issues, null, 2)).toMatchObject({
+      rule: 'manifest-schema',
+      path: 'suites[0].cases[0].input',
+    });
+    expect(hit!.message).toMatch(/required/);
+    expect(hit!.message).toMatch(/null/);
+    expect(hit!.message).not.toMatch(/nonoptional/);
+  });
+
   it('unique-node-ids', async () => {
     const { nodes, edges } = valid();
     nodes.push(node('work', 'linear'));
