@@ -26,7 +26,7 @@ import type { ChatContext } from './service/context.js';
 import { runLocalReply } from './service/local-reply.js';
 import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
-import { failInterrupted } from './service/recovery.js';
+import { endedBeforeStart, failInterrupted, readEndedRuns, withReplyText } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
 import { abortRuns, startTurn } from './service/turn.js';
 import { traceRecall } from './tracing.js';
@@ -166,6 +166,14 @@ export interface CreateChatServiceOptions {
   /** How many finished runs are remembered for `wait` and idempotency. */
   maxRememberedRuns?: number;
   /**
+   * At `resumePending`, the runs whose transcript entries are this recent (default 10 minutes, as long as
+   * the gateway caches an idempotency key's outcome), at most `maxEndedRunsRead` (default 10,000), are read
+   * back: a message sent again under the key of one of them is answered with how it ended (`send` →
+   * `ended`), not run a second time.
+   */
+  endedRunsWindowMs?: number;
+  maxEndedRunsRead?: number;
+  /**
    * Turns accepted but not started yet, per session key and in all (`chat.maxQueuedTurnsPerSession`,
    * default 32, and `chat.maxQueuedTurns`, default 1,000). A message that would wait behind a turn of its
    * session past either is refused with QUEUE_FULL before it is stored; `/stop` never waits.
@@ -181,13 +189,21 @@ export interface CreateChatServiceOptions {
   logger?: Logger;
 }
 
+/**
+ * `send`'s answer: the run started, or the key's run is still queued or running (`in_flight`), or it has
+ * ended (`ended`, with how), also before a restart (see `endedRunsWindowMs`): a key is never run twice.
+ */
+export type ChatSendAck =
+  | { runId: string; status: 'started' | 'in_flight' }
+  | { runId: string; status: 'ended'; record: ChatRunRecord };
+
 export interface ChatService {
   send(input: {
     sessionKey: string;
     agentId: string;
     text: string;
     idempotencyKey: string;
-  }): Promise<{ runId: string; status: 'started' | 'in_flight' }>;
+  }): Promise<ChatSendAck>;
   wait(runId: string, options?: { timeoutMs?: number }): Promise<ChatRunRecord>;
   abort(input: { sessionKey: string; runId?: string }): Promise<{ aborted: boolean; runIds: string[] }>;
   inject(input: {
@@ -294,6 +310,10 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     lanes: createKeyedMutex(),
     live: new Map(),
     finished: new Map(),
+    endedBeforeStart: new Map(),
+    endedRunsWindowMs: options.endedRunsWindowMs ?? 10 * 60_000,
+    maxEndedRunsRead: options.maxEndedRunsRead ?? 10_000,
+    recovering: undefined,
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),
@@ -309,8 +329,10 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
   return {
     async send({ sessionKey, agentId, text, idempotencyKey }) {
-      if (live.has(idempotencyKey) || finished.has(idempotencyKey))
-        return { runId: idempotencyKey, status: 'in_flight' };
+      if (ctx.recovering) await ctx.recovering;
+      if (live.has(idempotencyKey)) return { runId: idempotencyKey, status: 'in_flight' };
+      const ended = finished.get(idempotencyKey) ?? endedBeforeStart(ctx, idempotencyKey);
+      if (ended) return { runId: idempotencyKey, status: 'ended', record: ended };
       const message = normalizeMessage(text, maxMessageChars);
       const trimmed = message.trim();
 
@@ -362,13 +384,24 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     async resumePending() {
       if (!options.inbox) return [];
-      await failInterrupted(ctx);
+      const recovering = (async () => {
+        await failInterrupted(ctx);
+        await readEndedRuns(ctx);
+      })();
+      ctx.recovering = recovering.catch(() => {});
+      try {
+        await recovering;
+      } finally {
+        ctx.recovering = undefined;
+      }
       return backlog.resume();
     },
 
     wait(runId, waitOptions = {}) {
       const known = finished.get(runId);
       if (known) return Promise.resolve(known);
+      const before = endedBeforeStart(ctx, runId);
+      if (before) return withReplyText(ctx, before);
       if (!live.has(runId)) {
         return Promise.reject(new UserInputError({ code: ErrorCodes.notFound, message: `no run ${runId}` }));
       }
@@ -424,7 +457,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     reset: (input) => resetSession(ctx, input),
     compact: (input) => compactSession(ctx, input),
-    get: (runId) => live.get(runId)?.record ?? finished.get(runId),
+    get: (runId) => live.get(runId)?.record ?? finished.get(runId) ?? endedBeforeStart(ctx, runId),
     activeRuns: () => [...live.values()].map((run) => run.record),
 
     announce({ sessionKey, agentId, text, label }) {

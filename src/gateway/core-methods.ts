@@ -152,6 +152,15 @@ function toHistoryRow(message: ChatHistoryMessage, maxChars: number): Record<str
   };
 }
 
+/** What a key's cached answer says of its run: `ok` or `error`, with the error. */
+function outcomeOf(runId: string, result: Pick<ChatRunResult, 'status' | 'error'>): Record<string, unknown> {
+  return {
+    runId,
+    status: result.status === 'error' ? 'error' : 'ok',
+    ...(result.error ? { error: result.error } : {}),
+  };
+}
+
 /**
  * Registers the chat, session, agent, memory and health methods both protocols share. Session keys are
  * resolved here (short keys belong to the default agent); the services only ever see full keys.
@@ -192,13 +201,14 @@ export function registerCoreMethods(
     if (ack.status === 'in_flight')
       return { runId: ack.runId, duplicate: { runId: ack.runId, status: 'in_flight' } };
     dedupe.begin(input.idempotencyKey, ack.runId);
+    // The key's run ended before this cache knew it (before a restart, or longer ago than its window).
+    if (ack.status === 'ended') {
+      const outcome = outcomeOf(ack.runId, ack.outcome);
+      dedupe.finish(input.idempotencyKey, outcome);
+      return { runId: ack.runId, duplicate: { ...outcome, cached: true } };
+    }
     services.chat.wait(ack.runId).then(
-      (result) =>
-        dedupe.finish(input.idempotencyKey, {
-          runId: ack.runId,
-          status: result.status === 'error' ? 'error' : 'ok',
-          ...(result.error ? { error: result.error } : {}),
-        }),
+      (result) => dedupe.finish(input.idempotencyKey, outcomeOf(ack.runId, result)),
       () => dedupe.forget(input.idempotencyKey),
     );
     return { runId: ack.runId, duplicate: undefined };

@@ -39,7 +39,8 @@ export interface ChatHistoryMessage {
 export interface GatewayChatService {
   /**
    * Starts a run for one user message (the engage loop publishes its `run:*` events on the bus). Runs of one
-   * session are serialized by the service. `status: 'in_flight'` when a run with this idempotency key exists.
+   * session are serialized by the service. `status: 'in_flight'` when a run with this idempotency key is
+   * queued or running; `ended` when it has ended, also before a restart, with how.
    */
   send(input: {
     sessionKey: string;
@@ -47,7 +48,10 @@ export interface GatewayChatService {
     text: string;
     idempotencyKey: string;
     source: ChatSource;
-  }): Promise<{ runId: string; status: 'started' | 'in_flight' }>;
+  }): Promise<
+    | { runId: string; status: 'started' | 'in_flight' }
+    | { runId: string; status: 'ended'; outcome: Pick<ChatRunResult, 'status' | 'error'> }
+  >;
   /**
    * Resolves when the run ends (after `run:finished` was published). Rejects with a UserInputError `TIMEOUT`
    * when `timeoutMs` passes first (the run continues) and `NOT_FOUND` for an unknown run.

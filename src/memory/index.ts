@@ -53,4 +53,5 @@ export type {
   SessionRef,
   SessionStats,
   SnapshotResult,
+  TurnEntryMark,
 } from './types.js';

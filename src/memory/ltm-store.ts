@@ -10,7 +10,7 @@ import {
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { forEachIndexTerm, isPlainToken, porterStem } from './porter.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
-import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef } from './types.js';
+import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef, TurnEntryMark } from './types.js';
 import { readVocabulary } from './vocabulary-reader.js';
 
 /** An entry as kept in RAM and in the database: the public entry plus its position and row id. */
@@ -1969,6 +1969,41 @@ export function createLtmStore(
         [...params, options.limit],
       );
       return rows.map(rowToEntry).reverse();
+    },
+
+    /**
+     * Where user and assistant entries of every key sit, newest first: at most `limit` rows before row
+     * `beforeRowId` (from the newest when undefined). It walks the primary key backwards, no other index: a
+     * page of a walk back through time, which row ids follow. Content is not read.
+     */
+    async turnMarksBefore(
+      beforeRowId: number | undefined,
+      limit: number,
+    ): Promise<Array<TurnEntryMark & { rowId: number }>> {
+      const params: SqlValue[] = [];
+      let where = "kind = 'entry' AND role IN ('user', 'assistant')";
+      if (beforeRowId !== undefined) {
+        where += ' AND id < ?';
+        params.push(beforeRowId);
+      }
+      const rows = await db.all<
+        Pick<
+          EntryRow,
+          'id' | 'session_key' | 'memory_id' | 'agent_id' | 'role' | 'metadata' | 'created_at_ms'
+        >
+      >(
+        `SELECT id, session_key, memory_id, agent_id, role, metadata, created_at_ms FROM memory_entries WHERE ${where} ORDER BY id DESC LIMIT ?`,
+        [...params, limit],
+      );
+      return rows.map((row) => ({
+        rowId: Number(row.id),
+        address: `${row.session_key}#${Number(row.memory_id)}`,
+        sessionKey: row.session_key,
+        agentId: row.agent_id,
+        role: row.role as TurnEntryMark['role'],
+        ...(row.metadata ? { metadata: parseJsonObject(row.metadata) } : {}),
+        createdAtMs: Number(row.created_at_ms),
+      }));
     },
 
     /** Deletes everything stored for a key except its MemoryID counter (so ids are never reused). */

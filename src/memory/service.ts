@@ -41,6 +41,7 @@ import type {
   SessionRef,
   SessionStats,
   SnapshotResult,
+  TurnEntryMark,
 } from './types.js';
 
 export type {
@@ -126,6 +127,12 @@ export interface MemoryService {
   get(address: string): Promise<MemoryEntry | undefined>;
   /** User and assistant entries of a key, oldest first (the last `limit` before `beforeMemoryId`). */
   history(sessionKey: string, options?: HistoryOptions): Promise<HistoryEntry[]>;
+  /**
+   * Where each user and assistant entry of every key written since `sinceMs` sits, newest first, at most
+   * `maxEntries`, without its content: what a start reads to know the chat turns answered before it. From
+   * the database only: a start has nothing queued in RAM.
+   */
+  recentTurnMarks(options: { sinceMs: number; maxEntries: number }): Promise<TurnEntryMark[]>;
   /** A short block of relevant memories for the prompt, leaving out what is already in the context. */
   recallForPrompt(options: {
     agentId: string;
@@ -152,6 +159,9 @@ export interface MemoryService {
    */
   reportWriteFailure(error: unknown): void;
 }
+
+/** Rows a read of `recentTurnMarks` asks for at once. */
+const recentMarksPage = 1_000;
 
 /**
  * The memory service: per-session RAM contexts with stable MemoryIDs, written through to the database,
@@ -199,6 +209,25 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     search: (searchOptions) => search(ctx, searchOptions),
     get: (address) => getEntry(ctx, address),
     history: (sessionKey, historyOptions) => history(ctx, sessionKey, historyOptions),
+    async recentTurnMarks({ sinceMs, maxEntries }) {
+      const found: TurnEntryMark[] = [];
+      let before: number | undefined;
+      while (found.length < maxEntries) {
+        const page = await ctx.ltm.turnMarksBefore(
+          before,
+          Math.min(recentMarksPage, maxEntries - found.length),
+        );
+        for (const mark of page) {
+          // Row ids follow time: the first row older than the window ends the walk.
+          if (mark.createdAtMs < sinceMs) return found;
+          const { rowId: _rowId, ...located } = mark;
+          found.push(located);
+        }
+        if (page.length === 0) return found;
+        before = page[page.length - 1]!.rowId;
+      }
+      return found;
+    },
     recallForPrompt: (promptOptions) => recallForPrompt(ctx, promptOptions),
     async deleteSessionKey(sessionKey) {
       const sessionIds = new Set(ctx.sessions.ofKey(sessionKey).map((ram) => ram.ref.sessionId));

@@ -47,6 +47,16 @@ export interface MemoryEntry {
   metadata?: Record<string, unknown>;
 }
 
+/** Where a user or assistant entry sits, without its content (`MemoryService.recentTurnMarks`). */
+export interface TurnEntryMark {
+  address: string;
+  sessionKey: string;
+  agentId: string;
+  role: 'user' | 'assistant';
+  createdAtMs: number;
+  metadata?: Record<string, unknown> | undefined;
+}
+
 /** What a caller appends. Tool data is validated for consistency with the role. */
 export type AppendInput =
   | { role: 'user' | 'system'; content: string; metadata?: Record<string, unknown>; createdAtMs?: number }

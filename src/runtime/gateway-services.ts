@@ -52,8 +52,16 @@ export function createGatewayServices(options: {
   const { chat, sessions, memory } = options;
   return {
     chat: {
-      send: ({ sessionKey, agentId, text, idempotencyKey }) =>
-        chat.send({ sessionKey, agentId, text, idempotencyKey }),
+      async send({ sessionKey, agentId, text, idempotencyKey }) {
+        const ack = await chat.send({ sessionKey, agentId, text, idempotencyKey });
+        if (ack.status !== 'ended') return ack;
+        const { status, error } = ack.record;
+        return {
+          runId: ack.runId,
+          status: 'ended',
+          outcome: { status: status === 'running' ? 'error' : status, ...(error ? { error } : {}) },
+        };
+      },
       wait: async (runId, waitOptions) => {
         const record = await chat.wait(runId, waitOptions);
         return {

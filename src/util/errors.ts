@@ -117,6 +117,8 @@ export const ErrorCodes = {
   providerAuth: 'PROVIDER_AUTH',
   storeUnavailable: 'STORE_UNAVAILABLE',
   runInterrupted: 'RUN_INTERRUPTED',
+  /** A chat run that ended before a restart and stored no reply: failed, or answered nothing. */
+  runOutcomeUnknown: 'RUN_OUTCOME_UNKNOWN',
   schemaTooNew: 'SCHEMA_TOO_NEW',
   /** Stored JSON that is not JSON, too large, or not of the shape (or a version) this build can read. */
   jsonUndecodable: 'JSON_UNDECODABLE',

@@ -99,3 +99,37 @@ describe('chat service automatic recall', () => {
     await store.close();
   });
 });
+
+describeEachDatabase('chat service after a restart', (getDb) => {
+  it("answers a key sent again while the start still reads what the last process left, with its run's end", async () => {
+    const before = chatOn(getDb(), {});
+    expect((await turn(before, 'first', 'run-1')).status).toBe('completed');
+
+    const real = createMemoryService({ db: getDb(), bus: createBus() });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const memory: MemoryService = Object.create(real);
+    memory.recentTurnMarks = async (options) => {
+      await gate;
+      return real.recentTurnMarks(options);
+    };
+    const after = chatOn(getDb(), { memory });
+    const resumed = after.resumePending();
+    let answered = false;
+    const again = after
+      .send({ sessionKey, agentId: 'main', text: 'first', idempotencyKey: 'run-1' })
+      .then((ack) => {
+        answered = true;
+        return ack;
+      });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(answered).toBe(false);
+    release();
+    expect(await again).toMatchObject({ runId: 'run-1', status: 'ended', record: { status: 'completed' } });
+    expect(await resumed).toEqual([]);
+    expect((await after.wait('run-1')).text).toBe('answer');
+    expect((await real.history(sessionKey)).map((entry) => entry.content)).toEqual(['first', 'answer']);
+  });
+});

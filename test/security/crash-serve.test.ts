@@ -131,6 +131,22 @@ async function runCrashRounds(home: string, databaseUrl: string | undefined) {
       .toBe(0);
     const settledMs = Date.now() - crashedAt;
 
+    // Every acknowledged message sent again under its key, as a client that missed the answer would, is
+    // answered with how its run ended: none runs again (the counts below would show it twice).
+    for (const [text, runId] of ledger.acknowledgedMessages) {
+      const index = Number(runId.split('-')[2]);
+      const again = await client.call<{ runId: string; status: string; cached?: boolean }>('chat.send', {
+        sessionKey: sessionKeys[index % sessionKeys.length],
+        message: text,
+        idempotencyKey: runId,
+      });
+      expect([runId, again.status, again.cached]).toEqual([
+        runId,
+        again.status === 'error' ? 'error' : 'ok',
+        true,
+      ]);
+    }
+
     let interrupted = 0;
     const userCounts = new Map<string, number>();
     for (const messages of await histories()) {

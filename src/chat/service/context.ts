@@ -36,6 +36,18 @@ export interface ChatContext {
   readonly lanes: ReturnType<typeof createKeyedMutex>;
   readonly live: Map<string, LiveRun>;
   readonly finished: Map<string, ChatRunRecord>;
+  /**
+   * Runs that ended before this start, read back from the transcript at `resumePending`: their idempotency
+   * keys are answered with how they ended, for `endedRunsWindowMs` after their end, not run again.
+   */
+  readonly endedBeforeStart: Map<string, ChatRunRecord>;
+  readonly endedRunsWindowMs: number;
+  readonly maxEndedRunsRead: number;
+  /**
+   * While `resumePending` reads what the last process left (interrupted runs, ended runs), `send` waits for
+   * it: a key sent again at once after a restart must find its run there, not start it a second time.
+   */
+  recovering: Promise<void> | undefined;
   readonly waiters: Map<string, Array<(record: ChatRunRecord) => void>>;
   /** Runs marked running in the inbox, to be marked ended once their turn is over. */
   readonly running: Set<string>;

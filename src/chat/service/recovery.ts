@@ -18,6 +18,12 @@ export async function markEnded(ctx: ChatContext, record: ChatRunRecord): Promis
   }
 }
 
+const interruptedError = {
+  code: ErrorCodes.runInterrupted,
+  message: 'agentd stopped before this reply was finished; send the message again to retry',
+  retryable: true,
+};
+
 /**
  * Runs marked running at start were cut off by a crash: their clients get an error final (and the
  * transcript a note) instead of silence. They are not run again: their tools may have acted already.
@@ -32,11 +38,7 @@ export async function failInterrupted(ctx: ChatContext): Promise<string[]> {
     const record = newRecord(ctx, run.runId, run.sessionKey, run.agentId);
     record.startedAt = run.startedAt;
     record.status = 'error';
-    record.error = {
-      code: ErrorCodes.runInterrupted,
-      message: 'agentd stopped before this reply was finished; send the message again to retry',
-      retryable: true,
-    };
+    record.error = { ...interruptedError };
     const ref = await refFor(ctx, run.sessionKey, run.agentId);
     const note = await options.memory.append(
       ref,
@@ -66,4 +68,73 @@ export async function failInterrupted(ctx: ChatContext): Promise<string[]> {
     remember(ctx, record);
   }
   return interrupted.map((run) => run.runId);
+}
+
+/** Entries read back per run at most: a user message and its reply, with room for tool rounds between. */
+const entriesPerEndedRun = 4;
+
+/**
+ * The runs that ended before this start, read back from the transcript (every entry of a run carries its
+ * run id, which is the idempotency key it was sent under): a client that sends a message again under its key
+ * after a restart, having missed the answer, is told how the run ended instead of having it answered twice.
+ * Runs whose entries are older than `endedRunsWindowMs` are not read. A run's newest assistant entry is its
+ * reply; a run with none failed (a failed turn writes no reply) or answered nothing, which the transcript
+ * cannot tell apart, so it is reported as RUN_OUTCOME_UNKNOWN.
+ */
+export async function readEndedRuns(ctx: ChatContext): Promise<number> {
+  const { options, clock, live, finished, endedBeforeStart } = ctx;
+  const marks = await options.memory.recentTurnMarks({
+    sinceMs: clock.now() - ctx.endedRunsWindowMs,
+    maxEntries: ctx.maxEndedRunsRead * entriesPerEndedRun,
+  });
+  const read = new Map<string, ChatRunRecord>();
+  // Newest first.
+  for (const mark of marks) {
+    const runId = mark.metadata?.runId;
+    if (typeof runId !== 'string' || live.has(runId) || finished.has(runId)) continue;
+    let record = read.get(runId);
+    if (!record) {
+      if (read.size >= ctx.maxEndedRunsRead) break;
+      record = newRecord(ctx, runId, mark.sessionKey, mark.agentId);
+      record.status = 'error';
+      record.error = {
+        code: ErrorCodes.runOutcomeUnknown,
+        message: 'this run ended before agentd restarted and stored no reply: it failed, or answered nothing',
+        retryable: true,
+      };
+      record.startedAt = mark.createdAtMs;
+      record.endedAt = mark.createdAtMs;
+      read.set(runId, record);
+    }
+    if (mark.role === 'user') {
+      record.userMemoryId = mark.address;
+      record.startedAt = mark.createdAtMs;
+    } else if (record.assistantMemoryId === undefined) {
+      record.assistantMemoryId = mark.address;
+      record.endedAt = mark.createdAtMs;
+      if (mark.metadata?.interrupted === true) record.error = { ...interruptedError };
+      else {
+        record.status = mark.metadata?.aborted === true ? 'aborted' : 'completed';
+        delete record.error;
+      }
+    }
+  }
+  for (const [runId, record] of read) endedBeforeStart.set(runId, record);
+  return read.size;
+}
+
+/** A run `readEndedRuns` found, while its key is still answered with its end. */
+export function endedBeforeStart(ctx: ChatContext, runId: string): ChatRunRecord | undefined {
+  const record = ctx.endedBeforeStart.get(runId);
+  if (record === undefined) return undefined;
+  if (ctx.clock.now() - (record.endedAt ?? record.startedAt) < ctx.endedRunsWindowMs) return record;
+  ctx.endedBeforeStart.delete(runId);
+  return undefined;
+}
+
+/** A run read back by `readEndedRuns` with its reply's text, read from the transcript at its first wait. */
+export async function withReplyText(ctx: ChatContext, record: ChatRunRecord): Promise<ChatRunRecord> {
+  if (record.text === '' && record.assistantMemoryId !== undefined && record.status !== 'error')
+    record.text = (await ctx.options.memory.get(record.assistantMemoryId))?.content ?? '';
+  return record;
 }

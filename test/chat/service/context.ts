@@ -3,6 +3,7 @@ import type { AutoRecall } from '../../../src/chat/auto-recall.js';
 import type { CreateChatServiceOptions, RunningRun } from '../../../src/chat/index.js';
 import type { ChatContext } from '../../../src/chat/service/context.js';
 import { TurnQueue } from '../../../src/chat/service/queue.js';
+import type { TurnEntryMark } from '../../../src/memory/index.js';
 import {
   createKeyedMutex,
   createManualClock,
@@ -26,6 +27,8 @@ export function fakeContext(
     runTurn?: CreateChatServiceOptions['runTurn'];
     /** The first this many session lookups fail as an unreachable store would. */
     sessionLookupFailures?: number;
+    /** What `memory.recentTurnMarks` finds, newest first. */
+    marks?: TurnEntryMark[];
   } = {},
 ) {
   const calls: Call[] = [];
@@ -98,6 +101,10 @@ export function fakeContext(
         await within?.();
         return inputs.map((input, index) => ({ ...(input as object), address: `batch:${index}` }));
       },
+      recentTurnMarks: async (read: { sinceMs: number; maxEntries: number }) => {
+        calls.push(['memory.recentTurnMarks', read]);
+        return (overrides.marks ?? []).slice(0, read.maxEntries);
+      },
       persist: async (ref: unknown, work: () => Promise<void>) => {
         calls.push(['memory.persist', ref]);
         await work();
@@ -136,6 +143,10 @@ export function fakeContext(
     lanes: createKeyedMutex(),
     live: new Map(),
     finished: new Map(),
+    endedBeforeStart: new Map(),
+    endedRunsWindowMs: 600_000,
+    maxEndedRunsRead: 10_000,
+    recovering: undefined,
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),

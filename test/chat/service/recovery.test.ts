@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { newRecord } from '../../../src/chat/service/records.js';
-import { failInterrupted, markEnded } from '../../../src/chat/service/recovery.js';
+import {
+  endedBeforeStart,
+  failInterrupted,
+  markEnded,
+  readEndedRuns,
+} from '../../../src/chat/service/recovery.js';
+import type { TurnEntryMark } from '../../../src/memory/index.js';
+import type { createManualClock } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
 
 describe('chat step: recovery', () => {
@@ -40,5 +47,84 @@ describe('chat step: recovery', () => {
     ctx.finished.set('known', record);
     await failInterrupted(ctx);
     expect(ctx.finished.get('known')).toBe(record);
+  });
+});
+
+describe('chat step: runs that ended before this start', () => {
+  const mark = (
+    runId: string,
+    role: 'user' | 'assistant',
+    memoryId: number,
+    createdAtMs: number,
+    more: Record<string, unknown> = {},
+  ): TurnEntryMark => ({
+    address: `s#${memoryId}`,
+    sessionKey: 's',
+    agentId: 'main',
+    role,
+    createdAtMs,
+    metadata: { runId, ...more },
+  });
+
+  it("reads each run's end from its newest assistant entry, and a run with none as RUN_OUTCOME_UNKNOWN", async () => {
+    const { ctx, calls } = fakeContext({
+      marks: [
+        mark('stopped', 'assistant', 9, 990, { interrupted: true }),
+        mark('stopped', 'user', 8, 980),
+        mark('failed', 'user', 7, 970),
+        mark('cut', 'assistant', 6, 960, { aborted: true }),
+        mark('cut', 'user', 5, 950),
+        mark('answered', 'assistant', 4, 940),
+        mark('answered', 'assistant', 3, 930),
+        mark('answered', 'user', 2, 920),
+        { ...mark('x', 'user', 1, 910), metadata: { injected: true } },
+      ],
+    });
+    await expect(readEndedRuns(ctx)).resolves.toBe(4);
+    expect(calls).toContainEqual([
+      'memory.recentTurnMarks',
+      { sinceMs: 1_000 - 600_000, maxEntries: 40_000 },
+    ]);
+    expect(endedBeforeStart(ctx, 'answered')).toMatchObject({
+      status: 'completed',
+      userMemoryId: 's#2',
+      assistantMemoryId: 's#4',
+      startedAt: 920,
+      endedAt: 940,
+    });
+    expect(endedBeforeStart(ctx, 'answered')?.error).toBeUndefined();
+    expect(endedBeforeStart(ctx, 'cut')).toMatchObject({ status: 'aborted', assistantMemoryId: 's#6' });
+    expect(endedBeforeStart(ctx, 'failed')).toMatchObject({
+      status: 'error',
+      userMemoryId: 's#7',
+      error: { code: 'RUN_OUTCOME_UNKNOWN' },
+    });
+    expect(endedBeforeStart(ctx, 'stopped')).toMatchObject({
+      status: 'error',
+      error: { code: 'RUN_INTERRUPTED' },
+    });
+  });
+
+  it('leaves out runs this process knows, stops at maxEndedRunsRead, and forgets a run past the window', async () => {
+    const { ctx } = fakeContext({
+      marks: [
+        mark('known', 'user', 4, 990),
+        mark('a', 'user', 3, 980),
+        mark('b', 'user', 2, 970),
+        mark('c', 'user', 1, 960),
+      ],
+    });
+    const known = newRecord(ctx, 'known', 's', 'main');
+    ctx.finished.set('known', known);
+    const limited = { ...ctx, maxEndedRunsRead: 2 };
+    await expect(readEndedRuns(limited)).resolves.toBe(2);
+    expect([...ctx.endedBeforeStart.keys()]).toEqual(['a', 'b']);
+
+    // `a` ended at 980 and the window is 600,000 ms: now is 1,000.
+    (ctx.clock as ReturnType<typeof createManualClock>).advance(599_979);
+    expect(endedBeforeStart(ctx, 'a')).toBeDefined();
+    (ctx.clock as ReturnType<typeof createManualClock>).advance(1);
+    expect(endedBeforeStart(ctx, 'a')).toBeUndefined();
+    expect(ctx.endedBeforeStart.has('a')).toBe(false);
   });
 });
