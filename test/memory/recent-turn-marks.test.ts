@@ -20,31 +20,18 @@ describeEachDatabase(
       await memory.append(first, { role: 'assistant', content: 'hello back', metadata: { runId: 'r1' } });
 
       const marks = await memory.recentTurnMarks({ sinceMs: windowStart, maxEntries: 100 });
+      const expected = (ref: typeof first, memoryId: number, role: string, atMs: number, runId: string) => ({
+        address: `${ref.sessionKey}#${memoryId}`,
+        sessionKey: ref.sessionKey,
+        agentId: ref.agentId,
+        role,
+        createdAtMs: windowStart + atMs,
+        metadata: { runId },
+      });
       expect(marks).toEqual([
-        {
-          address: `${first.sessionKey}#4`,
-          sessionKey: first.sessionKey,
-          agentId: 'alpha',
-          role: 'assistant',
-          createdAtMs: windowStart + 10,
-          metadata: { runId: 'r1' },
-        },
-        {
-          address: `${second.sessionKey}#1`,
-          sessionKey: second.sessionKey,
-          agentId: 'beta',
-          role: 'user',
-          createdAtMs: windowStart + 5,
-          metadata: { runId: 'r2' },
-        },
-        {
-          address: `${first.sessionKey}#2`,
-          sessionKey: first.sessionKey,
-          agentId: 'alpha',
-          role: 'user',
-          createdAtMs: windowStart,
-          metadata: { runId: 'r1' },
-        },
+        expected(first, 4, 'assistant', 10, 'r1'),
+        expected(second, 1, 'user', 5, 'r2'),
+        expected(first, 2, 'user', 0, 'r1'),
       ]);
       expect(await memory.recentTurnMarks({ sinceMs: windowStart, maxEntries: 2 })).toHaveLength(2);
 
