@@ -113,6 +113,18 @@ describe('a turn cut off by a crash', () => {
         runId: 'run-cut',
       });
       expect(waited).toMatchObject({ status: 'error', error: { code: 'RUN_INTERRUPTED' } });
+      // Sent again under its key, it is answered with that end, not run (nor left waiting as in flight).
+      const again = await client.call<Record<string, unknown>>('chat.send', {
+        sessionKey: 'agent:main:main',
+        message: 'cut off',
+        idempotencyKey: 'run-cut',
+      });
+      expect(again).toMatchObject({
+        runId: 'run-cut',
+        status: 'error',
+        cached: true,
+        error: { code: 'RUN_INTERRUPTED' },
+      });
       const history = await client.call<{ messages: Array<{ role: string; content: unknown }> }>(
         'chat.history',
         { sessionKey: 'agent:main:main' },
