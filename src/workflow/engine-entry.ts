@@ -6,4 +6,5 @@ export { inspectPersistedRun } from './inspector.js';
 export { loadWorkflow } from './loader.js';
 export { createSqlRecordStore } from './record-store.js';
 export { runWorkflowRepl } from './repl.js';
+export { concludeInterruptedRuns } from './run-owners.js';
 export { WorkflowValidationError } from './validate.js';

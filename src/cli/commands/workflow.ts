@@ -489,7 +489,8 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
     .addOption(tokenOption())
     .action(async (taskId: string, options: RemoteOptions & { json?: boolean }) => {
       try {
-        const { createSqlRecordStore, inspectPersistedRun } = await loadWorkflowEngine();
+        const { concludeInterruptedRuns, createSqlRecordStore, inspectPersistedRun } =
+          await loadWorkflowEngine();
         let report: InspectionReport | undefined;
         const location = options.url ? undefined : await deps.storeLocation();
         if (!location) {
@@ -502,6 +503,13 @@ export function registerWorkflowCommands(program: Command, deps: WorkflowCommand
         } else {
           const store = await openStore(location);
           try {
+            // A run whose process died reads `in_progress` until a process that runs workflows sweeps: this
+            // read sweeps first, so it shows such a run as it is (failed, INTERRUPTED).
+            await concludeInterruptedRuns(store.db, { now: Date.now() }).catch((error: unknown) =>
+              deps.stderr(
+                `agentd: could not conclude the workflow runs whose process stopped: ${error instanceof Error ? error.message : String(error)}\n`,
+              ),
+            );
             report = await inspectPersistedRun(createSqlRecordStore(store.db), taskId);
           } finally {
             await store.close();
