@@ -128,7 +128,7 @@ export interface MemoryService {
   /** User and assistant entries of a key, oldest first (the last `limit` before `beforeMemoryId`). */
   history(sessionKey: string, options?: HistoryOptions): Promise<HistoryEntry[]>;
   /**
-   * Where each user and assistant entry of every key written since `sinceMs` sits, newest first, at most
+   * Where each user and assistant entry of every key made since `sinceMs` sits, the last written first, at most
    * `maxEntries`, without its content: what a start reads to know the chat turns answered before it. From
    * the database only: a start has nothing queued in RAM.
    */
@@ -217,13 +217,17 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
           before,
           Math.min(recentMarksPage, maxEntries - found.length),
         );
+        // Row ids follow time, but not strictly: entries queued in RAM while the database refused writes
+        // are written later with the time they were made. So the walk ends at a page with nothing in the
+        // window, not at the first older row.
+        let inWindow = false;
         for (const mark of page) {
-          // Row ids follow time: the first row older than the window ends the walk.
-          if (mark.createdAtMs < sinceMs) return found;
+          if (mark.createdAtMs < sinceMs) continue;
+          inWindow = true;
           const { rowId: _rowId, ...located } = mark;
           found.push(located);
         }
-        if (page.length === 0) return found;
+        if (!inWindow) return found;
         before = page[page.length - 1]!.rowId;
       }
       return found;

@@ -35,6 +35,20 @@ describeEachDatabase(
       ]);
       expect(await memory.recentTurnMarks({ sinceMs: windowStart, maxEntries: 2 })).toHaveLength(2);
 
+      // Written last but made before the window (an entry queued in RAM while the disk was full): skipped,
+      // and the walk goes on past it to the window's rows.
+      await memory.append(second, {
+        role: 'assistant',
+        content: 'queued while full',
+        metadata: { runId: 'late' },
+        createdAtMs: windowStart - 1,
+      });
+      expect(
+        (await memory.recentTurnMarks({ sinceMs: windowStart, maxEntries: 100 })).map(
+          (mark) => mark.metadata?.runId,
+        ),
+      ).toEqual(['r1', 'r2', 'r1']);
+
       // More than one page (1,000 rows) of the window.
       await memory.appendBatch(
         first,
