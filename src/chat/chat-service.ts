@@ -23,6 +23,7 @@ import { createAutoRecall } from './auto-recall.js';
 import { createAcceptance } from './service/acceptance.js';
 import { InboxBacklog } from './service/backlog.js';
 import type { ChatContext } from './service/context.js';
+import { injectNote } from './service/inject.js';
 import { runLocalReply } from './service/local-reply.js';
 import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
@@ -212,6 +213,8 @@ export interface ChatService {
     role: 'assistant' | 'system';
     text: string;
     label?: string;
+    /** A note sent again under its key is answered with the entry written the first time (see `injectNote`). */
+    idempotencyKey?: string;
   }): Promise<{ memoryId: string }>;
   /** Archives the active session of the key (kept and recallable) and starts a fresh one. */
   reset(input: {
@@ -314,6 +317,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     endedRunsWindowMs: options.endedRunsWindowMs ?? 10 * 60_000,
     maxEndedRunsRead: options.maxEndedRunsRead ?? 10_000,
     recovering: undefined,
+    injectedKeys: new Map(),
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),
@@ -436,23 +440,9 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     abort,
 
-    async inject({ sessionKey, agentId, role, text, label }) {
-      const ref = await refFor(ctx, sessionKey, agentId);
-      // Answered with its MemoryID as stored: committed with the session's count, or refused whole with
-      // STORE_UNAVAILABLE, never kept in RAM for a later write that a restart would lose.
-      const entry = await options.memory.append(
-        ref,
-        {
-          role,
-          content: normalizeMessage(text, maxMessageChars),
-          metadata: { injected: true, ...(label ? { label } : {}) },
-        },
-        async (tx) => {
-          await options.sessions.touch(ref.sessionId, { messageDelta: 1, at: ctx.clock.now() }, tx);
-        },
-        { requireCommit: true },
-      );
-      return { memoryId: entry.address };
+    async inject(input) {
+      if (ctx.recovering) await ctx.recovering;
+      return injectNote(ctx, input, normalizeMessage(input.text, maxMessageChars));
     },
 
     reset: (input) => resetSession(ctx, input),

@@ -364,6 +364,7 @@ export function registerCoreMethods(
       message: z.string().min(1),
       label: z.string().max(200).optional(),
       role: z.enum(['assistant', 'system']).default('assistant'),
+      idempotencyKey: z.string().min(1).max(256).optional(),
     }),
     async handler(params, context) {
       const { sessionKey } = resolveSessionKey(params.sessionKey);
@@ -374,6 +375,7 @@ export function registerCoreMethods(
         role: params.role,
         text,
         ...(params.label !== undefined ? { label: params.label } : {}),
+        ...(params.idempotencyKey !== undefined ? { idempotencyKey: params.idempotencyKey } : {}),
       });
       return { ok: true, messageId: memoryId, memoryId };
     },

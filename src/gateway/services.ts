@@ -58,8 +58,17 @@ export interface GatewayChatService {
    */
   wait(runId: string, options?: { timeoutMs?: number }): Promise<ChatRunResult>;
   abort(input: { sessionKey: string; runId?: string }): Promise<{ aborted: boolean; runIds: string[] }>;
-  /** Appends a message to the transcript without starting a run. */
-  inject(input: { sessionKey: string; role: 'assistant' | 'system'; text: string; label?: string }): Promise<{
+  /**
+   * Appends a message to the transcript without starting a run; sent again under its `idempotencyKey`, it
+   * answers the entry already written.
+   */
+  inject(input: {
+    sessionKey: string;
+    role: 'assistant' | 'system';
+    text: string;
+    label?: string;
+    idempotencyKey?: string;
+  }): Promise<{
     memoryId: string;
   }>;
   /** Oldest first; `beforeMemoryId` pages backwards. */

@@ -45,6 +45,7 @@ export type {
   MemorySource,
   MemoryState,
   MemorySummaryItem,
+  MessageMark,
   PinLease,
   QueryOptions,
   RecallOptions,
@@ -53,5 +54,4 @@ export type {
   SessionRef,
   SessionStats,
   SnapshotResult,
-  TurnEntryMark,
 } from './types.js';

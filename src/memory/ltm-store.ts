@@ -10,7 +10,7 @@ import {
 import { ErrorCodes, isStoreUnavailable, SystemError } from '../util/index.js';
 import { forEachIndexTerm, isPlainToken, porterStem } from './porter.js';
 import { ftsAnyOf, ftsPhrase, tsqueryAnyOf, tsqueryPhrase } from './text.js';
-import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, SessionRef, TurnEntryMark } from './types.js';
+import type { MemoryEntry, MemoryKind, MemoryRole, MemoryState, MessageMark, SessionRef } from './types.js';
 import { readVocabulary } from './vocabulary-reader.js';
 
 /** An entry as kept in RAM and in the database: the public entry plus its position and row id. */
@@ -1972,16 +1972,17 @@ export function createLtmStore(
     },
 
     /**
-     * Where user and assistant entries of every key sit, newest first: at most `limit` rows before row
+     * Where the messages (user, assistant and system entries, not tool results) of every key sit, newest first: at most `limit` rows before row
      * `beforeRowId` (from the newest when undefined). It walks the primary key backwards, no other index: a
      * page of a walk back through time, which row ids follow. Content is not read.
      */
-    async turnMarksBefore(
+    async messageMarksBefore(
       beforeRowId: number | undefined,
       limit: number,
-    ): Promise<Array<TurnEntryMark & { rowId: number }>> {
+    ): Promise<Array<MessageMark & { rowId: number }>> {
       const params: SqlValue[] = [];
-      let where = "kind = 'entry' AND role IN ('user', 'assistant')";
+      // A tombstone (the mark of an evicted entry, role system) is no message.
+      let where = "kind = 'entry' AND role IN ('user', 'assistant', 'system') AND state <> 'tombstone'";
       if (beforeRowId !== undefined) {
         where += ' AND id < ?';
         params.push(beforeRowId);
@@ -2000,7 +2001,7 @@ export function createLtmStore(
         address: `${row.session_key}#${Number(row.memory_id)}`,
         sessionKey: row.session_key,
         agentId: row.agent_id,
-        role: row.role as TurnEntryMark['role'],
+        role: row.role as MessageMark['role'],
         ...(row.metadata ? { metadata: parseJsonObject(row.metadata) } : {}),
         createdAtMs: Number(row.created_at_ms),
       }));

@@ -33,6 +33,7 @@ import type {
   HistoryOptions,
   MemoryEntry,
   MemoryItem,
+  MessageMark,
   PinLease,
   QueryOptions,
   RecallOptions,
@@ -41,7 +42,6 @@ import type {
   SessionRef,
   SessionStats,
   SnapshotResult,
-  TurnEntryMark,
 } from './types.js';
 
 export type {
@@ -128,11 +128,12 @@ export interface MemoryService {
   /** User and assistant entries of a key, oldest first (the last `limit` before `beforeMemoryId`). */
   history(sessionKey: string, options?: HistoryOptions): Promise<HistoryEntry[]>;
   /**
-   * Where each user and assistant entry of every key made since `sinceMs` sits, the last written first, at most
-   * `maxEntries`, without its content: what a start reads to know the chat turns answered before it. From
-   * the database only: a start has nothing queued in RAM.
+   * Where each message (user, assistant and system entries, not tool results) of every key made since
+   * `sinceMs` sits, the last written first, at most `maxEntries`, without its content: what a start reads to
+   * know the chat turns answered and the notes injected before it. From the database only: a start has
+   * nothing queued in RAM.
    */
-  recentTurnMarks(options: { sinceMs: number; maxEntries: number }): Promise<TurnEntryMark[]>;
+  recentMessageMarks(options: { sinceMs: number; maxEntries: number }): Promise<MessageMark[]>;
   /** A short block of relevant memories for the prompt, leaving out what is already in the context. */
   recallForPrompt(options: {
     agentId: string;
@@ -160,7 +161,7 @@ export interface MemoryService {
   reportWriteFailure(error: unknown): void;
 }
 
-/** Rows a read of `recentTurnMarks` asks for at once. */
+/** Rows a read of `recentMessageMarks` asks for at once. */
 const recentMarksPage = 1_000;
 
 /**
@@ -209,11 +210,11 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     search: (searchOptions) => search(ctx, searchOptions),
     get: (address) => getEntry(ctx, address),
     history: (sessionKey, historyOptions) => history(ctx, sessionKey, historyOptions),
-    async recentTurnMarks({ sinceMs, maxEntries }) {
-      const found: TurnEntryMark[] = [];
+    async recentMessageMarks({ sinceMs, maxEntries }) {
+      const found: MessageMark[] = [];
       let before: number | undefined;
       while (found.length < maxEntries) {
-        const page = await ctx.ltm.turnMarksBefore(
+        const page = await ctx.ltm.messageMarksBefore(
           before,
           Math.min(recentMarksPage, maxEntries - found.length),
         );

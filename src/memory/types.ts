@@ -47,12 +47,12 @@ export interface MemoryEntry {
   metadata?: Record<string, unknown>;
 }
 
-/** Where a user or assistant entry sits, without its content (`MemoryService.recentTurnMarks`). */
-export interface TurnEntryMark {
+/** Where a user, assistant or system entry sits, without its content (`MemoryService.recentMessageMarks`). */
+export interface MessageMark {
   address: string;
   sessionKey: string;
   agentId: string;
-  role: 'user' | 'assistant';
+  role: 'user' | 'assistant' | 'system';
   createdAtMs: number;
   metadata?: Record<string, unknown> | undefined;
 }

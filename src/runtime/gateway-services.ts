@@ -78,8 +78,15 @@ export function createGatewayServices(options: {
         };
       },
       abort: (input) => chat.abort(input),
-      inject: ({ sessionKey, role, text, label }) =>
-        chat.inject({ sessionKey, agentId: agentOf(sessionKey), role, text, ...(label ? { label } : {}) }),
+      inject: ({ sessionKey, role, text, label, idempotencyKey }) =>
+        chat.inject({
+          sessionKey,
+          agentId: agentOf(sessionKey),
+          role,
+          text,
+          ...(label ? { label } : {}),
+          ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+        }),
       async history({ sessionKey, limit, beforeMemoryId }) {
         const before =
           beforeMemoryId === undefined

@@ -111,9 +111,9 @@ describeEachDatabase('chat service after a restart', (getDb) => {
       release = resolve;
     });
     const memory: MemoryService = Object.create(real);
-    memory.recentTurnMarks = async (options) => {
+    memory.recentMessageMarks = async (options) => {
       await gate;
-      return real.recentTurnMarks(options);
+      return real.recentMessageMarks(options);
     };
     const after = chatOn(getDb(), { memory });
     const resumed = after.resumePending();

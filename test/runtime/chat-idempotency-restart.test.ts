@@ -91,6 +91,39 @@ describe('chat.send idempotency keys across a restart', () => {
     expect(String(waited.text)).not.toBe('');
   }, 60_000);
 
+  it('answers a chat.inject sent again under its key with the note already written, also after a restart', async () => {
+    const home = tempHome();
+    let connected = await start(home);
+    // The second key's note is a system one: both roles are read back.
+    const inject = (message: string, idempotencyKey?: string) =>
+      connected.call<{ ok: boolean; memoryId: string }>('chat.inject', {
+        sessionKey,
+        message,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+        ...(idempotencyKey === 'note-2' ? { role: 'system' } : {}),
+      });
+    const first = await inject('Build 41 is out.', 'note-1');
+    expect(await inject('Build 41 is out.', 'note-1')).toEqual(first);
+    const [left, right] = await Promise.all([
+      inject('Twice at once.', 'note-2'),
+      inject('Twice at once.', 'note-2'),
+    ]);
+    expect(left).toEqual(right);
+    // Without a key every call is a note of its own.
+    await inject('No key.');
+    await inject('No key.');
+
+    connected = await start(home);
+    expect(await inject('Build 41 is out.', 'note-1')).toEqual(first);
+    expect(await inject('Twice at once.', 'note-2')).toEqual(left);
+    // Counted in the database: chat.history leaves system entries out.
+    const stored = async (content: string) =>
+      (await runtime!.store.db.all('SELECT 1 FROM memory_entries WHERE content = ?', [content])).length;
+    expect(await stored('Build 41 is out.')).toBe(1);
+    expect(await stored('Twice at once.')).toBe(1);
+    expect(await stored('No key.')).toBe(2);
+  }, 60_000);
+
   it('runs a key again once its run ended longer ago than the window (10 minutes)', async () => {
     const home = tempHome();
     let connected = await start(home);

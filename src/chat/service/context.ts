@@ -48,6 +48,8 @@ export interface ChatContext {
    * it: a key sent again at once after a restart must find its run there, not start it a second time.
    */
   recovering: Promise<void> | undefined;
+  /** `inject`'s idempotency keys: the address of each one's note and when it was written. */
+  readonly injectedKeys: Map<string, { address: Promise<string>; atMs: number }>;
   readonly waiters: Map<string, Array<(record: ChatRunRecord) => void>>;
   /** Runs marked running in the inbox, to be marked ended once their turn is over. */
   readonly running: Set<string>;

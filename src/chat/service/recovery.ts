@@ -1,6 +1,7 @@
 import { ErrorCodes } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
+import { rememberInjected } from './inject.js';
 import { newRecord, refFor, remember } from './records.js';
 
 /** In the session's write order, after the transcript the turn wrote (queued with it while degraded). */
@@ -79,19 +80,24 @@ const entriesPerEndedRun = 4;
  * after a restart, having missed the answer, is told how the run ended instead of having it answered twice.
  * Runs whose entries are older than `endedRunsWindowMs` are not read. A run's newest assistant entry is its
  * reply; a run with none failed (a failed turn writes no reply) or answered nothing, which the transcript
- * cannot tell apart, so it is reported as RUN_OUTCOME_UNKNOWN.
+ * cannot tell apart, so it is reported as RUN_OUTCOME_UNKNOWN. The idempotency keys of the notes injected
+ * in the window are read back the same way (`injectNote`).
  */
 export async function readEndedRuns(ctx: ChatContext): Promise<number> {
   const { options, clock, live, finished, endedBeforeStart } = ctx;
-  const marks = await options.memory.recentTurnMarks({
+  const marks = await options.memory.recentMessageMarks({
     sinceMs: clock.now() - ctx.endedRunsWindowMs,
     maxEntries: ctx.maxEndedRunsRead * entriesPerEndedRun,
   });
   const read = new Map<string, ChatRunRecord>();
-  // Newest first.
+  const injected: Array<[key: string, address: string, atMs: number]> = [];
+  // The last written first.
   for (const mark of marks) {
+    const injectedKey = mark.metadata?.injected === true ? mark.metadata.idempotencyKey : undefined;
+    if (typeof injectedKey === 'string') injected.push([injectedKey, mark.address, mark.createdAtMs]);
     const runId = mark.metadata?.runId;
-    if (typeof runId !== 'string' || live.has(runId) || finished.has(runId)) continue;
+    if (mark.role === 'system' || typeof runId !== 'string' || live.has(runId) || finished.has(runId))
+      continue;
     let record = read.get(runId);
     if (!record) {
       if (read.size >= ctx.maxEndedRunsRead) break;
@@ -120,6 +126,9 @@ export async function readEndedRuns(ctx: ChatContext): Promise<number> {
     }
   }
   for (const [runId, record] of read) endedBeforeStart.set(runId, record);
+  // The oldest first, so the newest are kept when there are more than the bound.
+  for (const [key, address, atMs] of injected.reverse())
+    if (!ctx.injectedKeys.has(key)) rememberInjected(ctx, key, { address: Promise.resolve(address), atMs });
   return read.size;
 }
 

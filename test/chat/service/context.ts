@@ -3,7 +3,7 @@ import type { AutoRecall } from '../../../src/chat/auto-recall.js';
 import type { CreateChatServiceOptions, RunningRun } from '../../../src/chat/index.js';
 import type { ChatContext } from '../../../src/chat/service/context.js';
 import { TurnQueue } from '../../../src/chat/service/queue.js';
-import type { TurnEntryMark } from '../../../src/memory/index.js';
+import type { MessageMark } from '../../../src/memory/index.js';
 import {
   createKeyedMutex,
   createManualClock,
@@ -27,8 +27,10 @@ export function fakeContext(
     runTurn?: CreateChatServiceOptions['runTurn'];
     /** The first this many session lookups fail as an unreachable store would. */
     sessionLookupFailures?: number;
-    /** What `memory.recentTurnMarks` finds, newest first. */
-    marks?: TurnEntryMark[];
+    /** What `memory.recentMessageMarks` finds, newest first. */
+    marks?: MessageMark[];
+    /** The first this many appends fail as a full disk would. */
+    appendFailures?: number;
   } = {},
 ) {
   const calls: Call[] = [];
@@ -40,6 +42,7 @@ export function fakeContext(
   );
   let activeTokens = 100;
   let lookupFailures = 0;
+  let appendFailures = 0;
   const options = {
     sessions: {
       touch: async (id: string, touch: unknown) => {
@@ -72,6 +75,12 @@ export function fakeContext(
     memory: {
       append: async (ref: unknown, input: { content: string }, within?: () => Promise<void>) => {
         calls.push(['memory.append', ref, input]);
+        if ((overrides.appendFailures ?? 0) > appendFailures++)
+          throw new SystemError({
+            code: ErrorCodes.storeUnavailable,
+            message: 'database or disk is full',
+            retryable: true,
+          });
         const address = `mem:${calls.length}`;
         await within?.();
         return { address };
@@ -101,8 +110,8 @@ export function fakeContext(
         await within?.();
         return inputs.map((input, index) => ({ ...(input as object), address: `batch:${index}` }));
       },
-      recentTurnMarks: async (read: { sinceMs: number; maxEntries: number }) => {
-        calls.push(['memory.recentTurnMarks', read]);
+      recentMessageMarks: async (read: { sinceMs: number; maxEntries: number }) => {
+        calls.push(['memory.recentMessageMarks', read]);
         return (overrides.marks ?? []).slice(0, read.maxEntries);
       },
       persist: async (ref: unknown, work: () => Promise<void>) => {
@@ -147,6 +156,7 @@ export function fakeContext(
     endedRunsWindowMs: 600_000,
     maxEndedRunsRead: 10_000,
     recovering: undefined,
+    injectedKeys: new Map(),
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),

@@ -6,7 +6,7 @@ import {
   markEnded,
   readEndedRuns,
 } from '../../../src/chat/service/recovery.js';
-import type { TurnEntryMark } from '../../../src/memory/index.js';
+import type { MessageMark } from '../../../src/memory/index.js';
 import type { createManualClock } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
 
@@ -57,7 +57,7 @@ describe('chat step: runs that ended before this start', () => {
     memoryId: number,
     createdAtMs: number,
     more: Record<string, unknown> = {},
-  ): TurnEntryMark => ({
+  ): MessageMark => ({
     address: `s#${memoryId}`,
     sessionKey: 's',
     agentId: 'main',
@@ -82,7 +82,7 @@ describe('chat step: runs that ended before this start', () => {
     });
     await expect(readEndedRuns(ctx)).resolves.toBe(4);
     expect(calls).toContainEqual([
-      'memory.recentTurnMarks',
+      'memory.recentMessageMarks',
       { sinceMs: 1_000 - 600_000, maxEntries: 40_000 },
     ]);
     expect(endedBeforeStart(ctx, 'answered')).toMatchObject({

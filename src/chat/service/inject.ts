@@ -1,0 +1,80 @@
+import type { ChatContext } from './context.js';
+import { refFor } from './records.js';
+
+export interface InjectInput {
+  sessionKey: string;
+  agentId: string;
+  role: 'assistant' | 'system';
+  text: string;
+  label?: string;
+  idempotencyKey?: string;
+}
+
+/**
+ * Appends a note to the transcript without a run. A note sent again under its idempotency key (by a client
+ * that missed the answer) is answered with the entry already written, for `endedRunsWindowMs`, also after a
+ * restart (`readEndedRuns` reads the keys back from the entries' metadata), not appended twice.
+ */
+export async function injectNote(
+  ctx: ChatContext,
+  input: InjectInput,
+  text: string,
+): Promise<{ memoryId: string }> {
+  const { sessionKey, agentId, role, label, idempotencyKey } = input;
+  if (idempotencyKey !== undefined) {
+    const known = injectedUnder(ctx, idempotencyKey);
+    if (known) return { memoryId: await known };
+  }
+  const appended = (async () => {
+    const ref = await refFor(ctx, sessionKey, agentId);
+    // Answered with its MemoryID as stored: committed with the session's count, or refused whole with
+    // STORE_UNAVAILABLE, never kept in RAM for a later write that a restart would lose.
+    const entry = await ctx.options.memory.append(
+      ref,
+      {
+        role,
+        content: text,
+        metadata: {
+          injected: true,
+          ...(label ? { label } : {}),
+          ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+        },
+      },
+      async (tx) => {
+        await ctx.options.sessions.touch(ref.sessionId, { messageDelta: 1, at: ctx.clock.now() }, tx);
+      },
+      { requireCommit: true },
+    );
+    return entry.address;
+  })();
+  if (idempotencyKey !== undefined) {
+    const remembered = { address: appended, atMs: ctx.clock.now() };
+    rememberInjected(ctx, idempotencyKey, remembered);
+    // Refused, it was not written: the key may be sent again.
+    appended.catch(() => {
+      if (ctx.injectedKeys.get(idempotencyKey) === remembered) ctx.injectedKeys.delete(idempotencyKey);
+    });
+  }
+  return { memoryId: await appended };
+}
+
+/** The address of the note written under `key`, while the key is still answered with it. */
+function injectedUnder(ctx: ChatContext, key: string): Promise<string> | undefined {
+  const known = ctx.injectedKeys.get(key);
+  if (known === undefined) return undefined;
+  if (ctx.clock.now() - known.atMs < ctx.endedRunsWindowMs) return known.address;
+  ctx.injectedKeys.delete(key);
+  return undefined;
+}
+
+/** Keeps at most `maxEndedRunsRead` keys, the oldest leaving first. */
+export function rememberInjected(
+  ctx: ChatContext,
+  key: string,
+  injected: { address: Promise<string>; atMs: number },
+): void {
+  ctx.injectedKeys.delete(key);
+  ctx.injectedKeys.set(key, injected);
+  if (ctx.injectedKeys.size > ctx.maxEndedRunsRead)
+    ctx.injectedKeys.delete(ctx.injectedKeys.keys().next().value as string);
+}
