@@ -23,7 +23,7 @@ import { createAutoRecall } from './auto-recall.js';
 import { createAcceptance } from './service/acceptance.js';
 import { InboxBacklog } from './service/backlog.js';
 import type { ChatContext } from './service/context.js';
-import { injectNote } from './service/inject.js';
+import { type ChatInjectInput, injectNote } from './service/inject.js';
 import { runLocalReply } from './service/local-reply.js';
 import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
@@ -207,15 +207,7 @@ export interface ChatService {
   }): Promise<ChatSendAck>;
   wait(runId: string, options?: { timeoutMs?: number }): Promise<ChatRunRecord>;
   abort(input: { sessionKey: string; runId?: string }): Promise<{ aborted: boolean; runIds: string[] }>;
-  inject(input: {
-    sessionKey: string;
-    agentId: string;
-    role: 'assistant' | 'system';
-    text: string;
-    label?: string;
-    /** A note sent again under its key is answered with the entry written the first time (see `injectNote`). */
-    idempotencyKey?: string;
-  }): Promise<{ memoryId: string }>;
+  inject(input: ChatInjectInput): Promise<{ memoryId: string }>;
   /** Archives the active session of the key (kept and recallable) and starts a fresh one. */
   reset(input: {
     sessionKey: string;

@@ -10,3 +10,4 @@ export {
   type SlashCommand,
 } from './chat-service.js';
 export { type ChatConfig, chatConfigSchema } from './config.js';
+export type { ChatInjectInput } from './service/inject.js';

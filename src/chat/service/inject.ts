@@ -1,12 +1,14 @@
 import type { ChatContext } from './context.js';
 import { refFor } from './records.js';
 
-export interface InjectInput {
+/** `ChatService.inject`'s input. */
+export interface ChatInjectInput {
   sessionKey: string;
   agentId: string;
   role: 'assistant' | 'system';
   text: string;
   label?: string;
+  /** A note sent again under its key is answered with the entry written the first time (see `injectNote`). */
   idempotencyKey?: string;
 }
 
@@ -17,7 +19,7 @@ export interface InjectInput {
  */
 export async function injectNote(
   ctx: ChatContext,
-  input: InjectInput,
+  input: ChatInjectInput,
   text: string,
 ): Promise<{ memoryId: string }> {
   const { sessionKey, agentId, role, label, idempotencyKey } = input;
