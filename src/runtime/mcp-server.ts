@@ -130,9 +130,15 @@ function createAgentdMcpServer(runtime: Runtime, Server: typeof McpServer): McpS
         description: z.string().max(20_000).default(''),
         agentId: z.string().min(1).max(64).optional().describe('a specific agent; any worker when omitted'),
         priority: z.number().int().min(-1000).max(1000).optional(),
+        idempotencyKey: z
+          .string()
+          .min(1)
+          .max(256)
+          .optional()
+          .describe('names this submission: called again with it, answers the item made the first time'),
       },
     },
-    guarded(async ({ title, description, agentId: agent, priority }) => {
+    guarded(async ({ title, description, agentId: agent, priority, idempotencyKey }) => {
       const submission = {
         kind: 'task',
         title,
@@ -140,6 +146,7 @@ function createAgentdMcpServer(runtime: Runtime, Server: typeof McpServer): McpS
         source: 'mcp',
         ...(agent ? { agentId: agent } : {}),
         ...(priority !== undefined ? { priority } : {}),
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
       };
       const submitted = await (runtime.work.pool ?? runtime.work.queue).submit(submission);
       return json(submitted);

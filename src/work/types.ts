@@ -57,6 +57,11 @@ export const workSubmissionSchema = z.object({
   /** Defaults to the parent's priority for child work, else 0. */
   priority: z.number().int().min(-1000).max(1000).optional(),
   dedupKey: z.string().min(1).max(500).optional(),
+  /**
+   * Names the submission: the same key again answers the item made the first time (`duplicate: true`),
+   * whatever its state, for as long as the item is kept.
+   */
+  idempotencyKey: z.string().min(1).max(256).optional(),
   parentId: z.string().min(1).optional(),
   maxAttempts: z.number().int().min(1).max(100).optional(),
   /** Not claimable for this long after submission. */
@@ -78,6 +83,8 @@ export interface SubmitResult {
   merged: boolean;
   /** The `merged` record kept for the duplicate submission. */
   mergedRecordId?: string;
+  /** The submission's idempotency key was submitted before: this is what that submission answered. */
+  duplicate?: true;
 }
 
 export interface ClaimFilter {

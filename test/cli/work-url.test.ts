@@ -105,6 +105,26 @@ describe('agentd work list|show --url', () => {
     expect(missing.code).toBe(2);
   });
 
+  it('work submit --idempotency-key run again answers the item made the first time, on the server and in process', async () => {
+    const home = tempHome();
+    writeFileSync(join(home, 'agentd.yaml'), 'features:\n  workers_v1: false\n');
+    const started = await startRuntime({ home });
+    runtime = started.runtime;
+    const remote = ['--url', started.url, '--token', started.runtime.state.token];
+    const submit = (...where: string[]) =>
+      run(['work', 'submit', 'task', 'Tar', 'the', 'deck', '--idempotency-key', 'deck-1', ...where]);
+
+    const first = await submit(...remote, '--json');
+    expect(first.code, `stderr: ${first.err}`).toBe(0);
+    const { id } = JSON.parse(first.out) as { id: string };
+    const again = await submit(...remote, '--json');
+    expect(JSON.parse(again.out)).toEqual({ id, merged: false, duplicate: true });
+    const inProcess = await submit('--home', home);
+    expect(inProcess.out).toBe(`${id} (submitted before under this idempotency key)\n`);
+    const items = await started.runtime.work.queue.list({});
+    expect(items.filter((item) => item.description === 'Tar the deck')).toHaveLength(1);
+  });
+
   it('cancel fails when the server cancelled nothing: an item that has ended, or no such item', async () => {
     // The default runtime has a worker pool, whose cancel answers the ids it cancelled and skips the rest.
     const started = await startRuntime();

@@ -102,6 +102,7 @@ interface SubmitAnswer {
   id: string;
   merged?: boolean;
   mergedRecordId?: string;
+  duplicate?: boolean;
 }
 
 function ago(ms: number): string {
@@ -251,6 +252,10 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
     .option('--agent <id>', 'agent that should do it')
     .option('--priority <n>', 'higher runs first')
     .option('--dedup-key <key>', 'merge into a live item with the same kind and key')
+    .option(
+      '--idempotency-key <key>',
+      'name this submission: run again, it answers the item made the first time instead of making another',
+    )
     .option('--params <json>', 'parameters as a JSON object')
     .option('--parent <id>', 'parent work item')
     .option('--session <key>', 'session the work belongs to')
@@ -266,6 +271,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           agent?: string;
           priority?: string;
           dedupKey?: string;
+          idempotencyKey?: string;
           params?: string;
           parent?: string;
           session?: string;
@@ -283,6 +289,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
             ...(options.agent ? { agentId: options.agent } : {}),
             ...(priority !== undefined ? { priority } : {}),
             ...(options.dedupKey ? { dedupKey: options.dedupKey } : {}),
+            ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
             ...(options.parent ? { parentId: options.parent } : {}),
             ...(options.session ? { sessionKey: options.session } : {}),
           };
@@ -291,9 +298,7 @@ export function registerWorkCommands(program: Command, deps: WorkCommandDeps): v
           if (options.json) printJson(io, result);
           else
             io.stdout(
-              result.merged
-                ? `merged into ${result.id} (record ${result.mergedRecordId})\n`
-                : `${result.id}\n`,
+              `${result.merged ? `merged into ${result.id} (record ${result.mergedRecordId})` : result.id}${result.duplicate ? ' (submitted before under this idempotency key)' : ''}\n`,
             );
         };
         await change(

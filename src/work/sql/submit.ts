@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { SqlValue } from '../../store/index.js';
+import type { SqlExecutor, SqlValue } from '../../store/index.js';
 import { ErrorCodes, formatZodIssues, UserInputError } from '../../util/index.js';
 import { rowToWorkItem, type WorkItemRow } from '../rows.js';
 import { isTerminalWorkState, liveWorkStates, WorkErrorCodes, type WorkState } from '../states.js';
@@ -53,6 +53,7 @@ const insertColumns = [
   'created_at',
   'updated_at',
   'resolved_at',
+  'submit_key',
 ];
 const insertSql = `INSERT INTO work_items (${insertColumns.join(', ')}) VALUES (${inList(insertColumns)})`;
 const handedOffColumns = [...insertColumns, 'lease_owner', 'lease_expires_at', 'started_at'];
@@ -114,15 +115,33 @@ function rowValues(
     now,
     now,
     row.state === 'merged' ? now : null,
+    input.idempotencyKey ?? null,
   ];
   if (handedOff) values.push(handedOff.claimer.workerId, handedOff.leaseExpiresAt, now);
   return values;
 }
 
-/** Child work and dedup read other rows first, so they run in a transaction. */
+/** What the submission made under `key` answered, if one did. */
+async function submittedUnder(tx: SqlExecutor, key: string): Promise<SubmitResult | undefined> {
+  const earlier = await tx.get<{ id: string; state: string; merged_into: string | null }>(
+    'SELECT id, state, merged_into FROM work_items WHERE submit_key = ?',
+    [key],
+  );
+  if (!earlier) return undefined;
+  return earlier.state === 'merged' && earlier.merged_into !== null
+    ? { id: earlier.merged_into, merged: true, mergedRecordId: earlier.id, duplicate: true }
+    : { id: earlier.id, merged: false, duplicate: true };
+}
+
+/** Child work, dedup and idempotency keys read other rows first, so they run in a transaction. */
 function submitChecked(ctx: QueueContext, input: ParsedSubmission, now: number): Promise<SubmitResult> {
   const { config } = ctx;
   return withEffects(ctx, async (tx, effects): Promise<SubmitResult> => {
+    // First: a retry of child work whose parent has ended since is answered, not refused.
+    if (input.idempotencyKey !== undefined) {
+      const earlier = await submittedUnder(tx, input.idempotencyKey);
+      if (earlier) return earlier;
+    }
     let depth = 0;
     let priority = input.priority ?? 0;
     let sessionKey = input.sessionKey ?? null;
@@ -169,21 +188,32 @@ function submitChecked(ctx: QueueContext, input: ParsedSubmission, now: number):
       sessionKey,
     };
     const handedOff = handOffTarget(ctx, input, now);
+    const keyed = input.dedupKey !== undefined || input.idempotencyKey !== undefined;
     const inserted = await tx.get<WorkItemRow>(
-      `${handedOff ? insertHandedOffSql : insertSql}${input.dedupKey !== undefined ? ' ON CONFLICT DO NOTHING' : ''} RETURNING *`,
+      `${handedOff ? insertHandedOffSql : insertSql}${keyed ? ' ON CONFLICT DO NOTHING' : ''} RETURNING *`,
       rowValues(ctx, input, fields, now, handedOff),
     );
     if (!inserted) {
-      // Merged into a live item: the worker's slot stays free.
+      // Merged into a live item, or another submission under the key committed first: the worker's slot
+      // stays free.
       if (handedOff) handedOff.claimer.slots++;
-      const live = await tx.get<WorkItemRow>(
-        `SELECT * FROM work_items WHERE kind = ? AND dedup_key = ? AND state IN (${inList(liveWorkStates)})`,
-        [input.kind, input.dedupKey!, ...liveWorkStates],
-      );
+      if (input.idempotencyKey !== undefined) {
+        const earlier = await submittedUnder(tx, input.idempotencyKey);
+        if (earlier) return earlier;
+      }
+      const live =
+        input.dedupKey === undefined
+          ? undefined
+          : await tx.get<WorkItemRow>(
+              `SELECT * FROM work_items WHERE kind = ? AND dedup_key = ? AND state IN (${inList(liveWorkStates)})`,
+              [input.kind, input.dedupKey, ...liveWorkStates],
+            );
+      // What it conflicted with is gone already (ended and pruned in between): the caller may try again.
       if (!live)
         throw new UserInputError({
           code: ErrorCodes.conflict,
           message: `work item id ${id} already exists.`,
+          retryable: true,
         });
       await tx.run(
         insertSql,
@@ -219,7 +249,8 @@ export async function submit(ctx: QueueContext, submission: WorkSubmission): Pro
   const input = parsed.data;
   const now = ctx.clock.now();
   if (input.delayMs) noteDeadline(ctx.state, now + input.delayMs);
-  if (input.parentId || input.dedupKey !== undefined) return submitChecked(ctx, input, now);
+  if (input.parentId || input.dedupKey !== undefined || input.idempotencyKey !== undefined)
+    return submitChecked(ctx, input, now);
   // Nothing to check against other rows: one statement (with its NOTIFY on Postgres), no transaction.
   const id = ctx.idGenerator('work');
   const state: WorkState = input.paused ? 'paused' : 'queued';

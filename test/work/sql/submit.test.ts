@@ -39,6 +39,60 @@ describeEachDatabase('work sql: submit', (getDb) => {
     expect(types()).toEqual(['work:submitted', 'work:merged']);
   });
 
+  it('answers an idempotency key submitted again with the item made the first time, in any state', async () => {
+    const { ctx, types } = stepContext(getDb());
+    const first = await submit(ctx, { kind: 'task', description: 'a', idempotencyKey: 'once' });
+    expect(first).toEqual({ id: expect.any(String), merged: false });
+    expect(await submit(ctx, { kind: 'task', description: 'a', idempotencyKey: 'once' })).toEqual({
+      id: first.id,
+      merged: false,
+      duplicate: true,
+    });
+    // Ended, it still answers: the dedup key would have made a second item by now.
+    await getDb().run("UPDATE work_items SET state = 'completed', resolved_at = 1 WHERE id = ?", [first.id]);
+    expect(await submit(ctx, { kind: 'task', description: 'a', idempotencyKey: 'once' })).toMatchObject({
+      id: first.id,
+      duplicate: true,
+    });
+    // At once, twice: one item.
+    const racing = await Promise.all([
+      submit(ctx, { kind: 'task', description: 'b', idempotencyKey: 'race' }),
+      submit(ctx, { kind: 'task', description: 'b', idempotencyKey: 'race' }),
+    ]);
+    expect(racing[0].id).toBe(racing[1].id);
+    expect(racing.filter((answer) => answer.duplicate)).toHaveLength(1);
+    const another = await submit(ctx, { kind: 'task', description: 'c', idempotencyKey: 'other' });
+    expect(another.id).not.toBe(first.id);
+    const rows = await getDb().all<{ n: number }>('SELECT COUNT(*) AS n FROM work_items');
+    expect(Number(rows[0]!.n)).toBe(3);
+    expect(types().filter((type) => type === 'work:submitted')).toHaveLength(3);
+  });
+
+  it('answers a key whose submission was merged with that merge, and child work whose parent ended since', async () => {
+    const { ctx } = stepContext(getDb());
+    const live = await submit(ctx, { kind: 'task', description: 'a', dedupKey: 'd' });
+    const merged = await submit(ctx, { kind: 'task', description: 'b', dedupKey: 'd', idempotencyKey: 'm' });
+    expect(merged).toMatchObject({ id: live.id, merged: true });
+    expect(await submit(ctx, { kind: 'task', description: 'b', dedupKey: 'd', idempotencyKey: 'm' })).toEqual(
+      {
+        ...merged,
+        duplicate: true,
+      },
+    );
+
+    const parent = await submitted(ctx, {});
+    const child = await submit(ctx, {
+      kind: 'task',
+      description: 'x',
+      parentId: parent.id,
+      idempotencyKey: 'c',
+    });
+    await getDb().run("UPDATE work_items SET state = 'completed', resolved_at = 1 WHERE id = ?", [parent.id]);
+    expect(
+      await submit(ctx, { kind: 'task', description: 'x', parentId: parent.id, idempotencyKey: 'c' }),
+    ).toEqual({ ...child, duplicate: true });
+  });
+
   it('child work inherits priority and session, and stops at the depth and fan-out limits', async () => {
     const { ctx } = stepContext(getDb(), { maxDepth: 1, maxChildren: 1 });
     const parent = await submitted(ctx, { priority: 7, sessionKey: 's1' });
