@@ -1,9 +1,12 @@
-// What the in-process A/Bs between builds of agentd share (bench/model-request-ab.ts, bench/local-model-ab.ts):
+// What the A/Bs between builds of agentd share (in process: bench/model-request-ab.ts, bench/local-model-ab.ts;
+// a process per tree and round: bench/workflow-durable-ab.ts, bench/work-submit-ab.ts):
 // the trees named on the command line, a module from each tree's dist/, rounds that alternate between them with
 // the order reversed every other round, and the table of each tree's figures against the first tree's. A tree
 // may be named twice, to see the method's own noise, so everything is kept by position.
+import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { takeFlag } from './args.js';
 import { median } from './stats.js';
 
 /** The trees named in `args` (resolved), or the usage and exit 2 when fewer than two are named. */
@@ -48,4 +51,87 @@ export function printTreeTable(trees: string[], figures: number[][], unit: strin
       `| ${tree} | ${median(own).toFixed(digits)} | ${Math.min(...own).toFixed(digits)}–${Math.max(...own).toFixed(digits)} | ×${median(ratios).toFixed(3)} |`,
     );
   }
+}
+
+/** Wall and CPU time of one unit of work, in µs. */
+export interface UnitCost {
+  wallUs: number;
+  cpuUs: number;
+}
+
+/**
+ * In a child process of `childProcessRounds`: `warmUp`, then the medians over `batches` batches of `perBatch`
+ * calls of `unit`, printed as the JSON line the parent reads.
+ */
+export async function printBatchMedians(
+  unit: () => Promise<unknown>,
+  options: { warmUp: () => Promise<void>; batches: number; perBatch: number },
+): Promise<void> {
+  await options.warmUp();
+  const costs: UnitCost[] = [];
+  for (let index = 0; index < options.batches; index++) costs.push(await timeBatch(unit, options.perBatch));
+  console.log(
+    JSON.stringify({
+      wallUs: median(costs.map((one) => one.wallUs)),
+      cpuUs: median(costs.map((one) => one.cpuUs)),
+    }),
+  );
+}
+
+/** `count` calls of `unit` one after another: wall and CPU µs a call. */
+export async function timeBatch(unit: () => Promise<unknown>, count: number): Promise<UnitCost> {
+  const startedAt = performance.now();
+  const cpu = process.cpuUsage();
+  for (let index = 0; index < count; index++) await unit();
+  const used = process.cpuUsage(cpu);
+  return {
+    wallUs: ((performance.now() - startedAt) * 1000) / count,
+    cpuUs: (used.user + used.system) / count,
+  };
+}
+
+/**
+ * Interleaved rounds of a process per tree and round, each running `script --child <tree>` (which ends with
+ * `printBatchMedians`' line), then the tables of wall and CPU time by tree.
+ */
+export async function childProcessRounds(
+  script: string,
+  trees: string[],
+  rounds: number,
+  titles: { wall: string; cpu: string; unit: string },
+): Promise<void> {
+  const cpu: number[][] = trees.map(() => []);
+  const wall = await interleavedRounds(trees.length, rounds, async (position) => {
+    const output = execFileSync(process.execPath, ['--import', 'tsx', script, '--child', trees[position]!], {
+      encoding: 'utf8',
+    });
+    const figures = JSON.parse(output.trim().split('\n').at(-1)!) as UnitCost;
+    cpu[position]!.push(figures.cpuUs);
+    return figures.wallUs;
+  });
+  console.log(`${titles.wall}\n`);
+  printTreeTable(trees, wall, titles.unit, 1);
+  console.log(`\n${titles.cpu}\n`);
+  printTreeTable(trees, cpu, titles.unit, 1);
+}
+
+/**
+ * The main of a process-per-tree A/B script: as a child (`--child <tree>`), `measure(tree)`; else the
+ * rounds over the trees named on the command line (`--rounds`, default `defaultRounds`).
+ */
+export async function runChildProcessAB(options: {
+  script: string;
+  usage: string;
+  defaultRounds: number;
+  measure: (tree: string) => Promise<void>;
+  titles: { wall: string; cpu: string; unit: string };
+}): Promise<void> {
+  const args = process.argv.slice(2);
+  const child = takeFlag(args, '--child');
+  if (child) {
+    await options.measure(child);
+    return;
+  }
+  const rounds = Number(takeFlag(args, '--rounds') ?? options.defaultRounds);
+  await childProcessRounds(options.script, treesFrom(args, options.usage), rounds, options.titles);
 }

@@ -6,15 +6,11 @@
 // bench/workflow-durable-ab.ts. Not a benchmark module (`npm run bench` does not run it); the trees need
 // dist/ built (see bench/chat-turn-ab.ts for a worktree of an older revision):
 //   npx tsx bench/work-submit-ab.ts /tmp/before . [--rounds 6]
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { takeFlag } from './args.js';
-import { interleavedRounds, printTreeTable, treesFrom } from './tree-ab.js';
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+import { printBatchMedians, runChildProcessAB } from './tree-ab.js';
 
 /** In a child: times `tree`'s submissions and prints `{ wallUs, cpuUs }` a submission. */
 async function measureTree(tree: string): Promise<void> {
@@ -26,26 +22,14 @@ async function measureTree(tree: string): Promise<void> {
     const store = await createStore({ stateDir: dir });
     const queue = createWorkQueue({ db: store.db });
     let next = 0;
-    const batch = async (submissions: number) => {
-      const startedAt = performance.now();
-      const cpu = process.cpuUsage();
-      for (let index = 0; index < submissions; index++)
-        await queue.submit({ kind: 'task', description: `job ${next++}` });
-      const used = process.cpuUsage(cpu);
-      return {
-        wallUs: ((performance.now() - startedAt) * 1000) / submissions,
-        cpuUs: (used.user + used.system) / submissions,
-      };
-    };
-    await batch(1_000);
-    const batches = [];
-    for (let index = 0; index < 10; index++) batches.push(await batch(500));
-    console.log(
-      JSON.stringify({
-        wallUs: median(batches.map((one) => one.wallUs)),
-        cpuUs: median(batches.map((one) => one.cpuUs)),
-      }),
-    );
+    const submit = () => queue.submit({ kind: 'task', description: `job ${next++}` });
+    await printBatchMedians(submit, {
+      warmUp: async () => {
+        for (let index = 0; index < 1_000; index++) await submit();
+      },
+      batches: 10,
+      perBatch: 500,
+    });
     await queue.close();
     await store.close();
   } finally {
@@ -53,26 +37,14 @@ async function measureTree(tree: string): Promise<void> {
   }
 }
 
-const args = process.argv.slice(2);
-const child = takeFlag(args, '--child');
-if (child) {
-  await measureTree(child);
-} else {
-  const rounds = Number(takeFlag(args, '--rounds') ?? 6);
-  const trees = treesFrom(args, 'work-submit-ab <tree> <tree> [...] [--rounds 6]');
-  const cpu: number[][] = trees.map(() => []);
-  const wall = await interleavedRounds(trees.length, rounds, async (position) => {
-    const output = execFileSync(
-      process.execPath,
-      ['--import', 'tsx', new URL(import.meta.url).pathname, '--child', trees[position]!],
-      { encoding: 'utf8' },
-    );
-    const figures = JSON.parse(output.trim().split('\n').at(-1)!) as { wallUs: number; cpuUs: number };
-    cpu[position]!.push(figures.cpuUs);
-    return figures.wallUs;
-  });
-  console.log('A work submission without a key on SQLite, wall time:\n');
-  printTreeTable(trees, wall, 'µs a submission', 1);
-  console.log('\nCPU time:\n');
-  printTreeTable(trees, cpu, 'µs a submission', 1);
-}
+await runChildProcessAB({
+  script: new URL(import.meta.url).pathname,
+  usage: 'work-submit-ab <tree> <tree> [...] [--rounds 6]',
+  defaultRounds: 6,
+  measure: measureTree,
+  titles: {
+    wall: 'A work submission without a key on SQLite, wall time:',
+    cpu: 'CPU time:',
+    unit: 'µs a submission',
+  },
+});

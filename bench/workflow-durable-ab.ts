@@ -6,13 +6,11 @@
 // benchmark module (`npm run bench` does not run it); the trees need dist/ built (see bench/chat-turn-ab.ts for
 // a worktree of an older revision):
 //   npx tsx bench/workflow-durable-ab.ts /tmp/before . [--rounds 5]
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { takeFlag } from './args.js';
-import { interleavedRounds, printTreeTable, treesFrom } from './tree-ab.js';
+import { printBatchMedians, runChildProcessAB, timeBatch } from './tree-ab.js';
 
 const workflowYaml = `version: 1
 id: chain
@@ -29,8 +27,6 @@ edges:
   - { from: n2, to: n3 }
   - { from: n3, to: exit }
 `;
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** In a child: times the durable chain of `tree` and prints `{ wallUs, cpuUs }` a run. */
 async function measureTree(tree: string): Promise<void> {
@@ -51,26 +47,15 @@ async function measureTree(tree: string): Promise<void> {
       workDir: workflowDir,
       functions: { n1: pass, n2: pass, n3: pass },
     });
-    const batch = async (runs: number) => {
-      const startedAt = performance.now();
-      const cpu = process.cpuUsage();
-      for (let run = 0; run < runs; run++) await engine.run('x');
-      const used = process.cpuUsage(cpu);
-      return {
-        wallUs: ((performance.now() - startedAt) * 1000) / runs,
-        cpuUs: (used.user + used.system) / runs,
-      };
-    };
-    const warmUntil = Date.now() + 2_000;
-    while (Date.now() < warmUntil) await batch(50);
-    const batches = [];
-    for (let index = 0; index < 10; index++) batches.push(await batch(200));
-    console.log(
-      JSON.stringify({
-        wallUs: median(batches.map((one) => one.wallUs)),
-        cpuUs: median(batches.map((one) => one.cpuUs)),
-      }),
-    );
+    const run = () => engine.run('x');
+    await printBatchMedians(run, {
+      warmUp: async () => {
+        const warmUntil = Date.now() + 2_000;
+        while (Date.now() < warmUntil) await timeBatch(run, 50);
+      },
+      batches: 10,
+      perBatch: 200,
+    });
     await engine.close();
     await store.close();
   } finally {
@@ -78,26 +63,14 @@ async function measureTree(tree: string): Promise<void> {
   }
 }
 
-const args = process.argv.slice(2);
-const child = takeFlag(args, '--child');
-if (child) {
-  await measureTree(child);
-} else {
-  const rounds = Number(takeFlag(args, '--rounds') ?? 5);
-  const trees = treesFrom(args, 'workflow-durable-ab <tree> <tree> [...] [--rounds 5]');
-  const cpu: number[][] = trees.map(() => []);
-  const wall = await interleavedRounds(trees.length, rounds, async (position) => {
-    const output = execFileSync(
-      process.execPath,
-      ['--import', 'tsx', new URL(import.meta.url).pathname, '--child', trees[position]!],
-      { encoding: 'utf8' },
-    );
-    const figures = JSON.parse(output.trim().split('\n').at(-1)!) as { wallUs: number; cpuUs: number };
-    cpu[position]!.push(figures.cpuUs);
-    return figures.wallUs;
-  });
-  console.log('Durable 3-node chain on SQLite, wall time a run:\n');
-  printTreeTable(trees, wall, 'µs a run', 1);
-  console.log('\nCPU time a run:\n');
-  printTreeTable(trees, cpu, 'µs a run', 1);
-}
+await runChildProcessAB({
+  script: new URL(import.meta.url).pathname,
+  usage: 'workflow-durable-ab <tree> <tree> [...] [--rounds 5]',
+  defaultRounds: 5,
+  measure: measureTree,
+  titles: {
+    wall: 'Durable 3-node chain on SQLite, wall time a run:',
+    cpu: 'CPU time a run:',
+    unit: 'µs a run',
+  },
+});
