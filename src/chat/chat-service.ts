@@ -10,6 +10,7 @@ import {
   type AbortSource,
   type Clock,
   createKeyedMutex,
+  createRecentMap,
   ErrorCodes,
   LazyAbortController,
   type Logger,
@@ -27,7 +28,7 @@ import { type ChatInjectInput, injectNote } from './service/inject.js';
 import { runLocalReply } from './service/local-reply.js';
 import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
-import { endedBeforeStart, failInterrupted, readEndedRuns, withReplyText } from './service/recovery.js';
+import { failInterrupted, readEndedRuns, withReplyText } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
 import { abortRuns, startTurn } from './service/turn.js';
 import { traceRecall } from './tracing.js';
@@ -275,6 +276,8 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
   const logger = options.logger ?? silentLogger;
   const maxMessageChars = options.maxMessageChars ?? 100_000;
   const maxRememberedRuns = options.maxRememberedRuns ?? 1_000;
+  const endedRunsWindowMs = options.endedRunsWindowMs ?? 10 * 60_000;
+  const maxEndedRunsRead = options.maxEndedRunsRead ?? 10_000;
   const autoRecall = options.autoRecall ?? true;
   const autoRecallBlocks = createAutoRecall({
     search: (ref, query) =>
@@ -305,11 +308,11 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     lanes: createKeyedMutex(),
     live: new Map(),
     finished: new Map(),
-    endedBeforeStart: new Map(),
-    endedRunsWindowMs: options.endedRunsWindowMs ?? 10 * 60_000,
-    maxEndedRunsRead: options.maxEndedRunsRead ?? 10_000,
+    endedBeforeStart: createRecentMap({ windowMs: endedRunsWindowMs, maxEntries: maxEndedRunsRead, clock }),
+    endedRunsWindowMs,
+    maxEndedRunsRead,
     recovering: undefined,
-    injectedKeys: new Map(),
+    injectedKeys: createRecentMap({ windowMs: endedRunsWindowMs, maxEntries: maxEndedRunsRead, clock }),
     waiters: new Map(),
     running: new Set(),
     unsettledTurns: new StringDictionary(),
@@ -327,7 +330,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     async send({ sessionKey, agentId, text, idempotencyKey }) {
       if (ctx.recovering) await ctx.recovering;
       if (live.has(idempotencyKey)) return { runId: idempotencyKey, status: 'in_flight' };
-      const ended = finished.get(idempotencyKey) ?? endedBeforeStart(ctx, idempotencyKey);
+      const ended = finished.get(idempotencyKey) ?? ctx.endedBeforeStart.get(idempotencyKey);
       if (ended) return { runId: idempotencyKey, status: 'ended', record: ended };
       const message = normalizeMessage(text, maxMessageChars);
       const trimmed = message.trim();
@@ -396,7 +399,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     wait(runId, waitOptions = {}) {
       const known = finished.get(runId);
       if (known) return Promise.resolve(known);
-      const before = endedBeforeStart(ctx, runId);
+      const before = ctx.endedBeforeStart.get(runId);
       if (before) return withReplyText(ctx, before);
       if (!live.has(runId)) {
         return Promise.reject(new UserInputError({ code: ErrorCodes.notFound, message: `no run ${runId}` }));
@@ -439,7 +442,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
 
     reset: (input) => resetSession(ctx, input),
     compact: (input) => compactSession(ctx, input),
-    get: (runId) => live.get(runId)?.record ?? finished.get(runId) ?? endedBeforeStart(ctx, runId),
+    get: (runId) => live.get(runId)?.record ?? finished.get(runId) ?? ctx.endedBeforeStart.get(runId),
     activeRuns: () => [...live.values()].map((run) => run.record),
 
     announce({ sessionKey, agentId, text, label }) {

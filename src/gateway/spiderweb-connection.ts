@@ -1,5 +1,5 @@
 import type WebSocket from 'ws';
-import { ErrorCodes } from '../util/index.js';
+import { ErrorCodes, rememberNewest } from '../util/index.js';
 import {
   type ConnectionDeps,
   closeGraceMs,
@@ -515,6 +515,5 @@ export function acceptSpiderwebConnection(
 const maxRememberedPlans = 16;
 
 function rememberBounded<Value>(map: Map<string, Value>, key: string, value: Value): void {
-  map.set(key, value);
-  if (map.size > maxRememberedPlans) map.delete(map.keys().next().value!);
+  rememberNewest(map, key, value, maxRememberedPlans);
 }

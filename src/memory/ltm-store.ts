@@ -1972,14 +1972,15 @@ export function createLtmStore(
     },
 
     /**
-     * Where the messages (user, assistant and system entries, not tool results) of every key sit, newest first: at most `limit` rows before row
-     * `beforeRowId` (from the newest when undefined). It walks the primary key backwards, no other index: a
-     * page of a walk back through time, which row ids follow. Content is not read.
+     * Where the messages (user, assistant and system entries, not tool results) of every key sit, newest
+     * first: at most `limit` rows before row `beforeRowId` (from the newest when undefined), and the row id
+     * to read on from. It walks the primary key backwards, no other index: a page of a walk back through
+     * time, which row ids follow. Content is not read.
      */
     async messageMarksBefore(
       beforeRowId: number | undefined,
       limit: number,
-    ): Promise<Array<MessageMark & { rowId: number }>> {
+    ): Promise<{ marks: MessageMark[]; lastRowId: number | undefined }> {
       const params: SqlValue[] = [];
       // A tombstone (the mark of an evicted entry, role system) is no message.
       let where = "kind = 'entry' AND role IN ('user', 'assistant', 'system') AND state <> 'tombstone'";
@@ -1996,8 +1997,7 @@ export function createLtmStore(
         `SELECT id, session_key, memory_id, agent_id, role, metadata, created_at_ms FROM memory_entries WHERE ${where} ORDER BY id DESC LIMIT ?`,
         [...params, limit],
       );
-      return rows.map((row) => ({
-        rowId: Number(row.id),
+      const marks = rows.map((row) => ({
         address: `${row.session_key}#${Number(row.memory_id)}`,
         sessionKey: row.session_key,
         agentId: row.agent_id,
@@ -2005,6 +2005,7 @@ export function createLtmStore(
         ...(row.metadata ? { metadata: parseJsonObject(row.metadata) } : {}),
         createdAtMs: Number(row.created_at_ms),
       }));
+      return { marks, lastRowId: rows.length > 0 ? Number(rows[rows.length - 1]!.id) : undefined };
     },
 
     /** Deletes everything stored for a key except its MemoryID counter (so ids are never reused). */

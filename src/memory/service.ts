@@ -214,7 +214,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       const found: MessageMark[] = [];
       let before: number | undefined;
       while (found.length < maxEntries) {
-        const page = await ctx.ltm.messageMarksBefore(
+        const { marks, lastRowId } = await ctx.ltm.messageMarksBefore(
           before,
           Math.min(recentMarksPage, maxEntries - found.length),
         );
@@ -222,14 +222,13 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         // are written later with the time they were made. So the walk ends at a page with nothing in the
         // window, not at the first older row.
         let inWindow = false;
-        for (const mark of page) {
+        for (const mark of marks) {
           if (mark.createdAtMs < sinceMs) continue;
           inWindow = true;
-          const { rowId: _rowId, ...located } = mark;
-          found.push(located);
+          found.push(mark);
         }
         if (!inWindow) return found;
-        before = page[page.length - 1]!.rowId;
+        before = lastRowId;
       }
       return found;
     },

@@ -1,5 +1,12 @@
 import type { Clock, IdGenerator } from '../util/index.js';
-import { createIdGenerator, ErrorCodes, SystemError, systemClock, UserInputError } from '../util/index.js';
+import {
+  createIdGenerator,
+  ErrorCodes,
+  rememberNewest,
+  SystemError,
+  systemClock,
+  UserInputError,
+} from '../util/index.js';
 import type { SqlDatabase, SqlExecutor, SqlValue } from './database.js';
 
 export type SessionStatus = 'active' | 'archived';
@@ -147,9 +154,7 @@ const maxRememberedSessions = 10_000;
 
 /** Sets `key` as the newest entry of `map`, forgetting the oldest once there are too many. */
 function remember<Value>(map: Map<string, Value>, key: string, value: Value): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > maxRememberedSessions) map.delete(map.keys().next().value as string);
+  rememberNewest(map, key, value, maxRememberedSessions);
 }
 
 const maxSessionKeyLength = 512;

@@ -45,6 +45,7 @@ export {
   type PruneBatch,
   type RetentionScheduleOptions,
 } from './periodic-prune.js';
+export { createRecentMap, type RecentMap, rememberNewest } from './recent-map.js';
 export {
   createRefusedWrites,
   type RefusedWrites,

@@ -3,6 +3,7 @@ import type {
   createKeyedMutex,
   LazyAbortController,
   Logger,
+  RecentMap,
   StringDictionary,
 } from '../../util/index.js';
 import type { AutoRecall } from '../auto-recall.js';
@@ -40,7 +41,7 @@ export interface ChatContext {
    * Runs that ended before this start, read back from the transcript at `resumePending`: their idempotency
    * keys are answered with how they ended, for `endedRunsWindowMs` after their end, not run again.
    */
-  readonly endedBeforeStart: Map<string, ChatRunRecord>;
+  readonly endedBeforeStart: RecentMap<ChatRunRecord>;
   readonly endedRunsWindowMs: number;
   readonly maxEndedRunsRead: number;
   /**
@@ -48,8 +49,8 @@ export interface ChatContext {
    * it: a key sent again at once after a restart must find its run there, not start it a second time.
    */
   recovering: Promise<void> | undefined;
-  /** `inject`'s idempotency keys: the address of each one's note and when it was written. */
-  readonly injectedKeys: Map<string, { address: Promise<string>; atMs: number }>;
+  /** `inject`'s idempotency keys: the address of each one's note, for `endedRunsWindowMs` after it was written. */
+  readonly injectedKeys: RecentMap<Promise<string>>;
   readonly waiters: Map<string, Array<(record: ChatRunRecord) => void>>;
   /** Runs marked running in the inbox, to be marked ended once their turn is over. */
   readonly running: Set<string>;

@@ -24,7 +24,7 @@ export async function injectNote(
 ): Promise<{ memoryId: string }> {
   const { sessionKey, agentId, role, label, idempotencyKey } = input;
   if (idempotencyKey !== undefined) {
-    const known = injectedUnder(ctx, idempotencyKey);
+    const known = ctx.injectedKeys.get(idempotencyKey);
     if (known) return { memoryId: await known };
   }
   const appended = (async () => {
@@ -50,33 +50,11 @@ export async function injectNote(
     return entry.address;
   })();
   if (idempotencyKey !== undefined) {
-    const remembered = { address: appended, atMs: ctx.clock.now() };
-    rememberInjected(ctx, idempotencyKey, remembered);
+    ctx.injectedKeys.set(idempotencyKey, appended, ctx.clock.now());
     // Refused, it was not written: the key may be sent again.
     appended.catch(() => {
-      if (ctx.injectedKeys.get(idempotencyKey) === remembered) ctx.injectedKeys.delete(idempotencyKey);
+      if (ctx.injectedKeys.get(idempotencyKey) === appended) ctx.injectedKeys.delete(idempotencyKey);
     });
   }
   return { memoryId: await appended };
-}
-
-/** The address of the note written under `key`, while the key is still answered with it. */
-function injectedUnder(ctx: ChatContext, key: string): Promise<string> | undefined {
-  const known = ctx.injectedKeys.get(key);
-  if (known === undefined) return undefined;
-  if (ctx.clock.now() - known.atMs < ctx.endedRunsWindowMs) return known.address;
-  ctx.injectedKeys.delete(key);
-  return undefined;
-}
-
-/** Keeps at most `maxEndedRunsRead` keys, the oldest leaving first. */
-export function rememberInjected(
-  ctx: ChatContext,
-  key: string,
-  injected: { address: Promise<string>; atMs: number },
-): void {
-  ctx.injectedKeys.delete(key);
-  ctx.injectedKeys.set(key, injected);
-  if (ctx.injectedKeys.size > ctx.maxEndedRunsRead)
-    ctx.injectedKeys.delete(ctx.injectedKeys.keys().next().value as string);
 }

@@ -1,12 +1,11 @@
 import type { SessionRef } from '../../memory/index.js';
 import type { SqlExecutor } from '../../store/index.js';
+import { rememberNewest } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 
 export function remember(ctx: ChatContext, record: ChatRunRecord): void {
-  ctx.finished.set(record.runId, record);
-  if (ctx.finished.size > ctx.maxRememberedRuns)
-    ctx.finished.delete(ctx.finished.keys().next().value as string);
+  rememberNewest(ctx.finished, record.runId, record, ctx.maxRememberedRuns);
 }
 
 export function settle(ctx: ChatContext, record: ChatRunRecord): void {

@@ -1,7 +1,6 @@
 import { ErrorCodes } from '../../util/index.js';
 import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
-import { rememberInjected } from './inject.js';
 import { newRecord, refFor, remember } from './records.js';
 
 /** In the session's write order, after the transcript the turn wrote (queued with it while degraded). */
@@ -84,7 +83,7 @@ const entriesPerEndedRun = 4;
  * in the window are read back the same way (`injectNote`).
  */
 export async function readEndedRuns(ctx: ChatContext): Promise<number> {
-  const { options, clock, live, finished, endedBeforeStart } = ctx;
+  const { options, clock, live, finished } = ctx;
   const marks = await options.memory.recentMessageMarks({
     sinceMs: clock.now() - ctx.endedRunsWindowMs,
     maxEntries: ctx.maxEndedRunsRead * entriesPerEndedRun,
@@ -125,20 +124,12 @@ export async function readEndedRuns(ctx: ChatContext): Promise<number> {
       }
     }
   }
-  for (const [runId, record] of read) endedBeforeStart.set(runId, record);
+  for (const [runId, record] of read)
+    ctx.endedBeforeStart.set(runId, record, record.endedAt ?? record.startedAt);
   // The oldest first, so the newest are kept when there are more than the bound.
   for (const [key, address, atMs] of injected.reverse())
-    if (!ctx.injectedKeys.has(key)) rememberInjected(ctx, key, { address: Promise.resolve(address), atMs });
+    if (!ctx.injectedKeys.has(key)) ctx.injectedKeys.set(key, Promise.resolve(address), atMs);
   return read.size;
-}
-
-/** A run `readEndedRuns` found, while its key is still answered with its end. */
-export function endedBeforeStart(ctx: ChatContext, runId: string): ChatRunRecord | undefined {
-  const record = ctx.endedBeforeStart.get(runId);
-  if (record === undefined) return undefined;
-  if (ctx.clock.now() - (record.endedAt ?? record.startedAt) < ctx.endedRunsWindowMs) return record;
-  ctx.endedBeforeStart.delete(runId);
-  return undefined;
 }
 
 /** A run read back by `readEndedRuns` with its reply's text, read from the transcript at its first wait. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { injectNote } from '../../../src/chat/service/inject.js';
 import { readEndedRuns } from '../../../src/chat/service/recovery.js';
-import type { createManualClock } from '../../../src/util/index.js';
+import { type createManualClock, createRecentMap } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
 
 const note = (idempotencyKey?: string) => ({
@@ -48,13 +48,18 @@ describe('chat step: injected notes under an idempotency key', () => {
     const { ctx, calls } = fakeContext({
       marks: [mark('new', 3, 990), mark('mid', 2, 980), mark('old', 1, 970)],
     });
-    await readEndedRuns({ ...ctx, maxEndedRunsRead: 2 });
-    expect([...ctx.injectedKeys.keys()]).toEqual(['mid', 'new']);
-    expect(await injectNote(ctx, note('new'), 'a note')).toEqual({ memoryId: 's#3' });
+    const bounded = {
+      ...ctx,
+      maxEndedRunsRead: 2,
+      injectedKeys: createRecentMap<Promise<string>>({ windowMs: 600_000, maxEntries: 2, clock: ctx.clock }),
+    };
+    await readEndedRuns(bounded);
+    expect(['old', 'mid', 'new'].map((key) => bounded.injectedKeys.has(key))).toEqual([false, true, true]);
+    expect(await injectNote(bounded, note('new'), 'a note')).toEqual({ memoryId: 's#3' });
     expect(appends(calls)).toBe(0);
     // `mid` was written at 980 and the window is 600,000 ms: now is 1,000.
     (ctx.clock as ReturnType<typeof createManualClock>).advance(599_980);
-    await injectNote(ctx, note('mid'), 'a note');
+    await injectNote(bounded, note('mid'), 'a note');
     expect(appends(calls)).toBe(1);
   });
 });

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newRecord } from '../../../src/chat/service/records.js';
-import {
-  endedBeforeStart,
-  failInterrupted,
-  markEnded,
-  readEndedRuns,
-} from '../../../src/chat/service/recovery.js';
+import { failInterrupted, markEnded, readEndedRuns } from '../../../src/chat/service/recovery.js';
 import type { MessageMark } from '../../../src/memory/index.js';
 import type { createManualClock } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
@@ -85,21 +80,21 @@ describe('chat step: runs that ended before this start', () => {
       'memory.recentMessageMarks',
       { sinceMs: 1_000 - 600_000, maxEntries: 40_000 },
     ]);
-    expect(endedBeforeStart(ctx, 'answered')).toMatchObject({
+    expect(ctx.endedBeforeStart.get('answered')).toMatchObject({
       status: 'completed',
       userMemoryId: 's#2',
       assistantMemoryId: 's#4',
       startedAt: 920,
       endedAt: 940,
     });
-    expect(endedBeforeStart(ctx, 'answered')?.error).toBeUndefined();
-    expect(endedBeforeStart(ctx, 'cut')).toMatchObject({ status: 'aborted', assistantMemoryId: 's#6' });
-    expect(endedBeforeStart(ctx, 'failed')).toMatchObject({
+    expect(ctx.endedBeforeStart.get('answered')?.error).toBeUndefined();
+    expect(ctx.endedBeforeStart.get('cut')).toMatchObject({ status: 'aborted', assistantMemoryId: 's#6' });
+    expect(ctx.endedBeforeStart.get('failed')).toMatchObject({
       status: 'error',
       userMemoryId: 's#7',
       error: { code: 'RUN_OUTCOME_UNKNOWN' },
     });
-    expect(endedBeforeStart(ctx, 'stopped')).toMatchObject({
+    expect(ctx.endedBeforeStart.get('stopped')).toMatchObject({
       status: 'error',
       error: { code: 'RUN_INTERRUPTED' },
     });
@@ -118,13 +113,18 @@ describe('chat step: runs that ended before this start', () => {
     ctx.finished.set('known', known);
     const limited = { ...ctx, maxEndedRunsRead: 2 };
     await expect(readEndedRuns(limited)).resolves.toBe(2);
-    expect([...ctx.endedBeforeStart.keys()]).toEqual(['a', 'b']);
+    expect(['known', 'a', 'b', 'c'].map((key) => ctx.endedBeforeStart.has(key))).toEqual([
+      false,
+      true,
+      true,
+      false,
+    ]);
 
     // `a` ended at 980 and the window is 600,000 ms: now is 1,000.
     (ctx.clock as ReturnType<typeof createManualClock>).advance(599_979);
-    expect(endedBeforeStart(ctx, 'a')).toBeDefined();
+    expect(ctx.endedBeforeStart.get('a')).toBeDefined();
     (ctx.clock as ReturnType<typeof createManualClock>).advance(1);
-    expect(endedBeforeStart(ctx, 'a')).toBeUndefined();
+    expect(ctx.endedBeforeStart.get('a')).toBeUndefined();
     expect(ctx.endedBeforeStart.has('a')).toBe(false);
   });
 });
