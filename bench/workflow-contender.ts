@@ -113,8 +113,9 @@ async function agentdContender(
   };
 }
 
-// The four tables' multi-row INSERTs as `src/workflow/record-store.ts` words them (64/16/4/1 rows per
-// statement), and the columns that carry the run's id.
+// The multi-row INSERTs of the tables a run writes, as `src/workflow/record-store.ts` words them (64/16/4/1
+// rows per statement), and the columns that carry the run's id. A run's end records (its events and artifacts
+// besides those its stage rows stand for) are on its root task's row, `run_records`, since record version 3.
 const floorTables = [
   {
     table: 'workflow_tasks',
@@ -130,6 +131,8 @@ const floorTables = [
       'created_at',
       'updated_at',
       'completed_at',
+      'owner_id',
+      'run_records',
     ],
     tail: ' ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record, updated_at = excluded.updated_at, completed_at = excluded.completed_at',
     ids: ['task_id', 'root_task_id'],
@@ -148,27 +151,6 @@ const floorTables = [
     ],
     tail: '',
     ids: ['task_id', 'root_task_id'],
-  },
-  {
-    table: 'workflow_events',
-    columns: ['event_id', 'root_task_id', 'task_id', 'seq', 'stage_id', 'type', 'at', 'payload'],
-    tail: '',
-    ids: ['event_id', 'root_task_id', 'task_id'],
-  },
-  {
-    table: 'workflow_artifacts',
-    columns: [
-      'artifact_id',
-      'root_task_id',
-      'task_id',
-      'node_id',
-      'type',
-      'created_at',
-      'payload',
-      'metadata',
-    ],
-    tail: '',
-    ids: ['artifact_id', 'root_task_id', 'task_id'],
   },
 ];
 

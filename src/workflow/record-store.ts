@@ -1,11 +1,13 @@
 import { type SqlDatabase, type SqlExecutor, type SqlValue, sqlValueRows } from '../store/index.js';
+import { ErrorCodes, SystemError } from '../util/index.js';
 import { type Artifact, stageArtifact } from './artifacts.js';
 import {
   decodeArtifactColumns,
   decodeEvent,
+  decodeRunRecords,
   decodeStageRow,
   decodeTask,
-  encodeEvent,
+  encodeRunRecords,
   encodeStage,
   encodeTask,
   type StageColumns,
@@ -30,6 +32,12 @@ export interface WorkflowRecordWriter {
    * then not given: `loadRun` makes them from the record, once the run's end records are there.
    */
   appendStage(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): Promise<void>;
+  /**
+   * The run's end records, written once when it finished, onto its root task's row (migration 0046): a
+   * row each in `workflow_events` and `workflow_artifacts`, as before record version 3, made every run's
+   * commit write those tables' B-trees too, about 7 of a 3-node chain's 17 WAL pages. Fails when the root
+   * task has no row.
+   */
   saveRunRecords(
     rootTaskId: string,
     events: ReadonlyArray<TelemetryEvent>,
@@ -40,9 +48,10 @@ export interface WorkflowRecordWriter {
 /**
  * Durable record of workflow runs (migration 0006). Stage records are written as each stage completes;
  * task rows when a task starts, waits and concludes; events and artifacts at the end of the run, except
- * those a stage row stands for (see `appendStage`): a stage is then one row instead of four. `inspect`
- * and `agentd inspect` read runs back, also from another process. The JSON columns are versioned and
- * read through `records.ts`.
+ * those a stage row stands for (see `appendStage`): a stage is then one row instead of four. The end
+ * records are one document on the root task's row (`saveRunRecords`). `inspect` and `agentd inspect`
+ * read runs back, also from another process. The JSON columns are versioned and read through
+ * `records.ts`.
  */
 export interface WorkflowRecordStore extends WorkflowRecordWriter {
   /**
@@ -61,6 +70,7 @@ export interface WorkflowRecordStore extends WorkflowRecordWriter {
 
 // The rows of the four tables, as the statements below bind them.
 function taskRow(task: WorkflowTask, ownerId: string | null): SqlValue[] {
+  // The last value is the run's end records (`saveRunRecords`), which a task row is written without.
   return [
     task.taskId,
     task.rootTaskId,
@@ -74,8 +84,10 @@ function taskRow(task: WorkflowTask, ownerId: string | null): SqlValue[] {
     task.updatedAt,
     task.completedAt ?? null,
     ownerId,
+    null,
   ];
 }
+const runRecordsColumn = 12;
 
 function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): SqlValue[] {
   // The stage before it in the task, whose output may be this one's input (see `encodeStage`).
@@ -96,32 +108,6 @@ function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, end
   ];
 }
 
-function eventRow(rootTaskId: string, event: TelemetryEvent): SqlValue[] {
-  return [
-    event.eventId,
-    rootTaskId,
-    event.taskId,
-    Number(event.eventId.slice(event.eventId.lastIndexOf(':') + 1)),
-    event.stageId ?? null,
-    event.type,
-    event.timestamp,
-    encodeEvent(event),
-  ];
-}
-
-function artifactRow(rootTaskId: string, artifact: Artifact): SqlValue[] {
-  return [
-    artifact.artifactId,
-    rootTaskId,
-    artifact.taskId,
-    artifact.nodeId ?? null,
-    artifact.type,
-    artifact.createdAt,
-    JSON.stringify(artifact.payload ?? null),
-    JSON.stringify(artifact.metadata),
-  ];
-}
-
 /** One table's INSERT, cut where its VALUES go, with the prepared texts for each number of rows. */
 interface RowInsert {
   head: string;
@@ -135,21 +121,14 @@ function rowInsert(head: string, columns: number, tail = ''): RowInsert {
 }
 
 const taskInsert = rowInsert(
-  'INSERT INTO workflow_tasks (task_id, root_task_id, workflow_id, parent_task_id, lineage_type, lifecycle, status, record, created_at, updated_at, completed_at, owner_id) VALUES',
-  12,
+  'INSERT INTO workflow_tasks (task_id, root_task_id, workflow_id, parent_task_id, lineage_type, lifecycle, status, record, created_at, updated_at, completed_at, owner_id, run_records) VALUES',
+  13,
   ` ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record,
-           updated_at = excluded.updated_at, completed_at = excluded.completed_at`,
+           updated_at = excluded.updated_at, completed_at = excluded.completed_at,
+           run_records = COALESCE(excluded.run_records, workflow_tasks.run_records)`,
 );
 const stageInsert = rowInsert(
   'INSERT INTO workflow_stages (task_id, stage_index, root_task_id, node_id, node_status, record, started_at, completed_at) VALUES',
-  8,
-);
-const eventInsert = rowInsert(
-  'INSERT INTO workflow_events (event_id, root_task_id, task_id, seq, stage_id, type, at, payload) VALUES',
-  8,
-);
-const artifactInsert = rowInsert(
-  'INSERT INTO workflow_artifacts (artifact_id, root_task_id, task_id, node_id, type, created_at, payload, metadata) VALUES',
   8,
 );
 
@@ -215,26 +194,31 @@ function createRecordWriter(
     },
     async saveRunRecords(rootTaskId, events, artifacts) {
       if (events.length === 0 && artifacts.length === 0) return;
-      await atomically(async (tx) => {
-        await insertRows(
-          tx,
-          eventInsert,
-          events.map((event) => eventRow(rootTaskId, event)),
-        );
-        await insertRows(
-          tx,
-          artifactInsert,
-          artifacts.map((artifact) => artifactRow(rootTaskId, artifact)),
-        );
-      });
+      await saveRunRecordsOn(db, rootTaskId, encodeRunRecords(events, artifacts));
     },
   };
+}
+
+/** Writes a run's end records onto its root task's row, which must be there. */
+async function saveRunRecordsOn(db: SqlExecutor, rootTaskId: string, text: string): Promise<void> {
+  const { changes } = await db.run('UPDATE workflow_tasks SET run_records = ? WHERE task_id = ?', [
+    text,
+    rootTaskId,
+  ]);
+  if (changes === 0)
+    throw new SystemError({
+      code: ErrorCodes.notFound,
+      message: `the end records of workflow run ${rootTaskId} have no task row to go on: its root task's row was not written`,
+      details: { rootTaskId },
+    });
 }
 
 /**
  * The writer of a batch: records are encoded when written (so each shows the state it had then) and their
  * rows gathered per table, to be inserted together by `flush` inside the batch's transaction. A task written
- * twice in one batch is inserted once with its last row — what the upsert would have left.
+ * twice in one batch is inserted once with its last row — what the upsert would have left. A run's end
+ * records go onto its root task's row when the batch writes that row too (as a run whose end lands in one
+ * event-loop turn does): no statement of their own.
  */
 function createBatchWriter(
   tx: SqlExecutor,
@@ -242,26 +226,31 @@ function createBatchWriter(
 ): { writer: WorkflowRecordWriter; flush(): Promise<void> } {
   const tasks = new Map<string, SqlValue[]>();
   const stages: SqlValue[][] = [];
-  const events: SqlValue[][] = [];
-  const artifacts: SqlValue[][] = [];
+  /** End records of runs whose root task's row this batch does not write: [root task id, text]. */
+  const runRecordsOfOtherRows: Array<[string, string]> = [];
   return {
     writer: {
       async saveTask(task) {
-        tasks.set(task.taskId, taskRow(task, ownerId));
+        const row = taskRow(task, ownerId);
+        const earlier = tasks.get(task.taskId);
+        if (earlier !== undefined) row[runRecordsColumn] = earlier[runRecordsColumn]!;
+        tasks.set(task.taskId, row);
       },
       async appendStage(task, stage, startSeq, endSeq) {
         stages.push(stageRow(task, stage, startSeq, endSeq));
       },
       async saveRunRecords(rootTaskId, runEvents, runArtifacts) {
-        for (const event of runEvents) events.push(eventRow(rootTaskId, event));
-        for (const artifact of runArtifacts) artifacts.push(artifactRow(rootTaskId, artifact));
+        if (runEvents.length === 0 && runArtifacts.length === 0) return;
+        const text = encodeRunRecords(runEvents, runArtifacts);
+        const row = tasks.get(rootTaskId);
+        if (row !== undefined) row[runRecordsColumn] = text;
+        else runRecordsOfOtherRows.push([rootTaskId, text]);
       },
     },
     async flush() {
       await insertRows(tx, taskInsert, [...tasks.values()]);
       await insertRows(tx, stageInsert, stages);
-      await insertRows(tx, eventInsert, events);
-      await insertRows(tx, artifactInsert, artifacts);
+      for (const [rootTaskId, text] of runRecordsOfOtherRows) await saveRunRecordsOn(tx, rootTaskId, text);
     },
   };
 }
@@ -327,6 +316,7 @@ export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): Workflo
         'SELECT task_id, stage_index, node_id, node_status, started_at, completed_at, record FROM workflow_stages WHERE root_task_id = ? ORDER BY task_id, stage_index',
         [root],
       );
+      // Runs written before record version 3 keep their end records in these two tables.
       const eventRows = await db.all<{ payload: string }>(
         'SELECT payload FROM workflow_events WHERE root_task_id = ? ORDER BY seq',
         [root],
@@ -345,8 +335,8 @@ export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): Workflo
       );
       // The task rows last: the retention deletes a run whole in one transaction, so task rows still there
       // mean the reads before began before it, and saw the run whole too; none mean it went meanwhile.
-      const taskRows = await db.all<{ record: string }>(
-        'SELECT record FROM workflow_tasks WHERE root_task_id = ? ORDER BY created_at, task_id',
+      const taskRows = await db.all<{ task_id: string; record: string; run_records: string | null }>(
+        'SELECT task_id, record, run_records FROM workflow_tasks WHERE root_task_id = ? ORDER BY created_at, task_id',
         [root],
       );
       if (taskRows.length === 0) return undefined;
@@ -383,16 +373,21 @@ export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): Workflo
           ...decodeArtifactColumns(row.payload, row.metadata),
         }),
       );
+      const endRecords = taskRows.find((row) => row.task_id === root)?.run_records;
+      if (endRecords) {
+        const stored = decodeRunRecords(endRecords, root);
+        events = events.concat(stored.events);
+        artifacts = artifacts.concat(stored.artifacts);
+      }
       // The events and artifacts a run's stage rows stand for belong to its end records, written when the
       // run finished: a run that never finished (a crash) shows neither, as before rows stood for them.
       if (standIns.length > 0 && artifacts.some((artifact) => artifact.type === 'telemetry_snapshot')) {
         const metadata = { workflowId: tasks[0]!.workflowId };
         events = withStageEvents(events, standIns, root, metadata);
         for (const { taskId, stage } of standIns) artifacts.push(stageArtifact(root, taskId, stage));
-        artifacts = artifacts.sort(
-          (a, b) => a.createdAt - b.createdAt || compareText(a.artifactId, b.artifactId),
-        );
       }
+      // In time order, as the artifact rows were read.
+      artifacts.sort((a, b) => a.createdAt - b.createdAt || compareText(a.artifactId, b.artifactId));
       return { tasks, events, artifacts };
     },
     async listRuns(options = {}) {

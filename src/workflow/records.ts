@@ -7,16 +7,19 @@ import { schedulerEventTypes, type TelemetryEvent, telemetryEventTypes } from '.
 import { versioned } from './versioned.js';
 
 /**
- * Persisted workflow JSON — task records, stage records and events — carries `schemaVersion`. Version 1 is
- * the first to say so; records written before (version 0) have the same fields and read as version 1.
- * Version 2 changed only the stage record: it no longer repeats what its row's columns hold (index, node,
- * status, start and end), leaves out an input that is the previous stage's output, an empty `toolCalls`,
- * and may name the sequence numbers of the two events it stands for (see `StageRowExtras`). Task records
- * and events have the same shape in every version. A change of shape adds the next version here with an
- * upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus that
- * test/workflow/records.test.ts reads.
+ * Persisted workflow JSON — task records, stage records, events and a run's end records — carries
+ * `schemaVersion`. Version 1 is the first to say so; records written before (version 0) have the same
+ * fields and read as version 1. Version 2 changed only the stage record: it no longer repeats what its
+ * row's columns hold (index, node, status, start and end), leaves out an input that is the previous stage's
+ * output, an empty `toolCalls`, and may name the sequence numbers of the two events it stands for (see
+ * `StageRowExtras`). Version 3 writes a run's end records (its events and artifacts besides those its stage
+ * rows stand for) as one document on its root task's row (`encodeRunRecords`, migration 0046) instead of a
+ * row each in `workflow_events` and `workflow_artifacts`; the records themselves keep their shapes. Task
+ * records and events have the same shape in every version. A change of shape adds the next version here
+ * with an upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus
+ * that test/workflow/records.test.ts reads.
  */
-export const workflowRecordVersion = 2;
+export const workflowRecordVersion = 3;
 
 const outcome = z.enum(['success', 'failure', 'partial']);
 const errorShape = z.object({ code: z.string(), message: z.string() });
@@ -240,6 +243,85 @@ export function decodeTask(text: string): WorkflowTask {
 export function decodeEvent(text: string): TelemetryEvent {
   const event = decodeJson(text, storedEvent, { what: 'a workflow event' });
   return { ...event, stageId: event.stageId };
+}
+
+const storedArtifactSchema = z.object({
+  artifactId: z.string(),
+  taskId: z.string(),
+  nodeId: z.string().optional(),
+  type: z.enum(['node_output', 'tool_result', 'telemetry_snapshot']),
+  createdAt: z.number(),
+  payload: z.unknown().optional(),
+  metadata: jsonObject,
+});
+
+const storedRunRecords = versioned(
+  workflowRecordVersion,
+  z.object({ events: z.array(storedEvent), artifacts: z.array(storedArtifactSchema) }),
+);
+
+/**
+ * A run's end records hold every event and artifact it had besides those its stage rows stand for: node
+ * outputs and tool results of a long run may add up to more than one record's 16 MiB, so this document may
+ * hold up to 256 MiB (V8's longest string is 512 MiB).
+ */
+const runRecordsMaxBytes = 256 * 1024 * 1024;
+
+/**
+ * The JSON of a run's end records (version 3): its events, each as `encodeEvent` writes it, and its
+ * artifacts without the run's id, which is the row's.
+ */
+export function encodeRunRecords(
+  events: ReadonlyArray<TelemetryEvent>,
+  artifacts: ReadonlyArray<Artifact>,
+): string {
+  let text = `${versionPrefix},"events":[`;
+  for (let index = 0; index < events.length; index++) {
+    if (index > 0) text += ',';
+    text += encodeEvent(events[index]!);
+  }
+  text += '],"artifacts":[';
+  for (let index = 0; index < artifacts.length; index++) {
+    const artifact = artifacts[index]!;
+    if (index > 0) text += ',';
+    // A payload without JSON (undefined) reads back null, as an artifact row's did.
+    text += JSON.stringify({
+      artifactId: artifact.artifactId,
+      taskId: artifact.taskId,
+      nodeId: artifact.nodeId,
+      type: artifact.type,
+      createdAt: artifact.createdAt,
+      payload: artifact.payload ?? null,
+      metadata: artifact.metadata,
+    });
+  }
+  return `${text}]}`;
+}
+
+/** A run's end records read back from its root task's row `rootTaskId`. */
+export function decodeRunRecords(
+  text: string,
+  rootTaskId: string,
+): { events: TelemetryEvent[]; artifacts: Artifact[] } {
+  const stored = decodeJson(text, storedRunRecords, {
+    what: `the end records of workflow run ${rootTaskId}`,
+    maxBytes: runRecordsMaxBytes,
+  });
+  return {
+    events: stored.events.map((event) => ({ ...event, stageId: event.stageId })),
+    artifacts: stored.artifacts.map(
+      (artifact): Artifact => ({
+        artifactId: artifact.artifactId,
+        rootTaskId,
+        taskId: artifact.taskId,
+        nodeId: artifact.nodeId,
+        type: artifact.type,
+        createdAt: artifact.createdAt,
+        payload: artifact.payload,
+        metadata: artifact.metadata,
+      }),
+    ),
+  };
 }
 
 /** Artifact payloads are any JSON the nodes produced; metadata is an object. */

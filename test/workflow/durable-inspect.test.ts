@@ -1,6 +1,12 @@
 import { afterEach, expect, it } from 'vitest';
 import type { SqlDatabase } from '../../src/store/index.js';
-import type { InspectionReport, WorkflowEngine, WorkflowFunction } from '../../src/workflow/index.js';
+import type {
+  Artifact,
+  InspectionReport,
+  TelemetryEvent,
+  WorkflowEngine,
+  WorkflowFunction,
+} from '../../src/workflow/index.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { chainWorkflow, edge, engineFor, fanOutWorkflow, node, workflowYaml } from './helpers.js';
 
@@ -172,21 +178,34 @@ describeEachDatabase('a durable run inspects from the database as it did in memo
             byTimeThenId(await inMemory.inspect(task.taskId)),
           );
       }
-      const nodeEventRows = await db.get<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM workflow_events WHERE type IN ('node_started', 'node_completed', 'node_failed')",
-      );
-      const nodeOutputRows = await db.get<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM workflow_artifacts WHERE type = 'node_output'",
-      );
+      // A run's end records are one document on its root task's row (record version 3): no event or
+      // artifact has a row of its own.
+      for (const table of ['workflow_events', 'workflow_artifacts']) {
+        const rows = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`);
+        expect(Number(rows!.n)).toBe(0);
+      }
+      const endRecords = (
+        await db.all<{ run_records: string }>(
+          'SELECT run_records FROM workflow_tasks WHERE run_records IS NOT NULL',
+        )
+      ).map((row) => JSON.parse(row.run_records) as { events: TelemetryEvent[]; artifacts: Artifact[] });
+      expect(endRecords).toHaveLength(rootIds.length);
+      const nodeEvents = endRecords
+        .flatMap((records) => records.events)
+        .filter((event) => ['node_started', 'node_completed', 'node_failed'].includes(event.type));
+      const nodeOutputs = endRecords
+        .flatMap((records) => records.artifacts)
+        .filter((artifact) => artifact.type === 'node_output');
       const stageRows = await db.get<{ n: number }>('SELECT COUNT(*) AS n FROM workflow_stages');
       if (testCase.rowsOfTheirOwn) {
-        expect(Number(nodeEventRows!.n)).toBe(2 * Number(stageRows!.n));
-        expect(Number(nodeOutputRows!.n)).toBe(Number(stageRows!.n));
+        expect(nodeEvents).toHaveLength(2 * Number(stageRows!.n));
+        expect(nodeOutputs).toHaveLength(Number(stageRows!.n));
         const written = await db.all<{ record: string }>('SELECT record FROM workflow_stages');
         expect(JSON.stringify(written)).not.toContain(secret);
+        expect(JSON.stringify(endRecords)).not.toContain(secret);
       } else {
-        expect(Number(nodeEventRows!.n)).toBe(0);
-        expect(Number(nodeOutputRows!.n)).toBe(0);
+        expect(nodeEvents).toHaveLength(0);
+        expect(nodeOutputs).toHaveLength(0);
       }
     });
   }

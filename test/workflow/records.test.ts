@@ -6,6 +6,7 @@ import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import {
   decodeArtifactColumns,
   decodeEvent,
+  decodeRunRecords,
   decodeStageRow,
   decodeTask,
   encodeStage,
@@ -13,6 +14,7 @@ import {
   workflowRecordVersion,
 } from '../../src/workflow/records.js';
 import type { StageRecord } from '../../src/workflow/task.js';
+import type { TelemetryEvent } from '../../src/workflow/telemetry.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { insertRows as insertRowsInto, type StoredRow } from '../helpers/workflow-rows.js';
 import { chainWorkflow, edge, engineFor, node, workflowYaml } from './helpers.js';
@@ -28,6 +30,12 @@ const corpus = readdirSync(corpusDir)
     rows: JSON.parse(readFileSync(join(corpusDir, name), 'utf8')) as Record<string, StoredRow[]>,
   }))
   .sort((a, b) => Number.parseInt(a.name.slice(1), 10) - Number.parseInt(b.name.slice(1), 10));
+
+/** The first event of the current version's first run: its end records, on its root task's row. */
+function eventOfTheCorpus(): TelemetryEvent {
+  const root = corpus.at(-1)!.rows.workflow_tasks![0]!;
+  return decodeRunRecords(String(root.run_records), String(root.task_id)).events[0]!;
+}
 
 /** The stage records of a file's rows, each decoded after the one before it in its task. */
 function decodeStages(rows: StoredRow[]): StageRecord[] {
@@ -66,6 +74,12 @@ for (const { name, rows } of corpus) {
     for (const row of rows.workflow_events!) expect(decodeEvent(String(row.payload)).type).toBe(row.type);
     for (const row of rows.workflow_artifacts!)
       expect(decodeArtifactColumns(String(row.payload), String(row.metadata)).metadata).toBeTypeOf('object');
+    for (const row of rows.workflow_tasks!) {
+      if (row.run_records === undefined || row.run_records === null) continue;
+      const records = decodeRunRecords(String(row.run_records), String(row.task_id));
+      expect(records.events[0]!.type).toBe('task_queued');
+      expect(records.artifacts.map((artifact) => artifact.type)).toContain('telemetry_snapshot');
+    }
   });
 }
 
@@ -131,7 +145,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     const stored = decodeTask(String(rows.workflow_tasks![0]!.record));
     const task = { ...stored, taskId: 'wft_many', rootTaskId: 'wft_many', parentTaskId: undefined };
     const template = decodeStages(rows.workflow_stages!)[0]!;
-    const event = decodeEvent(String(rows.workflow_events![0]!.payload));
+    const event = eventOfTheCorpus();
     // 64 + 16 + 4 + 1 + 2: every statement size, and the remainder.
     const count = 87;
     const stages = Array.from({ length: count }, (_, index) => ({
@@ -169,21 +183,101 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     expect(run!.tasks[0]!.history.map((stage) => stage.output)).toEqual(stages.map((stage) => stage.output));
     expect(run!.events.map((entry) => entry.eventId)).toEqual(events.map((entry) => entry.eventId));
     expect(run!.artifacts.map((entry) => entry.payload)).toEqual(artifacts.map((entry) => entry.payload));
-    // A later batch updates the row the first one inserted.
+    // A later batch updates the row the first one inserted, and leaves the run's end records on it.
     await store.batch(async (writer) => {
       await writer.saveTask({ ...task, lifecycle: 'concluded', state: 'failed' });
     });
-    expect((await store.loadRun('wft_many'))?.tasks[0]?.state).toBe('failed');
+    const updated = await store.loadRun('wft_many');
+    expect(updated?.tasks[0]?.state).toBe('failed');
+    expect(updated!.events.map((entry) => entry.eventId)).toEqual(events.map((entry) => entry.eventId));
+  });
+
+  it("a run's end records go onto its root task's row: in the batch writing it, a later one, or alone", async () => {
+    const db = getDb();
+    const store = createSqlRecordStore(db);
+    const rows = corpus.at(-1)!.rows;
+    const stored = decodeTask(String(rows.workflow_tasks![0]!.record));
+    const event = eventOfTheCorpus();
+    const runOf = (id: string) => ({ ...stored, taskId: id, rootTaskId: id, parentTaskId: undefined });
+    const eventOf = (id: string) => ({ ...event, eventId: `${id}:1`, rootTaskId: id, taskId: id });
+    const artifactOf = (id: string) => ({
+      artifactId: `${id}:telemetry`,
+      rootTaskId: id,
+      taskId: id,
+      nodeId: undefined,
+      type: 'telemetry_snapshot' as const,
+      createdAt: 5,
+      payload: { events: 1 },
+      metadata: { workflowId: stored.workflowId },
+    });
+    // In one batch, with the root's row saved again after them: the row keeps them.
+    await store.batch(async (writer) => {
+      await writer.saveTask(runOf('wft_same'));
+      await writer.saveRunRecords('wft_same', [eventOf('wft_same')], [artifactOf('wft_same')]);
+      await writer.saveTask({ ...runOf('wft_same'), state: 'failed' });
+    });
+    // In a batch after the one writing the root's row, and through the store alone.
+    await store.saveTask(runOf('wft_later'));
+    await store.saveTask(runOf('wft_alone'));
+    await store.batch((writer) =>
+      writer.saveRunRecords('wft_later', [eventOf('wft_later')], [artifactOf('wft_later')]),
+    );
+    await store.saveRunRecords('wft_alone', [eventOf('wft_alone')], [artifactOf('wft_alone')]);
+    for (const id of ['wft_same', 'wft_later', 'wft_alone']) {
+      const run = await store.loadRun(id);
+      expect(run!.events).toEqual([eventOf(id)]);
+      expect(run!.artifacts).toEqual([artifactOf(id)]);
+    }
+    expect((await store.loadRun('wft_same'))!.tasks[0]!.state).toBe('failed');
+    for (const table of ['workflow_events', 'workflow_artifacts']) {
+      const count = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`);
+      expect(Number(count!.n)).toBe(0);
+    }
+  });
+
+  it("refuses a run's end records when its root task has no row, writing nothing", async () => {
+    const db = getDb();
+    const store = createSqlRecordStore(db);
+    const rows = corpus.at(-1)!.rows;
+    const stored = decodeTask(String(rows.workflow_tasks![0]!.record));
+    const task = { ...stored, taskId: 'wft_present', rootTaskId: 'wft_present', parentTaskId: undefined };
+    const snapshot = {
+      artifactId: 'wft_absent:telemetry',
+      rootTaskId: 'wft_absent',
+      taskId: 'wft_absent',
+      nodeId: undefined,
+      type: 'telemetry_snapshot' as const,
+      createdAt: 5,
+      payload: null,
+      metadata: {},
+    };
+    const notFound = expect.objectContaining({
+      code: 'NOT_FOUND',
+      message: expect.stringContaining('wft_absent'),
+    });
+    await expect(store.saveRunRecords('wft_absent', [], [snapshot])).rejects.toThrow(notFound);
+    await expect(
+      store.batch(async (writer) => {
+        await writer.saveTask(task);
+        await writer.saveRunRecords('wft_absent', [], [snapshot]);
+      }),
+    ).rejects.toThrow(notFound);
+    // The batch landed whole or not at all: the task it saved is not there either.
+    expect(await store.loadRun('wft_present')).toBeUndefined();
+    expect(await store.loadRun('wft_absent')).toBeUndefined();
   });
 
   const tables = ['workflow_tasks', 'workflow_stages', 'workflow_events', 'workflow_artifacts'];
   const insertRows = (rows: Record<string, StoredRow[]>) => insertRowsInto(getDb(), rows);
 
-  it('the same runs stored as version 1 and as version 2 read back the same', async () => {
+  it('the same runs stored as versions 1, 2 and 3 read back the same', async () => {
     const db = getDb();
     const store = createSqlRecordStore(db);
     const versionOne = corpus.find((entry) => entry.name === 'v1-rows.json')!.rows;
     const versionTwo = corpus.find((entry) => entry.name === 'v2-rows.json')!.rows;
+    const versionThree = corpus.find((entry) => entry.name === 'v3-rows.json')!.rows;
+    // Version 3 writes a run's end records on its root task's row, none in the tables of events and artifacts.
+    expect([versionThree.workflow_events, versionThree.workflow_artifacts]).toEqual([[], []]);
     // Version 2 writes no row for what its stage rows stand for: node events and node_output artifacts.
     expect(versionTwo.workflow_events!.length).toBeLessThan(versionOne.workflow_events!.length);
     expect(versionTwo.workflow_artifacts!.map((row) => row.type)).toEqual([
@@ -204,6 +298,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     const fromVersionOne = await read(versionOne);
     expect(fromVersionOne[0]!.events.map((event) => event.type)).toContain('node_failed');
     expect(await read(versionTwo)).toEqual(fromVersionOne);
+    expect(await read(versionThree)).toEqual(fromVersionOne);
   });
 
   it('a run that never finished shows its stages, and no events or artifacts its stage rows stand for', async () => {

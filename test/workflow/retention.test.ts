@@ -71,6 +71,37 @@ async function rowsOf(db: SqlExecutor, root: string): Promise<Record<string, num
 
 const noRows = Object.fromEntries(runTables.map((table) => [table, 0]));
 
+/**
+ * An event row and an artifact row of the run of `root`, as builds before record version 3 stored a run's end
+ * records (this build writes them on the root task's row): the prune must delete those rows too.
+ */
+async function addEndRecordRowsOfAnEarlierBuild(db: SqlExecutor, root: string): Promise<void> {
+  await db.run(
+    `INSERT INTO workflow_events (event_id, root_task_id, task_id, seq, stage_id, type, at, payload)
+      VALUES (?, ?, ?, 1000, NULL, 'task_queued', 0, ?)`,
+    [
+      `${root}:1000`,
+      root,
+      root,
+      JSON.stringify({
+        schemaVersion: 2,
+        eventId: `${root}:1000`,
+        rootTaskId: root,
+        taskId: root,
+        type: 'task_queued',
+        timestamp: 0,
+        payload: {},
+        metadata: { workflowId: 'earlier' },
+      }),
+    ],
+  );
+  await db.run(
+    `INSERT INTO workflow_artifacts (artifact_id, root_task_id, task_id, node_id, type, created_at, payload, metadata)
+      VALUES (?, ?, ?, NULL, 'telemetry_snapshot', 0, '{}', '{}')`,
+    [`${root}:earlier`, root, root],
+  );
+}
+
 async function tasksOf(db: SqlExecutor, root: string): Promise<string[]> {
   const rows = await db.all<{ task_id: string }>(
     'SELECT task_id FROM workflow_tasks WHERE root_task_id = ? ORDER BY task_id',
@@ -111,9 +142,11 @@ describeEachDatabase('workflow retention', (getDb) => {
         VALUES ('m1', 'global', 'global', 1, ?, 'p', '{}', 0)`,
       [gone[1]!],
     );
+    for (const root of [...gone, ...kept]) await addEndRecordRowsOfAnEarlierBuild(db, root);
     const before = new Map<string, Record<string, number>>();
     for (const root of [...gone, ...kept]) before.set(root, await rowsOf(db, root));
-    // Each shape writes rows to every table, and the branch and split runs tasks beside their root.
+    // Each shape writes task and stage rows, the branch and split runs tasks beside their root, and the
+    // tables of earlier builds' end records hold rows of each run too.
     for (const rows of before.values()) for (const table of runTables) expect(rows[table]).toBeGreaterThan(0);
     const goneTasks = (await tasksOf(db, gone[1]!)).concat(await tasksOf(db, gone[2]!));
     expect(goneTasks.filter((task) => task.includes('-clone-') || task.includes('-subtask-'))).toHaveLength(
