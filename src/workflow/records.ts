@@ -14,7 +14,9 @@ import { versioned } from './versioned.js';
  * output, an empty `toolCalls`, and may name the sequence numbers of the two events it stands for (see
  * `StageRowExtras`). Version 3 writes a run's end records (its events and artifacts besides those its stage
  * rows stand for) as one document on its root task's row (`encodeRunRecords`, migration 0046) instead of a
- * row each in `workflow_events` and `workflow_artifacts`; the records themselves keep their shapes. Task
+ * row each in `workflow_events` and `workflow_artifacts`, and the stage records written with the row that
+ * concludes their task as a list on that row (`stageListEntry`) instead of a row each in
+ * `workflow_stages`; the records themselves keep their shapes. Task
  * records and events have the same shape in every version. A change of shape adds the next version here
  * with an upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus
  * that test/workflow/records.test.ts reads.
@@ -196,26 +198,81 @@ export function decodeStageRow(
   columns: StageColumns,
   previous?: StageRecord,
 ): { stage: StageRecord; extras: StageRowExtras } {
-  const stored = decodeJson(text, storedStage, { what: 'a workflow stage record' });
+  return stageOf(decodeJson(text, storedStage, { what: 'a workflow stage record' }), columns, previous);
+}
+
+/**
+ * An entry of a task row's list of stages (version 3): the stage's record as `encodeStage` wrote it, with
+ * what a stage row holds in its columns added to it, so the list needs no columns of its own.
+ */
+export function stageListEntry(recordText: string, columns: StageColumns): string {
+  return `${recordText.slice(0, -1)},"index":${columns.stage_index},"nodeId":${JSON.stringify(columns.node_id)},"nodeStatus":${JSON.stringify(columns.node_status)},"startedAt":${columns.started_at},"completedAt":${columns.completed_at}}`;
+}
+
+const storedStageList = z.array(storedStage);
+
+/**
+ * The stage records of a task row's list (entries of `stageListEntry`, joined into a JSON array), as
+ * stored, in index order: decode each with `decodeStoredStage`, after the stage before it.
+ */
+export function decodeStageList(text: string, taskId: string): StoredStage[] {
+  const what = `the stage list of workflow task ${taskId}`;
+  const stages = decodeJson(text, storedStageList, { what, maxBytes: runRecordsMaxBytes });
+  let last = -1;
+  for (const stage of stages) {
+    // What a stage row holds in its columns, each entry must hold itself, in stage order.
+    const complete =
+      stage.index !== undefined &&
+      stage.nodeId !== undefined &&
+      stage.nodeStatus !== undefined &&
+      stage.startedAt !== undefined &&
+      stage.completedAt !== undefined;
+    if (!complete || stage.index! <= last)
+      throw new SystemError({
+        code: ErrorCodes.jsonUndecodable,
+        message: `${what} cannot be read: ${complete ? 'its stages are not in order' : `stage ${stage.index ?? last + 1} lacks its index, node, status or times`}`,
+      });
+    last = stage.index!;
+  }
+  return stages;
+}
+
+export type StoredStage = z.infer<typeof storedStageSchema>;
+
+/** A stage of a task row's list (see `decodeStageList`), decoded after `previous`. */
+export function decodeStoredStage(
+  stored: StoredStage,
+  previous?: StageRecord,
+): { stage: StageRecord; extras: StageRowExtras } {
+  return stageOf(stored, undefined, previous);
+}
+
+function stageOf(
+  stored: StoredStage,
+  columns: StageColumns | undefined,
+  previous: StageRecord | undefined,
+): { stage: StageRecord; extras: StageRowExtras } {
+  const index = stored.index ?? Number(columns?.stage_index);
+  const nodeId = stored.nodeId ?? columns?.node_id;
   if (stored.inputFromPrevious && !previous) {
     throw new SystemError({
       code: ErrorCodes.jsonUndecodable,
-      message: `workflow stage record ${columns.stage_index} of node ${columns.node_id} takes its input from a stage that was not read`,
+      message: `workflow stage record ${index} of node ${nodeId} takes its input from a stage that was not read`,
     });
   }
   const stage: StageRecord = {
-    index: stored.index ?? Number(columns.stage_index),
-    nodeId: stored.nodeId ?? columns.node_id,
+    index,
+    nodeId: nodeId!,
     nodeRole: stored.nodeRole,
     nodeKind: stored.nodeKind,
     input: stored.inputFromPrevious ? previous!.output : stored.input,
     output: stored.output,
-    nodeStatus: stored.nodeStatus ?? (columns.node_status as StageRecord['nodeStatus']),
+    nodeStatus: stored.nodeStatus ?? (columns?.node_status as StageRecord['nodeStatus']),
     toolCalls: stored.toolCalls?.map((call) => ({ ...call, input: call.input })) ?? [],
     contextProfileId: stored.contextProfileId,
     contextMetadata: stored.contextMetadata,
-    startedAt: stored.startedAt ?? Number(columns.started_at),
-    completedAt: stored.completedAt ?? Number(columns.completed_at),
+    startedAt: stored.startedAt ?? Number(columns?.started_at),
+    completedAt: stored.completedAt ?? Number(columns?.completed_at),
   };
   if (stored.error) stage.error = stored.error;
   return { stage, extras: stored.eventSeqs ? { eventSeqs: stored.eventSeqs } : {} };

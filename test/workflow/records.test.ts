@@ -7,10 +7,13 @@ import {
   decodeArtifactColumns,
   decodeEvent,
   decodeRunRecords,
+  decodeStageList,
   decodeStageRow,
+  decodeStoredStage,
   decodeTask,
   encodeStage,
   type StageColumns,
+  stageListEntry,
   workflowRecordVersion,
 } from '../../src/workflow/records.js';
 import type { StageRecord } from '../../src/workflow/task.js';
@@ -35,6 +38,15 @@ const corpus = readdirSync(corpusDir)
 function eventOfTheCorpus(): TelemetryEvent {
   const root = corpus.at(-1)!.rows.workflow_tasks![0]!;
   return decodeRunRecords(String(root.run_records), String(root.task_id)).events[0]!;
+}
+
+/** The stages of the current version's first task: the list on its row (the batch that concluded it). */
+function stagesOfTheCorpus(): StageRecord[] {
+  const task = corpus.at(-1)!.rows.workflow_tasks![0]!;
+  const stages: StageRecord[] = [];
+  for (const stored of decodeStageList(String(task.stage_records), String(task.task_id)))
+    stages.push(decodeStoredStage(stored, stages.at(-1)).stage);
+  return stages;
 }
 
 /** The stage records of a file's rows, each decoded after the one before it in its task. */
@@ -75,6 +87,8 @@ for (const { name, rows } of corpus) {
     for (const row of rows.workflow_artifacts!)
       expect(decodeArtifactColumns(String(row.payload), String(row.metadata)).metadata).toBeTypeOf('object');
     for (const row of rows.workflow_tasks!) {
+      if (row.stage_records !== undefined && row.stage_records !== null)
+        expect(decodeStageList(String(row.stage_records), String(row.task_id)).length).toBeGreaterThan(0);
       if (row.run_records === undefined || row.run_records === null) continue;
       const records = decodeRunRecords(String(row.run_records), String(row.task_id));
       expect(records.events[0]!.type).toBe('task_queued');
@@ -109,6 +123,20 @@ it('refuses a version-2 record whose input is the output of a stage it was not g
   );
 });
 
+it("refuses a task row's stage list out of order or without what a stage row's columns hold", () => {
+  const [first, second] = decodeStages(corpus[0]!.rows.workflow_stages!);
+  const entry = (stage: StageRecord) => stageListEntry(encodeStage(stage), columnsOf(stage));
+  expect(
+    decodeStageList(`[${entry(first!)},${entry(second!)}]`, 'wft_t').map((stage) => stage.index),
+  ).toEqual([first!.index, second!.index]);
+  const undecodable = (message: string) =>
+    expect.objectContaining({ code: 'JSON_UNDECODABLE', message: expect.stringContaining(message) });
+  expect(() => decodeStageList(`[${entry(second!)},${entry(first!)}]`, 'wft_t')).toThrow(
+    undecodable('not in order'),
+  );
+  expect(() => decodeStageList(`[${encodeStage(first!)}]`, 'wft_t')).toThrow(undecodable('lacks its index'));
+});
+
 it('refuses a stored record that lost a field, naming it', () => {
   const row = corpus.at(-1)!.rows.workflow_tasks![0]!;
   const { spec: _spec, ...broken } = JSON.parse(String(row.record)) as Record<string, unknown>;
@@ -122,15 +150,25 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     const store = createSqlRecordStore(getDb());
     const rows = corpus.at(-1)!.rows;
     const task = decodeTask(String(rows.workflow_tasks![0]!.record));
-    const stage = decodeStages(rows.workflow_stages!)[0]!;
-    await expect(
-      store.batch(async (writer) => {
-        await writer.saveTask(task);
-        await writer.appendStage(task, stage);
-        await writer.appendStage(task, stage);
-      }),
-    ).rejects.toThrow();
-    expect(await store.loadRun(task.taskId)).toBeUndefined();
+    const stage = stagesOfTheCorpus()[0]!;
+    // A stage written twice: a row of its own twice (a running task), or twice in the list of the row that
+    // concludes it.
+    const running = {
+      ...task,
+      taskId: 'wft_running',
+      rootTaskId: 'wft_running',
+      lifecycle: 'active' as const,
+    };
+    for (const twice of [running, task]) {
+      await expect(
+        store.batch(async (writer) => {
+          await writer.saveTask(twice);
+          await writer.appendStage(twice, stage);
+          await writer.appendStage(twice, stage);
+        }),
+      ).rejects.toThrow();
+      expect(await store.loadRun(twice.taskId)).toBeUndefined();
+    }
     await store.batch(async (writer) => {
       await writer.saveTask(task);
       await writer.appendStage(task, stage);
@@ -144,7 +182,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     const rows = corpus.at(-1)!.rows;
     const stored = decodeTask(String(rows.workflow_tasks![0]!.record));
     const task = { ...stored, taskId: 'wft_many', rootTaskId: 'wft_many', parentTaskId: undefined };
-    const template = decodeStages(rows.workflow_stages!)[0]!;
+    const template = stagesOfTheCorpus()[0]!;
     const event = eventOfTheCorpus();
     // 64 + 16 + 4 + 1 + 2: every statement size, and the remainder.
     const count = 87;
@@ -233,6 +271,54 @@ describeEachDatabase('workflow records of every version', (getDb) => {
       const count = await db.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`);
       expect(Number(count!.n)).toBe(0);
     }
+  });
+
+  it("a task's stages: rows of their own while it runs, a list on the row that concludes it", async () => {
+    const db = getDb();
+    const store = createSqlRecordStore(db);
+    const stored = decodeTask(String(corpus.at(-1)!.rows.workflow_tasks![0]!.record));
+    const task = { ...stored, taskId: 'wft_split', rootTaskId: 'wft_split', parentTaskId: undefined };
+    const template = stagesOfTheCorpus()[0]!;
+    // Each stage's input is the output before it, which a record leaves out: read across the two kinds.
+    const stages = [0, 1, 2, 3].map((index) => ({
+      ...template,
+      index,
+      nodeId: `n${index}`,
+      input: index === 0 ? 'in' : { out: index - 1 },
+      output: { out: index },
+    }));
+    for (let index = 1; index < stages.length; index++) stages[index]!.input = stages[index - 1]!.output;
+    const running = { ...task, lifecycle: 'active' as const, state: 'in_progress' as const };
+    await store.batch(async (writer) => {
+      await writer.saveTask(running);
+      await writer.appendStage({ ...running, history: stages.slice(0, 1) }, stages[0]!);
+      await writer.appendStage({ ...running, history: stages.slice(0, 2) }, stages[1]!);
+    });
+    const concluded = {
+      ...task,
+      lifecycle: 'concluded' as const,
+      state: 'completed' as const,
+      history: stages,
+    };
+    await store.batch(async (writer) => {
+      await writer.appendStage(concluded, stages[2]!);
+      await writer.appendStage(concluded, stages[3]!);
+      await writer.saveTask(concluded);
+    });
+    const ownRows = await db.all<{ stage_index: number }>(
+      'SELECT stage_index FROM workflow_stages WHERE root_task_id = ? ORDER BY stage_index',
+      ['wft_split'],
+    );
+    expect(ownRows.map((row) => Number(row.stage_index))).toEqual([0, 1]);
+    const row = await db.get<{ stage_records: string }>(
+      'SELECT stage_records FROM workflow_tasks WHERE task_id = ?',
+      ['wft_split'],
+    );
+    expect(decodeStageList(row!.stage_records, 'wft_split').map((entry) => entry.index)).toEqual([2, 3]);
+    expect((await store.loadRun('wft_split'))!.tasks[0]!.history).toEqual(stages);
+    // A later write of the task's row keeps its list.
+    await store.saveTask({ ...concluded, state: 'failed' });
+    expect((await store.loadRun('wft_split'))!.tasks[0]!.history).toEqual(stages);
   });
 
   it("refuses a run's end records when its root task has no row, writing nothing", async () => {

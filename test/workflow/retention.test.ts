@@ -72,10 +72,25 @@ async function rowsOf(db: SqlExecutor, root: string): Promise<Record<string, num
 const noRows = Object.fromEntries(runTables.map((table) => [table, 0]));
 
 /**
- * An event row and an artifact row of the run of `root`, as builds before record version 3 stored a run's end
- * records (this build writes them on the root task's row): the prune must delete those rows too.
+ * A stage row, an event row and an artifact row of the run of `root`, as builds before record version 3
+ * stored a run's stages and end records (this build writes a task's stages from the batch that concludes
+ * it, and the end records, on task rows): the prune must delete those rows too.
  */
-async function addEndRecordRowsOfAnEarlierBuild(db: SqlExecutor, root: string): Promise<void> {
+async function addRowsOfAnEarlierBuild(db: SqlExecutor, root: string): Promise<void> {
+  await db.run(
+    `INSERT INTO workflow_stages (task_id, stage_index, root_task_id, node_id, node_status, record, started_at, completed_at)
+      VALUES (?, 1000, ?, 'earlier', 'success', ?, 0, 0)`,
+    [
+      root,
+      root,
+      JSON.stringify({
+        schemaVersion: 2,
+        nodeRole: 'linear',
+        nodeKind: 'deterministic',
+        contextProfileId: 'none',
+      }),
+    ],
+  );
   await db.run(
     `INSERT INTO workflow_events (event_id, root_task_id, task_id, seq, stage_id, type, at, payload)
       VALUES (?, ?, ?, 1000, NULL, 'task_queued', 0, ?)`,
@@ -142,11 +157,11 @@ describeEachDatabase('workflow retention', (getDb) => {
         VALUES ('m1', 'global', 'global', 1, ?, 'p', '{}', 0)`,
       [gone[1]!],
     );
-    for (const root of [...gone, ...kept]) await addEndRecordRowsOfAnEarlierBuild(db, root);
+    for (const root of [...gone, ...kept]) await addRowsOfAnEarlierBuild(db, root);
     const before = new Map<string, Record<string, number>>();
     for (const root of [...gone, ...kept]) before.set(root, await rowsOf(db, root));
-    // Each shape writes task and stage rows, the branch and split runs tasks beside their root, and the
-    // tables of earlier builds' end records hold rows of each run too.
+    // Each shape writes task rows, the branch and split runs tasks beside their root, and the tables of
+    // earlier builds' stages and end records hold rows of each run too.
     for (const rows of before.values()) for (const table of runTables) expect(rows[table]).toBeGreaterThan(0);
     const goneTasks = (await tasksOf(db, gone[1]!)).concat(await tasksOf(db, gone[2]!));
     expect(goneTasks.filter((task) => task.includes('-clone-') || task.includes('-subtask-'))).toHaveLength(
