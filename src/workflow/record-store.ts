@@ -12,8 +12,8 @@ import {
   encodeRunRecords,
   encodeStage,
   encodeTask,
-  stageListEntry,
   type StageColumns,
+  stageListEntry,
 } from './records.js';
 import { type RunOwner, renewLease } from './run-owners.js';
 import type { StageRecord, WorkflowTask } from './task.js';
