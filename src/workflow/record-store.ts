@@ -14,6 +14,7 @@ import {
   encodeTask,
   type StageColumns,
   stageListEntry,
+  withinDocumentLimit,
 } from './records.js';
 import { type RunOwner, renewLease } from './run-owners.js';
 import type { StageRecord, WorkflowTask } from './task.js';
@@ -203,7 +204,7 @@ function createRecordWriter(
     },
     async saveRunRecords(rootTaskId, events, artifacts) {
       if (events.length === 0 && artifacts.length === 0) return;
-      await saveRunRecordsOn(db, rootTaskId, encodeRunRecords(events, artifacts));
+      await saveRunRecordsOn(db, rootTaskId, encodeRunRecords(rootTaskId, events, artifacts));
     },
   };
 }
@@ -250,7 +251,7 @@ function createBatchWriter(
       },
       async saveRunRecords(rootTaskId, runEvents, runArtifacts) {
         if (runEvents.length === 0 && runArtifacts.length === 0) return;
-        const text = encodeRunRecords(runEvents, runArtifacts);
+        const text = encodeRunRecords(rootTaskId, runEvents, runArtifacts);
         const row = tasks.get(rootTaskId);
         if (row !== undefined) row[runRecordsColumn] = text;
         else runRecordsOfOtherRows.push([rootTaskId, text]);
@@ -310,7 +311,12 @@ function stagesOnTaskRows(tasks: Map<string, SqlValue[]>, stages: SqlValue[][]):
       }),
     );
   }
-  for (const [task, list] of lists) task[stageListColumn] = `[${list.entries.join(',')}]`;
+  // Too long a list fails the batch, whose writes are then retried one by one: as rows of their own.
+  for (const [task, list] of lists)
+    task[stageListColumn] = withinDocumentLimit(
+      `[${list.entries.join(',')}]`,
+      `the stage list of workflow task ${task[0]}`,
+    );
   return own;
 }
 

@@ -217,7 +217,7 @@ const storedStageList = z.array(storedStage);
  */
 export function decodeStageList(text: string, taskId: string): StoredStage[] {
   const what = `the stage list of workflow task ${taskId}`;
-  const stages = decodeJson(text, storedStageList, { what, maxBytes: runRecordsMaxBytes });
+  const stages = decodeJson(text, storedStageList, { what, maxBytes: workflowDocumentMaxBytes });
   let last = -1;
   for (const stage of stages) {
     // What a stage row holds in its columns, each entry must hold itself, in stage order.
@@ -318,19 +318,38 @@ const storedRunRecords = versioned(
 );
 
 /**
- * A run's end records hold every event and artifact it had besides those its stage rows stand for: node
- * outputs and tool results of a long run may add up to more than one record's 16 MiB, so this document may
- * hold up to 256 MiB (V8's longest string is 512 MiB).
+ * A run's end records hold every event and artifact it had besides those its stage rows stand for, and a task
+ * row's stage list all the stages of its last batch: node outputs and tool results may add up to more than one
+ * record's 16 MiB, so these documents may hold up to 256 MiB (V8's longest string is 512 MiB).
  */
-const runRecordsMaxBytes = 256 * 1024 * 1024;
+export const workflowDocumentMaxBytes = 256 * 1024 * 1024;
+
+/**
+ * `text`, refused when it is longer than a document may be read back (`PAYLOAD_TOO_LARGE`): written, it would
+ * make its run unreadable. The write fails instead, and the run's result names it (`recordsNotWritten`).
+ */
+export function withinDocumentLimit(text: string, what: string, maxBytes = workflowDocumentMaxBytes): string {
+  if (text.length > maxBytes / 3) {
+    const sizeBytes = Buffer.byteLength(text, 'utf8');
+    if (sizeBytes > maxBytes)
+      throw new SystemError({
+        code: ErrorCodes.payloadTooLarge,
+        message: `${what} would be ${sizeBytes} bytes; a stored document may hold ${maxBytes}`,
+        details: { sizeBytes, maxBytes },
+      });
+  }
+  return text;
+}
 
 /**
  * The JSON of a run's end records (version 3): its events, each as `encodeEvent` writes it, and its
- * artifacts without the run's id, which is the row's.
+ * artifacts without the run's id, which is the row's. Refused above `maxBytes` (see `withinDocumentLimit`).
  */
 export function encodeRunRecords(
+  rootTaskId: string,
   events: ReadonlyArray<TelemetryEvent>,
   artifacts: ReadonlyArray<Artifact>,
+  maxBytes = workflowDocumentMaxBytes,
 ): string {
   let text = `${versionPrefix},"events":[`;
   for (let index = 0; index < events.length; index++) {
@@ -352,7 +371,7 @@ export function encodeRunRecords(
       metadata: artifact.metadata,
     });
   }
-  return `${text}]}`;
+  return withinDocumentLimit(`${text}]}`, `the end records of workflow run ${rootTaskId}`, maxBytes);
 }
 
 /** A run's end records read back from its root task's row `rootTaskId`. */
@@ -362,7 +381,7 @@ export function decodeRunRecords(
 ): { events: TelemetryEvent[]; artifacts: Artifact[] } {
   const stored = decodeJson(text, storedRunRecords, {
     what: `the end records of workflow run ${rootTaskId}`,
-    maxBytes: runRecordsMaxBytes,
+    maxBytes: workflowDocumentMaxBytes,
   });
   return {
     events: stored.events.map((event) => ({ ...event, stageId: event.stageId })),

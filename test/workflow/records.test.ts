@@ -11,6 +11,7 @@ import {
   decodeStageRow,
   decodeStoredStage,
   decodeTask,
+  encodeRunRecords,
   encodeStage,
   type StageColumns,
   stageListEntry,
@@ -135,6 +136,20 @@ it("refuses a task row's stage list out of order or without what a stage row's c
     undecodable('not in order'),
   );
   expect(() => decodeStageList(`[${encodeStage(first!)}]`, 'wft_t')).toThrow(undecodable('lacks its index'));
+});
+
+it("refuses to write a run's end records longer than a document may be read back", () => {
+  const event = eventOfTheCorpus();
+  const text = encodeRunRecords(event.rootTaskId, [event], []);
+  expect(decodeRunRecords(text, event.rootTaskId).events).toEqual([event]);
+  const bytes = Buffer.byteLength(text);
+  expect(encodeRunRecords(event.rootTaskId, [event], [], bytes)).toBe(text);
+  expect(() => encodeRunRecords(event.rootTaskId, [event], [], bytes - 1)).toThrow(
+    expect.objectContaining({
+      code: 'PAYLOAD_TOO_LARGE',
+      message: expect.stringContaining(event.rootTaskId),
+    }),
+  );
 });
 
 it('refuses a stored record that lost a field, naming it', () => {
