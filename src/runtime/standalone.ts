@@ -22,6 +22,7 @@ import { createIdGenerator, silentLogger } from '../util/index.js';
 import { createWorkQueue, type WorkQueue, workConfigSchema } from '../work/index.js';
 import type { RunAgentWithTools } from '../workflow/index.js';
 import { parseSection } from './config-section.js';
+import { seedWorkspace } from './state-dir.js';
 import { createWorkflowAgentRunner } from './workflow-agent.js';
 
 /*
@@ -74,9 +75,10 @@ export interface StandaloneSkills {
 /** The workspace's skill library and its experience records; proposed work goes to the state's queue. */
 export async function openStandaloneSkills(config: AgentdConfig): Promise<StandaloneSkills> {
   const skillsConfig = parseSection(skillsConfigSchema, config.sections.skills, 'skills');
+  const workspaceDir = seedWorkspace(config.home);
   const { store, queue, ledger, close } = await openWorkState(config);
   const library = createSkillLibrary({
-    dirs: [join(config.home, 'workspace', 'skills')],
+    dirs: [join(workspaceDir, 'skills')],
     db: store.db,
     ledger,
   });

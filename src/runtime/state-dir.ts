@@ -17,12 +17,30 @@ export interface StateDir {
  * first start, never overwriting a file that is already there.
  */
 export function prepareStateDir(home: string, envToken: string | undefined): StateDir {
+  const workspaceDir = seedWorkspace(home);
+  if (envToken) return { home, workspaceDir, token: envToken, tokenGenerated: false };
+  const tokenPath = join(home, 'token');
+  if (existsSync(tokenPath)) {
+    const saved = readFileSync(tokenPath, 'utf8').trim();
+    if (saved.length >= 16) return { home, workspaceDir, token: saved, tokenGenerated: false };
+  }
+  const token = randomBytes(24).toString('base64url');
+  writeFileSync(tokenPath, `${token}\n`, { mode: 0o600 });
+  chmodSync(tokenPath, 0o600);
+  return { home, workspaceDir, token, tokenGenerated: true };
+}
+
+/**
+ * Creates `$AGENTD_HOME` (mode 700) and copies the default workspace into it once; returns the workspace's
+ * path. Files the user already put there (say, skills/ before the first start) are kept; files the user
+ * deletes later are not brought back. Commands that read the workspace without starting a runtime
+ * (`agentd skills …`) seed it too, so a fresh home shows what a server on it would.
+ */
+export function seedWorkspace(home: string): string {
   mkdirSync(home, { recursive: true, mode: 0o700 });
   // The state dir holds the token and the database: nobody but the owner needs to list or enter it.
   chmodSync(home, 0o700);
   const workspaceDir = join(home, 'workspace');
-  // Seed the default workspace once. Files the user already put there (say, skills/ before the first start)
-  // are kept; files the user deletes later are not brought back.
   const seededMarker = join(workspaceDir, '.agentd-seeded');
   if (!existsSync(seededMarker)) {
     mkdirSync(workspaceDir, { recursive: true });
@@ -34,14 +52,5 @@ export function prepareStateDir(home: string, envToken: string | undefined): Sta
       'The default workspace was copied here; delete this file to copy missing defaults again.\n',
     );
   }
-  if (envToken) return { home, workspaceDir, token: envToken, tokenGenerated: false };
-  const tokenPath = join(home, 'token');
-  if (existsSync(tokenPath)) {
-    const saved = readFileSync(tokenPath, 'utf8').trim();
-    if (saved.length >= 16) return { home, workspaceDir, token: saved, tokenGenerated: false };
-  }
-  const token = randomBytes(24).toString('base64url');
-  writeFileSync(tokenPath, `${token}\n`, { mode: 0o600 });
-  chmodSync(tokenPath, 0o600);
-  return { home, workspaceDir, token, tokenGenerated: true };
+  return workspaceDir;
 }

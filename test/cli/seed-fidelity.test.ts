@@ -47,6 +47,16 @@ describe('agentd CLI: offline honesty, blocked work, skills', () => {
     expect((await run(['--home', home, 'skills', 'proposals', '--status', 'maybe'])).code).toBe(2);
   }, 60_000);
 
+  it('skills list on a home nothing ran on yet shows the skills the default workspace ships', async () => {
+    const home = tempHome('agentd-cli-fresh-skills-');
+    const list = await run(['--home', home, 'skills', 'list']);
+    expect(list.code).toBe(0);
+    expect(list.out).toContain('code-review');
+    expect(list.out).not.toContain('no skills');
+    const show = await run(['--home', home, 'skills', 'show', 'code-review', '--json']);
+    expect(JSON.parse(show.out)).toMatchObject({ skill: { name: 'code-review' } });
+  });
+
   it('work block and unblock, with the reason in the list and both notes in the ledger', async () => {
     const home = tempHome('agentd-cli-block-');
     const id = (await run(['--home', home, 'work', 'submit', 'task', 'ship', 'it'])).out.trim();
