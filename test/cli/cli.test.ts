@@ -84,6 +84,19 @@ describe('agentd CLI', () => {
     expect(report.checks.find((check) => check.check === 'store')!.ok).toBe(true);
   });
 
+  it('status in text: a line per field, nested fields indented under their name, no JSON', async () => {
+    const home = tempHome('agentd-cli-');
+    const status = await run(['--home', home, 'status']);
+    expect(status.code).toBe(0);
+    expect(status.out).toMatch(/^status +ok$/m);
+    expect(status.out).toMatch(/^store\n {2}mode +sqlite\n {2}location +\S+agentd\.db$/m);
+    expect(status.out).toMatch(/^ {6}- file SOUL\.md, present true, path \S+SOUL\.md$/m);
+    expect(status.out).toMatch(/^ {4}warnings +none$/m);
+    // No object printed as JSON, and no field without a value.
+    expect(status.out).not.toMatch(/[{}]/);
+    expect(status.out).not.toContain('undefined');
+  });
+
   it('fails with clear errors and exit codes', async () => {
     const badPort = await run(['serve', '--port', 'seventy']);
     expect(badPort.code).toBe(2);

@@ -44,11 +44,7 @@ export function registerStatusCommands(program: Command, deps: CliCommandDeps): 
           }
         }
         if (json) printJson(deps.io, status);
-        else
-          for (const [key, value] of Object.entries(status))
-            deps.io.stdout(
-              `${key.padEnd(10)} ${typeof value === 'object' ? JSON.stringify(value) : String(value)}\n`,
-            );
+        else deps.io.stdout(statusText(status));
       } catch (error) {
         fail(deps, error, json);
       }
@@ -205,4 +201,46 @@ async function runningAgentd(host: string, port: number): Promise<string | undef
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The status for a person: a line per field, an object's fields indented under its name, a list of plain
+ * values on one line, and each object of a list on a line of its own (`- key value, …`). `--json` is for
+ * programs.
+ */
+export function statusText(status: Record<string, unknown>): string {
+  const lines: string[] = [];
+  const plain = (value: unknown): string =>
+    value === null || typeof value !== 'object' ? String(value) : JSON.stringify(value);
+  const walk = (record: Record<string, unknown>, indent: string) => {
+    // Fields without a value are left out, as JSON leaves them out.
+    const fields = Object.entries(record).filter(([, value]) => value !== undefined);
+    const width = Math.max(0, ...fields.map(([key]) => key.length)) + 2;
+    for (const [key, value] of fields) {
+      if (Array.isArray(value)) {
+        if (value.every((item) => item === null || typeof item !== 'object')) {
+          lines.push(
+            `${indent}${key.padEnd(width)}${value.length === 0 ? 'none' : value.map(plain).join(', ')}`,
+          );
+          continue;
+        }
+        lines.push(`${indent}${key}`);
+        for (const item of value)
+          lines.push(
+            `${indent}  - ${
+              item !== null && typeof item === 'object' && !Array.isArray(item)
+                ? Object.entries(item)
+                    .map(([field, fieldValue]) => `${field} ${plain(fieldValue)}`)
+                    .join(', ')
+                : plain(item)
+            }`,
+          );
+      } else if (value !== null && typeof value === 'object' && Object.keys(value).length > 0) {
+        lines.push(`${indent}${key}`);
+        walk(value as Record<string, unknown>, `${indent}  `);
+      } else lines.push(`${indent}${key.padEnd(width)}${plain(value)}`);
+    }
+  };
+  walk(status, '');
+  return `${lines.join('\n')}\n`;
 }
