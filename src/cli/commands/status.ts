@@ -208,7 +208,7 @@ async function runningAgentd(host: string, port: number): Promise<string | undef
  * values on one line, and each object of a list on a line of its own (`- key value, …`). `--json` is for
  * programs.
  */
-export function statusText(status: Record<string, unknown>): string {
+function statusText(status: Record<string, unknown>): string {
   const lines: string[] = [];
   const plain = (value: unknown): string =>
     value === null || typeof value !== 'object' ? String(value) : JSON.stringify(value);
