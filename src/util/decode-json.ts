@@ -29,6 +29,16 @@ function undecodable(
 }
 
 /**
+ * `text`'s size in UTF-8 bytes when it is above `maxBytes`, else undefined. Its length in UTF-16 units
+ * bounds the byte length from below (at most 3 bytes a unit), so bytes are only counted when it could matter.
+ */
+export function utf8BytesOver(text: string, maxBytes: number): number | undefined {
+  if (text.length <= maxBytes / 3) return undefined;
+  const size = Buffer.byteLength(text, 'utf8');
+  return size > maxBytes ? size : undefined;
+}
+
+/**
  * The one way stored JSON is read back: size-limited, parsed, then decoded by a zod schema (which may
  * upgrade older versions, as the workflow records' `versioned` schemas do). Every failure is a
  * JSON_UNDECODABLE error naming the document and the first problems, never a half-typed value.
@@ -37,15 +47,12 @@ export function decodeJson<T>(text: string, schema: z.ZodType<T>, options: Decod
   const what = options.what ?? 'the document';
   const fault = options.fault ?? 'system';
   const maxBytes = options.maxBytes ?? defaultDecodeMaxBytes;
-  // Length in UTF-16 units bounds the byte length from below; only count bytes when it could matter.
-  if (text.length > maxBytes / 3) {
-    const size = Buffer.byteLength(text, 'utf8');
-    if (size > maxBytes)
-      throw undecodable(what, `it is ${size} bytes; the limit is ${maxBytes}`, fault, {
-        sizeBytes: size,
-        maxBytes,
-      });
-  }
+  const size = utf8BytesOver(text, maxBytes);
+  if (size !== undefined)
+    throw undecodable(what, `it is ${size} bytes; the limit is ${maxBytes}`, fault, {
+      sizeBytes: size,
+      maxBytes,
+    });
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -1,7 +1,7 @@
 export { asFileNotWritten, fileNotWrittenCode, writeFileAtomically } from './atomic-write.js';
 export { type BackoffTimer, createBackoffTimer } from './backoff.js';
 export { type Clock, createManualClock, maxTimerMs, sleep, systemClock } from './clock.js';
-export { type DecodeJsonOptions, decodeJson, defaultDecodeMaxBytes } from './decode-json.js';
+export { type DecodeJsonOptions, decodeJson, defaultDecodeMaxBytes, utf8BytesOver } from './decode-json.js';
 export { deepFreeze } from './deep-freeze.js';
 export {
   AgentdError,

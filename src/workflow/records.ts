@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeJson, ErrorCodes, SystemError } from '../util/index.js';
+import { decodeJson, ErrorCodes, SystemError, utf8BytesOver } from '../util/index.js';
 import type { Artifact } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import type { StageRecord, WorkflowTask } from './task.js';
@@ -329,15 +329,13 @@ export const workflowDocumentMaxBytes = 256 * 1024 * 1024;
  * make its run unreadable. The write fails instead, and the run's result names it (`recordsNotWritten`).
  */
 export function withinDocumentLimit(text: string, what: string, maxBytes = workflowDocumentMaxBytes): string {
-  if (text.length > maxBytes / 3) {
-    const sizeBytes = Buffer.byteLength(text, 'utf8');
-    if (sizeBytes > maxBytes)
-      throw new SystemError({
-        code: ErrorCodes.payloadTooLarge,
-        message: `${what} would be ${sizeBytes} bytes; a stored document may hold ${maxBytes}`,
-        details: { sizeBytes, maxBytes },
-      });
-  }
+  const sizeBytes = utf8BytesOver(text, maxBytes);
+  if (sizeBytes !== undefined)
+    throw new SystemError({
+      code: ErrorCodes.payloadTooLarge,
+      message: `${what} would be ${sizeBytes} bytes; a stored document may hold ${maxBytes}`,
+      details: { sizeBytes, maxBytes },
+    });
   return text;
 }
 

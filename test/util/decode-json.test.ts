@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { decodeJson } from '../../src/util/index.js';
+import { decodeJson, utf8BytesOver } from '../../src/util/index.js';
 import { thrownBy } from '../helpers/thrown.js';
 
 const point = z.object({ x: z.number(), y: z.number() });
@@ -32,5 +32,15 @@ describe('decodeJson', () => {
     const error = thrownBy(() => decodeJson(big, point, { maxBytes: 1000 }));
     expect(error).toMatchObject({ code: 'JSON_UNDECODABLE', details: { maxBytes: 1000 } });
     expect(decodeJson(big, point, { maxBytes: 2000 })).toEqual({ x: 1, y: 2 });
+  });
+});
+
+describe('utf8BytesOver', () => {
+  it('counts UTF-8 bytes, not UTF-16 units, and only above the limit', () => {
+    // Ten two-byte characters: 10 units, 20 bytes.
+    expect(utf8BytesOver('é'.repeat(10), 19)).toBe(20);
+    expect(utf8BytesOver('é'.repeat(10), 20)).toBeUndefined();
+    expect(utf8BytesOver('a'.repeat(5), 4)).toBe(5);
+    expect(utf8BytesOver('', 0)).toBeUndefined();
   });
 });
