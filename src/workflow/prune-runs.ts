@@ -33,20 +33,28 @@ const pageOfEndedRoots = `SELECT COUNT(*) AS n, MAX(completed_at) AS last FROM (
  * The runs of a page that go: the root ended, and no task of the run (the root, its clones and subtasks) is
  * live or ended after the cutoff. A live task may still write rows of its run, which would be left without
  * their run; so a run with a task whose end was never written (a crash, a refused write) is kept. The same
- * range of the same index, and per root one range of `workflow_tasks_by_root`; a scalar subquery, since as
- * `NOT EXISTS` Postgres may read every task instead.
+ * range of the same index, and per root one range of `workflow_child_tasks_by_root` (the root itself is the
+ * row just read); a scalar subquery, since as `NOT EXISTS` Postgres may read every task instead.
  */
 const endedRunsOfPage = `SELECT run.task_id FROM workflow_tasks AS run
   WHERE run.parent_task_id IS NULL AND run.completed_at > ? AND run.completed_at <= ? AND run.status IN (${endedStates})
-    AND (SELECT 1 FROM workflow_tasks AS task WHERE task.root_task_id = run.task_id
+    AND (SELECT 1 FROM workflow_tasks AS task WHERE task.root_task_id = run.task_id AND task.parent_task_id IS NOT NULL
       AND (task.completed_at IS NULL OR task.completed_at >= ? OR task.status NOT IN (${endedStates})) LIMIT 1) IS NULL`;
 
 /**
- * Every table that holds a run's rows, keyed or indexed by its root task: `workflow_stages` and
- * `workflow_events` by their primary keys (migration 0018), `workflow_artifacts` by `workflow_artifacts_by_root`,
- * `workflow_tasks` by `workflow_tasks_by_root`. `workflow_memory` is not a run's: project and global memory outlive every run and keep their own count.
+ * The statements that delete a run's rows, each by its root task's id: `workflow_stages` and `workflow_events`
+ * through their primary keys (migration 0018), `workflow_artifacts` through `workflow_artifacts_by_root`, the
+ * clones and subtasks of `workflow_tasks` through `workflow_child_tasks_by_root` (migration 0047) and the root
+ * tasks through the table's key. `workflow_memory` is not a run's: project and global memory outlive every
+ * run and keep their own count.
  */
-const runTables = ['workflow_stages', 'workflow_events', 'workflow_artifacts', 'workflow_tasks'] as const;
+const runDeletes = [
+  ['workflow_stages', 'root_task_id IN'],
+  ['workflow_events', 'root_task_id IN'],
+  ['workflow_artifacts', 'root_task_id IN'],
+  ['workflow_tasks', 'parent_task_id IS NOT NULL AND root_task_id IN'],
+  ['workflow_tasks', 'task_id IN'],
+] as const;
 
 /**
  * Deletes every row of the runs, `listSize` ids a statement, the list filled up with its first id: one
@@ -57,8 +65,8 @@ async function deleteRuns(tx: SqlExecutor, roots: ReadonlyArray<string>, listSiz
   for (let start = 0; start < roots.length; start += listSize) {
     const ids = roots.slice(start, start + listSize);
     while (ids.length < listSize) ids.push(ids[0]!);
-    for (const table of runTables)
-      rows += (await tx.run(`DELETE FROM ${table} WHERE root_task_id IN (${sqlPlaceholders(listSize)})`, ids))
+    for (const [table, byRoot] of runDeletes)
+      rows += (await tx.run(`DELETE FROM ${table} WHERE ${byRoot} (${sqlPlaceholders(listSize)})`, ids))
         .changes;
   }
   return rows;

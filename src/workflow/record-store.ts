@@ -399,15 +399,16 @@ export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): Workflo
         [root],
       );
       // The task rows last: the retention deletes a run whole in one transaction, so task rows still there
-      // mean the reads before began before it, and saw the run whole too; none mean it went meanwhile.
+      // mean the reads before began before it, and saw the run whole too; none mean it went meanwhile. The
+      // root by its key, its clones and subtasks by `workflow_child_tasks_by_root` (migration 0047).
       const taskRows = await db.all<{
         task_id: string;
         record: string;
         run_records: string | null;
         stage_records: string | null;
       }>(
-        'SELECT task_id, record, run_records, stage_records FROM workflow_tasks WHERE root_task_id = ? ORDER BY created_at, task_id',
-        [root],
+        'SELECT task_id, record, run_records, stage_records FROM workflow_tasks WHERE task_id = ? OR (root_task_id = ? AND parent_task_id IS NOT NULL) ORDER BY created_at, task_id',
+        [root, root],
       );
       if (taskRows.length === 0) return undefined;
       // A task's stages: rows of their own, then (from the batch that concluded it) the list on its row.

@@ -7,7 +7,10 @@ import type {
   WorkflowEngine,
   WorkflowFunction,
 } from '../../src/workflow/index.js';
+import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import { describeEachDatabase } from '../helpers/databases.js';
+import { recordingReads } from '../helpers/query-plans.js';
+import { planOf } from '../helpers/retention.js';
 import { chainWorkflow, edge, engineFor, fanOutWorkflow, node, workflowYaml } from './helpers.js';
 
 const engines: WorkflowEngine[] = [];
@@ -215,4 +218,60 @@ describeEachDatabase('a durable run inspects from the database as it did in memo
       }
     });
   }
+});
+
+describeEachDatabase('a run read back finds its task rows through indexes', (getDb) => {
+  it('reads the root by its key and its subtasks by an index that holds no root', async () => {
+    const db = getDb();
+    const split = cases.find((testCase) => testCase.name === 'a split into subtasks without a merge')!;
+    const chain = cases.find((testCase) => testCase.name === 'a chain of functions')!;
+    await runAll(split, db);
+    const reader = await engineFor(filesOf(split), { database: db });
+    engines.push(reader);
+    const { db: reading, statements } = recordingReads(db);
+    const run = await createSqlRecordStore(reading).loadRun('wft_1');
+    expect(run!.tasks.map((task) => task.parentTaskId ?? 'root')).toEqual([
+      'root',
+      'wft_1',
+      'wft_1',
+      'wft_1',
+    ]);
+    const taskRead = statements.find((statement) =>
+      statement.sql.includes('stage_records FROM workflow_tasks'),
+    )!;
+    const plan = await planOf(db, taskRead);
+    if (db.dialect === 'sqlite') {
+      expect(plan).toContain('USING INDEX sqlite_autoindex_workflow_tasks_1 (task_id=?)');
+      expect(plan).toContain('USING INDEX workflow_child_tasks_by_root (root_task_id=?)');
+      expect(plan).not.toMatch(/SCAN workflow_tasks/);
+    } else {
+      expect(plan).toContain('workflow_tasks_pkey');
+      expect(plan).toContain('workflow_child_tasks_by_root');
+      expect(plan).not.toMatch(/Seq Scan/);
+    }
+    // A root's row writes no entry of that index: a run without subtasks or clones writes only its key's.
+    await runAll(chain, db);
+    const entries = await db.get<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM workflow_tasks WHERE parent_task_id IS NOT NULL',
+    );
+    expect(Number(entries!.n)).toBe(3);
+    const definition =
+      db.dialect === 'sqlite'
+        ? await db.get<{ sql: string }>(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'workflow_child_tasks_by_root'",
+          )
+        : await db.get<{ sql: string }>(
+            "SELECT indexdef AS sql FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'workflow_child_tasks_by_root'",
+          );
+    expect(definition!.sql).toMatch(/WHERE \(?parent_task_id IS NOT NULL\)?/);
+    const byRoot = await (db.dialect === 'sqlite'
+      ? db.all<{ sql: string }>(
+          "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'workflow_tasks' AND sql IS NOT NULL",
+        )
+      : db.all<{ sql: string }>(
+          "SELECT indexdef AS sql FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'workflow_tasks'",
+        ));
+    for (const { sql } of byRoot)
+      if (/\(root_task_id/.test(sql)) expect(sql).toMatch(/parent_task_id IS NOT NULL/);
+  });
 });

@@ -418,26 +418,29 @@ describeEachDatabase('workflow retention', (getDb) => {
     const selectPlan = await planOf(getDb(), select!);
     if (sqlite) {
       expect(selectPlan).toContain('SEARCH run USING INDEX workflow_tasks_ended_runs');
-      expect(selectPlan).toContain('SEARCH task USING INDEX workflow_tasks_by_root (root_task_id=?)');
+      expect(selectPlan).toContain('SEARCH task USING INDEX workflow_child_tasks_by_root (root_task_id=?)');
       expect(selectPlan).not.toMatch(/SCAN (run|task)/);
     } else {
       expect(selectPlan).toMatch(/(Index Scan using|Bitmap Index Scan on) workflow_tasks_ended_runs/);
-      expect(selectPlan).toMatch(/Index Scan using workflow_tasks_by_root on workflow_tasks task/);
+      expect(selectPlan).toMatch(/Index Scan using workflow_child_tasks_by_root on workflow_tasks task/);
       expect(selectPlan).not.toMatch(/Seq Scan|hashed SubPlan|Join/);
     }
-    const indexes = {
-      workflow_stages: sqlite ? 'PRIMARY KEY' : 'workflow_stages_pkey',
-      workflow_events: sqlite ? 'PRIMARY KEY' : 'workflow_events_pkey',
-      workflow_artifacts: 'workflow_artifacts_by_root',
-      workflow_tasks: 'workflow_tasks_by_root',
-    };
-    expect(deletes.map((statement) => statement.sql.split(' ')[2])).toEqual(Object.keys(indexes));
+    // Table, index, and the key column it is searched by. A root task's row goes by its id, its clones and
+    // subtasks by the index of a run's other tasks.
+    const indexes: Array<[string, string, string]> = [
+      ['workflow_stages', sqlite ? 'PRIMARY KEY' : 'workflow_stages_pkey', 'root_task_id'],
+      ['workflow_events', sqlite ? 'PRIMARY KEY' : 'workflow_events_pkey', 'root_task_id'],
+      ['workflow_artifacts', 'workflow_artifacts_by_root', 'root_task_id'],
+      ['workflow_tasks', 'workflow_child_tasks_by_root', 'root_task_id'],
+      ['workflow_tasks', sqlite ? 'sqlite_autoindex_workflow_tasks_1' : 'workflow_tasks_pkey', 'task_id'],
+    ];
+    expect(deletes.map((statement) => statement.sql.split(' ')[2])).toEqual(indexes.map(([table]) => table));
     for (const [index, statement] of deletes.entries()) {
-      const [table, name] = Object.entries(indexes)[index]!;
+      const [table, name, column] = indexes[index]!;
       const plan = await planOf(getDb(), statement);
       if (sqlite)
         expect(plan).toContain(
-          `SEARCH ${table} USING ${name.includes('KEY') ? name : `INDEX ${name}`} (root_task_id=?)`,
+          `SEARCH ${table} USING ${name.includes('KEY') ? name : `INDEX ${name}`} (${column}=?)`,
         );
       else expect(plan).toMatch(new RegExp(`(Index Scan using|Bitmap Index Scan on) ${name}`));
     }
