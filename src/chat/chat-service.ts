@@ -3,7 +3,7 @@ import type { EngageResult } from '../engage/index.js';
 import type { IdentityLoader } from '../identity/index.js';
 import type { MemoryService } from '../memory/index.js';
 import type { ModelMessage } from '../model/index.js';
-import type { SessionActivity, SessionStore, SqlExecutor } from '../store/index.js';
+import type { SessionActivity, SessionStore, SqlExecutor, UnrepliedRun } from '../store/index.js';
 import type { RecallOutcome } from '../telemetry/index.js';
 import type { IdGenerator } from '../util/index.js';
 import {
@@ -134,7 +134,14 @@ export interface ChatInbox {
     },
     tx?: SqlExecutor,
   ): Promise<void>;
+  /**
+   * Ends a run that wrote no reply (it failed, answered nothing, or was stopped before any text), keeping how
+   * it ended where `listUnreplied` reads it after a restart: the transcript holds its user message alone.
+   */
+  markEndedWithoutReply(run: UnrepliedRun, tx?: SqlExecutor): Promise<void>;
   listRunning(): Promise<RunningRun[]>;
+  /** Runs that ended without a reply, as `markEndedWithoutReply` kept them (at least each session's last). */
+  listUnreplied(): Promise<UnrepliedRun[]>;
 }
 
 export interface CreateChatServiceOptions {

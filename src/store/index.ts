@@ -64,6 +64,7 @@ export {
   type SessionRecord,
   type SessionStatus,
   type SessionStore,
+  type UnrepliedRun,
 } from './session-store.js';
 export { isUniqueViolation, mightSucceedLater } from './sql-errors.js';
 export { createSqliteDatabase, type SqliteDatabase, type SqliteDatabaseOptions } from './sqlite-database.js';

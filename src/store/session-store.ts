@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import type { Clock, IdGenerator } from '../util/index.js';
 import {
   createIdGenerator,
+  decodeJson,
   ErrorCodes,
   rememberNewest,
   SystemError,
@@ -119,8 +121,67 @@ export interface SessionStore {
     activity?: SessionActivity & { sessionId: string },
     tx?: SqlExecutor,
   ): Promise<void>;
+  /**
+   * Clears the mark of a run that ended without writing a reply (it failed, answered nothing, or was stopped
+   * before it said anything) and keeps how it ended on the same row, with the row's last 16 such runs: the
+   * transcript holds only its user message, which after a restart cannot tell those ends apart
+   * (`listUnrepliedRuns`). A run no longer marked is left as it is.
+   */
+  markEndedWithoutReply(run: UnrepliedRun, tx?: SqlExecutor): Promise<void>;
   /** Runs still marked: at a start, the ones a stop interrupted. */
   listRunning(): Promise<RunningSessionRun[]>;
+  /** The last runs of each session row that ended without a reply (`markEndedWithoutReply`). */
+  listUnrepliedRuns(): Promise<UnrepliedRun[]>;
+}
+
+/** How a chat run that wrote no reply ended, as kept on its session's row (`markEndedWithoutReply`). */
+export interface UnrepliedRun {
+  runId: string;
+  sessionKey: string;
+  /** The run's status: `completed` for an empty answer, `aborted`, `error` and the engage loop's others. */
+  status: string;
+  error?: { code: string; message: string; retryable: boolean };
+  endedAt: number;
+}
+
+/**
+ * The row's JSON of its last runs that ended without a reply (the key is the row's own column), oldest first.
+ * Version 1.
+ */
+const storedUnrepliedRuns = z.object({
+  v: z.literal(1),
+  runs: z.array(
+    z.object({
+      runId: z.string(),
+      status: z.string(),
+      error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean() }).optional(),
+      endedAt: z.number(),
+    }),
+  ),
+});
+type StoredUnrepliedRun = z.infer<typeof storedUnrepliedRuns>['runs'][number];
+
+/**
+ * Unreplied runs a session row keeps: the newest, enough for the retries of a burst of failed messages (a
+ * provider's outage) in the ten minutes a restart reads keys back for, and a row of a few KiB at most.
+ */
+const unrepliedRunsKept = 16;
+const unrepliedRunsMaxBytes = 256 * 1024;
+
+/**
+ * The runs of a row's `unreplied_runs`. One that does not decode says nothing of its runs, which then stay of
+ * unknown outcome, as they were before this column: neither a start nor a run's end fails for it.
+ */
+function decodeUnreplied(text: string | null, sessionKey: string): StoredUnrepliedRun[] | undefined {
+  if (text === null) return undefined;
+  try {
+    return decodeJson(text, storedUnrepliedRuns, {
+      what: `the unreplied runs of session ${sessionKey}`,
+      maxBytes: unrepliedRunsMaxBytes,
+    }).runs;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A chat run marked in progress on its session's row. */
@@ -437,6 +498,41 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
         [...counted.params, runId, runId, activity.sessionId, sessionKey],
       );
       if (result.changes > 0) counted.written();
+    },
+
+    async markEndedWithoutReply(run, tx) {
+      const executor = tx ?? db;
+      const row = await executor.get<{ unreplied_runs: string | null }>(
+        'SELECT unreplied_runs FROM sessions WHERE session_key = ? AND running_run_id = ?',
+        [run.sessionKey, run.runId],
+      );
+      if (!row) return;
+      const kept = [...(decodeUnreplied(row.unreplied_runs, run.sessionKey) ?? [])];
+      kept.push({
+        runId: run.runId,
+        status: run.status,
+        ...(run.error
+          ? { error: { code: run.error.code, message: run.error.message, retryable: run.error.retryable } }
+          : {}),
+        endedAt: run.endedAt,
+      });
+      await executor.run(
+        'UPDATE sessions SET running_run_id = NULL, running_started_at = NULL, unreplied_runs = ? WHERE session_key = ? AND running_run_id = ?',
+        [JSON.stringify({ v: 1, runs: kept.slice(-unrepliedRunsKept) }), run.sessionKey, run.runId],
+      );
+    },
+
+    async listUnrepliedRuns() {
+      // Read at a start only, as listRunning: a scan of the table, no index written for it.
+      const rows = await db.all<{ session_key: string; unreplied_runs: string }>(
+        'SELECT session_key, unreplied_runs FROM sessions WHERE unreplied_runs IS NOT NULL',
+      );
+      return rows.flatMap((row) =>
+        (decodeUnreplied(row.unreplied_runs, row.session_key) ?? []).map((run) => ({
+          ...run,
+          sessionKey: row.session_key,
+        })),
+      );
     },
 
     async listRunning() {

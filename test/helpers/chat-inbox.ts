@@ -16,6 +16,8 @@ export function inboxOn(db: SqlDatabase): ChatInbox {
     list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
     markRunning: (run, tx) => sessions.markRunning(run.sessionId, run, run.activity, tx),
     markEnded: (run, tx) => sessions.markEnded(run.sessionKey, run.runId, run.activity, tx),
+    markEndedWithoutReply: (run, tx) => sessions.markEndedWithoutReply(run, tx),
     listRunning: () => sessions.listRunning(),
+    listUnreplied: () => sessions.listUnrepliedRuns(),
   };
 }

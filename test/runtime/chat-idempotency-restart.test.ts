@@ -7,6 +7,18 @@ import { collectRun, startRuntime, tempHome } from './helpers.js';
 
 const sessionKey = 'agent:main:main';
 
+/** Every call answers nothing: a turn that completes and stores no reply. */
+const silentModel = {
+  specificationVersion: 'v1',
+  provider: 'test',
+  modelId: 'silent',
+  contextWindowTokens: 8_000,
+  async *doStream() {
+    yield { type: 'usage', usage: { inputTokens: 1, outputTokens: 0 } };
+    yield { type: 'finish', stopReason: 'end_turn' };
+  },
+} as unknown as LanguageModel;
+
 /** Every call fails: a turn that stores the user message and no reply. */
 const failingModel = {
   specificationVersion: 'v1',
@@ -65,6 +77,8 @@ describe('chat.send idempotency keys across a restart', () => {
     expect((await turn(connected, 'My cat is called Pixel.', 'answered-1')).state).toBe('final');
     connected = await start(home, { model: failingModel });
     expect((await turn(connected, 'This one fails.', 'failed-1')).state).toBe('error');
+    connected = await start(home, { model: silentModel });
+    expect((await turn(connected, 'Say nothing.', 'silent-1')).state).toBe('final');
 
     connected = await start(home);
     expect(await send(connected, 'My cat is called Pixel.', 'answered-1')).toEqual({
@@ -72,18 +86,33 @@ describe('chat.send idempotency keys across a restart', () => {
       status: 'ok',
       cached: true,
     });
+    // How the runs without a reply ended is on their session's row: the model's own error, and an answer of
+    // nothing, which is no error.
     expect(await send(connected, 'This one fails.', 'failed-1')).toMatchObject({
       runId: 'failed-1',
       status: 'error',
       cached: true,
-      error: { code: 'RUN_OUTCOME_UNKNOWN' },
+      error: { code: 'PROVIDER_ERROR', message: expect.stringContaining('boom') },
+    });
+    expect(await send(connected, 'Say nothing.', 'silent-1')).toEqual({
+      runId: 'silent-1',
+      status: 'ok',
+      cached: true,
+    });
+    expect(await connected.call('agent.wait', { runId: 'silent-1' })).toMatchObject({
+      runId: 'silent-1',
+      status: 'ok',
     });
     // Asked again, the gateway's own cache answers the same.
     expect(await send(connected, 'My cat is called Pixel.', 'answered-1')).toMatchObject({
       status: 'ok',
       cached: true,
     });
-    expect(await userMessages(connected)).toEqual(['My cat is called Pixel.', 'This one fails.']);
+    expect(await userMessages(connected)).toEqual([
+      'My cat is called Pixel.',
+      'This one fails.',
+      'Say nothing.',
+    ]);
 
     // agent.wait knows the run too, with its reply's text read back from the transcript.
     const waited = await connected.call<Record<string, unknown>>('agent.wait', { runId: 'answered-1' });

@@ -36,7 +36,9 @@ describeEachDatabase('a chat message between the inbox and the transcript', (get
       list: async () => (await kv.list('inbox')).map((entry) => JSON.parse(entry.value) as PendingMessage),
       markRunning: (run, tx) => createSessionStore(db).markRunning(run.sessionId, run, run.activity, tx),
       markEnded: (run, tx) => createSessionStore(db).markEnded(run.sessionKey, run.runId, run.activity, tx),
+      markEndedWithoutReply: (run, tx) => createSessionStore(db).markEndedWithoutReply(run, tx),
       listRunning: () => createSessionStore(db).listRunning(),
+      listUnreplied: () => createSessionStore(db).listUnrepliedRuns(),
     };
     const bus = createBus();
     const memory = createMemoryService({ db, bus, config: { writeRetryMs: 5, maxWriteRetryMs: 20 } });

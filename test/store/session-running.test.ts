@@ -87,3 +87,97 @@ describeEachDatabase('a chat run in progress, marked on its session row (migrati
     expect((await kv.list('chat-inbox')).map((entry) => entry.key)).toEqual(['run-waiting']);
   });
 });
+
+describeEachDatabase('how a run without a reply ended, kept on its session row (migration 0048)', (getDb) => {
+  const failed = { code: 'PROVIDER_ERROR', message: 'the provider said "no" — 503', retryable: true };
+
+  it('ends the run, keeps its status and error, and lists them by key', async () => {
+    const sessions = createSessionStore(getDb());
+    const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
+    const ops = await sessions.ensureActive('agent:alpha:ops', 'alpha');
+    await sessions.markRunning(main.id, { runId: 'run-1', startedAt: 10 });
+    await sessions.markRunning(ops.id, { runId: 'run-2', startedAt: 20 });
+    await sessions.markEndedWithoutReply({
+      runId: 'run-1',
+      sessionKey: 'agent:alpha:main',
+      status: 'error',
+      error: failed,
+      endedAt: 15,
+    });
+    await sessions.markEndedWithoutReply({
+      runId: 'run-2',
+      sessionKey: 'agent:alpha:ops',
+      status: 'completed',
+      endedAt: 25,
+    });
+    expect(await sessions.listRunning()).toEqual([]);
+    const listed = (await sessions.listUnrepliedRuns()).sort((left, right) => left.endedAt - right.endedAt);
+    expect(listed).toEqual([
+      { runId: 'run-1', sessionKey: 'agent:alpha:main', status: 'error', error: failed, endedAt: 15 },
+      { runId: 'run-2', sessionKey: 'agent:alpha:ops', status: 'completed', endedAt: 25 },
+    ]);
+  });
+
+  it('writes nothing for a run no longer marked, and keeps the last 16 runs of a row', async () => {
+    const sessions = createSessionStore(getDb());
+    const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
+    // Not marked (another run is): nothing is kept, and the other mark stays.
+    await sessions.markRunning(main.id, { runId: 'run-live', startedAt: 1 });
+    await sessions.markEndedWithoutReply({
+      runId: 'run-x',
+      sessionKey: 'agent:alpha:main',
+      status: 'error',
+      endedAt: 2,
+    });
+    expect(await sessions.listUnrepliedRuns()).toEqual([]);
+    expect((await sessions.listRunning()).map((run) => run.runId)).toEqual(['run-live']);
+    for (let index = 0; index < 20; index++) {
+      const runId = `run-${index}`;
+      await sessions.markRunning(main.id, { runId, startedAt: index });
+      await sessions.markEndedWithoutReply({
+        runId,
+        sessionKey: 'agent:alpha:main',
+        status: 'error',
+        error: failed,
+        endedAt: index,
+      });
+    }
+    expect((await sessions.listUnrepliedRuns()).map((run) => run.runId)).toEqual(
+      Array.from({ length: 16 }, (_, index) => `run-${index + 4}`),
+    );
+  });
+
+  it('reads a row it cannot decode as no runs, and starts that row again at the next run', async () => {
+    const db = getDb();
+    const sessions = createSessionStore(db);
+    const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
+    const ops = await sessions.ensureActive('agent:alpha:ops', 'alpha');
+    const idle = await sessions.ensureActive('agent:alpha:idle', 'alpha');
+    await sessions.markRunning(ops.id, { runId: 'run-ok', startedAt: 1 });
+    await sessions.markEndedWithoutReply({
+      runId: 'run-ok',
+      sessionKey: 'agent:alpha:ops',
+      status: 'aborted',
+      endedAt: 2,
+    });
+    const set = (id: string, text: string) =>
+      db.run('UPDATE sessions SET unreplied_runs = ? WHERE id = ?', [text, id]);
+    await set(main.id, '{"v":1,"runs":[{"runId":7}]}');
+    await set(idle.id, `{"v":1,"runs":[],"pad":"${'x'.repeat(300 * 1024)}"}`);
+    expect(await sessions.listUnrepliedRuns()).toEqual([
+      { runId: 'run-ok', sessionKey: 'agent:alpha:ops', status: 'aborted', endedAt: 2 },
+    ]);
+    await sessions.markRunning(main.id, { runId: 'run-next', startedAt: 3 });
+    await sessions.markEndedWithoutReply({
+      runId: 'run-next',
+      sessionKey: 'agent:alpha:main',
+      status: 'error',
+      error: failed,
+      endedAt: 4,
+    });
+    expect((await sessions.listUnrepliedRuns()).map((run) => run.runId).sort()).toEqual([
+      'run-next',
+      'run-ok',
+    ]);
+  });
+});

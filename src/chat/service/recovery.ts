@@ -3,14 +3,30 @@ import type { ChatRunRecord } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 import { newRecord, refFor, remember } from './records.js';
 
-/** In the session's write order, after the transcript the turn wrote (queued with it while degraded). */
+/**
+ * Ends a run whose reply's transaction did not (it wrote no reply), keeping how it ended for a restart to read
+ * (`readEndedRuns`). In the session's write order, after the transcript the turn wrote (queued with it while
+ * degraded).
+ */
 export async function markEnded(ctx: ChatContext, record: ChatRunRecord): Promise<void> {
   const inbox = ctx.options.inbox;
   if (!inbox) return;
   try {
     const ref = await refFor(ctx, record.sessionKey, record.agentId);
+    const { runId, sessionKey, status, error } = record;
     await ctx.options.memory.persist(ref, (tx) =>
-      inbox.markEnded({ runId: record.runId, sessionKey: record.sessionKey }, tx),
+      status === 'running'
+        ? inbox.markEnded({ runId, sessionKey }, tx)
+        : inbox.markEndedWithoutReply(
+            {
+              runId,
+              sessionKey,
+              status,
+              ...(error ? { error } : {}),
+              endedAt: record.endedAt ?? ctx.clock.now(),
+            },
+            tx,
+          ),
     );
   } catch (error) {
     // The run is over for every client already; at worst the next start reports it interrupted.
@@ -124,6 +140,18 @@ export async function readEndedRuns(ctx: ChatContext): Promise<number> {
       }
     }
   }
+  // A run with no reply in the transcript failed, answered nothing or was stopped first: its session's row
+  // says which, for the last such run of each row.
+  if (options.inbox && [...read.values()].some(unreplied)) {
+    for (const run of await options.inbox.listUnreplied()) {
+      const record = read.get(run.runId);
+      if (!record || !unreplied(record) || record.sessionKey !== run.sessionKey) continue;
+      record.status = run.status as ChatRunRecord['status'];
+      record.endedAt = run.endedAt;
+      if (run.error) record.error = { ...run.error };
+      else delete record.error;
+    }
+  }
   for (const [runId, record] of read)
     ctx.endedBeforeStart.set(runId, record, record.endedAt ?? record.startedAt);
   // The oldest first, so the newest are kept when there are more than the bound.
@@ -131,6 +159,10 @@ export async function readEndedRuns(ctx: ChatContext): Promise<number> {
     if (!ctx.injectedKeys.has(key)) ctx.injectedKeys.set(key, Promise.resolve(address), atMs);
   return read.size;
 }
+
+/** A run read back from its marks alone, with no reply: how it ended is not in the transcript. */
+const unreplied = (record: ChatRunRecord) =>
+  record.assistantMemoryId === undefined && record.error?.code === ErrorCodes.runOutcomeUnknown;
 
 /** A run read back by `readEndedRuns` with its reply's text, read from the transcript at its first wait. */
 export async function withReplyText(ctx: ChatContext, record: ChatRunRecord): Promise<ChatRunRecord> {

@@ -4,6 +4,7 @@ import type { CreateChatServiceOptions, RunningRun } from '../../../src/chat/ind
 import type { ChatContext } from '../../../src/chat/service/context.js';
 import { TurnQueue } from '../../../src/chat/service/queue.js';
 import type { MessageMark } from '../../../src/memory/index.js';
+import type { UnrepliedRun } from '../../../src/store/index.js';
 import {
   createKeyedMutex,
   createManualClock,
@@ -21,6 +22,8 @@ export type Call = [string, ...unknown[]];
 export function fakeContext(
   overrides: {
     running?: RunningRun[];
+    /** What `inbox.listUnreplied` finds. */
+    unreplied?: UnrepliedRun[];
     touchFails?: boolean;
     activeSession?: string;
     summarized?: number[];
@@ -134,6 +137,15 @@ export function fakeContext(
       markEnded: async (run: { runId: string; activity?: unknown }) => {
         calls.push(['inbox.markEnded', run.runId, ...(run.activity ? [run.activity] : [])]);
       },
+      markEndedWithoutReply: async (run: { runId: string; status: string; error?: { code: string } }) => {
+        calls.push([
+          'inbox.markEndedWithoutReply',
+          run.runId,
+          run.status,
+          ...(run.error ? [run.error.code] : []),
+        ]);
+      },
+      listUnreplied: async () => overrides.unreplied ?? [],
     },
     bus,
     clock,

@@ -16,6 +16,22 @@ describe('chat step: recovery', () => {
     ]);
   });
 
+  it('keeps how a run that ended without a reply ended: its status and error', async () => {
+    const { ctx, calls } = fakeContext();
+    const failed = newRecord(ctx, 'run-2', 's', 'main');
+    failed.status = 'error';
+    failed.error = { code: 'PROVIDER_ERROR', message: 'boom', retryable: false };
+    failed.endedAt = 900;
+    await markEnded(ctx, failed);
+    const silent = newRecord(ctx, 'run-3', 's', 'main');
+    silent.status = 'completed';
+    await markEnded(ctx, silent);
+    expect(calls.filter((call) => call[0].startsWith('inbox.'))).toEqual([
+      ['inbox.markEndedWithoutReply', 'run-2', 'error', 'PROVIDER_ERROR'],
+      ['inbox.markEndedWithoutReply', 'run-3', 'completed'],
+    ]);
+  });
+
   it('fails interrupted runs oldest first with a note, an error final and RUN_INTERRUPTED', async () => {
     const { ctx, calls, events } = fakeContext({
       running: [
@@ -97,6 +113,35 @@ describe('chat step: runs that ended before this start', () => {
     expect(ctx.endedBeforeStart.get('stopped')).toMatchObject({
       status: 'error',
       error: { code: 'RUN_INTERRUPTED' },
+    });
+  });
+
+  it('reads how a run without a reply ended from its session row, for that run and key only', async () => {
+    const boom = { code: 'PROVIDER_ERROR', message: 'boom', retryable: false };
+    const { ctx } = fakeContext({
+      marks: [
+        mark('silent', 'user', 5, 950),
+        mark('failed', 'user', 4, 940),
+        mark('elsewhere', 'user', 3, 930),
+        mark('answered', 'assistant', 2, 925),
+        mark('answered', 'user', 1, 920),
+      ],
+      unreplied: [
+        { runId: 'failed', sessionKey: 's', status: 'error', error: boom, endedAt: 945 },
+        { runId: 'silent', sessionKey: 's', status: 'completed', endedAt: 955 },
+        // Another key's run of the same id, and a run with a reply: neither is this transcript's unreplied run.
+        { runId: 'elsewhere', sessionKey: 'other', status: 'completed', endedAt: 935 },
+        { runId: 'answered', sessionKey: 's', status: 'error', error: boom, endedAt: 926 },
+      ],
+    });
+    await expect(readEndedRuns(ctx)).resolves.toBe(4);
+    expect(ctx.endedBeforeStart.get('failed')).toMatchObject({ status: 'error', error: boom, endedAt: 945 });
+    expect(ctx.endedBeforeStart.get('silent')).toMatchObject({ status: 'completed', endedAt: 955 });
+    expect(ctx.endedBeforeStart.get('silent')?.error).toBeUndefined();
+    expect(ctx.endedBeforeStart.get('elsewhere')?.error).toMatchObject({ code: 'RUN_OUTCOME_UNKNOWN' });
+    expect(ctx.endedBeforeStart.get('answered')).toMatchObject({
+      status: 'completed',
+      assistantMemoryId: 's#2',
     });
   });
 
