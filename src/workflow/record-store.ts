@@ -29,7 +29,12 @@ export interface PersistedRun {
 
 /** The writes of a run: each as one statement, or as part of a batch (see `WorkflowRecordStore.batch`). */
 export interface WorkflowRecordWriter {
-  saveTask(task: WorkflowTask): Promise<void>;
+  /**
+   * `concludes`: the write of the task's conclusion, which its stages all precede. A write is run when its
+   * batch lands, so an earlier one may already find the task concluded (its batch waited for the database
+   * while the task ended): only the batch of this one takes the task's stages onto its row.
+   */
+  saveTask(task: WorkflowTask, options?: { concludes?: boolean }): Promise<void>;
   /**
    * With `startSeq` and `endSeq` (the sequence numbers of the stage's `node_started` and end event) the row
    * also stands for those two events and for the stage's `node_output` artifact, which `saveRunRecords` is
@@ -94,7 +99,6 @@ function taskRow(task: WorkflowTask, ownerId: string | null): SqlValue[] {
     null,
   ];
 }
-const lifecycleColumn = 5;
 const runRecordsColumn = 12;
 const stageListColumn = 13;
 
@@ -235,16 +239,19 @@ function createBatchWriter(
   ownerId: string | null,
 ): { writer: WorkflowRecordWriter; flush(): Promise<void> } {
   const tasks = new Map<string, SqlValue[]>();
+  /** The tasks whose conclusion this batch writes (`saveTask`'s `concludes`). */
+  const concluding = new Set<string>();
   const stages: SqlValue[][] = [];
   /** End records of runs whose root task's row this batch does not write: [root task id, text]. */
   const runRecordsOfOtherRows: Array<[string, string]> = [];
   return {
     writer: {
-      async saveTask(task) {
+      async saveTask(task, options) {
         const row = taskRow(task, ownerId);
         const earlier = tasks.get(task.taskId);
         if (earlier !== undefined) row[runRecordsColumn] = earlier[runRecordsColumn]!;
         tasks.set(task.taskId, row);
+        if (options?.concludes) concluding.add(task.taskId);
       },
       async appendStage(task, stage, startSeq, endSeq) {
         stages.push(stageRow(task, stage, startSeq, endSeq));
@@ -258,7 +265,7 @@ function createBatchWriter(
       },
     },
     async flush() {
-      const ownStageRows = stagesOnTaskRows(tasks, stages);
+      const ownStageRows = stagesOnTaskRows(tasks, concluding, stages);
       await insertRows(tx, taskInsert, [...tasks.values()]);
       await insertRows(tx, stageInsert, ownStageRows);
       for (const [rootTaskId, text] of runRecordsOfOtherRows) await saveRunRecordsOn(tx, rootTaskId, text);
@@ -271,20 +278,26 @@ type DecodeStage = (previous: StageRecord | undefined) => ReturnType<typeof deco
 
 /**
  * The stage rows of a batch that get a row of their own; the others go onto their task's row in `tasks` as
- * its list of stages. A stage goes onto its task's row when the batch concludes the task: its stages are
- * then all written, so the list is written once (like the run's end records), and the task's row is
- * written in this commit anyway. A run whose stages all end in one event-loop turn (pure functions) thus
- * writes no stage row, which saved a 3-node chain's commit 3.6 of its 11.2 WAL pages. A task still running
- * gets stage rows, each landing as its stage ends, as before.
+ * its list of stages. A stage goes onto its task's row when the batch writes the task's conclusion
+ * (`concluding`): its stages are then all written, so the list is written once (like the run's end records),
+ * and the task's row is written in this commit anyway. A run whose stages all end in one event-loop turn
+ * (pure functions) thus writes no stage row, which saved a 3-node chain's commit 3.6 of its 11.2 WAL pages.
+ * A task still running gets stage rows, each landing as its stage ends, as before; so does one an earlier
+ * write of this batch found concluded (its row's lifecycle says so) when its conclusion comes in a later
+ * batch, whose list would otherwise replace this one.
  */
-function stagesOnTaskRows(tasks: Map<string, SqlValue[]>, stages: SqlValue[][]): SqlValue[][] {
+function stagesOnTaskRows(
+  tasks: Map<string, SqlValue[]>,
+  concluding: ReadonlySet<string>,
+  stages: SqlValue[][],
+): SqlValue[][] {
   if (stages.length === 0) return stages;
   const own: SqlValue[][] = [];
   const lists = new Map<SqlValue[], { entries: string[]; lastIndex: number }>();
   for (const row of stages) {
     const [taskId, stageIndex, , nodeId, nodeStatus, record, startedAt, completedAt] = row;
-    const task = tasks.get(taskId as string);
-    if (task === undefined || task[lifecycleColumn] !== 'concluded') {
+    const task = concluding.has(taskId as string) ? tasks.get(taskId as string) : undefined;
+    if (task === undefined) {
       own.push(row);
       continue;
     }

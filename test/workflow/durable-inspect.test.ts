@@ -275,3 +275,60 @@ describeEachDatabase('a run read back finds its task rows through indexes', (get
       if (/\(root_task_id/.test(sql)) expect(sql).toMatch(/parent_task_id IS NOT NULL/);
   });
 });
+
+describeEachDatabase('a task that concludes while its earlier writes wait for the database', (getDb) => {
+  it('keeps every stage: the batch that lands late writes the state it finds, and its stages stay rows', async () => {
+    const db = getDb();
+    // The first batch's transaction waits until the run has concluded (as one waits behind another writer's
+    // commit): its writes then find the task concluded, though the writes of its end come in the next batch.
+    let open: () => void = () => {};
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let waited = false;
+    const slow: SqlDatabase = {
+      ...db,
+      transaction: (async (work: never, options: never) => {
+        if (!waited) {
+          waited = true;
+          await opened;
+        }
+        return db.transaction(work, options);
+      }) as SqlDatabase['transaction'],
+    };
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const engine = await engineFor(
+      { 'workflow.yaml': workflowYaml(chainWorkflow(3).nodes, chainWorkflow(3).edges) },
+      {
+        database: slow,
+        functions: {
+          n1: (input) => input,
+          n2: async (input) => {
+            await gate;
+            return input;
+          },
+          n3: (input) => input,
+        },
+      },
+    );
+    engines.push(engine);
+    const ran = engine.run('x');
+    // The first batch (the start and n1) is flushing; n2 ends, then the run.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    open();
+    const result = await ran;
+    expect(result.status).toBe('success');
+    const reader = await engineFor(
+      { 'workflow.yaml': workflowYaml(chainWorkflow(3).nodes, chainWorkflow(3).edges) },
+      { database: db },
+    );
+    engines.push(reader);
+    const report = await reader.inspect(result.taskId);
+    expect(report?.history.map((stage) => stage.nodeId)).toEqual(['start', 'n1', 'n2', 'n3', 'exit']);
+  });
+});

@@ -318,7 +318,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     await store.batch(async (writer) => {
       await writer.appendStage(concluded, stages[2]!);
       await writer.appendStage(concluded, stages[3]!);
-      await writer.saveTask(concluded);
+      await writer.saveTask(concluded, { concludes: true });
     });
     const ownRows = await db.all<{ stage_index: number }>(
       'SELECT stage_index FROM workflow_stages WHERE root_task_id = ? ORDER BY stage_index',
@@ -334,6 +334,35 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     // A later write of the task's row keeps its list.
     await store.saveTask({ ...concluded, state: 'failed' });
     expect((await store.loadRun('wft_split'))!.tasks[0]!.history).toEqual(stages);
+  });
+
+  it('keeps stages as rows in a batch that finds its task concluded but does not write its conclusion', async () => {
+    const db = getDb();
+    const store = createSqlRecordStore(db);
+    const stored = decodeTask(String(corpus.at(-1)!.rows.workflow_tasks![0]!.record));
+    const stages = stagesOfTheCorpus().slice(0, 1);
+    const concluded = {
+      ...stored,
+      taskId: 'wft_late',
+      rootTaskId: 'wft_late',
+      parentTaskId: undefined,
+      lifecycle: 'concluded' as const,
+      state: 'completed' as const,
+      history: stages,
+    };
+    // The start's write, run when its batch landed after the task had ended: the conclusion's own write, with
+    // the last stages, comes in a later batch, whose list must not replace these.
+    await store.batch(async (writer) => {
+      await writer.saveTask(concluded);
+      await writer.appendStage(concluded, stages[0]!);
+    });
+    const row = await db.get<{ stage_records: string | null }>(
+      'SELECT stage_records FROM workflow_tasks WHERE task_id = ?',
+      ['wft_late'],
+    );
+    expect(row!.stage_records).toBeNull();
+    const ownRows = await db.all('SELECT 1 FROM workflow_stages WHERE task_id = ?', ['wft_late']);
+    expect(ownRows).toHaveLength(1);
   });
 
   it("refuses a run's end records when its root task has no row, writing nothing", async () => {

@@ -33,7 +33,7 @@ export function conclude(
     payload,
     now,
   );
-  if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, task)));
+  if (core.durable) core.persist(run, (store) => store.saveTask(cleanTask(core, task), { concludes: true }));
   if (task.parentTaskId) childSettled(core, run, task);
 }
 
