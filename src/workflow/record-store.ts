@@ -228,9 +228,10 @@ async function saveRunRecordsOn(db: SqlExecutor, rootTaskId: string, text: strin
 }
 
 /**
- * The writer of a batch: records are encoded when written (so each shows the state it had then) and their
- * rows gathered per table, to be inserted together by `flush` inside the batch's transaction. A task written
- * twice in one batch is inserted once with its last row — what the upsert would have left. A run's end
+ * The writer of a batch: stage records and end records are encoded when written (so each shows the state it
+ * had then) and their rows gathered per table, to be inserted together by `flush` inside the batch's
+ * transaction; task rows are made at the flush. A task written twice in one batch is inserted once with its
+ * last row — what the upsert would have left. A run's end
  * records go onto its root task's row when the batch writes that row too (as a run whose end lands in one
  * event-loop turn does): no statement of their own.
  */
@@ -238,7 +239,11 @@ function createBatchWriter(
   tx: SqlExecutor,
   ownerId: string | null,
 ): { writer: WorkflowRecordWriter; flush(): Promise<void> } {
-  const tasks = new Map<string, SqlValue[]>();
+  /**
+   * The tasks the batch writes, each with the run's end records when it is the root, their rows made at the
+   * flush (see `saveTask`).
+   */
+  const tasks = new Map<string, { task: WorkflowTask; runRecords: string | null }>();
   /** The tasks whose conclusion this batch writes (`saveTask`'s `concludes`). */
   const concluding = new Set<string>();
   const stages: SqlValue[][] = [];
@@ -247,10 +252,11 @@ function createBatchWriter(
   return {
     writer: {
       async saveTask(task, options) {
-        const row = taskRow(task, ownerId);
+        // A task's row is made once, at the flush, however many writes of it the batch has (a run that ends in
+        // one event-loop turn saves its root as it starts and as it concludes): the writes of a batch all run
+        // when it lands, and the last one's row is the one inserted, as the upsert would leave it.
         const earlier = tasks.get(task.taskId);
-        if (earlier !== undefined) row[runRecordsColumn] = earlier[runRecordsColumn]!;
-        tasks.set(task.taskId, row);
+        tasks.set(task.taskId, { task, runRecords: earlier?.runRecords ?? null });
         if (options?.concludes) concluding.add(task.taskId);
       },
       async appendStage(task, stage, startSeq, endSeq) {
@@ -259,14 +265,20 @@ function createBatchWriter(
       async saveRunRecords(rootTaskId, runEvents, runArtifacts) {
         if (runEvents.length === 0 && runArtifacts.length === 0) return;
         const text = encodeRunRecords(rootTaskId, runEvents, runArtifacts);
-        const row = tasks.get(rootTaskId);
-        if (row !== undefined) row[runRecordsColumn] = text;
+        const root = tasks.get(rootTaskId);
+        if (root !== undefined) root.runRecords = text;
         else runRecordsOfOtherRows.push([rootTaskId, text]);
       },
     },
     async flush() {
-      const ownStageRows = stagesOnTaskRows(tasks, concluding, stages);
-      await insertRows(tx, taskInsert, [...tasks.values()]);
+      const rows = new Map<string, SqlValue[]>();
+      for (const [taskId, { task, runRecords }] of tasks) {
+        const row = taskRow(task, ownerId);
+        row[runRecordsColumn] = runRecords;
+        rows.set(taskId, row);
+      }
+      const ownStageRows = stagesOnTaskRows(rows, concluding, stages);
+      await insertRows(tx, taskInsert, [...rows.values()]);
       await insertRows(tx, stageInsert, ownStageRows);
       for (const [rootTaskId, text] of runRecordsOfOtherRows) await saveRunRecordsOn(tx, rootTaskId, text);
     },

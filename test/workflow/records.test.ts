@@ -336,6 +336,35 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     expect((await store.loadRun('wft_split'))!.tasks[0]!.history).toEqual(stages);
   });
 
+  it('makes the row of a task saved twice in a batch once, with its state when the batch lands', async () => {
+    const db = getDb();
+    const store = createSqlRecordStore(db);
+    const stored = decodeTask(String(corpus.at(-1)!.rows.workflow_tasks![0]!.record));
+    let encoded = 0;
+    const task = { ...stored, taskId: 'wft_twice', rootTaskId: 'wft_twice', parentTaskId: undefined };
+    const trace = task.routingTrace;
+    // JSON.stringify reads the getter once per encoding of the record.
+    Object.defineProperty(task, 'routingTrace', {
+      enumerable: true,
+      get: () => {
+        encoded++;
+        return trace;
+      },
+    });
+    await store.batch(async (writer) => {
+      await writer.saveTask(task);
+      task.state = 'completed';
+      await writer.saveTask(task, { concludes: true });
+    });
+    expect(encoded).toBe(1);
+    const row = await db.get<{ status: string; record: string }>(
+      'SELECT status, record FROM workflow_tasks WHERE task_id = ?',
+      ['wft_twice'],
+    );
+    expect(row!.status).toBe('completed');
+    expect(decodeTask(row!.record).state).toBe('completed');
+  });
+
   it('keeps stages as rows in a batch that finds its task concluded but does not write its conclusion', async () => {
     const db = getDb();
     const store = createSqlRecordStore(db);
