@@ -202,7 +202,16 @@ export interface Runtime {
   readonly work: AgentsWiring;
   /** Starts the worker pool, heartbeat, agents and memory maintenance (startGateway does it too). */
   startBackground(): Promise<void>;
-  /** Starts background work (memory manager) and the gateway. */
+  /**
+   * Ends what the last process on this state directory left of the chat, as `startGateway` does once it
+   * listens: runs a crash cut off end with `RUN_INTERRUPTED` (an error final and a note in the transcript),
+   * the keys of the runs of the last 10 minutes are read back (a message sent again under one is answered with
+   * how its run ended), and the messages accepted but not yet answered start. Returns the ids of those runs.
+   * Call it in the one process that serves chat on the state directory: another would take that process's
+   * live runs for interrupted ones. Later calls return the first's promise.
+   */
+  resumeChat(): Promise<string[]>;
+  /** Starts background work (memory manager) and the gateway, then `resumeChat`. */
   startGateway(options?: {
     host?: string;
     port?: number;
@@ -841,6 +850,19 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     return background;
   };
 
+  let chatResumed: Promise<string[]> | undefined;
+  const resumeChat = () => {
+    chatResumed ??= chat.resumePending().then((resumed) => {
+      if (resumed.length > 0)
+        logger.warn(
+          { runIds: resumed },
+          `resumed ${resumed.length} chat message(s) accepted before a restart`,
+        );
+      return resumed;
+    });
+    return chatResumed;
+  };
+
   let prepared: Promise<void> | undefined;
   const prepareFirstTurn = async () => {
     const startedAt = clock.now();
@@ -922,6 +944,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
 
     work: agents,
     startBackground,
+    resumeChat,
 
     async startGateway(gatewayOptions = {}) {
       await startBackground();
@@ -956,12 +979,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         serverVersion: version,
       });
       const { url } = await gateway.listen();
-      const resumed = await chat.resumePending();
-      if (resumed.length > 0)
-        logger.warn(
-          { runIds: resumed },
-          `resumed ${resumed.length} chat message(s) accepted before a restart`,
-        );
+      await resumeChat();
       return { url, server: gateway };
     },
 

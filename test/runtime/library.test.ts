@@ -163,6 +163,46 @@ describe('agentd as a library', () => {
     );
   });
 
+  it('resumes the chat a stop left when asked, with no gateway: an interrupted run ends, a waiting message runs', async () => {
+    const home = tempHome();
+    const config = loadConfig({ cwd: home, env: { AGENTD_HOME: home } });
+    // What a crash leaves: a run whose user message is stored and marked running, and a message accepted
+    // into the inbox whose turn never started.
+    runtime = await createRuntime({ config, env: {}, logDestination: captureLog().stream });
+    const session = await runtime.store.sessions.ensureActive('agent:main:main', 'main');
+    const ref = { sessionId: session.id, sessionKey: session.sessionKey, agentId: 'main' };
+    await runtime.memory.append(ref, { role: 'user', content: 'Cut off.', metadata: { runId: 'cut-1' } });
+    await runtime.store.sessions.markRunning(session.id, { runId: 'cut-1', startedAt: Date.now() });
+    const pending = {
+      runId: 'waiting-1',
+      sessionKey: 'agent:main:main',
+      agentId: 'main',
+      text: 'Still there?',
+      receivedAt: Date.now(),
+    };
+    await runtime.store.kv.set('chat-inbox', pending.runId, JSON.stringify(pending));
+    await runtime.close();
+
+    runtime = await createRuntime({
+      config,
+      env: {},
+      model: createScriptedModel({ steps: [{ text: 'Yes.' }] }),
+      logDestination: captureLog().stream,
+    });
+    // Not resumed: neither run is known.
+    await expect(runtime.chat.wait('cut-1')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    const resumed = runtime.resumeChat();
+    expect(runtime.resumeChat()).toBe(resumed);
+    expect(await resumed).toEqual(['waiting-1']);
+    expect(await runtime.chat.wait('cut-1')).toMatchObject({
+      status: 'error',
+      error: { code: 'RUN_INTERRUPTED' },
+    });
+    expect(await runtime.chat.wait('waiting-1')).toMatchObject({ status: 'completed', text: 'Yes.' });
+    expect(await runtime.store.sessions.listRunning()).toEqual([]);
+    expect(await runtime.store.kv.list('chat-inbox')).toEqual([]);
+  });
+
   it('plans a goal and runs a workflow in-process, with no gateway', async () => {
     const home = tempHome();
     runtime = await createRuntime({
