@@ -115,7 +115,8 @@ async function agentdContender(
 
 // The multi-row INSERTs of the tables a run writes, as `src/workflow/record-store.ts` words them (64/16/4/1
 // rows per statement), and the columns that carry the run's id. A run's end records (its events and artifacts
-// besides those its stage rows stand for) are on its root task's row, `run_records`, since record version 3.
+// besides those its stage rows stand for) are on its root task's row, `run_records`, and the stages written in
+// the batch that concluded their task on that task's row, `stage_records`, since record version 3.
 const floorTables = [
   {
     table: 'workflow_tasks',
@@ -133,8 +134,9 @@ const floorTables = [
       'completed_at',
       'owner_id',
       'run_records',
+      'stage_records',
     ],
-    tail: ' ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record, updated_at = excluded.updated_at, completed_at = excluded.completed_at',
+    tail: ' ON CONFLICT (task_id) DO UPDATE SET lifecycle = excluded.lifecycle, status = excluded.status, record = excluded.record, updated_at = excluded.updated_at, completed_at = excluded.completed_at, run_records = COALESCE(excluded.run_records, workflow_tasks.run_records), stage_records = COALESCE(excluded.stage_records, workflow_tasks.stage_records)',
     ids: ['task_id', 'root_task_id'],
   },
   {
@@ -190,6 +192,11 @@ async function commitFloor(engine: WorkflowEngine): Promise<Contender> {
       return statement;
     };
     const idColumns = new Set(ids);
+    // A column the run filled that the floor would not write makes the floor's row smaller than the run's.
+    for (const row of rows[index]!)
+      for (const [column, value] of Object.entries(row))
+        if (value !== null && !columns.includes(column))
+          throw new Error(`the floor does not write ${table}.${column}, which a durable run fills`);
     const template = rows[index]!.map((row) =>
       columns.map((column) => ({ value: row[column], id: idColumns.has(column) })),
     );
