@@ -1,5 +1,11 @@
 import { afterEach, expect, it } from 'vitest';
-import { createKvStore, createSessionStore, migrate, type SqlDatabase } from '../../src/store/index.js';
+import {
+  createKvStore,
+  createSessionStore,
+  migrate,
+  type SqlDatabase,
+  type UnrepliedRun,
+} from '../../src/store/index.js';
 import { describeEachDatabase, openTestDatabase } from '../helpers/databases.js';
 import { migrationsUpTo } from '../helpers/migrations.js';
 
@@ -90,21 +96,28 @@ describeEachDatabase('a chat run in progress, marked on its session row (migrati
 
 describeEachDatabase('how a run without a reply ended, kept on its session row (migration 0048)', (getDb) => {
   const failed = { code: 'PROVIDER_ERROR', message: 'the provider said "no" — 503', retryable: true };
+  /** Marks `run` running on the session row `id`, then ends it without a reply. */
+  const endUnreplied = async (
+    sessions: ReturnType<typeof createSessionStore>,
+    id: string,
+    run: UnrepliedRun,
+  ) => {
+    await sessions.markRunning(id, { runId: run.runId, startedAt: run.endedAt - 1 });
+    await sessions.markEndedWithoutReply(run);
+  };
 
   it('ends the run, keeps its status and error, and lists them by key', async () => {
     const sessions = createSessionStore(getDb());
     const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
     const ops = await sessions.ensureActive('agent:alpha:ops', 'alpha');
-    await sessions.markRunning(main.id, { runId: 'run-1', startedAt: 10 });
-    await sessions.markRunning(ops.id, { runId: 'run-2', startedAt: 20 });
-    await sessions.markEndedWithoutReply({
+    await endUnreplied(sessions, main.id, {
       runId: 'run-1',
       sessionKey: 'agent:alpha:main',
       status: 'error',
       error: failed,
       endedAt: 15,
     });
-    await sessions.markEndedWithoutReply({
+    await endUnreplied(sessions, ops.id, {
       runId: 'run-2',
       sessionKey: 'agent:alpha:ops',
       status: 'completed',
@@ -131,17 +144,14 @@ describeEachDatabase('how a run without a reply ended, kept on its session row (
     });
     expect(await sessions.listUnrepliedRuns()).toEqual([]);
     expect((await sessions.listRunning()).map((run) => run.runId)).toEqual(['run-live']);
-    for (let index = 0; index < 20; index++) {
-      const runId = `run-${index}`;
-      await sessions.markRunning(main.id, { runId, startedAt: index });
-      await sessions.markEndedWithoutReply({
-        runId,
+    for (let index = 0; index < 20; index++)
+      await endUnreplied(sessions, main.id, {
+        runId: `run-${index}`,
         sessionKey: 'agent:alpha:main',
         status: 'error',
         error: failed,
-        endedAt: index,
+        endedAt: index + 10,
       });
-    }
     expect((await sessions.listUnrepliedRuns()).map((run) => run.runId)).toEqual(
       Array.from({ length: 16 }, (_, index) => `run-${index + 4}`),
     );
@@ -153,8 +163,7 @@ describeEachDatabase('how a run without a reply ended, kept on its session row (
     const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
     const ops = await sessions.ensureActive('agent:alpha:ops', 'alpha');
     const idle = await sessions.ensureActive('agent:alpha:idle', 'alpha');
-    await sessions.markRunning(ops.id, { runId: 'run-ok', startedAt: 1 });
-    await sessions.markEndedWithoutReply({
+    await endUnreplied(sessions, ops.id, {
       runId: 'run-ok',
       sessionKey: 'agent:alpha:ops',
       status: 'aborted',
@@ -167,8 +176,7 @@ describeEachDatabase('how a run without a reply ended, kept on its session row (
     expect(await sessions.listUnrepliedRuns()).toEqual([
       { runId: 'run-ok', sessionKey: 'agent:alpha:ops', status: 'aborted', endedAt: 2 },
     ]);
-    await sessions.markRunning(main.id, { runId: 'run-next', startedAt: 3 });
-    await sessions.markEndedWithoutReply({
+    await endUnreplied(sessions, main.id, {
       runId: 'run-next',
       sessionKey: 'agent:alpha:main',
       status: 'error',
