@@ -105,11 +105,13 @@ import {
 import type { Logger } from './util/index.js';
 import {
   type Clock,
+  closeOwner,
   createIdGenerator,
   ErrorCodes,
   type IdGenerator,
   isStoreUnavailable,
   once,
+  openOwner,
   packageRoot,
   packageVersion,
   systemClock,
@@ -597,6 +599,9 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     });
 
   const inboxNamespace = 'chat-inbox';
+  // The name this process's chat writes on the runs it marks and the messages it accepts: another process on
+  // the same database leaves them to it while it may be alive (migration 0049).
+  const chatOwner = openOwner();
   const chat = createChatService({
     sessions: store.sessions,
     inbox: {
@@ -605,7 +610,13 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           // A transaction, not a statement of its own: on SQLite it can share the commit of transactions
           // queued with it (the put still settles only after that commit, so the ack follows the disk).
           await store.db.transaction(
-            (tx) => store.kv.set(inboxNamespace, message.runId, JSON.stringify(message), tx),
+            (tx) =>
+              store.kv.set(
+                inboxNamespace,
+                message.runId,
+                JSON.stringify({ ...message, owner: chatOwner }),
+                tx,
+              ),
             { ambient: false },
           );
         } catch (error) {
@@ -627,7 +638,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       markRunning: (run, tx) =>
         store.sessions.markRunning(
           run.sessionId,
-          { runId: run.runId, startedAt: run.startedAt },
+          { runId: run.runId, startedAt: run.startedAt, owner: chatOwner },
           run.activity,
           tx,
         ),
@@ -889,6 +900,8 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     cron.stop();
     if (gateway) await gateway.close();
     await chat.drain();
+    // Its runs ended and persisted: what it left marked or waiting is the next start's.
+    closeOwner(chatOwner);
     // Its skill discovery may still be writing the kept front matter to the store.
     await prepared;
     await mcp.close();

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { z } from 'zod';
 import type { Bus } from '../bus/index.js';
 import {
@@ -11,6 +9,7 @@ import {
 } from '../store/index.js';
 import {
   type Clock,
+  closeOwner,
   createIdGenerator,
   createRefusedWrites,
   createSemaphore,
@@ -18,6 +17,8 @@ import {
   type IdGenerator,
   isStoreUnavailable,
   type Logger,
+  openOwner,
+  ownerMayBeAlive,
   SystemError,
   silentLogger,
   systemClock,
@@ -262,29 +263,6 @@ interface LiveAgent {
   lastWriteSeq: number;
 }
 
-/** The agent runtimes open in this process, by instance id (`ownerMayBeAlive`). */
-const openInstances = new Set<string>();
-const thisHost = hostname();
-
-/**
- * Whether the process that wrote mailbox rows (`owner`: `<host>/<pid>/<id>`) may still hold them in its
- * mailboxes: a runtime of this process not yet closed, a live process on this host, or any process on
- * another host, which this one cannot see (that host takes its rows back when it starts again).
- */
-function ownerMayBeAlive(owner: string): boolean {
-  const [host, pidText] = owner.split('/', 2);
-  if (host !== thisHost) return true;
-  const pid = Number(pidText);
-  if (pid === process.pid) return openInstances.has(owner);
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, and another user's.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function notFound(id: string): UserInputError {
   return new UserInputError({
     code: ErrorCodes.notFound,
@@ -306,10 +284,8 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
   const terminateTimeoutMs = options.terminateTimeoutMs ?? 5_000;
   const mailboxSize = options.mailboxSize ?? 1_000;
   const maxMessageAttempts = options.maxMessageAttempts ?? 3;
-  // Owner of the mailbox rows this runtime writes (`ownerMayBeAlive`). Not from `idGenerator`: a test's
-  // sequential ids would give two runtimes of one process the same owner.
-  const instanceId = `${thisHost}/${process.pid}/${randomUUID()}`;
-  openInstances.add(instanceId);
+  // Owner of the mailbox rows this runtime writes (`ownerMayBeAlive`).
+  const instanceId = openOwner();
   const turnSlots = createSemaphore(options.maxConcurrentTurns ?? 16);
   const random = options.random ?? Math.random;
   const defaultModel = options.defaultModel ?? 'default';
@@ -1156,7 +1132,7 @@ export function createAgentRuntime(options: CreateAgentRuntimeOptions): AgentRun
     },
     written: onDisk,
     async close() {
-      openInstances.delete(instanceId);
+      closeOwner(instanceId);
       await retention.stop();
       const all = [...agents.values()];
       agents.clear();

@@ -28,7 +28,7 @@ import { type ChatInjectInput, injectNote } from './service/inject.js';
 import { runLocalReply } from './service/local-reply.js';
 import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
-import { failInterrupted, readEndedRuns, withReplyText } from './service/recovery.js';
+import { failInterrupted, ownerLives, readEndedRuns, withReplyText } from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
 import { abortRuns, startTurn } from './service/turn.js';
 import { traceRecall } from './tracing.js';
@@ -80,6 +80,11 @@ export interface PendingMessage {
   agentId: string;
   text: string;
   receivedAt: number;
+  /**
+   * The process that accepted it (`openOwner`'s name), set by the inbox that stores it: a start leaves the
+   * messages of an owner that may be alive (`ownerMayBeAlive`), which runs them itself.
+   */
+  owner?: string;
 }
 
 /** A run whose user message is in the transcript and whose turn has not ended: what a crash interrupts. */
@@ -88,6 +93,8 @@ export interface RunningRun {
   sessionKey: string;
   agentId: string;
   startedAt: number;
+  /** The process running it, as the inbox marked it: a start leaves the runs of an owner that may be alive. */
+  owner?: string;
 }
 
 /**
@@ -389,10 +396,13 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     },
 
     async resumePending() {
-      if (!options.inbox) return [];
+      const inbox = options.inbox;
+      if (!inbox) return [];
       const recovering = (async () => {
-        await failInterrupted(ctx);
-        await readEndedRuns(ctx);
+        const marked = await inbox.listRunning();
+        await failInterrupted(ctx, marked);
+        // Runs another live process is running are not over: their keys are not answered from here.
+        await readEndedRuns(ctx, new Set(marked.filter(ownerLives).map((run) => run.runId)));
       })();
       ctx.recovering = recovering.catch(() => {});
       try {

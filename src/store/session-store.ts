@@ -107,7 +107,7 @@ export interface SessionStore {
    */
   markRunning(
     id: string,
-    run: { runId: string; startedAt: number },
+    run: { runId: string; startedAt: number; owner?: string },
     activity?: SessionActivity,
     tx?: SqlExecutor,
   ): Promise<void>;
@@ -190,6 +190,8 @@ export interface RunningSessionRun {
   sessionKey: string;
   agentId: string;
   startedAt: number;
+  /** The process that marked it (`openOwner`'s name); none from an agentd before migration 0049. */
+  owner?: string;
 }
 
 export interface CreateSessionStoreOptions {
@@ -472,8 +474,8 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
     async markRunning(id, run, activity, tx) {
       const counted = activity ? activitySet(id, activity) : undefined;
       const result = await (tx ?? db).run(
-        `UPDATE sessions SET ${counted ? `${counted.set}, ` : ''}running_run_id = ?, running_started_at = ? WHERE id = ?${refusesEnded ? " AND status = 'active'" : ''}`,
-        [...(counted?.params ?? []), run.runId, run.startedAt, id],
+        `UPDATE sessions SET ${counted ? `${counted.set}, ` : ''}running_run_id = ?, running_started_at = ?, running_owner = ? WHERE id = ?${refusesEnded ? " AND status = 'active'" : ''}`,
+        [...(counted?.params ?? []), run.runId, run.startedAt, run.owner ?? null, id],
       );
       if (result.changes > 0) counted?.written();
       else if (refusesEnded) throw new SessionEndedError(id);
@@ -542,14 +544,16 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
         session_key: string;
         agent_id: string;
         running_started_at: number;
+        running_owner: string | null;
       }>(
-        'SELECT running_run_id, session_key, agent_id, running_started_at FROM sessions WHERE running_run_id IS NOT NULL',
+        'SELECT running_run_id, session_key, agent_id, running_started_at, running_owner FROM sessions WHERE running_run_id IS NOT NULL',
       );
       return rows.map((row) => ({
         runId: row.running_run_id,
         sessionKey: row.session_key,
         agentId: row.agent_id,
         startedAt: Number(row.running_started_at),
+        ...(row.running_owner === null ? {} : { owner: row.running_owner }),
       }));
     },
   };

@@ -45,6 +45,7 @@ export {
   type PruneBatch,
   type RetentionScheduleOptions,
 } from './periodic-prune.js';
+export { closeOwner, openOwner, ownerMayBeAlive } from './process-owner.js';
 export { createRecentMap, type RecentMap, rememberNewest } from './recent-map.js';
 export {
   createRefusedWrites,

@@ -1,10 +1,17 @@
+import { hostname } from 'node:os';
 import { expect, it } from 'vitest';
 import { createBus } from '../../src/bus/index.js';
 import { type ChatInbox, createChatService, type PendingMessage } from '../../src/chat/index.js';
 import { createIdentityLoader } from '../../src/identity/index.js';
 import { createMemoryService } from '../../src/memory/index.js';
 import { createKvStore, createSessionStore, type SqlDatabase } from '../../src/store/index.js';
-import { AgentdError, addAbortListener, createSequentialIdGenerator } from '../../src/util/index.js';
+import {
+  AgentdError,
+  addAbortListener,
+  closeOwner,
+  createSequentialIdGenerator,
+  openOwner,
+} from '../../src/util/index.js';
 import { inboxOn } from '../helpers/chat-inbox.js';
 import { answerTurn } from '../helpers/chat-turn.js';
 import { describeEachDatabase } from '../helpers/databases.js';
@@ -257,5 +264,76 @@ describeEachDatabase('waiting for a chat run', (getDb) => {
     await expect(chat.wait('run-0', { timeoutMs: 5 })).rejects.toMatchObject({ code: 'TIMEOUT' });
     release();
     expect((await chat.wait('run-0')).status).toBe('completed');
+  });
+});
+
+describeEachDatabase('a start beside another process of this host on the same database', (getDb) => {
+  it("leaves the runs and waiting messages of an owner that may be alive, and takes a gone one's", async () => {
+    const db = getDb();
+    const inbox = inboxWithGet(db);
+    const sessions = createSessionStore(db);
+    const memory = createMemoryService({ db, bus: createBus() });
+    // A process of this host still serving (open in this test's process), one whose process is gone (no such
+    // pid), one of another host, and an agentd from before owners were written.
+    const alive = openOwner();
+    const owners: Record<string, string | undefined> = {
+      alive,
+      gone: `${hostname()}/4194305/gone`,
+      elsewhere: 'another-host/1/elsewhere',
+      unnamed: undefined,
+    };
+    try {
+      for (const [name, owner] of Object.entries(owners)) {
+        const session = await sessions.ensureActive(`agent:main:${name}`, 'main');
+        const ref = { sessionId: session.id, sessionKey: session.sessionKey, agentId: 'main' };
+        await memory.append(ref, {
+          role: 'user',
+          content: `${name} asks`,
+          metadata: { runId: `run-${name}` },
+        });
+        await sessions.markRunning(session.id, {
+          runId: `run-${name}`,
+          startedAt: 1,
+          ...(owner ? { owner } : {}),
+        });
+        await createKvStore(db).set(
+          'inbox',
+          `wait-${name}`,
+          JSON.stringify({
+            runId: `wait-${name}`,
+            sessionKey: `agent:main:waiting-${name}`,
+            agentId: 'main',
+            text: `${name} waits`,
+            receivedAt: 2,
+            ...(owner ? { owner } : {}),
+          }),
+        );
+      }
+      const { chat, release } = hangingChat(db, { maxQueuedTurnsPerSession: 4, maxQueuedTurns: 100 }, inbox);
+      expect((await chat.resumePending()).sort()).toEqual(['wait-elsewhere', 'wait-gone', 'wait-unnamed']);
+      release();
+      for (const name of ['gone', 'elsewhere', 'unnamed']) {
+        expect(await chat.wait(`run-${name}`)).toMatchObject({
+          status: 'error',
+          error: { code: 'RUN_INTERRUPTED' },
+        });
+        expect((await chat.wait(`wait-${name}`)).status).toBe('completed');
+      }
+      // The live owner's run is still its own: marked, not ended, and its message still waiting for it.
+      await expect(chat.wait('run-alive')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect((await sessions.listRunning()).map((run) => [run.runId, run.owner])).toEqual([
+        ['run-alive', alive],
+      ]);
+      expect(await pendingIds(inbox)).toEqual(['wait-alive']);
+      // Once that owner is gone, the next start takes them.
+      closeOwner(alive);
+      const next = hangingChat(db, { maxQueuedTurnsPerSession: 4, maxQueuedTurns: 100 }, inbox);
+      expect(await next.chat.resumePending()).toEqual(['wait-alive']);
+      next.release();
+      expect(await next.chat.wait('run-alive')).toMatchObject({ error: { code: 'RUN_INTERRUPTED' } });
+      expect((await next.chat.wait('wait-alive')).status).toBe('completed');
+    } finally {
+      closeOwner(alive);
+    }
   });
 });

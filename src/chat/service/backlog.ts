@@ -1,6 +1,7 @@
 import type { PendingMessage } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 import type { QueueSlot } from './queue.js';
+import { ownerLives } from './recovery.js';
 import { startTurn } from './turn.js';
 
 /** A pending message left in the inbox at start: what it takes to read it again, not its text. */
@@ -40,6 +41,8 @@ export class InboxBacklog {
     let leftBehind = 0;
     for (const item of pending) {
       if (ctx.live.has(item.runId) || ctx.finished.has(item.runId) || this.#left.has(item.runId)) continue;
+      // Accepted by another process of this host sharing the database, which may be alive and runs it itself.
+      if (ownerLives(item)) continue;
       if (!ctx.queue.hasRoom(item.sessionKey)) {
         leftBehind++;
         if (inbox.get) this.#left.set(item.runId, { runId: item.runId, sessionKey: item.sessionKey });

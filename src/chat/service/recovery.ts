@@ -1,5 +1,5 @@
-import { ErrorCodes } from '../../util/index.js';
-import type { ChatRunRecord } from '../chat-service.js';
+import { ErrorCodes, ownerMayBeAlive } from '../../util/index.js';
+import type { ChatRunRecord, RunningRun } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 import { newRecord, refFor, remember } from './records.js';
 
@@ -34,6 +34,17 @@ export async function markEnded(ctx: ChatContext, record: ChatRunRecord): Promis
   }
 }
 
+/**
+ * How the chat takes another host's runs and waiting messages at a start: as a gone process's. A process of
+ * another host sharing a Postgres database cannot be seen from here, and waiting for its host to start again
+ * could leave acknowledged messages unanswered for good (a container made anew has a new host name).
+ */
+export const chatOwnersElsewhere = { otherHostsAlive: false };
+
+/** Whether the process that marked `run` (or accepted a message) may be alive, and so running it itself. */
+export const ownerLives = (run: { owner?: string }): boolean =>
+  run.owner !== undefined && ownerMayBeAlive(run.owner, chatOwnersElsewhere);
+
 const interruptedError = {
   code: ErrorCodes.runInterrupted,
   message: 'agentd stopped before this reply was finished; send the message again to retry',
@@ -42,13 +53,19 @@ const interruptedError = {
 
 /**
  * Runs marked running at start were cut off by a crash: their clients get an error final (and the
- * transcript a note) instead of silence. They are not run again: their tools may have acted already.
+ * transcript a note) instead of silence. They are not run again: their tools may have acted already. Runs
+ * an owner that may be alive marked (another process on the same database, `ownerMayBeAlive`) are its own,
+ * left to it.
  */
-export async function failInterrupted(ctx: ChatContext): Promise<string[]> {
+export async function failInterrupted(ctx: ChatContext, marked?: RunningRun[]): Promise<string[]> {
   const { options, live, finished, clock, logger } = ctx;
   const inbox = options.inbox;
   if (!inbox) return [];
-  const interrupted = (await inbox.listRunning()).sort((a, b) => a.startedAt - b.startedAt);
+  // Another process of this host sharing the database may be running its own: only a gone owner's runs were
+  // cut off.
+  const interrupted = (marked ?? (await inbox.listRunning()))
+    .filter((run) => !ownerLives(run))
+    .sort((a, b) => a.startedAt - b.startedAt);
   for (const run of interrupted) {
     if (live.has(run.runId) || finished.has(run.runId)) continue;
     const record = newRecord(ctx, run.runId, run.sessionKey, run.agentId);
@@ -98,7 +115,10 @@ const entriesPerEndedRun = 4;
  * cannot tell apart, so it is reported as RUN_OUTCOME_UNKNOWN. The idempotency keys of the notes injected
  * in the window are read back the same way (`injectNote`).
  */
-export async function readEndedRuns(ctx: ChatContext): Promise<number> {
+export async function readEndedRuns(
+  ctx: ChatContext,
+  runningElsewhere: ReadonlySet<string> = new Set(),
+): Promise<number> {
   const { options, clock, live, finished } = ctx;
   const marks = await options.memory.recentMessageMarks({
     sinceMs: clock.now() - ctx.endedRunsWindowMs,
@@ -111,7 +131,13 @@ export async function readEndedRuns(ctx: ChatContext): Promise<number> {
     const injectedKey = mark.metadata?.injected === true ? mark.metadata.idempotencyKey : undefined;
     if (typeof injectedKey === 'string') injected.push([injectedKey, mark.address, mark.createdAtMs]);
     const runId = mark.metadata?.runId;
-    if (mark.role === 'system' || typeof runId !== 'string' || live.has(runId) || finished.has(runId))
+    if (
+      mark.role === 'system' ||
+      typeof runId !== 'string' ||
+      live.has(runId) ||
+      finished.has(runId) ||
+      runningElsewhere.has(runId)
+    )
       continue;
     let record = read.get(runId);
     if (!record) {
