@@ -209,8 +209,8 @@ export interface Runtime {
    * listens: runs a crash cut off end with `RUN_INTERRUPTED` (an error final and a note in the transcript),
    * the keys of the runs of the last 10 minutes are read back (a message sent again under one is answered with
    * how its run ended), and the messages accepted but not yet answered start. Returns the ids of those runs.
-   * Call it in the one process that serves chat on the state directory: another would take that process's
-   * live runs for interrupted ones. Later calls return the first's promise.
+   * The runs and messages of another live process of this host on the same database are left to it; a
+   * process of another host is taken for gone (docs/storage.md). Later calls return the first's promise.
    */
   resumeChat(): Promise<string[]>;
   /** Starts background work (memory manager) and the gateway, then `resumeChat`. */
