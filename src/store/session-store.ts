@@ -123,7 +123,7 @@ export interface SessionStore {
   ): Promise<void>;
   /**
    * Clears the mark of a run that ended without writing a reply (it failed, answered nothing, or was stopped
-   * before it said anything) and keeps how it ended on the same row, with the row's last 16 such runs: the
+   * before it said anything) and keeps how it ended on the same row, with the row's last 4 such runs: the
    * transcript holds only its user message, which after a restart cannot tell those ends apart
    * (`listUnrepliedRuns`). A run no longer marked is left as it is.
    */
@@ -162,11 +162,20 @@ const storedUnrepliedRuns = z.object({
 type StoredUnrepliedRun = z.infer<typeof storedUnrepliedRuns>['runs'][number];
 
 /**
- * Unreplied runs a session row keeps: the newest, enough for the retries of a burst of failed messages (a
- * provider's outage) in the ten minutes a restart reads keys back for, and a row of a few KiB at most.
+ * Unreplied runs a session row keeps, the newest, and how much of an error each keeps: every chat turn
+ * rewrites its session's row (its message count), so the row must stay within its B-tree page (about 4 KiB
+ * of payload): past that SQLite moves the rest to overflow pages, which each such rewrite writes again. Four
+ * runs of a few hundred bytes each cover a client retrying its last messages after a restart.
  */
-const unrepliedRunsKept = 16;
-const unrepliedRunsMaxBytes = 256 * 1024;
+const unrepliedRunsKept = 4;
+const unrepliedErrorCodeMaxChars = 64;
+const unrepliedErrorMessageMaxChars = 200;
+// What a row of four clipped runs never reaches; a longer one was not written by this store.
+const unrepliedRunsMaxBytes = 64 * 1024;
+
+/** `text` cut to `maxChars`, marked as cut. */
+const clip = (text: string, maxChars: number): string =>
+  text.length <= maxChars ? text : `${text.slice(0, maxChars - 1)}…`;
 
 /**
  * The runs of a row's `unreplied_runs`. One that does not decode says nothing of its runs, which then stay of
@@ -514,7 +523,13 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
         runId: run.runId,
         status: run.status,
         ...(run.error
-          ? { error: { code: run.error.code, message: run.error.message, retryable: run.error.retryable } }
+          ? {
+              error: {
+                code: run.error.code.slice(0, unrepliedErrorCodeMaxChars),
+                message: clip(run.error.message, unrepliedErrorMessageMaxChars),
+                retryable: run.error.retryable,
+              },
+            }
           : {}),
         endedAt: run.endedAt,
       });

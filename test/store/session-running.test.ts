@@ -131,7 +131,7 @@ describeEachDatabase('how a run without a reply ended, kept on its session row (
     ]);
   });
 
-  it('writes nothing for a run no longer marked, and keeps the last 16 runs of a row', async () => {
+  it('writes nothing for a run no longer marked, keeps the last 4 runs of a row and 200 characters of an error', async () => {
     const sessions = createSessionStore(getDb());
     const main = await sessions.ensureActive('agent:alpha:main', 'alpha');
     // Not marked (another run is): nothing is kept, and the other mark stays.
@@ -144,17 +144,25 @@ describeEachDatabase('how a run without a reply ended, kept on its session row (
     });
     expect(await sessions.listUnrepliedRuns()).toEqual([]);
     expect((await sessions.listRunning()).map((run) => run.runId)).toEqual(['run-live']);
-    for (let index = 0; index < 20; index++)
+    // A provider's error may be long (a body quoted whole): the row keeps its start, and stays small.
+    const long = { code: 'PROVIDER_ERROR', message: 'é'.repeat(5_000), retryable: false };
+    for (let index = 0; index < 6; index++)
       await endUnreplied(sessions, main.id, {
         runId: `run-${index}`,
         sessionKey: 'agent:alpha:main',
         status: 'error',
-        error: failed,
+        error: index === 5 ? long : failed,
         endedAt: index + 10,
       });
-    expect((await sessions.listUnrepliedRuns()).map((run) => run.runId)).toEqual(
-      Array.from({ length: 16 }, (_, index) => `run-${index + 4}`),
+    const kept = await sessions.listUnrepliedRuns();
+    expect(kept.map((run) => run.runId)).toEqual(['run-2', 'run-3', 'run-4', 'run-5']);
+    expect(kept[3]!.error!.message).toBe(`${'é'.repeat(199)}…`);
+    expect(kept[0]!.error).toEqual(failed);
+    const row = await getDb().get<{ unreplied_runs: string }>(
+      'SELECT unreplied_runs FROM sessions WHERE id = ?',
+      [main.id],
     );
+    expect(Buffer.byteLength(row!.unreplied_runs)).toBeLessThan(1_500);
   });
 
   it('reads a row it cannot decode as no runs, and starts that row again at the next run', async () => {
