@@ -1,5 +1,5 @@
 -- The process that marked a session's chat run running (src/store/session-store.ts `markRunning`,
--- docs/storage.md "Crash windows in a chat turn"): `<host>/<pid>/<uuid>`, as agent mailbox rows name theirs.
+-- docs/storage.md "Crash windows in a chat turn"): `<host>/<pid>/<uuid>@<start>`, as agent mailbox rows name theirs.
 -- Several agentd processes may share one database; at start each ended every run still marked as one a crash
 -- had cut off, the live runs of the others too (a note in their transcripts, an error final), and replayed
 -- their waiting messages (which name their owner in the inbox's JSON), which then ran twice. A start now
