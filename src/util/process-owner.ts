@@ -7,11 +7,12 @@ const openOwners = new Set<string>();
 const thisHost = hostname();
 
 /**
- * When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22), or undefined where
- * there is no such file (not Linux, or no such process). A pid is reused once its process is gone; its start
+ * Process `pid` as Linux shows it (`/proc/<pid>/stat`): whether it has exited (a zombie its parent has not
+ * reaped yet still answers signals) and when it started, in clock ticks since boot (field 22). Undefined where
+ * there is no such file (not Linux, or no such process). A pid is reused once its process is gone; the start
  * time tells the new process from the one that wrote the rows.
  */
-function startTicksOf(pid: number): string | undefined {
+function procStat(pid: number): { exited: boolean; startTicks: string | undefined } | undefined {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -19,10 +20,11 @@ function startTicksOf(pid: number): string | undefined {
     return undefined;
   }
   // The command name (field 2) is in parentheses and may hold spaces: count fields after its last `)`.
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { exited: fields[0] === 'Z' || fields[0] === 'X', startTicks: fields[19] };
 }
 
-const ownStart = startTicksOf(process.pid);
+const ownStart = procStat(process.pid)?.startTicks;
 
 /**
  * A process-wide unique name for rows one part of this process writes and only it may act on while it lives
@@ -56,11 +58,10 @@ export function ownerMayBeAlive(owner: string, options: { otherHostsAlive?: bool
   // 0 and negative numbers name process groups to `kill`, which would always answer.
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return openOwners.has(owner);
+  const stat = procStat(pid);
+  if (stat?.exited) return false;
   const at = rest.lastIndexOf('@');
-  if (at >= 0) {
-    const started = startTicksOf(pid);
-    if (started !== undefined) return started === rest.slice(at + 1);
-  }
+  if (at >= 0 && stat?.startTicks !== undefined) return stat.startTicks === rest.slice(at + 1);
   try {
     process.kill(pid, 0);
     return true;

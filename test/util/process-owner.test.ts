@@ -39,6 +39,24 @@ it("tells a live process from one that reused its pid, by the process's start ti
   expect(ownerMayBeAlive(`${hostname()}/${pid}/x`)).toBe(false);
 });
 
+it('counts a process that exited and was not reaped yet (a zombie) gone', async () => {
+  // The shell execs nothing and outlives its child without waiting for it: the child stays a zombie.
+  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 30']);
+  children.push(parent);
+  const pid = Number(
+    await new Promise<string>((resolve) => parent.stdout!.once('data', (data) => resolve(String(data)))),
+  );
+  for (
+    let tries = 0;
+    tries < 100 && readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+    tries++
+  )
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0]).toBe('Z');
+  expect(ownerMayBeAlive(`${hostname()}/${pid}/x@${startTicks(pid)}`)).toBe(false);
+  expect(ownerMayBeAlive(`${hostname()}/${pid}/x`)).toBe(false);
+});
+
 it('counts a name that is no process id gone, and another host as told', () => {
   for (const pid of ['0', '-1', 'abc', '1.5', ''])
     expect(ownerMayBeAlive(`${hostname()}/${pid}/x`), `pid ${pid}`).toBe(false);
