@@ -70,6 +70,7 @@ import {
 } from './skills/index.js';
 import {
   auditConfigSchema,
+  createChatOwnerLease,
   createEventRecorder,
   createEventRetention,
   createStore,
@@ -209,8 +210,9 @@ export interface Runtime {
    * listens: runs a crash cut off end with `RUN_INTERRUPTED` (an error final and a note in the transcript),
    * the keys of the runs of the last 10 minutes are read back (a message sent again under one is answered with
    * how its run ended), and the messages accepted but not yet answered start. Returns the ids of those runs.
-   * The runs and messages of another live process of this host on the same database are left to it; a
-   * process of another host is taken for gone (docs/storage.md). Later calls return the first's promise.
+   * The runs and messages of another process on the same database are left to it while it lives (this
+   * host's) or its lease holds (another host's), and taken by a sweep once that lease lapsed
+   * (docs/storage.md). Later calls return the first's promise.
    */
   resumeChat(): Promise<string[]>;
   /** Starts background work (memory manager) and the gateway, then `resumeChat`. */
@@ -600,8 +602,15 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
 
   const inboxNamespace = 'chat-inbox';
   // The name this process's chat writes on the runs it marks and the messages it accepts: another process on
-  // the same database leaves them to it while it may be alive (migration 0049).
+  // the same database leaves them to it while it may be alive (migration 0049), seen by its pid on this host
+  // and by its lease from another (migration 0050), written before any chat write.
   const chatOwner = openOwner();
+  const chatLease = await createChatOwnerLease({
+    db: store.db,
+    ownerId: chatOwner,
+    leaseMs: chatConfig.ownerLeaseMs,
+    logger,
+  });
   const chat = createChatService({
     sessions: store.sessions,
     inbox: {
@@ -646,6 +655,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
       markEndedWithoutReply: (run, tx) => store.sessions.markEndedWithoutReply(run, tx),
       listRunning: () => store.sessions.listRunning(),
       listUnreplied: () => store.sessions.listUnrepliedRuns(),
+      leasedOwners: () => chatLease.live(),
     },
     memory,
     identity,
@@ -862,6 +872,24 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
   };
 
   let chatResumed: Promise<string[]> | undefined;
+  // Once resumed, what a process of another host left is taken when its lease lapses (a crash there).
+  let lapsedSweep: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> | undefined;
+  const sweepLapsedOwners = async () => {
+    try {
+      const lapsed = await chatLease.lapsed();
+      if (lapsed.length === 0) return;
+      const resumed = await chat.takeOverGone();
+      await chatLease.forget(lapsed);
+      if (resumed.length > 0)
+        logger.warn(
+          { runIds: resumed },
+          `resumed ${resumed.length} chat message(s) a stopped process accepted`,
+        );
+    } catch (error) {
+      logger.warn({ err: error }, 'could not take over the chat of a stopped process; trying again');
+    }
+  };
   const resumeChat = () => {
     chatResumed ??= chat.resumePending().then((resumed) => {
       if (resumed.length > 0)
@@ -869,6 +897,14 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
           { runIds: resumed },
           `resumed ${resumed.length} chat message(s) accepted before a restart`,
         );
+      if (!closing.started) {
+        lapsedSweep = setInterval(() => {
+          sweeping ??= sweepLapsedOwners().finally(() => {
+            sweeping = undefined;
+          });
+        }, chatConfig.ownerLeaseMs / 3);
+        lapsedSweep.unref();
+      }
       return resumed;
     });
     return chatResumed;
@@ -899,9 +935,12 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     healthSamples.stop();
     cron.stop();
     if (gateway) await gateway.close();
+    clearInterval(lapsedSweep);
+    await sweeping;
     await chat.drain();
     // Its runs ended and persisted: what it left marked or waiting is the next start's.
     closeOwner(chatOwner);
+    await chatLease.close();
     // Its skill discovery may still be writing the kept front matter to the store.
     await prepared;
     await mcp.close();

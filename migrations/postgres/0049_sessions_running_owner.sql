@@ -4,7 +4,7 @@
 -- had cut off, the live runs of the others too (a note in their transcripts, an error final), and replayed
 -- their waiting messages (which name their owner in the inbox's JSON), which then ran twice. A start now
 -- leaves the runs and messages of an owner of this host that may be alive: one of its own process still open,
--- or a live process. Another host's it takes as before: it cannot see that host's processes. Written by the
+-- or a live process; another host's, while its lease holds (migration 0050). Written by the
 -- statement that marks the run anyway: no page more. A mark of an older agentd names no owner and is ended at
 -- the next start, as before.
 ALTER TABLE sessions ADD COLUMN running_owner TEXT;

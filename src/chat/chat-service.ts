@@ -28,7 +28,13 @@ import { type ChatInjectInput, injectNote } from './service/inject.js';
 import { runLocalReply } from './service/local-reply.js';
 import { defaultMaxQueuedTurns, defaultMaxQueuedTurnsPerSession, TurnQueue } from './service/queue.js';
 import { newRecord, refFor, settle } from './service/records.js';
-import { failInterrupted, ownerLives, readEndedRuns, withReplyText } from './service/recovery.js';
+import {
+  failInterrupted,
+  type OwnerLives,
+  ownersAlive,
+  readEndedRuns,
+  withReplyText,
+} from './service/recovery.js';
 import { compactSession, resetSession } from './service/session-commands.js';
 import { abortRuns, startTurn } from './service/turn.js';
 import { traceRecall } from './tracing.js';
@@ -149,6 +155,11 @@ export interface ChatInbox {
   listRunning(): Promise<RunningRun[]>;
   /** Runs that ended without a reply, as `markEndedWithoutReply` kept them (at least each session's last). */
   listUnreplied(): Promise<UnrepliedRun[]>;
+  /**
+   * The owners (`RunningRun.owner`, `PendingMessage.owner`) whose lease holds now: another host's process,
+   * which this one cannot see, is alive while it does. Without it another host's owner counts as gone.
+   */
+  leasedOwners?(): Promise<ReadonlySet<string>>;
 }
 
 export interface CreateChatServiceOptions {
@@ -241,6 +252,12 @@ export interface ChatService {
   get(runId: string): ChatRunRecord | undefined;
   /** Starts the turns of messages that were acknowledged but not started before a crash; returns their run ids. */
   resumePending(): Promise<string[]>;
+  /**
+   * What `resumePending` does for runs and messages another process left, without reading the transcript
+   * again: for a sweep once that process's lease lapsed (`ChatInbox.leasedOwners`). Returns the run ids of
+   * the messages it started.
+   */
+  takeOverGone(): Promise<string[]>;
   /** Runs that have not finished yet. */
   activeRuns(): ChatRunRecord[];
   /** Aborts every running turn and waits for them to persist what they have. */
@@ -398,19 +415,32 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     async resumePending() {
       const inbox = options.inbox;
       if (!inbox) return [];
-      const recovering = (async () => {
+      const recovering = (async (): Promise<OwnerLives> => {
+        const lives = await ownersAlive(ctx);
         const marked = await inbox.listRunning();
-        await failInterrupted(ctx, marked);
+        await failInterrupted(ctx, marked, lives);
         // Runs another live process is running are not over: their keys are not answered from here.
-        await readEndedRuns(ctx, new Set(marked.filter(ownerLives).map((run) => run.runId)));
+        await readEndedRuns(ctx, new Set(marked.filter(lives).map((run) => run.runId)));
+        return lives;
       })();
-      ctx.recovering = recovering.catch(() => {});
+      ctx.recovering = recovering.then(
+        () => {},
+        () => {},
+      );
+      let lives: OwnerLives;
       try {
-        await recovering;
+        lives = await recovering;
       } finally {
         ctx.recovering = undefined;
       }
-      return backlog.resume();
+      return backlog.resume(lives);
+    },
+
+    async takeOverGone() {
+      if (!options.inbox) return [];
+      const lives = await ownersAlive(ctx);
+      await failInterrupted(ctx, undefined, lives);
+      return backlog.resume(lives);
     },
 
     wait(runId, waitOptions = {}) {

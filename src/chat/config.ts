@@ -10,6 +10,12 @@ export const chatConfigSchema = z.object({
   maxQueuedTurnsPerSession: z.number().int().positive().default(defaultMaxQueuedTurnsPerSession),
   /** Turns accepted and not started yet across all session keys. */
   maxQueuedTurns: z.number().int().positive().default(defaultMaxQueuedTurns),
+  /**
+   * How long a process's chat lease holds after a renewal (renewed every third of it). Processes of other
+   * hosts sharing the database leave its runs and waiting messages to it while the lease holds, and take them
+   * once it lapsed (docs/storage.md, "Crash windows in a chat turn").
+   */
+  ownerLeaseMs: z.number().int().min(300).default(30_000),
 });
 
 export type ChatConfig = z.infer<typeof chatConfigSchema>;

@@ -1,3 +1,9 @@
+export {
+  type ChatOwnerLease,
+  type ChatOwnerLeaseOptions,
+  createChatOwnerLease,
+  defaultChatLeaseMs,
+} from './chat-owners.js';
 export type {
   SqlDatabase,
   SqlDialect,

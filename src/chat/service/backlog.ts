@@ -1,7 +1,7 @@
 import type { PendingMessage } from '../chat-service.js';
 import type { ChatContext } from './context.js';
 import type { QueueSlot } from './queue.js';
-import { ownerLives } from './recovery.js';
+import type { OwnerLives } from './recovery.js';
 import { startTurn } from './turn.js';
 
 /** A pending message left in the inbox at start: what it takes to read it again, not its text. */
@@ -30,8 +30,11 @@ export class InboxBacklog {
 
   constructor(private readonly ctx: ChatContext) {}
 
-  /** Starts what the queue has room for; returns their run ids. */
-  async resume(): Promise<string[]> {
+  /**
+   * Starts what the queue has room for, but the messages of an owner that `lives` says may be alive (another
+   * process sharing the database, which runs them itself); returns their run ids.
+   */
+  async resume(lives: OwnerLives): Promise<string[]> {
     const { ctx } = this;
     const inbox = ctx.options.inbox;
     if (!inbox) return [];
@@ -41,8 +44,7 @@ export class InboxBacklog {
     let leftBehind = 0;
     for (const item of pending) {
       if (ctx.live.has(item.runId) || ctx.finished.has(item.runId) || this.#left.has(item.runId)) continue;
-      // Accepted by another process of this host sharing the database, which may be alive and runs it itself.
-      if (ownerLives(item)) continue;
+      if (lives(item)) continue;
       if (!ctx.queue.hasRoom(item.sessionKey)) {
         leftBehind++;
         if (inbox.get) this.#left.set(item.runId, { runId: item.runId, sessionKey: item.sessionKey });

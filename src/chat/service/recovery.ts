@@ -34,16 +34,20 @@ export async function markEnded(ctx: ChatContext, record: ChatRunRecord): Promis
   }
 }
 
-/**
- * How the chat takes another host's runs and waiting messages at a start: as a gone process's. A process of
- * another host sharing a Postgres database cannot be seen from here, and waiting for its host to start again
- * could leave acknowledged messages unanswered for good (a container made anew has a new host name).
- */
-export const chatOwnersElsewhere = { otherHostsAlive: false };
+/** Whether the process that marked a run (or accepted a message) may be alive, and so running it itself. */
+export type OwnerLives = (item: { owner?: string }) => boolean;
 
-/** Whether the process that marked `run` (or accepted a message) may be alive, and so running it itself. */
-export const ownerLives = (run: { owner?: string }): boolean =>
-  run.owner !== undefined && ownerMayBeAlive(run.owner, chatOwnersElsewhere);
+/**
+ * The owners alive now: one of this host by its process (`ownerMayBeAlive`), one of another host by its
+ * lease (`ChatInbox.leasedOwners`), which cannot be seen otherwise; without leases another host's counts as
+ * gone, as waiting for a host that may never start again (a container made anew gets a new host name) could
+ * leave acknowledged messages unanswered for good. Read once for a pass over the runs and the inbox.
+ */
+export async function ownersAlive(ctx: ChatContext): Promise<OwnerLives> {
+  const leased = (await ctx.options.inbox?.leasedOwners?.()) ?? new Set<string>();
+  return (item) =>
+    item.owner !== undefined && ownerMayBeAlive(item.owner, { otherHostsAlive: leased.has(item.owner) });
+}
 
 const interruptedError = {
   code: ErrorCodes.runInterrupted,
@@ -57,12 +61,16 @@ const interruptedError = {
  * an owner that may be alive marked (another process on the same database, `ownerMayBeAlive`) are its own,
  * left to it.
  */
-export async function failInterrupted(ctx: ChatContext, marked?: RunningRun[]): Promise<string[]> {
+export async function failInterrupted(
+  ctx: ChatContext,
+  marked?: RunningRun[],
+  lives?: OwnerLives,
+): Promise<string[]> {
   const { options, live, finished, clock, logger } = ctx;
   const inbox = options.inbox;
   if (!inbox) return [];
-  // Another process of this host sharing the database may be running its own: only a gone owner's runs were
-  // cut off.
+  // Another process sharing the database may be running its own: only a gone owner's runs were cut off.
+  const ownerLives = lives ?? (await ownersAlive(ctx));
   const interrupted = (marked ?? (await inbox.listRunning()))
     .filter((run) => !ownerLives(run))
     .sort((a, b) => a.startedAt - b.startedAt);
