@@ -7,7 +7,6 @@ import type { SqlDatabase } from './database.js';
  * so it renews its lease while it is open, and the others leave its runs to it while the lease holds.
  */
 export interface ChatOwnerLease {
-  readonly ownerId: string;
   /** The owners whose lease holds now (this one's too). */
   live(): Promise<ReadonlySet<string>>;
   /** The owners whose lease lapsed: their process stopped without giving it up (a crash, a lost host). */
@@ -21,12 +20,10 @@ export interface ChatOwnerLease {
 export interface ChatOwnerLeaseOptions {
   db: SqlDatabase;
   ownerId: string;
-  /** How long the lease holds after a renewal (default 30 s); renewed every third of it. */
-  leaseMs?: number;
+  /** How long the lease holds after a renewal (`chat.ownerLeaseMs`); renewed every third of it. */
+  leaseMs: number;
   logger?: Logger;
 }
-
-export const defaultChatLeaseMs = 30_000;
 
 /** The database's own time in epoch ms: leases are written and compared by one clock, whatever the hosts'. */
 const databaseNowMs = {
@@ -37,7 +34,7 @@ const databaseNowMs = {
 /** Writes the lease (the first renewal) and keeps renewing it until `close`. */
 export async function createChatOwnerLease(options: ChatOwnerLeaseOptions): Promise<ChatOwnerLease> {
   const { db, ownerId } = options;
-  const leaseMs = Math.max(1, Math.floor(options.leaseMs ?? defaultChatLeaseMs));
+  const leaseMs = Math.max(1, Math.floor(options.leaseMs));
   const logger = options.logger ?? silentLogger;
   const now = databaseNowMs[db.dialect];
   const renewSql = `INSERT INTO chat_owners (owner_id, alive_until) VALUES (?, ${now} + ?)
@@ -63,7 +60,6 @@ export async function createChatOwnerLease(options: ChatOwnerLeaseOptions): Prom
       )
     ).map((row) => row.owner_id);
   return {
-    ownerId,
     live: async () => new Set(await owners(false)),
     lapsed: () => owners(true),
     async forget(lapsed) {

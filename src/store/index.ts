@@ -1,9 +1,4 @@
-export {
-  type ChatOwnerLease,
-  type ChatOwnerLeaseOptions,
-  createChatOwnerLease,
-  defaultChatLeaseMs,
-} from './chat-owners.js';
+export { type ChatOwnerLease, createChatOwnerLease } from './chat-owners.js';
 export type {
   SqlDatabase,
   SqlDialect,
