@@ -16,12 +16,14 @@ import { versioned } from './versioned.js';
  * rows stand for) as one document on its root task's row (`encodeRunRecords`, migration 0046) instead of a
  * row each in `workflow_events` and `workflow_artifacts`, and the stage records written with the row that
  * concludes their task as a list on that row (`stageListEntry`) instead of a row each in
- * `workflow_stages`; the records themselves keep their shapes. Task
- * records and events have the same shape in every version. A change of shape adds the next version here
+ * `workflow_stages`; the records themselves keep their shapes. Version 4 changed only the end records
+ * document: its events leave out what every event of the run repeats (see `encodeRunRecords`), and its
+ * artifacts their task when it is the run's root. Task records and events (in their own rows) have the
+ * same shape in every version. A change of shape adds the next version here
  * with an upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus
  * that test/workflow/records.test.ts reads.
  */
-export const workflowRecordVersion = 3;
+export const workflowRecordVersion = 4;
 
 const outcome = z.enum(['success', 'failure', 'partial']);
 const errorShape = z.object({ code: z.string(), message: z.string() });
@@ -179,9 +181,83 @@ export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: 
   return `${text}}`;
 }
 
+/**
+ * The fields of a task record, each written by `encodeTask`: a field added to `WorkflowTask` fails to compile
+ * until it is listed here, and test/workflow/records.test.ts checks that each listed field is written.
+ */
+export const taskRecordFields = [
+  'taskId',
+  'rootTaskId',
+  'workflowId',
+  'spec',
+  'lifecycle',
+  'state',
+  'currentStageId',
+  'currentOutput',
+  'routingTrace',
+  'failureSignatures',
+  'parentTaskId',
+  'lineageType',
+  'lineageMetadata',
+  'childTaskIds',
+  'fanOut',
+  'arrivedAtMerge',
+  'toleratedFailure',
+  'error',
+  'createdAt',
+  'updatedAt',
+  'completedAt',
+] as const satisfies ReadonlyArray<keyof WorkflowTask>;
+type UnlistedTaskField = Exclude<keyof WorkflowTask, 'history' | (typeof taskRecordFields)[number]>;
+const everyTaskFieldListed: [UnlistedTaskField] extends [never] ? true : UnlistedTaskField = true;
+void everyTaskFieldListed;
+
+const quote = JSON.stringify as (value: string) => string;
+/** A number as JSON.stringify writes it (null when not finite). */
+const numberJson = (value: number) => (Number.isFinite(value) ? `${value}` : 'null');
+const stringsJson = (list: ReadonlyArray<string>) => (list.length === 0 ? '[]' : JSON.stringify(list));
+/** `,"key":<JSON>`, or nothing when the value has no JSON (undefined), as JSON.stringify leaves such a key out. */
+function field(key: string, value: unknown): string {
+  const json = JSON.stringify(value);
+  return json === undefined ? '' : `,"${key}":${json}`;
+}
+
+/**
+ * The task row's record: the task without its history, which lives in the stage rows. The JSON that
+ * `JSON.stringify` of the record would write, written field by field: on Node 20, JSON.stringify looks up
+ * `toJSON` on every object it meets, about 0.1 µs each, and a task record is some twenty of them (its trace's
+ * steps, its spec, their lists), a tenth of a durable 3-node chain's work besides SQLite's.
+ */
 export function encodeTask(task: WorkflowTask): string {
-  const { history: _history, ...rest } = task;
-  return versionedJson(rest);
+  const spec = task.spec;
+  let text = `${versionPrefix},"taskId":${quote(task.taskId)},"rootTaskId":${quote(task.rootTaskId)},"workflowId":${quote(task.workflowId)}`;
+  text += `,"spec":{"taskSpecId":${quote(spec.taskSpecId)},"request":${quote(spec.request)}${field('input', spec.input)},"mode":${quote(spec.mode)},"priority":${quote(spec.priority)},"hints":${stringsJson(spec.hints)},"files":${stringsJson(spec.files)},"overrides":${stringsJson(spec.overrides)},"metadata":${JSON.stringify(spec.metadata)}}`;
+  text += `,"lifecycle":${quote(task.lifecycle)},"state":${quote(task.state)}`;
+  if (task.currentStageId !== undefined) text += `,"currentStageId":${quote(task.currentStageId)}`;
+  text += field('currentOutput', task.currentOutput);
+  text += ',"routingTrace":[';
+  const trace = task.routingTrace;
+  for (let index = 0; index < trace.length; index++) {
+    const step = trace[index]!;
+    if (index > 0) text += ',';
+    text += `{"from":${quote(step.from)},"to":${quote(step.to)},"role":${quote(step.role)}`;
+    if (step.label !== undefined) text += `,"label":${quote(step.label)}`;
+    if (step.childTaskId !== undefined) text += `,"childTaskId":${quote(step.childTaskId)}`;
+    text += '}';
+  }
+  text += `],"failureSignatures":${stringsJson(task.failureSignatures)}`;
+  if (task.parentTaskId !== undefined) text += `,"parentTaskId":${quote(task.parentTaskId)}`;
+  if (task.lineageType !== undefined) text += `,"lineageType":${quote(task.lineageType)}`;
+  text += field('lineageMetadata', task.lineageMetadata);
+  text += `,"childTaskIds":${stringsJson(task.childTaskIds)}`;
+  if (task.fanOut !== undefined)
+    text += `,"fanOut":{"nodeId":${quote(task.fanOut.nodeId)},"role":${quote(task.fanOut.role)}}`;
+  if (task.arrivedAtMerge !== undefined) text += `,"arrivedAtMerge":${quote(task.arrivedAtMerge)}`;
+  text += `,"toleratedFailure":${task.toleratedFailure}`;
+  text += field('error', task.error);
+  text += `,"createdAt":${numberJson(task.createdAt)},"updatedAt":${numberJson(task.updatedAt)}`;
+  if (task.completedAt !== undefined) text += `,"completedAt":${numberJson(task.completedAt)}`;
+  return `${text}}`;
 }
 
 export function encodeEvent(event: TelemetryEvent): string {
@@ -312,9 +388,31 @@ const storedArtifactSchema = z.object({
   metadata: jsonObject,
 });
 
+/**
+ * An event of a run's end records: version 4 leaves out its id when it is `<root task>:<seq>` (writing `seq`
+ * instead), its root and task when they are the run's root, and its metadata when it names the document's
+ * workflow; a version-3 document's events hold all of it (and their own `schemaVersion`, which the
+ * document's states for them).
+ */
+const storedRunEventSchema = z.object({
+  eventId: z.string().optional(),
+  seq: z.number().int().min(0).optional(),
+  rootTaskId: z.string().optional(),
+  taskId: z.string().optional(),
+  stageId: z.string().optional(),
+  type: eventSchema.shape.type,
+  timestamp: z.number(),
+  payload: jsonObject,
+  metadata: eventSchema.shape.metadata.optional(),
+});
+
 const storedRunRecords = versioned(
   workflowRecordVersion,
-  z.object({ events: z.array(storedEvent), artifacts: z.array(storedArtifactSchema) }),
+  z.object({
+    workflowId: z.string().optional(),
+    events: z.array(storedRunEventSchema),
+    artifacts: z.array(storedArtifactSchema.extend({ taskId: z.string().optional() })),
+  }),
 );
 
 /**
@@ -340,8 +438,12 @@ export function withinDocumentLimit(text: string, what: string, maxBytes = workf
 }
 
 /**
- * The JSON of a run's end records (version 3): its events, each as `encodeEvent` writes it, and its
- * artifacts without the run's id, which is the row's. Refused above `maxBytes` (see `withinDocumentLimit`).
+ * The JSON of a run's end records (version 4): its events and artifacts without what the row and the
+ * document already say. An event of the run is `{seq, type, timestamp, payload}` (and its `stageId`): its
+ * id is `<root task>:<seq>`, its root and task are the row's, and its metadata names the document's
+ * `workflowId`; an event that differs in any of these writes that field. An artifact leaves out the run's id,
+ * and its task when that is the root. Refused above `maxBytes` (see `withinDocumentLimit`). Encoding each
+ * event whole, as version 3 did, was two thirds of this document and of its encoding time.
  */
 export function encodeRunRecords(
   rootTaskId: string,
@@ -349,10 +451,21 @@ export function encodeRunRecords(
   artifacts: ReadonlyArray<Artifact>,
   maxBytes = workflowDocumentMaxBytes,
 ): string {
-  let text = `${versionPrefix},"events":[`;
+  const workflowId = events[0]?.metadata.workflowId;
+  let text = versionPrefix;
+  if (workflowId !== undefined) text += `,"workflowId":${JSON.stringify(workflowId)}`;
+  text += ',"events":[';
   for (let index = 0; index < events.length; index++) {
+    const event = events[index]!;
     if (index > 0) text += ',';
-    text += encodeEvent(events[index]!);
+    const seq = seqOf(event.eventId, rootTaskId);
+    text += seq === undefined ? `{"eventId":${JSON.stringify(event.eventId)}` : `{"seq":${seq}`;
+    if (event.rootTaskId !== rootTaskId) text += `,"rootTaskId":${JSON.stringify(event.rootTaskId)}`;
+    if (event.taskId !== rootTaskId) text += `,"taskId":${JSON.stringify(event.taskId)}`;
+    if (event.stageId !== undefined) text += `,"stageId":${JSON.stringify(event.stageId)}`;
+    text += `,"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.timestamp)},"payload":${JSON.stringify(event.payload)}`;
+    if (event.metadata.workflowId !== workflowId) text += `,"metadata":${JSON.stringify(event.metadata)}`;
+    text += '}';
   }
   text += '],"artifacts":[';
   for (let index = 0; index < artifacts.length; index++) {
@@ -361,7 +474,7 @@ export function encodeRunRecords(
     // A payload without JSON (undefined) reads back null, as an artifact row's did.
     text += JSON.stringify({
       artifactId: artifact.artifactId,
-      taskId: artifact.taskId,
+      taskId: artifact.taskId === rootTaskId ? undefined : artifact.taskId,
       nodeId: artifact.nodeId,
       type: artifact.type,
       createdAt: artifact.createdAt,
@@ -372,22 +485,49 @@ export function encodeRunRecords(
   return withinDocumentLimit(`${text}]}`, `the end records of workflow run ${rootTaskId}`, maxBytes);
 }
 
+/** `seq` when `eventId` is `<rootTaskId>:<seq>` exactly as the emitter writes it (so it reads back equal). */
+function seqOf(eventId: string, rootTaskId: string): number | undefined {
+  if (eventId.charCodeAt(rootTaskId.length) !== 58 || !eventId.startsWith(rootTaskId)) return undefined;
+  const digits = eventId.slice(rootTaskId.length + 1);
+  const seq = Number(digits);
+  return Number.isSafeInteger(seq) && seq >= 0 && String(seq) === digits ? seq : undefined;
+}
+
 /** A run's end records read back from its root task's row `rootTaskId`. */
 export function decodeRunRecords(
   text: string,
   rootTaskId: string,
 ): { events: TelemetryEvent[]; artifacts: Artifact[] } {
-  const stored = decodeJson(text, storedRunRecords, {
-    what: `the end records of workflow run ${rootTaskId}`,
-    maxBytes: workflowDocumentMaxBytes,
-  });
+  const what = `the end records of workflow run ${rootTaskId}`;
+  const stored = decodeJson(text, storedRunRecords, { what, maxBytes: workflowDocumentMaxBytes });
+  const documentMetadata =
+    stored.workflowId === undefined ? undefined : Object.freeze({ workflowId: stored.workflowId });
   return {
-    events: stored.events.map((event) => ({ ...event, stageId: event.stageId })),
+    events: stored.events.map((event, index): TelemetryEvent => {
+      const eventId = event.eventId ?? (event.seq === undefined ? undefined : `${rootTaskId}:${event.seq}`);
+      const metadata = event.metadata ?? documentMetadata;
+      if (eventId === undefined || metadata === undefined)
+        throw new SystemError({
+          code: ErrorCodes.jsonUndecodable,
+          message: `${what} cannot be read: event ${index} has no ${eventId === undefined ? 'id or sequence number' : 'workflow'}`,
+        });
+      return {
+        eventId,
+        rootTaskId: event.rootTaskId ?? rootTaskId,
+        taskId: event.taskId ?? rootTaskId,
+        stageId: event.stageId,
+        type: event.type,
+        timestamp: event.timestamp,
+        payload: event.payload,
+        // One object per document: events of a run share theirs in memory too (see the emitter).
+        metadata,
+      };
+    }),
     artifacts: stored.artifacts.map(
       (artifact): Artifact => ({
         artifactId: artifact.artifactId,
         rootTaskId,
-        taskId: artifact.taskId,
+        taskId: artifact.taskId ?? rootTaskId,
         nodeId: artifact.nodeId,
         type: artifact.type,
         createdAt: artifact.createdAt,

@@ -13,11 +13,13 @@ import {
   decodeTask,
   encodeRunRecords,
   encodeStage,
+  encodeTask,
   type StageColumns,
   stageListEntry,
+  taskRecordFields,
   workflowRecordVersion,
 } from '../../src/workflow/records.js';
-import type { StageRecord } from '../../src/workflow/task.js';
+import type { StageRecord, WorkflowTask } from '../../src/workflow/task.js';
 import type { TelemetryEvent } from '../../src/workflow/telemetry.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { insertRows as insertRowsInto, type StoredRow } from '../helpers/workflow-rows.js';
@@ -150,6 +152,143 @@ it("refuses to write a run's end records longer than a document may be read back
       message: expect.stringContaining(event.rootTaskId),
     }),
   );
+});
+
+it("writes a run's end records without what the row and the document already say", () => {
+  const root = 'wft_compact';
+  const metadata = Object.freeze({ workflowId: 'flow' });
+  const event = (seq: number, fields: Partial<TelemetryEvent> = {}): TelemetryEvent => ({
+    eventId: `${root}:${seq}`,
+    rootTaskId: root,
+    taskId: root,
+    stageId: undefined,
+    type: 'task_queued',
+    timestamp: 1_763_000_000_000 + seq,
+    payload: { seq },
+    metadata,
+    ...fields,
+  });
+  const events = [
+    event(1),
+    event(2, { taskId: `${root}-clone-0`, stageId: 'fan', type: 'clone_created' }),
+    // Ids the emitter does not make from the run's id and a number: kept as they are.
+    event(3, { eventId: `${root}:03` }),
+    event(4, { eventId: 'elsewhere:4', rootTaskId: 'elsewhere' }),
+    event(5, { eventId: `${root}:q` }),
+    event(6, { metadata: { workflowId: 'other-flow' } }),
+  ];
+  const artifacts = [
+    {
+      artifactId: `${root}:telemetry`,
+      rootTaskId: root,
+      taskId: root,
+      nodeId: undefined,
+      type: 'telemetry_snapshot' as const,
+      createdAt: 1,
+      payload: { events: 6 },
+      metadata: { workflowId: 'flow' },
+    },
+    {
+      artifactId: `${root}-clone-0:1:tool:0`,
+      rootTaskId: root,
+      taskId: `${root}-clone-0`,
+      nodeId: 'left',
+      type: 'tool_result' as const,
+      createdAt: 2,
+      payload: undefined,
+      metadata: {},
+    },
+  ];
+  const text = encodeRunRecords(root, events, artifacts);
+  const written = JSON.parse(text) as {
+    schemaVersion: number;
+    workflowId: string;
+    events: Array<Record<string, unknown>>;
+    artifacts: Array<Record<string, unknown>>;
+  };
+  expect(written.schemaVersion).toBe(workflowRecordVersion);
+  expect(written.workflowId).toBe('flow');
+  expect(written.events[0]).toEqual({
+    seq: 1,
+    type: 'task_queued',
+    timestamp: 1_763_000_000_001,
+    payload: { seq: 1 },
+  });
+  expect(written.events[1]).toMatchObject({ seq: 2, taskId: `${root}-clone-0`, stageId: 'fan' });
+  expect(written.events[1]).not.toHaveProperty('rootTaskId');
+  expect(written.events.slice(2, 5).map((stored) => [stored.eventId, stored.seq, stored.rootTaskId])).toEqual(
+    [
+      [`${root}:03`, undefined, undefined],
+      ['elsewhere:4', undefined, 'elsewhere'],
+      [`${root}:q`, undefined, undefined],
+    ],
+  );
+  expect(written.events[5]).toMatchObject({ seq: 6, metadata: { workflowId: 'other-flow' } });
+  expect(written.artifacts.map((stored) => stored.taskId)).toEqual([undefined, `${root}-clone-0`]);
+  const read = decodeRunRecords(text, root);
+  expect(read.events).toEqual(events);
+  expect(read.artifacts).toEqual([artifacts[0], { ...artifacts[1], payload: null }]);
+  // An event that names neither its id nor its sequence number cannot be read.
+  const lost = text.replace('{"seq":1,', '{');
+  expect(() => decodeRunRecords(lost, root)).toThrow(/event 0 has no id or sequence number/);
+  // Nor one without metadata in a document that names no workflow.
+  const unnamed = text.replace('"workflowId":"flow",', '');
+  expect(() => decodeRunRecords(unnamed, root)).toThrow(/event 0 has no workflow/);
+});
+
+it('writes a task record as JSON.stringify of it would, every field of it', () => {
+  const asStringifyWrites = (task: WorkflowTask) => {
+    const { history: _history, ...record } = task;
+    return JSON.parse(JSON.stringify({ schemaVersion: workflowRecordVersion, ...record })) as unknown;
+  };
+  const tasks = corpus.flatMap(({ rows }) =>
+    rows.workflow_tasks!.map((row) => decodeTask(String(row.record))),
+  );
+  expect(tasks.length).toBeGreaterThan(8);
+  const [first] = tasks;
+  // Every field set, and the values JSON has no text for or writes otherwise.
+  const full: WorkflowTask = {
+    ...first!,
+    spec: {
+      ...first!.spec,
+      input: { text: 'quote " backslash \\ line\nbreak \u2028', list: [1, undefined, () => 1] },
+      hints: ['a hint'],
+      files: ['a.txt', 'b "c".txt'],
+      overrides: ['x=1'],
+      metadata: { nested: { deep: [true, null] } },
+    },
+    currentStageId: 'fan',
+    currentOutput: { when: new Date(0), skipped: undefined },
+    routingTrace: [
+      { from: 'start', to: 'pick', role: 'start' },
+      { from: 'pick', to: 'fan', role: 'decision', label: 'go' },
+      { from: 'fan', to: 'left', role: 'branch', label: 'l', childTaskId: 'wft_child' },
+    ],
+    failureSignatures: ['right:NODE_FAILED'],
+    parentTaskId: 'wft_parent',
+    lineageType: 'clone',
+    lineageMetadata: { cloneIndex: 0 },
+    childTaskIds: ['wft_child'],
+    fanOut: { nodeId: 'fan', role: 'branch' },
+    arrivedAtMerge: 'join',
+    toleratedFailure: true,
+    error: { code: 'NODE_FAILED', message: 'it "broke"', nodeId: 'right' },
+    completedAt: 1_763_000_000_123,
+  };
+  for (const task of [...tasks, full]) expect(JSON.parse(encodeTask(task))).toEqual(asStringifyWrites(task));
+  expect(Object.keys(JSON.parse(encodeTask(full))).sort()).toEqual(
+    ['schemaVersion', ...taskRecordFields].sort(),
+  );
+  expect(decodeTask(encodeTask(full))).toEqual({
+    ...full,
+    spec: { ...full.spec, input: JSON.parse(JSON.stringify(full.spec.input)) },
+    currentOutput: JSON.parse(JSON.stringify(full.currentOutput)),
+    history: [],
+  });
+  // A value without JSON is left out, as JSON.stringify leaves it out; a time that is not a number writes null.
+  const bare = JSON.parse(encodeTask({ ...full, currentOutput: () => 1, createdAt: Number.NaN })) as object;
+  expect(bare).not.toHaveProperty('currentOutput');
+  expect(bare).toHaveProperty('createdAt', null);
 });
 
 it('refuses a stored record that lost a field, naming it', () => {
@@ -429,12 +568,25 @@ describeEachDatabase('workflow records of every version', (getDb) => {
   const tables = ['workflow_tasks', 'workflow_stages', 'workflow_events', 'workflow_artifacts'];
   const insertRows = (rows: Record<string, StoredRow[]>) => insertRowsInto(getDb(), rows);
 
-  it('the same runs stored as versions 1, 2 and 3 read back the same', async () => {
+  it('the same runs stored as versions 1 to 4 read back the same', async () => {
     const db = getDb();
     const store = createSqlRecordStore(db);
     const versionOne = corpus.find((entry) => entry.name === 'v1-rows.json')!.rows;
     const versionTwo = corpus.find((entry) => entry.name === 'v2-rows.json')!.rows;
     const versionThree = corpus.find((entry) => entry.name === 'v3-rows.json')!.rows;
+    const versionFour = corpus.find((entry) => entry.name === 'v4-rows.json')!.rows;
+    // Version 4 writes the same rows as version 3, with shorter end records.
+    expect(versionFour.workflow_tasks!.map((row) => String(row.run_records ?? '').length)).toEqual([
+      expect.any(Number),
+      0,
+      0,
+      expect.any(Number),
+    ]);
+    for (const [index, row] of versionFour.workflow_tasks!.entries())
+      if (row.run_records)
+        expect(String(row.run_records).length).toBeLessThan(
+          String(versionThree.workflow_tasks![index]!.run_records).length * 0.65,
+        );
     // Version 3 writes a run's end records on its root task's row, none in the tables of events and artifacts.
     expect([versionThree.workflow_events, versionThree.workflow_artifacts]).toEqual([[], []]);
     // Version 2 writes no row for what its stage rows stand for: node events and node_output artifacts.
@@ -458,6 +610,7 @@ describeEachDatabase('workflow records of every version', (getDb) => {
     expect(fromVersionOne[0]!.events.map((event) => event.type)).toContain('node_failed');
     expect(await read(versionTwo)).toEqual(fromVersionOne);
     expect(await read(versionThree)).toEqual(fromVersionOne);
+    expect(await read(versionFour)).toEqual(fromVersionOne);
   });
 
   it('a run that never finished shows its stages, and no events or artifacts its stage rows stand for', async () => {
