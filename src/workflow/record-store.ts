@@ -10,7 +10,7 @@ import {
   decodeStoredStage,
   decodeTask,
   encodeRunRecords,
-  encodeStage,
+  encodeStageOpen,
   encodeTask,
   type StageColumns,
   stageListEntry,
@@ -103,6 +103,21 @@ const runRecordsColumn = 12;
 const stageListColumn = 13;
 
 function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): SqlValue[] {
+  const row = openStageRow(task, stage, startSeq, endSeq);
+  row[stageRecordColumn] = `${row[stageRecordColumn]}}`;
+  return row;
+}
+
+/**
+ * A stage's row with its record left open (`encodeStageOpen`): a batch closes it when the stage gets a row
+ * of its own, and otherwise makes it its task's list entry (see `stagesOnTaskRows`).
+ */
+function openStageRow(
+  task: WorkflowTask,
+  stage: StageRecord,
+  startSeq?: number,
+  endSeq?: number,
+): SqlValue[] {
   // The stage before it in the task, whose output may be this one's input (see `encodeStage`).
   const previous = stage.index > 0 ? task.history[stage.index - 1] : undefined;
   return [
@@ -111,7 +126,7 @@ function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, end
     task.rootTaskId,
     stage.nodeId,
     stage.nodeStatus,
-    encodeStage(
+    encodeStageOpen(
       stage,
       previous,
       startSeq === undefined || endSeq === undefined ? undefined : { eventSeqs: [startSeq, endSeq] },
@@ -120,6 +135,7 @@ function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, end
     stage.completedAt,
   ];
 }
+const stageRecordColumn = 5;
 
 /** One table's INSERT, cut where its VALUES go, with the prepared texts for each number of rows. */
 interface RowInsert {
@@ -260,7 +276,7 @@ function createBatchWriter(
         if (options?.concludes) concluding.add(task.taskId);
       },
       async appendStage(task, stage, startSeq, endSeq) {
-        stages.push(stageRow(task, stage, startSeq, endSeq));
+        stages.push(openStageRow(task, stage, startSeq, endSeq));
       },
       async saveRunRecords(rootTaskId, runEvents, runArtifacts) {
         if (runEvents.length === 0 && runArtifacts.length === 0) return;
@@ -289,8 +305,8 @@ function createBatchWriter(
 type DecodeStage = (previous: StageRecord | undefined) => ReturnType<typeof decodeStageRow>;
 
 /**
- * The stage rows of a batch that get a row of their own; the others go onto their task's row in `tasks` as
- * its list of stages. A stage goes onto its task's row when the batch writes the task's conclusion
+ * The stage rows of a batch (their records open, see `openStageRow`) that get a row of their own, their
+ * records closed; the others go onto their task's row in `tasks` as its list of stages. A stage goes onto its task's row when the batch writes the task's conclusion
  * (`concluding`): its stages are then all written, so the list is written once (like the run's end records),
  * and the task's row is written in this commit anyway. A run whose stages all end in one event-loop turn
  * (pure functions) thus writes no stage row, which saved a 3-node chain's commit 3.6 of its 11.2 WAL pages.
@@ -310,6 +326,7 @@ function stagesOnTaskRows(
     const [taskId, stageIndex, , nodeId, nodeStatus, record, startedAt, completedAt] = row;
     const task = concluding.has(taskId as string) ? tasks.get(taskId as string) : undefined;
     if (task === undefined) {
+      row[stageRecordColumn] = `${record}}`;
       own.push(row);
       continue;
     }

@@ -138,6 +138,13 @@ function versionedJson(record: object): string {
   return text === '{}' ? `${versionPrefix}}` : `${versionPrefix},${text.slice(1)}`;
 }
 
+/** The JSON of the roles' and kinds' names, written with every stage and routing step. */
+const enumTexts: ReadonlyMap<string, string> = new Map(
+  [...nodeRoles, ...nodeKinds].map((name) => [name, JSON.stringify(name)]),
+);
+/** A role's or kind's name as JSON: looked up, not encoded again (any other string is encoded). */
+const enumJson = (name: string): string => enumTexts.get(name) ?? JSON.stringify(name);
+
 /** The columns of a stage row that a version-2 record does not repeat. */
 export interface StageColumns {
   stage_index: number;
@@ -162,7 +169,19 @@ export interface StageRowExtras {
  * written twice.
  */
 export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: StageRowExtras = {}): string {
-  let text = `${versionPrefix},"nodeRole":${JSON.stringify(stage.nodeRole)},"nodeKind":${JSON.stringify(stage.nodeKind)}`;
+  return `${encodeStageOpen(stage, previous, extras)}}`;
+}
+
+/**
+ * `encodeStage`'s JSON without its closing brace: what a stage row's record and a task row's list entry
+ * (`stageListEntry`) are both made from, so that neither cuts the other's text.
+ */
+export function encodeStageOpen(
+  stage: StageRecord,
+  previous?: StageRecord,
+  extras: StageRowExtras = {},
+): string {
+  let text = `${versionPrefix},"nodeRole":${enumJson(stage.nodeRole)},"nodeKind":${enumJson(stage.nodeKind)}`;
   // A value with no JSON (undefined) is left out, as JSON.stringify of the whole record would.
   if (previous !== undefined && stage.input === previous.output && previous.output !== undefined)
     text += ',"inputFromPrevious":true';
@@ -178,7 +197,7 @@ export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: 
   if (stage.contextMetadata !== undefined)
     text += `,"contextMetadata":${JSON.stringify(stage.contextMetadata)}`;
   if (extras.eventSeqs) text += `,"eventSeqs":[${extras.eventSeqs[0]},${extras.eventSeqs[1]}]`;
-  return `${text}}`;
+  return text;
 }
 
 /**
@@ -240,7 +259,7 @@ export function encodeTask(task: WorkflowTask): string {
   for (let index = 0; index < trace.length; index++) {
     const step = trace[index]!;
     if (index > 0) text += ',';
-    text += `{"from":${quote(step.from)},"to":${quote(step.to)},"role":${quote(step.role)}`;
+    text += `{"from":${quote(step.from)},"to":${quote(step.to)},"role":${enumJson(step.role)}`;
     if (step.label !== undefined) text += `,"label":${quote(step.label)}`;
     if (step.childTaskId !== undefined) text += `,"childTaskId":${quote(step.childTaskId)}`;
     text += '}';
@@ -278,11 +297,11 @@ export function decodeStageRow(
 }
 
 /**
- * An entry of a task row's list of stages (version 3): the stage's record as `encodeStage` wrote it, with
+ * An entry of a task row's list of stages (version 3): the stage's record as `encodeStageOpen` wrote it, with
  * what a stage row holds in its columns added to it, so the list needs no columns of its own.
  */
-export function stageListEntry(recordText: string, columns: StageColumns): string {
-  return `${recordText.slice(0, -1)},"index":${columns.stage_index},"nodeId":${JSON.stringify(columns.node_id)},"nodeStatus":${JSON.stringify(columns.node_status)},"startedAt":${columns.started_at},"completedAt":${columns.completed_at}}`;
+export function stageListEntry(openRecord: string, columns: StageColumns): string {
+  return `${openRecord},"index":${columns.stage_index},"nodeId":${JSON.stringify(columns.node_id)},"nodeStatus":${JSON.stringify(columns.node_status)},"startedAt":${columns.started_at},"completedAt":${columns.completed_at}}`;
 }
 
 const storedStageList = z.array(storedStage);

@@ -13,6 +13,7 @@ import {
   decodeTask,
   encodeRunRecords,
   encodeStage,
+  encodeStageOpen,
   encodeTask,
   type StageColumns,
   stageListEntry,
@@ -128,7 +129,7 @@ it('refuses a version-2 record whose input is the output of a stage it was not g
 
 it("refuses a task row's stage list out of order or without what a stage row's columns hold", () => {
   const [first, second] = decodeStages(corpus[0]!.rows.workflow_stages!);
-  const entry = (stage: StageRecord) => stageListEntry(encodeStage(stage), columnsOf(stage));
+  const entry = (stage: StageRecord) => stageListEntry(encodeStageOpen(stage), columnsOf(stage));
   expect(
     decodeStageList(`[${entry(first!)},${entry(second!)}]`, 'wft_t').map((stage) => stage.index),
   ).toEqual([first!.index, second!.index]);
