@@ -322,9 +322,12 @@ function stagesOnTaskRows(
   if (stages.length === 0) return stages;
   const own: SqlValue[][] = [];
   const lists = new Map<SqlValue[], { entries: string[]; lastIndex: number }>();
-  for (const row of stages) {
-    const [taskId, stageIndex, , nodeId, nodeStatus, record, startedAt, completedAt] = row;
-    const task = concluding.has(taskId as string) ? tasks.get(taskId as string) : undefined;
+  for (let at = 0; at < stages.length; at++) {
+    const row = stages[at]!;
+    const taskId = row[0] as string;
+    const stageIndex = row[1] as number;
+    const record = row[stageRecordColumn] as string;
+    const task = concluding.has(taskId) ? tasks.get(taskId) : undefined;
     if (task === undefined) {
       row[stageRecordColumn] = `${record}}`;
       own.push(row);
@@ -336,20 +339,20 @@ function stagesOnTaskRows(
       lists.set(task, list);
     }
     // What the stage table's key refuses, the list refuses too: a stage written twice.
-    if ((stageIndex as number) <= list.lastIndex)
+    if (stageIndex <= list.lastIndex)
       throw new SystemError({
         code: ErrorCodes.conflict,
         message: `stage ${stageIndex} of workflow task ${taskId} is written twice, or out of order`,
         details: { taskId, stageIndex },
       });
-    list.lastIndex = stageIndex as number;
+    list.lastIndex = stageIndex;
     list.entries.push(
-      stageListEntry(record as string, {
-        stage_index: stageIndex as number,
-        node_id: nodeId as string,
-        node_status: nodeStatus as string,
-        started_at: startedAt as number,
-        completed_at: completedAt as number,
+      stageListEntry(record, {
+        stage_index: stageIndex,
+        node_id: row[3] as string,
+        node_status: row[4] as string,
+        started_at: row[6] as number,
+        completed_at: row[7] as number,
       }),
     );
   }

@@ -142,6 +142,32 @@ function versionedJson(record: object): string {
 const enumTexts: ReadonlyMap<string, string> = new Map(
   [...nodeRoles, ...nodeKinds].map((name) => [name, JSON.stringify(name)]),
 );
+/**
+ * The JSON of objects that cannot change — frozen all the way down, plain, with no getters — by identity:
+ * the metadata every run of a workflow shares (its telemetry snapshot's, its nodes' outputs'), written with
+ * every run's end records. Any other value is encoded each time.
+ */
+const frozenJsonTexts = new WeakMap<object, string>();
+function frozenObjectJson(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  const cached = frozenJsonTexts.get(value);
+  if (cached !== undefined) return cached;
+  const text = JSON.stringify(value);
+  if (text !== undefined && cannotChange(value)) frozenJsonTexts.set(value, text);
+  return text;
+}
+
+function cannotChange(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return typeof value !== 'function';
+  if (!Object.isFrozen(value)) return false;
+  const prototype = Object.getPrototypeOf(value);
+  if (!Array.isArray(value) && prototype !== Object.prototype && prototype !== null) return false;
+  for (const descriptor of Object.values(Object.getOwnPropertyDescriptors(value))) {
+    if (!('value' in descriptor) || !cannotChange(descriptor.value)) return false;
+  }
+  return !('toJSON' in value);
+}
+
 /** A role's or kind's name as JSON: looked up, not encoded again (any other string is encoded). */
 const enumJson = (name: string): string => enumTexts.get(name) ?? JSON.stringify(name);
 
@@ -490,16 +516,13 @@ export function encodeRunRecords(
   for (let index = 0; index < artifacts.length; index++) {
     const artifact = artifacts[index]!;
     if (index > 0) text += ',';
+    text += `{"artifactId":${quote(artifact.artifactId)}`;
+    if (artifact.taskId !== rootTaskId) text += `,"taskId":${quote(artifact.taskId)}`;
+    if (artifact.nodeId !== undefined) text += `,"nodeId":${quote(artifact.nodeId)}`;
     // A payload without JSON (undefined) reads back null, as an artifact row's did.
-    text += JSON.stringify({
-      artifactId: artifact.artifactId,
-      taskId: artifact.taskId === rootTaskId ? undefined : artifact.taskId,
-      nodeId: artifact.nodeId,
-      type: artifact.type,
-      createdAt: artifact.createdAt,
-      payload: artifact.payload ?? null,
-      metadata: artifact.metadata,
-    });
+    text += `,"type":${quote(artifact.type)},"createdAt":${numberJson(artifact.createdAt)}${field('payload', artifact.payload ?? null)}`;
+    const metadata = frozenObjectJson(artifact.metadata);
+    text += metadata === undefined ? '}' : `,"metadata":${metadata}}`;
   }
   return withinDocumentLimit(`${text}]}`, `the end records of workflow run ${rootTaskId}`, maxBytes);
 }

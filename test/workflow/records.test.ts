@@ -292,6 +292,42 @@ it('writes a task record as JSON.stringify of it would, every field of it', () =
   expect(bare).toHaveProperty('createdAt', null);
 });
 
+it("writes an artifact's metadata as it is when written, reusing only the JSON of what cannot change", () => {
+  const root = 'wft_meta';
+  const snapshot = (metadata: Record<string, unknown>) => ({
+    artifactId: `${root}:telemetry`,
+    rootTaskId: root,
+    taskId: root,
+    nodeId: undefined,
+    type: 'telemetry_snapshot' as const,
+    createdAt: 1,
+    payload: { events: 0 },
+    metadata,
+  });
+  const metadataOf = (metadata: Record<string, unknown>) =>
+    decodeRunRecords(encodeRunRecords(root, [], [snapshot(metadata)]), root).artifacts[0]!.metadata;
+  const frozen = Object.freeze({ workflowId: 'flow', hashes: Object.freeze({ 'workflow.yaml': 'ab' }) });
+  expect(metadataOf(frozen)).toEqual({ workflowId: 'flow', hashes: { 'workflow.yaml': 'ab' } });
+  expect(metadataOf(frozen)).toEqual({ workflowId: 'flow', hashes: { 'workflow.yaml': 'ab' } });
+  // Frozen on top only: what is inside may change between two runs' records.
+  const inner: Record<string, string> = { 'workflow.yaml': 'ab' };
+  const shallow = Object.freeze({ workflowId: 'flow', hashes: inner });
+  expect(metadataOf(shallow).hashes).toEqual({ 'workflow.yaml': 'ab' });
+  inner['workflow.yaml'] = 'cd';
+  expect(metadataOf(shallow).hashes).toEqual({ 'workflow.yaml': 'cd' });
+  // A getter may answer differently each time, frozen or not.
+  let reads = 0;
+  const counted = Object.freeze(
+    Object.defineProperty({}, 'reads', { enumerable: true, get: () => ++reads }),
+  ) as Record<string, unknown>;
+  expect([metadataOf(counted).reads, metadataOf(counted).reads]).toEqual([1, 2]);
+  // Not frozen: written as it is each time.
+  const open: Record<string, unknown> = { workflowId: 'flow' };
+  expect(metadataOf(open)).toEqual({ workflowId: 'flow' });
+  open.workflowId = 'renamed';
+  expect(metadataOf(open)).toEqual({ workflowId: 'renamed' });
+});
+
 it('refuses a stored record that lost a field, naming it', () => {
   const row = corpus.at(-1)!.rows.workflow_tasks![0]!;
   const { spec: _spec, ...broken } = JSON.parse(String(row.record)) as Record<string, unknown>;

@@ -152,14 +152,15 @@ function tracedStage(
 }
 
 /**
- * The telemetry snapshot's metadata, the workflow's: one frozen copy shared by every run's snapshot, as
- * node_output artifacts share theirs.
+ * The telemetry snapshot's metadata, the workflow's: one copy, frozen all the way down, shared by every run's
+ * snapshot, as node_output artifacts share theirs (and written from its JSON made once, see `encodeRunRecords`).
  */
 const snapshotMetadata = new WeakMap<LoadedWorkflow, Readonly<Record<string, unknown>>>();
 function snapshotMetadataOf(workflow: LoadedWorkflow): Readonly<Record<string, unknown>> {
   let metadata = snapshotMetadata.get(workflow);
   if (!metadata) {
-    metadata = Object.freeze({ ...workflow.metadata });
+    const { manifestHashes } = workflow.metadata;
+    metadata = Object.freeze({ ...workflow.metadata, manifestHashes: Object.freeze({ ...manifestHashes }) });
     snapshotMetadata.set(workflow, metadata);
   }
   return metadata;
