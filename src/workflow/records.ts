@@ -138,10 +138,16 @@ function versionedJson(record: object): string {
   return text === '{}' ? `${versionPrefix}}` : `${versionPrefix},${text.slice(1)}`;
 }
 
-/** The JSON of the roles' and kinds' names, written with every stage and routing step. */
+/** The JSON of the roles', kinds' and event types' names, written with every stage, routing step and event. */
 const enumTexts: ReadonlyMap<string, string> = new Map(
-  [...nodeRoles, ...nodeKinds].map((name) => [name, JSON.stringify(name)]),
+  [...nodeRoles, ...nodeKinds, ...telemetryEventTypes, ...schedulerEventTypes].map((name) => [
+    name,
+    JSON.stringify(name),
+  ]),
 );
+/** Such a name as JSON: looked up, not encoded again (any other string is encoded). */
+const enumJson = (name: string): string => enumTexts.get(name) ?? JSON.stringify(name);
+
 /**
  * The JSON of objects that cannot change — frozen all the way down, plain, with no getters — by identity:
  * the metadata every run of a workflow shares (its telemetry snapshot's, its nodes' outputs'), written with
@@ -167,9 +173,6 @@ function cannotChange(value: unknown): boolean {
   }
   return !('toJSON' in value);
 }
-
-/** A role's or kind's name as JSON: looked up, not encoded again (any other string is encoded). */
-const enumJson = (name: string): string => enumTexts.get(name) ?? JSON.stringify(name);
 
 /** The columns of a stage row that a version-2 record does not repeat. */
 export interface StageColumns {
@@ -508,7 +511,7 @@ export function encodeRunRecords(
     if (event.rootTaskId !== rootTaskId) text += `,"rootTaskId":${JSON.stringify(event.rootTaskId)}`;
     if (event.taskId !== rootTaskId) text += `,"taskId":${JSON.stringify(event.taskId)}`;
     if (event.stageId !== undefined) text += `,"stageId":${JSON.stringify(event.stageId)}`;
-    text += `,"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.timestamp)},"payload":${JSON.stringify(event.payload)}`;
+    text += `,"type":${enumJson(event.type)},"timestamp":${numberJson(event.timestamp)},"payload":${JSON.stringify(event.payload)}`;
     if (event.metadata.workflowId !== workflowId) text += `,"metadata":${JSON.stringify(event.metadata)}`;
     text += '}';
   }
@@ -529,10 +532,18 @@ export function encodeRunRecords(
 
 /** `seq` when `eventId` is `<rootTaskId>:<seq>` exactly as the emitter writes it (so it reads back equal). */
 function seqOf(eventId: string, rootTaskId: string): number | undefined {
-  if (eventId.charCodeAt(rootTaskId.length) !== 58 || !eventId.startsWith(rootTaskId)) return undefined;
-  const digits = eventId.slice(rootTaskId.length + 1);
-  const seq = Number(digits);
-  return Number.isSafeInteger(seq) && seq >= 0 && String(seq) === digits ? seq : undefined;
+  const from = rootTaskId.length + 1;
+  // Digits after the colon, without a leading zero, as a safe integer: what `${seq}` writes.
+  const digits = eventId.length - from;
+  if (digits < 1 || digits > 15 || eventId.charCodeAt(from - 1) !== 58) return undefined;
+  if (digits > 1 && eventId.charCodeAt(from) === 48) return undefined;
+  let seq = 0;
+  for (let at = from; at < eventId.length; at++) {
+    const digit = eventId.charCodeAt(at) - 48;
+    if (digit < 0 || digit > 9) return undefined;
+    seq = seq * 10 + digit;
+  }
+  return eventId.startsWith(rootTaskId) ? seq : undefined;
 }
 
 /** A run's end records read back from its root task's row `rootTaskId`. */

@@ -177,6 +177,9 @@ it("writes a run's end records without what the row and the document already say
     event(4, { eventId: 'elsewhere:4', rootTaskId: 'elsewhere' }),
     event(5, { eventId: `${root}:q` }),
     event(6, { metadata: { workflowId: 'other-flow' } }),
+    event(7, { eventId: 'wft_compacx:7' }),
+    event(8, { eventId: `${root}:1234567890123456` }),
+    event(9, { eventId: `${root}:0` }),
   ];
   const artifacts = [
     {
@@ -225,6 +228,11 @@ it("writes a run's end records without what the row and the document already say
     ],
   );
   expect(written.events[5]).toMatchObject({ seq: 6, metadata: { workflowId: 'other-flow' } });
+  expect(written.events.slice(6).map((stored) => [stored.eventId, stored.seq])).toEqual([
+    ['wft_compacx:7', undefined],
+    [`${root}:1234567890123456`, undefined],
+    [undefined, 0],
+  ]);
   expect(written.artifacts.map((stored) => stored.taskId)).toEqual([undefined, `${root}-clone-0`]);
   const read = decodeRunRecords(text, root);
   expect(read.events).toEqual(events);
