@@ -155,6 +155,18 @@ it("refuses to write a run's end records longer than a document may be read back
   );
 });
 
+/** A run's telemetry snapshot artifact, as `finishRun` makes it. */
+const telemetrySnapshot = (root: string, metadata: Record<string, unknown>) => ({
+  artifactId: `${root}:telemetry`,
+  rootTaskId: root,
+  taskId: root,
+  nodeId: undefined,
+  type: 'telemetry_snapshot' as const,
+  createdAt: 1,
+  payload: { events: 6 },
+  metadata,
+});
+
 it("writes a run's end records without what the row and the document already say", () => {
   const root = 'wft_compact';
   const metadata = Object.freeze({ workflowId: 'flow' });
@@ -182,16 +194,7 @@ it("writes a run's end records without what the row and the document already say
     event(9, { eventId: `${root}:0` }),
   ];
   const artifacts = [
-    {
-      artifactId: `${root}:telemetry`,
-      rootTaskId: root,
-      taskId: root,
-      nodeId: undefined,
-      type: 'telemetry_snapshot' as const,
-      createdAt: 1,
-      payload: { events: 6 },
-      metadata: { workflowId: 'flow' },
-    },
+    telemetrySnapshot(root, { workflowId: 'flow' }),
     {
       artifactId: `${root}-clone-0:1:tool:0`,
       rootTaskId: root,
@@ -302,18 +305,9 @@ it('writes a task record as JSON.stringify of it would, every field of it', () =
 
 it("writes an artifact's metadata as it is when written, reusing only the JSON of what cannot change", () => {
   const root = 'wft_meta';
-  const snapshot = (metadata: Record<string, unknown>) => ({
-    artifactId: `${root}:telemetry`,
-    rootTaskId: root,
-    taskId: root,
-    nodeId: undefined,
-    type: 'telemetry_snapshot' as const,
-    createdAt: 1,
-    payload: { events: 0 },
-    metadata,
-  });
   const metadataOf = (metadata: Record<string, unknown>) =>
-    decodeRunRecords(encodeRunRecords(root, [], [snapshot(metadata)]), root).artifacts[0]!.metadata;
+    decodeRunRecords(encodeRunRecords(root, [], [telemetrySnapshot(root, metadata)]), root).artifacts[0]!
+      .metadata;
   const frozen = Object.freeze({ workflowId: 'flow', hashes: Object.freeze({ 'workflow.yaml': 'ab' }) });
   expect(metadataOf(frozen)).toEqual({ workflowId: 'flow', hashes: { 'workflow.yaml': 'ab' } });
   expect(metadataOf(frozen)).toEqual({ workflowId: 'flow', hashes: { 'workflow.yaml': 'ab' } });
