@@ -306,9 +306,9 @@ type DecodeStage = (previous: StageRecord | undefined) => ReturnType<typeof deco
 
 /**
  * The stage rows of a batch (their records open, see `openStageRow`) that get a row of their own, their
- * records closed; the others go onto their task's row in `tasks` as its list of stages. A stage goes onto its task's row when the batch writes the task's conclusion
- * (`concluding`): its stages are then all written, so the list is written once (like the run's end records),
- * and the task's row is written in this commit anyway. A run whose stages all end in one event-loop turn
+ * records closed; the others go onto their task's row in `tasks` as its list of stages. A stage goes onto its
+ * task's row when the batch writes the task's conclusion (`concluding`): its stages are then all written, so
+ * the list is written once (like the run's end records), and the task's row is written in this commit anyway. A run whose stages all end in one event-loop turn
  * (pure functions) thus writes no stage row, which saved a 3-node chain's commit 3.6 of its 11.2 WAL pages.
  * A task still running gets stage rows, each landing as its stage ends, as before; so does one an earlier
  * write of this batch found concluded (its row's lifecycle says so) when its conclusion comes in a later

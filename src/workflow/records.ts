@@ -128,16 +128,6 @@ const storedTask = versioned(workflowRecordVersion, taskSchema);
 const storedEvent = versioned(workflowRecordVersion, eventSchema);
 
 const versionPrefix = `{"schemaVersion":${workflowRecordVersion}`;
-/**
- * `{schemaVersion, ...record}` as JSON without building that copy of the record: the version key is
- * spliced in front of the record's own JSON (the same text the copy would give; a record is written per
- * event, so the copy was an allocation per row).
- */
-function versionedJson(record: object): string {
-  const text = JSON.stringify(record);
-  return text === '{}' ? `${versionPrefix}}` : `${versionPrefix},${text.slice(1)}`;
-}
-
 /** The JSON of the roles', kinds' and event types' names, written with every stage, routing step and event. */
 const enumTexts: ReadonlyMap<string, string> = new Map(
   [...nodeRoles, ...nodeKinds, ...telemetryEventTypes, ...schedulerEventTypes].map((name) => [
@@ -306,10 +296,6 @@ export function encodeTask(task: WorkflowTask): string {
   text += `,"createdAt":${numberJson(task.createdAt)},"updatedAt":${numberJson(task.updatedAt)}`;
   if (task.completedAt !== undefined) text += `,"completedAt":${numberJson(task.completedAt)}`;
   return `${text}}`;
-}
-
-export function encodeEvent(event: TelemetryEvent): string {
-  return versionedJson(event);
 }
 
 /**
@@ -490,8 +476,8 @@ export function withinDocumentLimit(text: string, what: string, maxBytes = workf
  * document already say. An event of the run is `{seq, type, timestamp, payload}` (and its `stageId`): its
  * id is `<root task>:<seq>`, its root and task are the row's, and its metadata names the document's
  * `workflowId`; an event that differs in any of these writes that field. An artifact leaves out the run's id,
- * and its task when that is the root. Refused above `maxBytes` (see `withinDocumentLimit`). Encoding each
- * event whole, as version 3 did, was two thirds of this document and of its encoding time.
+ * and its task when that is the root. Refused above `maxBytes` (see `withinDocumentLimit`). In version 3, which
+ * wrote each event whole, the events were most of this document and two thirds of its encoding time.
  */
 export function encodeRunRecords(
   rootTaskId: string,
