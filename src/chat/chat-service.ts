@@ -418,7 +418,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
       const recovering = (async (): Promise<OwnerLives> => {
         const lives = await ownersAlive(ctx);
         const marked = await inbox.listRunning();
-        await failInterrupted(ctx, marked, lives);
+        await failInterrupted(ctx, lives, marked);
         // Runs another live process is running are not over: their keys are not answered from here.
         await readEndedRuns(ctx, new Set(marked.filter(lives).map((run) => run.runId)));
         return lives;
@@ -439,7 +439,7 @@ export function createChatService(options: CreateChatServiceOptions): ChatServic
     async takeOverGone() {
       if (!options.inbox) return [];
       const lives = await ownersAlive(ctx);
-      await failInterrupted(ctx, undefined, lives);
+      await failInterrupted(ctx, lives);
       return backlog.resume(lives);
     },
 

@@ -1,5 +1,5 @@
 import { completeModel, type LanguageModel } from '../model/index.js';
-import type { Logger } from '../util/index.js';
+import { clipText, type Logger } from '../util/index.js';
 import type { MemoryEntry } from './types.js';
 
 export interface SummaryResult {
@@ -105,7 +105,7 @@ export function createSummarizer(options: SummarizerOptions): Summarizer {
       }
       const text = response.text.trim();
       if (!text) return fallback('model returned an empty summary');
-      return { text: text.length > maxChars ? `${text.slice(0, maxChars - 1)}…` : text, method: 'model' };
+      return { text: clipText(text, maxChars), method: 'model' };
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Ledger, LedgerEntry } from '../ledger/index.js';
 import type { SqlDatabase } from '../store/index.js';
 import {
   type Clock,
+  clipText,
   createIdGenerator,
   ErrorCodes,
   type IdGenerator,
@@ -267,8 +268,7 @@ function skillNameFor(words: string[], patternKey: string): string {
 }
 
 const oneLine = (text: string, limit: number) => {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;
+  return clipText(text.replace(/\s+/g, ' ').trim(), limit);
 };
 
 interface ProposalRow {

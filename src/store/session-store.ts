@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Clock, IdGenerator } from '../util/index.js';
 import {
+  clipText,
   createIdGenerator,
   decodeJson,
   ErrorCodes,
@@ -172,10 +173,6 @@ const unrepliedErrorCodeMaxChars = 64;
 const unrepliedErrorMessageMaxChars = 200;
 // What a row of four clipped runs never reaches; a longer one was not written by this store.
 const unrepliedRunsMaxBytes = 64 * 1024;
-
-/** `text` cut to `maxChars`, marked as cut. */
-const clip = (text: string, maxChars: number): string =>
-  text.length <= maxChars ? text : `${text.slice(0, maxChars - 1)}…`;
 
 /**
  * The runs of a row's `unreplied_runs`. One that does not decode says nothing of its runs, which then stay of
@@ -526,7 +523,7 @@ export function createSessionStore(db: SqlDatabase, options: CreateSessionStoreO
           ? {
               error: {
                 code: run.error.code.slice(0, unrepliedErrorCodeMaxChars),
-                message: clip(run.error.message, unrepliedErrorMessageMaxChars),
+                message: clipText(run.error.message, unrepliedErrorMessageMaxChars),
                 retryable: run.error.retryable,
               },
             }

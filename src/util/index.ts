@@ -1,5 +1,6 @@
 export { asFileNotWritten, fileNotWrittenCode, writeFileAtomically } from './atomic-write.js';
 export { type BackoffTimer, createBackoffTimer } from './backoff.js';
+export { clipText } from './clip-text.js';
 export { type Clock, createManualClock, maxTimerMs, sleep, systemClock } from './clock.js';
 export { type DecodeJsonOptions, decodeJson, defaultDecodeMaxBytes, utf8BytesOver } from './decode-json.js';
 export { deepFreeze } from './deep-freeze.js';

@@ -1,5 +1,6 @@
 import type { Ledger } from '../ledger/index.js';
 import type { SkillLibrary } from '../skills/index.js';
+import { clipText } from '../util/index.js';
 import { type AwarenessConfig, awarenessConfigSchema, defaultSystemWorkKinds } from './config.js';
 import type { WorkQueue } from './queue.js';
 import { outcomeSummary } from './rows.js';
@@ -28,8 +29,7 @@ export interface BuildAwarenessDigestOptions {
 const maxLineChars = 280;
 
 function oneLine(text: string, limit = maxLineChars): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;
+  return clipText(text.replace(/\s+/g, ' ').trim(), limit);
 }
 
 function ago(ms: number): string {

@@ -110,6 +110,10 @@ describe('telemetry, plugins, artifacts, metadata, metrics', () => {
       'telemetry_snapshot',
     ]);
     expect(engine.artifacts({ nodeId: 'work', type: 'tool_result' })[0]!.payload).toEqual({ v: 1 });
+    // Shared by every run's snapshot and written from JSON made once: it must not change, at any depth.
+    const snapshotMetadata = artifacts.at(-1)!.metadata;
+    expect(Object.isFrozen(snapshotMetadata)).toBe(true);
+    expect(Object.isFrozen(snapshotMetadata.manifestHashes)).toBe(true);
     expect(result.metadata.manifestHashes).toHaveProperty(['tools.yaml']);
     expect(result.metadata.schemaVersion).toBe('1');
     const metrics = engine.metrics();

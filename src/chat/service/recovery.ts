@@ -63,16 +63,15 @@ const interruptedError = {
  */
 export async function failInterrupted(
   ctx: ChatContext,
+  lives: OwnerLives,
   marked?: RunningRun[],
-  lives?: OwnerLives,
 ): Promise<string[]> {
   const { options, live, finished, clock, logger } = ctx;
   const inbox = options.inbox;
   if (!inbox) return [];
   // Another process sharing the database may be running its own: only a gone owner's runs were cut off.
-  const ownerLives = lives ?? (await ownersAlive(ctx));
   const interrupted = (marked ?? (await inbox.listRunning()))
-    .filter((run) => !ownerLives(run))
+    .filter((run) => !lives(run))
     .sort((a, b) => a.startedAt - b.startedAt);
   for (const run of interrupted) {
     if (live.has(run.runId) || finished.has(run.runId)) continue;

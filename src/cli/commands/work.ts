@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import type { Ledger, LedgerEntry, LedgerEntryType } from '../../ledger/index.js';
-import { AgentdError, ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
+import { AgentdError, clipText, ErrorCodes, parseUntrustedJson, UserInputError } from '../../util/index.js';
 import type { WorkClass, WorkItem, WorkQueue, WorkState } from '../../work/index.js';
 import type { GatewayClient } from '../gateway-client.js';
 import { fillHelpWhenAsked, loadLedger, loadWork } from '../lazy-modules.js';
@@ -113,7 +113,7 @@ function ago(ms: number): string {
 }
 
 function pad(text: string, width: number): string {
-  return text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width);
+  return clipText(text, width).padEnd(width);
 }
 
 function itemLine(item: WorkItem, now: number, color: boolean): string {

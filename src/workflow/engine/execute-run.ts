@@ -1,5 +1,5 @@
 import { errorCodeOf } from '../../telemetry/index.js';
-import { ErrorCodes } from '../../util/index.js';
+import { deepFreeze, ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
 import type { DagNode } from '../dag.js';
 import { WorkflowErrorCodes } from '../error-codes.js';
@@ -159,8 +159,7 @@ const snapshotMetadata = new WeakMap<LoadedWorkflow, Readonly<Record<string, unk
 function snapshotMetadataOf(workflow: LoadedWorkflow): Readonly<Record<string, unknown>> {
   let metadata = snapshotMetadata.get(workflow);
   if (!metadata) {
-    const { manifestHashes } = workflow.metadata;
-    metadata = Object.freeze({ ...workflow.metadata, manifestHashes: Object.freeze({ ...manifestHashes }) });
+    metadata = deepFreeze({ ...structuredClone(workflow.metadata) });
     snapshotMetadata.set(workflow, metadata);
   }
   return metadata;

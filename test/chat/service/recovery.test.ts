@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { newRecord } from '../../../src/chat/service/records.js';
-import { failInterrupted, markEnded, readEndedRuns } from '../../../src/chat/service/recovery.js';
+import {
+  failInterrupted,
+  markEnded,
+  ownersAlive,
+  readEndedRuns,
+} from '../../../src/chat/service/recovery.js';
 import type { MessageMark } from '../../../src/memory/index.js';
 import type { createManualClock } from '../../../src/util/index.js';
 import { fakeContext } from './context.js';
@@ -39,7 +44,7 @@ describe('chat step: recovery', () => {
         { runId: 'early', sessionKey: 's', agentId: 'main', startedAt: 10 },
       ],
     });
-    await expect(failInterrupted(ctx)).resolves.toEqual(['early', 'late']);
+    await expect(failInterrupted(ctx, await ownersAlive(ctx))).resolves.toEqual(['early', 'late']);
     const early = ctx.finished.get('early');
     expect(early).toMatchObject({ status: 'error', startedAt: 10, endedAt: 1_000 });
     expect(early?.error).toMatchObject({ code: 'RUN_INTERRUPTED', retryable: true });
@@ -56,7 +61,7 @@ describe('chat step: recovery', () => {
     });
     const record = newRecord(ctx, 'known', 's', 'main');
     ctx.finished.set('known', record);
-    await failInterrupted(ctx);
+    await failInterrupted(ctx, await ownersAlive(ctx));
     expect(ctx.finished.get('known')).toBe(record);
   });
 });
