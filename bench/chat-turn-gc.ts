@@ -9,10 +9,12 @@
 // them. With --sites N a second, shorter window runs V8's sampling heap profiler, keeping the objects that a
 // full collection freed and those still held at its end, and lists the N allocation sites (the innermost
 // agentd frames and the function that allocated) that left the most bytes a turn: what the old generation
-// is fed by. The profiler slows the server, so that window's turns are not the first's.
+// is fed by; with --every-allocation, every byte the window allocated (what scavenges freed too), by site and
+// by agentd file, with the total. The profiler slows the server, so that window's turns are not the first's.
+// --v8-flags "<flags>" sets more V8 flags in the servers (e.g. --no-parallel-scavenge), for an experiment.
 // A diagnostic, not a benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-gc.ts [tree ...] [--warmup-ms 40000] [--measure-ms 30000]
-//     [--sites 20] [--sites-ms 3000]
+//     [--sites 20] [--sites-ms 3000] [--every-allocation] [--v8-flags "<flags>"]
 // An older tree must have this tree's bench/chat-turn.bench.ts and chat-turn-driver.ts (AGENTD_BENCH_V8_FLAGS).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +30,9 @@ const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 40_000);
 const measureMs = Number(takeFlag(args, '--measure-ms') ?? 30_000);
 const siteCount = Number(takeFlag(args, '--sites') ?? 0);
 const sitesMs = Number(takeFlag(args, '--sites-ms') ?? 3000);
+const extraV8Flags = takeFlag(args, '--v8-flags') ?? '';
+const everyAllocation = args.includes('--every-allocation');
+if (everyAllocation) args.splice(args.indexOf('--every-allocation'), 1);
 const trees = (args.length > 0 ? args : ['.']).map((tree) => resolve(tree));
 if (trees.includes(resolve('.'))) assertRuntimeBuilt();
 
@@ -128,12 +133,26 @@ function bytesBySite(profileFile: string, turns: number): Array<[string, number]
     .sort((a, b) => b[1] - a[1]);
 }
 
+/** Bytes a turn by the file of the innermost agentd frame ("(no agentd frame)" for the rest). */
+function bytesByFile(sites: Array<[string, number]>): Array<[string, number]> {
+  const byFile = new Map<string, number>();
+  for (const [site, bytes] of sites) {
+    const innermost = site.split(' ⇒ ')[0]!.split(' ← ').at(-1)!;
+    const file = /(dist\/[^:]+):/.exec(innermost)?.[1] ?? '(no agentd frame)';
+    byFile.set(file, (byFile.get(file) ?? 0) + bytes);
+  }
+  return [...byFile].sort((a, b) => b[1] - a[1]);
+}
+
 async function measure(tree: string, scratch: string) {
   const target: Target = await startTarget({
     moduleUrl: pathToFileURL(join(tree, 'bench', 'chat-turn.bench.ts')).href,
     role: 'sqlite',
     name: tree,
-    env: { AGENTD_BENCH_V8_FLAGS: '--trace-gc-nvp --trace-gc-verbose' },
+    env: {
+      AGENTD_BENCH_V8_FLAGS: `--trace-gc-nvp --trace-gc-verbose ${extraV8Flags}`.trim(),
+      ...(everyAllocation ? { AGENTD_BENCH_HEAP_ALL: '1' } : {}),
+    },
     stdout: 'pipe',
   });
   try {
@@ -154,7 +173,7 @@ async function measure(tree: string, scratch: string) {
       const stop = await target.sampleHeap(file);
       const sampled = await closedLoop([client!], sitesMs);
       await stop();
-      sites = bytesBySite(file, sampled.latencies.length).slice(0, siteCount);
+      sites = bytesBySite(file, sampled.latencies.length);
     }
     client!.ws.terminate();
     return { window: { ...trace.window }, sites };
@@ -189,11 +208,18 @@ try {
   for (const result of results) {
     if (result.sites.length === 0) continue;
     console.log(
-      `\n${result.tree}: allocation sites by bytes a turn freed by full collections or still held\n`,
+      `\n${result.tree}: allocation sites by bytes a turn ${everyAllocation ? 'allocated' : 'freed by full collections or still held'}\n`,
     );
     console.log('| B a turn | site (agentd frames ⇒ allocating function) |\n| ---: | --- |');
-    for (const [site, bytes] of result.sites)
+    for (const [site, bytes] of result.sites.slice(0, siteCount))
       console.log(`| ${bytes.toFixed(0)} | ${site.replaceAll('|', '\\|')} |`);
+    const total = result.sites.reduce((sum, [, bytes]) => sum + bytes, 0);
+    console.log(
+      `\n${result.tree}: the same by the file of the innermost agentd frame (all sites: ${(total / 1024).toFixed(1)} KB a turn)\n`,
+    );
+    console.log('| B a turn | file |\n| ---: | --- |');
+    for (const [file, bytes] of bytesByFile(result.sites).slice(0, siteCount))
+      console.log(`| ${bytes.toFixed(0)} | ${file} |`);
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });

@@ -133,13 +133,15 @@ if (role) {
       writeFileSync(message.file!, JSON.stringify(profile));
       process.send!({ type: 'profile-stop', value: 0 });
     }
-    // What a window's allocations left for a full collection to free, or still hold, by allocation site.
+    // What a window's allocations left for a full collection to free, or still hold, by allocation site;
+    // with AGENTD_BENCH_HEAP_ALL=1 also what scavenges freed: every byte the window allocated.
     if (message.type === 'heap-sampling-start') {
       profiler.connect();
       await profiler.post('HeapProfiler.enable');
       await profiler.post('HeapProfiler.startSampling', {
         samplingInterval: 256,
         includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: process.env.AGENTD_BENCH_HEAP_ALL === '1',
       });
       process.send!({ type: 'heap-sampling-start', value: 0 });
     }
