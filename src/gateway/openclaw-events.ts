@@ -1,3 +1,4 @@
+import { numberJson } from '../util/index.js';
 import type { RunRef, RunWireEvent, SessionChange } from './event-hub.js';
 
 /**
@@ -17,8 +18,6 @@ export interface OpenClawRunEvent {
  * profile); every string still goes through JSON.stringify, so escaping is the serializer's own.
  */
 const json = JSON.stringify;
-/** A number as JSON.stringify writes it (NaN and infinities as null). */
-const jsonNumber = (value: number): string => (Number.isFinite(value) ? String(value) : 'null');
 /** `,"key":"value"`, or nothing for undefined, as JSON.stringify leaves such a key out. */
 const optionalString = (key: string, value: string | undefined): string =>
   value === undefined ? '' : `,"${key}":${json(value)}`;
@@ -28,13 +27,13 @@ const runHead = (run: RunRef): string =>
   `{"runId":${json(run.runId)}${optionalString('sessionKey', run.sessionKey)}${optionalString('agentId', run.agentId)}`;
 
 const chatMessageJson = (text: string, ts: number): string =>
-  `{"role":"assistant","content":[{"type":"text","text":${json(text)}}],"timestamp":${jsonNumber(ts)}}`;
+  `{"role":"assistant","content":[{"type":"text","text":${json(text)}}],"timestamp":${numberJson(ts)}}`;
 
 /** An `agent` event of one stream of the run; `dataJson` is the stream's data as JSON. */
 function agentEvent(run: RunRef, stream: string, dataJson: string): OpenClawRunEvent {
   return {
     event: 'agent',
-    payloadJson: `${runHead(run)},"stream":${json(stream)},"data":${dataJson},"seq":${jsonNumber(run.seq)},"ts":${jsonNumber(run.ts)}}`,
+    payloadJson: `${runHead(run)},"stream":${json(stream)},"data":${dataJson},"seq":${numberJson(run.seq)},"ts":${numberJson(run.ts)}}`,
   };
 }
 
@@ -51,14 +50,14 @@ export function toOpenClawRunEvent(
   switch (event.kind) {
     case 'lifecycle': {
       if (event.phase === 'start')
-        return agentEvent(run, 'lifecycle', `{"phase":"start","startedAt":${jsonNumber(event.startedAt)}}`);
+        return agentEvent(run, 'lifecycle', `{"phase":"start","startedAt":${numberJson(event.startedAt)}}`);
       const error = event.error
         ? `${optionalString('error', event.error.message)}${optionalString('errorCode', event.error.code)}`
         : '';
       return agentEvent(
         run,
         'lifecycle',
-        `{"phase":${json(event.phase)},"startedAt":${jsonNumber(event.startedAt)},"endedAt":${jsonNumber(event.endedAt)},` +
+        `{"phase":${json(event.phase)},"startedAt":${numberJson(event.startedAt)},"endedAt":${numberJson(event.endedAt)},` +
           `"aborted":${event.status === 'aborted'}${optionalString('stopReason', event.stopReason)}${error}}`,
       );
     }
@@ -86,7 +85,7 @@ export function toOpenClawRunEvent(
         : '';
       return {
         event: 'chat',
-        payloadJson: `${runHead(run)},"seq":${jsonNumber(run.seq)},"state":"delta"${deltaText},"message":${chatMessageJson(event.text, run.ts)}}`,
+        payloadJson: `${runHead(run)},"seq":${numberJson(run.seq)},"state":"delta"${deltaText},"message":${chatMessageJson(event.text, run.ts)}}`,
         droppable: !v4,
       };
     }
@@ -99,7 +98,7 @@ export function toOpenClawRunEvent(
           : '';
       return {
         event: 'chat',
-        payloadJson: `${runHead(run)},"seq":${jsonNumber(run.seq)},"state":${json(event.state)}${optionalString('stopReason', event.stopReason)}${message}${error}}`,
+        payloadJson: `${runHead(run)},"seq":${numberJson(run.seq)},"state":${json(event.state)}${optionalString('stopReason', event.stopReason)}${message}${error}}`,
       };
     }
   }

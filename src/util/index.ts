@@ -27,6 +27,7 @@ export {
 } from './lazy-abort.js';
 export { lazyPackage, yamlParser } from './lazy-package.js';
 export { createRecordingLogger, type Logger, type RecordedLog, silentLogger } from './logger.js';
+export { numberJson } from './number-json.js';
 export { type Once, once } from './once.js';
 export {
   noopSpan,

@@ -2,6 +2,7 @@ import { type SqlDatabase, type SqlExecutor, type SqlValue, sqlValueRows } from 
 import { ErrorCodes, SystemError } from '../util/index.js';
 import { type Artifact, stageArtifact } from './artifacts.js';
 import {
+  closeStageRecord,
   decodeArtifactColumns,
   decodeEvent,
   decodeRunRecords,
@@ -104,7 +105,7 @@ const stageListColumn = 13;
 
 function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): SqlValue[] {
   const row = openStageRow(task, stage, startSeq, endSeq);
-  row[stageRecordColumn] = `${row[stageRecordColumn]}}`;
+  row[stageRecordColumn] = closeStageRecord(row[stageRecordColumn] as string);
   return row;
 }
 
@@ -329,7 +330,7 @@ function stagesOnTaskRows(
     const record = row[stageRecordColumn] as string;
     const task = concluding.has(taskId) ? tasks.get(taskId) : undefined;
     if (task === undefined) {
-      row[stageRecordColumn] = `${record}}`;
+      row[stageRecordColumn] = closeStageRecord(record);
       own.push(row);
       continue;
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeJson, ErrorCodes, SystemError, utf8BytesOver } from '../util/index.js';
+import { decodeJson, ErrorCodes, numberJson, SystemError, utf8BytesOver } from '../util/index.js';
 import type { Artifact } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import type { StageRecord, WorkflowTask } from './task.js';
@@ -188,8 +188,11 @@ export interface StageRowExtras {
  * written twice.
  */
 export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: StageRowExtras = {}): string {
-  return `${encodeStageOpen(stage, previous, extras)}}`;
+  return closeStageRecord(encodeStageOpen(stage, previous, extras));
 }
+
+/** A stage record as `encodeStageOpen` left it, closed: what a stage row holds. */
+export const closeStageRecord = (openRecord: string): string => `${openRecord}}`;
 
 /**
  * `encodeStage`'s JSON without its closing brace: what a stage row's record and a task row's list entry
@@ -251,8 +254,6 @@ const everyTaskFieldListed: [UnlistedTaskField] extends [never] ? true : Unliste
 void everyTaskFieldListed;
 
 const quote = JSON.stringify as (value: string) => string;
-/** A number as JSON.stringify writes it (null when not finite). */
-const numberJson = (value: number) => (Number.isFinite(value) ? `${value}` : 'null');
 const stringsJson = (list: ReadonlyArray<string>) => (list.length === 0 ? '[]' : JSON.stringify(list));
 /** `,"key":<JSON>`, or nothing when the value has no JSON (undefined), as JSON.stringify leaves such a key out. */
 function field(key: string, value: unknown): string {
