@@ -24,10 +24,21 @@ export function prepareStateDir(home: string, envToken: string | undefined): Sta
     const saved = readFileSync(tokenPath, 'utf8').trim();
     if (saved.length >= 16) return { home, workspaceDir, token: saved, tokenGenerated: false };
   }
-  const token = randomBytes(24).toString('base64url');
+  const token = newGatewayToken();
   writeFileSync(tokenPath, `${token}\n`, { mode: 0o600 });
   chmodSync(tokenPath, 0o600);
   return { home, workspaceDir, token, tokenGenerated: true };
+}
+
+/**
+ * 24 random bytes in base64url, drawn again while the text begins with `-`: such a token passed as
+ * `--token <token>` reads as options to command-line parsers (commander's root took `-c…` as `--config`).
+ */
+export function newGatewayToken(random: (size: number) => Buffer = randomBytes): string {
+  for (;;) {
+    const token = random(24).toString('base64url');
+    if (!token.startsWith('-')) return token;
+  }
 }
 
 /**
