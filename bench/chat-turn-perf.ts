@@ -15,9 +15,9 @@
 // Needs perf (apt-get install -y linux-perf) and permission to trace other processes (root, or
 // kernel.perf_event_paranoid ≤ 1). A diagnostic, not a benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-perf.ts [--clients 1] [--warmup-ms 12000] [--measure-ms 6000]
-//     [--frequency 4999] [--top 15] [--idle-sessions N]
+//     [--frequency 4999] [--top 15] [--idle-sessions N] [--chains N] [--chains-of "<cause>"] [--call-graph fp|dwarf]
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -39,6 +39,12 @@ const measureMs = Number(takeFlag(args, '--measure-ms') ?? 6000);
 const frequencyHz = Number(takeFlag(args, '--frequency') ?? 4999);
 const topFunctions = Number(takeFlag(args, '--top') ?? 15);
 const idleSessions = Number(takeFlag(args, '--idle-sessions') ?? 0);
+const nativeCause = 'Node.js native (libuv, stream wrap, V8 API)';
+const ambiguousCause = 'JavaScript at an address code of several owners had';
+const chainCount = Number(takeFlag(args, '--chains') ?? 0);
+const chainsOf = takeFlag(args, '--chains-of') ?? nativeCause;
+// `dwarf` unwinds through libc, whose code keeps no frame pointers (malloc's callers), at many times the cost.
+const callGraph = takeFlag(args, '--call-graph') ?? 'fp';
 
 if (spawnSync('perf', ['--version']).status !== 0) {
   console.error('chat-turn-perf: perf is not installed (apt-get install -y linux-perf)');
@@ -47,11 +53,59 @@ if (spawnSync('perf', ['--version']).status !== 0) {
 assertRuntimeBuilt();
 
 interface Frame {
+  address: number;
   symbol: string;
   object: string;
 }
 
+/**
+ * V8's `--perf-basic-prof` map of one server (`/tmp/perf-<pid>.map`): a line per code object as it was made.
+ * Code space is reused once code is collected, so one address can have had several functions over a run;
+ * perf names it after one of them, whichever sample it was. `namesAt` gives them all.
+ */
+interface CodeMap {
+  starts: number[];
+  ends: number[];
+  names: string[];
+  longest: number;
+}
+
+function readCodeMap(pid: number): CodeMap {
+  const path = `/tmp/perf-${pid}.map`;
+  const entries: Array<{ start: number; end: number; name: string }> = [];
+  if (existsSync(path))
+    for (const line of readFileSync(path, 'utf8').split('\n')) {
+      const match = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+      if (!match) continue;
+      const start = Number.parseInt(match[1]!, 16);
+      entries.push({ start, end: start + Number.parseInt(match[2]!, 16), name: match[3]! });
+    }
+  entries.sort((a, b) => a.start - b.start);
+  return {
+    starts: entries.map((entry) => entry.start),
+    ends: entries.map((entry) => entry.end),
+    names: entries.map((entry) => entry.name),
+    longest: entries.reduce((longest, entry) => Math.max(longest, entry.end - entry.start), 0),
+  };
+}
+
+/** The distinct JavaScript names the map gives the code objects that covered `address`. */
+function namesAt(map: CodeMap, address: number): string[] {
+  let low = 0;
+  let high = map.starts.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (map.starts[middle]! <= address) low = middle + 1;
+    else high = middle;
+  }
+  const names = new Set<string>();
+  for (let index = low - 1; index >= 0 && map.starts[index]! > address - map.longest; index--)
+    if (map.ends[index]! > address && javascriptFrame.test(map.names[index]!)) names.add(map.names[index]!);
+  return [...names];
+}
+
 const kernelObject = '[kernel.kallsyms]';
+const javascriptFrame = /^JS:[*^~]?/;
 const sqliteObject = /better_sqlite3\.node$/;
 /** The C library call a system call was made through, to what it was for in these servers. */
 const systemCallCauses: Array<[RegExp, string]> = [
@@ -66,7 +120,6 @@ const garbageCollection =
 // JSON.parse's JsonParser is not the compiler: its samples go to the script that parsed.
 const compilation =
   /Compiler|compiler::|(?<!Json)Parser|Maglev|maglev::|turboshaft|BytecodeGenerator|Deoptimiz|interpreter::/;
-const javascriptFrame = /^JS:[*^~]?/;
 
 /** Who a JavaScript frame's code belongs to: an agentd subsystem, a package, Node.js, or the benchmark. */
 function ownerOf(symbol: string): string {
@@ -97,18 +150,27 @@ function causeOf(frames: Frame[]): string {
     if (compilation.test(frame.symbol)) return 'V8: compiling';
   }
   const script = frames.find((frame) => javascriptFrame.test(frame.symbol));
-  return script ? ownerOf(script.symbol) : 'Node.js native (libuv, stream wrap, V8 API)';
+  if (!script) return nativeCause;
+  const owners = new Set(namesAt(codeMap, script.address).map(ownerOf));
+  return owners.size > 1 ? ambiguousCause : ownerOf(script.symbol);
 }
 
-/** The function a sample is charged to: the innermost JavaScript frame, with the builtins it called. */
+/**
+ * The function a sample is charged to: the innermost JavaScript frame, with the builtins it called; at an
+ * address several functions had, all of their names.
+ */
 function functionOf(frames: Frame[]): string | undefined {
   if (frames[0]?.object === kernelObject) return undefined;
   for (const frame of frames) {
     if (sqliteObject.test(frame.object)) return undefined;
-    if (javascriptFrame.test(frame.symbol))
-      return frame.symbol
-        .replace(javascriptFrame, '')
-        .replace(/file:\/\/\/\S*\/(dist|bench|node_modules)\//, '$1/');
+    if (javascriptFrame.test(frame.symbol)) {
+      const names = namesAt(codeMap, frame.address);
+      return (names.length > 1 ? names.sort() : [frame.symbol])
+        .map((name) =>
+          name.replace(javascriptFrame, '').replace(/file:\/\/\/\S*\/(dist|bench|node_modules)\//, '$1/'),
+        )
+        .join(' | ');
+    }
   }
   return undefined;
 }
@@ -121,15 +183,20 @@ interface Census {
   untracedCpuUsPerTurn: number;
   byCause: Map<string, number>;
   byFunction: Map<string, number>;
+  /** The samples of the cause `--chains-of` names by their call chain, leaf first (8 frames). */
+  byChain: Map<string, number>;
 }
 
 /** Reads `perf script`'s call chains (one block of `ip symbol (object)` lines a sample) into counts. */
-async function countSamples(dataFile: string): Promise<Pick<Census, 'samples' | 'byCause' | 'byFunction'>> {
+async function countSamples(
+  dataFile: string,
+): Promise<Pick<Census, 'samples' | 'byCause' | 'byFunction' | 'byChain'>> {
   const script = spawn('perf', ['script', '-i', dataFile, '-F', 'ip,sym,dso'], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const byCause = new Map<string, number>();
   const byFunction = new Map<string, number>();
+  const byChain = new Map<string, number>();
   let samples = 0;
   let frames: Frame[] = [];
   const endSample = () => {
@@ -139,35 +206,50 @@ async function countSamples(dataFile: string): Promise<Pick<Census, 'samples' | 
     byCause.set(cause, (byCause.get(cause) ?? 0) + 1);
     const name = functionOf(frames);
     if (name) byFunction.set(name, (byFunction.get(name) ?? 0) + 1);
+    if (chainCount > 0 && cause === chainsOf) {
+      const leaf = `${frames[0]!.symbol} (${frames[0]!.object.replace(/.*\//, '')})`;
+      const callers = frames.slice(1, 8).map((frame) => frame.symbol.replace(/\(.*$/, '').slice(0, 60));
+      const chain = [leaf, ...callers].join(' ← ');
+      byChain.set(chain, (byChain.get(chain) ?? 0) + 1);
+    }
     frames = [];
   };
   for await (const line of createInterface({ input: script.stdout })) {
-    const match = /^\s*[0-9a-f]+ (.*) \((.*)\)$/.exec(line);
-    if (match) frames.push({ symbol: match[1]!, object: match[2]! });
+    const match = /^\s*([0-9a-f]+) (.*) \((.*)\)$/.exec(line);
+    if (match) frames.push({ address: Number.parseInt(match[1]!, 16), symbol: match[2]!, object: match[3]! });
     else if (line.trim() === '') endSample();
   }
   endSample();
-  return { samples, byCause, byFunction };
+  return { samples, byCause, byFunction, byChain };
 }
 
+/** The map of the server being counted: set before its samples are read. */
+let codeMap: CodeMap = { starts: [], ends: [], names: [], longest: 0 };
+
 async function census(target: Target, dataFile: string): Promise<Census> {
+  let tracedPid = 0;
   const { untraced, traced } = await untracedThenTraced(target, {
     clients: clientCount,
     measureMs,
     prefix: 'perf',
-    tracer: (pid) => [
-      'perf',
-      'record',
-      '-q',
-      '-g',
-      '-F',
-      String(frequencyHz),
-      '-o',
-      dataFile,
-      '-p',
-      String(pid),
-    ],
+    tracer: (pid) => {
+      tracedPid = pid;
+      return [
+        'perf',
+        'record',
+        '-q',
+        '--call-graph',
+        callGraph,
+        '-F',
+        String(frequencyHz),
+        '-o',
+        dataFile,
+        '-p',
+        String(pid),
+      ];
+    },
   });
+  codeMap = readCodeMap(tracedPid);
   return {
     server: target.name,
     turns: traced.turns,
@@ -237,6 +319,21 @@ try {
       usPerTurn(runtime, count).toFixed(1),
       `${((100 * count) / runtime.samples).toFixed(2)} %`,
     ]);
+  const charged = [...runtime.byFunction.values()].reduce((sum, count) => sum + count, 0);
+  const shared = [...runtime.byFunction]
+    .filter(([name]) => name.includes(' | '))
+    .reduce((sum, [, count]) => sum + count, 0);
+  console.log(
+    `\n${((100 * shared) / Math.max(1, charged)).toFixed(1)} % of the samples charged to a function fell where several functions' code was over the run ("a | b" above: any of them).`,
+  );
+  if (chainCount > 0)
+    for (const result of results) {
+      console.log(`\n${result.server}: the ${chainCount} call chains of "${chainsOf}" charged the most\n`);
+      row(['leaf ← callers', 'µs a turn']);
+      row(['---', '---:']);
+      for (const [chain, count] of [...result.byChain].sort((a, b) => b[1] - a[1]).slice(0, chainCount))
+        row([`\`${chain}\``, usPerTurn(result, count).toFixed(1)]);
+    }
 } finally {
   for (const target of targets) await target.stop();
   rmSync(outDir, { recursive: true, force: true });
