@@ -44,7 +44,7 @@ describe('an option value that begins with -', () => {
     const { id } = JSON.parse(submitted.out) as { id: string };
     expect((await started.runtime.work.queue.get(id))?.description).toBe('Mend');
 
-    // The same for a value-taking option of the command itself and a short option: --reason, -a.
+    // The same for a value-taking option of the command itself.
     const blocked = await run([
       'work',
       'block',
@@ -99,6 +99,70 @@ describe('an option value that begins with -', () => {
     send.action((_words, options) => Object.assign(seen, options, { config: program.opts().config }));
     program.parse(argv('send', '--agent', '-cx', '--json'));
     expect(seen).toEqual({ agent: '-cx', json: true, config: undefined });
+  });
+});
+
+describe('an operand that begins with -', () => {
+  it('is text, not an unknown option, when it cannot be one: a Markdown list item as a message', async () => {
+    const home = tempHome();
+    const sent = await run(['send', '- buy milk', '--home', home, '--json']);
+    expect(sent.code, sent.err).toBe(0);
+    expect(JSON.parse(sent.out).text).toContain('- buy milk');
+
+    // The operands keep their order, the options after them still hold, and an option-shaped word is still
+    // an unknown option.
+    const submitted = await run([
+      'work',
+      'submit',
+      'task',
+      '-5 degrees',
+      'and',
+      '- ice',
+      '--home',
+      home,
+      '--json',
+    ]);
+    expect(submitted.code, submitted.err).toBe(0);
+    const started = await startRuntime({ home });
+    runtime = started.runtime;
+    expect((await started.runtime.work.queue.get(JSON.parse(submitted.out).id))?.description).toBe(
+      '-5 degrees and - ice',
+    );
+    const unknown = await run(['send', 'hi', '--frobnicate', '--home', home]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain("unknown option '--frobnicate'");
+  });
+
+  it('moves behind -- with the operands after it, before those already behind one', () => {
+    const program = new Command().option('-c, --config <file>');
+    program.command('send').argument('[words...]').option('-s, --session <key>').option('--json');
+    const argv = (...rest: string[]) => joinOptionValues(program, ['node', 'agentd', ...rest]);
+
+    expect(argv('send', 'a', '- b', 'c', '--json', '-s', 'k')).toEqual([
+      'node',
+      'agentd',
+      'send',
+      'a',
+      '--json',
+      '-s',
+      'k',
+      '--',
+      '- b',
+      'c',
+    ]);
+    expect(argv('send', '-5', '--', '--json')).toEqual(['node', 'agentd', 'send', '--', '-5', '--json']);
+    // Option-shaped words stay where they are, for commander to take or refuse; so does a known short option
+    // with its value attached, spaces and all.
+    expect(argv('send', '-x', '--no-such', '-smy session', '--a=b c')).toEqual([
+      'node',
+      'agentd',
+      'send',
+      '-x',
+      '--no-such',
+      '-smy session',
+      '--a=b c',
+    ]);
+    expect(argv('send', '-I think so')).toEqual(['node', 'agentd', 'send', '--', '-I think so']);
   });
 });
 
