@@ -17,7 +17,7 @@ const optionShaped = /^(-[A-Za-z]\S*|--[A-Za-z][A-Za-z0-9-]*(=[\s\S]*)?)$/;
  *   and the operands after it move behind a `--`, in their order, where commander takes them as they are.
  *   Without this a Markdown list item sent as a message was refused as an unknown option.
  */
-export function joinOptionValues(program: Command, argv: readonly string[]): string[] {
+export function argvForCommander(program: Command, argv: readonly string[]): string[] {
   const joined = argv.slice(0, 2);
   // Operands from the first that looks like an option but is not one; they go behind `--`.
   const moved: string[] = [];

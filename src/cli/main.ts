@@ -2,7 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import type { AgentdConfig } from '../config/index.js';
 import { ErrorCodes, packageVersion, SystemError } from '../util/index.js';
 import type { RunAgentWithTools } from '../workflow/index.js';
-import { joinOptionValues } from './argv.js';
+import { argvForCommander } from './argv.js';
 import { registerAcpCommand } from './commands/acp.js';
 import { registerChatCommands } from './commands/chat.js';
 import { registerGoalCommand } from './commands/goal.js';
@@ -128,7 +128,7 @@ export function buildProgram(io: CliIo = processIo): { program: Command; exitCod
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
   const { program, exitCode } = buildProgram(io);
   try {
-    await program.parseAsync(joinOptionValues(program, argv));
+    await program.parseAsync(argvForCommander(program, argv));
   } catch (error) {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? ExitCodes.ok : ExitCodes.usage;

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, describe, expect, it } from 'vitest';
-import { joinOptionValues } from '../../src/cli/argv.js';
+import { argvForCommander } from '../../src/cli/argv.js';
 import { newGatewayToken } from '../../src/runtime/state-dir.js';
 import type { Runtime } from '../../src/runtime.js';
 import { startRuntime, tempHome } from '../runtime/helpers.js';
@@ -62,7 +62,7 @@ describe('an option value that begins with -', () => {
   it('joins a value to its option the way the option’s owner reads it, and leaves the rest alone', () => {
     const program = new Command().option('-c, --config <file>').option('--verbose');
     const send = program.command('send').argument('[words...]').option('-a, --agent <id>').option('--json');
-    const argv = (...rest: string[]) => joinOptionValues(program, ['node', 'agentd', ...rest]);
+    const argv = (...rest: string[]) => argvForCommander(program, ['node', 'agentd', ...rest]);
 
     expect(argv('send', 'hi', '-a', '-main', '--json')).toEqual([
       'node',
@@ -136,7 +136,7 @@ describe('an operand that begins with -', () => {
   it('moves behind -- with the operands after it, before those already behind one', () => {
     const program = new Command().option('-c, --config <file>');
     program.command('send').argument('[words...]').option('-s, --session <key>').option('--json');
-    const argv = (...rest: string[]) => joinOptionValues(program, ['node', 'agentd', ...rest]);
+    const argv = (...rest: string[]) => argvForCommander(program, ['node', 'agentd', ...rest]);
 
     expect(argv('send', 'a', '- b', 'c', '--json', '-s', 'k')).toEqual([
       'node',
