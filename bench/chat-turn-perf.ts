@@ -133,7 +133,7 @@ function ownerOf(symbol: string): string {
 }
 
 /** The cause of one sample, its frames leaf first. */
-function causeOf(frames: Frame[]): string {
+function causeOf(frames: Frame[], codeMap: CodeMap): string {
   if (frames.length === 0) return 'unknown';
   if (frames[0]!.object === kernelObject) {
     const caller = frames.find((frame) => frame.object !== kernelObject);
@@ -159,7 +159,7 @@ function causeOf(frames: Frame[]): string {
  * The function a sample is charged to: the innermost JavaScript frame, with the builtins it called; at an
  * address several functions had, all of their names.
  */
-function functionOf(frames: Frame[]): string | undefined {
+function functionOf(frames: Frame[], codeMap: CodeMap): string | undefined {
   if (frames[0]?.object === kernelObject) return undefined;
   for (const frame of frames) {
     if (sqliteObject.test(frame.object)) return undefined;
@@ -190,6 +190,7 @@ interface Census {
 /** Reads `perf script`'s call chains (one block of `ip symbol (object)` lines a sample) into counts. */
 async function countSamples(
   dataFile: string,
+  codeMap: CodeMap,
 ): Promise<Pick<Census, 'samples' | 'byCause' | 'byFunction' | 'byChain'>> {
   const script = spawn('perf', ['script', '-i', dataFile, '-F', 'ip,sym,dso'], {
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -202,9 +203,9 @@ async function countSamples(
   const endSample = () => {
     if (frames.length === 0) return;
     samples++;
-    const cause = causeOf(frames);
+    const cause = causeOf(frames, codeMap);
     byCause.set(cause, (byCause.get(cause) ?? 0) + 1);
-    const name = functionOf(frames);
+    const name = functionOf(frames, codeMap);
     if (name) byFunction.set(name, (byFunction.get(name) ?? 0) + 1);
     if (chainCount > 0 && cause === chainsOf) {
       const leaf = `${frames[0]!.symbol} (${frames[0]!.object.replace(/.*\//, '')})`;
@@ -222,9 +223,6 @@ async function countSamples(
   endSample();
   return { samples, byCause, byFunction, byChain };
 }
-
-/** The map of the server being counted: set before its samples are read. */
-let codeMap: CodeMap = { starts: [], ends: [], names: [], longest: 0 };
 
 async function census(target: Target, dataFile: string): Promise<Census> {
   let tracedPid = 0;
@@ -249,13 +247,12 @@ async function census(target: Target, dataFile: string): Promise<Census> {
       ];
     },
   });
-  codeMap = readCodeMap(tracedPid);
   return {
     server: target.name,
     turns: traced.turns,
     cpuUsPerTurn: traced.cpuUsPerTurn,
     untracedCpuUsPerTurn: untraced.cpuUsPerTurn,
-    ...(await countSamples(dataFile)),
+    ...(await countSamples(dataFile, readCodeMap(tracedPid))),
   };
 }
 

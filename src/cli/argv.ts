@@ -29,17 +29,10 @@ export function argvForCommander(program: Command, argv: readonly string[]): str
       return joined;
     }
     const option = argument.startsWith('-') ? findOption(commands, argument) : undefined;
-    if (option?.required) {
-      const value = argv[index + 1];
-      if (value === undefined) {
-        joined.push(argument);
-      } else if (value.startsWith('-')) {
-        joined.push(argument.startsWith('--') ? `${argument}=${value}` : `${argument}${value}`);
-        index++;
-      } else {
-        joined.push(argument, value);
-        index++;
-      }
+    if (option?.required && index + 1 < argv.length) {
+      const value = argv[++index]!;
+      if (!value.startsWith('-')) joined.push(argument, value);
+      else joined.push(argument.startsWith('--') ? `${argument}=${value}` : `${argument}${value}`);
       continue;
     }
     // A known short option with its value attached (`-smy session`) is one whatever the value holds.
