@@ -35,13 +35,15 @@ export async function startTarget(options: {
   name?: string;
   env?: Record<string, string>;
   stdout?: 'inherit' | 'pipe';
+  /** Node's and V8's flags for the server process, after the ones every server gets. */
+  execArgv?: string[];
 }): Promise<Target> {
   const { child, port } = await forkRoleServer({
     moduleUrl: options.moduleUrl,
     roleVariable: 'AGENTD_CHAT_TURN_BENCH_ROLE',
     role: options.role,
     env: options.env ?? {},
-    execArgv: ['--import', 'tsx', '--expose-gc'],
+    execArgv: ['--import', 'tsx', '--expose-gc', ...(options.execArgv ?? [])],
     ...(options.stdout ? { stdout: options.stdout } : {}),
   });
   const ask = <Value = number>(

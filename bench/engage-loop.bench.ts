@@ -891,9 +891,13 @@ async function checkedContender(make: () => Contender | Promise<Contender>): Pro
   }
 }
 
-/** Times one contender's runs of a round, each run one sample (µs), after a forced GC. */
-async function timeRound(contender: Contender, gc: () => void, samples: number[]): Promise<void> {
-  gc();
+/** Times one contender's runs of a round, each run one sample (µs), after a forced GC when `gc` is given. */
+async function timeRound(
+  contender: Contender,
+  gc: (() => void) | undefined,
+  samples: number[],
+): Promise<void> {
+  gc?.();
   for (let index = 0; index < runsPerRound; index++) {
     const started = performance.now();
     await contender.run();
@@ -914,13 +918,22 @@ if (aloneLabel !== undefined) {
     await contender.run();
   // A cheap contender's 5 rounds last a few milliseconds, where one collection or recompilation moves the
   // median: rounds go on until the timed runs add up to a second.
-  const samples: number[] = [];
-  let timedUs = 0;
-  for (let round = 0; round < rounds || timedUs < aloneMinMs * 1000; round++) {
-    const before = samples.length;
-    await timeRound(contender, gc, samples);
-    for (let index = before; index < samples.length; index++) timedUs += samples[index]!;
-  }
+  const timedRounds = async (collectFirst: (() => void) | undefined) => {
+    const samples: number[] = [];
+    let timedUs = 0;
+    for (let round = 0; round < rounds || timedUs < aloneMinMs * 1000; round++) {
+      const before = samples.length;
+      await timeRound(contender, collectFirst, samples);
+      for (let index = before; index < samples.length; index++) timedUs += samples[index]!;
+    }
+    return samples;
+  };
+  // First the steady state, each run paying for the collections its garbage brings as they come; then as the
+  // shared process times, a forced GC before each round. A full collection with no run in flight frees every
+  // hidden class only a run's objects had, and V8 then deoptimises the optimised code that checks for them
+  // (its `--trace-deopt` says "weak objects"): each round after a forced GC starts on code being optimised again.
+  const samples = await timedRounds(undefined);
+  const samplesAfterGc = await timedRounds(gc);
   // The durable contender's SQL replayed on better-sqlite3 alone, in this same process, as the shared
   // process measures it.
   const floor =
@@ -928,37 +941,44 @@ if (aloneLabel !== undefined) {
       ? await durableFloor(contender as DurableContender, floorRounds, runsPerRound)
       : undefined;
   await contender.close?.();
-  process.send!({ samples, floor });
+  process.send!({ samples, samplesAfterGc, floor });
   process.disconnect();
 }
 
 type FloorFigures = Awaited<ReturnType<typeof durableFloor>>;
 
 /** One contender alone in a fresh process: its median µs a run, and the durable floor when it has one. */
-async function medianAlone(label: string): Promise<{ medianUs: number; floor?: FloorFigures }> {
+async function medianAlone(label: string): Promise<AloneFigures> {
   const child = fork(fileURLToPath(import.meta.url), [], {
     execArgv: ['--import', 'tsx', '--expose-gc'],
     env: { ...process.env, AGENTD_ENGAGE_BENCH_ALONE: label },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  const message = await new Promise<{ samples: number[]; floor?: FloorFigures }>((resolve, reject) => {
-    child.once('message', resolve);
-    child.once('exit', (code) => reject(new Error(`${label} alone exited with ${code} before its samples`)));
-  });
+  const message = await new Promise<{ samples: number[]; samplesAfterGc: number[]; floor?: FloorFigures }>(
+    (resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) =>
+        reject(new Error(`${label} alone exited with ${code} before its samples`)),
+      );
+    },
+  );
   await new Promise((resolve) =>
     child.exitCode === null ? child.once('exit', resolve) : resolve(undefined),
   );
-  const medianUs = median(message.samples);
-  return message.floor ? { medianUs, floor: message.floor } : { medianUs };
+  const figures = { medianUs: median(message.samples), medianAfterGcUs: median(message.samplesAfterGc) };
+  return message.floor ? { ...figures, floor: message.floor } : figures;
+}
+
+/** What one process of a contender alone measured: µs a run in the steady state and after a forced GC. */
+interface AloneFigures {
+  medianUs: number;
+  medianAfterGcUs: number;
+  floor?: FloorFigures;
 }
 
 /** Each contender in `aloneProcesses` fresh processes, interleaved: what each process measured. */
-async function measureAlone(
-  labels: ReadonlyArray<string>,
-): Promise<Map<string, Array<{ medianUs: number; floor?: FloorFigures }>>> {
-  const measured = new Map<string, Array<{ medianUs: number; floor?: FloorFigures }>>(
-    labels.map((label) => [label, []]),
-  );
+async function measureAlone(labels: ReadonlyArray<string>): Promise<Map<string, AloneFigures[]>> {
+  const measured = new Map<string, AloneFigures[]>(labels.map((label) => [label, []]));
   for (let index = 0; index < aloneProcesses; index++)
     for (const label of labels) measured.get(label)!.push(await medianAlone(label));
   return measured;
@@ -1017,17 +1037,23 @@ async function measure(contenders: Contender[], labels: string[], notes: string[
   const rows = contenders.map((contender, index) => {
     const sorted = [...samples.get(contender)!].sort((left, right) => left - right);
     const runMedian = percentile(sorted, 50);
-    const aloneMedians = alone
-      .get(labels[index]!)!
-      .map(({ medianUs }) => perTurn(medianUs))
-      .sort((left, right) => left - right);
+    const aloneTurns = (figure: (figures: AloneFigures) => number) => {
+      const medians = alone
+        .get(labels[index]!)!
+        .map((figures) => perTurn(figure(figures)))
+        .sort((left, right) => left - right);
+      return `${Math.round(percentile(medians, 50))} (${medians.map(Math.round).join(', ')})`;
+    };
     return {
       contender: contender.name,
       version: contender.version,
       'median µs / run': Math.round(runMedian),
       'p90 µs / run': Math.round(percentile(sorted, 90)),
       'median µs / turn': Math.round(perTurn(runMedian)),
-      [`alone: median µs / turn (${aloneProcesses} processes)`]: `${Math.round(percentile(aloneMedians, 50))} (${aloneMedians.map(Math.round).join(', ')})`,
+      [`alone: median µs / turn (${aloneProcesses} processes)`]: aloneTurns(({ medianUs }) => medianUs),
+      [`alone, a forced GC before each ${runsPerRound} runs`]: aloneTurns(
+        ({ medianAfterGcUs }) => medianAfterGcUs,
+      ),
       'KiB allocated / run': Math.round(allocation.get(contender)! / 1024),
       'time vs agentd': agentdMedian ? `${(runMedian / agentdMedian).toFixed(1)}×` : '',
     };
@@ -1073,7 +1099,7 @@ async function measure(contenders: Contender[], labels: string[], notes: string[
   );
   notes.push(
     `A run = ${scenario.toolTurns} model turns that each request ${scenario.callsPerTurn} no-op tool calls (run in parallel by every framework) + 1 turn with the final answer; "µs / turn" divides by ${scenario.toolTurns + 1} model turns.`,
-    `"alone": each contender measured again in ${aloneProcesses} fresh processes of its own (the processes interleaved across contenders), each process at least ${warmUpRuns} warm-up runs and ${aloneMinMs} ms of them, then rounds of ${runsPerRound} timed runs with a forced GC before each round, at least ${rounds} rounds and until the timed runs add up to ${aloneMinMs} ms: the median of the processes' medians, then each process's median. In the shared process the contenders' code, garbage and JIT state share one heap; alone, none does.`,
+    `"alone": each contender measured again in ${aloneProcesses} fresh processes of its own (the processes interleaved across contenders), each process at least ${warmUpRuns} warm-up runs and ${aloneMinMs} ms of them, then rounds of ${runsPerRound} timed runs one after another, at least ${rounds} rounds and until the timed runs add up to ${aloneMinMs} ms, each run paying for the collections its garbage brings as they come: the median of the processes' medians, then each process's median. In the shared process the contenders' code, garbage and JIT state share one heap; alone, none does. Then, in the same processes, rounds with a forced GC before each, as the shared process times them, until their runs too add up to ${aloneMinMs} ms (the "alone" column until 2026-12-07): a full collection with no run in flight frees the hidden classes only a run's objects had, and V8 deoptimises the optimised code that checks for them (\`--trace-deopt\`: "weak objects"), so each such round times code being optimised again; a cheap run pays most for it, ${runsPerRound} runs being a short round.`,
     `Timing: ${rounds} interleaved rounds × ${runsPerRound} runs per contender after ${warmUpRuns} warm-up runs each (10 before 2026-11-26); each sample is one whole run (performance.now); a forced GC before each contender's runs of a round (since 2026-11-29), so none is timed collecting the garbage of the contender before it.`,
     'Models are in-process fakes that answer instantly from the conversation: agentd LanguageModel (v1 spec, through the model call wrapper: streamModelTo), a LangChain BaseChatModel subclass (createReactAgent + ToolNode), an @openai/agents Model (Runner, tracing disabled), an AI SDK v5 LanguageModelV2 object (Mastra Agent.generate, no memory/storage).',
     'agentd runs with no ledger, hooks or policy (the peers have none); bus events are published as in production.',
