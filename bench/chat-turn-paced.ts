@@ -58,7 +58,10 @@ async function phases(target: Target): Promise<Phase[]> {
   const turn = () => new Promise<number>((resolve) => sendChatTurn(client!, resolve));
   // What reading the server's CPU costs the server, taken off each turn's figure.
   let readUs = 0;
-  for (let index = 0; index < 20; index++) readUs -= (await target.cpu()) - (await target.cpu());
+  for (let index = 0; index < 20; index++) {
+    const before = await target.cpu();
+    readUs += (await target.cpu()) - before;
+  }
   readUs /= 20;
   const phase = async (label: string, turns: number, sleepMs: number): Promise<Phase> => {
     const latencies: number[] = [];
@@ -99,7 +102,14 @@ for (const [name, role, env] of [
   ['agentd (SQLite)', 'sqlite', {}],
 ] as const) {
   // One server at a time: a sleeping server's neighbour would not be asleep.
-  const target = await startTarget({ moduleUrl, role, name, env, execArgv, stdout: 'pipe' });
+  const target = await startTarget({
+    moduleUrl,
+    role,
+    name,
+    env,
+    execArgv,
+    stdout: traceDeopt ? 'pipe' : 'inherit',
+  });
   try {
     servers.push({ name, results: await phases(target) });
   } finally {
