@@ -35,7 +35,10 @@ export async function startTarget(options: {
   name?: string;
   env?: Record<string, string>;
   stdout?: 'inherit' | 'pipe';
-  /** Node's and V8's flags for the server process, after the ones every server gets. */
+  /**
+   * Node's and V8's flags on the server's command line, after the ones every server gets; Node's own flags can
+   * only go here. (`AGENTD_BENCH_V8_FLAGS` sets V8 flags from inside a running server, as older trees' do.)
+   */
   execArgv?: string[];
 }): Promise<Target> {
   const { child, port } = await forkRoleServer({

@@ -10,6 +10,7 @@
 // run it):
 //   npm run build && npx tsx bench/chat-turn-paced.ts [--gap-ms 1000] [--turns 30] [--back-to-back-turns 400]
 //     [--warmup-ms 12000] [--trace-deopt] [--server-flags "<node and V8 flags for every server>"]
+import { createInterface } from 'node:readline';
 import { takeFlag } from './args.js';
 import { sendChatTurn } from './chat-client.js';
 import { connect, floorFramesOf, startTarget, type Target, warmUp } from './chat-turn-driver.js';
@@ -35,23 +36,24 @@ interface Phase {
   bailouts?: number;
 }
 
-/** Counts the deoptimisations V8's trace printed since the last call (with --trace-deopt). */
-function deoptCounter(target: Target): () => { weak: number; bailouts: number } {
-  let text = '';
-  target.stdout?.on('data', (chunk: Buffer) => {
-    text += chunk.toString();
+/** Counts the deoptimisations V8's trace prints (with --trace-deopt); each call returns those since the last. */
+function deoptCounter(stdout: NodeJS.ReadableStream): () => { weak: number; bailouts: number } {
+  let weak = 0;
+  let bailouts = 0;
+  createInterface({ input: stdout }).on('line', (line) => {
+    if (line.includes('reason: weak objects')) weak++;
+    else if (line.startsWith('[bailout')) bailouts++;
   });
   return () => {
-    const lines = text.split('\n');
-    text = lines.pop() ?? '';
-    const weak = lines.filter((line) => line.includes('reason: weak objects')).length;
-    const bailouts = lines.filter((line) => line.startsWith('[bailout')).length;
-    return { weak, bailouts };
+    const counted = { weak, bailouts };
+    weak = 0;
+    bailouts = 0;
+    return counted;
   };
 }
 
 async function phases(target: Target): Promise<Phase[]> {
-  const counted = traceDeopt ? deoptCounter(target) : undefined;
+  const counted = traceDeopt ? deoptCounter(target.stdout!) : undefined;
   await warmUp(target, warmupMs);
   counted?.();
   const [client] = await connect(target, 1, 'paced');
