@@ -6,11 +6,16 @@
 // turns a server sleeps: its caches go cold, and V8 collects garbage while it is idle (the memory reducer),
 // which with no turn in flight frees the hidden classes only a turn's objects had and deoptimises the code
 // that checks for them; `--trace-deopt` runs the servers with V8's trace and counts, per phase, the code marked
-// for deoptimisation that way ("weak objects") and the functions that left optimised code (bailouts). A diagnostic, not a benchmark module (`npm run bench` does not
-// run it):
+// for deoptimisation that way ("weak objects") and the functions that left optimised code (bailouts). With
+// --tree <dir>, once or more, the whole runtime is that tree's (an A/B: the trees' servers take turns, each
+// --repeat times, in the order given then reversed) and --no-floors leaves the floors out. A diagnostic, not
+// a benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-paced.ts [--gap-ms 1000] [--turns 30] [--back-to-back-turns 400]
 //     [--warmup-ms 12000] [--trace-deopt] [--server-flags "<node and V8 flags for every server>"]
+//     [--tree <dir> ...] [--repeat 1] [--no-floors]
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import { sendChatTurn } from './chat-client.js';
 import { connect, floorFramesOf, startTarget, type Target, warmUp } from './chat-turn-driver.js';
@@ -24,6 +29,11 @@ const backToBackTurns = Number(takeFlag(args, '--back-to-back-turns') ?? 400);
 const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 12_000);
 const traceDeopt = args.includes('--trace-deopt');
 const serverFlags = takeFlag(args, '--server-flags')?.split(' ').filter(Boolean) ?? [];
+const trees: string[] = [];
+for (let tree = takeFlag(args, '--tree'); tree !== undefined; tree = takeFlag(args, '--tree'))
+  trees.push(resolve(tree));
+const repeat = Number(takeFlag(args, '--repeat') ?? 1);
+const floors = !args.includes('--no-floors');
 assertRuntimeBuilt();
 
 interface Phase {
@@ -94,15 +104,28 @@ async function phases(target: Target): Promise<Phase[]> {
 const moduleUrl = new URL('./chat-turn.bench.ts', import.meta.url).href;
 const execArgv = [...serverFlags, ...(traceDeopt ? ['--trace-deopt'] : [])];
 const servers: Array<{ name: string; results: Phase[] }> = [];
-const probe = await startTarget({ moduleUrl, role: 'sqlite' });
-// The floors send the frames of one of agentd's turns, as in the benchmark.
-const { env: floorEnv } = await floorFramesOf(probe);
-await probe.stop();
-for (const [name, role, env] of [
-  ['bare ws floor', 'echo', floorEnv],
-  ['durable floor', 'durable-floor', floorEnv],
-  ['agentd (SQLite)', 'sqlite', {}],
-] as const) {
+const runtimes: Array<{ name: string; moduleUrl: string }> =
+  trees.length === 0
+    ? [{ name: 'agentd (SQLite)', moduleUrl }]
+    : trees.map((tree) => ({
+        name: `agentd (SQLite), ${tree}`,
+        moduleUrl: pathToFileURL(`${tree}/bench/chat-turn.bench.ts`).href,
+      }));
+const order: Array<{ name: string; moduleUrl: string; role: string; env: Record<string, string> }> = [];
+if (floors) {
+  const probe = await startTarget({ moduleUrl, role: 'sqlite' });
+  // The floors send the frames of one of agentd's turns, as in the benchmark.
+  const { env: floorEnv } = await floorFramesOf(probe);
+  await probe.stop();
+  order.push(
+    { name: 'bare ws floor', moduleUrl, role: 'echo', env: floorEnv },
+    { name: 'durable floor', moduleUrl, role: 'durable-floor', env: floorEnv },
+  );
+}
+for (let round = 0; round < repeat; round++)
+  for (const runtime of round % 2 === 0 ? runtimes : [...runtimes].reverse())
+    order.push({ ...runtime, role: 'sqlite', env: {} });
+for (const { name, moduleUrl, role, env } of order) {
   // One server at a time: a sleeping server's neighbour would not be asleep.
   const target = await startTarget({
     moduleUrl,

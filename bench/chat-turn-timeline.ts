@@ -6,13 +6,17 @@
 // as a real one does: a client in the server's process would do its work in the server's gaps and answer the
 // ping only when the server's thread is free. With --profile-phases the server's thread is also sampled every
 // 25 µs while the turns are timed, and each sample counts for the step it fell after: the functions behind
-// each gap (the sampler slows the server, so its steps come later than without it). A diagnostic, not a
+// each gap (the sampler slows the server, so its steps come later than without it). With --gap-ms N the timed
+// turns come at a person's pace: the client sleeps N ms after each answer (the warm-up stays back to back), so
+// that the steps a sleeping server pays more for show beside those of turns back to back. A diagnostic, not a
 // benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-timeline.ts [--warmup-ms 8000] [--measure-ms 2000] [--profile-phases]
+//     [--gap-ms 0]
 import { fork } from 'node:child_process';
 import { Session } from 'node:inspector/promises';
 import { createRequire } from 'node:module';
 import { takeFlag } from './args.js';
+import { sendChatTurn } from './chat-client.js';
 import { closedLoop, connect } from './chat-turn-driver.js';
 import { type CpuProfile, profileTree } from './cpu-profile.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
@@ -22,6 +26,7 @@ const args = process.argv.slice(2);
 const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 8000);
 const measureMs = Number(takeFlag(args, '--measure-ms') ?? 2000);
 const profilePhases = args.includes('--profile-phases');
+const gapMs = Number(takeFlag(args, '--gap-ms') ?? 0);
 const clientOf = process.env.AGENTD_TIMELINE_CLIENT_OF;
 
 if (clientOf) {
@@ -29,7 +34,12 @@ if (clientOf) {
   const [client] = await connect({ port: Number(clientOf) }, 1, 'timeline');
   await closedLoop([client!], warmupMs);
   process.send!('measure');
-  await closedLoop([client!], measureMs);
+  if (gapMs === 0) await closedLoop([client!], measureMs);
+  else
+    for (const deadline = performance.now() + measureMs; performance.now() < deadline; ) {
+      await new Promise((resolve) => sendChatTurn(client!, resolve));
+      await new Promise((resolve) => setTimeout(resolve, gapMs));
+    }
   process.send!('done');
   client!.ws.terminate();
   process.exit(0);

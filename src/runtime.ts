@@ -259,7 +259,11 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-/** A changed identity file is seen within this time (at once after a restart). */
+/**
+ * A changed identity file the loader's watchers cannot report (its folders cannot be watched, or it is a
+ * symbolic link) is seen within this time; one they can report is seen at once, and at a person's pace a turn
+ * then stats no files (decision 0050).
+ */
 const identityRevalidateMs = 1_000;
 /**
  * Audit-log events gather this long into one commit (tens of chat turns' worth): each commit writes every
@@ -379,6 +383,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
     workspaceDir: state.workspaceDir,
     logger,
     revalidateMs: identityRevalidateMs,
+    watch: true,
     clock,
   });
   const ledger = createLedger({ db: store.db, bus, clock });

@@ -1,6 +1,6 @@
-import { existsSync, type FSWatcher, watch as watchDirectory } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { existsSync, type FSWatcher, statSync, watch as watchDirectory } from 'node:fs';
+import { lstat, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type Clock,
@@ -55,7 +55,10 @@ export interface IdentityPacket {
 export interface IdentityLoaderOptions {
   workspaceDir: string;
   logger?: Logger;
-  /** Also watch the directories with fs.watch, so a change is noticed (and announced) without a load. */
+  /**
+   * Also watch the directories with fs.watch, so a change is noticed (and announced) without a load, and a
+   * build is used without statting its files while nothing changed (`watchedRevalidateMs`).
+   */
   watch?: boolean;
   /** The agent whose files may live in the workspace root. Default `main`. */
   defaultAgentId?: string;
@@ -69,6 +72,13 @@ export interface IdentityLoaderOptions {
    * turn's bookkeeping; a change is then seen at the first load after this time (at once with `watch`).
    */
   revalidateMs?: number;
+  /**
+   * With `watch`: how long a built identity is used without statting its files while watchers cover every
+   * folder they may be in (default 60 s, or `revalidateMs` when longer). A watcher reports a change at once;
+   * the check after this time is for a change it could not see (a network filesystem written from another
+   * machine, a hard link edited through another folder).
+   */
+  watchedRevalidateMs?: number;
   /** Agents whose built identity is kept (default 256), the least recently built dropped first. */
   maxCachedAgents?: number;
   clock?: Clock;
@@ -84,6 +94,31 @@ export interface IdentityLoader {
 }
 
 const agentIdPattern = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const layerFileNames = new Set(layerFiles.flatMap((layer) => layer.names));
+
+interface CachedBuild {
+  signature: string;
+  packet: IdentityPacket;
+  checkedAtMs: number;
+  /**
+   * Set when the files were checked while watchers covered every folder they may be in (`changes` then), and
+   * none of the files found is a symbolic link, whose target's folder nobody watches.
+   */
+  watchedSince?: number;
+  linksAFile: boolean;
+}
+
+/** Whether a layer file the packet was built from is a symbolic link. */
+async function linksAFile(packet: IdentityPacket): Promise<boolean> {
+  const links = await Promise.all(
+    packet.layers.map(async ({ present, path }) =>
+      present && path !== null
+        ? (await lstat(path).catch(() => undefined))?.isSymbolicLink() === true
+        : false,
+    ),
+  );
+  return links.includes(true);
+}
 
 let packagedDefaults: string | null | undefined;
 function findPackagedDefaults(): string | null {
@@ -135,13 +170,20 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
   const revalidateMs = options.revalidateMs ?? 0;
   const clock = options.clock ?? systemClock;
   const maxCachedAgents = options.maxCachedAgents ?? 256;
-  const cache = new Map<string, { signature: string; packet: IdentityPacket; checkedAtMs: number }>();
+  const watchedRevalidateMs = options.watchedRevalidateMs ?? 60_000;
+  const agentsDir = join(options.workspaceDir, 'agents');
+  const cache = new Map<string, CachedBuild>();
   const listeners = new Set<(agentId: string) => void>();
-  const watchers = new Map<string, FSWatcher>();
+  const watchers = new Map<string, { watcher: FSWatcher; inode: number }>();
   const watchedAgents = new Map<string, Set<string>>();
+  /** Changes the watchers reported (and watchers lost): a build checked before the last one is checked again. */
+  let changes = 0;
+  let closed = false;
+  /** Folders a watcher could not be made for, each told once. */
+  const unwatchable = new Set<string>();
 
   const directoriesOf = (agentId: string): string[] => {
-    const own = join(options.workspaceDir, 'agents', agentId);
+    const own = join(agentsDir, agentId);
     return agentId === defaultAgentId ? [own, options.workspaceDir] : [own];
   };
 
@@ -164,41 +206,121 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
     return parts.join('|');
   };
 
-  const ensureWatching = (agentId: string) => {
-    if (!options.watch) return;
-    for (const directory of directoriesOf(agentId)) {
-      // A directory that is not there is not remembered: session keys name agent ids of a caller's choosing.
-      if (!watchers.has(directory) && !existsSync(directory)) continue;
-      const agents = watchedAgents.get(directory) ?? new Set<string>();
-      agents.add(agentId);
-      watchedAgents.set(directory, agents);
-      if (watchers.has(directory)) continue;
+  const announce = (agentId: string) => {
+    cache.delete(agentId);
+    for (const listener of listeners) {
       try {
-        const watcher = watchDirectory(directory, { persistent: false }, (_event, fileName) => {
-          const name = fileName?.toString();
-          if (name && !layerFiles.some((layer) => layer.names.includes(name))) return;
-          for (const affected of watchedAgents.get(directory) ?? []) {
-            cache.delete(affected);
-            for (const listener of listeners) {
-              try {
-                listener(affected);
-              } catch (error) {
-                logger.warn({ err: error }, 'identity change listener threw');
-              }
-            }
-          }
-        });
-        watcher.on('error', (error) =>
-          logger.warn({ err: error, directory }, 'identity watcher failed; changes are still seen on load'),
-        );
-        watchers.set(directory, watcher);
+        listener(agentId);
       } catch (error) {
+        logger.warn({ err: error }, 'identity change listener threw');
+      }
+    }
+  };
+
+  /**
+   * What a watcher of `directory` reports: a layer file came, went or changed (its folder's agents), an agent's
+   * folder came or went (`agents/<id>`: that agent), or `agents/` or a watched folder itself did, or the
+   * platform did not say what (every agent). Anything else in the folder (the workspace root is the agents'
+   * working folder) is not an identity's business. A folder that came or went takes the watchers below it
+   * with it: they are made again, on the folders there now, when the identities are next checked.
+   */
+  const onWatchedChange = (directory: string, name: string | undefined) => {
+    // A watched folder moved or deleted reports its own name.
+    const itself = name === basename(directory);
+    const layerFile = name !== undefined && layerFileNames.has(name);
+    const agentFolder = directory === agentsDir;
+    const agentsFolder = directory === options.workspaceDir && name === 'agents';
+    if (name !== undefined && !itself && !layerFile && !agentFolder && !agentsFolder) return;
+    changes++;
+    if (layerFile && !itself) {
+      for (const agentId of watchedAgents.get(directory) ?? []) announce(agentId);
+      return;
+    }
+    if (agentFolder && name !== undefined && !itself) {
+      unwatch(join(agentsDir, name));
+      if (cache.has(name)) announce(name);
+      return;
+    }
+    const rootGone = itself && directory === options.workspaceDir;
+    for (const watched of [...watchers.keys()])
+      if (rootGone || watched !== options.workspaceDir) unwatch(watched);
+    for (const agentId of [...cache.keys()]) announce(agentId);
+  };
+
+  const unwatch = (directory: string) => {
+    watchers.get(directory)?.watcher.close();
+    watchers.delete(directory);
+  };
+
+  /**
+   * Watches `directory` unless a watcher already follows the folder there now (the same inode): true when one
+   * does. A folder that is not there, or cannot be watched (no inotify watches left), is not.
+   */
+  const watchFolder = (directory: string): boolean => {
+    const info = statSync(directory, { throwIfNoEntry: false });
+    const current = watchers.get(directory);
+    if (current && info?.isDirectory() && current.inode === info.ino) return true;
+    if (current) unwatch(directory);
+    if (!info?.isDirectory()) return false;
+    try {
+      const watcher = watchDirectory(directory, { persistent: false }, (_event, fileName) =>
+        onWatchedChange(directory, fileName?.toString()),
+      );
+      watcher.on('error', (error) => {
+        logger.warn({ err: error, directory }, 'identity watcher failed; changes are still seen on load');
+        unwatch(directory);
+        changes++;
+      });
+      watchers.set(directory, { watcher, inode: info.ino });
+      unwatchable.delete(directory);
+      return true;
+    } catch (error) {
+      // Tried again at each check (every revalidateMs while it fails), told once: out of inotify watches,
+      // every agent's check would otherwise log it every second.
+      if (unwatchable.size >= maxCachedAgents) unwatchable.clear();
+      if (!unwatchable.has(directory))
         logger.warn(
           { err: error, directory },
           'cannot watch identity directory; changes are still seen on load',
         );
-      }
+      unwatchable.add(directory);
+      return false;
     }
+  };
+
+  /** Drops an agent's build and, unless another agent's files may be there, the watcher of its own folder. */
+  const forget = (agentId: string) => {
+    cache.delete(agentId);
+    const [own] = directoriesOf(agentId);
+    const agents = watchedAgents.get(own!);
+    agents?.delete(agentId);
+    if (agents?.size !== 0) return;
+    watchedAgents.delete(own!);
+    unwatch(own!);
+  };
+
+  /**
+   * With `watch`, watches the folders the agent's files may be in, or for one that is not there the folder it
+   * would be made in: true when every one of them is watched, so that no change to the agent's identity can
+   * pass unreported. Only folders that exist are watched (session keys name agent ids of a caller's choosing),
+   * and an agent is remembered only for its own folder.
+   */
+  const watchFoldersOf = (agentId: string): boolean => {
+    if (!options.watch || closed) return false;
+    let covered = true;
+    for (const directory of directoriesOf(agentId)) {
+      if (watchFolder(directory)) {
+        const agents = watchedAgents.get(directory) ?? new Set<string>();
+        agents.add(agentId);
+        watchedAgents.set(directory, agents);
+        continue;
+      }
+      // Not there: what to watch is its creation, in agents/ or, without that folder, in the workspace root.
+      const creationWatched =
+        directory !== options.workspaceDir && (watchFolder(agentsDir) || watchFolder(options.workspaceDir));
+      if (!creationWatched) covered = false;
+    }
+    return covered;
   };
 
   const build = async (agentId: string): Promise<IdentityPacket> => {
@@ -268,18 +390,21 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
   const checking = new Map<string, Promise<IdentityPacket>>();
   const revalidate = async (agentId: string): Promise<IdentityPacket> => {
     const now = clock.now();
+    const changesBefore = changes;
+    const watched = watchFoldersOf(agentId);
     const signature = await signatureOf(agentId);
-    const cached = cache.get(agentId);
-    if (cached && cached.signature === signature) {
-      cached.checkedAtMs = now;
-      return cached.packet;
+    let cached = cache.get(agentId);
+    if (cached?.signature !== signature) {
+      const packet = await build(agentId);
+      cache.delete(agentId);
+      // The agents loaded most recently: a caller naming new agent ids must not grow it for good.
+      if (cache.size >= maxCachedAgents) forget(cache.keys().next().value!);
+      cached = { signature, packet, checkedAtMs: now, linksAFile: await linksAFile(packet) };
+      cache.set(agentId, cached);
     }
-    const packet = await build(agentId);
-    cache.delete(agentId);
-    // The agents loaded most recently: a caller naming new agent ids must not grow it for good.
-    if (cache.size >= maxCachedAgents) cache.delete(cache.keys().next().value!);
-    cache.set(agentId, { signature, packet, checkedAtMs: now });
-    return packet;
+    cached.checkedAtMs = now;
+    cached.watchedSince = watched && !cached.linksAFile ? changesBefore : undefined;
+    return cached.packet;
   };
 
   /** The cached packet itself: callers get a copy (or an immutable part of it). */
@@ -290,9 +415,12 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
         message: `"${agentId}" is not a valid agent id.`,
       });
     }
-    ensureWatching(agentId);
     const cached = cache.get(agentId);
-    if (cached && revalidateMs > 0 && clock.now() - cached.checkedAtMs < revalidateMs) return cached.packet;
+    if (cached) {
+      const trustedForMs =
+        cached.watchedSince === changes ? Math.max(watchedRevalidateMs, revalidateMs) : revalidateMs;
+      if (clock.now() - cached.checkedAtMs < trustedForMs) return cached.packet;
+    }
     // Loads that find the cache due at the same moment share one check instead of each statting the files.
     let check = revalidateMs > 0 ? checking.get(agentId) : undefined;
     if (!check) {
@@ -310,7 +438,8 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
       return () => listeners.delete(listener);
     },
     close() {
-      for (const watcher of watchers.values()) watcher.close();
+      closed = true;
+      for (const { watcher } of watchers.values()) watcher.close();
       watchers.clear();
       watchedAgents.clear();
       listeners.clear();

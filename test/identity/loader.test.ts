@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import {
+  linkSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  renameSync,
   rmSync,
   symlinkSync,
   utimesSync,
@@ -199,6 +201,126 @@ describe('identity loader', () => {
     write('agents/wat/IDENTITY.md', '# Name\n\nWatty\n');
     expect(await changed).toBe('wat');
     expect((await loader.load('wat')).systemPrompt).toContain('Watty');
+  });
+
+  it('with watch, uses a build without statting its files until a watcher reports a change or watchedRevalidateMs passes', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'agentd-identity-outside-'));
+    try {
+      const original = join(outside, 'SOUL.md');
+      writeFileSync(original, '# Soul\n\nVersion one.\n');
+      mkdirSync(join(workspace, 'agents', 'hard'), { recursive: true });
+      linkSync(original, join(workspace, 'agents', 'hard', 'SOUL.md'));
+      const clock = createManualClock();
+      loader = createIdentityLoader({
+        workspaceDir: workspace,
+        watch: true,
+        revalidateMs: 1_000,
+        watchedRevalidateMs: 60_000,
+        clock,
+      });
+      expect(await loader.systemPrompt('hard')).toContain('Version one.');
+      // Written through a hard link in another folder: no watcher of the agent's folders hears of it, and only
+      // a stat of the file would tell.
+      writeFileSync(original, '# Soul\n\nVersion two, a longer one.\n');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      clock.advance(59_999);
+      expect(await loader.systemPrompt('hard')).toContain('Version one.');
+      clock.advance(1);
+      expect(await loader.systemPrompt('hard')).toContain('Version two, a longer one.');
+      // A change in the agent's folder is reported, and seen at once.
+      const changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+      write('agents/hard/USER.md', '# User\n\nSeen at once.\n');
+      expect(await changed).toBe('hard');
+      expect(await loader.systemPrompt('hard')).toContain('Seen at once.');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it('with watch, checks a layer that is a symbolic link every revalidateMs: its target is in a folder nobody watches', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'agentd-identity-outside-'));
+    try {
+      const target = join(outside, 'soul.md');
+      writeFileSync(target, '# Soul\n\nLinked one.\n');
+      mkdirSync(join(workspace, 'agents', 'sym'), { recursive: true });
+      symlinkSync(target, join(workspace, 'agents', 'sym', 'SOUL.md'));
+      const clock = createManualClock();
+      loader = createIdentityLoader({ workspaceDir: workspace, watch: true, revalidateMs: 1_000, clock });
+      expect(await loader.systemPrompt('sym')).toContain('Linked one.');
+      writeFileSync(target, '# Soul\n\nLinked two, a longer one.\n');
+      clock.advance(1_000);
+      expect(await loader.systemPrompt('sym')).toContain('Linked two, a longer one.');
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("with watch, sees folders made after the first load: agents/, then the agent's own, then its files", async () => {
+    // The clock stands still: only the watchers can tell the loader that anything changed.
+    loader = createIdentityLoader({
+      workspaceDir: workspace,
+      watch: true,
+      revalidateMs: 1_000,
+      clock: createManualClock(),
+      logger: createRecordingLogger(),
+    });
+    expect(await loader.systemPrompt('late')).not.toContain('Late soul.');
+    let changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+    write('agents/late/SOUL.md', '# Soul\n\nLate soul.\n');
+    expect(await changed).toBe('late');
+    expect(await loader.systemPrompt('late')).toContain('Late soul.');
+    changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+    write('agents/late/USER.md', '# User\n\nLate user.\n');
+    expect(await changed).toBe('late');
+    expect(await loader.systemPrompt('late')).toContain('Late user.');
+    // agents/ exists now: a second agent's folder is seen through it.
+    expect(await loader.systemPrompt('later')).not.toContain('Later soul.');
+    changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+    write('agents/later/SOUL.md', '# Soul\n\nLater soul.\n');
+    expect(await changed).toBe('later');
+    expect(await loader.systemPrompt('later')).toContain('Later soul.');
+  });
+
+  it('with watch, follows a folder replaced by another of the same name', async () => {
+    write('agents/swap/SOUL.md', '# Soul\n\nFirst folder.\n');
+    loader = createIdentityLoader({
+      workspaceDir: workspace,
+      watch: true,
+      revalidateMs: 1_000,
+      clock: createManualClock(),
+    });
+    expect(await loader.systemPrompt('swap')).toContain('First folder.');
+    let changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+    renameSync(join(workspace, 'agents', 'swap'), join(workspace, 'agents', 'swap-old'));
+    write('agents/swap/SOUL.md', '# Soul\n\nSecond folder.\n');
+    expect(await changed).toBe('swap');
+    expect(await loader.systemPrompt('swap')).toContain('Second folder.');
+    // The watcher follows the folder there now, not the one moved away.
+    changed = new Promise<string>((resolve) => loader!.onChange(resolve));
+    write('agents/swap/IDENTITY.md', '# Name\n\nSwapped\n');
+    expect(await changed).toBe('swap');
+    expect(await loader.systemPrompt('swap')).toContain('Swapped');
+  });
+
+  it('with watch, stops watching the folder of an agent whose build it no longer keeps', async () => {
+    for (const agentId of ['first', 'second', 'third'])
+      write(`agents/${agentId}/SOUL.md`, `# Soul\n\n${agentId}\n`);
+    loader = createIdentityLoader({ workspaceDir: workspace, watch: true, maxCachedAgents: 2 });
+    for (const agentId of ['first', 'second', 'third']) await loader.load(agentId);
+    const announced: string[] = [];
+    const third = new Promise<void>((resolve) =>
+      loader!.onChange((agentId) => {
+        announced.push(agentId);
+        if (agentId === 'third') resolve();
+      }),
+    );
+    write('agents/first/USER.md', '# User\n\nFirst user.\n');
+    write('agents/third/USER.md', '# User\n\nThird user.\n');
+    await third;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect([...new Set(announced)]).toEqual(['third']);
+    // Loaded again, it is built from its files as they are now, and watched again.
+    expect((await loader.load('first')).systemPrompt).toContain('First user.');
   });
 
   it('does not split on headings inside fenced code blocks', () => {

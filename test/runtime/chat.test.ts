@@ -207,6 +207,34 @@ describe('chat turns through the gateway (runtime wiring)', () => {
     });
   });
 
+  it('gives the next turn an identity file edited a moment before, through its folder watcher', async () => {
+    model = createScriptedModel({ steps: [{ text: ['one'] }, { text: ['two'] }] });
+    // A clock that stands still: no recheck of the files falls due, and only the watcher can tell of the edit.
+    const started = await startRuntime({ model, clock: createManualClock(Date.now()) });
+    runtime = started.runtime;
+    const say = async (text: string) => {
+      const ack = await started.runtime.chat.send({
+        sessionKey: 'agent:main:main',
+        agentId: 'main',
+        text,
+        idempotencyKey: text,
+      });
+      expect((await started.runtime.chat.wait(ack.runId)).status).toBe('completed');
+    };
+    const systemOf = (call: number) =>
+      model!.requests[call]!.messages.find((message) => message.role === 'system')?.content;
+    await say('first');
+    expect(systemOf(0)).not.toContain('Answer like a lighthouse keeper.');
+    const changed = new Promise<string>((resolve) => started.runtime.identity.onChange(resolve));
+    writeFileSync(
+      join(started.runtime.state.workspaceDir, 'SOUL.md'),
+      '# Soul\n\nAnswer like a lighthouse keeper.\n',
+    );
+    expect(await changed).toBe('main');
+    await say('second');
+    expect(systemOf(1)).toContain('Answer like a lighthouse keeper.');
+  });
+
   it('answers a question sent right after a greeting from the memories it asks about', async () => {
     const started = await startRuntime({ clock: createManualClock(Date.now()) });
     runtime = started.runtime;
