@@ -95,6 +95,11 @@ export interface IdentityLoader {
 
 const agentIdPattern = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const layerFileNames = new Set(layerFiles.flatMap((layer) => layer.names));
+/**
+ * Where a watched folder reports writes to the files in it (inotify, FSEvents, ReadDirectoryChangesW). With
+ * kqueue (the BSDs) it reports only names that come and go: there a build is checked every `revalidateMs`.
+ */
+const folderWatchesSeeFileWrites = ['linux', 'darwin', 'win32'].includes(process.platform);
 
 interface CachedBuild {
   signature: string;
@@ -102,20 +107,16 @@ interface CachedBuild {
   checkedAtMs: number;
   /**
    * Set when the files were checked while watchers covered every folder they may be in (`changes` then), and
-   * none of the files found is a symbolic link, whose target's folder nobody watches.
+   * no candidate file is a symbolic link, whose target's folder nobody watches.
    */
   watchedSince?: number;
   linksAFile: boolean;
 }
 
-/** Whether a layer file the packet was built from is a symbolic link. */
-async function linksAFile(packet: IdentityPacket): Promise<boolean> {
+/** Whether a layer file is a symbolic link: also one whose target is not there (yet). */
+async function linksAFile(paths: ReadonlyArray<string>): Promise<boolean> {
   const links = await Promise.all(
-    packet.layers.map(async ({ present, path }) =>
-      present && path !== null
-        ? (await lstat(path).catch(() => undefined))?.isSymbolicLink() === true
-        : false,
-    ),
+    paths.map(async (path) => (await lstat(path).catch(() => undefined))?.isSymbolicLink() === true),
   );
   return links.includes(true);
 }
@@ -320,7 +321,7 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
         directory !== options.workspaceDir && (watchFolder(agentsDir) || watchFolder(options.workspaceDir));
       if (!creationWatched) covered = false;
     }
-    return covered;
+    return covered && folderWatchesSeeFileWrites;
   };
 
   const build = async (agentId: string): Promise<IdentityPacket> => {
@@ -399,7 +400,7 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
       cache.delete(agentId);
       // The agents loaded most recently: a caller naming new agent ids must not grow it for good.
       if (cache.size >= maxCachedAgents) forget(cache.keys().next().value!);
-      cached = { signature, packet, checkedAtMs: now, linksAFile: await linksAFile(packet) };
+      cached = { signature, packet, checkedAtMs: now, linksAFile: await linksAFile(candidatesOf(agentId)) };
       cache.set(agentId, cached);
     }
     cached.checkedAtMs = now;

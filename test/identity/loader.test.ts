@@ -250,6 +250,14 @@ describe('identity loader', () => {
       writeFileSync(target, '# Soul\n\nLinked two, a longer one.\n');
       clock.advance(1_000);
       expect(await loader.systemPrompt('sym')).toContain('Linked two, a longer one.');
+      // A link whose target is not there yet counts too: the target may appear without a word to the watchers.
+      write('agents/dangle/SOUL.md', '# Soul\n\nA plain file.\n');
+      const later = join(outside, 'user.md');
+      symlinkSync(later, join(workspace, 'agents', 'dangle', 'USER.md'));
+      expect(await loader.systemPrompt('dangle')).not.toContain('Linked user.');
+      writeFileSync(later, '# User\n\nLinked user.\n');
+      clock.advance(1_000);
+      expect(await loader.systemPrompt('dangle')).toContain('Linked user.');
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
