@@ -18,6 +18,8 @@ import { createManualClock, createRecordingLogger } from '../../src/util/index.j
 
 describe('identity loader', () => {
   let workspace: string;
+  /** A folder outside the workspace, which no watcher of the loader's follows. */
+  let outside: string;
   let loader: IdentityLoader | undefined;
   const write = (relative: string, text: string) => {
     const path = join(workspace, relative);
@@ -26,13 +28,31 @@ describe('identity loader', () => {
     return path;
   };
 
+  /** A file of the workspace that is a link (hard or symbolic) to a new file outside it: that file's path. */
+  const linkedLayer = (link: (target: string, path: string) => void, relative: string, text: string) => {
+    const target = join(outside, relative.replaceAll('/', '-'));
+    writeFileSync(target, text);
+    mkdirSync(join(workspace, relative, '..'), { recursive: true });
+    link(target, join(workspace, relative));
+    return target;
+  };
+
+  /** Makes a change and waits for the loader's watchers to announce one: the agent they name. */
+  const announcedAfter = async (change: () => void): Promise<string> => {
+    const announced = new Promise<string>((resolve) => loader!.onChange(resolve));
+    change();
+    return await announced;
+  };
+
   beforeEach(() => {
     workspace = mkdtempSync(join(tmpdir(), 'agentd-identity-'));
+    outside = mkdtempSync(join(tmpdir(), 'agentd-identity-outside-'));
   });
   afterEach(() => {
     loader?.close();
     loader = undefined;
     rmSync(workspace, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
   });
 
   it('merges SOUL > AGENT > IDENTITY > USER by heading and reports what was shadowed', async () => {
@@ -197,70 +217,52 @@ describe('identity loader', () => {
     write('agents/wat/SOUL.md', '# Soul\n\nBefore.\n');
     loader = createIdentityLoader({ workspaceDir: workspace, watch: true });
     await loader.load('wat');
-    const changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-    write('agents/wat/IDENTITY.md', '# Name\n\nWatty\n');
-    expect(await changed).toBe('wat');
+    expect(await announcedAfter(() => write('agents/wat/IDENTITY.md', '# Name\n\nWatty\n'))).toBe('wat');
     expect((await loader.load('wat')).systemPrompt).toContain('Watty');
   });
 
   it('with watch, uses a build without statting its files until a watcher reports a change or watchedRevalidateMs passes', async () => {
-    const outside = mkdtempSync(join(tmpdir(), 'agentd-identity-outside-'));
-    try {
-      const original = join(outside, 'SOUL.md');
-      writeFileSync(original, '# Soul\n\nVersion one.\n');
-      mkdirSync(join(workspace, 'agents', 'hard'), { recursive: true });
-      linkSync(original, join(workspace, 'agents', 'hard', 'SOUL.md'));
-      const clock = createManualClock();
-      loader = createIdentityLoader({
-        workspaceDir: workspace,
-        watch: true,
-        revalidateMs: 1_000,
-        watchedRevalidateMs: 60_000,
-        clock,
-      });
-      expect(await loader.systemPrompt('hard')).toContain('Version one.');
-      // Written through a hard link in another folder: no watcher of the agent's folders hears of it, and only
-      // a stat of the file would tell.
-      writeFileSync(original, '# Soul\n\nVersion two, a longer one.\n');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      clock.advance(59_999);
-      expect(await loader.systemPrompt('hard')).toContain('Version one.');
-      clock.advance(1);
-      expect(await loader.systemPrompt('hard')).toContain('Version two, a longer one.');
-      // A change in the agent's folder is reported, and seen at once.
-      const changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-      write('agents/hard/USER.md', '# User\n\nSeen at once.\n');
-      expect(await changed).toBe('hard');
-      expect(await loader.systemPrompt('hard')).toContain('Seen at once.');
-    } finally {
-      rmSync(outside, { recursive: true, force: true });
-    }
+    const original = linkedLayer(linkSync, 'agents/hard/SOUL.md', '# Soul\n\nVersion one.\n');
+    const clock = createManualClock();
+    loader = createIdentityLoader({
+      workspaceDir: workspace,
+      watch: true,
+      revalidateMs: 1_000,
+      watchedRevalidateMs: 60_000,
+      clock,
+    });
+    expect(await loader.systemPrompt('hard')).toContain('Version one.');
+    // Written through a hard link in another folder: no watcher of the agent's folders hears of it, and only
+    // a stat of the file would tell.
+    writeFileSync(original, '# Soul\n\nVersion two, a longer one.\n');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    clock.advance(59_999);
+    expect(await loader.systemPrompt('hard')).toContain('Version one.');
+    clock.advance(1);
+    expect(await loader.systemPrompt('hard')).toContain('Version two, a longer one.');
+    // A change in the agent's folder is reported, and seen at once.
+    expect(await announcedAfter(() => write('agents/hard/USER.md', '# User\n\nSeen at once.\n'))).toBe(
+      'hard',
+    );
+    expect(await loader.systemPrompt('hard')).toContain('Seen at once.');
   });
 
   it('with watch, checks a layer that is a symbolic link every revalidateMs: its target is in a folder nobody watches', async () => {
-    const outside = mkdtempSync(join(tmpdir(), 'agentd-identity-outside-'));
-    try {
-      const target = join(outside, 'soul.md');
-      writeFileSync(target, '# Soul\n\nLinked one.\n');
-      mkdirSync(join(workspace, 'agents', 'sym'), { recursive: true });
-      symlinkSync(target, join(workspace, 'agents', 'sym', 'SOUL.md'));
-      const clock = createManualClock();
-      loader = createIdentityLoader({ workspaceDir: workspace, watch: true, revalidateMs: 1_000, clock });
-      expect(await loader.systemPrompt('sym')).toContain('Linked one.');
-      writeFileSync(target, '# Soul\n\nLinked two, a longer one.\n');
-      clock.advance(1_000);
-      expect(await loader.systemPrompt('sym')).toContain('Linked two, a longer one.');
-      // A link whose target is not there yet counts too: the target may appear without a word to the watchers.
-      write('agents/dangle/SOUL.md', '# Soul\n\nA plain file.\n');
-      const later = join(outside, 'user.md');
-      symlinkSync(later, join(workspace, 'agents', 'dangle', 'USER.md'));
-      expect(await loader.systemPrompt('dangle')).not.toContain('Linked user.');
-      writeFileSync(later, '# User\n\nLinked user.\n');
-      clock.advance(1_000);
-      expect(await loader.systemPrompt('dangle')).toContain('Linked user.');
-    } finally {
-      rmSync(outside, { recursive: true, force: true });
-    }
+    const target = linkedLayer(symlinkSync, 'agents/sym/SOUL.md', '# Soul\n\nLinked one.\n');
+    const clock = createManualClock();
+    loader = createIdentityLoader({ workspaceDir: workspace, watch: true, revalidateMs: 1_000, clock });
+    expect(await loader.systemPrompt('sym')).toContain('Linked one.');
+    writeFileSync(target, '# Soul\n\nLinked two, a longer one.\n');
+    clock.advance(1_000);
+    expect(await loader.systemPrompt('sym')).toContain('Linked two, a longer one.');
+    // A link whose target is not there yet counts too: the target may appear without a word to the watchers.
+    write('agents/dangle/SOUL.md', '# Soul\n\nA plain file.\n');
+    const later = join(outside, 'user.md');
+    symlinkSync(later, join(workspace, 'agents', 'dangle', 'USER.md'));
+    expect(await loader.systemPrompt('dangle')).not.toContain('Linked user.');
+    writeFileSync(later, '# User\n\nLinked user.\n');
+    clock.advance(1_000);
+    expect(await loader.systemPrompt('dangle')).toContain('Linked user.');
   });
 
   it("with watch, sees folders made after the first load: agents/, then the agent's own, then its files", async () => {
@@ -273,19 +275,15 @@ describe('identity loader', () => {
       logger: createRecordingLogger(),
     });
     expect(await loader.systemPrompt('late')).not.toContain('Late soul.');
-    let changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-    write('agents/late/SOUL.md', '# Soul\n\nLate soul.\n');
-    expect(await changed).toBe('late');
+    expect(await announcedAfter(() => write('agents/late/SOUL.md', '# Soul\n\nLate soul.\n'))).toBe('late');
     expect(await loader.systemPrompt('late')).toContain('Late soul.');
-    changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-    write('agents/late/USER.md', '# User\n\nLate user.\n');
-    expect(await changed).toBe('late');
+    expect(await announcedAfter(() => write('agents/late/USER.md', '# User\n\nLate user.\n'))).toBe('late');
     expect(await loader.systemPrompt('late')).toContain('Late user.');
     // agents/ exists now: a second agent's folder is seen through it.
     expect(await loader.systemPrompt('later')).not.toContain('Later soul.');
-    changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-    write('agents/later/SOUL.md', '# Soul\n\nLater soul.\n');
-    expect(await changed).toBe('later');
+    expect(await announcedAfter(() => write('agents/later/SOUL.md', '# Soul\n\nLater soul.\n'))).toBe(
+      'later',
+    );
     expect(await loader.systemPrompt('later')).toContain('Later soul.');
   });
 
@@ -298,15 +296,15 @@ describe('identity loader', () => {
       clock: createManualClock(),
     });
     expect(await loader.systemPrompt('swap')).toContain('First folder.');
-    let changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-    renameSync(join(workspace, 'agents', 'swap'), join(workspace, 'agents', 'swap-old'));
-    write('agents/swap/SOUL.md', '# Soul\n\nSecond folder.\n');
-    expect(await changed).toBe('swap');
+    expect(
+      await announcedAfter(() => {
+        renameSync(join(workspace, 'agents', 'swap'), join(workspace, 'agents', 'swap-old'));
+        write('agents/swap/SOUL.md', '# Soul\n\nSecond folder.\n');
+      }),
+    ).toBe('swap');
     expect(await loader.systemPrompt('swap')).toContain('Second folder.');
     // The watcher follows the folder there now, not the one moved away.
-    changed = new Promise<string>((resolve) => loader!.onChange(resolve));
-    write('agents/swap/IDENTITY.md', '# Name\n\nSwapped\n');
-    expect(await changed).toBe('swap');
+    expect(await announcedAfter(() => write('agents/swap/IDENTITY.md', '# Name\n\nSwapped\n'))).toBe('swap');
     expect(await loader.systemPrompt('swap')).toContain('Swapped');
   });
 
