@@ -7,7 +7,7 @@
 // ping only when the server's thread is free. With --profile-phases the server's thread is also sampled every
 // 25 µs while the turns are timed, and each sample counts for the step it fell after: the functions behind
 // each gap (the sampler slows the server, so its steps come later than without it). With --gap-ms N the timed
-// turns come at a person's pace: the client sleeps N ms after each answer (the warm-up stays back to back), so
+// turns come at a person's pace: the client sleeps N ms before each turn, the first one too (the warm-up stays back to back), so
 // that the steps a sleeping server pays more for show beside those of turns back to back. A diagnostic, not a
 // benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-timeline.ts [--warmup-ms 8000] [--measure-ms 2000] [--profile-phases]
@@ -37,8 +37,8 @@ if (clientOf) {
   if (gapMs === 0) await closedLoop([client!], measureMs);
   else
     for (const deadline = performance.now() + measureMs; performance.now() < deadline; ) {
-      await new Promise((resolve) => sendChatTurn(client!, resolve));
       await new Promise((resolve) => setTimeout(resolve, gapMs));
+      await new Promise((resolve) => sendChatTurn(client!, resolve));
     }
   process.send!('done');
   client!.ws.terminate();
