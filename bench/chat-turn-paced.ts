@@ -7,12 +7,12 @@
 // which with no turn in flight frees the hidden classes only a turn's objects had and deoptimises the code
 // that checks for them; `--trace-deopt` runs the servers with V8's trace and counts, per phase, the code marked
 // for deoptimisation that way ("weak objects") and the functions that left optimised code (bailouts). With
-// --tree <dir>, once or more, the whole runtime is that tree's (an A/B: the trees' servers take turns, each
-// --repeat times, in the order given then reversed) and --no-floors leaves the floors out. A diagnostic, not
-// a benchmark module (`npm run bench` does not run it):
+// trees named, the whole runtime is each tree's in turn (an A/B: the trees' servers take turns, each --repeat
+// times, in the order given then reversed) and --no-floors leaves the floors out. A diagnostic, not a
+// benchmark module (`npm run bench` does not run it):
 //   npm run build && npx tsx bench/chat-turn-paced.ts [--gap-ms 1000] [--turns 30] [--back-to-back-turns 400]
 //     [--warmup-ms 12000] [--trace-deopt] [--server-flags "<node and V8 flags for every server>"]
-//     [--tree <dir> ...] [--repeat 1] [--no-floors]
+//     [--repeat 1] [--no-floors] [tree ...]
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
@@ -29,11 +29,10 @@ const backToBackTurns = Number(takeFlag(args, '--back-to-back-turns') ?? 400);
 const warmupMs = Number(takeFlag(args, '--warmup-ms') ?? 12_000);
 const traceDeopt = args.includes('--trace-deopt');
 const serverFlags = takeFlag(args, '--server-flags')?.split(' ').filter(Boolean) ?? [];
-const trees: string[] = [];
-for (let tree = takeFlag(args, '--tree'); tree !== undefined; tree = takeFlag(args, '--tree'))
-  trees.push(resolve(tree));
 const repeat = Number(takeFlag(args, '--repeat') ?? 1);
 const floors = !args.includes('--no-floors');
+// Trees named as chat-turn-ab.ts and chat-turn-gc.ts take them: whatever is not a flag.
+const trees = args.filter((arg) => !arg.startsWith('--')).map((tree) => resolve(tree));
 assertRuntimeBuilt();
 
 interface Phase {

@@ -110,15 +110,6 @@ interface CachedBuild {
    * no candidate file is a symbolic link, whose target's folder nobody watches.
    */
   watchedSince?: number;
-  linksAFile: boolean;
-}
-
-/** Whether a layer file is a symbolic link: also one whose target is not there (yet). */
-async function linksAFile(paths: ReadonlyArray<string>): Promise<boolean> {
-  const links = await Promise.all(
-    paths.map(async (path) => (await lstat(path).catch(() => undefined))?.isSymbolicLink() === true),
-  );
-  return links.includes(true);
 }
 
 let packagedDefaults: string | null | undefined;
@@ -193,18 +184,27 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
       layerFiles.flatMap((layer) => layer.names.map((name) => join(directory, name))),
     );
 
-  const signatureOf = async (agentId: string): Promise<string> => {
+  /**
+   * The candidate files' times and sizes, and whether any of them is a symbolic link (also one whose target is
+   * not there yet): a change to a link's target is seen only by statting it.
+   */
+  const signatureOf = async (agentId: string): Promise<{ signature: string; linksAFile: boolean }> => {
+    let linksAFile = false;
     const parts = await Promise.all(
       candidatesOf(agentId).map(async (path) => {
         try {
-          const info = await stat(path);
+          let info = await lstat(path);
+          if (info.isSymbolicLink()) {
+            linksAFile = true;
+            info = await stat(path);
+          }
           return info.isFile() ? `${path}:${info.mtimeMs}:${info.ctimeMs}:${info.size}` : `${path}:-`;
         } catch {
           return `${path}:-`;
         }
       }),
     );
-    return parts.join('|');
+    return { signature: parts.join('|'), linksAFile };
   };
 
   const announce = (agentId: string) => {
@@ -393,18 +393,18 @@ export function createIdentityLoader(options: IdentityLoaderOptions): IdentityLo
     const now = clock.now();
     const changesBefore = changes;
     const watched = watchFoldersOf(agentId);
-    const signature = await signatureOf(agentId);
+    const { signature, linksAFile } = await signatureOf(agentId);
     let cached = cache.get(agentId);
     if (cached?.signature !== signature) {
       const packet = await build(agentId);
       cache.delete(agentId);
       // The agents loaded most recently: a caller naming new agent ids must not grow it for good.
       if (cache.size >= maxCachedAgents) forget(cache.keys().next().value!);
-      cached = { signature, packet, checkedAtMs: now, linksAFile: await linksAFile(candidatesOf(agentId)) };
+      cached = { signature, packet, checkedAtMs: now };
       cache.set(agentId, cached);
     }
     cached.checkedAtMs = now;
-    cached.watchedSince = watched && !cached.linksAFile ? changesBefore : undefined;
+    cached.watchedSince = watched && !linksAFile ? changesBefore : undefined;
     return cached.packet;
   };
 
