@@ -16,12 +16,17 @@ COPY src ./src
 COPY migrations ./migrations
 COPY defaults ./defaults
 COPY dashboard ./dashboard
+COPY native ./native
+COPY scripts/build-sqlite.mjs ./scripts/build-sqlite.mjs
+# The installed better-sqlite3 is then rebuilt with agentd's WAL batching (docs/storage.md, "One write a
+# commit"), as `npm ci` does in the repository.
 RUN npm run build \
   && npm pack --ignore-scripts --pack-destination /tmp \
   && mkdir -p /opt/agentd \
   && cd /opt/agentd \
   && npm init -y >/dev/null \
-  && npm install /tmp/agentd-*.tgz --omit=dev --no-audit --no-fund
+  && npm install /tmp/agentd-*.tgz --omit=dev --no-audit --no-fund \
+  && node node_modules/agentd/scripts/build-sqlite.mjs
 
 # --- runtime: Node and the installed package, nothing else ------------------------------------------
 FROM node:20-bookworm-slim

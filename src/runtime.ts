@@ -719,6 +719,7 @@ export async function createRuntime(options: CreateRuntimeOptions): Promise<Runt
         location: redactor.redactText(store.db.location),
         persistent: store.db.persistent && !writes.degraded,
         writable: !writes.degraded,
+        ...('walBatching' in store.db ? { walBatching: store.db.walBatching === true } : {}),
         ...(writes.pendingWrites > 0 ? { pendingWrites: writes.pendingWrites } : {}),
         ...(degradedReason ? { degradedReason: redactor.redactText(degradedReason) } : {}),
       },

@@ -64,6 +64,23 @@ export interface SqliteDatabaseOptions {
 export interface SqliteDatabase extends SqlDatabase {
   readonly dialect: 'sqlite';
   readonly driver: Database.Database;
+  /**
+   * Whether SQLite hands each commit to the write-ahead log in one write: true with the SQLite this
+   * repository's install builds (scripts/build-sqlite.mjs), false with better-sqlite3's stock build or
+   * with AGENTD_SQLITE_WAL_BATCH=0 (docs/storage.md).
+   */
+  readonly walBatching: boolean;
+}
+
+/** Asks the SQLite under `driver` whether its WAL writes are gathered a commit at a time. */
+function reportsWalBatching(driver: Database.Database): boolean {
+  try {
+    const report = driver.prepare('SELECT agentd_wal_batch() AS report').pluck().get();
+    return typeof report === 'string' && (JSON.parse(report) as { active?: unknown }).active === true;
+  } catch {
+    // better-sqlite3's stock SQLite has no such function.
+    return false;
+  }
 }
 
 /** Taken at load: a test's fake timers must not hold back the commits of the store under it. */
@@ -485,6 +502,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver,
     location,
     persistent,
+    walBatching: reportsWalBatching(driver),
     // A group waiting for its COMMIT holds the lock, so reads outside it wait for that COMMIT and never see
     // writes that may yet roll back: only a caller inside a transaction gets no version.
     readVersion: () =>

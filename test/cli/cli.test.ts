@@ -72,8 +72,13 @@ describe('agentd CLI', () => {
     const home = tempHome('agentd-cli-');
     const status = await run(['--home', home, 'status', '--json']);
     expect(status.code).toBe(0);
-    const parsed = JSON.parse(status.out) as { store: { mode: string }; model: { name: string } };
+    const parsed = JSON.parse(status.out) as {
+      store: { mode: string; walBatching: boolean };
+      model: { name: string };
+    };
     expect(parsed.store.mode).toBe('sqlite');
+    // This checkout's install builds SQLite with one WAL write a commit (scripts/build-sqlite.mjs).
+    expect(parsed.store.walBatching).toBe(true);
     expect(parsed.model.name).toBe('local/agentd-local');
 
     const doctor = await run(['--home', home, 'doctor', '--json']);
