@@ -18,7 +18,7 @@
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
 //   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]
 //     [--paced 1500] [--idle-sessions 1000] [--postgres postgres://root@127.0.0.1:5432/test]
-import { resolve } from 'node:path';
+// A tree named as `KEY=VALUE,…@<tree>` runs its servers with those variables set (bench/tree-ab.ts's treeSpecOf).
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import {
@@ -32,6 +32,7 @@ import {
 } from './chat-turn-driver.js';
 import { type BenchSchema, freshPostgresSchema } from './postgres-schema.js';
 import { median } from './stats.js';
+import { treeSpecOf } from './tree-ab.js';
 
 const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 30);
@@ -44,8 +45,8 @@ const idleSessions = Number(takeFlag(args, '--idle-sessions') ?? 0);
 const roundWarmupMs = 300;
 /** Each server first serves 10 clients this long, as the benchmark's do, so its code is optimised. */
 const serverWarmupMs = 12_000;
-const trees = args.map((tree) => resolve(tree));
-if (trees.length < 2) {
+const treeSpecs = args.map(treeSpecOf);
+if (treeSpecs.length < 2) {
   console.error(
     'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--paced <turns/s>] [--idle-sessions <n>] [--postgres <url>]',
   );
@@ -69,13 +70,13 @@ const targets: Target[] = [];
 const treeOf = new Map<Target, number>();
 // Processes of different trees start alternately, so none is warmed up in a quieter minute than the rest.
 for (let copy = 0; copy < processes; copy++) {
-  for (const [index, tree] of trees.entries()) {
+  for (const [index, { dir, env, label }] of treeSpecs.entries()) {
     const schema = postgresUrl ? await freshSchema() : undefined;
     const target = await startTarget({
-      moduleUrl: pathToFileURL(`${tree}/bench/chat-turn.bench.ts`).href,
+      moduleUrl: pathToFileURL(`${dir}/bench/chat-turn.bench.ts`).href,
       role: schema ? 'postgres' : 'sqlite',
-      name: tree,
-      ...(schema ? { env: { AGENTD_BENCH_DATABASE_URL: schema.url } } : {}),
+      name: label,
+      env: { ...env, ...(schema ? { AGENTD_BENCH_DATABASE_URL: schema.url } : {}) },
     });
     await warmUp(target, serverWarmupMs);
     if (idleSessions > 0)
@@ -100,7 +101,7 @@ const firstTurnsPerS = treeRounds(0, (own) => own.turnsPerS);
 console.log(
   `${rounds} interleaved rounds of ${roundMs} ms after ${roundWarmupMs} ms, ${clients} client(s) per server${paced === undefined ? '' : ` offering ${paced} turns/s`}, ${processes} server processes per tree (each warmed up ${serverWarmupMs} ms at 10 clients${idleSessions > 0 ? `, then holding ${idleSessions} idle sessions of 2 turns` : ''})${postgresUrl ? ', on Postgres' : ''}:`,
 );
-for (const [index, tree] of trees.entries()) {
+for (const [index, { label }] of treeSpecs.entries()) {
   const cpu = treeRounds(index, (own) => own.cpuPerTurnUs);
   const p50 = treeRounds(index, (own) => own.p50Ms);
   const p99 = treeRounds(index, (own) => own.p99Ms);
@@ -109,7 +110,7 @@ for (const [index, tree] of trees.entries()) {
     Math.round(median(figures.get(target)!.cpuPerTurnUs)),
   );
   console.log(
-    `${tree}: CPU a turn median ${Math.round(median(cpu))} µs (its processes' medians ${perProcess.join(', ')}), p50 median ${median(p50).toFixed(3)} ms, p99 median ${median(p99).toFixed(3)} ms, ${Math.round(median(turnsPerS))} turns/s; ` +
+    `${label}: CPU a turn median ${Math.round(median(cpu))} µs (its processes' medians ${perProcess.join(', ')}), p50 median ${median(p50).toFixed(3)} ms, p99 median ${median(p99).toFixed(3)} ms, ${Math.round(median(turnsPerS))} turns/s; ` +
       `per round ÷ the first tree's: CPU median ×${median(cpu.map((value, round) => value / firstCpu[round]!)).toFixed(3)}, turns/s ×${median(turnsPerS.map((value, round) => value / firstTurnsPerS[round]!)).toFixed(3)}`,
   );
 }

@@ -941,8 +941,9 @@ if (aloneLabel !== undefined) {
       ? await durableFloor(contender as DurableContender, floorRounds, runsPerRound)
       : undefined;
   await contender.close?.();
-  process.send!({ samples, samplesAfterGc, floor });
-  process.disconnect();
+  // Disconnected once the message is written: under tsx's loader (`npm run bench`) a send is not yet
+  // written when it returns, and disconnecting at once dropped it.
+  process.send!({ samples, samplesAfterGc, floor }, undefined, undefined, () => process.disconnect());
 }
 
 type FloorFigures = Awaited<ReturnType<typeof durableFloor>>;

@@ -19,6 +19,26 @@ export function treesFrom(args: string[], usage: string): string[] {
   return trees;
 }
 
+/**
+ * A tree as the A/Bs that start processes take it: `<dir>`, or `KEY=VALUE,…@<dir>` for its processes to run
+ * with those variables set (one build against itself with a setting changed: `AGENTD_SQLITE_WAL_BATCH=0@. .`).
+ */
+export interface TreeSpec {
+  dir: string;
+  env: Record<string, string>;
+  label: string;
+}
+
+export function treeSpecOf(arg: string): TreeSpec {
+  const at = arg.lastIndexOf('@');
+  const dir = resolve(arg.slice(at + 1));
+  const pairs = at === -1 ? [] : arg.slice(0, at).split(',');
+  const env = Object.fromEntries(
+    pairs.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  );
+  return { dir, env, label: at === -1 ? dir : `${arg.slice(0, at)}@${dir}` };
+}
+
 /** `path` (under dist/) of each tree, in the order named. */
 export function importFromTrees<Module>(trees: string[], path: string): Promise<Module[]> {
   return Promise.all(
@@ -96,23 +116,26 @@ export async function timeBatch(unit: () => Promise<unknown>, count: number): Pr
  */
 export async function childProcessRounds(
   script: string,
-  trees: string[],
+  trees: TreeSpec[],
   rounds: number,
   titles: { wall: string; cpu: string; unit: string },
 ): Promise<void> {
   const cpu: number[][] = trees.map(() => []);
   const wall = await interleavedRounds(trees.length, rounds, async (position) => {
-    const output = execFileSync(process.execPath, ['--import', 'tsx', script, '--child', trees[position]!], {
+    const { dir, env } = trees[position]!;
+    const output = execFileSync(process.execPath, ['--import', 'tsx', script, '--child', dir], {
       encoding: 'utf8',
+      env: { ...process.env, ...env },
     });
     const figures = JSON.parse(output.trim().split('\n').at(-1)!) as UnitCost;
     cpu[position]!.push(figures.cpuUs);
     return figures.wallUs;
   });
+  const labels = trees.map((tree) => tree.label);
   console.log(`${titles.wall}\n`);
-  printTreeTable(trees, wall, titles.unit, 1);
+  printTreeTable(labels, wall, titles.unit, 1);
   console.log(`\n${titles.cpu}\n`);
-  printTreeTable(trees, cpu, titles.unit, 1);
+  printTreeTable(labels, cpu, titles.unit, 1);
 }
 
 /**
@@ -133,5 +156,6 @@ export async function runChildProcessAB(options: {
     return;
   }
   const rounds = Number(takeFlag(args, '--rounds') ?? options.defaultRounds);
-  await childProcessRounds(options.script, treesFrom(args, options.usage), rounds, options.titles);
+  treesFrom(args, options.usage);
+  await childProcessRounds(options.script, args.map(treeSpecOf), rounds, options.titles);
 }
