@@ -65,9 +65,9 @@ export interface SqliteDatabase extends SqlDatabase {
   readonly dialect: 'sqlite';
   readonly driver: Database.Database;
   /**
-   * Whether SQLite hands each commit to the write-ahead log in one write: true with the SQLite this
-   * repository's install builds (scripts/build-sqlite.mjs), false with better-sqlite3's stock build or
-   * with AGENTD_SQLITE_WAL_BATCH=0 (docs/storage.md).
+   * Whether SQLite hands each commit to the write-ahead log in one write: true for a file with the SQLite
+   * this repository's install builds (scripts/build-sqlite.mjs), false in memory (no log), with
+   * better-sqlite3's stock build or with AGENTD_SQLITE_WAL_BATCH=0 (docs/storage.md).
    */
   readonly walBatching: boolean;
 }
@@ -502,7 +502,7 @@ export function createSqliteDatabase(options: SqliteDatabaseOptions): SqliteData
     driver,
     location,
     persistent,
-    walBatching: reportsWalBatching(driver),
+    walBatching: persistent && reportsWalBatching(driver),
     // A group waiting for its COMMIT holds the lock, so reads outside it wait for that COMMIT and never see
     // writes that may yet roll back: only a caller inside a transaction gets no version.
     readVersion: () =>

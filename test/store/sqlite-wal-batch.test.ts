@@ -86,10 +86,14 @@ describe('SQLite with WAL batching (the build `npm ci` makes)', () => {
     again.close();
   });
 
-  it('reports itself to the store, and AGENTD_SQLITE_WAL_BATCH=0 leaves SQLite writing as it did', () => {
+  it('reports itself to a store on a file, and AGENTD_SQLITE_WAL_BATCH=0 leaves SQLite writing as it did', () => {
     const db = createSqliteDatabase({ path: join(freshDir(), 'store.db') });
     expect(db.walBatching).toBe(true);
     db.driver.close();
+    // In memory there is no log to write.
+    const inMemory = createSqliteDatabase({ path: ':memory:' });
+    expect(inMemory.walBatching).toBe(false);
+    inMemory.driver.close();
 
     const path = join(freshDir(), 'off.db');
     const child = runNode(
