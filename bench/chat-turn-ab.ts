@@ -18,7 +18,7 @@
 //     && ln -s "$PWD/bench/node_modules" /tmp/before/bench/node_modules && (cd /tmp/before && npx tsc -p tsconfig.build.json)
 //   npx tsx bench/chat-turn-ab.ts /tmp/before . [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1]
 //     [--paced 1500] [--idle-sessions 1000] [--postgres postgres://root@127.0.0.1:5432/test]
-// A tree named as `KEY=VALUE,…@<tree>` runs its servers with those variables set (bench/tree-ab.ts's treeSpecOf).
+// A tree named as `KEY=VALUE,…@<tree>` runs its servers with those variables set (bench/tree-ab.ts's treeSpecsFrom).
 import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import {
@@ -32,7 +32,7 @@ import {
 } from './chat-turn-driver.js';
 import { type BenchSchema, freshPostgresSchema } from './postgres-schema.js';
 import { median } from './stats.js';
-import { treeSpecOf } from './tree-ab.js';
+import { treeSpecsFrom } from './tree-ab.js';
 
 const args = process.argv.slice(2);
 const rounds = Number(takeFlag(args, '--rounds') ?? 30);
@@ -45,13 +45,10 @@ const idleSessions = Number(takeFlag(args, '--idle-sessions') ?? 0);
 const roundWarmupMs = 300;
 /** Each server first serves 10 clients this long, as the benchmark's do, so its code is optimised. */
 const serverWarmupMs = 12_000;
-const treeSpecs = args.map(treeSpecOf);
-if (treeSpecs.length < 2) {
-  console.error(
-    'usage: chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--paced <turns/s>] [--idle-sessions <n>] [--postgres <url>]',
-  );
-  process.exit(2);
-}
+const treeSpecs = treeSpecsFrom(
+  args,
+  'chat-turn-ab <tree> <tree> [...] [--rounds 30] [--round-ms 400] [--processes 3] [--clients 1] [--paced <turns/s>] [--idle-sessions <n>] [--postgres <url>]',
+);
 
 const schemas: BenchSchema[] = [];
 /** A fresh schema of the --postgres database for one server process. */

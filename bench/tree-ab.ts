@@ -9,14 +9,26 @@ import { pathToFileURL } from 'node:url';
 import { takeFlag } from './args.js';
 import { median } from './stats.js';
 
-/** The trees named in `args` (resolved), or the usage and exit 2 when fewer than two are named. */
+/**
+ * The trees named in `args` (resolved), for A/Bs that run every tree in one process (so no tree can have
+ * variables of its own), or the usage and exit 2 when fewer than two are named.
+ */
 export function treesFrom(args: string[], usage: string): string[] {
-  const trees = args.map((tree) => resolve(tree));
-  if (trees.length < 2) {
+  const specs = treeSpecsFrom(args, usage);
+  if (specs.some((spec) => Object.keys(spec.env).length > 0)) {
+    console.error(`usage: ${usage} (one process runs every tree: no KEY=VALUE@<tree>)`);
+    process.exit(2);
+  }
+  return specs.map((spec) => spec.dir);
+}
+
+/** The trees named in `args` as `treeSpecOf` reads them, or the usage and exit 2 when fewer than two are named. */
+export function treeSpecsFrom(args: string[], usage: string): TreeSpec[] {
+  if (args.length < 2) {
     console.error(`usage: ${usage}`);
     process.exit(2);
   }
-  return trees;
+  return args.map(treeSpecOf);
 }
 
 /**
@@ -156,6 +168,5 @@ export async function runChildProcessAB(options: {
     return;
   }
   const rounds = Number(takeFlag(args, '--rounds') ?? options.defaultRounds);
-  treesFrom(args, options.usage);
-  await childProcessRounds(options.script, args.map(treeSpecOf), rounds, options.titles);
+  await childProcessRounds(options.script, treeSpecsFrom(args, options.usage), rounds, options.titles);
 }
