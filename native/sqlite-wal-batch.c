@@ -12,10 +12,14 @@
 ** a write back into frames written earlier goes to the file at once, so SQLite never sees the file without
 ** its own bytes.
 **
+** On Linux it also starts the write-out of the pages a checkpoint copies into a database file as it copies
+** them (agentdStartWriteOut), so the sync that ends the checkpoint waits for less.
+**
 ** It is appended to SQLite's amalgamation by scripts/build-sqlite.mjs and registered as the default VFS
-** from SQLITE_EXTRA_INIT. AGENTD_SQLITE_WAL_BATCH=0 in the environment leaves the default VFS as it was.
-** agentd_wal_batch() in SQL answers the process's counts as JSON: WAL writes SQLite made, writes handed
-** to the real file, and commits written in one.
+** from SQLITE_EXTRA_INIT. AGENTD_SQLITE_WAL_BATCH=0 in the environment leaves the default VFS as it was;
+** AGENTD_SQLITE_WRITE_OUT=0 keeps the batching and leaves the write-out to the sync. agentd_wal_batch() in
+** SQL answers the process's counts as JSON: WAL writes SQLite made, writes handed to the real file, commits
+** written in one, and write-outs started.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,8 @@
 #define AGENTD_WAL_BATCH_LIMIT (4 * 1024 * 1024)
 /* A buffer grown past this for a big transaction is given back once written. */
 #define AGENTD_WAL_BUFFER_KEPT (256 * 1024)
+/* Bytes written to a database file after which their write-out is started (Linux: sync_file_range). */
+#define AGENTD_WRITEBACK_BYTES (1024 * 1024)
 
 typedef struct AgentdBatchFile AgentdBatchFile;
 struct AgentdBatchFile {
@@ -40,6 +46,10 @@ struct AgentdBatchFile {
   int nAlloc;
   sqlite3_int64 iBufOfst; /* Where aBuf[0] goes in the file */
   sqlite3_int64 iLastEnd; /* Where the last write on this file ended; -1 before the first */
+  int fd;                 /* A database file's descriptor, for early write-out; -1 for any other file */
+  sqlite3_int64 iDirtyLo; /* The range written since the last sync or write-out started */
+  sqlite3_int64 iDirtyHi;
+  sqlite3_int64 nDirty;   /* Bytes written in that range */
 };
 
 static sqlite3_vfs *agentdRealVfs = 0;
@@ -48,6 +58,12 @@ static sqlite3_vfs agentdBatchVfs;
 static sqlite3_int64 agentdWalWritesAsked = 0;
 static sqlite3_int64 agentdWalWritesMade = 0;
 static sqlite3_int64 agentdWalCommitsBatched = 0;
+static sqlite3_int64 agentdWriteOutsStarted = 0;
+/*
+** Whether database files have their write-out started early: the real VFS is SQLite's own "unix" (this one
+** reads its files' descriptors) and AGENTD_SQLITE_WRITE_OUT is not 0.
+*/
+static int agentdStartsWriteOuts = 0;
 
 static void agentdCount(sqlite3_int64 *counter) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -104,11 +120,39 @@ static int agentdGather(AgentdBatchFile *p, const void *z, int iAmt, sqlite3_int
   return SQLITE_OK;
 }
 
+/*
+** A checkpoint copies every page changed since the last one into the database file, then syncs it: the
+** disk starts on those pages only at the sync, and the commit that checkpoints waits for all of them there.
+** Starting their write-out as they are written (without waiting for it) lets the disk work while the
+** checkpoint copies, so the sync finds most of them written. Nothing changes for durability: SQLite's own
+** sync still comes, and still decides.
+*/
+static void agentdStartWriteOut(AgentdBatchFile *p, int iAmt, sqlite3_int64 iOfst) {
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+  if (p->nDirty == 0 || iOfst < p->iDirtyLo) p->iDirtyLo = iOfst;
+  if (p->nDirty == 0 || iOfst + iAmt > p->iDirtyHi) p->iDirtyHi = iOfst + iAmt;
+  p->nDirty += iAmt;
+  if (p->nDirty < AGENTD_WRITEBACK_BYTES) return;
+  /* Best effort: a failure here leaves the pages to the sync, as before. */
+  (void)sync_file_range(p->fd, p->iDirtyLo, p->iDirtyHi - p->iDirtyLo, SYNC_FILE_RANGE_WRITE);
+  agentdCount(&agentdWriteOutsStarted);
+  p->nDirty = 0;
+#else
+  (void)p;
+  (void)iAmt;
+  (void)iOfst;
+#endif
+}
+
 static int agentdWrite(sqlite3_file *pFile, const void *z, int iAmt, sqlite3_int64 iOfst) {
   AgentdBatchFile *p = (AgentdBatchFile *)pFile;
   int rc;
   int follows;
-  if (!p->isWal) return p->pReal->pMethods->xWrite(p->pReal, z, iAmt, iOfst);
+  if (!p->isWal) {
+    rc = p->pReal->pMethods->xWrite(p->pReal, z, iAmt, iOfst);
+    if (rc == SQLITE_OK && p->fd >= 0) agentdStartWriteOut(p, iAmt, iOfst);
+    return rc;
+  }
   agentdCount(&agentdWalWritesAsked);
   if (p->nBuf > 0 && iOfst != p->iBufOfst + p->nBuf) {
     rc = agentdFlush(p);
@@ -173,6 +217,7 @@ static int agentdTruncate(sqlite3_file *pFile, sqlite3_int64 size) {
 static int agentdSync(sqlite3_file *pFile, int flags) {
   AgentdBatchFile *p = (AgentdBatchFile *)pFile;
   AGENTD_FLUSHED(p);
+  p->nDirty = 0;
   return p->pReal->pMethods->xSync(p->pReal, flags);
 }
 static int agentdFileSize(sqlite3_file *pFile, sqlite3_int64 *pSize) {
@@ -282,6 +327,11 @@ static int agentdOpen(sqlite3_vfs *pVfs, sqlite3_filename zName, sqlite3_file *p
     return rc;
   }
   p->isWal = (flags & SQLITE_OPEN_WAL) != 0;
+  p->fd = -1;
+#if SQLITE_OS_UNIX
+  /* The shim is compiled into SQLite's amalgamation, after the unix VFS: its file struct is in view. */
+  if (agentdStartsWriteOuts && (flags & SQLITE_OPEN_MAIN_DB) != 0) p->fd = ((unixFile *)p->pReal)->h;
+#endif
   /* A real file without shared-memory methods must not be offered them (SQLite would use WAL with it). */
   p->base.pMethods = p->pReal->pMethods->iVersion >= 2 ? &agentdBatchMethods : &agentdBatchMethodsV1;
   return rc;
@@ -343,11 +393,12 @@ static void agentdWalBatchSql(sqlite3_context *ctx, int argc, sqlite3_value **ar
   sqlite3_result_text(
     ctx,
     sqlite3_mprintf(
-      "{\"active\":%s,\"writesAsked\":%lld,\"writesMade\":%lld,\"commitsBatched\":%lld}",
+      "{\"active\":%s,\"writesAsked\":%lld,\"writesMade\":%lld,\"commitsBatched\":%lld,\"writeOutsStarted\":%lld}",
       sqlite3_vfs_find(0) == &agentdBatchVfs ? "true" : "false",
       agentdRead(&agentdWalWritesAsked),
       agentdRead(&agentdWalWritesMade),
-      agentdRead(&agentdWalCommitsBatched)
+      agentdRead(&agentdWalCommitsBatched),
+      agentdRead(&agentdWriteOutsStarted)
     ),
     -1,
     sqlite3_free
@@ -362,12 +413,16 @@ static int agentdWalBatchFunction(sqlite3 *db, char **pzErrMsg, const sqlite3_ap
 
 int agentd_wal_batch_init(const char *unused) {
   const char *setting = getenv("AGENTD_SQLITE_WAL_BATCH");
+  const char *writeOutSetting;
   (void)unused;
   if (agentdRealVfs != 0) return SQLITE_OK;
   sqlite3_auto_extension((void (*)(void))agentdWalBatchFunction);
   if (setting != 0 && strcmp(setting, "0") == 0) return SQLITE_OK;
   agentdRealVfs = sqlite3_vfs_find(0);
   if (agentdRealVfs == 0) return SQLITE_OK;
+  writeOutSetting = getenv("AGENTD_SQLITE_WRITE_OUT");
+  agentdStartsWriteOuts = strcmp(agentdRealVfs->zName, "unix") == 0 &&
+                          !(writeOutSetting != 0 && strcmp(writeOutSetting, "0") == 0);
   agentdBatchMethodsV1 = agentdBatchMethods;
   agentdBatchMethodsV1.iVersion = 1;
   agentdBatchVfs.iVersion = agentdRealVfs->iVersion < 3 ? agentdRealVfs->iVersion : 3;

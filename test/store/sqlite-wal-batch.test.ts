@@ -2,7 +2,8 @@
 // commit's WAL frames to the file in one write. What it must not change: every acknowledged commit is in the
 // file, readable by other connections at once and after a kill; a commit that does not fit on the disk fails
 // with SQLITE_FULL and takes nothing before it with it; a transaction too big for one write, with pages spilled
-// and rewritten before its commit, still reads back whole.
+// and rewritten before its commit, still reads back whole. On Linux it also starts writing out the pages a
+// checkpoint copies into the database file as it copies them, which must change nothing but the wait.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -19,6 +20,7 @@ interface BatchReport {
   writesAsked: number;
   writesMade: number;
   commitsBatched: number;
+  writeOutsStarted: number;
 }
 
 const reportOf = (db: Database.Database): BatchReport =>
@@ -51,6 +53,24 @@ const runNode = (source: string, env: Record<string, string> = {}) =>
   });
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'agentd-wal-batch-'));
+
+/** The notes of the file at `path`, by id, once its integrity check has passed. */
+function notesAfterIntegrityCheck(path: string): Array<{ id: number; body: string }> {
+  const db = open(path);
+  try {
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    return db.prepare('SELECT id, body FROM notes ORDER BY id').all() as Array<{ id: number; body: string }>;
+  } finally {
+    db.close();
+  }
+}
+
+/** A child script's opening: `db` on `path`, in WAL with no automatic checkpoint, with the notes table. */
+const openWithoutCheckpoints = (path: string) => `const db = new Database(${JSON.stringify(path)});
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('wal_autocheckpoint = 0');
+  db.exec(${JSON.stringify(schema)});`;
 
 describe('SQLite with WAL batching (the build `npm ci` makes)', () => {
   it('writes each commit to the WAL once, and another connection reads it at once', () => {
@@ -110,8 +130,70 @@ describe('SQLite with WAL batching (the build `npm ci` makes)', () => {
       writesAsked: 0,
       writesMade: 0,
       commitsBatched: 0,
+      writeOutsStarted: 0,
     });
   });
+
+  // A checkpoint copies the pages of 1,250 commits of a workflow run into the database file and syncs it:
+  // the write-out of every megabyte copied starts at once, and what the sync is left to wait for is less.
+  // AGENTD_SQLITE_WRITE_OUT=0 leaves the write-out to the sync, as before, and keeps the batching.
+  const writeOutSettings: Array<{ setting: string; env: Record<string, string>; startsWriteOuts: boolean }> =
+    [
+      { setting: 'unset', env: {}, startsWriteOuts: true },
+      { setting: '0', env: { AGENTD_SQLITE_WRITE_OUT: '0' }, startsWriteOuts: false },
+    ];
+  it.skipIf(process.platform !== 'linux').each(writeOutSettings)(
+    "starts writing out a checkpoint's pages as it copies them (AGENTD_SQLITE_WRITE_OUT $setting), and loses nothing through a kill after it",
+    ({ env, startsWriteOuts }) => {
+      const path = join(freshDir(), 'checkpointed.db');
+      const child = runNode(
+        `const fs = require('node:fs');
+         ${openWithoutCheckpoints(path)}
+         const insert = db.prepare('INSERT INTO notes (id, title, body) VALUES (?, ?, ?)');
+         const report = () => JSON.parse(db.prepare('SELECT agentd_wal_batch()').pluck().get());
+         for (let id = 1; id <= 1000; id++) {
+           insert.run(id, 'note ' + id, String(id).repeat(3000 / String(id).length));
+           fs.writeSync(1, 'ack ' + id + '\\n');
+         }
+         const before = report();
+         const [checkpoint] = db.pragma('wal_checkpoint(PASSIVE)');
+         const after = report();
+         fs.writeSync(1, 'checkpoint ' + JSON.stringify({ ...checkpoint, writeOuts: after.writeOutsStarted - before.writeOutsStarted, batching: after.active && after.commitsBatched >= 1000 }) + '\\n');
+         // Commits after the checkpoint go to the log from its start again, over the frames it copied.
+         for (let id = 1001; id <= 1100; id++) {
+           insert.run(id, 'note ' + id, 'after the checkpoint ' + id);
+           fs.writeSync(1, 'ack ' + id + '\\n');
+         }
+         process.kill(process.pid, 'SIGKILL');`,
+        env,
+      );
+      expect(child.signal, child.stderr).toBe('SIGKILL');
+      const lines = child.stdout.trim().split('\n');
+      expect(lines.filter((line) => /^ack \d+$/.test(line))).toHaveLength(1100);
+      const checkpoint = JSON.parse(lines.find((line) => line.startsWith('checkpoint '))!.slice(11)) as {
+        busy: number;
+        log: number;
+        checkpointed: number;
+        writeOuts: number;
+        batching: boolean;
+      };
+      // Every frame copied, and the pages of 1,000 rows of about 3 KB each (over 4 MB): a write-out started
+      // at each megabyte.
+      expect(checkpoint.busy).toBe(0);
+      expect(checkpoint.checkpointed).toBe(checkpoint.log);
+      expect(checkpoint.batching).toBe(true);
+      if (startsWriteOuts) expect(checkpoint.writeOuts).toBeGreaterThanOrEqual(3);
+      else expect(checkpoint.writeOuts).toBe(0);
+
+      const rows = notesAfterIntegrityCheck(path);
+      expect(rows).toHaveLength(1100);
+      for (const { id, body } of rows) {
+        expect(body).toBe(
+          id <= 1000 ? String(id).repeat(3000 / String(id).length) : `after the checkpoint ${id}`,
+        );
+      }
+    },
+  );
 
   // Two connections take turns at the small commits, so each meets a log the other moved on. The second
   // setting has the log start over every few pages (its header rewritten at offset 0, the file cut back)
@@ -165,19 +247,13 @@ describe('SQLite with WAL batching (the build `npm ci` makes)', () => {
       expect(big.made).toBeGreaterThan(1);
       expect(big.made).toBeLessThan(big.asked);
 
-      const db = open(path);
-      expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
-      const rows = db.prepare('SELECT id, body FROM notes ORDER BY id').all() as Array<{
-        id: number;
-        body: string;
-      }>;
+      const rows = notesAfterIntegrityCheck(path);
       expect(rows).toHaveLength(120 + 3000);
       for (const { id, body } of rows) {
         if (id <= 120) expect(body).toBe('x'.repeat(id * 37));
         else if (id <= 1100) expect(body).toBe(`rewritten ${id}`);
         else expect(body).toBe(String(id).repeat(300));
       }
-      db.close();
     },
   );
 
@@ -196,11 +272,7 @@ describe('SQLite with WAL batching (the build `npm ci` makes)', () => {
       // then (the filler gone) the file opened again by a second process on the same disk.
       const fill = `const fs = require('node:fs');
         fs.writeFileSync(${JSON.stringify(join(disk, 'filler'))}, Buffer.alloc(256 * 1024, 1));
-        const db = new Database(${JSON.stringify(path)});
-        db.pragma('journal_mode = WAL');
-        db.pragma('synchronous = NORMAL');
-        db.pragma('wal_autocheckpoint = 0');
-        db.exec(${JSON.stringify(schema)});
+        ${openWithoutCheckpoints(path)}
         const insert = db.prepare('INSERT INTO notes (title, body) VALUES (?, ?)');
         let acknowledged = 0;
         try {
