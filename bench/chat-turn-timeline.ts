@@ -20,6 +20,7 @@ import { sendChatTurn } from './chat-client.js';
 import { closedLoop, connect } from './chat-turn-driver.js';
 import { type CpuProfile, profileTree } from './cpu-profile.js';
 import { assertRuntimeBuilt, serveRuntime } from './runtime-server.js';
+import { aroundStatements, type DriverPrototype } from './statement-hooks.js';
 import { median } from './stats.js';
 
 const args = process.argv.slice(2);
@@ -64,32 +65,14 @@ const mark = (label: string) => {
 };
 const sqlLabel = (sql: string) => sql.replace(/\s+/g, ' ').slice(0, 48);
 
-const exec = Database.prototype.exec as (this: unknown, sql: string) => unknown;
-Database.prototype.exec = function (this: unknown, sql: string) {
+aroundStatements(Database.prototype as unknown as DriverPrototype, (sql, call) => {
   mark(`> ${sqlLabel(sql)}`);
   try {
-    return exec.call(this, sql);
+    return call();
   } finally {
     mark(`< ${sqlLabel(sql)}`);
   }
-};
-const prepare = Database.prototype.prepare as (this: unknown, sql: string, ...rest: unknown[]) => unknown;
-Database.prototype.prepare = function (this: unknown, sql: string, ...rest: unknown[]) {
-  const statement = prepare.call(this, sql, ...rest) as Record<string, (...values: unknown[]) => unknown>;
-  for (const method of ['run', 'get', 'all'] as const) {
-    const original = statement[method];
-    if (typeof original !== 'function') continue;
-    statement[method] = function (this: unknown, ...values: unknown[]) {
-      mark(`> ${sqlLabel(sql)}`);
-      try {
-        return original.apply(this, values);
-      } finally {
-        mark(`< ${sqlLabel(sql)}`);
-      }
-    };
-  }
-  return statement;
-};
+});
 type SocketMethod = (this: { _isServer: boolean }, ...args: unknown[]) => unknown;
 const original = (name: 'emit' | 'send' | 'ping') => WebSocket.prototype[name] as SocketMethod;
 const [emit, send, ping] = [original('emit'), original('send'), original('ping')];

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** The manifest of a chain of `nodeCount` function nodes between START and EXIT. */
-export function chainWorkflowYaml(nodeCount: number): { yaml: string; functionNodes: string[] } {
+function chainWorkflowYaml(nodeCount: number): { yaml: string; functionNodes: string[] } {
   const functionNodes = Array.from({ length: nodeCount }, (_, index) => `n${index + 1}`);
   const chain = ['start', ...functionNodes, 'exit'];
   const nodes = chain.map((id, index) => {
@@ -32,15 +32,21 @@ export async function openDurableChain(
   const { createBus } = await load('bus/index.js');
   const { yaml, functionNodes } = chainWorkflowYaml(nodeCount);
   const dir = mkdtempSync(join(tmpdir(), 'agentd-wf-chain-'));
+  // Closed on a failure after it opened.
+  let store: { db: unknown; close: () => Promise<void> } | undefined;
   try {
     const workflowDir = join(dir, 'workflow');
     mkdirSync(workflowDir);
     writeFileSync(join(workflowDir, 'workflow.yaml'), yaml);
-    const store = await createStore({ stateDir: dir, bus: createBus() });
+    const opened: { db: unknown; close: () => Promise<void> } = await createStore({
+      stateDir: dir,
+      bus: createBus(),
+    });
+    store = opened;
     const pass = (input: unknown) => input;
     const engine = await workflows.createWorkflowEngine({
       workflow: await workflows.loadWorkflow(workflowDir),
-      database: store.db,
+      database: opened.db,
       workDir: workflowDir,
       functions: Object.fromEntries(functionNodes.map((id) => [id, pass])),
     });
@@ -48,11 +54,12 @@ export async function openDurableChain(
       run: () => engine.run('x'),
       close: async () => {
         await engine.close();
-        await store.close();
+        await opened.close();
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (error) {
+    await store?.close();
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
