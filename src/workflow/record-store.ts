@@ -2,7 +2,6 @@ import { type SqlDatabase, type SqlExecutor, type SqlValue, sqlValueRows } from 
 import { ErrorCodes, SystemError } from '../util/index.js';
 import { type Artifact, stageArtifact } from './artifacts.js';
 import {
-  closeStageRecord,
   decodeArtifactColumns,
   decodeEvent,
   decodeRunRecords,
@@ -11,10 +10,13 @@ import {
   decodeStoredStage,
   decodeTask,
   encodeRunRecords,
-  encodeStageOpen,
+  encodeStageFields,
+  encodeStageList,
   encodeTask,
   type StageColumns,
-  stageListEntry,
+  stageRowRecord,
+  type TaskColumns,
+  taskColumnsSql,
   withinDocumentLimit,
 } from './records.js';
 import { type RunOwner, renewLease } from './run-owners.js';
@@ -105,13 +107,14 @@ const stageListColumn = 13;
 
 function stageRow(task: WorkflowTask, stage: StageRecord, startSeq?: number, endSeq?: number): SqlValue[] {
   const row = openStageRow(task, stage, startSeq, endSeq);
-  row[stageRecordColumn] = closeStageRecord(row[stageRecordColumn] as string);
+  row[stageRecordColumn] = stageRowRecord(row[stageRecordColumn] as string);
   return row;
 }
 
 /**
- * A stage's row with its record left open (`encodeStageOpen`): a batch closes it when the stage gets a row
- * of its own, and otherwise makes it its task's list entry (see `stagesOnTaskRows`).
+ * A stage's row with its record's fields in place of the record (`encodeStageFields`): a batch makes them the
+ * record when the stage gets a row of its own, and otherwise an entry of its task's list (see
+ * `stagesOnTaskRows`).
  */
 function openStageRow(
   task: WorkflowTask,
@@ -127,7 +130,7 @@ function openStageRow(
     task.rootTaskId,
     stage.nodeId,
     stage.nodeStatus,
-    encodeStageOpen(
+    encodeStageFields(
       stage,
       previous,
       startSeq === undefined || endSeq === undefined ? undefined : { eventSeqs: [startSeq, endSeq] },
@@ -306,8 +309,9 @@ function createBatchWriter(
 type DecodeStage = (previous: StageRecord | undefined) => ReturnType<typeof decodeStageRow>;
 
 /**
- * The stage rows of a batch (their records open, see `openStageRow`) that get a row of their own, their
- * records closed; the others go onto their task's row in `tasks` as its list of stages. A stage goes onto its
+ * The stage rows of a batch (their records' fields in place of their records, see `openStageRow`) that get a
+ * row of their own, with their records; the others go onto their task's row in `tasks` as its list of
+ * stages (`encodeStageList`). A stage goes onto its
  * task's row when the batch writes the task's conclusion (`concluding`): its stages are then all written, so
  * the list is written once (like the run's end records), and the task's row is written in this commit anyway. A run whose stages all end in one event-loop turn
  * (pure functions) thus writes no stage row, which saved a 3-node chain's commit 3.6 of its 11.2 WAL pages.
@@ -322,15 +326,18 @@ function stagesOnTaskRows(
 ): SqlValue[][] {
   if (stages.length === 0) return stages;
   const own: SqlValue[][] = [];
-  const lists = new Map<SqlValue[], { entries: string[]; lastIndex: number }>();
+  const lists = new Map<
+    SqlValue[],
+    { entries: Array<{ fields: string; columns: StageColumns }>; lastIndex: number }
+  >();
   for (let at = 0; at < stages.length; at++) {
     const row = stages[at]!;
     const taskId = row[0] as string;
     const stageIndex = row[1] as number;
-    const record = row[stageRecordColumn] as string;
+    const fields = row[stageRecordColumn] as string;
     const task = concluding.has(taskId) ? tasks.get(taskId) : undefined;
     if (task === undefined) {
-      row[stageRecordColumn] = closeStageRecord(record);
+      row[stageRecordColumn] = stageRowRecord(fields);
       own.push(row);
       continue;
     }
@@ -347,20 +354,21 @@ function stagesOnTaskRows(
         details: { taskId, stageIndex },
       });
     list.lastIndex = stageIndex;
-    list.entries.push(
-      stageListEntry(record, {
+    list.entries.push({
+      fields,
+      columns: {
         stage_index: stageIndex,
         node_id: row[3] as string,
         node_status: row[4] as string,
         started_at: row[6] as number,
         completed_at: row[7] as number,
-      }),
-    );
+      },
+    });
   }
   // Too long a list fails the batch, whose writes are then retried one by one: as rows of their own.
   for (const [task, list] of lists)
     task[stageListColumn] = withinDocumentLimit(
-      `[${list.entries.join(',')}]`,
+      encodeStageList(list.entries),
       `the stage list of workflow task ${task[0]}`,
     );
   return own;
@@ -447,13 +455,10 @@ export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): Workflo
       // The task rows last: the retention deletes a run whole in one transaction, so task rows still there
       // mean the reads before began before it, and saw the run whole too; none mean it went meanwhile. The
       // root by its key, its clones and subtasks by `workflow_child_tasks_by_root` (migration 0047).
-      const taskRows = await db.all<{
-        task_id: string;
-        record: string;
-        run_records: string | null;
-        stage_records: string | null;
-      }>(
-        'SELECT task_id, record, run_records, stage_records FROM workflow_tasks WHERE task_id = ? OR (root_task_id = ? AND parent_task_id IS NOT NULL) ORDER BY created_at, task_id',
+      const taskRows = await db.all<
+        TaskColumns & { record: string; run_records: string | null; stage_records: string | null }
+      >(
+        `SELECT ${taskColumnsSql}, record, run_records, stage_records FROM workflow_tasks WHERE task_id = ? OR (root_task_id = ? AND parent_task_id IS NOT NULL) ORDER BY created_at, task_id`,
         [root, root],
       );
       if (taskRows.length === 0) return undefined;
@@ -493,7 +498,7 @@ export function createSqlRecordStore(db: SqlDatabase, owner?: RunOwner): Workflo
         }
       }
       const tasks = taskRows.map((row) => {
-        const task = decodeTask(row.record);
+        const task = decodeTask(row.record, row);
         task.history = stagesByTask.get(task.taskId) ?? [];
         return task;
       });

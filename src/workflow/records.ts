@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { decodeJson, ErrorCodes, numberJson, SystemError, utf8BytesOver } from '../util/index.js';
 import type { Artifact } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
-import type { StageRecord, WorkflowTask } from './task.js';
+import {
+  defaultSpecMode,
+  defaultSpecPriority,
+  type StageRecord,
+  specWithDefaults,
+  taskLifecycles,
+  taskStates,
+  type WorkflowTask,
+} from './task.js';
 import { schedulerEventTypes, type TelemetryEvent, telemetryEventTypes } from './telemetry.js';
 import { versioned } from './versioned.js';
 
@@ -18,12 +26,16 @@ import { versioned } from './versioned.js';
  * concludes their task as a list on that row (`stageListEntry`) instead of a row each in
  * `workflow_stages`; the records themselves keep their shapes. Version 4 changed only the end records
  * document: its events leave out what every event of the run repeats (see `encodeRunRecords`), and its
- * artifacts their task when it is the run's root. Task records and events (in their own rows) have the
- * same shape in every version. A change of shape adds the next version here
+ * artifacts their task when it is the run's root. Version 5 shortened what a run writes on its task rows
+ * (decision 0053): a task record leaves out what the row's columns hold and the spec's and lists' defaults,
+ * and writes its routing steps as arrays (`encodeTask`); a stage list is an object stating the version once,
+ * whose entries leave out what follows from the entry before them (`stageList`); an end records document
+ * writes times as offsets from one it states (`encodeRunRecords`). Events (in their own rows) have the same
+ * shape in every version. A change of shape adds the next version here
  * with an upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus
  * that test/workflow/records.test.ts reads.
  */
-export const workflowRecordVersion = 4;
+export const workflowRecordVersion = 5;
 
 const outcome = z.enum(['success', 'failure', 'partial']);
 const errorShape = z.object({ code: z.string(), message: z.string() });
@@ -63,6 +75,8 @@ const storedStageSchema = z.object({
   startedAt: z.number().optional(),
   completedAt: z.number().optional(),
   eventSeqs: z.tuple([z.number().int(), z.number().int()]).optional(),
+  /** Version 5: `eventSeqs` when they follow each other, `[seq, seq + 1]`. */
+  seq: z.number().int().optional(),
 });
 
 const taskSpecSchema = z.object({
@@ -77,38 +91,91 @@ const taskSpecSchema = z.object({
   metadata: jsonObject,
 });
 
-/** The task row's record: the task without its history, which lives in the stage rows. */
-const taskSchema = z.object({
-  taskId: z.string(),
-  rootTaskId: z.string(),
-  workflowId: z.string(),
-  spec: taskSpecSchema,
-  lifecycle: z.enum(['queued', 'active', 'suspended', 'concluded', 'archived']),
-  state: z.enum(['pending', 'in_progress', 'completed', 'failed', 'partial', 'cancelled', 'blocked']),
+const lifecycleNames = z.enum(taskLifecycles);
+const taskStateNames = z.enum(taskStates);
+const lineageTypes = z.enum(['clone', 'subtask']);
+
+/**
+ * The task row's record: the task without its history, which lives in the stage rows. Up to version 4 it
+ * holds every field; version 5 leaves out what the row's columns hold (`TaskColumns`), a spec's defaults, and
+ * empty lists, and writes a routing step as `[from, to, role]`, with `label` (or null) and `childTaskId`
+ * after them when it has them.
+ */
+const storedTaskSchema = z.object({
+  taskId: z.string().optional(),
+  rootTaskId: z.string().optional(),
+  workflowId: z.string().optional(),
+  spec: taskSpecSchema.partial({
+    taskSpecId: true,
+    request: true,
+    mode: true,
+    priority: true,
+    hints: true,
+    files: true,
+    overrides: true,
+    metadata: true,
+  }),
+  lifecycle: lifecycleNames.optional(),
+  state: taskStateNames.optional(),
   currentStageId: z.string().optional(),
   currentOutput: z.unknown().optional(),
   routingTrace: z.array(
-    z.object({
-      from: z.string(),
-      to: z.string(),
-      role: z.enum(nodeRoles),
-      label: z.string().optional(),
-      childTaskId: z.string().optional(),
-    }),
+    z.union([
+      z.object({
+        from: z.string(),
+        to: z.string(),
+        role: z.enum(nodeRoles),
+        label: z.string().optional(),
+        childTaskId: z.string().optional(),
+      }),
+      z.tuple([
+        z.string(),
+        z.string(),
+        z.enum(nodeRoles),
+        z.string().nullable().optional(),
+        z.string().optional(),
+      ]),
+    ]),
   ),
-  failureSignatures: z.array(z.string()),
+  failureSignatures: z.array(z.string()).optional(),
   parentTaskId: z.string().optional(),
-  lineageType: z.enum(['clone', 'subtask']).optional(),
+  lineageType: lineageTypes.optional(),
   lineageMetadata: jsonObject.optional(),
-  childTaskIds: z.array(z.string()),
+  childTaskIds: z.array(z.string()).optional(),
   fanOut: z.object({ nodeId: z.string(), role: z.enum(['branch', 'split']) }).optional(),
   arrivedAtMerge: z.string().optional(),
-  toleratedFailure: z.boolean(),
+  toleratedFailure: z.boolean().optional(),
   error: taskError.optional(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
+  createdAt: z.number().optional(),
+  updatedAt: z.number().optional(),
   completedAt: z.number().optional(),
 });
+
+/** A time column as a driver gives it back: a number, or (Postgres' BIGINT) its digits. */
+const timeColumn = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^-?\d+$/)
+    .transform(Number),
+]);
+
+/** The columns of a task row that a version-5 record does not repeat, as read back. */
+const taskColumnsSchema = z.object({
+  task_id: z.string(),
+  root_task_id: z.string(),
+  workflow_id: z.string(),
+  parent_task_id: z.string().nullable(),
+  lineage_type: lineageTypes.nullable(),
+  lifecycle: lifecycleNames,
+  status: taskStateNames,
+  created_at: timeColumn,
+  updated_at: timeColumn,
+  completed_at: timeColumn.nullable(),
+});
+export type TaskColumns = z.input<typeof taskColumnsSchema>;
+/** The task row's columns of `TaskColumns`, as a SELECT names them. */
+export const taskColumnsSql = Object.keys(taskColumnsSchema.shape).join(', ');
 
 const eventSchema = z.object({
   eventId: z.string(),
@@ -124,7 +191,7 @@ const eventSchema = z.object({
 // Version 0 → 1 only added the version field itself and 1 → 2 left task records and events as they were;
 // a version-1 stage record is a version-2 one that holds every field itself.
 const storedStage = versioned(workflowRecordVersion, storedStageSchema);
-const storedTask = versioned(workflowRecordVersion, taskSchema);
+const storedTask = versioned(workflowRecordVersion, storedTaskSchema);
 const storedEvent = versioned(workflowRecordVersion, eventSchema);
 
 const versionPrefix = `{"schemaVersion":${workflowRecordVersion}`;
@@ -183,27 +250,28 @@ export interface StageRowExtras {
 }
 
 /**
- * The JSON of a stage record as stored (version 2). `previous` is the stage before it in the same task:
- * when the stage's input is that stage's output (the same value, as a chain hands it on), it is not
+ * The JSON of a stage record as a stage row stores it (version 2 on). `previous` is the stage before it in the
+ * same task: when the stage's input is that stage's output (the same value, as a chain hands it on), it is not
  * written twice.
  */
 export function encodeStage(stage: StageRecord, previous?: StageRecord, extras: StageRowExtras = {}): string {
-  return closeStageRecord(encodeStageOpen(stage, previous, extras));
+  return stageRowRecord(encodeStageFields(stage, previous, extras));
 }
 
-/** A stage record as `encodeStageOpen` left it, closed: what a stage row holds. */
-export const closeStageRecord = (openRecord: string): string => `${openRecord}}`;
+/** A stage row's record, made of a stage's fields (`encodeStageFields`). */
+export const stageRowRecord = (fields: string): string => `${versionPrefix},${fields}}`;
 
 /**
- * `encodeStage`'s JSON without its closing brace: what a stage row's record and a task row's list entry
- * (`stageListEntry`) are both made from, so that neither cuts the other's text.
+ * A stage record's fields as JSON without braces: what a stage row's record and an entry of a task row's
+ * list of stages (`encodeStageList`) are both made of, so that neither cuts the other's text. Sequence
+ * numbers that follow each other are written as the first (`seq`).
  */
-export function encodeStageOpen(
+export function encodeStageFields(
   stage: StageRecord,
   previous?: StageRecord,
   extras: StageRowExtras = {},
 ): string {
-  let text = `${versionPrefix},"nodeRole":${enumJson(stage.nodeRole)},"nodeKind":${enumJson(stage.nodeKind)}`;
+  let text = `"nodeRole":${enumJson(stage.nodeRole)},"nodeKind":${enumJson(stage.nodeKind)}`;
   // A value with no JSON (undefined) is left out, as JSON.stringify of the whole record would.
   if (previous !== undefined && stage.input === previous.output && previous.output !== undefined)
     text += ',"inputFromPrevious":true';
@@ -218,60 +286,119 @@ export function encodeStageOpen(
   text += `,"contextProfileId":${JSON.stringify(stage.contextProfileId)}`;
   if (stage.contextMetadata !== undefined)
     text += `,"contextMetadata":${JSON.stringify(stage.contextMetadata)}`;
-  if (extras.eventSeqs) text += `,"eventSeqs":[${extras.eventSeqs[0]},${extras.eventSeqs[1]}]`;
+  if (extras.eventSeqs) {
+    const [start, end] = extras.eventSeqs;
+    text += end === start + 1 ? `,"seq":${start}` : `,"eventSeqs":[${start},${end}]`;
+  }
   return text;
 }
 
+/** Whole numbers a time may be written as an offset of without losing a digit. */
+const offsetable = (base: number, time: number): boolean =>
+  Number.isSafeInteger(base) && Number.isSafeInteger(time) && Number.isSafeInteger(time - base);
+
 /**
- * The fields of a task record, each written by `encodeTask`: a field added to `WorkflowTask` fails to compile
- * until it is listed here, and test/workflow/records.test.ts checks that each listed field is written.
+ * A task row's list of stages (version 5), in index order: `{"schemaVersion":5,"timesFrom":T,"stages":[…]}`,
+ * T being the first stage's start. An entry is a stage's fields (`encodeStageFields`) with what a stage row
+ * holds in its columns: its node; its index only when it is not the one after the entry before's (0 for the
+ * first); its status only when it is not `success`; and its start and end as `"times":[start - T, end -
+ * start]`, or as `startedAt` and `completedAt` when these are not whole numbers. Up to version 4 each entry
+ * held all of it, and its own version.
  */
-export const taskRecordFields = [
+export function encodeStageList(entries: ReadonlyArray<{ fields: string; columns: StageColumns }>): string {
+  const timesFrom = entries[0]?.columns.started_at ?? 0;
+  let text = `${versionPrefix},"timesFrom":${numberJson(timesFrom)},"stages":[`;
+  let expectedIndex = 0;
+  for (let at = 0; at < entries.length; at++) {
+    const { fields, columns } = entries[at]!;
+    if (at > 0) text += ',';
+    text += `{"nodeId":${quote(columns.node_id)}`;
+    if (columns.stage_index !== expectedIndex) text += `,"index":${columns.stage_index}`;
+    expectedIndex = columns.stage_index + 1;
+    if (columns.node_status !== 'success') text += `,"nodeStatus":${quote(columns.node_status)}`;
+    const { started_at: startedAt, completed_at: completedAt } = columns;
+    text +=
+      offsetable(timesFrom, startedAt) && offsetable(startedAt, completedAt)
+        ? `,"times":[${startedAt - timesFrom},${completedAt - startedAt}]`
+        : `,"startedAt":${numberJson(startedAt)},"completedAt":${numberJson(completedAt)}`;
+    text += `,${fields}}`;
+  }
+  return `${text}]}`;
+}
+
+/**
+ * The fields of a task that its row's columns hold, which a version-5 record leaves out (see `TaskColumns`).
+ */
+export const taskColumnFields = [
   'taskId',
   'rootTaskId',
   'workflowId',
-  'spec',
+  'parentTaskId',
+  'lineageType',
   'lifecycle',
   'state',
+  'createdAt',
+  'updatedAt',
+  'completedAt',
+] as const satisfies ReadonlyArray<keyof WorkflowTask>;
+
+/**
+ * The fields of a task record, each written by `encodeTask` (when it is not its default): a field added to
+ * `WorkflowTask` fails to compile until it is listed here or in `taskColumnFields`, and
+ * test/workflow/records.test.ts checks that each listed field is written.
+ */
+export const taskRecordFields = [
+  'spec',
   'currentStageId',
   'currentOutput',
   'routingTrace',
   'failureSignatures',
-  'parentTaskId',
-  'lineageType',
   'lineageMetadata',
   'childTaskIds',
   'fanOut',
   'arrivedAtMerge',
   'toleratedFailure',
   'error',
-  'createdAt',
-  'updatedAt',
-  'completedAt',
 ] as const satisfies ReadonlyArray<keyof WorkflowTask>;
-type UnlistedTaskField = Exclude<keyof WorkflowTask, 'history' | (typeof taskRecordFields)[number]>;
+type UnlistedTaskField = Exclude<
+  keyof WorkflowTask,
+  'history' | (typeof taskRecordFields)[number] | (typeof taskColumnFields)[number]
+>;
 const everyTaskFieldListed: [UnlistedTaskField] extends [never] ? true : UnlistedTaskField = true;
 void everyTaskFieldListed;
 
 const quote = JSON.stringify as (value: string) => string;
-const stringsJson = (list: ReadonlyArray<string>) => (list.length === 0 ? '[]' : JSON.stringify(list));
 /** `,"key":<JSON>`, or nothing when the value has no JSON (undefined), as JSON.stringify leaves such a key out. */
 function field(key: string, value: unknown): string {
   const json = JSON.stringify(value);
   return json === undefined ? '' : `,"${key}":${json}`;
 }
+/** `,"key":[…]`, or nothing for an empty list (which reads back empty). */
+const listField = (key: string, list: ReadonlyArray<string>): string =>
+  list.length === 0 ? '' : `,"${key}":${JSON.stringify(list)}`;
 
 /**
- * The task row's record: the task without its history, which lives in the stage rows. The JSON that
- * `JSON.stringify` of the record would write, written field by field: on Node 20, JSON.stringify looks up
- * `toJSON` on every object it meets, about 0.1 µs each, and a task record is some twenty of them (its trace's
- * steps, its spec, their lists), a tenth of a durable 3-node chain's work besides SQLite's.
+ * The task row's record (version 5): the task without its history, which lives in the stage rows, and
+ * without what the row's columns hold (`taskColumnFields`). A spec's `taskSpecId` is left out when it is the
+ * task's id, its `request` when it is its input (a string), its mode and priority when `implement` and
+ * `normal`, its lists and metadata when empty; so are the task's empty lists and a `toleratedFailure` that is
+ * false. Written field by field: on Node 20, JSON.stringify looks up `toJSON` on every object it meets, about
+ * 0.1 µs each, and a task record is some twenty of them.
  */
 export function encodeTask(task: WorkflowTask): string {
   const spec = task.spec;
-  let text = `${versionPrefix},"taskId":${quote(task.taskId)},"rootTaskId":${quote(task.rootTaskId)},"workflowId":${quote(task.workflowId)}`;
-  text += `,"spec":{"taskSpecId":${quote(spec.taskSpecId)},"request":${quote(spec.request)}${field('input', spec.input)},"mode":${quote(spec.mode)},"priority":${quote(spec.priority)},"hints":${stringsJson(spec.hints)},"files":${stringsJson(spec.files)},"overrides":${stringsJson(spec.overrides)},"metadata":${JSON.stringify(spec.metadata)}}`;
-  text += `,"lifecycle":${quote(task.lifecycle)},"state":${quote(task.state)}`;
+  let specText = '';
+  if (spec.taskSpecId !== task.taskId) specText += `,"taskSpecId":${quote(spec.taskSpecId)}`;
+  if (spec.request !== spec.input) specText += `,"request":${quote(spec.request)}`;
+  specText += field('input', spec.input);
+  if (spec.mode !== defaultSpecMode) specText += `,"mode":${quote(spec.mode)}`;
+  if (spec.priority !== defaultSpecPriority) specText += `,"priority":${quote(spec.priority)}`;
+  specText += listField('hints', spec.hints);
+  specText += listField('files', spec.files);
+  specText += listField('overrides', spec.overrides);
+  const metadata = JSON.stringify(spec.metadata);
+  if (metadata !== '{}') specText += `,"metadata":${metadata}`;
+  let text = `${versionPrefix},"spec":{${specText.slice(1)}}`;
   if (task.currentStageId !== undefined) text += `,"currentStageId":${quote(task.currentStageId)}`;
   text += field('currentOutput', task.currentOutput);
   text += ',"routingTrace":[';
@@ -279,23 +406,21 @@ export function encodeTask(task: WorkflowTask): string {
   for (let index = 0; index < trace.length; index++) {
     const step = trace[index]!;
     if (index > 0) text += ',';
-    text += `{"from":${quote(step.from)},"to":${quote(step.to)},"role":${enumJson(step.role)}`;
-    if (step.label !== undefined) text += `,"label":${quote(step.label)}`;
-    if (step.childTaskId !== undefined) text += `,"childTaskId":${quote(step.childTaskId)}`;
-    text += '}';
+    text += `[${quote(step.from)},${quote(step.to)},${enumJson(step.role)}`;
+    if (step.childTaskId !== undefined)
+      text += `,${step.label === undefined ? 'null' : quote(step.label)},${quote(step.childTaskId)}`;
+    else if (step.label !== undefined) text += `,${quote(step.label)}`;
+    text += ']';
   }
-  text += `],"failureSignatures":${stringsJson(task.failureSignatures)}`;
-  if (task.parentTaskId !== undefined) text += `,"parentTaskId":${quote(task.parentTaskId)}`;
-  if (task.lineageType !== undefined) text += `,"lineageType":${quote(task.lineageType)}`;
+  text += ']';
+  text += listField('failureSignatures', task.failureSignatures);
   text += field('lineageMetadata', task.lineageMetadata);
-  text += `,"childTaskIds":${stringsJson(task.childTaskIds)}`;
+  text += listField('childTaskIds', task.childTaskIds);
   if (task.fanOut !== undefined)
     text += `,"fanOut":{"nodeId":${quote(task.fanOut.nodeId)},"role":${quote(task.fanOut.role)}}`;
   if (task.arrivedAtMerge !== undefined) text += `,"arrivedAtMerge":${quote(task.arrivedAtMerge)}`;
-  text += `,"toleratedFailure":${task.toleratedFailure}`;
+  if (task.toleratedFailure) text += ',"toleratedFailure":true';
   text += field('error', task.error);
-  text += `,"createdAt":${numberJson(task.createdAt)},"updatedAt":${numberJson(task.updatedAt)}`;
-  if (task.completedAt !== undefined) text += `,"completedAt":${numberJson(task.completedAt)}`;
   return `${text}}`;
 }
 
@@ -312,23 +437,42 @@ export function decodeStageRow(
   return stageOf(decodeJson(text, storedStage, { what: 'a workflow stage record' }), columns, previous);
 }
 
-/**
- * An entry of a task row's list of stages (version 3): the stage's record as `encodeStageOpen` wrote it, with
- * what a stage row holds in its columns added to it, so the list needs no columns of its own.
- */
-export function stageListEntry(openRecord: string, columns: StageColumns): string {
-  return `${openRecord},"index":${columns.stage_index},"nodeId":${JSON.stringify(columns.node_id)},"nodeStatus":${JSON.stringify(columns.node_status)},"startedAt":${columns.started_at},"completedAt":${columns.completed_at}}`;
-}
+const storedStageArray = z.array(storedStage);
+const storedStageListDocument = versioned(
+  workflowRecordVersion,
+  z.object({
+    timesFrom: z.number(),
+    stages: z.array(
+      storedStageSchema.extend({
+        nodeId: z.string(),
+        times: z.tuple([z.number(), z.number()]).optional(),
+      }),
+    ),
+  }),
+);
 
-const storedStageList = z.array(storedStage);
-
 /**
- * The stage records of a task row's list (entries of `stageListEntry`, joined into a JSON array), as
- * stored, in index order: decode each with `decodeStoredStage`, after the stage before it.
+ * The stage records of a task row's list (`encodeStageList`; up to version 4, a JSON array of entries that
+ * each hold their index, node, status and times), as stored, in index order: decode each with
+ * `decodeStoredStage`, after the stage before it.
  */
 export function decodeStageList(text: string, taskId: string): StoredStage[] {
   const what = `the stage list of workflow task ${taskId}`;
-  const stages = decodeJson(text, storedStageList, { what, maxBytes: workflowDocumentMaxBytes });
+  const options = { what, maxBytes: workflowDocumentMaxBytes };
+  let stages: StoredStage[];
+  if (text.trimStart().startsWith('[')) stages = decodeJson(text, storedStageArray, options);
+  else {
+    const list = decodeJson(text, storedStageListDocument, options);
+    let nextIndex = 0;
+    stages = list.stages.map(({ times, ...entry }) => {
+      const index = entry.index ?? nextIndex;
+      nextIndex = index + 1;
+      const startedAt = entry.startedAt ?? (times ? list.timesFrom + times[0] : undefined);
+      const completedAt =
+        entry.completedAt ?? (times && startedAt !== undefined ? startedAt + times[1] : undefined);
+      return { ...entry, index, nodeStatus: entry.nodeStatus ?? 'success', startedAt, completedAt };
+    });
+  }
   let last = -1;
   for (const stage of stages) {
     // What a stage row holds in its columns, each entry must hold itself, in stage order.
@@ -386,24 +530,62 @@ function stageOf(
     completedAt: stored.completedAt ?? Number(columns?.completed_at),
   };
   if (stored.error) stage.error = stored.error;
-  return { stage, extras: stored.eventSeqs ? { eventSeqs: stored.eventSeqs } : {} };
+  const eventSeqs =
+    stored.eventSeqs ?? (stored.seq === undefined ? undefined : ([stored.seq, stored.seq + 1] as const));
+  return { stage, extras: eventSeqs ? { eventSeqs } : {} };
 }
 
-/** A task as stored, with an empty history for the caller to fill from the stage rows. */
-export function decodeTask(text: string): WorkflowTask {
-  const task = decodeJson(text, storedTask, { what: 'a workflow task record' });
+/**
+ * A task as stored, with an empty history for the caller to fill from the stage rows: its record, and its
+ * row's columns for what a version-5 record leaves to them.
+ */
+export function decodeTask(text: string, row: TaskColumns): WorkflowTask {
+  const what = 'a workflow task record';
+  const task = decodeJson(text, storedTask, { what });
+  const parsedColumns = taskColumnsSchema.safeParse(row);
+  if (!parsedColumns.success)
+    throw new SystemError({
+      code: ErrorCodes.jsonUndecodable,
+      message: `${what} cannot be read: its row's columns are not a task's (${parsedColumns.error.issues[0]?.path.join('.')})`,
+    });
+  const columns = parsedColumns.data;
+  const spec = task.spec;
+  const request = spec.request ?? (typeof spec.input === 'string' ? spec.input : undefined);
+  if (request === undefined)
+    throw new SystemError({
+      code: ErrorCodes.jsonUndecodable,
+      message: `${what} cannot be read: its spec has neither a request nor an input that is one`,
+    });
+  const taskId = task.taskId ?? columns.task_id;
   return {
-    ...task,
-    spec: { ...task.spec, input: task.spec.input },
+    taskId,
+    rootTaskId: task.rootTaskId ?? columns.root_task_id,
+    workflowId: task.workflowId ?? columns.workflow_id,
+    spec: specWithDefaults(spec.taskSpecId ?? taskId, request, spec.input, spec),
+    lifecycle: task.lifecycle ?? columns.lifecycle,
+    state: task.state ?? columns.status,
     currentStageId: task.currentStageId,
     currentOutput: task.currentOutput,
-    parentTaskId: task.parentTaskId,
-    lineageType: task.lineageType,
+    routingTrace: task.routingTrace.map((step) => {
+      if (!Array.isArray(step)) return step;
+      const [from, to, role, label, childTaskId] = step;
+      const routed: WorkflowTask['routingTrace'][number] = { from, to, role };
+      if (label !== undefined && label !== null) routed.label = label;
+      if (childTaskId !== undefined) routed.childTaskId = childTaskId;
+      return routed;
+    }),
+    failureSignatures: task.failureSignatures ?? [],
+    parentTaskId: task.parentTaskId ?? columns.parent_task_id ?? undefined,
+    lineageType: task.lineageType ?? columns.lineage_type ?? undefined,
     lineageMetadata: task.lineageMetadata,
+    childTaskIds: task.childTaskIds ?? [],
     fanOut: task.fanOut,
     arrivedAtMerge: task.arrivedAtMerge,
+    toleratedFailure: task.toleratedFailure ?? false,
     error: task.error,
-    completedAt: task.completedAt,
+    createdAt: task.createdAt ?? columns.created_at,
+    updatedAt: task.updatedAt ?? columns.updated_at,
+    completedAt: task.completedAt ?? columns.completed_at ?? undefined,
     history: [],
   };
 }
@@ -436,7 +618,9 @@ const storedRunEventSchema = z.object({
   taskId: z.string().optional(),
   stageId: z.string().optional(),
   type: eventSchema.shape.type,
-  timestamp: z.number(),
+  timestamp: z.number().optional(),
+  /** Version 5: the timestamp as an offset from the document's `timesFrom`. */
+  at: z.number().optional(),
   payload: jsonObject,
   metadata: eventSchema.shape.metadata.optional(),
 });
@@ -445,8 +629,16 @@ const storedRunRecords = versioned(
   workflowRecordVersion,
   z.object({
     workflowId: z.string().optional(),
+    timesFrom: z.number().optional(),
     events: z.array(storedRunEventSchema),
-    artifacts: z.array(storedArtifactSchema.extend({ taskId: z.string().optional() })),
+    artifacts: z.array(
+      storedArtifactSchema.extend({
+        artifactId: z.string().optional(),
+        taskId: z.string().optional(),
+        createdAt: z.number().optional(),
+        at: z.number().optional(),
+      }),
+    ),
   }),
 );
 
@@ -473,12 +665,14 @@ export function withinDocumentLimit(text: string, what: string, maxBytes = workf
 }
 
 /**
- * The JSON of a run's end records (version 4): its events and artifacts without what the row and the
- * document already say. An event of the run is `{seq, type, timestamp, payload}` (and its `stageId`): its
- * id is `<root task>:<seq>`, its root and task are the row's, and its metadata names the document's
- * `workflowId`; an event that differs in any of these writes that field. An artifact leaves out the run's id,
- * and its task when that is the root. Refused above `maxBytes` (see `withinDocumentLimit`). In version 3, which
- * wrote each event whole, the events were most of this document and two thirds of its encoding time.
+ * The JSON of a run's end records (version 5): its events and artifacts without what the row and the
+ * document already say. An event of the run is `{seq, type, at, payload}` (and its `stageId`): its id is
+ * `<root task>:<seq>`, its root and task are the row's, its metadata names the document's `workflowId`, and its
+ * timestamp is `at` after the document's `timesFrom` (the first event's); an event that differs in any of these
+ * writes that field (a time that is not a whole number as `timestamp`). An artifact leaves out the run's id, its
+ * task when that is the root, its id when it is the telemetry snapshot's `<task>:telemetry`, and writes its time
+ * as `at` too. Refused above `maxBytes` (see `withinDocumentLimit`). In version 3, which wrote each event whole,
+ * the events were most of this document and two thirds of its encoding time.
  */
 export function encodeRunRecords(
   rootTaskId: string,
@@ -487,9 +681,12 @@ export function encodeRunRecords(
   maxBytes = workflowDocumentMaxBytes,
 ): string {
   const workflowId = events[0]?.metadata.workflowId;
+  const timesFrom = events[0]?.timestamp ?? artifacts[0]?.createdAt ?? 0;
+  const timeField = (key: string, time: number) =>
+    offsetable(timesFrom, time) ? `,"at":${time - timesFrom}` : `,"${key}":${numberJson(time)}`;
   let text = versionPrefix;
   if (workflowId !== undefined) text += `,"workflowId":${JSON.stringify(workflowId)}`;
-  text += ',"events":[';
+  text += `,"timesFrom":${numberJson(timesFrom)},"events":[`;
   for (let index = 0; index < events.length; index++) {
     const event = events[index]!;
     if (index > 0) text += ',';
@@ -498,7 +695,7 @@ export function encodeRunRecords(
     if (event.rootTaskId !== rootTaskId) text += `,"rootTaskId":${JSON.stringify(event.rootTaskId)}`;
     if (event.taskId !== rootTaskId) text += `,"taskId":${JSON.stringify(event.taskId)}`;
     if (event.stageId !== undefined) text += `,"stageId":${JSON.stringify(event.stageId)}`;
-    text += `,"type":${enumJson(event.type)},"timestamp":${numberJson(event.timestamp)},"payload":${JSON.stringify(event.payload)}`;
+    text += `,"type":${enumJson(event.type)}${timeField('timestamp', event.timestamp)},"payload":${JSON.stringify(event.payload)}`;
     if (event.metadata.workflowId !== workflowId) text += `,"metadata":${JSON.stringify(event.metadata)}`;
     text += '}';
   }
@@ -506,11 +703,13 @@ export function encodeRunRecords(
   for (let index = 0; index < artifacts.length; index++) {
     const artifact = artifacts[index]!;
     if (index > 0) text += ',';
-    text += `{"artifactId":${quote(artifact.artifactId)}`;
+    text += `{"type":${quote(artifact.type)}`;
+    if (artifact.type !== 'telemetry_snapshot' || artifact.artifactId !== `${artifact.taskId}:telemetry`)
+      text += `,"artifactId":${quote(artifact.artifactId)}`;
     if (artifact.taskId !== rootTaskId) text += `,"taskId":${quote(artifact.taskId)}`;
     if (artifact.nodeId !== undefined) text += `,"nodeId":${quote(artifact.nodeId)}`;
     // A payload without JSON (undefined) reads back null, as an artifact row's did.
-    text += `,"type":${quote(artifact.type)},"createdAt":${numberJson(artifact.createdAt)}${field('payload', artifact.payload ?? null)}`;
+    text += `${timeField('createdAt', artifact.createdAt)}${field('payload', artifact.payload ?? null)}`;
     const metadata = frozenObjectJson(artifact.metadata);
     text += metadata === undefined ? '}' : `,"metadata":${metadata}}`;
   }
@@ -542,39 +741,48 @@ export function decodeRunRecords(
   const stored = decodeJson(text, storedRunRecords, { what, maxBytes: workflowDocumentMaxBytes });
   const documentMetadata =
     stored.workflowId === undefined ? undefined : Object.freeze({ workflowId: stored.workflowId });
+  const fault = (message: string) =>
+    new SystemError({ code: ErrorCodes.jsonUndecodable, message: `${what} cannot be read: ${message}` });
+  /** A time written as itself, or (version 5) as an offset from the document's. */
+  const timeOf = (time: number | undefined, at: number | undefined, whose: string): number => {
+    if (time !== undefined) return time;
+    if (at === undefined || stored.timesFrom === undefined) throw fault(`${whose} has no time`);
+    return stored.timesFrom + at;
+  };
   return {
     events: stored.events.map((event, index): TelemetryEvent => {
       const eventId = event.eventId ?? (event.seq === undefined ? undefined : `${rootTaskId}:${event.seq}`);
       const metadata = event.metadata ?? documentMetadata;
       if (eventId === undefined || metadata === undefined)
-        throw new SystemError({
-          code: ErrorCodes.jsonUndecodable,
-          message: `${what} cannot be read: event ${index} has no ${eventId === undefined ? 'id or sequence number' : 'workflow'}`,
-        });
+        throw fault(`event ${index} has no ${eventId === undefined ? 'id or sequence number' : 'workflow'}`);
       return {
         eventId,
         rootTaskId: event.rootTaskId ?? rootTaskId,
         taskId: event.taskId ?? rootTaskId,
         stageId: event.stageId,
         type: event.type,
-        timestamp: event.timestamp,
+        timestamp: timeOf(event.timestamp, event.at, `event ${index}`),
         payload: event.payload,
         // One object per document: events of a run share theirs in memory too (see the emitter).
         metadata,
       };
     }),
-    artifacts: stored.artifacts.map(
-      (artifact): Artifact => ({
-        artifactId: artifact.artifactId,
+    artifacts: stored.artifacts.map((artifact, index): Artifact => {
+      const taskId = artifact.taskId ?? rootTaskId;
+      const artifactId =
+        artifact.artifactId ?? (artifact.type === 'telemetry_snapshot' ? `${taskId}:telemetry` : undefined);
+      if (artifactId === undefined) throw fault(`artifact ${index} has no id`);
+      return {
+        artifactId,
         rootTaskId,
-        taskId: artifact.taskId ?? rootTaskId,
+        taskId,
         nodeId: artifact.nodeId,
         type: artifact.type,
-        createdAt: artifact.createdAt,
+        createdAt: timeOf(artifact.createdAt, artifact.at, `artifact ${index}`),
         payload: artifact.payload,
         metadata: artifact.metadata,
-      }),
-    ),
+      };
+    }),
   };
 }
 

@@ -12,7 +12,7 @@ import {
   systemClock,
 } from '../util/index.js';
 import { WorkflowErrorCodes } from './error-codes.js';
-import { decodeTask, encodeTask } from './records.js';
+import { decodeTask, encodeTask, type TaskColumns, taskColumnsSql } from './records.js';
 
 /**
  * The process that writes a durable run, as its task rows name it (migration 0042). A run's code lives in
@@ -134,8 +134,8 @@ export async function concludeInterruptedRuns(
   let tasks = 0;
   let after = '';
   while (!options.stopping?.()) {
-    const rows = await db.all<{ task_id: string; root_task_id: string; record: string }>(
-      `SELECT task_id, root_task_id, record FROM workflow_tasks WHERE ${orphanedTask} AND task_id > ? ORDER BY task_id LIMIT ?`,
+    const rows = await db.all<TaskColumns & { record: string }>(
+      `SELECT ${taskColumnsSql}, record FROM workflow_tasks WHERE ${orphanedTask} AND task_id > ? ORDER BY task_id LIMIT ?`,
       [own, now, after, batchTasks],
     );
     if (rows.length === 0) break;
@@ -145,7 +145,7 @@ export async function concludeInterruptedRuns(
         for (const row of rows) {
           let record: string;
           try {
-            const task = decodeTask(row.record);
+            const task = decodeTask(row.record, row);
             task.lifecycle = 'concluded';
             task.state = 'failed';
             task.error = { code: WorkflowErrorCodes.interrupted, message: interruptedMessage };

@@ -1,16 +1,19 @@
 import type { NodeKind, NodeRole } from './manifest-schemas.js';
 
 /** The seven internal states (the original's `UniversalStatus`). */
-export type TaskState =
-  | 'pending'
-  | 'in_progress'
-  | 'completed'
-  | 'failed'
-  | 'partial'
-  | 'cancelled'
-  | 'blocked';
+export const taskStates = [
+  'pending',
+  'in_progress',
+  'completed',
+  'failed',
+  'partial',
+  'cancelled',
+  'blocked',
+] as const;
+export type TaskState = (typeof taskStates)[number];
 /** Where a task is in its life, independent of how it is doing. */
-export type TaskLifecycle = 'queued' | 'active' | 'suspended' | 'concluded' | 'archived';
+export const taskLifecycles = ['queued', 'active', 'suspended', 'concluded', 'archived'] as const;
+export type TaskLifecycle = (typeof taskLifecycles)[number];
 /** The three-value status of the API (tools, nodes and tasks). */
 export type WorkflowOutcome = 'success' | 'failure' | 'partial';
 
@@ -51,6 +54,33 @@ export interface TaskSpec {
   files: string[];
   overrides: string[];
   metadata: Record<string, unknown>;
+}
+
+/** What a spec may leave to its defaults: a run's options, and a stored task record (record version 5). */
+export type SpecOptions = Partial<
+  Pick<TaskSpec, 'mode' | 'priority' | 'hints' | 'files' | 'overrides' | 'metadata'>
+>;
+export const defaultSpecMode: TaskSpec['mode'] = 'implement';
+export const defaultSpecPriority: TaskSpec['priority'] = 'normal';
+
+/** A spec with `options`' fields; those it leaves out take their defaults (`implement`, `normal`, empty). */
+export function specWithDefaults(
+  taskSpecId: string,
+  request: string,
+  input: unknown,
+  options: SpecOptions,
+): TaskSpec {
+  return {
+    taskSpecId,
+    request,
+    input,
+    mode: options.mode ?? defaultSpecMode,
+    priority: options.priority ?? defaultSpecPriority,
+    hints: options.hints ?? [],
+    files: options.files ?? [],
+    overrides: options.overrides ?? [],
+    metadata: options.metadata ?? {},
+  };
 }
 
 export interface ToolCallRecord {

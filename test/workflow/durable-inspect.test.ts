@@ -8,6 +8,7 @@ import type {
   WorkflowFunction,
 } from '../../src/workflow/index.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
+import { decodeStageList } from '../../src/workflow/records.js';
 import { describeEachDatabase } from '../helpers/databases.js';
 import { recordingReads } from '../helpers/query-plans.js';
 import { planOf } from '../helpers/retention.js';
@@ -201,12 +202,12 @@ describeEachDatabase('a durable run inspects from the database as it did in memo
         .filter((artifact) => artifact.type === 'node_output');
       // The stages: rows of their own, and the lists on the rows that concluded their tasks.
       const stageRows = await db.all<{ record: string }>('SELECT record FROM workflow_stages');
-      const stageLists = await db.all<{ stage_records: string }>(
-        'SELECT stage_records FROM workflow_tasks WHERE stage_records IS NOT NULL',
+      const stageLists = await db.all<{ task_id: string; stage_records: string }>(
+        'SELECT task_id, stage_records FROM workflow_tasks WHERE stage_records IS NOT NULL',
       );
       const stages =
         stageRows.length +
-        stageLists.reduce((sum, row) => sum + (JSON.parse(row.stage_records) as unknown[]).length, 0);
+        stageLists.reduce((sum, row) => sum + decodeStageList(row.stage_records, row.task_id).length, 0);
       expect(stages).toBeGreaterThan(0);
       if (testCase.rowsOfTheirOwn) {
         expect(nodeEvents).toHaveLength(2 * stages);

@@ -4,7 +4,7 @@ import type { SqlDatabase, SqlExecutor } from '../../src/store/index.js';
 import { createManualClock, createSequentialIdGenerator, ErrorCodes } from '../../src/util/index.js';
 import { createWorkflowRetention, type WorkflowEngine } from '../../src/workflow/index.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
-import { endedTaskStates, outcomeOf, type TaskState } from '../../src/workflow/task.js';
+import { endedTaskStates, outcomeOf, taskStates } from '../../src/workflow/task.js';
 import { counted, describeEachDatabase } from '../helpers/databases.js';
 import { createFaultyDatabase } from '../helpers/faulty-database.js';
 import { capturingLogger, dayMs, eventually, now, planOf, recording, watched } from '../helpers/retention.js';
@@ -460,16 +460,7 @@ describe('the retention option of the workflows section', () => {
   });
 
   it('counts as ended exactly the states that have a status', () => {
-    const states: TaskState[] = [
-      'pending',
-      'in_progress',
-      'completed',
-      'failed',
-      'partial',
-      'cancelled',
-      'blocked',
-    ];
-    expect(states.filter((state) => outcomeOf(state) !== undefined).sort()).toEqual(
+    expect(taskStates.filter((state) => outcomeOf(state) !== undefined).sort()).toEqual(
       [...endedTaskStates].sort(),
     );
   });

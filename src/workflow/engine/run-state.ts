@@ -1,7 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { WorkflowRecordWriter } from '../record-store.js';
 import type { JobHandle } from '../scheduler.js';
-import type { StageRecord, TaskSpec, TaskState, WorkflowOutcome, WorkflowTask } from '../task.js';
+import {
+  type SpecOptions,
+  type StageRecord,
+  specWithDefaults,
+  type TaskSpec,
+  type TaskState,
+  type WorkflowOutcome,
+  type WorkflowTask,
+} from '../task.js';
 import type { TelemetryEvent } from '../telemetry.js';
 import type { QuietEvent } from './emitter.js';
 import type { WorkflowRunResult } from './types.js';
@@ -240,25 +248,12 @@ export function normalizeRequest(input: unknown): string {
   return JSON.stringify(input ?? null);
 }
 
-type SpecOptions = Partial<
-  Pick<TaskSpec, 'mode' | 'priority' | 'hints' | 'files' | 'overrides' | 'metadata'>
->;
 /** The spec options of a run given none: one frozen object, not a new empty one per run. */
 const noSpecOptions: SpecOptions = Object.freeze({});
 
 /** The task spec of a root task from `run` options. */
 export function rootSpec(taskId: string, input: unknown, spec: SpecOptions = noSpecOptions): TaskSpec {
-  return {
-    taskSpecId: taskId,
-    request: normalizeRequest(input),
-    input,
-    mode: spec.mode ?? 'implement',
-    priority: spec.priority ?? 'normal',
-    hints: spec.hints ?? [],
-    files: spec.files ?? [],
-    overrides: spec.overrides ?? [],
-    metadata: spec.metadata ?? {},
-  };
+  return specWithDefaults(taskId, normalizeRequest(input), input, spec);
 }
 
 /** An id generator that can be handed the time, when its caller has just read `Date.now()`. */
