@@ -23,7 +23,7 @@ import { versioned } from './versioned.js';
  * `StageRowExtras`). Version 3 writes a run's end records (its events and artifacts besides those its stage
  * rows stand for) as one document on its root task's row (`encodeRunRecords`, migration 0046) instead of a
  * row each in `workflow_events` and `workflow_artifacts`, and the stage records written with the row that
- * concludes their task as a list on that row (`stageListEntry`) instead of a row each in
+ * concludes their task as a list on that row (`encodeStageList`) instead of a row each in
  * `workflow_stages`; the records themselves keep their shapes. Version 4 changed only the end records
  * document: its events leave out what every event of the run repeats (see `encodeRunRecords`), and its
  * artifacts their task when it is the run's root. Version 5 shortened what a run writes on its task rows
