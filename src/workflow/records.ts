@@ -5,6 +5,7 @@ import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import {
   defaultSpecMode,
   defaultSpecPriority,
+  lineageTypes,
   type StageRecord,
   specWithDefaults,
   taskLifecycles,
@@ -29,7 +30,7 @@ import { versioned } from './versioned.js';
  * artifacts their task when it is the run's root. Version 5 shortened what a run writes on its task rows
  * (decision 0053): a task record leaves out what the row's columns hold and the spec's and lists' defaults,
  * and writes its routing steps as arrays (`encodeTask`); a stage list is an object stating the version once,
- * whose entries leave out what follows from the entry before them (`stageList`); an end records document
+ * whose entries leave out what follows from the entry before them (`encodeStageList`); an end records document
  * writes times as offsets from one it states (`encodeRunRecords`). Events (in their own rows) have the same
  * shape in every version. A change of shape adds the next version here
  * with an upgrade, and `scripts/workflow-record-fixtures.ts` then writes that version's file of the corpus
@@ -93,7 +94,7 @@ const taskSpecSchema = z.object({
 
 const lifecycleNames = z.enum(taskLifecycles);
 const taskStateNames = z.enum(taskStates);
-const lineageTypes = z.enum(['clone', 'subtask']);
+const lineageTypeNames = z.enum(lineageTypes);
 
 /**
  * The task row's record: the task without its history, which lives in the stage rows. Up to version 4 it
@@ -139,7 +140,7 @@ const storedTaskSchema = z.object({
   ),
   failureSignatures: z.array(z.string()).optional(),
   parentTaskId: z.string().optional(),
-  lineageType: lineageTypes.optional(),
+  lineageType: lineageTypeNames.optional(),
   lineageMetadata: jsonObject.optional(),
   childTaskIds: z.array(z.string()).optional(),
   fanOut: z.object({ nodeId: z.string(), role: z.enum(['branch', 'split']) }).optional(),
@@ -166,7 +167,7 @@ const taskColumnsSchema = z.object({
   root_task_id: z.string(),
   workflow_id: z.string(),
   parent_task_id: z.string().nullable(),
-  lineage_type: lineageTypes.nullable(),
+  lineage_type: lineageTypeNames.nullable(),
   lifecycle: lifecycleNames,
   status: taskStateNames,
   created_at: timeColumn,
@@ -460,7 +461,8 @@ export function decodeStageList(text: string, taskId: string): StoredStage[] {
   const what = `the stage list of workflow task ${taskId}`;
   const options = { what, maxBytes: workflowDocumentMaxBytes };
   let stages: StoredStage[];
-  if (text.trimStart().startsWith('[')) stages = decodeJson(text, storedStageArray, options);
+  // Looked at without copying: a list may be hundreds of megabytes.
+  if (/^\s*\[/.test(text)) stages = decodeJson(text, storedStageArray, options);
   else {
     const list = decodeJson(text, storedStageListDocument, options);
     let nextIndex = 0;

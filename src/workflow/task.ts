@@ -121,7 +121,8 @@ export interface RoutingStep {
   childTaskId?: string;
 }
 
-export type LineageType = 'clone' | 'subtask';
+export const lineageTypes = ['clone', 'subtask'] as const;
+export type LineageType = (typeof lineageTypes)[number];
 
 export interface WorkflowTask {
   taskId: string;

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { newRootTask, rootSpec } from '../../src/workflow/engine/run-state.js';
 import { buildInspection } from '../../src/workflow/inspector.js';
 import { createSqlRecordStore } from '../../src/workflow/record-store.js';
 import {
@@ -396,31 +397,7 @@ it('writes a task record without its columns and defaults, and reads every field
     Object.keys(full.spec).sort(),
   );
   // A task of defaults: a string input that is its request, its own id as the spec's, empty lists.
-  const plain: WorkflowTask = {
-    ...full,
-    spec: {
-      ...full.spec,
-      taskSpecId: full.taskId,
-      request: 'hi',
-      input: 'hi',
-      mode: 'implement',
-      priority: 'normal',
-      hints: [],
-      files: [],
-      overrides: [],
-      metadata: {},
-    },
-    currentStageId: undefined,
-    currentOutput: undefined,
-    routingTrace: [],
-    failureSignatures: [],
-    lineageMetadata: undefined,
-    childTaskIds: [],
-    fanOut: undefined,
-    arrivedAtMerge: undefined,
-    toleratedFailure: false,
-    error: undefined,
-  };
+  const plain = newRootTask('flow', 1_763_000_000_000, 'wft_plain', rootSpec('wft_plain', 'hi'));
   expect(JSON.parse(encodeTask(plain))).toEqual({
     schemaVersion: workflowRecordVersion,
     spec: { input: 'hi' },
