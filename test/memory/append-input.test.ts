@@ -31,6 +31,54 @@ const inputs: unknown[] = [
   { role: 'user' },
   { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock' },
   { role: 'tool', content: 'out' },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', isError: true, metadata: { a: 1 } },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', isError: false, createdAtMs: 5 },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', isError: undefined },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', isError: 'yes' },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', isError: 0 },
+  { role: 'tool', content: 'out', toolCallId: '', toolName: 'clock' },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: '' },
+  { role: 'tool', content: 'out', toolCallId: 'i'.repeat(512), toolName: 'n'.repeat(256) },
+  { role: 'tool', content: 'out', toolCallId: 'i'.repeat(513), toolName: 'clock' },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'n'.repeat(257) },
+  { role: 'tool', content: 'out', toolCallId: 7, toolName: 'clock' },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', toolCalls: [], extra: 1 },
+  { role: 'tool', content: 'out', toolCallId: 't1', toolName: 'clock', metadata: Object.create(null) },
+  { role: 'tool', content: null, toolCallId: 't1', toolName: 'clock' },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: [{ id: 't1', name: 'n', arguments: { a: [1], b: { c: null } } }],
+  },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: {}, extra: true }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: '', name: 'n', arguments: {} }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n'.repeat(257), arguments: {} }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 'i'.repeat(513), name: 'n', arguments: {} }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n' }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: [] }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: 'x' }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: null }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: Object.create(null) }] },
+  { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: { [Symbol('s')]: 1 } }] },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: [{ id: 't1', name: 'n', arguments: JSON.parse('{"__proto__": {"polluted": true}}') }],
+  },
+  { role: 'assistant', content: '', toolCalls: [null] },
+  { role: 'assistant', content: '', toolCalls: [[]] },
+  // biome-ignore lint/suspicious/noSparseArray: a hole is an element the schema must see as undefined
+  { role: 'assistant', content: '', toolCalls: [, { id: 't1', name: 'n', arguments: {} }] },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: Array.from({ length: 256 }, (_, index) => ({ id: `t${index}`, name: 'n', arguments: {} })),
+  },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: Array.from({ length: 257 }, (_, index) => ({ id: `t${index}`, name: 'n', arguments: {} })),
+  },
   { role: 'admin', content: 'x' },
   { content: 'x' },
   { role: 'user', content: 'x', metadata: null },
@@ -66,20 +114,45 @@ describe('append input check', () => {
     }
   });
 
-  it("checks a chat turn's messages without the schema, and anything with tool calls through it", () => {
+  it("checks a chat turn's messages and a loop's tool calls and results without the schema, the rest through it", () => {
     const schema = vi.spyOn(appendInputSchema, 'safeParse');
     parseAppendInput({ role: 'user', content: 'hello', metadata: { runId: 'r1' } }, 0);
     parseAppendInput(
       { role: 'assistant', content: 'hi', toolCalls: undefined, metadata: { runId: 'r1' } },
       1,
     );
-    expect(schema).not.toHaveBeenCalled();
     parseAppendInput(
-      { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: {} }] },
+      { role: 'assistant', content: '', toolCalls: [{ id: 't1', name: 'n', arguments: { q: 'x' } }] },
       2,
     );
-    parseAppendInput({ role: 'user', content: 'x', metadata: Object.create(null) }, 3);
-    expect(schema).toHaveBeenCalledTimes(2);
+    parseAppendInput({ role: 'tool', content: 'ok', toolCallId: 't1', toolName: 'n', isError: false }, 3);
+    expect(schema).not.toHaveBeenCalled();
+    parseAppendInput({ role: 'user', content: 'x', metadata: Object.create(null) }, 4);
+    parseAppendInput(
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 't1', name: 'n', arguments: Object.create(null) }],
+      },
+      5,
+    );
+    expect(() => parseAppendInput({ role: 'tool', content: 'ok', toolCallId: '', toolName: 'n' }, 6)).toThrow(
+      expect.objectContaining({ code: ErrorCodes.invalidRequest }),
+    );
+    expect(schema).toHaveBeenCalledTimes(3);
+  });
+
+  it("keeps a copy of a tool call's arguments, not the object the caller may change later", () => {
+    const args: Record<string, unknown> = { q: 'x' };
+    const calls = [{ id: 't1', name: 'n', arguments: args }];
+    const parsed = parseAppendInput({ role: 'assistant', content: '', toolCalls: calls }, 0);
+    args.q = 'changed';
+    calls.push({ id: 't2', name: 'n', arguments: {} });
+    expect(parsed).toStrictEqual({
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 't1', name: 'n', arguments: { q: 'x' } }],
+    });
   });
 
   it("keeps a copy of the caller's metadata, not the object the caller may change later", () => {

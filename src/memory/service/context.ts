@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Bus } from '../../bus/index.js';
-import type { ModelMessage } from '../../model/index.js';
+import type { ModelMessage, ModelToolCall } from '../../model/index.js';
 import type { SqlDatabase, SqlExecutor } from '../../store/index.js';
 import {
   type BackoffTimer,
@@ -126,9 +126,12 @@ export interface MemoryContext {
 
 const maxContentChars = 1_000_000;
 
+const maxToolCallIdChars = 512;
+const maxToolNameChars = 256;
+const maxToolCalls = 256;
 const toolCallSchema = z.object({
-  id: z.string().min(1).max(512),
-  name: z.string().min(1).max(256),
+  id: z.string().min(1).max(maxToolCallIdChars),
+  name: z.string().min(1).max(maxToolNameChars),
   arguments: z.record(z.string(), z.unknown()),
 });
 const metadataSchema = z.record(z.string(), z.unknown()).optional();
@@ -142,15 +145,15 @@ export const appendInputSchema = z.discriminatedUnion('role', [
   z.object({
     role: z.literal('assistant'),
     content: z.string().max(maxContentChars),
-    toolCalls: z.array(toolCallSchema).max(256).optional(),
+    toolCalls: z.array(toolCallSchema).max(maxToolCalls).optional(),
     metadata: metadataSchema,
     createdAtMs: z.number().int().nonnegative().optional(),
   }),
   z.object({
     role: z.literal('tool'),
     content: z.string().max(maxContentChars),
-    toolCallId: z.string().min(1).max(512),
-    toolName: z.string().min(1).max(256),
+    toolCallId: z.string().min(1).max(maxToolCallIdChars),
+    toolName: z.string().min(1).max(maxToolNameChars),
     isError: z.boolean().optional(),
     metadata: metadataSchema,
     createdAtMs: z.number().int().nonnegative().optional(),
@@ -158,16 +161,16 @@ export const appendInputSchema = z.discriminatedUnion('role', [
 ]);
 
 /**
- * The metadata record as `appendInputSchema` would return it, for the plain objects whose copy is simply their
- * enumerable string-keyed properties; undefined leaves any other value (a null prototype, symbol keys, an own
- * `__proto__`, not an object at all) to the schema.
+ * A record (metadata, a tool call's arguments) as `appendInputSchema` would return it, for the plain objects
+ * whose copy is simply their enumerable string-keyed properties; undefined leaves any other value (a null
+ * prototype, symbol keys, an own `__proto__`, not an object at all) to the schema.
  */
-function copyPlainMetadata(metadata: unknown): Record<string, unknown> | undefined {
-  if (typeof metadata !== 'object' || metadata === null) return undefined;
-  if (Object.getPrototypeOf(metadata) !== Object.prototype || Object.hasOwn(metadata, '__proto__'))
+function copyPlainRecord(record: unknown): Record<string, unknown> | undefined {
+  if (typeof record !== 'object' || record === null) return undefined;
+  if (Object.getPrototypeOf(record) !== Object.prototype || Object.hasOwn(record, '__proto__'))
     return undefined;
-  if (Object.getOwnPropertySymbols(metadata).length > 0) return undefined;
-  return copyRecord(metadata as Record<string, unknown>);
+  if (Object.getOwnPropertySymbols(record).length > 0) return undefined;
+  return copyRecord(record as Record<string, unknown>);
 }
 
 /**
@@ -182,11 +185,12 @@ export function copyRecord(record: Readonly<Record<string, unknown>>): Record<st
 }
 
 /**
- * One append input checked against `appendInputSchema`. The inputs of a chat turn (a user message, an
- * assistant reply without tool calls, plain metadata) are checked here directly: through the schema they were
- * the largest share of a 1-client turn's validation (a discriminated union, an object and a record, each
- * copied). The result is the schema's own for every input this path takes (test/memory/append-input.test.ts
- * compares them); anything else, and every failure, goes through the schema.
+ * One append input checked against `appendInputSchema`. The inputs of chat turns and of an engage loop's
+ * transcript (messages, tool calls with plain arguments, tool results, plain metadata) are checked here
+ * directly: through the schema they were the largest share of a 1-client turn's validation (a discriminated
+ * union, an object and a record, each copied), and of a durable loop's append of its transcript. The result
+ * is the schema's own for every input this path takes (test/memory/append-input.test.ts compares them);
+ * anything else, and every failure, goes through the schema.
  */
 export function parseAppendInput(input: unknown, index: number): AppendInput {
   const plain = plainAppendInput(input);
@@ -200,18 +204,30 @@ function plainAppendInput(input: unknown): AppendInput | undefined {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return undefined;
   const fields = input as Record<string, unknown>;
   const { role, content } = fields;
-  if (role !== 'user' && role !== 'system' && role !== 'assistant') return undefined;
+  if (role !== 'user' && role !== 'system' && role !== 'assistant' && role !== 'tool') return undefined;
   if (typeof content !== 'string' || content.length > maxContentChars) return undefined;
   const out: Record<string, unknown> = { role, content };
   // The schema keeps an optional key given as undefined, and drops the keys it does not know.
   if (role === 'assistant' && 'toolCalls' in fields) {
-    if (fields.toolCalls !== undefined) return undefined;
-    out.toolCalls = undefined;
+    const toolCalls = fields.toolCalls === undefined ? undefined : plainToolCalls(fields.toolCalls);
+    if (toolCalls === undefined && fields.toolCalls !== undefined) return undefined;
+    out.toolCalls = toolCalls;
+  }
+  if (role === 'tool') {
+    const { toolCallId, toolName } = fields;
+    if (!boundedName(toolCallId, maxToolCallIdChars) || !boundedName(toolName, maxToolNameChars))
+      return undefined;
+    out.toolCallId = toolCallId;
+    out.toolName = toolName;
+    if ('isError' in fields) {
+      if (fields.isError !== undefined && typeof fields.isError !== 'boolean') return undefined;
+      out.isError = fields.isError;
+    }
   }
   if ('metadata' in fields) {
     if (fields.metadata === undefined) out.metadata = undefined;
     else {
-      const metadata = copyPlainMetadata(fields.metadata);
+      const metadata = copyPlainRecord(fields.metadata);
       if (metadata === undefined) return undefined;
       out.metadata = metadata;
     }
@@ -223,6 +239,29 @@ function plainAppendInput(input: unknown): AppendInput | undefined {
     out.createdAtMs = createdAtMs;
   }
   return out as unknown as AppendInput;
+}
+
+/** A string of 1 to `maxChars` characters, as `z.string().min(1).max(maxChars)` accepts. */
+const boundedName = (value: unknown, maxChars: number): value is string =>
+  typeof value === 'string' && value.length >= 1 && value.length <= maxChars;
+
+/**
+ * The tool calls as `toolCallSchema`'s array returns them (each call's id, name and a copy of its arguments),
+ * for an array of at most `maxToolCalls` plain calls with plain-record arguments; undefined leaves anything
+ * else to the schema.
+ */
+function plainToolCalls(value: unknown): ModelToolCall[] | undefined {
+  if (!Array.isArray(value) || value.length > maxToolCalls) return undefined;
+  const calls: ModelToolCall[] = [];
+  for (const call of value as unknown[]) {
+    if (typeof call !== 'object' || call === null || Array.isArray(call)) return undefined;
+    const { id, name, arguments: args } = call as Record<string, unknown>;
+    if (!boundedName(id, maxToolCallIdChars) || !boundedName(name, maxToolNameChars)) return undefined;
+    const copied = copyPlainRecord(args);
+    if (copied === undefined) return undefined;
+    calls.push({ id, name, arguments: copied });
+  }
+  return calls;
 }
 
 const sessionRefSchema = z
