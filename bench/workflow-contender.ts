@@ -35,13 +35,13 @@ export type ShapeKey = (typeof shapeKeys)[number];
 export type Command =
   /** `iterations` and `warmUpMs`: the shape's batch size and warm-up, for `agentd-shared`'s own warm-up. */
   | { cmd: 'build'; shape: ShapeKey; iterations: number; warmUpMs: number }
-  | { cmd: 'batch'; iterations: number }
+  | { cmd: 'batch'; iterations: number; minMs?: number }
   | { cmd: 'heap'; runs: number }
   | { cmd: 'release' }
   | { cmd: 'exit' };
 export type Answer =
   | { built: true; name: string }
-  | { wallUs: number; cpuUs: number }
+  | { wallUs: number; cpuUs: number; runs: number }
   | { heapKiB: number }
   | { released: true }
   | { error: string };
@@ -375,14 +375,26 @@ function mastraOf(shape: ShapeKey): Promise<Contender> {
   return shape === 'fan' ? mastraFan() : mastraChain(chainLength[shape]);
 }
 
-/** Runs `run` `iterations` times one after another: wall and CPU (all threads) µs per run. */
-async function timeBatch(run: Runner, iterations: number): Promise<{ wallUs: number; cpuUs: number }> {
+/**
+ * Runs `run` `iterations` times one after another, and again as many times until `minMs` have passed: wall and
+ * CPU (all threads) µs per run, and the runs.
+ */
+async function timeBatch(
+  run: Runner,
+  iterations: number,
+  minMs = 0,
+): Promise<{ wallUs: number; cpuUs: number; runs: number }> {
   const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
-  for (let index = 0; index < iterations; index++) await run();
-  const wallUs = Number(process.hrtime.bigint() - start) / 1000 / iterations;
+  const until = start + BigInt(Math.round(minMs * 1e6));
+  let runs = 0;
+  do {
+    for (let index = 0; index < iterations; index++) await run();
+    runs += iterations;
+  } while (process.hrtime.bigint() < until);
+  const wallUs = Number(process.hrtime.bigint() - start) / 1000 / runs;
   const used = process.cpuUsage(cpu);
-  return { wallUs, cpuUs: (used.user + used.system) / iterations };
+  return { wallUs, cpuUs: (used.user + used.system) / runs, runs };
 }
 
 v8.setFlagsFromString('--expose-gc');
@@ -468,13 +480,14 @@ async function sharedRound(
   agentd: Contender,
   others: Contender[],
   iterations: number,
-): Promise<{ wallUs: number; cpuUs: number }> {
+  minMs: number | undefined,
+): Promise<{ wallUs: number; cpuUs: number; runs: number }> {
   const all = [agentd, ...others];
   const start = sharedRounds++ % all.length;
-  let timed: { wallUs: number; cpuUs: number } | undefined;
+  let timed: { wallUs: number; cpuUs: number; runs: number } | undefined;
   for (let offset = 0; offset < all.length; offset++) {
     const contender = all[(start + offset) % all.length]!;
-    const figures = await timeBatch(contender.run, iterations);
+    const figures = await timeBatch(contender.run, iterations, minMs);
     if (contender === agentd) timed = figures;
   }
   return timed!;
@@ -492,8 +505,9 @@ function serve(key: ContenderKey): void {
           await warmUpShared(contender, contender.others, command.iterations, command.warmUpMs);
         return { built: true, name: contender.name };
       case 'batch':
-        if (contender!.others) return sharedRound(contender!, contender!.others, command.iterations);
-        return timeBatch(contender!.run, command.iterations);
+        if (contender!.others)
+          return sharedRound(contender!, contender!.others, command.iterations, command.minMs);
+        return timeBatch(contender!.run, command.iterations, command.minMs);
       case 'heap':
         return { heapKiB: await retainedHeapKiB(contender!.run, command.runs) };
       case 'release':

@@ -38,6 +38,14 @@ const contenders: ContenderKey[] = [
 ];
 
 const rounds = 5;
+/**
+ * A timed batch's least length: a contender's batch starts after the others' (each in its own process), on a
+ * core their work has just left, and a cheap contender's batch of a few hundred runs lasted 1–15 ms, where
+ * that start weighed (agentd's durable 3-node chain: 45–47 µs a run in batches back to back, 52–57 after a
+ * pause of 30–100 ms, 66 in the interleaved batches). At 100 ms every contender's batch is long enough, and a
+ * durable chain's holds the checkpoints its commits bring (one in about 900).
+ */
+const minBatchMs = 100;
 /** Warm-up per contender and shape, in two passes (see `run`). */
 const warmUpMs = 1_500;
 
@@ -80,8 +88,16 @@ function spawnContender(key: ContenderKey): Child {
   };
 }
 
-async function batch(child: Child, iterations: number): Promise<{ wallUs: number; cpuUs: number }> {
-  return (await child.ask({ cmd: 'batch', iterations })) as { wallUs: number; cpuUs: number };
+async function batch(
+  child: Child,
+  iterations: number,
+  minMs?: number,
+): Promise<{ wallUs: number; cpuUs: number; runs: number }> {
+  return (await child.ask({ cmd: 'batch', iterations, minMs })) as {
+    wallUs: number;
+    cpuUs: number;
+    runs: number;
+  };
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -127,22 +143,26 @@ export default {
             while (performance.now() < until) await batch(child, shape.iterations);
           }
         const samples = new Map(
-          children.map((child) => [child, { wall: [] as number[], cpu: [] as number[] }]),
+          children.map((child) => [
+            child,
+            { wall: [] as number[], cpu: [] as number[], runs: [] as number[] },
+          ]),
         );
         for (let round = 0; round < rounds; round++) {
           // Interleaved, rotating start, so machine load hits every contender alike; one process runs at
           // a time.
           for (let offset = 0; offset < children.length; offset++) {
             const child = children[(round + offset) % children.length]!;
-            const { wallUs, cpuUs } = await batch(child, shape.iterations);
+            const { wallUs, cpuUs, runs } = await batch(child, shape.iterations, minBatchMs);
             samples.get(child)!.wall.push(wallUs);
             samples.get(child)!.cpu.push(cpuUs);
+            samples.get(child)!.runs.push(runs);
           }
         }
         const heapRuns = Math.max(20, shape.iterations);
         const medians = new Map<string, number>();
         for (const child of children) {
-          const { wall, cpu } = samples.get(child)!;
+          const { wall, cpu, runs } = samples.get(child)!;
           const sorted = [...wall].sort((a, b) => a - b);
           const wallMedian = quantile(sorted, 0.5);
           medians.set(names.get(child)!, wallMedian);
@@ -155,6 +175,7 @@ export default {
             'CPU µs/run': Math.round(median(cpu) * 10) / 10,
             'µs/node': Math.round((wallMedian / shape.functionNodes) * 100) / 100,
             'heap KiB/run': Math.round(heapKiB * 100) / 100,
+            'runs/batch': Math.round(median(runs)),
           });
         }
         for (const child of children) await child.ask({ cmd: 'release' });
@@ -188,7 +209,7 @@ export default {
     notes.push(
       `Each contender runs in a process of its own (bench/workflow-contender.ts, forked per shape), and this process has them run their batches in turn, one process at a time: the same machine load, but no contender's garbage, JIT state or async hooks in another's process (LangGraph.js runs its graphs in an AsyncLocalStorage, which makes Node call promise hooks for every promise in its process).`,
       `"${sharedName}" (3-node chain only): agentd's in-memory engine in the setting of earlier versions of this harness, one process holding every contender of the shape, warmed up as they were (${warmUpMs / 1000} s per contender in two passes) and each running a batch in turn (rotating start) before agentd's batch is taken; the row's figures are agentd's batches. There agentd's batches also pay for the collection of the peers' garbage, and for the promise hooks LangGraph.js's AsyncLocalStorage turns on.`,
-      `Each figure is the median (and p90) of ${rounds} interleaved batches; a batch awaits N runs one after another (3-node: 200, 10-node: 100, 100-node: 8, fan-out: 150). CPU µs/run: the contender process's CPU time (all its threads, the garbage collector's included) per run, median of the batches. µs/node divides by the function nodes only.`,
+      `Each figure is the median (and p90) of ${rounds} interleaved batches; a batch awaits N runs one after another (3-node: 200, 10-node: 100, 100-node: 8, fan-out: 150), and N more until it has lasted ${minBatchMs} ms (runs/batch: the median count; before 2026-12-08 a batch was N runs, which for the cheapest contenders lasted 1–15 ms and weighed the start of each batch, on a core another contender's process had just left, and left the checkpoints of a durable chain's commits out of most batches). CPU µs/run: the contender process's CPU time (all its threads, the garbage collector's included) per run, median of the batches. µs/node divides by the function nodes only.`,
       `Warm-up: every contender runs batches for ${warmUpMs / 1000} s per shape, in two passes over the contenders, before the timed batches: the steady state (optimised code, a full set of retained runs). Earlier versions of this harness warmed up with about 100 runs, which measured agentd's 3-node chain at several times its steady-state cost.`,
       'agentd runs each shape as a YAML workflow with deterministic nodes bound to functions; it also executes its mandatory START and EXIT stages (and a BRANCH + MERGE for the fan-out), goes through the FIFO scheduler, records stage history, routing trace, 3+ telemetry events and a node_output artifact per stage.',
       "agentd durable: the platform store (a SQLite file, WAL, synchronous=NORMAL) under a temp state dir, handed to the engine; stage records, task rows, events and artifacts are written as they happen, gathered per event-loop turn into one transaction in which the rows of each table go in multi-row INSERTs; run() resolves after all writes. A stage record stands for its two node events and node_output artifact, which are made from it when the run is read back (record version 2); the other events and artifacts of the run are one document on the row of its root task, and the stages written in the batch that concludes their task a list on that task's row (record version 3, migration 0046): a chain of pure functions, whose stages all end in one event-loop turn, writes its task row alone, which since record version 5 says nothing the row already says (decision 0053).",
