@@ -39,9 +39,15 @@ export type Command =
   | { cmd: 'heap'; runs: number }
   | { cmd: 'release' }
   | { cmd: 'exit' };
+/** A timed batch: wall and CPU (all threads) µs per run, and the runs. */
+export interface BatchFigures {
+  wallUs: number;
+  cpuUs: number;
+  runs: number;
+}
 export type Answer =
   | { built: true; name: string }
-  | { wallUs: number; cpuUs: number; runs: number }
+  | BatchFigures
   | { heapKiB: number }
   | { released: true }
   | { error: string };
@@ -375,15 +381,8 @@ function mastraOf(shape: ShapeKey): Promise<Contender> {
   return shape === 'fan' ? mastraFan() : mastraChain(chainLength[shape]);
 }
 
-/**
- * Runs `run` `iterations` times one after another, and again as many times until `minMs` have passed: wall and
- * CPU (all threads) µs per run, and the runs.
- */
-async function timeBatch(
-  run: Runner,
-  iterations: number,
-  minMs = 0,
-): Promise<{ wallUs: number; cpuUs: number; runs: number }> {
+/** Runs `run` `iterations` times one after another, and again as many times until `minMs` have passed. */
+async function timeBatch(run: Runner, iterations: number, minMs = 0): Promise<BatchFigures> {
   const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   const until = start + BigInt(Math.round(minMs * 1e6));
@@ -481,10 +480,10 @@ async function sharedRound(
   others: Contender[],
   iterations: number,
   minMs: number | undefined,
-): Promise<{ wallUs: number; cpuUs: number; runs: number }> {
+): Promise<BatchFigures> {
   const all = [agentd, ...others];
   const start = sharedRounds++ % all.length;
-  let timed: { wallUs: number; cpuUs: number; runs: number } | undefined;
+  let timed: BatchFigures | undefined;
   for (let offset = 0; offset < all.length; offset++) {
     const contender = all[(start + offset) % all.length]!;
     const figures = await timeBatch(contender.run, iterations, minMs);

@@ -5,6 +5,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   type Answer,
+  type BatchFigures,
   type Command,
   type ContenderKey,
   floorName,
@@ -88,16 +89,8 @@ function spawnContender(key: ContenderKey): Child {
   };
 }
 
-async function batch(
-  child: Child,
-  iterations: number,
-  minMs?: number,
-): Promise<{ wallUs: number; cpuUs: number; runs: number }> {
-  return (await child.ask({ cmd: 'batch', iterations, minMs })) as {
-    wallUs: number;
-    cpuUs: number;
-    runs: number;
-  };
+async function batch(child: Child, iterations: number, minMs?: number): Promise<BatchFigures> {
+  return (await child.ask({ cmd: 'batch', iterations, minMs })) as BatchFigures;
 }
 
 function quantile(sorted: number[], q: number): number {

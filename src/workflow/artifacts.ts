@@ -68,6 +68,12 @@ const isArtifact = (entry: Entry): entry is Artifact => (entry as Artifact).arti
 const isStage = (entry: Entry): entry is StageRecord => (entry as StageRecord).nodeRole !== undefined;
 
 /**
+ * The id of a task's telemetry snapshot, the artifact a run's end makes: a run's end records leave it out
+ * when it is this (see `encodeRunRecords`).
+ */
+export const telemetrySnapshotId = (taskId: string): string => `${taskId}:telemetry`;
+
+/**
  * The `node_output` artifact of a stage of `taskId` whose output is kept as it is (no redaction): all of it
  * is in the stage record, so it is made from the record when read, in memory or from the database.
  */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { decodeJson, ErrorCodes, numberJson, SystemError, utf8BytesOver } from '../util/index.js';
-import type { Artifact } from './artifacts.js';
+import { type Artifact, telemetrySnapshotId } from './artifacts.js';
 import { nodeKinds, nodeRoles } from './manifest-schemas.js';
 import {
   defaultSpecMode,
@@ -672,7 +672,7 @@ export function withinDocumentLimit(text: string, what: string, maxBytes = workf
  * `<root task>:<seq>`, its root and task are the row's, its metadata names the document's `workflowId`, and its
  * timestamp is `at` after the document's `timesFrom` (the first event's); an event that differs in any of these
  * writes that field (a time that is not a whole number as `timestamp`). An artifact leaves out the run's id, its
- * task when that is the root, its id when it is the telemetry snapshot's `<task>:telemetry`, and writes its time
+ * task when that is the root, its id when it is the telemetry snapshot's (`telemetrySnapshotId`), and writes its time
  * as `at` too. Refused above `maxBytes` (see `withinDocumentLimit`). In version 3, which wrote each event whole,
  * the events were most of this document and two thirds of its encoding time.
  */
@@ -706,7 +706,10 @@ export function encodeRunRecords(
     const artifact = artifacts[index]!;
     if (index > 0) text += ',';
     text += `{"type":${quote(artifact.type)}`;
-    if (artifact.type !== 'telemetry_snapshot' || artifact.artifactId !== `${artifact.taskId}:telemetry`)
+    if (
+      artifact.type !== 'telemetry_snapshot' ||
+      artifact.artifactId !== telemetrySnapshotId(artifact.taskId)
+    )
       text += `,"artifactId":${quote(artifact.artifactId)}`;
     if (artifact.taskId !== rootTaskId) text += `,"taskId":${quote(artifact.taskId)}`;
     if (artifact.nodeId !== undefined) text += `,"nodeId":${quote(artifact.nodeId)}`;
@@ -772,7 +775,8 @@ export function decodeRunRecords(
     artifacts: stored.artifacts.map((artifact, index): Artifact => {
       const taskId = artifact.taskId ?? rootTaskId;
       const artifactId =
-        artifact.artifactId ?? (artifact.type === 'telemetry_snapshot' ? `${taskId}:telemetry` : undefined);
+        artifact.artifactId ??
+        (artifact.type === 'telemetry_snapshot' ? telemetrySnapshotId(taskId) : undefined);
       if (artifactId === undefined) throw fault(`artifact ${index} has no id`);
       return {
         artifactId,

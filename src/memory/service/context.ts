@@ -209,9 +209,12 @@ function plainAppendInput(input: unknown): AppendInput | undefined {
   const out: Record<string, unknown> = { role, content };
   // The schema keeps an optional key given as undefined, and drops the keys it does not know.
   if (role === 'assistant' && 'toolCalls' in fields) {
-    const toolCalls = fields.toolCalls === undefined ? undefined : plainToolCalls(fields.toolCalls);
-    if (toolCalls === undefined && fields.toolCalls !== undefined) return undefined;
-    out.toolCalls = toolCalls;
+    if (fields.toolCalls === undefined) out.toolCalls = undefined;
+    else {
+      const toolCalls = plainToolCalls(fields.toolCalls);
+      if (toolCalls === undefined) return undefined;
+      out.toolCalls = toolCalls;
+    }
   }
   if (role === 'tool') {
     const { toolCallId, toolName } = fields;

@@ -1,6 +1,7 @@
 import { errorCodeOf } from '../../telemetry/index.js';
 import { deepFreeze, ErrorCodes } from '../../util/index.js';
 import { errorShape } from '../agent-node.js';
+import { telemetrySnapshotId } from '../artifacts.js';
 import type { DagNode } from '../dag.js';
 import { WorkflowErrorCodes } from '../error-codes.js';
 import type { LoadedWorkflow } from '../loader.js';
@@ -184,7 +185,7 @@ export function finishRun(core: EngineCore, run: Run): WorkflowRunResult {
   // Made when first read: the run's events no longer change, and most runs' snapshots are never read.
   const snapshotAt = root.completedAt ?? core.clock.now();
   core.artifacts.addLater(root.taskId, () => ({
-    artifactId: `${root.taskId}:telemetry`,
+    artifactId: telemetrySnapshotId(root.taskId),
     rootTaskId: root.taskId,
     taskId: root.taskId,
     nodeId: undefined,
